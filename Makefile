@@ -1,0 +1,33 @@
+# temco — the two set-up commands are `make run` and `make test`.
+SHELL := bash
+BIN   := $(CURDIR)/.bin
+GO    ?= go
+
+.PHONY: run test tools build unit e2e bench replay-histories fmt vet clean
+
+## run: build what is missing, then start the full local stack (temco dev)
+run: tools build
+	$(BIN)/temco dev
+
+## test: build what is missing, then run every test (unit, API, workflow, end-to-end)
+test: tools
+	$(GO) vet ./...
+	$(GO) test -count=1 -timeout 45m ./...
+
+## tools: build the pinned dev binaries into .bin (idempotent)
+tools:
+	@BIN=$(BIN) tools/build.sh
+
+## build: the temco binary
+build:
+	$(GO) build -o $(BIN)/temco ./cmd/temco
+
+## unit: the fast tests only (no local clusters or Temporal server)
+unit: tools
+	$(GO) test -count=1 -short ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+clean:
+	rm -rf .data

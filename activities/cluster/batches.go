@@ -1,0 +1,21 @@
+package cluster
+
+import (
+	"context"
+
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// ContextBatches returns how many cluster batches a context has.
+func (a *Activities) ContextBatches(ctx context.Context, ctxID string) (int, error) {
+	c, err := a.Contexts.Get(ctx, ctxID)
+	if err != nil {
+		return 0, err
+	}
+	return c.Batches, nil
+}
+
+// ListBatch returns the clusters of one batch (at most ClustersPerBatch names).
+func (a *Activities) ListBatch(ctx context.Context, in lifecycle.BatchInput) ([]string, error) {
+	return a.Contexts.BatchClusters(ctx, in.ContextID, in.Batch)
+}

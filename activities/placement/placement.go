@@ -1,0 +1,96 @@
+package placement
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/temco/temco/internal/model"
+)
+
+// Registry answers which clusters exist and which carry a label; placement itself is pure.
+type Registry interface {
+	ClusterExists(provider, cluster string) (bool, error)
+	ClustersWithLabel(provider, label string) ([]string, error) // sorted names
+}
+
+// Place resolves one app's intents to a sorted set of cluster keys (provider+cluster):
+// every allOf entry contributes all its matches (a nested anyOf contributes one), and
+// every anyOf list contributes exactly one cluster — the first match by name, so the
+// choice is stable from one revision to the next.
+func Place(app string, intents []model.PlacementIntent, reg Registry) ([]string, error) {
+	set := map[string]bool{}
+	for _, in := range intents {
+		for i, all := range in.AllOf {
+			if len(all.AnyOf) > 0 {
+				c, err := pickOne(app, fmt.Sprintf("allOf[%d].anyOf", i), all.AnyOf, reg)
+				if err != nil {
+					return nil, err
+				}
+				set[c] = true
+				continue
+			}
+			matches, err := match(app, all.ClusterMatch, reg)
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range matches {
+				set[m] = true
+			}
+		}
+		if len(in.AnyOf) > 0 {
+			c, err := pickOne(app, "anyOf", in.AnyOf, reg)
+			if err != nil {
+				return nil, err
+			}
+			set[c] = true
+		}
+	}
+	if len(set) == 0 {
+		return nil, fmt.Errorf("the placement of app %q selects no cluster", app)
+	}
+	out := make([]string, 0, len(set))
+	for c := range set {
+		out = append(out, c)
+	}
+	sort.Strings(out)
+	return out, nil
+}
+
+func pickOne(app, where string, ms []model.ClusterMatch, reg Registry) (string, error) {
+	var all []string
+	for _, m := range ms {
+		found, err := match(app, m, reg)
+		if err != nil {
+			return "", err
+		}
+		all = append(all, found...)
+	}
+	if len(all) == 0 {
+		return "", fmt.Errorf("no cluster matches %s of app %q", where, app)
+	}
+	sort.Strings(all)
+	return all[0], nil
+}
+
+// match returns the clusters one entry selects; naming an unregistered cluster is an error.
+func match(app string, m model.ClusterMatch, reg Registry) ([]string, error) {
+	if m.Cluster != "" {
+		ok, err := reg.ClusterExists(m.ClusterProvider, m.Cluster)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			return nil, fmt.Errorf("app %q is placed on cluster %q of provider %q, which is not registered", app, m.Cluster, m.ClusterProvider)
+		}
+		return []string{m.ClusterProvider + "+" + m.Cluster}, nil
+	}
+	names, err := reg.ClustersWithLabel(m.ClusterProvider, m.ClusterLabel)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]string, len(names))
+	for i, n := range names {
+		out[i] = m.ClusterProvider + "+" + n
+	}
+	return out, nil
+}

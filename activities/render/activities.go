@@ -1,0 +1,164 @@
+// Package render builds an AppContext revision: it renders every app's Helm chart
+// with its profile and the DIG's override values and stores the manifests in MongoDB.
+package render
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/profile"
+	"github.com/temco/temco/internal/store"
+)
+
+// Activities renders apps.
+type Activities struct {
+	Store    *store.Store
+	Contexts *appctx.Store
+}
+
+// invalid is a permanent failure caused by what the user configured.
+func invalid(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), lifecycle.ErrInvalidInput, nil)
+}
+
+// RenderApps renders every app of the DIG's composite app into the context.
+func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (int, error) {
+	digDoc, err := a.Store.Get(ctx, in.DIG.ID())
+	if err != nil {
+		return 0, err
+	}
+	dig, err := model.Decode[model.DIGSpec](digDoc.Body)
+	if err != nil {
+		return 0, err
+	}
+	caID := in.DIG.CompositeAppID()
+	apps, err := a.Store.List(ctx, store.Query{Parent: caID, Kind: model.KindApp, Full: true})
+	if err != nil {
+		return 0, err
+	}
+	if len(apps) == 0 {
+		return 0, invalid("composite app %q %q has no apps", in.DIG.CompositeApp, in.DIG.Version)
+	}
+	profiles, err := a.profiles(ctx, caID+"/composite-profiles/"+dig.Spec.CompositeProfile)
+	if err != nil {
+		return 0, err
+	}
+	overrides := map[string]map[string]string{}
+	for _, ov := range dig.Spec.OverrideValues {
+		overrides[ov.App] = ov.Values
+	}
+	rendered := make([]*appctx.App, 0, len(apps))
+	for _, doc := range apps {
+		deps, err := a.dependencies(ctx, doc.ID)
+		if err != nil {
+			return 0, err
+		}
+		objs, err := renderChart(ctx, chartInput{archive: doc.Blob, profile: profiles[doc.Name],
+			overrides: overrides[doc.Name], release: dig.Spec.Version, namespace: "default"})
+		if err != nil {
+			return 0, invalid("app %q: %v", doc.Name, err)
+		}
+		rendered = append(rendered, &appctx.App{Name: doc.Name, Deps: deps, Objects: objs})
+	}
+	order, err := dependencyOrder(rendered)
+	if err != nil {
+		return 0, invalid("%v", err)
+	}
+	if err := a.Contexts.PutApps(ctx, in.ContextID, rendered); err != nil {
+		return 0, err
+	}
+	return len(rendered), a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "apps", Value: order}})
+}
+
+// profiles loads the composite profile's app profiles by app name.
+func (a *Activities) profiles(ctx context.Context, compositeProfile string) (map[string]*profile.Profile, error) {
+	docs, err := a.Store.List(ctx, store.Query{Parent: compositeProfile, Kind: model.KindAppProfile, Full: true})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*profile.Profile{}
+	for _, d := range docs {
+		p, err := profile.Parse(d.Blob)
+		if err != nil {
+			return nil, invalid("app profile %q: %v", d.Name, err)
+		}
+		out[d.Fields["app"]] = p
+	}
+	return out, nil
+}
+
+func (a *Activities) dependencies(ctx context.Context, appID string) ([]model.AppDependencySpec, error) {
+	docs, err := a.Store.List(ctx, store.Query{Parent: appID, Kind: model.KindAppDependency})
+	if err != nil {
+		return nil, err
+	}
+	deps := make([]model.AppDependencySpec, 0, len(docs))
+	for _, d := range docs {
+		r, err := model.Decode[model.AppDependencySpec](d.Body)
+		if err != nil {
+			return nil, err
+		}
+		deps = append(deps, r.Spec)
+	}
+	return deps, nil
+}
+
+// dependencyOrder sorts apps so every app comes after the apps it depends on
+// (ties by name); a dependency cycle is an error.
+func dependencyOrder(apps []*appctx.App) ([]string, error) {
+	byName := map[string]*appctx.App{}
+	for _, a := range apps {
+		byName[a.Name] = a
+	}
+	names := make([]string, 0, len(apps))
+	for n := range byName {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	const (
+		unvisited = iota
+		visiting
+		done
+	)
+	mark := map[string]int{}
+	var order []string
+	var visit func(n string, path []string) error
+	visit = func(n string, path []string) error {
+		switch mark[n] {
+		case done:
+			return nil
+		case visiting:
+			return fmt.Errorf("app dependencies form a cycle: %v", append(path, n))
+		}
+		mark[n] = visiting
+		deps := make([]string, 0, len(byName[n].Deps))
+		for _, d := range byName[n].Deps {
+			if _, ok := byName[d.App]; !ok {
+				return fmt.Errorf("app %q depends on %q, which is not in the composite app", n, d.App)
+			}
+			deps = append(deps, d.App)
+		}
+		sort.Strings(deps)
+		for _, d := range deps {
+			if err := visit(d, append(path, n)); err != nil {
+				return err
+			}
+		}
+		mark[n] = done
+		order = append(order, n)
+		return nil
+	}
+	for _, n := range names {
+		if err := visit(n, nil); err != nil {
+			return nil, err
+		}
+	}
+	return order, nil
+}

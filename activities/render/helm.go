@@ -1,0 +1,182 @@
+package render
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"path"
+	"sort"
+	"strconv"
+	"strings"
+
+	"helm.sh/helm/v3/pkg/action"
+	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chart/loader"
+	"helm.sh/helm/v3/pkg/release"
+	"helm.sh/helm/v3/pkg/releaseutil"
+	"helm.sh/helm/v3/pkg/strvals"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"sigs.k8s.io/yaml"
+
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/profile"
+)
+
+// chartInput is everything one app's rendering depends on.
+type chartInput struct {
+	archive   []byte            // the app's Helm chart (.tgz)
+	profile   *profile.Profile  // the app profile (nil: none)
+	overrides map[string]string // DIG overrideValues for the app ("a.b.c": "v")
+	release   string            // .Release.Name (EMCO: the DIG's spec.version)
+	namespace string            // .Release.Namespace
+}
+
+// renderChart renders a chart client-side, as `helm template` does, and returns its
+// objects in apply order: Namespaces and CRDs first, then Helm's install order.
+func renderChart(ctx context.Context, in chartInput) ([]appctx.Object, error) {
+	ch, err := loader.LoadArchive(bytes.NewReader(in.archive))
+	if err != nil {
+		return nil, fmt.Errorf("load chart: %w", err)
+	}
+	vals := map[string]any{}
+	if in.profile != nil {
+		vals = in.profile.Values
+		replaceTemplates(ch, in.profile.Templates)
+	}
+	keys := make([]string, 0, len(in.overrides))
+	for k := range in.overrides {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if err := strvals.ParseInto(k+"="+in.overrides[k], vals); err != nil {
+			return nil, fmt.Errorf("override value %q: %w", k, err)
+		}
+	}
+	install := action.NewInstall(&action.Configuration{})
+	install.DryRun, install.ClientOnly, install.Replace, install.IncludeCRDs = true, true, true, true
+	install.ReleaseName, install.Namespace = in.release, in.namespace
+	rel, err := install.RunWithContext(ctx, ch, vals)
+	if err != nil {
+		return nil, fmt.Errorf("render chart %s: %w", ch.Name(), err)
+	}
+	docs := splitInOrder(rel.Manifest)
+	for _, h := range rel.Hooks {
+		if !isTestHook(h) {
+			docs = append(docs, h.Manifest)
+		}
+	}
+	objs := make([]appctx.Object, 0, len(docs))
+	for _, doc := range docs {
+		o, ok, err := toObject(doc)
+		if err != nil {
+			return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+		}
+		if ok {
+			objs = append(objs, o)
+		}
+	}
+	sortForApply(objs)
+	return objs, nil
+}
+
+// replaceTemplates swaps chart templates for profile-provided files; a profile names
+// them "<chart>/templates/<file>" as in EMCO.
+func replaceTemplates(ch *chart.Chart, files map[string][]byte) {
+	for p, data := range files {
+		_, rel, ok := strings.Cut(p, "/")
+		if !ok {
+			continue
+		}
+		rel = path.Clean(rel)
+		replaced := false
+		for _, t := range ch.Templates {
+			if t.Name == rel {
+				t.Data, replaced = data, true
+			}
+		}
+		if !replaced {
+			ch.Templates = append(ch.Templates, &chart.File{Name: rel, Data: data})
+		}
+	}
+}
+
+func isTestHook(h *release.Hook) bool {
+	for _, e := range h.Events {
+		if e == release.HookTest {
+			return true
+		}
+	}
+	return false
+}
+
+// splitInOrder splits a multi-document manifest, keeping document order.
+func splitInOrder(manifest string) []string {
+	m := releaseutil.SplitManifests(manifest)
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	// Keys are "manifest-<n>".
+	num := func(k string) int { n, _ := strconv.Atoi(strings.TrimPrefix(k, "manifest-")); return n }
+	sort.Slice(keys, func(i, j int) bool { return num(keys[i]) < num(keys[j]) })
+	out := make([]string, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, m[k])
+	}
+	return out
+}
+
+// toObject parses one YAML document; empty documents are skipped.
+func toObject(doc string) (appctx.Object, bool, error) {
+	js, err := yaml.YAMLToJSON([]byte(doc))
+	if err != nil {
+		return appctx.Object{}, false, fmt.Errorf("rendered manifest is not valid YAML: %v", err)
+	}
+	if string(js) == "null" || string(js) == "{}" {
+		return appctx.Object{}, false, nil
+	}
+	u := &unstructured.Unstructured{}
+	if err := u.UnmarshalJSON(js); err != nil {
+		return appctx.Object{}, false, fmt.Errorf("rendered manifest is not a Kubernetes object: %v", err)
+	}
+	if u.GetName() == "" {
+		return appctx.Object{}, false, fmt.Errorf("rendered %s has no metadata.name", u.GetKind())
+	}
+	canon, err := json.Marshal(u.Object) // map keys sorted: a canonical form for hashing
+	if err != nil {
+		return appctx.Object{}, false, err
+	}
+	gvk := u.GroupVersionKind()
+	sum := sha256.Sum256(canon)
+	return appctx.Object{
+		Ref:      appctx.Ref{Group: gvk.Group, Version: gvk.Version, Kind: gvk.Kind, Namespace: u.GetNamespace(), Name: u.GetName()},
+		Manifest: string(canon), Hash: hex.EncodeToString(sum[:]),
+	}, true, nil
+}
+
+// sortForApply orders Namespaces, then CRDs, then Helm's install order; kinds Helm does
+// not know go last, in the order they were rendered.
+func sortForApply(objs []appctx.Object) {
+	rank := map[string]int{"Namespace": 0, "CustomResourceDefinition": 1}
+	for i, k := range releaseutil.InstallOrder {
+		if _, ok := rank[k]; !ok {
+			rank[k] = i + 2
+		}
+	}
+	last := len(releaseutil.InstallOrder) + 2
+	sort.SliceStable(objs, func(i, j int) bool {
+		ri, ok := rank[objs[i].Kind]
+		if !ok {
+			ri = last
+		}
+		rj, ok := rank[objs[j].Kind]
+		if !ok {
+			rj = last
+		}
+		return ri < rj
+	})
+}

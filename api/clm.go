@@ -1,0 +1,198 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/kubeconfig"
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
+)
+
+const (
+	routeClusters = "/cluster-providers/:clusterProvider/clusters"
+	routeCluster  = routeClusters + "/:cluster"
+)
+
+func (s *Server) registerClm(g *echo.Group) {
+	register(g, s, kind[model.Empty]{name: model.KindClusterProvider,
+		coll: "/cluster-providers", item: "/cluster-providers/:clusterProvider"})
+
+	clusters := kind[model.ClusterSpec]{name: model.KindCluster, coll: routeClusters, item: routeCluster, noPut: true,
+		check: checkCluster, file: &fileSpec[model.ClusterSpec]{attach: attachKubeconfig}}
+	g.POST(clusters.coll, func(c echo.Context) error { return create(c, s, clusters) })
+	g.GET(clusters.coll, s.listClusters)
+	g.GET(clusters.item, func(c echo.Context) error { return get(c, s, clusters) })
+	g.DELETE(clusters.item, func(c echo.Context) error { return remove(c, s, clusters) })
+
+	g.POST(routeCluster+"/labels", s.createLabel)
+	g.GET(routeCluster+"/labels", s.listLabels)
+	g.GET(routeCluster+"/labels/:label", s.getLabel)
+	g.DELETE(routeCluster+"/labels/:label", s.deleteLabel)
+
+	register(g, s, kind[model.KVSpec]{name: model.KindClusterKV,
+		coll: routeCluster + "/kv-pairs", item: routeCluster + "/kv-pairs/:kvPair"})
+	register(g, s, kind[model.ControllerSpec]{name: model.KindClmController, check: checkController,
+		coll: "/clm-controllers", item: "/clm-controllers/:controller"})
+}
+
+// checkCluster requires a kubeconfig unless the cluster is reached through gitOps.
+func checkCluster(_ context.Context, _ *Server, r *request[model.ClusterSpec]) error {
+	if !r.hasFile && r.res.Spec.GitOps == nil {
+		return badRequest(`multipart part "file" (the cluster's kubeconfig) is missing`)
+	}
+	return nil
+}
+
+// attachKubeconfig validates the kubeconfig and stores it sealed, bound to the cluster's id.
+func attachKubeconfig(_ context.Context, s *Server, r *request[model.ClusterSpec]) error {
+	if _, err := kubeconfig.Parse(r.file); err != nil {
+		return badRequest("invalid kubeconfig: %v", err)
+	}
+	sealed, err := s.Keys.Seal(r.file, []byte(r.id))
+	if err != nil {
+		return err
+	}
+	r.secret = sealed
+	return nil
+}
+
+// listClusters lists clusters; ?label=X answers just the names of clusters with that
+// label, ?withLabels=true adds each cluster's labels (both as in EMCO).
+func (s *Server) listClusters(c echo.Context) error {
+	coll, err := fill(c, routeClusters)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	provider := parentOf(coll)
+	if err := s.mustExist(ctx, provider); err != nil {
+		return err
+	}
+	if label := c.QueryParam("label"); label != "" {
+		names, err := s.clustersWithLabel(ctx, provider, label)
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, names)
+	}
+	docs, err := s.Store.List(ctx, store.Query{Parent: provider, Kind: model.KindCluster})
+	if err != nil {
+		return err
+	}
+	if !strings.EqualFold(c.QueryParam("withLabels"), "true") {
+		return c.JSONBlob(http.StatusOK, bodies(docs))
+	}
+	labels, err := s.Store.List(ctx, store.Query{Scope: provider, Kind: model.KindClusterLabel})
+	if err != nil {
+		return err
+	}
+	byCluster := map[string][]model.ClusterLabel{}
+	for _, l := range labels {
+		byCluster[l.Parent] = append(byCluster[l.Parent], model.ClusterLabel{Label: l.Name})
+	}
+	type withLabels struct {
+		Metadata model.Metadata       `json:"metadata"`
+		Labels   []model.ClusterLabel `json:"labels"`
+	}
+	out := make([]withLabels, 0, len(docs))
+	for _, d := range docs {
+		var r model.Resource[json.RawMessage]
+		if err := json.Unmarshal([]byte(d.Body), &r); err != nil {
+			return err
+		}
+		out = append(out, withLabels{Metadata: r.Metadata, Labels: append([]model.ClusterLabel{}, byCluster[d.ID]...)})
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// clustersWithLabel returns the names of the provider's clusters carrying label.
+func (s *Server) clustersWithLabel(ctx context.Context, provider, label string) ([]string, error) {
+	labels, err := s.Store.List(ctx, store.Query{Scope: provider, Kind: model.KindClusterLabel, Name: label})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, 0, len(labels))
+	for _, l := range labels {
+		names = append(names, l.Parent[strings.LastIndex(l.Parent, "/")+1:])
+	}
+	return names, nil
+}
+
+func (s *Server) createLabel(c echo.Context) error {
+	cluster, err := fill(c, routeCluster)
+	if err != nil {
+		return err
+	}
+	var l model.ClusterLabel
+	if err := readJSON(c, &l); err != nil {
+		return err
+	}
+	if err := model.ValidateName("clusterLabel", l.Label); err != nil {
+		return badRequest("%v", err)
+	}
+	body, _ := json.Marshal(l)
+	d := &store.Doc{ID: cluster + "/labels/" + l.Label, Parent: cluster, Scope: scopeOf(cluster),
+		Kind: model.KindClusterLabel, Name: l.Label, Body: string(body)}
+	if err := s.Store.Create(c.Request().Context(), d); err != nil {
+		return fromStore(err)
+	}
+	return c.JSONBlob(http.StatusCreated, body)
+}
+
+func (s *Server) listLabels(c echo.Context) error {
+	cluster, err := fill(c, routeCluster)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.mustExist(ctx, cluster); err != nil {
+		return err
+	}
+	docs, err := s.Store.List(ctx, store.Query{Parent: cluster, Kind: model.KindClusterLabel})
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, bodies(docs))
+}
+
+func (s *Server) getLabel(c echo.Context) error {
+	id, err := fill(c, routeCluster+"/labels/:label")
+	if err != nil {
+		return err
+	}
+	d, err := s.Store.Get(c.Request().Context(), id)
+	if err != nil {
+		return fromStore(err)
+	}
+	return c.JSONBlob(http.StatusOK, []byte(d.Body))
+}
+
+func (s *Server) deleteLabel(c echo.Context) error {
+	id, err := fill(c, routeCluster+"/labels/:label")
+	if err != nil {
+		return err
+	}
+	if err := s.Store.Delete(c.Request().Context(), id); err != nil {
+		return fromStore(err)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// checkController validates a controller registration.
+func checkController(_ context.Context, _ *Server, r *request[model.ControllerSpec]) error {
+	sp := r.res.Spec
+	switch {
+	case sp.Type != "" && sp.Type != model.ControllerPlacement && sp.Type != model.ControllerAction:
+		return badRequest("spec.type %q is invalid: use %q or %q", sp.Type, model.ControllerPlacement, model.ControllerAction)
+	case sp.Priority < 0 || sp.Priority > 100:
+		return badRequest("spec.priority %d is out of range 0..100", sp.Priority)
+	case sp.Port < 0 || sp.Port > 65535:
+		return badRequest("spec.port %d is out of range 0..65535", sp.Port)
+	}
+	return nil
+}

@@ -1,0 +1,75 @@
+package api
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/store"
+)
+
+func httpErr(code int, format string, args ...any) *echo.HTTPError {
+	return echo.NewHTTPError(code, fmt.Sprintf(format, args...))
+}
+
+func badRequest(format string, args ...any) *echo.HTTPError {
+	return httpErr(http.StatusBadRequest, format, args...)
+}
+
+func conflict(format string, args ...any) *echo.HTTPError {
+	return httpErr(http.StatusConflict, format, args...)
+}
+
+// fromStore maps a store error to an HTTP error with a message naming the resources.
+func fromStore(err error) error {
+	var e *store.Error
+	if !errors.As(err, &e) {
+		return err
+	}
+	switch e.Code {
+	case store.ErrNotFound, store.ErrParentMissing:
+		return httpErr(http.StatusNotFound, "%s not found", describe(e.ID))
+	case store.ErrRefMissing:
+		return httpErr(http.StatusNotFound, "referenced %s not found", describe(e.ID))
+	case store.ErrExists:
+		return conflict("%s already exists", describe(e.ID))
+	case store.ErrHasChildren:
+		return conflict("%s cannot be deleted: delete its %s first", describe(e.ID), describe(e.Other))
+	case store.ErrReferenced:
+		return conflict("%s cannot be deleted: it is used by %s", describe(e.ID), describe(e.Other))
+	case store.ErrConflict:
+		return conflict("%s was changed by another request; read it again and retry", describe(e.ID))
+	case store.ErrBusy:
+		return conflict("%s %s; retry", describe(e.ID), e.Msg)
+	}
+	return err
+}
+
+// errorHandler answers every error as JSON {"message": ...}. Errors that are not
+// HTTP errors are ours, not the caller's: they are logged and answered with a 500
+// that reveals nothing but the request id.
+func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
+	return func(err error, c echo.Context) {
+		if c.Response().Committed {
+			return
+		}
+		var he *echo.HTTPError
+		if !errors.As(fromStore(err), &he) {
+			rid := c.Response().Header().Get(echo.HeaderXRequestID)
+			log.Error("request failed", "request_id", rid, "method", c.Request().Method, "path", c.Path(), "error", err)
+			he = httpErr(http.StatusInternalServerError, "internal error (request id %s)", rid)
+		}
+		msg, ok := he.Message.(string)
+		if !ok {
+			msg = http.StatusText(he.Code)
+		}
+		if c.Request().Method == http.MethodHead {
+			_ = c.NoContent(he.Code)
+			return
+		}
+		_ = c.JSON(he.Code, map[string]string{"message": msg})
+	}
+}

@@ -1,0 +1,199 @@
+package api
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"errors"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/activities/operation"
+	"github.com/temco/temco/internal/digstate"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/starter"
+)
+
+// Operator runs lifecycle operations (the Temporal starter in production).
+type Operator interface {
+	Operate(ctx context.Context, dig lifecycle.DIGRef, req lifecycle.OpRequest) (lifecycle.OpAccepted, error)
+	Stop(ctx context.Context, dig lifecycle.DIGRef) (lifecycle.OpAccepted, error)
+	ReadClusters(ctx context.Context, dig lifecycle.DIGRef, ctxID string, detail bool) error
+}
+
+// CanApprove lists the states approve starts from (approving an Approved DIG is a no-op).
+var CanApprove = []string{lifecycle.StateCreated, lifecycle.StateTerminated, lifecycle.StateUpdated}
+
+func (s *Server) registerLifecycle(g *echo.Group) {
+	g.POST(routeDIG+"/approve", s.approve)
+	g.POST(routeDIG+"/instantiate", s.operate(lifecycle.OpInstantiate, operation.CanInstantiate))
+	g.POST(routeDIG+"/terminate", s.operate(lifecycle.OpTerminate, operation.CanTerminate))
+	g.POST(routeDIG+"/stop", s.stop)
+	g.GET(routeDIG+"/status", s.status)
+}
+
+// digRef reads the DIG named by the path.
+func digRef(c echo.Context) (lifecycle.DIGRef, error) {
+	if _, err := fill(c, routeDIG); err != nil {
+		return lifecycle.DIGRef{}, err
+	}
+	return lifecycle.DIGRef{Project: c.Param("project"), CompositeApp: c.Param("compositeApp"),
+		Version: c.Param("version"), DIG: c.Param("deploymentIntentGroup")}, nil
+}
+
+func (s *Server) approve(c echo.Context) error {
+	dig, err := digRef(c)
+	if err != nil {
+		return err
+	}
+	_, err = digstate.Change(c.Request().Context(), s.Store, dig.ID(), func(info lifecycle.StateInfo) (*lifecycle.Action, error) {
+		cur := info.Current()
+		if cur == lifecycle.StateApproved {
+			return nil, nil
+		}
+		if !slices.Contains(CanApprove, cur) {
+			return nil, conflict("%s is %s: approve needs one of %v", dig, cur, CanApprove)
+		}
+		return &lifecycle.Action{State: lifecycle.StateApproved}, nil
+	})
+	if err != nil {
+		return fromStore(err)
+	}
+	return c.NoContent(http.StatusAccepted)
+}
+
+// operate starts an operation after a quick check of the DIG's state; the lifecycle
+// workflow checks again, authoritatively, before it records the transition.
+func (s *Server) operate(op string, allowed []string) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		dig, err := digRef(c)
+		if err != nil {
+			return err
+		}
+		ctx := c.Request().Context()
+		_, info, err := digstate.Load(ctx, s.Store, dig.ID())
+		if err != nil {
+			return fromStore(err)
+		}
+		if cur := info.Current(); !slices.Contains(allowed, cur) {
+			return conflict("%s is %s: %s needs one of %v", dig, cur, op, allowed)
+		}
+		req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
+		if op == lifecycle.OpInstantiate {
+			req.ContextID = newContextID()
+		}
+		acc, err := s.Ops.Operate(ctx, dig, req)
+		if err != nil {
+			return operationErr(err)
+		}
+		return c.JSON(http.StatusAccepted, acc)
+	}
+}
+
+func (s *Server) stop(c echo.Context) error {
+	dig, err := digRef(c)
+	if err != nil {
+		return err
+	}
+	if err := s.mustExist(c.Request().Context(), dig.ID()); err != nil {
+		return err
+	}
+	acc, err := s.Ops.Stop(c.Request().Context(), dig)
+	if err != nil {
+		return operationErr(err)
+	}
+	return c.JSON(http.StatusAccepted, acc)
+}
+
+// operationErr maps refusals to 409 and an unreachable Temporal to 503.
+func operationErr(err error) error {
+	var r *starter.Refused
+	if errors.As(err, &r) {
+		return conflict("%s", r.Message)
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return httpErr(http.StatusServiceUnavailable, "the workflow service did not answer in time; the operation may still start: check the DIG's status")
+	}
+	return err
+}
+
+// newContextID draws an AppContext id: a positive 63-bit number in decimal, as EMCO's.
+func newContextID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10)
+}
+
+// digDeletable refuses to delete a DIG whose objects may still be on clusters.
+func (s *Server) digDeletable(ctx context.Context, id string) error {
+	d, err := s.Store.Get(ctx, id)
+	if err != nil {
+		return fromStore(err)
+	}
+	info, err := digstate.Parse(d)
+	if err != nil {
+		return err
+	}
+	switch cur := info.Current(); cur {
+	case lifecycle.StateCreated, lifecycle.StateApproved:
+		return nil
+	case lifecycle.StateTerminated:
+		c, err := s.Contexts.Get(ctx, info.ContextID())
+		if err != nil {
+			return err
+		}
+		if c.Status == lifecycle.StatusTerminating {
+			return conflict("%s is still terminating; delete it once the terminate completed", describe(id))
+		}
+		return nil
+	default:
+		return conflict("%s is %s: terminate it before deleting it", describe(id), cur)
+	}
+}
+
+// deleteDIG deletes a DIG and, with it, its AppContexts.
+func (s *Server) deleteDIG(c echo.Context) error {
+	id, err := fill(c, routeDIG)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.digDeletable(ctx, id); err != nil {
+		return err
+	}
+	d, err := s.Store.Get(ctx, id)
+	if err != nil {
+		return fromStore(err)
+	}
+	info, _ := digstate.Parse(d)
+	if err := s.Store.Delete(ctx, id); err != nil {
+		return fromStore(err)
+	}
+	for _, a := range info.Actions {
+		if a.ContextID != "" {
+			if err := s.Contexts.DeleteContext(context.WithoutCancel(ctx), a.ContextID); err != nil {
+				s.Log.Warn("delete appcontext", "context", a.ContextID, "error", err)
+			}
+		}
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// unapprove puts an Approved DIG back to Created after it or one of its intents changed.
+func (s *Server) unapprove(ctx context.Context, digID string) error {
+	_, err := digstate.Change(ctx, s.Store, digID, func(info lifecycle.StateInfo) (*lifecycle.Action, error) {
+		if info.Current() != lifecycle.StateApproved {
+			return nil, nil
+		}
+		return &lifecycle.Action{State: lifecycle.StateCreated}, nil
+	})
+	if store.CodeOf(err) == store.ErrNotFound {
+		return nil // the DIG itself was deleted
+	}
+	return err
+}

@@ -1,0 +1,322 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
+)
+
+// kind describes one EMCO resource type {metadata, spec: S} served by the generic
+// create/list/get/replace/delete handlers.
+type kind[S any] struct {
+	name    string          // store kind, e.g. "app"
+	coll    string          // collection route, e.g. "/projects/:project/composite-apps"
+	item    string          // item route
+	version func(*S) string // composite apps: the id ends in /{name}/{version}
+	check   func(context.Context, *Server, *request[S]) error
+	file    *fileSpec[S] // multipart kinds: what the "file" part is
+	noPut   bool         // EMCO has no PUT for this kind (clusters)
+	// state returns the initial lifecycle state of a new resource (DIGs).
+	state func() string
+	// changed runs after a successful create, replace or delete (un-approving DIGs).
+	changed func(ctx context.Context, s *Server, id string) error
+	// remove replaces the generic delete (DIGs check their lifecycle state first).
+	remove echo.HandlerFunc
+}
+
+// fileSpec describes the "file" part of a multipart kind.
+type fileSpec[S any] struct {
+	required bool
+	// attach validates the file and stores it in r.blob or r.secret.
+	attach func(context.Context, *Server, *request[S]) error
+	// download: GET with Accept application/octet-stream returns the blob.
+	download bool
+}
+
+// request is one create or replace being validated.
+type request[S any] struct {
+	id, parent string
+	res        model.Resource[S]
+	refs       []string          // other resources this one depends on
+	fields     map[string]string // queryable attributes
+	blob       []byte
+	secret     []byte
+	file       []byte     // the multipart "file" part
+	hasFile    bool       // whether the request carried one
+	old        *store.Doc // the stored resource on a replace
+}
+
+// ref records a dependency on another resource, which must exist.
+func (r *request[S]) ref(id string) { r.refs = append(r.refs, id) }
+
+func (r *request[S]) field(k, v string) {
+	if r.fields == nil {
+		r.fields = map[string]string{}
+	}
+	r.fields[k] = v
+}
+
+// register adds the five routes of k.
+func register[S any](g *echo.Group, s *Server, k kind[S]) {
+	g.POST(k.coll, func(c echo.Context) error { return create(c, s, k) })
+	g.GET(k.coll, func(c echo.Context) error { return list(c, s, k) })
+	g.GET(k.item, func(c echo.Context) error { return get(c, s, k) })
+	if !k.noPut {
+		g.PUT(k.item, func(c echo.Context) error { return replace(c, s, k) })
+	}
+	if k.remove != nil {
+		g.DELETE(k.item, k.remove)
+	} else {
+		g.DELETE(k.item, func(c echo.Context) error { return remove(c, s, k) })
+	}
+}
+
+// decode reads the body (JSON, or multipart metadata + file) into a request.
+func decode[S any](c echo.Context, k kind[S]) (*request[S], error) {
+	r := &request[S]{}
+	if k.file != nil {
+		f, err := readMultipart(c)
+		if err != nil {
+			return nil, err
+		}
+		r.file, r.hasFile = f.file, f.hasFile
+		if err := decodeJSON(f.metadata, `multipart part "metadata"`, &r.res); err != nil {
+			return nil, err
+		}
+	} else if err := readJSON(c, &r.res); err != nil {
+		return nil, err
+	}
+	if err := model.ValidateName("metadata.name", r.res.Metadata.Name); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	return r, nil
+}
+
+// validate runs the kind's checks and attaches the file part.
+func validate[S any](ctx context.Context, s *Server, k kind[S], r *request[S]) error {
+	if k.check != nil {
+		if err := k.check(ctx, s, r); err != nil {
+			return err
+		}
+	}
+	if k.file == nil {
+		return nil
+	}
+	if !r.hasFile {
+		if k.file.required && r.old == nil {
+			return badRequest("multipart part \"file\" is missing")
+		}
+		if r.old != nil { // a replace without a new file keeps the stored one
+			r.blob, r.secret = r.old.Blob, r.old.Secret
+		}
+		return nil
+	}
+	return k.file.attach(ctx, s, r)
+}
+
+func (r *request[S]) doc(k kind[S]) (*store.Doc, error) {
+	body, err := json.Marshal(r.res)
+	if err != nil {
+		return nil, err
+	}
+	d := &store.Doc{ID: r.id, Parent: r.parent, Scope: scopeOf(r.id), Kind: k.name, Name: r.res.Metadata.Name,
+		Refs: r.refs, Fields: r.fields, Body: string(body), Blob: r.blob, Secret: r.secret}
+	switch {
+	case r.old != nil:
+		d.Rev, d.State = r.old.Rev, r.old.State
+	case k.state != nil:
+		d.State = k.state()
+	}
+	return d, nil
+}
+
+func create[S any](c echo.Context, s *Server, k kind[S]) error {
+	r, err := decode(c, k)
+	if err != nil {
+		return err
+	}
+	if r.id, err = newID(c, k, r); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if r.parent, err = fill(c, parentOf(k.coll)); err != nil {
+		return err
+	}
+	if err := s.mustExist(ctx, r.parent); err != nil {
+		return err
+	}
+	if err := validate(ctx, s, k, r); err != nil {
+		return err
+	}
+	d, err := r.doc(k)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.Create(ctx, d); err != nil {
+		return fromStore(err)
+	}
+	if err := k.afterChange(ctx, s, d.ID); err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusCreated, []byte(d.Body))
+}
+
+// afterChange runs the kind's change hook, if any.
+func (k kind[S]) afterChange(ctx context.Context, s *Server, id string) error {
+	if k.changed == nil {
+		return nil
+	}
+	return k.changed(ctx, s, id)
+}
+
+// newID is the _id a body names: collection path + name (+ version for composite apps).
+func newID[S any](c echo.Context, k kind[S], r *request[S]) (string, error) {
+	coll, err := fill(c, k.coll)
+	if err != nil {
+		return "", err
+	}
+	id := coll + "/" + r.res.Metadata.Name
+	if k.version != nil {
+		v := k.version(&r.res.Spec)
+		if err := model.ValidateName("spec.compositeAppVersion", v); err != nil {
+			return "", badRequest("%v", err)
+		}
+		id += "/" + v
+	}
+	return id, nil
+}
+
+func list[S any](c echo.Context, s *Server, k kind[S]) error {
+	coll, err := fill(c, k.coll)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	parent := parentOf(coll)
+	if err := s.mustExist(ctx, parent); err != nil {
+		return err
+	}
+	docs, err := s.Store.List(ctx, store.Query{Parent: parent, Kind: k.name, Fields: listFilter(c, k.name)})
+	if err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusOK, bodies(docs))
+}
+
+// listFilter supports ?app= on app profiles.
+func listFilter(c echo.Context, kindName string) map[string]string {
+	if kindName == model.KindAppProfile {
+		if app := c.QueryParam("app"); app != "" {
+			return map[string]string{"app": app}
+		}
+	}
+	return nil
+}
+
+// bodies renders stored documents as a JSON array.
+func bodies(docs []*store.Doc) []byte {
+	parts := make([]string, len(docs))
+	for i, d := range docs {
+		parts[i] = d.Body
+	}
+	return []byte("[" + strings.Join(parts, ",") + "]")
+}
+
+// mustExist answers 404 when the parent id (if any) does not exist.
+func (s *Server) mustExist(ctx context.Context, id string) error {
+	if id == "" {
+		return nil
+	}
+	ok, err := s.Store.Exists(ctx, id)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fromStore(&store.Error{Code: store.ErrNotFound, ID: id})
+	}
+	return nil
+}
+
+func get[S any](c echo.Context, s *Server, k kind[S]) error {
+	id, err := fill(c, k.item)
+	if err != nil {
+		return err
+	}
+	d, err := s.Store.Get(c.Request().Context(), id)
+	if err != nil {
+		return fromStore(err)
+	}
+	if k.file != nil && k.file.download && strings.Contains(c.Request().Header.Get(echo.HeaderAccept), echo.MIMEOctetStream) {
+		return c.Blob(http.StatusOK, echo.MIMEOctetStream, d.Blob)
+	}
+	return c.JSONBlob(http.StatusOK, []byte(d.Body))
+}
+
+func replace[S any](c echo.Context, s *Server, k kind[S]) error {
+	id, err := fill(c, k.item)
+	if err != nil {
+		return err
+	}
+	r, err := decode(c, k)
+	if err != nil {
+		return err
+	}
+	if r.id, err = newID(c, k, r); err != nil {
+		return err
+	}
+	if r.id != id {
+		return badRequest("the body names %s but the path names %s", describe(r.id), describe(id))
+	}
+	if r.parent, err = fill(c, parentOf(k.coll)); err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.mustExist(ctx, r.parent); err != nil {
+		return err
+	}
+	old, err := s.Store.Get(ctx, id)
+	if err != nil && store.CodeOf(err) != store.ErrNotFound {
+		return err
+	}
+	r.old = old
+	if err := validate(ctx, s, k, r); err != nil {
+		return err
+	}
+	d, err := r.doc(k)
+	if err != nil {
+		return err
+	}
+	code := http.StatusOK
+	if old == nil {
+		err, code = s.Store.Create(ctx, d), http.StatusCreated
+	} else {
+		err = s.Store.Update(ctx, d)
+	}
+	if err != nil {
+		return fromStore(err)
+	}
+	if err := k.afterChange(ctx, s, d.ID); err != nil {
+		return err
+	}
+	return c.JSONBlob(code, []byte(d.Body))
+}
+
+func remove[S any](c echo.Context, s *Server, k kind[S]) error {
+	id, err := fill(c, k.item)
+	if err != nil {
+		return err
+	}
+	if err := s.Store.Delete(c.Request().Context(), id); err != nil {
+		return fromStore(err)
+	}
+	if err := k.afterChange(c.Request().Context(), s, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}

@@ -1,0 +1,73 @@
+// Package api serves the EMCO v2 REST API with Echo: routing, request validation,
+// error mapping and storage of resources. Lifecycle operations go through starter.
+package api
+
+import (
+	"log/slog"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/seal"
+	"github.com/temco/temco/internal/store"
+)
+
+// Server holds the API's dependencies.
+type Server struct {
+	Store    *store.Store
+	Contexts *appctx.Store
+	Keys     *seal.Keyring
+	Ops      Operator
+	Log      *slog.Logger
+}
+
+// Handler builds the HTTP handler: /v2 routes plus /healthz.
+func (s *Server) Handler() *echo.Echo {
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = errorHandler(s.Log)
+	e.Use(middleware.RequestID())
+	e.Use(s.accessLog())
+	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: s.logPanic}))
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		json, multipart := limitBody(maxJSONBody)(next), limitBody(maxMultipartBody)(next)
+		return func(c echo.Context) error {
+			if strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEMultipartForm) {
+				return multipart(c)
+			}
+			return json(c)
+		}
+	})
+	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	g := e.Group("/v2")
+	s.registerClm(g)
+	s.registerOrchestrator(g)
+	s.registerLifecycle(g)
+	return e
+}
+
+func (s *Server) accessLog() echo.MiddlewareFunc {
+	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
+		LogStatus: true, LogMethod: true, LogURI: true, LogLatency: true, LogRequestID: true, LogError: true,
+		HandleError: true,
+		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			level := slog.LevelInfo
+			if v.Status >= 500 {
+				level = slog.LevelError
+			}
+			s.Log.LogAttrs(c.Request().Context(), level, "request",
+				slog.String("request_id", v.RequestID), slog.String("method", v.Method), slog.String("uri", v.URI),
+				slog.String("route", c.Path()), slog.Int("status", v.Status), slog.Duration("latency", v.Latency.Round(time.Microsecond)))
+			return nil
+		},
+	})
+}
+
+func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
+	s.Log.Error("panic", "request_id", c.Response().Header().Get(echo.HeaderXRequestID), "error", err, "stack", string(stack))
+	return err
+}

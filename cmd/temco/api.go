@@ -1,0 +1,95 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/seal"
+	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/starter"
+)
+
+// storeFlags are the MongoDB and encryption settings shared by api and worker.
+type storeFlags struct {
+	mongoURI, mongoDB, keyFile string
+}
+
+func (f *storeFlags) bind(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&f.mongoURI, "mongo-uri", env("TEMCO_MONGO_URI", "mongodb://127.0.0.1:27017/"), "MongoDB connection string [TEMCO_MONGO_URI]")
+	cmd.Flags().StringVar(&f.mongoDB, "mongo-db", env("TEMCO_MONGO_DB", "temco"), "MongoDB database [TEMCO_MONGO_DB]")
+	cmd.Flags().StringVar(&f.keyFile, "key-file", env("TEMCO_KEY_FILE", ""), "encryption key file for secrets at rest [TEMCO_KEY_FILE]")
+}
+
+func (f *storeFlags) open(ctx context.Context) (*store.Store, *seal.Keyring, func(), error) {
+	if f.keyFile == "" {
+		return nil, nil, nil, errors.New("--key-file (TEMCO_KEY_FILE) is required: secrets are stored encrypted")
+	}
+	keys, err := seal.LoadKeyFile(f.keyFile)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	st, client, err := store.Open(ctx, f.mongoURI, f.mongoDB)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	return st, keys, func() { _ = client.Disconnect(context.Background()) }, nil
+}
+
+func newLogger() *slog.Logger {
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
+}
+
+func apiCmd() *cobra.Command {
+	var sf storeFlags
+	var tf temporalFlags
+	var addr string
+	cmd := &cobra.Command{
+		Use:   "api",
+		Short: "Serve the EMCO v2 REST API",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ctx := cmd.Context()
+			st, keys, closeStore, err := sf.open(ctx)
+			if err != nil {
+				return err
+			}
+			defer closeStore()
+			log := newLogger()
+			contexts, err := appctx.New(ctx, st.Database())
+			if err != nil {
+				return err
+			}
+			tc, err := tf.dial(ctx, log)
+			if err != nil {
+				return err
+			}
+			defer tc.Close()
+			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log,
+				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}}
+			srv := &http.Server{Addr: addr, Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			errc := make(chan error, 1)
+			go func() { errc <- srv.ListenAndServe() }()
+			log.Info("api listening", "addr", addr)
+			select {
+			case err := <-errc:
+				return fmt.Errorf("listen on %s: %w", addr, err)
+			case <-ctx.Done():
+			}
+			shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+			defer cancel()
+			return srv.Shutdown(shutdown)
+		},
+	}
+	sf.bind(cmd)
+	tf.bind(cmd)
+	cmd.Flags().StringVar(&addr, "addr", env("TEMCO_API_ADDR", ":9015"), "listen address [TEMCO_API_ADDR]")
+	return cmd
+}

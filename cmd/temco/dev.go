@@ -1,0 +1,56 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+
+	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+func devCmd() *cobra.Command {
+	cfg := devstack.Config{Out: os.Stdout}
+	var bin, data string
+	cmd := &cobra.Command{
+		Use:   "dev",
+		Short: "Run the full local stack: Temporal + Web UI, FerretDB, local Kubernetes clusters, api and worker",
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			self, err := os.Executable()
+			if err != nil {
+				return err
+			}
+			if cfg.BinDir, err = filepath.Abs(bin); err != nil {
+				return err
+			}
+			if cfg.DataDir, err = filepath.Abs(data); err != nil {
+				return err
+			}
+			cfg.Self, cfg.SearchAttributes = self, lifecycle.SearchAttributeTypes()
+			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters, api, worker (data in %s)\n", cfg.Clusters, cfg.DataDir)
+			stack, err := devstack.Start(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			stack.Summary(os.Stdout)
+			werr := stack.Wait(cmd.Context())
+			fmt.Fprintln(os.Stdout, "stopping temco...")
+			stack.Stop()
+			return werr
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&bin, "bin", ".bin", "directory of the built tools (make tools)")
+	f.StringVar(&data, "data", ".data", "directory of all local state; reused by the next start")
+	f.IntVar(&cfg.Clusters, "clusters", 2, "number of local Kubernetes clusters")
+	f.IntVar(&cfg.TemporalPort, "temporal-port", 7233, "Temporal frontend port")
+	f.IntVar(&cfg.UIPort, "ui-port", 8233, "Temporal Web UI port")
+	f.IntVar(&cfg.MongoPort, "mongo-port", 27017, "FerretDB (MongoDB wire) port")
+	f.IntVar(&cfg.APIPort, "api-port", 9015, "temco REST API port")
+	f.IntVar(&cfg.ClusterBasePort, "cluster-base-port", 20000, "first port of the clusters (each uses 3 ports, 10 apart)")
+	f.StringVar(&cfg.Namespace, "namespace", "default", "Temporal namespace")
+	f.StringVar(&cfg.TaskQueue, "task-queue", "temco", "Temporal task queue")
+	return cmd
+}

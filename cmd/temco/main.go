@@ -1,0 +1,37 @@
+// Command temco is the multi-cluster orchestrator: the REST API server, the Temporal
+// worker, a local development stack, and an emcoctl-compatible client.
+package main
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+)
+
+func main() {
+	root := &cobra.Command{
+		Use:           "temco",
+		Short:         "EMCO multi-cluster orchestrator on Temporal",
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(apiCmd(), workerCmd(), devCmd())
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintln(os.Stderr, "temco:", err)
+		os.Exit(1)
+	}
+}
+
+// env returns the environment variable key, or def when it is unset.
+func env(key, def string) string {
+	if v, ok := os.LookupEnv(key); ok {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,261 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+)
+
+// Cluster is one real local Kubernetes cluster: etcd, kube-apiserver,
+// kube-controller-manager, kube-scheduler and kwok with one fake Ready node, so
+// Deployments get ReplicaSets and Pods and become Available. Ports: BasePort is etcd's
+// client port, +1 its peer port, +2 the apiserver.
+type Cluster struct {
+	Name     string
+	BinDir   string // holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
+	Dir      string // data, keys, logs and kubeconfig of this cluster
+	BasePort int
+	procs    map[string]*Proc
+}
+
+// NodeName is the fake node kwok keeps Ready.
+const NodeName = "kwok-node-0"
+
+// APIPort is the apiserver's port.
+func (c *Cluster) APIPort() int { return c.BasePort + 2 }
+
+// Kubeconfig is the path of the admin kubeconfig.
+func (c *Cluster) Kubeconfig() string { return filepath.Join(c.Dir, "kubeconfig") }
+
+// Ports lists the ports this cluster binds, for conflict checks.
+func (c *Cluster) Ports() map[string]int {
+	return map[string]int{
+		c.Name + " etcd": c.BasePort, c.Name + " etcd peer": c.BasePort + 1, c.Name + " kube-apiserver": c.APIPort(),
+	}
+}
+
+// Start brings the cluster up and returns once the apiserver is ready and the node exists.
+func (c *Cluster) Start(ctx context.Context) error {
+	c.procs = map[string]*Proc{}
+	pki := clusterPKI{dir: filepath.Join(c.Dir, "pki")}
+	if err := pki.ensure(c.Name); err != nil {
+		return fmt.Errorf("cluster %s keys: %w", c.Name, err)
+	}
+	if err := c.writeKubeconfig(pki); err != nil {
+		return err
+	}
+	if err := c.startEtcd(ctx); err != nil {
+		return err
+	}
+	if err := c.StartAPIServer(ctx); err != nil {
+		c.Stop()
+		return err
+	}
+	if err := c.startControllers(pki); err != nil {
+		c.Stop()
+		return err
+	}
+	if err := c.ensureNode(ctx); err != nil {
+		c.Stop()
+		return err
+	}
+	return nil
+}
+
+func (c *Cluster) start(name string, args ...string) (*Proc, error) {
+	p, err := StartProc(c.Name+"/"+name, filepath.Join(c.Dir, name+".log"), filepath.Join(c.BinDir, name), args, nil)
+	if err != nil {
+		return nil, err
+	}
+	c.procs[name] = p
+	return p, nil
+}
+
+func (c *Cluster) startEtcd(ctx context.Context) error {
+	client := "http://127.0.0.1:" + strconv.Itoa(c.BasePort)
+	peer := "http://127.0.0.1:" + strconv.Itoa(c.BasePort+1)
+	p, err := c.start("etcd", "--name", c.Name, "--data-dir", filepath.Join(c.Dir, "etcd"),
+		"--listen-client-urls", client, "--advertise-client-urls", client,
+		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
+		"--initial-cluster", c.Name+"="+peer, "--quota-backend-bytes", strconv.Itoa(512<<20),
+		"--snapshot-count", "10000", "--log-level", "warn")
+	if err != nil {
+		return err
+	}
+	return WaitReady(ctx, p, 30*time.Second, func(ctx context.Context) error {
+		return dialable(ctx, "127.0.0.1:"+strconv.Itoa(c.BasePort))
+	})
+}
+
+// StartAPIServer (re)starts kube-apiserver and waits for /readyz; tests use it with
+// StopAPIServer to make a cluster unreachable for a while.
+func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	pki := clusterPKI{dir: filepath.Join(c.Dir, "pki")}
+	p, err := c.start("kube-apiserver",
+		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(c.BasePort),
+		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.APIPort()),
+		"--tls-cert-file="+pki.path("apiserver.crt"), "--tls-private-key-file="+pki.path("apiserver.key"),
+		"--client-ca-file="+pki.path("ca.crt"), "--authorization-mode=RBAC",
+		"--service-account-issuer=https://kubernetes.default.svc", "--service-account-key-file="+pki.path("sa.key"),
+		"--service-account-signing-key-file="+pki.path("sa.key"), "--api-audiences=https://kubernetes.default.svc",
+		"--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true", "--profiling=false",
+		// No real endpoints exist on loopback; this silences the kubernetes Endpoints reconciler.
+		"--endpoint-reconciler-type=none", "--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"))
+	if err != nil {
+		return err
+	}
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	return WaitReady(ctx, p, 90*time.Second, func(ctx context.Context) error {
+		return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	})
+}
+
+// StopAPIServer stops kube-apiserver only.
+func (c *Cluster) StopAPIServer() {
+	c.procs["kube-apiserver"].Stop(10 * time.Second)
+	delete(c.procs, "kube-apiserver")
+}
+
+func (c *Cluster) startControllers(pki clusterPKI) error {
+	kc := c.Kubeconfig()
+	common := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
+		"--leader-elect=false", "--secure-port=0", "--bind-address=127.0.0.1"}
+	// The controller manager also signs CertificateSigningRequests with the cluster CA.
+	if _, err := c.start("kube-controller-manager", append(common,
+		"--service-account-private-key-file="+pki.path("sa.key"), "--root-ca-file="+pki.path("ca.crt"),
+		"--use-service-account-credentials=false",
+		"--cluster-signing-cert-file="+pki.path("ca.crt"), "--cluster-signing-key-file="+pki.path("ca.key"))...); err != nil {
+		return err
+	}
+	if _, err := c.start("kube-scheduler", common...); err != nil {
+		return err
+	}
+	_, err := c.start("kwok", "--kubeconfig="+kc, "--manage-all-nodes=false",
+		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+		"--node-ip=10.244.0.1", "--node-lease-duration-seconds=40", "--cidr=10.244.0.0/16", "--server-address=")
+	return err
+}
+
+// ensureNode registers the fake node that kwok keeps Ready.
+func (c *Cluster) ensureNode(ctx context.Context) error {
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	capacity := corev1.ResourceList{
+		corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
+		corev1.ResourcePods: resource.MustParse("110"),
+	}
+	node := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{
+			Name:        NodeName,
+			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
+			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": NodeName,
+				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
+		},
+		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
+	}
+	_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("cluster %s: create node: %w", c.Name, err)
+	}
+	return nil
+}
+
+// WaitNodeReady waits until kwok reports the fake node Ready.
+func (c *Cluster) WaitNodeReady(ctx context.Context, timeout time.Duration) error {
+	cs, err := c.Clientset()
+	if err != nil {
+		return err
+	}
+	return WaitReady(ctx, c.procs["kwok"], timeout, func(ctx context.Context) error {
+		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		for _, cond := range n.Status.Conditions {
+			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+		}
+		return errNotReady
+	})
+}
+
+// Clientset is an admin client of this cluster.
+func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+func (c *Cluster) writeKubeconfig(pki clusterPKI) error {
+	ca, err := pki.read("ca.crt")
+	if err != nil {
+		return err
+	}
+	crt, err := pki.read("admin.crt")
+	if err != nil {
+		return err
+	}
+	key, err := pki.read("admin.key")
+	if err != nil {
+		return err
+	}
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[c.Name] = &clientcmdapi.Cluster{
+		Server: "https://127.0.0.1:" + strconv.Itoa(c.APIPort()), CertificateAuthorityData: ca,
+	}
+	cfg.AuthInfos[c.Name+"-admin"] = &clientcmdapi.AuthInfo{ClientCertificateData: crt, ClientKeyData: key}
+	cfg.Contexts[c.Name] = &clientcmdapi.Context{Cluster: c.Name, AuthInfo: c.Name + "-admin"}
+	cfg.CurrentContext = c.Name
+	if err := os.MkdirAll(c.Dir, 0o700); err != nil {
+		return err
+	}
+	return clientcmd.WriteToFile(*cfg, c.Kubeconfig())
+}
+
+// Procs lists the running processes of the cluster.
+func (c *Cluster) Procs() []*Proc {
+	var out []*Proc
+	for _, p := range c.procs {
+		out = append(out, p)
+	}
+	return out
+}
+
+// Stop ends the components first (together), etcd last.
+func (c *Cluster) Stop() {
+	done := make(chan struct{})
+	n := 0
+	for name, p := range c.procs {
+		if name == "etcd" {
+			continue
+		}
+		n++
+		go func() { p.Stop(10 * time.Second); done <- struct{}{} }()
+	}
+	for range n {
+		<-done
+	}
+	if p := c.procs["etcd"]; p != nil {
+		p.Stop(10 * time.Second)
+	}
+	c.procs = map[string]*Proc{}
+}

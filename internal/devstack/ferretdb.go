@@ -1,0 +1,57 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// FerretDB is a MongoDB-wire server backed by SQLite files in Dir.
+type FerretDB struct {
+	Bin  string // path of the ferretdb binary
+	Dir  string // data directory (SQLite files, state, log)
+	Port int
+	proc *Proc
+}
+
+// URI is the MongoDB connection string of the server.
+func (f *FerretDB) URI() string { return fmt.Sprintf("mongodb://127.0.0.1:%d/", f.Port) }
+
+// Start runs FerretDB and waits until it answers a ping.
+func (f *FerretDB) Start(ctx context.Context) error {
+	data := filepath.Join(f.Dir, "data")
+	if err := os.MkdirAll(data, 0o755); err != nil {
+		return err
+	}
+	p, err := StartProc("ferretdb", filepath.Join(f.Dir, "ferretdb.log"), f.Bin, []string{
+		"--handler=sqlite", "--sqlite-url=file:" + data + "/", "--state-dir=" + f.Dir,
+		fmt.Sprintf("--listen-addr=127.0.0.1:%d", f.Port), "--debug-addr=-",
+		"--telemetry=disable", "--log-level=WARN",
+	}, nil)
+	if err != nil {
+		return err
+	}
+	f.proc = p
+	client, err := mongo.Connect(options.Client().ApplyURI(f.URI()).SetServerSelectionTimeout(time.Second))
+	if err != nil {
+		p.Stop(5 * time.Second)
+		return err
+	}
+	defer client.Disconnect(context.Background())
+	if err := WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return client.Ping(ctx, nil) }); err != nil {
+		p.Stop(5 * time.Second)
+		return err
+	}
+	return nil
+}
+
+// Proc is the running server process.
+func (f *FerretDB) Proc() *Proc { return f.proc }
+
+// Stop ends the server.
+func (f *FerretDB) Stop() { f.proc.Stop(10 * time.Second) }

@@ -1,0 +1,154 @@
+// Package devstack starts the real components of a local temco stack — the Temporal
+// dev server, FerretDB, local Kubernetes clusters, temco api and worker — as child
+// processes, waits until each is ready and stops them all together. `temco dev` and
+// the tests share it.
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+)
+
+// Proc is one supervised child process; its output goes to a log file.
+type Proc struct {
+	Name string
+	Cmd  *exec.Cmd
+	Log  string
+	done chan struct{}
+	err  error
+}
+
+// StartProc starts bin with args, logging to logPath. The child is killed by the
+// kernel if this process dies, so an abrupt end of the supervisor leaves no orphans.
+func StartProc(name, logPath, bin string, args []string, env []string) (*Proc, error) {
+	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), env...)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", name, err)
+	}
+	p := &Proc{Name: name, Cmd: cmd, Log: logPath, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+// Done is closed when the process has exited.
+func (p *Proc) Done() <-chan struct{} { return p.done }
+
+// Exited reports the exit error once the process is gone.
+func (p *Proc) Exited() error {
+	select {
+	case <-p.done:
+		if p.err == nil {
+			return fmt.Errorf("%s exited; see %s", p.Name, p.Log)
+		}
+		return fmt.Errorf("%s exited (%v); see %s", p.Name, p.err, p.Log)
+	default:
+		return nil
+	}
+}
+
+// Stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs it.
+func (p *Proc) Stop(grace time.Duration) {
+	if p == nil {
+		return
+	}
+	pgid := -p.Cmd.Process.Pid
+	_ = syscall.Kill(pgid, syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(pgid, syscall.SIGKILL)
+		<-p.done
+	}
+}
+
+// Kill sends SIGKILL to the process group and waits for it to exit.
+func (p *Proc) Kill() {
+	_ = syscall.Kill(-p.Cmd.Process.Pid, syscall.SIGKILL)
+	<-p.done
+}
+
+// WaitReady polls check every 100 ms until it succeeds, the process exits, or timeout.
+func WaitReady(ctx context.Context, p *Proc, timeout time.Duration, check func(context.Context) error) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	var last error
+	for {
+		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
+		last = check(cctx)
+		ccancel()
+		if last == nil {
+			return nil
+		}
+		if err := p.Exited(); err != nil {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready after %s (%v); see %s", p.Name, timeout, last, p.Log)
+		case <-p.done:
+		case <-tick.C:
+		}
+	}
+}
+
+// CheckPortsFree fails with a clear message naming the first port that is taken.
+func CheckPortsFree(ports map[string]int) error {
+	for what, port := range ports {
+		if port == 0 {
+			continue
+		}
+		l, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+		if err != nil {
+			return fmt.Errorf("port %d (%s) on 127.0.0.1 is already in use: stop what holds it or choose another port", port, what)
+		}
+		l.Close()
+	}
+	return nil
+}
+
+// FreePort asks the kernel for an unused TCP port on 127.0.0.1.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// dialable reports whether something accepts TCP connections on addr.
+func dialable(ctx context.Context, addr string) error {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", addr)
+	if err != nil {
+		return err
+	}
+	return c.Close()
+}
+
+var errNotReady = errors.New("not ready")

@@ -1,0 +1,260 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+
+	"github.com/temco/temco/internal/seal"
+)
+
+// Config describes a local stack.
+type Config struct {
+	BinDir  string // built tools (.bin)
+	DataDir string // all state (.data); reused by the next start
+	Self    string // the temco binary, started as `temco api` and `temco worker`
+
+	Clusters        int
+	TemporalPort    int
+	UIPort          int
+	MongoPort       int
+	APIPort         int
+	ClusterBasePort int // cluster i uses ClusterBasePort+10*i .. +2
+
+	Namespace        string
+	TaskQueue        string
+	SearchAttributes map[string]string
+	Out              io.Writer // progress and the summary
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	cfg      Config
+	Temporal *Temporal
+	Mongo    *FerretDB
+	Clusters []*Cluster
+	API      *Proc
+	Worker   *Proc
+	KeyFile  string
+}
+
+// Start brings every component up in dependency order and waits for each to be ready.
+// On failure everything already started is stopped again.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	s := &Stack{cfg: cfg, KeyFile: filepath.Join(cfg.DataDir, "encryption.keys")}
+	s.Temporal = &Temporal{Bin: filepath.Join(cfg.BinDir, "temporal"), Dir: filepath.Join(cfg.DataDir, "temporal"),
+		Port: cfg.TemporalPort, UIPort: cfg.UIPort, Namespace: cfg.Namespace, SearchAttributes: cfg.SearchAttributes}
+	s.Mongo = &FerretDB{Bin: filepath.Join(cfg.BinDir, "ferretdb"), Dir: filepath.Join(cfg.DataDir, "ferretdb"), Port: cfg.MongoPort}
+	for i := range cfg.Clusters {
+		name := "cluster" + strconv.Itoa(i+1)
+		s.Clusters = append(s.Clusters, &Cluster{Name: name, BinDir: cfg.BinDir,
+			Dir: filepath.Join(cfg.DataDir, "clusters", name), BasePort: cfg.ClusterBasePort + 10*i})
+	}
+	if err := s.checkPorts(); err != nil {
+		return nil, err
+	}
+	if err := s.checkBinaries(); err != nil {
+		return nil, err
+	}
+	if err := s.startInfrastructure(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := s.startTemco(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) checkPorts() error {
+	ports := map[string]int{"temporal": s.cfg.TemporalPort, "temporal web ui": s.cfg.UIPort,
+		"ferretdb": s.cfg.MongoPort, "temco api": s.cfg.APIPort}
+	for _, c := range s.Clusters {
+		for k, v := range c.Ports() {
+			ports[k] = v
+		}
+	}
+	return CheckPortsFree(ports)
+}
+
+func (s *Stack) checkBinaries() error {
+	for _, b := range []string{"temporal", "ferretdb", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+		if _, err := os.Stat(filepath.Join(s.cfg.BinDir, b)); err != nil {
+			return fmt.Errorf("%s is missing from %s: run `make tools`", b, s.cfg.BinDir)
+		}
+	}
+	return nil
+}
+
+// startInfrastructure starts Temporal, FerretDB and the clusters concurrently.
+func (s *Stack) startInfrastructure(ctx context.Context) error {
+	starters := []func(context.Context) error{s.Temporal.Start, s.Mongo.Start}
+	for _, c := range s.Clusters {
+		starters = append(starters, func(ctx context.Context) error {
+			if err := c.Start(ctx); err != nil {
+				return err
+			}
+			return c.WaitNodeReady(ctx, 60*time.Second)
+		})
+	}
+	errs := make([]error, len(starters))
+	var wg sync.WaitGroup
+	for i, start := range starters {
+		wg.Go(func() { errs[i] = start(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (s *Stack) startTemco(ctx context.Context) error {
+	if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
+		return err
+	}
+	if err := seal.WriteNewKeyFile(s.KeyFile, "k1"); err != nil {
+		return fmt.Errorf("encryption key: %w", err)
+	}
+	env := []string{
+		"TEMCO_MONGO_URI=" + s.Mongo.URI(), "TEMCO_MONGO_DB=temco", "TEMCO_KEY_FILE=" + s.KeyFile,
+		"TEMCO_TEMPORAL_ADDRESS=" + s.Temporal.Address(), "TEMCO_TEMPORAL_NAMESPACE=" + s.namespace(),
+		"TEMCO_TASK_QUEUE=" + s.cfg.TaskQueue,
+		"TEMCO_API_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.APIPort),
+	}
+	logs := filepath.Join(s.cfg.DataDir, "logs")
+	var err error
+	// The api first: it creates the collections' indexes the worker then finds in place.
+	if s.API, err = StartProc("temco api", filepath.Join(logs, "api.log"), s.cfg.Self, []string{"api"}, env); err != nil {
+		return err
+	}
+	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.cfg.APIPort)
+	if err := WaitReady(ctx, s.API, 60*time.Second, func(ctx context.Context) error { return httpOK(ctx, health) }); err != nil {
+		return err
+	}
+	if s.Worker, err = StartProc("temco worker", filepath.Join(logs, "worker.log"), s.cfg.Self, []string{"worker"}, env); err != nil {
+		return err
+	}
+	return WaitReady(ctx, s.Worker, 60*time.Second, s.workerPolling)
+}
+
+// workerPolling succeeds once a worker polls the task queue.
+func (s *Stack) workerPolling(ctx context.Context) error {
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.Temporal.Address(), Namespace: s.namespace(), Logger: quietLogger{}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
+		Namespace: s.namespace(), TaskQueue: &taskqueuepb.TaskQueue{Name: s.cfg.TaskQueue},
+		TaskQueueType: enumspb.TASK_QUEUE_TYPE_WORKFLOW,
+	})
+	if err != nil {
+		return err
+	}
+	if len(resp.GetPollers()) == 0 {
+		return errNotReady
+	}
+	return nil
+}
+
+func (s *Stack) namespace() string {
+	if s.cfg.Namespace == "" {
+		return "default"
+	}
+	return s.cfg.Namespace
+}
+
+func httpOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// Procs lists every running process of the stack.
+func (s *Stack) Procs() []*Proc {
+	var out []*Proc
+	for _, p := range []*Proc{s.API, s.Worker, s.Temporal.Proc(), s.Mongo.Proc()} {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	for _, c := range s.Clusters {
+		out = append(out, c.Procs()...)
+	}
+	return out
+}
+
+// Wait blocks until ctx ends or a process of the stack exits, and says which.
+func (s *Stack) Wait(ctx context.Context) error {
+	exited := make(chan *Proc, 1)
+	for _, p := range s.Procs() {
+		go func() {
+			select {
+			case <-p.Done():
+				select {
+				case exited <- p:
+				default:
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-exited:
+		return p.Exited()
+	}
+}
+
+// Stop ends temco first, then the clusters, FerretDB and Temporal.
+func (s *Stack) Stop() {
+	s.Worker.Stop(15 * time.Second)
+	s.API.Stop(15 * time.Second)
+	var wg sync.WaitGroup
+	for _, c := range s.Clusters {
+		wg.Go(c.Stop)
+	}
+	if s.Mongo.Proc() != nil {
+		wg.Go(s.Mongo.Stop)
+	}
+	if s.Temporal.Proc() != nil {
+		wg.Go(s.Temporal.Stop)
+	}
+	wg.Wait()
+}
+
+// Summary prints where everything is.
+func (s *Stack) Summary(w io.Writer) {
+	fmt.Fprintf(w, "\ntemco is running\n")
+	fmt.Fprintf(w, "  REST API          http://127.0.0.1:%d/v2\n", s.cfg.APIPort)
+	fmt.Fprintf(w, "  Temporal Web UI   %s\n", s.Temporal.UIURL())
+	fmt.Fprintf(w, "  Temporal frontend %s (namespace %s, task queue %s)\n", s.Temporal.Address(), s.namespace(), s.cfg.TaskQueue)
+	fmt.Fprintf(w, "  MongoDB (FerretDB) %s\n", s.Mongo.URI())
+	for _, c := range s.Clusters {
+		fmt.Fprintf(w, "  cluster %-9s https://127.0.0.1:%d  kubeconfig %s\n", c.Name, c.APIPort(), c.Kubeconfig())
+	}
+	fmt.Fprintf(w, "  logs              %s\n", filepath.Join(s.cfg.DataDir, "logs"))
+	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
+}

@@ -1,0 +1,67 @@
+// Package digstate reads and changes a DIG's state history in the resource store with
+// optimistic concurrency, so concurrent API replicas and workflows never lose an entry.
+package digstate
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/store"
+)
+
+// Load returns the DIG's stored document and state history.
+func Load(ctx context.Context, st *store.Store, digID string) (*store.Doc, lifecycle.StateInfo, error) {
+	d, err := st.Get(ctx, digID)
+	if err != nil {
+		return nil, lifecycle.StateInfo{}, err
+	}
+	info, err := Parse(d)
+	return d, info, err
+}
+
+// Parse decodes the state history of a DIG document.
+func Parse(d *store.Doc) (lifecycle.StateInfo, error) {
+	var info lifecycle.StateInfo
+	if d.State == "" {
+		return info, nil
+	}
+	if err := json.Unmarshal([]byte(d.State), &info); err != nil {
+		return info, fmt.Errorf("decode state of %s: %w", d.ID, err)
+	}
+	return info, nil
+}
+
+// Encode renders a state history for storage.
+func Encode(info lifecycle.StateInfo) string {
+	b, _ := json.Marshal(info)
+	return string(b)
+}
+
+// Change applies next to the current history and stores the result, retrying when
+// another writer got there first. next returns the action to append, or nil to leave
+// the history unchanged; its error is returned as is.
+func Change(ctx context.Context, st *store.Store, digID string, next func(lifecycle.StateInfo) (*lifecycle.Action, error)) (lifecycle.StateInfo, error) {
+	for {
+		d, info, err := Load(ctx, st, digID)
+		if err != nil {
+			return info, err
+		}
+		a, err := next(info)
+		if err != nil || a == nil {
+			return info, err
+		}
+		if a.TimeStamp.IsZero() {
+			a.TimeStamp = time.Now().UTC()
+		}
+		info.Actions = append(info.Actions, *a)
+		d.State = Encode(info)
+		err = st.Update(ctx, d)
+		if store.CodeOf(err) == store.ErrConflict {
+			continue
+		}
+		return info, err
+	}
+}

@@ -1,0 +1,124 @@
+// Package lifecycle holds the vocabulary shared by the API, workflows and activities:
+// DIG states and their history, AppContext and resource statuses, and the inputs and
+// results that travel through Temporal. It has no I/O dependencies, so deterministic
+// workflow code can import it.
+package lifecycle
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DIG states: the lifecycle action last requested, as in EMCO's state history.
+const (
+	StateCreated            = "Created"
+	StateApproved           = "Approved"
+	StateInstantiated       = "Instantiated"
+	StateInstantiateStopped = "InstantiateStopped"
+	StateTerminated         = "Terminated"
+	StateTerminateStopped   = "TerminateStopped"
+	StateUpdated            = "Updated"
+)
+
+// AppContext statuses: how far an operation on one context (instance revision) got.
+const (
+	StatusInstantiating      = "Instantiating"
+	StatusInstantiated       = "Instantiated"
+	StatusInstantiateFailed  = "InstantiateFailed"
+	StatusInstantiateStopped = "InstantiateStopped"
+	StatusTerminating        = "Terminating"
+	StatusTerminated         = "Terminated"
+	StatusTerminateFailed    = "TerminateFailed"
+	StatusTerminateStopped   = "TerminateStopped"
+)
+
+// Resource (rsync) statuses.
+const (
+	ResPending  = "Pending"
+	ResApplied  = "Applied"
+	ResFailed   = "Failed"
+	ResRetrying = "Retrying"
+	ResDeleted  = "Deleted"
+)
+
+// Action is one entry of a DIG's state history.
+type Action struct {
+	State     string    `json:"State"`
+	ContextID string    `json:"ContextId"`
+	TimeStamp time.Time `json:"TimeStamp"`
+	Revision  int64     `json:"revision"`
+}
+
+// StateInfo is a DIG's state history, oldest first.
+type StateInfo struct {
+	Actions []Action `json:"Actions"`
+}
+
+// Current is the state of the last action ("" when there is none).
+func (s StateInfo) Current() string {
+	if len(s.Actions) == 0 {
+		return ""
+	}
+	return s.Actions[len(s.Actions)-1].State
+}
+
+// ContextID is the context of the last action that has one.
+func (s StateInfo) ContextID() string {
+	for i := len(s.Actions) - 1; i >= 0; i-- {
+		if s.Actions[i].ContextID != "" {
+			return s.Actions[i].ContextID
+		}
+	}
+	return ""
+}
+
+// Operations on a DIG.
+const (
+	OpInstantiate = "instantiate"
+	OpTerminate   = "terminate"
+	OpStop        = "stop"
+)
+
+// DIGRef names a deployment intent group.
+type DIGRef struct {
+	Project      string `json:"project"`
+	CompositeApp string `json:"compositeApp"`
+	Version      string `json:"version"`
+	DIG          string `json:"dig"`
+}
+
+// ID is the DIG's store _id (its REST path).
+func (d DIGRef) ID() string {
+	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s/deployment-intent-groups/%s", d.Project, d.CompositeApp, d.Version, d.DIG)
+}
+
+// CompositeAppID is the store _id of the DIG's composite app.
+func (d DIGRef) CompositeAppID() string {
+	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s", d.Project, d.CompositeApp, d.Version)
+}
+
+// WorkflowID is the id of the DIG's lifecycle workflow, which runs its operations one at a time.
+func (d DIGRef) WorkflowID() string {
+	return "dig/" + strings.Join([]string{d.Project, d.CompositeApp, d.Version, d.DIG}, "/")
+}
+
+// OpWorkflowID is the id of one operation's workflow: deterministic per DIG, operation
+// and context, so a retried start never runs an operation twice.
+func (d DIGRef) OpWorkflowID(op, contextID string) string {
+	return d.WorkflowID() + "/" + op + "/" + contextID
+}
+
+// String is the DIG's human-readable name.
+func (d DIGRef) String() string {
+	return fmt.Sprintf("deployment intent group %q (project %q, composite app %q %q)", d.DIG, d.Project, d.CompositeApp, d.Version)
+}
+
+// ClusterKey names a cluster as EMCO does in status and AppContext: "provider+cluster".
+func ClusterKey(provider, cluster string) string { return provider + "+" + cluster }
+
+// SplitClusterKey reverses ClusterKey.
+func SplitClusterKey(key string) (provider, cluster string) {
+	provider, cluster, _ = strings.Cut(key, "+")
+	return provider, cluster
+}

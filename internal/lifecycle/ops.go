@@ -1,0 +1,161 @@
+package lifecycle
+
+// Names of workflows, queries, signals and updates (stable: they are part of recorded
+// histories and of what operators type into the temporal CLI).
+const (
+	WorkflowDIG          = "DIGLifecycle"
+	WorkflowInstantiate  = "Instantiate"
+	WorkflowTerminate    = "Terminate"
+	WorkflowApplyBatch   = "ApplyBatch"
+	WorkflowDeleteBatch  = "DeleteBatch"
+	WorkflowReadStatus   = "ReadClusterStatus"
+	WorkflowReadBatch    = "ReadBatch"
+
+	UpdateOperate = "operate"
+	SignalStop    = "stop"
+	QueryProgress = "progress"
+)
+
+// Error types of non-retryable application errors the API maps to HTTP answers.
+const (
+	ErrInvalidState = "InvalidState" // 409: the DIG's state does not allow the operation
+	ErrBusy         = "Busy"         // 409: another operation is running
+	ErrInvalidInput = "InvalidInput" // the DIG cannot be deployed as specified (bad placement, chart...)
+)
+
+// OpRequest asks the DIG lifecycle workflow to run an operation.
+type OpRequest struct {
+	Op        string `json:"op"`
+	ContextID string `json:"contextId,omitempty"` // the new context of an instantiate, chosen by the caller
+	Requested string `json:"requested"`           // RFC 3339 time of the API request
+}
+
+// OpAccepted answers an accepted operation.
+type OpAccepted struct {
+	Op         string `json:"op"`
+	ContextID  string `json:"contextId"`
+	Revision   int64  `json:"revision"`
+	WorkflowID string `json:"workflowId"`
+}
+
+// DIGInput starts (or continues) a DIG lifecycle workflow.
+type DIGInput struct {
+	DIG DIGRef `json:"dig"`
+}
+
+// OpInput starts an operation workflow on one context.
+type OpInput struct {
+	DIG       DIGRef `json:"dig"`
+	ContextID string `json:"contextId"`
+}
+
+// BeginInput records the start of an operation in the DIG's state history.
+type BeginInput struct {
+	DIG       DIGRef `json:"dig"`
+	Op        string `json:"op"`
+	ContextID string `json:"contextId,omitempty"`
+}
+
+// BeginResult is the context the operation works on.
+type BeginResult struct {
+	ContextID string `json:"contextId"`
+	Revision  int64  `json:"revision"`
+}
+
+// FinishInput records how an operation ended.
+type FinishInput struct {
+	DIG       DIGRef `json:"dig"`
+	ContextID string `json:"contextId"`
+	Status    string `json:"status"` // final AppContext status
+	Stopped   bool   `json:"stopped,omitempty"`
+	Error     string `json:"error,omitempty"`
+}
+
+// Plan is what rendering, placement and the action controllers produced: everything
+// the fan-out needs, by reference (the manifests stay in MongoDB).
+type Plan struct {
+	Apps        int          `json:"apps"`
+	Clusters    int          `json:"clusters"`
+	Batches     int          `json:"batches"`
+	Controllers []Controller `json:"controllers,omitempty"`
+}
+
+// Controller is an action controller invocation, in priority order.
+type Controller struct {
+	Name      string `json:"name"`
+	Intent    string `json:"intent"`
+	Priority  int    `json:"priority"`
+	TaskQueue string `json:"taskQueue,omitempty"` // external controllers run on their own queue
+}
+
+// ContextRef names a context for activities that work on all of it.
+type ContextRef struct {
+	DIG       DIGRef `json:"dig"`
+	ContextID string `json:"contextId"`
+}
+
+// ActionInput invokes one action controller over a context.
+type ActionInput struct {
+	ContextRef
+	Controller Controller `json:"controller"`
+}
+
+// BatchInput names one batch of clusters of a context.
+type BatchInput struct {
+	ContextID string `json:"contextId"`
+	Batch     int    `json:"batch"`
+	Detail    bool   `json:"detail,omitempty"` // reads: keep each object's metadata, spec and status
+}
+
+// ClusterInput names one cluster of a context.
+type ClusterInput struct {
+	ContextID string `json:"contextId"`
+	Cluster   string `json:"cluster"` // ClusterKey
+	Detail    bool   `json:"detail,omitempty"`
+}
+
+// ReadInput asks for the live state of a context's objects on its clusters.
+type ReadInput struct {
+	ContextID string `json:"contextId"`
+	Detail    bool   `json:"detail,omitempty"`
+}
+
+// ClusterResult counts one cluster's resources by outcome.
+type ClusterResult struct {
+	Done   int `json:"done"`
+	Failed int `json:"failed"`
+}
+
+// BatchResult aggregates a batch.
+type BatchResult struct {
+	Clusters int `json:"clusters"`
+	Done     int `json:"done"`
+	Failed   int `json:"failed"`
+}
+
+// Progress answers the progress query of an operation workflow.
+type Progress struct {
+	Op              string `json:"op"`
+	ContextID       string `json:"contextId"`
+	Phase           string `json:"phase"`
+	ClustersTotal   int    `json:"clustersTotal"`
+	BatchesTotal    int    `json:"batchesTotal"`
+	BatchesDone     int    `json:"batchesDone"`
+	ClustersDone    int    `json:"clustersDone"`
+	ResourcesFailed int    `json:"resourcesFailed"`
+	Stopped         bool   `json:"stopped"`
+}
+
+// Activity names (the method names of the activity structs the worker registers).
+const (
+	ActivityBeginOperation  = "BeginOperation"
+	ActivityFinishOperation = "FinishOperation"
+	ActivityRenderApps      = "RenderApps"
+	ActivityPlaceApps       = "PlaceApps"
+	ActivityRunController   = "RunController"
+	ActivityContextBatches  = "ContextBatches"
+	ActivityListBatch       = "ListBatch"
+	ActivityApplyCluster    = "ApplyCluster"
+	ActivityDeleteCluster   = "DeleteCluster"
+	ActivityReadCluster     = "ReadCluster"
+)

@@ -1,0 +1,31 @@
+package lifecycle
+
+import (
+	"go.temporal.io/sdk/temporal"
+)
+
+// Search attributes every lifecycle workflow carries, so runs can be found in the
+// Temporal Web UI and with `temporal workflow list --query`.
+var (
+	AttrProject      = temporal.NewSearchAttributeKeyKeyword("project")
+	AttrCompositeApp = temporal.NewSearchAttributeKeyKeyword("compositeApp")
+	AttrVersion      = temporal.NewSearchAttributeKeyKeyword("version")
+	AttrDIG          = temporal.NewSearchAttributeKeyKeyword("dig")
+	AttrOperation    = temporal.NewSearchAttributeKeyKeyword("operation")
+)
+
+// SearchAttributes of an operation on a DIG.
+func SearchAttributes(d DIGRef, op string) temporal.SearchAttributes {
+	return temporal.NewSearchAttributes(
+		AttrProject.ValueSet(d.Project), AttrCompositeApp.ValueSet(d.CompositeApp), AttrVersion.ValueSet(d.Version),
+		AttrDIG.ValueSet(d.DIG), AttrOperation.ValueSet(op))
+}
+
+// SearchAttributeTypes lists the attributes to register on the Temporal server.
+func SearchAttributeTypes() map[string]string {
+	out := map[string]string{}
+	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrProject, AttrCompositeApp, AttrVersion, AttrDIG, AttrOperation} {
+		out[k.GetName()] = "Keyword"
+	}
+	return out
+}

@@ -1,0 +1,35 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Store kinds of the resources (the "kind" field of stored documents).
+const (
+	KindClusterProvider  = "clusterProvider"
+	KindCluster          = "cluster"
+	KindClusterLabel     = "clusterLabel"
+	KindClusterKV        = "clusterKV"
+	KindClmController    = "clmController"
+	KindProject          = "project"
+	KindCompositeApp     = "compositeApp"
+	KindApp              = "app"
+	KindAppDependency    = "appDependency"
+	KindCompositeProfile = "compositeProfile"
+	KindAppProfile       = "appProfile"
+	KindController       = "controller"
+	KindDIG              = "deploymentIntentGroup"
+	KindDIGIntent        = "deploymentIntent"
+	KindGPI              = "genericPlacementIntent"
+	KindAppIntent        = "appPlacementIntent"
+)
+
+// Decode parses a stored resource body.
+func Decode[S any](body string) (Resource[S], error) {
+	var r Resource[S]
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		return r, fmt.Errorf("decode stored resource: %w", err)
+	}
+	return r, nil
+}

@@ -1,0 +1,159 @@
+// Package model holds the EMCO v2 resource types exchanged over the REST API and
+// stored in MongoDB. JSON field names follow EMCO so existing clients keep working;
+// the store encodes the same structs to BSON using these JSON tags.
+package model
+
+import (
+	"fmt"
+	"regexp"
+)
+
+// Metadata is common to every EMCO resource.
+type Metadata struct {
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	UserData1   string `json:"userData1"`
+	UserData2   string `json:"userData2"`
+}
+
+// Resource is the wire shape of every EMCO resource: metadata plus a kind-specific spec.
+type Resource[S any] struct {
+	Metadata Metadata `json:"metadata"`
+	Spec     S        `json:"spec"`
+}
+
+// nameRE is EMCO's resource name syntax.
+var nameRE = regexp.MustCompile(`^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$`)
+
+// MaxNameLen is the longest accepted resource name.
+const MaxNameLen = 128
+
+// ValidateName checks a resource (or path segment) name; what names the field in the message.
+func ValidateName(what, name string) error {
+	switch {
+	case name == "":
+		return fmt.Errorf("%s is required", what)
+	case len(name) > MaxNameLen:
+		return fmt.Errorf("%s %.20q... is longer than %d characters", what, name, MaxNameLen)
+	case !nameRE.MatchString(name):
+		return fmt.Errorf("%s %q is invalid: use letters, digits, '-', '_' and '.', starting and ending with a letter or digit", what, name)
+	}
+	return nil
+}
+
+// Empty is the spec of resources that have none (projects, cluster providers, ...).
+type Empty struct{}
+
+// CompositeAppSpec names the version of a composite app.
+type CompositeAppSpec struct {
+	Version string `json:"compositeAppVersion"`
+}
+
+// ClusterSpec carries optional gitOps access data; the kubeconfig travels separately.
+type ClusterSpec struct {
+	GitOps *GitOpsSpec `json:"gitOps,omitempty"`
+}
+
+// GitOpsSpec is EMCO's gitOps cluster access description, kept for compatibility.
+type GitOpsSpec struct {
+	GitOpsType            string `json:"gitOpsType"`
+	GitOpsReferenceObject string `json:"gitOpsReferenceObject"`
+	GitOpsResourceObject  string `json:"gitOpsResourceObject"`
+}
+
+// ClusterLabel is the body of CL/labels; it has no metadata.
+type ClusterLabel struct {
+	Label string `json:"clusterLabel"`
+}
+
+// KVSpec is the body of kv-pairs resources.
+type KVSpec struct {
+	KV []map[string]any `json:"kv"`
+}
+
+// ControllerSpec registers a placement or action controller.
+type ControllerSpec struct {
+	Host     string `json:"host,omitempty"`
+	Port     int    `json:"port,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Priority int    `json:"priority,omitempty"`
+	// TaskQueue (temco): an external controller implemented as a Temporal activity
+	// worker on this task queue instead of an EMCO gRPC host/port.
+	TaskQueue string `json:"taskQueue,omitempty"`
+}
+
+// Controller types.
+const (
+	ControllerPlacement = "placement"
+	ControllerAction    = "action"
+)
+
+// AppProfileSpec names the app an app profile belongs to.
+type AppProfileSpec struct {
+	App string `json:"app"`
+}
+
+// AppDependencySpec makes an app wait for another app on the same cluster.
+type AppDependencySpec struct {
+	App      string `json:"app"`
+	OpStatus string `json:"opStatus"`
+	Wait     int    `json:"wait,omitempty"`
+}
+
+// Dependency operational states an app may wait for.
+const (
+	OpStatusReady    = "Ready"
+	OpStatusDeployed = "Deployed"
+)
+
+// DIGSpec is a deployment intent group's spec.
+type DIGSpec struct {
+	CompositeProfile string           `json:"compositeProfile"`
+	Version          string           `json:"version"`
+	LogicalCloud     string           `json:"logicalCloud"`
+	OverrideValues   []OverrideValues `json:"overrideValues,omitempty"`
+}
+
+// OverrideValues sets Helm values ("a.b.c": "v") of one app of the DIG.
+type OverrideValues struct {
+	App    string            `json:"app"`
+	Values map[string]string `json:"values"`
+}
+
+// DIGIntentSpec maps intent kinds (controllers) to intent names.
+type DIGIntentSpec struct {
+	Intent map[string]string `json:"intent"`
+}
+
+// GenericPlacementIntentKey is the DIG intent key naming the generic placement intent.
+const GenericPlacementIntentKey = "genericPlacementIntent"
+
+// GenericPlacementIntentSpec is kept for EMCO compatibility (older clients send logicalCloud).
+type GenericPlacementIntentSpec struct {
+	LogicalCloud string `json:"logicalCloud,omitempty"`
+}
+
+// AppIntentSpec places one app.
+type AppIntentSpec struct {
+	App    string          `json:"app"`
+	Intent PlacementIntent `json:"intent"`
+}
+
+// PlacementIntent: every allOf entry applies; exactly one cluster among anyOf is picked.
+type PlacementIntent struct {
+	AllOf []AllOf        `json:"allOf,omitempty"`
+	AnyOf []ClusterMatch `json:"anyOf,omitempty"`
+}
+
+// AllOf is a cluster match that may itself carry a nested anyOf choice.
+type AllOf struct {
+	ClusterMatch `json:",inline"`
+	AnyOf        []ClusterMatch `json:"anyOf,omitempty"`
+}
+
+// ClusterMatch selects clusters of a provider by name or by label.
+type ClusterMatch struct {
+	ClusterProvider string `json:"clusterProvider,omitempty"`
+	Cluster         string `json:"cluster,omitempty"`
+	ClusterLabel    string `json:"clusterLabel,omitempty"`
+}

@@ -1,0 +1,199 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/testenv"
+)
+
+var (
+	ferret *devstack.FerretDB
+	dbSeq  atomic.Int64
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "temco-store-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if ferret, err = testenv.StartFerretDB(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "start FerretDB:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	ferret.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	db := fmt.Sprintf("store%d", dbSeq.Add(1))
+	s, client, err := Open(ctx, ferret.URI(), db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = client.Database(db).Drop(context.Background())
+		_ = client.Disconnect(context.Background())
+	})
+	return s
+}
+
+func doc(id, parent string, refs ...string) *Doc {
+	return &Doc{ID: id, Parent: parent, Kind: "k", Name: id, Body: `{}`, Refs: refs}
+}
+
+func wantCode(t *testing.T, err error, code Code) {
+	t.Helper()
+	if CodeOf(err) != code {
+		t.Fatalf("error %v, want code %d", err, code)
+	}
+}
+
+func TestCreateGetListDelete(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.Create(ctx, doc("/p", "")); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.Create(ctx, doc("/p", "")), ErrExists)
+	wantCode(t, s.Create(ctx, doc("/x/c", "/x")), ErrParentMissing)
+	wantCode(t, s.Create(ctx, doc("/p/c", "/p", "/nope")), ErrRefMissing)
+	if _, err := s.Get(ctx, "/p/c"); CodeOf(err) != ErrNotFound {
+		t.Fatalf("a refused create left a document behind: %v", err)
+	}
+	for _, id := range []string{"/p/b", "/p/a"} {
+		if err := s.Create(ctx, doc(id, "/p")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.Create(ctx, doc("/q", "", "/p/a")); err != nil {
+		t.Fatal(err)
+	}
+	docs, err := s.List(ctx, Query{Parent: "/p", Kind: "k"})
+	if err != nil || len(docs) != 2 || docs[0].ID != "/p/a" {
+		t.Fatalf("list = %v, %v", docs, err)
+	}
+	wantCode(t, s.Delete(ctx, "/p"), ErrHasChildren)
+	wantCode(t, s.Delete(ctx, "/p/a"), ErrReferenced)
+	if err := s.Delete(ctx, "/q"); err != nil {
+		t.Fatal(err)
+	}
+	for _, id := range []string{"/p/a", "/p/b", "/p"} {
+		if err := s.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantCode(t, s.Delete(ctx, "/p"), ErrNotFound)
+}
+
+func TestUpdateIsOptimistic(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.Create(ctx, doc("/p", "")); err != nil {
+		t.Fatal(err)
+	}
+	a, _ := s.Get(ctx, "/p")
+	b, _ := s.Get(ctx, "/p")
+	a.Body, b.Body = `{"a":1}`, `{"b":1}`
+	if err := s.Update(ctx, a); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.Update(ctx, b), ErrConflict)
+	got, _ := s.Get(ctx, "/p")
+	if got.Body != `{"a":1}` || got.Rev != 2 {
+		t.Fatalf("after update: %+v", got)
+	}
+	// An update may not add a reference to a missing resource.
+	got.Refs = []string{"/nope"}
+	wantCode(t, s.Update(ctx, got), ErrRefMissing)
+}
+
+// Concurrent child creation and parent deletion never leave a child without its parent.
+func TestNoOrphansUnderConcurrency(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	const rounds = 40
+	for i := range rounds {
+		parent := fmt.Sprintf("/p%d", i)
+		if err := s.Create(ctx, doc(parent, "")); err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for j := range 3 {
+			wg.Go(func() { _ = s.Create(ctx, doc(fmt.Sprintf("%s/c%d", parent, j), parent)) })
+		}
+		wg.Go(func() { _ = s.Delete(ctx, parent) })
+		wg.Wait()
+		children, err := s.List(ctx, Query{Parent: parent, Kind: "k"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ok, err := s.Exists(ctx, parent)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(children) > 0 && !ok {
+			t.Fatalf("round %d: %d children outlived their parent", i, len(children))
+		}
+	}
+}
+
+// A process that died between insert and commit leaves a pending child: invisible,
+// blocking its parent's delete only within the lease, and replaceable after it.
+func TestDeadWritersAreRecovered(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.Create(ctx, doc("/p", "")); err != nil {
+		t.Fatal(err)
+	}
+	fresh := time.Now().UTC()
+	orphan := doc("/p/c", "/p")
+	orphan.PendingSince = &fresh
+	if _, err := s.coll.InsertOne(ctx, orphan); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Get(ctx, "/p/c"); CodeOf(err) != ErrNotFound {
+		t.Fatalf("a pending document is visible: %v", err)
+	}
+	wantCode(t, s.Delete(ctx, "/p"), ErrHasChildren)
+
+	stale := fresh.Add(-2 * lease)
+	if _, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "/p/c"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "pendingSince", Value: stale}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, doc("/p/c", "/p")); err != nil {
+		t.Fatalf("a stale pending document blocks re-creation: %v", err)
+	}
+	if err := s.Delete(ctx, "/p/c"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.coll.InsertOne(ctx, &Doc{ID: "/p/d", Parent: "/p", Kind: "k", PendingSince: &stale}); err != nil {
+		t.Fatal(err)
+	}
+	// A stale deleting mark of a dead deleter does not block either.
+	if _, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: "/p"}}, bson.D{{Key: "$set", Value: bson.D{{Key: "deletingSince", Value: stale}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(ctx, "/p"); err != nil {
+		t.Fatalf("delete with a stale pending child and a stale mark: %v", err)
+	}
+	n, err := s.coll.CountDocuments(ctx, bson.D{}, options.Count())
+	if err != nil || n != 0 {
+		t.Fatalf("%d documents left (%v)", n, err)
+	}
+}
+

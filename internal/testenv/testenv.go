@@ -1,0 +1,59 @@
+// Package testenv gives tests the real components they run against (FerretDB, and
+// later Temporal and local clusters) plus archive fixtures (Helm charts, profiles).
+package testenv
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/temco/temco/internal/devstack"
+)
+
+// RepoRoot finds the repository root (the directory holding .bin and go.mod).
+func RepoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "tools", "build.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", fmt.Errorf("repository root not found above the working directory")
+		}
+		dir = parent
+	}
+}
+
+// BinDir is the directory of the built tools.
+func BinDir() (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(root, ".bin"), nil
+}
+
+// StartFerretDB runs a private FerretDB on a free port with data under dir.
+func StartFerretDB(dir string) (*devstack.FerretDB, error) {
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(bin, "ferretdb")); err != nil {
+		return nil, fmt.Errorf("ferretdb is not built: run `make tools` (%w)", err)
+	}
+	port, err := devstack.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	f := &devstack.FerretDB{Bin: filepath.Join(bin, "ferretdb"), Dir: dir, Port: port}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	return f, f.Start(ctx)
+}

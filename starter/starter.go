@@ -1,0 +1,103 @@
+// Package starter is the one place where the API talks to Temporal: it starts lifecycle
+// operations, stops them and runs status reads, and owns the workflow ids, search
+// attributes and summaries they carry.
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// Starter starts and signals lifecycle workflows.
+type Starter struct {
+	Client    client.Client
+	TaskQueue string
+}
+
+// Refused is an operation the DIG's lifecycle workflow turned down (HTTP 409): another
+// operation runs, or the DIG's state does not allow it.
+type Refused struct{ Message string }
+
+func (e *Refused) Error() string { return e.Message }
+
+// Operate asks the DIG's lifecycle workflow (started if needed) to run an operation and
+// returns once the operation's own workflow has started.
+func (s *Starter) Operate(ctx context.Context, dig lifecycle.DIGRef, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
+	start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
+		ID:                       dig.WorkflowID(),
+		TaskQueue:                s.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		TypedSearchAttributes:    lifecycle.SearchAttributes(dig, "lifecycle"),
+		StaticSummary:            "lifecycle of " + dig.String(),
+	}, lifecycle.WorkflowDIG, lifecycle.DIGInput{DIG: dig})
+	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
+		StartWorkflowOperation: start,
+		UpdateOptions: client.UpdateWorkflowOptions{
+			UpdateName: lifecycle.UpdateOperate, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		},
+	})
+	if err != nil {
+		return lifecycle.OpAccepted{}, refused(err)
+	}
+	var acc lifecycle.OpAccepted
+	return acc, refused(h.Get(ctx, &acc))
+}
+
+// Stop stops the running operation of a DIG; without one it is refused.
+func (s *Starter) Stop(ctx context.Context, dig lifecycle.DIGRef) (lifecycle.OpAccepted, error) {
+	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+		WorkflowID: dig.WorkflowID(), UpdateName: lifecycle.UpdateOperate,
+		Args: []any{lifecycle.OpRequest{Op: lifecycle.OpStop}}, WaitForStage: client.WorkflowUpdateStageCompleted,
+	})
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return lifecycle.OpAccepted{}, &Refused{Message: fmt.Sprintf("%s has no running operation to stop", dig)}
+	}
+	if err != nil {
+		return lifecycle.OpAccepted{}, refused(err)
+	}
+	var acc lifecycle.OpAccepted
+	return acc, refused(h.Get(ctx, &acc))
+}
+
+// ReadClusters reads the live state of a context's objects into the AppContext and
+// returns when done. Concurrent reads of the same context share one workflow run.
+func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.DIGRef, ctxID string, detail bool) error {
+	kind := "read"
+	if detail {
+		kind = "read-detail"
+	}
+	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
+		ID:                       dig.OpWorkflowID(kind, ctxID),
+		TaskQueue:                s.TaskQueue,
+		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
+		WorkflowExecutionTimeout: 5 * time.Minute,
+		TypedSearchAttributes:    lifecycle.SearchAttributes(dig, "status"),
+		StaticSummary:            "cluster status of " + dig.String(),
+	}, lifecycle.WorkflowReadStatus, lifecycle.ReadInput{ContextID: ctxID, Detail: detail})
+	if err != nil {
+		return err
+	}
+	return run.Get(ctx, nil)
+}
+
+// refused turns the workflow's refusals into *Refused; other errors pass through.
+func refused(err error) error {
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) {
+		switch appErr.Type() {
+		case lifecycle.ErrBusy, lifecycle.ErrInvalidState:
+			return &Refused{Message: appErr.Message()}
+		}
+	}
+	return err
+}

@@ -1,0 +1,65 @@
+// Package workers registers temco's workflows and activities on a Temporal worker.
+package workers
+
+import (
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/activities/actions"
+	"github.com/temco/temco/activities/cluster"
+	"github.com/temco/temco/activities/operation"
+	"github.com/temco/temco/activities/placement"
+	"github.com/temco/temco/activities/render"
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/seal"
+	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/workflows/deploy"
+	"github.com/temco/temco/workflows/dig"
+)
+
+// Deps are what the activities need.
+type Deps struct {
+	Store    *store.Store
+	Contexts *appctx.Store
+	Keys     *seal.Keyring
+	Actions  map[string]actions.Controller // built-in action controllers by name
+}
+
+// Workflows maps each workflow type name to its function; replay tests use it too.
+var Workflows = map[string]any{
+	lifecycle.WorkflowDIG:         dig.Lifecycle,
+	lifecycle.WorkflowInstantiate: deploy.Instantiate,
+	lifecycle.WorkflowTerminate:   deploy.Terminate,
+	lifecycle.WorkflowApplyBatch:  deploy.ApplyBatch,
+	lifecycle.WorkflowDeleteBatch: deploy.DeleteBatch,
+	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
+	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
+}
+
+// Options tune the worker: cluster activities mostly wait on the network, so many run at once.
+var Options = worker.Options{
+	MaxConcurrentActivityExecutionSize:     400,
+	MaxConcurrentWorkflowTaskExecutionSize: 100,
+}
+
+// New creates a worker on taskQueue with everything registered.
+func New(c client.Client, taskQueue string, d Deps) worker.Worker {
+	w := worker.New(c, taskQueue, Options)
+	Register(w, d)
+	return w
+}
+
+// Register adds the workflows and activities to a worker (or a test environment).
+func Register(w worker.Registry, d Deps) {
+	for name, fn := range Workflows {
+		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
+	}
+	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys}
+	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&actions.Activities{Builtin: d.Actions})
+	w.RegisterActivity(&cluster.Activities{Clients: clients, Contexts: d.Contexts})
+}

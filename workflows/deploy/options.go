@@ -1,0 +1,56 @@
+// Package deploy holds the operation workflows of a DIG: Instantiate and Terminate, and
+// the batch workflows they fan out to. Workflow code here is deterministic: all I/O is in
+// activities, named by lifecycle's constants, and manifests never travel through history.
+package deploy
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// BatchWindow is how many batch child workflows run at once: with ClustersPerBatch
+// clusters each, at most a few hundred cluster activities are in flight per operation.
+const BatchWindow = 4
+
+// retryForever retries transient failures with capped exponential backoff until they
+// succeed, the operation is stopped or it is cancelled; InvalidInput fails at once.
+var retryForever = &temporal.RetryPolicy{
+	InitialInterval:        time.Second,
+	BackoffCoefficient:     2,
+	MaximumInterval:        30 * time.Second,
+	NonRetryableErrorTypes: []string{lifecycle.ErrInvalidInput, lifecycle.ErrInvalidState},
+}
+
+// bookkeeping is for short store-only activities.
+func bookkeeping(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: retryForever,
+	})
+}
+
+// preparing is for rendering, placement and controllers.
+func preparing(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute, RetryPolicy: retryForever,
+	})
+}
+
+// onCluster is for the per-cluster activities. They heartbeat after every object, so a
+// worker that dies is noticed within the heartbeat timeout and the cluster is retried
+// elsewhere; waits for dependencies keep heartbeating.
+func onCluster(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retryForever,
+	})
+}
+
+// reading is for status reads: an unreachable cluster is reported, not waited for.
+func reading(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 2 * time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+}

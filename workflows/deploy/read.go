@@ -1,0 +1,18 @@
+package deploy
+
+import (
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// ReadClusterStatus reads the live state of a context's objects from its clusters into
+// the AppContext, for status queries of type=cluster.
+func ReadClusterStatus(ctx workflow.Context, in lifecycle.ReadInput) error {
+	var batches int
+	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, in.ContextID).Get(ctx, &batches); err != nil {
+		return err
+	}
+	_, err := fanOut(ctx, in.ContextID, batches, lifecycle.WorkflowReadBatch, in.Detail, sum)
+	return err
+}

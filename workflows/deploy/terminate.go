@@ -1,0 +1,48 @@
+package deploy
+
+import (
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// Terminate deletes every object of a context from its clusters and waits until they are
+// gone. It ends Terminated, TerminateFailed or TerminateStopped.
+func Terminate(ctx workflow.Context, in lifecycle.OpInput) error {
+	o := &operation{in: in}
+	work, err := o.setup(ctx, lifecycle.OpTerminate)
+	if err != nil {
+		return err
+	}
+	err = o.terminate(work)
+	switch {
+	case o.stopped:
+		return o.finish(ctx, lifecycle.StatusTerminateStopped, "stopped")
+	case err != nil:
+		if ferr := o.finish(ctx, lifecycle.StatusTerminateFailed, message(err)); ferr != nil {
+			return ferr
+		}
+		return err
+	}
+	return o.finish(ctx, lifecycle.StatusTerminated, "")
+}
+
+func (o *operation) terminate(ctx workflow.Context) error {
+	var batches int
+	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, o.in.ContextID).Get(ctx, &batches); err != nil {
+		return err
+	}
+	o.progress.Phase = "delete"
+	res, err := o.fanOut(ctx, batches, lifecycle.WorkflowDeleteBatch)
+	if err != nil {
+		return err
+	}
+	o.progress.Phase = "done"
+	if res.Failed > 0 {
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d resources failed to delete", res.Failed), "DeleteFailed", nil)
+	}
+	return nil
+}
