@@ -135,4 +135,3 @@ func (a *Activities) failRetrying(ctx context.Context, ctxID string) error {
 	}
 	return a.Contexts.SaveAll(ctx, changed)
 }
-

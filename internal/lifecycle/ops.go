@@ -3,13 +3,13 @@ package lifecycle
 // Names of workflows, queries, signals and updates (stable: they are part of recorded
 // histories and of what operators type into the temporal CLI).
 const (
-	WorkflowDIG          = "DIGLifecycle"
-	WorkflowInstantiate  = "Instantiate"
-	WorkflowTerminate    = "Terminate"
-	WorkflowApplyBatch   = "ApplyBatch"
-	WorkflowDeleteBatch  = "DeleteBatch"
-	WorkflowReadStatus   = "ReadClusterStatus"
-	WorkflowReadBatch    = "ReadBatch"
+	WorkflowDIG         = "DIGLifecycle"
+	WorkflowInstantiate = "Instantiate"
+	WorkflowTerminate   = "Terminate"
+	WorkflowApplyBatch  = "ApplyBatch"
+	WorkflowDeleteBatch = "DeleteBatch"
+	WorkflowReadStatus  = "ReadClusterStatus"
+	WorkflowReadBatch   = "ReadBatch"
 
 	UpdateOperate = "operate"
 	SignalStop    = "stop"

@@ -196,4 +196,3 @@ func TestDeadWritersAreRecovered(t *testing.T) {
 		t.Fatalf("%d documents left (%v)", n, err)
 	}
 }
-
