@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit e2e bench replay-histories fmt vet clean
+.PHONY: run test tools build unit bench histories fmt clean
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -31,3 +31,8 @@ fmt:
 
 clean:
 	rm -rf .data
+
+## histories: re-record the workflow histories replayed by tests/replay (runs the e2e suite)
+histories: tools
+	rm -f tests/testdata/histories/*.json
+	TEMCO_RECORD_HISTORIES=$(CURDIR)/tests/testdata/histories $(GO) test -count=1 -timeout 30m ./tests/e2e/

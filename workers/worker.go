@@ -25,6 +25,8 @@ type Deps struct {
 	Contexts *appctx.Store
 	Keys     *seal.Keyring
 	Actions  map[string]actions.Controller // built-in action controllers by name
+	// ClustersPerBatch sizes the fan-out batches (0: the default).
+	ClustersPerBatch int
 }
 
 // Workflows maps each workflow type name to its function; replay tests use it too.
@@ -59,7 +61,7 @@ func Register(w worker.Registry, d Deps) {
 	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
-	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
 	w.RegisterActivity(&actions.Activities{Builtin: d.Actions})
 	w.RegisterActivity(&cluster.Activities{Clients: clients, Contexts: d.Contexts})
 }

@@ -17,14 +17,15 @@ import (
 	"github.com/temco/temco/internal/store"
 )
 
-// ClustersPerBatch is how many clusters one batch (one child workflow) applies; with a
-// window of batches in flight this bounds concurrent activities per operation.
-const ClustersPerBatch = 50
+// DefaultClustersPerBatch is how many clusters one batch (one child workflow) applies;
+// with a window of batches in flight this bounds concurrent activities per operation.
+const DefaultClustersPerBatch = 50
 
 // Activities places apps.
 type Activities struct {
-	Store    *store.Store
-	Contexts *appctx.Store
+	Store            *store.Store
+	Contexts         *appctx.Store
+	ClustersPerBatch int // 0: DefaultClustersPerBatch
 }
 
 func invalid(format string, args ...any) error {
@@ -75,9 +76,13 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 		all = append(all, cl)
 	}
 	sort.Strings(all)
+	perBatch := a.ClustersPerBatch
+	if perBatch <= 0 {
+		perBatch = DefaultClustersPerBatch
+	}
 	batchOf := make(map[string]int, len(all))
 	for i, cl := range all {
-		batchOf[cl] = i / ClustersPerBatch
+		batchOf[cl] = i / perBatch
 	}
 	var placed []*appctx.ClusterApp
 	for _, app := range c.Apps {
@@ -92,7 +97,7 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 	if err := a.Contexts.PutPlacement(ctx, in.ContextID, placed); err != nil {
 		return lifecycle.Plan{}, err
 	}
-	batches := (len(all) + ClustersPerBatch - 1) / ClustersPerBatch
+	batches := (len(all) + perBatch - 1) / perBatch
 	if err := a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "clusters", Value: len(all)}, {Key: "batches", Value: batches}}); err != nil {
 		return lifecycle.Plan{}, err
 	}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -26,6 +27,14 @@ func main() {
 		fmt.Fprintln(os.Stderr, "temco:", err)
 		os.Exit(1)
 	}
+}
+
+// envInt returns the integer environment variable key, or def when it is unset or invalid.
+func envInt(key string, def int) int {
+	if n, err := strconv.Atoi(os.Getenv(key)); err == nil {
+		return n
+	}
+	return def
 }
 
 // env returns the environment variable key, or def when it is unset.

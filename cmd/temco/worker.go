@@ -24,6 +24,7 @@ func (f *temporalFlags) bind(cmd *cobra.Command) {
 func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
+	var perBatch int
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
@@ -44,7 +45,7 @@ func workerCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Keys: keys})
+			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Keys: keys, ClustersPerBatch: perBatch})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)
@@ -54,5 +55,7 @@ func workerCmd() *cobra.Command {
 	}
 	sf.bind(cmd)
 	tf.bind(cmd)
+	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),
+		"clusters per fan-out batch (child workflow); 0 for the default [TEMCO_CLUSTERS_PER_BATCH]")
 	return cmd
 }

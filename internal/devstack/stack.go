@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -37,6 +38,7 @@ type Config struct {
 	TaskQueue        string
 	SearchAttributes map[string]string
 	Out              io.Writer // progress and the summary
+	Env              []string  // extra environment of temco api and worker
 }
 
 // Stack is a running local stack.
@@ -126,30 +128,46 @@ func (s *Stack) startTemco(ctx context.Context) error {
 	if err := seal.WriteNewKeyFile(s.KeyFile, "k1"); err != nil {
 		return fmt.Errorf("encryption key: %w", err)
 	}
-	env := []string{
+	// The api first: it creates the collections' indexes the worker then finds in place.
+	if err := s.StartAPI(ctx); err != nil {
+		return err
+	}
+	return s.StartWorker(ctx)
+}
+
+func (s *Stack) env() []string {
+	return append([]string{
 		"TEMCO_MONGO_URI=" + s.Mongo.URI(), "TEMCO_MONGO_DB=temco", "TEMCO_KEY_FILE=" + s.KeyFile,
 		"TEMCO_TEMPORAL_ADDRESS=" + s.Temporal.Address(), "TEMCO_TEMPORAL_NAMESPACE=" + s.namespace(),
 		"TEMCO_TASK_QUEUE=" + s.cfg.TaskQueue,
 		"TEMCO_API_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.APIPort),
-	}
-	logs := filepath.Join(s.cfg.DataDir, "logs")
-	var err error
-	// The api first: it creates the collections' indexes the worker then finds in place.
-	if s.API, err = StartProc("temco api", filepath.Join(logs, "api.log"), s.cfg.Self, []string{"api"}, env); err != nil {
-		return err
-	}
-	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.cfg.APIPort)
-	if err := WaitReady(ctx, s.API, 60*time.Second, func(ctx context.Context) error { return httpOK(ctx, health) }); err != nil {
-		return err
-	}
-	if s.Worker, err = StartProc("temco worker", filepath.Join(logs, "worker.log"), s.cfg.Self, []string{"worker"}, env); err != nil {
-		return err
-	}
-	return WaitReady(ctx, s.Worker, 60*time.Second, s.workerPolling)
+	}, s.cfg.Env...)
 }
 
-// workerPolling succeeds once a worker polls the task queue.
-func (s *Stack) workerPolling(ctx context.Context) error {
+// StartAPI (re)starts temco api and waits until it answers.
+func (s *Stack) StartAPI(ctx context.Context) error {
+	p, err := StartProc("temco api", filepath.Join(s.cfg.DataDir, "logs", "api.log"), s.cfg.Self, []string{"api"}, s.env())
+	if err != nil {
+		return err
+	}
+	s.API = p
+	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.cfg.APIPort)
+	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return httpOK(ctx, health) })
+}
+
+// StartWorker (re)starts temco worker and waits until it polls its task queue.
+func (s *Stack) StartWorker(ctx context.Context) error {
+	p, err := StartProc("temco worker", filepath.Join(s.cfg.DataDir, "logs", "worker.log"), s.cfg.Self, []string{"worker"}, s.env())
+	if err != nil {
+		return err
+	}
+	s.Worker = p
+	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return s.workerPolling(ctx, p.Cmd.Process.Pid) })
+}
+
+// workerPolling succeeds once the worker process pid polls the task queue (the SDK's
+// default identity starts with "<pid>@").
+func (s *Stack) workerPolling(ctx context.Context, pid int) error {
 	c, err := client.DialContext(ctx, client.Options{HostPort: s.Temporal.Address(), Namespace: s.namespace(), Logger: quietLogger{}})
 	if err != nil {
 		return err
@@ -162,10 +180,12 @@ func (s *Stack) workerPolling(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if len(resp.GetPollers()) == 0 {
-		return errNotReady
+	for _, p := range resp.GetPollers() {
+		if strings.HasPrefix(p.GetIdentity(), strconv.Itoa(pid)+"@") {
+			return nil
+		}
 	}
-	return nil
+	return errNotReady
 }
 
 func (s *Stack) namespace() string {

@@ -1,0 +1,266 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
+)
+
+// client talks to the running temco api over HTTP; with t set it fails the test on a 500.
+type client struct{ t *testing.T }
+
+type response struct {
+	code int
+	body []byte
+}
+
+func (r response) json(t *testing.T, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("response %q is not JSON: %v", r.body, err)
+	}
+}
+
+func (r response) must(t *testing.T, code int) response {
+	t.Helper()
+	if r.code != code {
+		t.Fatalf("status %d, want %d: %s", r.code, code, r.body)
+	}
+	return r
+}
+
+func (c *client) send(req *http.Request) response {
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		if c.t != nil {
+			c.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+		}
+		return response{code: -1, body: []byte(err.Error())}
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode >= 500 && c.t != nil {
+		c.t.Fatalf("%s %s answered %d: %s", req.Method, req.URL, resp.StatusCode, body)
+	}
+	return response{code: resp.StatusCode, body: body}
+}
+
+func (c *client) do(method, path string, body any) response {
+	var rd io.Reader
+	if body != nil {
+		data, _ := json.Marshal(body)
+		rd = bytes.NewReader(data)
+	}
+	req, _ := http.NewRequest(method, apiURL+path, rd)
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return c.send(req)
+}
+
+func (c *client) multipart(method, path string, metadata any, file []byte) response {
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	md, _ := json.Marshal(metadata)
+	_ = mw.WriteField("metadata", string(md))
+	if file != nil {
+		fw, _ := mw.CreateFormFile("file", "file")
+		_, _ = fw.Write(file)
+	}
+	_ = mw.Close()
+	req, _ := http.NewRequest(method, apiURL+path, &buf)
+	req.Header.Set("Content-Type", mw.FormDataContentType())
+	return c.send(req)
+}
+
+func res(name string, spec any) map[string]any {
+	if spec == nil {
+		spec = map[string]any{}
+	}
+	return map[string]any{"metadata": map[string]any{"name": name}, "spec": spec}
+}
+
+// webChart is a chart with a Deployment, a Service and a ConfigMap named after the chart.
+func webChart(name string) []byte {
+	return testenv.Chart(name, "replicas: 1\nmessage: default\n", map[string]string{"all.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: {{ .Chart.Name }}-config
+data:
+  message: {{ .Values.message | quote }}
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: {{ .Chart.Name }}
+spec:
+  replicas: {{ .Values.replicas }}
+  selector: {matchLabels: {app: {{ .Chart.Name }}}}
+  template:
+    metadata: {labels: {app: {{ .Chart.Name }}}}
+    spec:
+      containers: [{name: main, image: registry.local/{{ .Chart.Name }}:1}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: {{ .Chart.Name }}
+spec:
+  selector: {app: {{ .Chart.Name }}}
+  ports: [{port: 80}]
+`})
+}
+
+// app is one app of a test deployment: its chart and where it goes.
+type app struct {
+	name      string
+	chart     []byte
+	placement map[string]any // the app intent's "intent"
+	dependsOn string         // optional dependency (opStatus Ready)
+	wait      int
+}
+
+// deployment is a project with one composite app, profile, DIG and placement.
+type deployment struct {
+	t       *testing.T
+	c       *client
+	project string
+	apps    []app
+}
+
+func (d *deployment) ca() string  { return "/projects/" + d.project + "/composite-apps/ca/v1" }
+func (d *deployment) dig() string { return d.ca() + "/deployment-intent-groups/dig" }
+
+func (d *deployment) ref() lifecycle.DIGRef {
+	return lifecycle.DIGRef{Project: d.project, CompositeApp: "ca", Version: "v1", DIG: "dig"}
+}
+
+// create onboards everything and approves the DIG.
+func (d *deployment) create() {
+	t, c := d.t, d.c
+	t.Helper()
+	c.do("POST", "/projects", res(d.project, nil)).must(t, 201)
+	c.do("POST", "/projects/"+d.project+"/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, 201)
+	c.do("POST", d.ca()+"/composite-profiles", res("prof", nil)).must(t, 201)
+	for _, a := range d.apps {
+		c.multipart("POST", d.ca()+"/apps", res(a.name, nil), a.chart).must(t, 201)
+		c.multipart("POST", d.ca()+"/composite-profiles/prof/profiles", res(a.name+"-profile", map[string]any{"app": a.name}),
+			testenv.Profile("message: from-"+a.name+"-profile\n")).must(t, 201)
+	}
+	for _, a := range d.apps {
+		if a.dependsOn != "" {
+			c.do("POST", d.ca()+"/apps/"+a.name+"/dependency", res("after-"+a.dependsOn,
+				map[string]any{"app": a.dependsOn, "opStatus": "Ready", "wait": a.wait})).must(t, 201)
+		}
+	}
+	c.do("POST", d.ca()+"/deployment-intent-groups", res("dig", map[string]any{
+		"compositeProfile": "prof", "version": "r1", "logicalCloud": "default"})).must(t, 201)
+	c.do("POST", d.dig()+"/generic-placement-intents", res("gpi", nil)).must(t, 201)
+	for _, a := range d.apps {
+		c.do("POST", d.dig()+"/generic-placement-intents/gpi/app-intents", res(a.name+"-placement",
+			map[string]any{"app": a.name, "intent": a.placement})).must(t, 201)
+	}
+	c.do("POST", d.dig()+"/intents", res("intents", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi"}})).must(t, 201)
+	c.do("POST", d.dig()+"/approve", nil).must(t, 202)
+}
+
+// operate runs a lifecycle operation and returns what the API accepted.
+func (d *deployment) operate(op string) lifecycle.OpAccepted {
+	d.t.Helper()
+	var acc lifecycle.OpAccepted
+	d.c.do("POST", d.dig()+"/"+op, nil).must(d.t, 202).json(d.t, &acc)
+	return acc
+}
+
+// status is the subset of the status answer the tests look at.
+type status struct {
+	State struct {
+		Actions []lifecycle.Action `json:"Actions"`
+	} `json:"state"`
+	Instance      string         `json:"instance"`
+	Status        string         `json:"status"`
+	Error         string         `json:"error"`
+	RsyncStatus   map[string]int `json:"rsync-status"`
+	ClusterStatus map[string]int `json:"cluster-status"`
+	Resources     []struct {
+		App      string `json:"app-name"`
+		Clusters []struct {
+			Name        string `json:"name"`
+			ReadyStatus string `json:"readyStatus"`
+			Resources   []struct {
+				GVK           struct{ Kind string } `json:"GVK"`
+				Name          string                `json:"Name"`
+				RsyncStatus   string                `json:"rsync-status"`
+				ClusterStatus string                `json:"cluster-status"`
+				Attempts      int                   `json:"attempts"`
+				Error         string                `json:"error"`
+			} `json:"resources"`
+		} `json:"clusters"`
+	} `json:"resources"`
+}
+
+func (s status) state() string {
+	if len(s.State.Actions) == 0 {
+		return ""
+	}
+	return s.State.Actions[len(s.State.Actions)-1].State
+}
+
+func (d *deployment) status(query string) status {
+	d.t.Helper()
+	var s status
+	d.c.do("GET", d.dig()+"/status"+query, nil).must(d.t, 200).json(d.t, &s)
+	return s
+}
+
+// await polls the DIG status until cond holds or the deadline passes.
+func (d *deployment) await(what string, timeout time.Duration, query string, cond func(status) bool) status {
+	d.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		s := d.status(query)
+		if cond(s) {
+			return s
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("%s: not reached within %s; last status: %s", what, timeout, pretty(s))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func pretty(v any) string {
+	b, _ := json.MarshalIndent(v, "", " ")
+	s := string(b)
+	if len(s) > 4000 {
+		s = s[:4000] + "..."
+	}
+	return s
+}
+
+func clusterNamed(name string) map[string]any {
+	return map[string]any{"allOf": []any{map[string]any{"clusterProvider": provider, "cluster": name}}}
+}
+
+func clusterLabel(label string) map[string]any {
+	return map[string]any{"allOf": []any{map[string]any{"clusterProvider": provider, "clusterLabel": label}}}
+}
+
+func projectName(t *testing.T) string {
+	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+}
+
+func newDeployment(t *testing.T, apps ...app) *deployment {
+	return &deployment{t: t, c: &client{t: t}, project: projectName(t), apps: apps}
+}
+
+func (d *deployment) String() string { return fmt.Sprintf("deployment %s", d.project) }

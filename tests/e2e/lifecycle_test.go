@@ -1,0 +1,325 @@
+package e2e
+
+import (
+	"context"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/temco/temco/activities/cluster"
+	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
+)
+
+// objectsOf lists the objects one app of one instance has on a cluster, as "Kind/name".
+func objectsOf(t *testing.T, cl *devstack.Cluster, instance, app string) []string {
+	t.Helper()
+	cs, err := cl.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	sel := metav1.ListOptions{LabelSelector: cluster.DeploymentIDLabel + "=" + instance + "-" + app}
+	var out []string
+	deps, err := cs.AppsV1().Deployments("").List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range deps.Items {
+		out = append(out, "Deployment/"+d.Name)
+	}
+	svcs, err := cs.CoreV1().Services("").List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range svcs.Items {
+		out = append(out, "Service/"+s.Name)
+	}
+	cms, err := cs.CoreV1().ConfigMaps("").List(ctx, sel)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range cms.Items {
+		out = append(out, "ConfigMap/"+c.Name)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func webObjects(app string) []string {
+	return []string{"ConfigMap/" + app + "-config", "Deployment/" + app, "Service/" + app}
+}
+
+func available(t *testing.T, cl *devstack.Cluster, name string) bool {
+	t.Helper()
+	cs, err := cl.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := cs.AppsV1().Deployments("default").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == "True" {
+			return true
+		}
+	}
+	return false
+}
+
+// Three charts placed by label on two clusters and by name on the third: every object
+// lands on exactly its clusters, Deployments become Available, status reports it all, and
+// terminate removes everything.
+func TestInstantiateThreeChartsThenTerminate(t *testing.T) {
+	d := newDeployment(t,
+		app{name: "front", chart: webChart("front"), placement: clusterLabel("edge")},
+		app{name: "cache", chart: webChart("cache"), placement: clusterLabel("edge")},
+		app{name: "db", chart: webChart("db"), placement: clusterNamed("cluster3")},
+	)
+	d.create()
+	acc := d.operate(lifecycle.OpInstantiate)
+	s := d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	if s.RsyncStatus[lifecycle.ResApplied] != 15 || len(s.RsyncStatus) != 1 {
+		t.Fatalf("rsync-status %v, want 15 Applied (2 apps x 2 clusters + 1 app x 1 cluster, 3 objects each)", s.RsyncStatus)
+	}
+	want := map[string][]string{ // cluster -> apps
+		"cluster1": {"cache", "front"}, "cluster2": {"cache", "front"}, "cluster3": {"db"},
+	}
+	for _, cl := range stack.Clusters {
+		for _, a := range []string{"front", "cache", "db"} {
+			got := objectsOf(t, cl, acc.ContextID, a)
+			if slices.Contains(want[cl.Name], a) {
+				if !slices.Equal(got, webObjects(a)) {
+					t.Errorf("%s on %s: %v, want %v", a, cl.Name, got, webObjects(a))
+				}
+			} else if len(got) != 0 {
+				t.Errorf("%s must not be on %s, found %v", a, cl.Name, got)
+			}
+		}
+	}
+	s = d.await("Deployments Available", time.Minute, "?type=cluster", func(s status) bool {
+		return s.ClusterStatus["Present"] == 15 && allReady(s)
+	})
+	for _, cl := range stack.Clusters {
+		for _, a := range want[cl.Name] {
+			if !available(t, cl, a) {
+				t.Errorf("Deployment %s on %s is not Available", a, cl.Name)
+			}
+		}
+	}
+	sum := d.status("?output=summary&app=db")
+	if sum.RsyncStatus[lifecycle.ResApplied] != 3 || len(sum.Resources) != 0 {
+		t.Errorf("summary filtered to app db: %s", pretty(sum))
+	}
+
+	d.operate(lifecycle.OpTerminate)
+	s = d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	if s.RsyncStatus[lifecycle.ResDeleted] != 15 {
+		t.Errorf("rsync-status after terminate: %v", s.RsyncStatus)
+	}
+	for _, cl := range stack.Clusters {
+		for _, a := range []string{"front", "cache", "db"} {
+			if got := objectsOf(t, cl, acc.ContextID, a); len(got) != 0 {
+				t.Errorf("after terminate %s still has %v of %s", cl.Name, got, a)
+			}
+		}
+	}
+	for id, name := range map[string]string{
+		d.ref().WorkflowID():                                          "DIGLifecycle-instantiate-terminate",
+		acc.WorkflowID:                                                "Instantiate-success",
+		acc.WorkflowID + "/batch-0":                                   "ApplyBatch-success",
+		d.ref().OpWorkflowID("terminate", acc.ContextID):              "Terminate-success",
+		d.ref().OpWorkflowID("terminate", acc.ContextID) + "/batch-1": "DeleteBatch-success",
+		d.ref().OpWorkflowID("read", acc.ContextID):                   "ReadClusterStatus-success",
+		d.ref().OpWorkflowID("read", acc.ContextID) + "/batch-0":      "ReadBatch-success",
+	} {
+		recordHistory(t, id, name)
+	}
+	// Terminated: the DIG may be instantiated again as a new instance, or deleted.
+	again := d.operate(lifecycle.OpInstantiate)
+	if again.ContextID == acc.ContextID {
+		t.Error("a new instance reused the old context id")
+	}
+	d.await("Instantiated again", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	d.c.do("DELETE", d.dig(), nil).must(t, 409)
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated again", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	d.c.do("DELETE", d.dig(), nil).must(t, 409) // children (intents) still exist: referential integrity
+	for _, p := range []string{"/intents/intents", "/generic-placement-intents/gpi/app-intents/front-placement",
+		"/generic-placement-intents/gpi/app-intents/cache-placement", "/generic-placement-intents/gpi/app-intents/db-placement",
+		"/generic-placement-intents/gpi", ""} {
+		d.c.do("DELETE", d.dig()+p, nil).must(t, 204)
+	}
+}
+
+func allReady(s status) bool {
+	n := 0
+	for _, a := range s.Resources {
+		for _, c := range a.Clusters {
+			n++
+			if c.ReadyStatus != "Ready" {
+				return false
+			}
+		}
+	}
+	return n > 0
+}
+
+// A cluster whose apiserver is down shows Retrying with attempts and the last error;
+// stop ends the operation in the stopped state, through the API or the temporal CLI.
+func TestUnreachableClusterRetriesUntilStopped(t *testing.T) {
+	down := stack.Clusters[2]
+	down.StopAPIServer()
+	t.Cleanup(func() {
+		if err := down.StartAPIServer(context.Background()); err != nil {
+			t.Errorf("restart apiserver of %s: %v", down.Name, err)
+		}
+	})
+	for _, via := range []string{"api", "temporal-cli"} {
+		t.Run("stop via "+via, func(t *testing.T) {
+			d := newDeployment(t, app{name: "db", chart: webChart("db"), placement: clusterNamed(down.Name)})
+			d.create()
+			acc := d.operate(lifecycle.OpInstantiate)
+			d.await("Retrying with attempts", time.Minute, "", func(s status) bool {
+				for _, a := range s.Resources {
+					for _, c := range a.Clusters {
+						for _, r := range c.Resources {
+							if r.RsyncStatus == lifecycle.ResRetrying && r.Attempts >= 2 && strings.Contains(r.Error, "connect") {
+								return true
+							}
+						}
+					}
+				}
+				return false
+			})
+			start := time.Now()
+			if via == "api" {
+				d.operate(lifecycle.OpStop)
+			} else {
+				out, err := exec.Command(binDir+"/temporal", "workflow", "signal", "--address", stack.Temporal.Address(),
+					"--workflow-id", acc.WorkflowID, "--name", lifecycle.SignalStop).CombinedOutput()
+				if err != nil {
+					t.Fatalf("temporal workflow signal: %v: %s", err, out)
+				}
+			}
+			s := d.await("InstantiateStopped", 30*time.Second, "", func(s status) bool {
+				return s.Status == lifecycle.StatusInstantiateStopped && s.state() == lifecycle.StateInstantiateStopped
+			})
+			t.Logf("stopped %s after %s", via, time.Since(start).Round(time.Millisecond))
+			if s.RsyncStatus[lifecycle.ResRetrying] != 0 {
+				t.Errorf("resources still Retrying after stop: %v", s.RsyncStatus)
+			}
+			recordHistory(t, acc.WorkflowID, "Instantiate-stopped-via-"+via)
+			// A stopped instantiate can be terminated; terminate then retries the dead cluster
+			// until stopped too, leaving the DIG TerminateStopped.
+			d.operate(lifecycle.OpTerminate)
+			d.operate(lifecycle.OpStop)
+			d.await("TerminateStopped", 30*time.Second, "", func(s status) bool {
+				return s.state() == lifecycle.StateTerminateStopped
+			})
+		})
+	}
+}
+
+// An object the apiserver rejects is Failed with the server's message, without retries.
+func TestRejectedManifestFailsWithoutRetry(t *testing.T) {
+	bad := testenv.Chart("bad", "", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: Not_A_Valid_Name\ndata: {a: b}\n"})
+	d := newDeployment(t,
+		app{name: "bad", chart: bad, placement: clusterNamed("cluster1")},
+		app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	s := d.await("InstantiateFailed", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
+	if s.RsyncStatus[lifecycle.ResFailed] != 1 || s.RsyncStatus[lifecycle.ResApplied] != 3 {
+		t.Errorf("rsync-status %v, want 1 Failed and the other app's 3 Applied", s.RsyncStatus)
+	}
+	for _, a := range s.Resources {
+		for _, c := range a.Clusters {
+			for _, r := range c.Resources {
+				if r.RsyncStatus == lifecycle.ResFailed && (r.Attempts != 0 || !strings.Contains(r.Error, "Invalid value")) {
+					t.Errorf("failed resource %+v: want the apiserver's message and no retry", r)
+				}
+			}
+		}
+	}
+	if !strings.Contains(s.Error, "1 resources failed") {
+		t.Errorf("context error %q", s.Error)
+	}
+	recordHistory(t, d.ref().OpWorkflowID(lifecycle.OpInstantiate, s.Instance), "Instantiate-rejected-object")
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
+
+// Killing the worker in the middle of an instantiate loses nothing: after a restart the
+// operation completes with every object present exactly once.
+func TestWorkerKilledDuringInstantiate(t *testing.T) {
+	d := newDeployment(t,
+		app{name: "base", chart: webChart("base"), placement: clusterLabel("edge")},
+		// "slow" waits for base to be ready plus 8 s: the window to kill the worker in.
+		app{name: "slow", chart: webChart("slow"), placement: clusterLabel("edge"), dependsOn: "base", wait: 8},
+	)
+	d.create()
+	acc := d.operate(lifecycle.OpInstantiate)
+	d.await("base applied, slow pending", time.Minute, "", func(s status) bool {
+		return s.RsyncStatus[lifecycle.ResApplied] >= 3 && s.RsyncStatus[lifecycle.ResPending] > 0
+	})
+	stack.Worker.Kill()
+	t.Log("worker killed")
+	if err := stack.StartWorker(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := d.await("Instantiated after the restart", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	recordHistory(t, acc.WorkflowID, "Instantiate-worker-killed")
+	if s.RsyncStatus[lifecycle.ResApplied] != 12 {
+		t.Errorf("rsync-status %v, want 12 Applied", s.RsyncStatus)
+	}
+	for _, cl := range stack.Clusters[:2] {
+		for _, a := range []string{"base", "slow"} {
+			if got := objectsOf(t, cl, acc.ContextID, a); !slices.Equal(got, webObjects(a)) {
+				t.Errorf("%s on %s: %v, want %v", a, cl.Name, got, webObjects(a))
+			}
+		}
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
+
+// The lifecycle state machine refuses transitions with 409 naming the current state.
+func TestRefusedTransitions(t *testing.T) {
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.create()
+	c := d.c
+	// Changing an Approved DIG's intents puts it back to Created.
+	c.do("PUT", d.dig()+"/generic-placement-intents/gpi", res("gpi", nil)).must(t, 200)
+	if s := d.status(""); s.state() != lifecycle.StateCreated {
+		t.Fatalf("state after editing an approved DIG: %s", s.state())
+	}
+	r := c.do("POST", d.dig()+"/instantiate", nil).must(t, 409)
+	if !strings.Contains(string(r.body), "is Created") {
+		t.Errorf("message %s does not name the state", r.body)
+	}
+	c.do("POST", d.dig()+"/terminate", nil).must(t, 409)
+	c.do("POST", d.dig()+"/stop", nil).must(t, 409)
+	c.do("POST", d.dig()+"/approve", nil).must(t, 202)
+	c.do("POST", d.dig()+"/approve", nil).must(t, 202) // approving twice is harmless
+	d.operate(lifecycle.OpInstantiate)
+	c.do("POST", d.dig()+"/approve", nil).must(t, 409)
+	d.await("Instantiated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	// While Instantiated, intents may be edited (they take effect through update).
+	c.do("PUT", d.dig()+"/generic-placement-intents/gpi", res("gpi", nil)).must(t, 200)
+	if s := d.status(""); s.state() != lifecycle.StateInstantiated {
+		t.Errorf("editing an instantiated DIG changed its state to %s", s.state())
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	c.do("GET", d.dig()+"/status?type=bogus", nil).must(t, 400)
+	c.do("GET", d.dig()+"/status?instance=123", nil).must(t, 404)
+}

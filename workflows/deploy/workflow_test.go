@@ -1,0 +1,282 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/log"
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+var opInput = lifecycle.OpInput{DIG: lifecycle.DIGRef{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}, ContextID: "42"}
+
+// fakes are the activities of one test run; each field may be overridden per test.
+type fakes struct {
+	mu       sync.Mutex
+	finished []lifecycle.FinishInput
+	applied  map[string]int // cluster -> ApplyCluster calls
+	deleted  map[string]int
+	batches  []int
+
+	render   func() error
+	plan     lifecycle.Plan
+	apply    func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
+	clusters func(batch int) []string
+}
+
+func newFakes() *fakes {
+	return &fakes{
+		applied: map[string]int{}, deleted: map[string]int{},
+		render: func() error { return nil },
+		plan:   lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 1},
+		apply: func(string, int32) (lifecycle.ClusterResult, error) {
+			return lifecycle.ClusterResult{Done: 3}, nil
+		},
+		clusters: func(int) []string { return []string{"cp+c1", "cp+c2"} },
+	}
+}
+
+func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterWorkflowWithOptions(ApplyBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowApplyBatch})
+	env.RegisterWorkflowWithOptions(DeleteBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowDeleteBatch})
+	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
+	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
+	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, nil })
+	reg(lifecycle.ActivityRunController, func(context.Context, lifecycle.ActionInput) error { return nil })
+	reg(lifecycle.ActivityContextBatches, func(context.Context, string) (int, error) { return f.plan.Batches, nil })
+	reg(lifecycle.ActivityListBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
+		f.mu.Lock()
+		f.batches = append(f.batches, in.Batch)
+		f.mu.Unlock()
+		return f.clusters(in.Batch), nil
+	})
+	reg(lifecycle.ActivityApplyCluster, func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		f.mu.Lock()
+		f.applied[in.Cluster]++
+		f.mu.Unlock()
+		return f.apply(in.Cluster, activity.GetInfo(ctx).Attempt)
+	})
+	reg(lifecycle.ActivityDeleteCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		f.mu.Lock()
+		f.deleted[in.Cluster]++
+		f.mu.Unlock()
+		return lifecycle.ClusterResult{Done: 3}, nil
+	})
+	reg(lifecycle.ActivityFinishOperation, func(_ context.Context, in lifecycle.FinishInput) error {
+		f.mu.Lock()
+		f.finished = append(f.finished, in)
+		f.mu.Unlock()
+		return nil
+	})
+}
+
+func (f *fakes) finish(t *testing.T) lifecycle.FinishInput {
+	t.Helper()
+	if len(f.finished) != 1 {
+		t.Fatalf("FinishOperation ran %d times, want once: %+v", len(f.finished), f.finished)
+	}
+	return f.finished[0]
+}
+
+func newEnv() *testsuite.TestWorkflowEnvironment {
+	var s testsuite.WorkflowTestSuite
+	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
+	return s.NewTestWorkflowEnvironment()
+}
+
+func run(t *testing.T, f *fakes, wf any, setup func(env *testsuite.TestWorkflowEnvironment)) error {
+	t.Helper()
+	env := newEnv()
+	f.register(env)
+	if setup != nil {
+		setup(env)
+	}
+	env.ExecuteWorkflow(wf, opInput)
+	if !env.IsWorkflowCompleted() {
+		t.Fatal("workflow did not complete")
+	}
+	return env.GetWorkflowError()
+}
+
+func TestInstantiateSucceeds(t *testing.T) {
+	f := newFakes()
+	f.plan.Controllers = []lifecycle.Controller{{Name: "gac", Intent: "i"}}
+	if err := run(t, f, Instantiate, nil); err != nil {
+		t.Fatal(err)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || fin.Stopped {
+		t.Errorf("finished %+v", fin)
+	}
+	if f.applied["cp+c1"] != 1 || f.applied["cp+c2"] != 1 {
+		t.Errorf("applied %v", f.applied)
+	}
+}
+
+func TestInstantiateFansOutBatchesAsChildWorkflows(t *testing.T) {
+	f := newFakes()
+	f.plan = lifecycle.Plan{Apps: 1, Clusters: 9, Batches: 9}
+	f.clusters = func(b int) []string { return []string{"cp+c" + string(rune('a'+b))} }
+	if err := run(t, f, Instantiate, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.batches) != 9 || len(f.applied) != 9 {
+		t.Errorf("batches %v, clusters applied %v", f.batches, f.applied)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestInstantiateRetriesAnUnreachableClusterUntilItAnswers(t *testing.T) {
+	f := newFakes()
+	f.apply = func(cluster string, attempt int32) (lifecycle.ClusterResult, error) {
+		if cluster == "cp+c2" && attempt < 3 {
+			return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+		}
+		return lifecycle.ClusterResult{Done: 3}, nil
+	}
+	if err := run(t, f, Instantiate, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.applied["cp+c2"] != 3 {
+		t.Errorf("unreachable cluster tried %d times, want 3", f.applied["cp+c2"])
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestStopEndsRetriesAndRecordsTheStoppedState(t *testing.T) {
+	f := newFakes()
+	f.apply = func(string, int32) (lifecycle.ClusterResult, error) {
+		return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+	}
+	// (The test environment caps "unlimited" retries at 10 attempts: stop well before.)
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, 30*time.Second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateStopped || !fin.Stopped {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestStopDuringRenderingStopsToo(t *testing.T) {
+	f := newFakes()
+	f.render = func() error { return errors.New("mongo unavailable") } // retried forever
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, 30*time.Second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateStopped || len(f.applied) != 0 {
+		t.Errorf("finished %+v, applied %v", fin, f.applied)
+	}
+}
+
+func TestCancelByTerminateRecordsFailureOnTheWayOut(t *testing.T) {
+	f := newFakes()
+	f.apply = func(string, int32) (lifecycle.ClusterResult, error) {
+		return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+	}
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(env.CancelWorkflow, 30*time.Second)
+	})
+	if !temporal.IsCanceledError(err) {
+		t.Fatalf("error %v, want cancelled", err)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || fin.Error != "cancelled by terminate" {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestInvalidInputFailsWithoutRetry(t *testing.T) {
+	f := newFakes()
+	var renders atomic.Int32
+	f.render = func() error {
+		renders.Add(1)
+		return temporal.NewNonRetryableApplicationError(`app "web": render chart web: parse error`, lifecycle.ErrInvalidInput, nil)
+	}
+	err := run(t, f, Instantiate, nil)
+	if err == nil {
+		t.Fatal("workflow succeeded")
+	}
+	if renders.Load() != 1 {
+		t.Errorf("rendered %d times, want once", renders.Load())
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || fin.Error != `app "web": render chart web: parse error` {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestRejectedObjectsMakeInstantiateFailed(t *testing.T) {
+	f := newFakes()
+	f.apply = func(string, int32) (lifecycle.ClusterResult, error) {
+		return lifecycle.ClusterResult{Done: 2, Failed: 1}, nil
+	}
+	if err := run(t, f, Instantiate, nil); err == nil {
+		t.Fatal("workflow succeeded")
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || fin.Error != "2 resources failed to apply" {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestTerminateDeletesEveryCluster(t *testing.T) {
+	f := newFakes()
+	f.plan.Batches = 3
+	f.clusters = func(b int) []string { return []string{"cp+c" + string(rune('a'+b))} }
+	if err := run(t, f, Terminate, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.deleted) != 3 {
+		t.Errorf("deleted %v", f.deleted)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusTerminated {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestTerminateOfAContextThatNeverPlacedAnything(t *testing.T) {
+	f := newFakes()
+	f.plan.Batches = 0
+	if err := run(t, f, Terminate, nil); err != nil {
+		t.Fatal(err)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusTerminated || len(f.deleted) != 0 {
+		t.Errorf("finished %+v, deleted %v", fin, f.deleted)
+	}
+}
+
+func TestProgressQuery(t *testing.T) {
+	f := newFakes()
+	f.plan = lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 2}
+	f.clusters = func(b int) []string { return []string{"cp+c" + string(rune('a'+b))} }
+	env := newEnv()
+	f.register(env)
+	env.ExecuteWorkflow(Instantiate, opInput)
+	v, err := env.QueryWorkflow(lifecycle.QueryProgress)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var p lifecycle.Progress
+	if err := v.Get(&p); err != nil {
+		t.Fatal(err)
+	}
+	if p.Phase != "done" || p.ClustersTotal != 2 || p.ClustersDone != 2 || p.BatchesDone != 2 {
+		t.Errorf("progress %+v", p)
+	}
+}
