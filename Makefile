@@ -36,3 +36,8 @@ clean:
 histories: tools
 	rm -f tests/testdata/histories/*.json
 	TEMCO_RECORD_HISTORIES=$(CURDIR)/tests/testdata/histories $(GO) test -count=1 -timeout 30m ./tests/e2e/
+
+## bench: instantiate 3 apps x 10 resources onto 3 local clusters vs a raw parallel server-side apply
+bench: tools
+	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
+	  $(GO) test -count=1 -run '^$$' -bench Instantiate -benchtime 10x -timeout 30m ./tests/e2e/

@@ -148,7 +148,7 @@ func (s *Server) status(c echo.Context) error {
 	}
 	var apps map[string]*appctx.App
 	if q.output == "detail" && !q.cluster {
-		if apps, err = s.Contexts.Apps(ctx, ctxID); err != nil {
+		if apps, err = s.Contexts.Apps(ctx, header); err != nil {
 			return err
 		}
 	}
@@ -196,7 +196,7 @@ func (out *statusResult) add(p *appctx.ClusterApp, q statusQuery, apps map[strin
 		}
 		cs.Resources = append(cs.Resources, rs)
 	}
-	if q.output == "summary" {
+	if q.output == "summary" || len(cs.Resources) == 0 {
 		return
 	}
 	if q.cluster {

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -11,9 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 
 	"github.com/temco/temco/internal/appctx"
@@ -23,9 +23,6 @@ import (
 
 // FieldManager owns every field temco applies (server-side apply).
 const FieldManager = "temco"
-
-// DeploymentIDLabel marks every object temco applies with "<instance context>-<app>".
-const DeploymentIDLabel = "emco/deployment-id"
 
 // pollInterval paces waiting for dependencies to become ready and objects to disappear.
 const pollInterval = time.Second
@@ -45,7 +42,8 @@ type appsCacheEntry struct {
 }
 
 // apps returns the rendered apps of a context, cached: every cluster of a context needs them.
-func (a *Activities) apps(ctx context.Context, ctxID string) (map[string]*appctx.App, error) {
+func (a *Activities) apps(ctx context.Context, header *appctx.Context) (map[string]*appctx.App, error) {
+	ctxID := header.ID
 	a.cacheMu.Lock()
 	for _, e := range a.cache {
 		if e.ctxID == ctxID {
@@ -54,7 +52,7 @@ func (a *Activities) apps(ctx context.Context, ctxID string) (map[string]*appctx
 		}
 	}
 	a.cacheMu.Unlock()
-	apps, err := a.Contexts.Apps(ctx, ctxID)
+	apps, err := a.Contexts.Apps(ctx, header)
 	if err != nil {
 		return nil, err
 	}
@@ -67,8 +65,11 @@ func (a *Activities) apps(ctx context.Context, ctxID string) (map[string]*appctx
 	return apps, nil
 }
 
-// run is the state of one cluster activity.
+// run is the state of one cluster activity. Apps and objects are worked on concurrently;
+// each goroutine writes only its own resources' statuses, and mu guards the counters.
 type run struct {
+	mu       sync.Mutex
+	contexts *appctx.Store
 	ctx     context.Context
 	cl      *client
 	header  *appctx.Context
@@ -90,23 +91,47 @@ func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput
 	if r.cl == nil { // permanently unusable cluster: already marked Failed
 		return r.result, nil
 	}
-	for _, name := range r.header.Apps {
-		p := r.byApp[name]
-		if p == nil {
-			continue
+	// Apps run concurrently, each after the apps it depends on.
+	err = inOrder(r.placedApps(), func(app string) []string { return depNames(r.apps[app]) }, func(app string) error {
+		if err := r.applyApp(r.byApp[app]); err != nil {
+			return err
 		}
-		if err := r.applyApp(p); err != nil {
-			r.markRetrying(name, err)
-			if serr := a.Contexts.SaveAll(context.WithoutCancel(ctx), r.placements()); serr != nil {
-				return r.result, serr
-			}
-			return r.result, err
+		return r.save(ctx)
+	})
+	if err != nil {
+		r.markRetrying(err)
+		if serr := r.save(context.WithoutCancel(ctx)); serr != nil {
+			return r.result, serr
 		}
-		if err := a.Contexts.SaveResources(ctx, p); err != nil {
-			return r.result, err
-		}
+		return r.result, err
 	}
 	return r.result, nil
+}
+
+// save writes the statuses of all apps on the cluster (one document).
+func (r *run) save(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.contexts.SaveClusters(ctx, r.header.ID, r.placements())
+}
+
+// placedApps lists the apps placed on the cluster, in dependency order.
+func (r *run) placedApps() []string {
+	var out []string
+	for _, name := range r.header.Apps {
+		if r.byApp[name] != nil {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+func depNames(app *appctx.App) []string {
+	out := make([]string, len(app.Deps))
+	for i, d := range app.Deps {
+		out[i] = d.App
+	}
+	return out
 }
 
 // begin loads what a cluster activity needs; a cluster that can never work (unregistered,
@@ -120,11 +145,12 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	if err != nil {
 		return nil, err
 	}
-	apps, err := a.apps(ctx, in.ContextID)
+	apps, err := a.apps(ctx, header)
 	if err != nil {
 		return nil, err
 	}
-	r := &run{ctx: ctx, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{}, attempt: activity.GetInfo(ctx).Attempt}
+	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
+		attempt: activity.GetInfo(ctx).Attempt}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}
@@ -137,15 +163,15 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 			}
 		}
 		r.cl = nil
-		return r, a.Contexts.SaveAll(ctx, placements)
+		return r, r.save(ctx)
 	}
 	return r, err
 }
 
 func (r *run) placements() []*appctx.ClusterApp {
 	out := make([]*appctx.ClusterApp, 0, len(r.byApp))
-	for _, p := range r.byApp {
-		out = append(out, p)
+	for _, name := range r.placedApps() {
+		out = append(out, r.byApp[name])
 	}
 	return out
 }
@@ -162,38 +188,46 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 		}
 		return err
 	}
-	for i := range p.Resources {
-		res := &p.Resources[i]
-		err := r.applyObject(app, &app.Objects[i], res)
-		activity.RecordHeartbeat(r.ctx, p.App+"/"+res.Name)
-		switch {
-		case err == nil:
-			res.Status, res.Error, res.Attempts, res.Updated = lifecycle.ResApplied, "", 0, time.Now().UTC()
-			r.result.Done++
-		case permanent(err):
-			r.setFailed(res, err.Error())
-		default:
+	for _, group := range applyGroups(app.Objects) {
+		err := forEach(group, func(i int) error {
+			res := &p.Resources[i]
+			err := r.applyObject(&app.Objects[i], res)
+			activity.RecordHeartbeat(r.ctx, p.App+"/"+res.Name)
+			switch {
+			case err == nil:
+				r.settle(res, lifecycle.ResApplied, "")
+			case permanent(err):
+				r.setFailed(res, err.Error())
+			default:
+				return err
+			}
+			return nil
+		})
+		if err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (r *run) setFailed(res *appctx.ResourceStatus, msg string) {
-	res.Status, res.Error, res.Updated = lifecycle.ResFailed, msg, time.Now().UTC()
-	r.result.Failed++
+// settle records an object's final status for this attempt (Applied, Deleted or Failed).
+// Goroutines of the same cluster share the statuses, hence the lock.
+func (r *run) settle(res *appctx.ResourceStatus, status, msg string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	res.Status, res.Error, res.Attempts, res.Updated = status, msg, 0, time.Now().UTC()
+	if status == lifecycle.ResFailed {
+		r.result.Failed++
+	} else {
+		r.result.Done++
+	}
 }
 
-// markRetrying records the transient failure on every object of app and of the apps
-// after it that is not yet applied.
-func (r *run) markRetrying(from string, cause error) {
-	started := false
-	for _, name := range r.header.Apps {
-		started = started || name == from
-		p := r.byApp[name]
-		if !started || p == nil {
-			continue
-		}
+func (r *run) setFailed(res *appctx.ResourceStatus, msg string) { r.settle(res, lifecycle.ResFailed, msg) }
+
+// markRetrying records a transient failure on every object not yet applied.
+func (r *run) markRetrying(cause error) {
+	for _, p := range r.byApp {
 		for i := range p.Resources {
 			res := &p.Resources[i]
 			if res.Status == lifecycle.ResPending || res.Status == lifecycle.ResRetrying {
@@ -203,32 +237,21 @@ func (r *run) markRetrying(from string, cause error) {
 	}
 }
 
-// applyObject server-side applies one object, labelled with the deployment id.
-func (r *run) applyObject(app *appctx.App, obj *appctx.Object, res *appctx.ResourceStatus) error {
-	u := &unstructured.Unstructured{}
-	if err := u.UnmarshalJSON([]byte(obj.Manifest)); err != nil {
-		return permanentErr{fmt.Errorf("stored manifest of %s is corrupt: %v", obj.Ref, err)}
-	}
-	res.Namespace = ""
-	ri, ns, err := r.cl.resource(obj.Ref, r.defaultNamespace())
+// applyObject server-side applies one object: its stored manifest is sent as is (the
+// deployment-id label was added at rendering), into the default namespace when it names
+// none. The response is not decoded: the status code says all we need.
+func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) error {
+	m, err := r.cl.mapping(obj.Ref, r.defaultNamespace())
 	if err != nil {
 		return err
 	}
-	labels := u.GetLabels()
-	if labels == nil {
-		labels = map[string]string{}
-	}
-	labels[DeploymentIDLabel] = r.header.Instance + "-" + app.Name
-	u.SetLabels(labels)
-	if ns != "" {
-		u.SetNamespace(ns)
-		res.Namespace = ns
-	}
-	_, err = ri.Apply(r.ctx, u.GetName(), u, metav1.ApplyOptions{FieldManager: FieldManager, Force: true})
+	res.Namespace = m.namespace
+	err = r.cl.rest.Patch(types.ApplyPatchType).AbsPath(m.path(obj.Name)...).
+		Param("fieldManager", FieldManager).Param("force", "true").Body([]byte(obj.Manifest)).Do(r.ctx).Error()
 	if err != nil {
 		return fmt.Errorf("apply %s: %w", obj.Ref, err)
 	}
-	if u.GetKind() == "CustomResourceDefinition" {
+	if obj.Kind == "CustomResourceDefinition" {
 		r.cl.mapper.Reset() // the new kind must resolve for the objects that follow
 	}
 	return nil
@@ -332,8 +355,26 @@ func permanent(err error) bool {
 	}
 }
 
-// resource resolves the API resource of ref and the namespace to use for it.
-func (c *client) resource(ref appctx.Ref, defaultNS string) (dynamic.ResourceInterface, string, error) {
+// mapped is where an object lives on a cluster.
+type mapped struct {
+	gvr       schema.GroupVersionResource
+	namespace string // "" for cluster-scoped objects
+}
+
+// path is the REST path of the named object.
+func (m mapped) path(name string) []string {
+	p := []string{"/apis", m.gvr.Group, m.gvr.Version}
+	if m.gvr.Group == "" {
+		p = []string{"/api", m.gvr.Version}
+	}
+	if m.namespace != "" {
+		p = append(p, "namespaces", m.namespace)
+	}
+	return append(p, m.gvr.Resource, name)
+}
+
+// mapping resolves the API resource of ref and the namespace to use for it.
+func (c *client) mapping(ref appctx.Ref, defaultNS string) (mapped, error) {
 	gvk := schema.GroupVersionKind{Group: ref.Group, Version: ref.Version, Kind: ref.Kind}
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
 	if meta.IsNoMatchError(err) {
@@ -342,16 +383,24 @@ func (c *client) resource(ref appctx.Ref, defaultNS string) (dynamic.ResourceInt
 	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return nil, "", permanentErr{fmt.Errorf("the cluster does not serve %s", gvk)}
+			return mapped{}, permanentErr{fmt.Errorf("the cluster does not serve %s", gvk)}
 		}
-		return nil, "", fmt.Errorf("discover %s: %w", gvk, err)
+		return mapped{}, fmt.Errorf("discover %s: %w", gvk, err)
 	}
 	if m.Scope.Name() != meta.RESTScopeNameNamespace {
-		return c.dyn.Resource(m.Resource), "", nil
+		return mapped{gvr: m.Resource}, nil
 	}
-	ns := ref.Namespace
-	if ns == "" {
-		ns = defaultNS
+	return mapped{gvr: m.Resource, namespace: cmp.Or(ref.Namespace, defaultNS)}, nil
+}
+
+// resource is the dynamic client of ref's resource (reads and deletes decode objects).
+func (c *client) resource(ref appctx.Ref) (dynamic.ResourceInterface, error) {
+	m, err := c.mapping(ref, ref.Namespace)
+	if err != nil {
+		return nil, err
 	}
-	return c.dyn.Resource(m.Resource).Namespace(ns), ns, nil
+	if m.namespace == "" {
+		return c.dyn.Resource(m.gvr), nil
+	}
+	return c.dyn.Resource(m.gvr).Namespace(m.namespace), nil
 }

@@ -14,6 +14,8 @@ import (
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
 	"github.com/temco/temco/internal/kubeconfig"
@@ -26,6 +28,7 @@ import (
 type client struct {
 	version   [32]byte // hash of the sealed kubeconfig: a re-registered cluster gets a new client
 	dyn       dynamic.Interface
+	rest      rest.Interface // raw requests (server-side apply without decoding the answer)
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 	namespace string // the kubeconfig context's namespace ("" if none)
 }
@@ -81,7 +84,13 @@ func (c *Clients) For(ctx context.Context, key string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{version: version, dyn: dyn, namespace: parsed.Namespace,
+	rcfg := rest.CopyConfig(cfg)
+	rcfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	rc, err := rest.UnversionedRESTClientFor(rcfg)
+	if err != nil {
+		return nil, err
+	}
+	cl := &client{version: version, dyn: dyn, rest: rc, namespace: parsed.Namespace,
 		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
 	c.mu.Lock()
 	if c.clients == nil {

@@ -26,53 +26,60 @@ func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInpu
 		return r.result, nil
 	}
 	r.result = lifecycle.ClusterResult{}
-	for i := len(r.header.Apps) - 1; i >= 0; i-- {
-		p := r.byApp[r.header.Apps[i]]
-		if p == nil {
-			continue
+	// An app is deleted after every app that depends on it.
+	dependents := map[string][]string{}
+	for _, name := range r.placedApps() {
+		for _, d := range depNames(r.apps[name]) {
+			dependents[d] = append(dependents[d], name)
 		}
-		if err := r.deleteApp(p); err != nil {
-			r.markRetryingDelete(err)
-			if serr := a.Contexts.SaveAll(context.WithoutCancel(ctx), r.placements()); serr != nil {
-				return r.result, serr
-			}
-			return r.result, err
+	}
+	err = inOrder(r.placedApps(), func(app string) []string { return dependents[app] }, func(app string) error {
+		if err := r.deleteApp(r.byApp[app]); err != nil {
+			return err
 		}
-		if err := a.Contexts.SaveResources(ctx, p); err != nil {
-			return r.result, err
+		return r.save(ctx)
+	})
+	if err != nil {
+		r.markRetryingDelete(err)
+		if serr := r.save(context.WithoutCancel(ctx)); serr != nil {
+			return r.result, serr
 		}
+		return r.result, err
 	}
 	return r.result, nil
 }
 
+// deleteApp deletes an app's objects: everything but Namespaces and CRDs concurrently,
+// then the CRDs, then the Namespaces.
 func (r *run) deleteApp(p *appctx.ClusterApp) error {
-	for i := len(p.Resources) - 1; i >= 0; i-- {
-		res := &p.Resources[i]
-		if res.Status == lifecycle.ResDeleted {
-			r.result.Done++
-			continue
-		}
-		if res.Status != lifecycle.ResPending { // it may exist on the cluster
-			err := r.deleteObject(res.Ref)
-			activity.RecordHeartbeat(r.ctx, p.App+"/"+res.Name)
-			if err != nil && !permanent(err) {
-				return err
+	groups := applyGroups(r.apps[p.App].Objects)
+	for g := len(groups) - 1; g >= 0; g-- {
+		err := forEach(groups[g], func(i int) error {
+			res := &p.Resources[i]
+			if res.Status != lifecycle.ResDeleted && res.Status != lifecycle.ResPending { // it may exist
+				err := r.deleteObject(res.Ref)
+				activity.RecordHeartbeat(r.ctx, p.App+"/"+res.Name)
+				if err != nil && !permanent(err) {
+					return err
+				}
+				if err != nil {
+					r.setFailed(res, err.Error())
+					return nil
+				}
 			}
-			if err != nil {
-				res.Status, res.Error, res.Updated = lifecycle.ResFailed, err.Error(), time.Now().UTC()
-				r.result.Failed++
-				continue
-			}
+			r.settle(res, lifecycle.ResDeleted, "")
+			return nil
+		})
+		if err != nil {
+			return err
 		}
-		res.Status, res.Error, res.Attempts, res.Updated = lifecycle.ResDeleted, "", 0, time.Now().UTC()
-		r.result.Done++
 	}
 	return nil
 }
 
 // deleteObject deletes and waits until the object is gone (finalizers included).
 func (r *run) deleteObject(ref appctx.Ref) error {
-	ri, _, err := r.cl.resource(ref, ref.Namespace)
+	ri, err := r.cl.resource(ref)
 	if err != nil {
 		if permanent(err) {
 			return nil // the kind is not served: nothing of it exists

@@ -51,5 +51,5 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 			}
 		}
 	}
-	return res, a.Contexts.SaveLive(ctx, placements)
+	return res, a.Contexts.SaveClusters(ctx, in.ContextID, placements)
 }

@@ -12,7 +12,7 @@ import (
 
 // get reads an object as applied (ref carries the namespace used); nil when absent.
 func (c *client) get(ctx context.Context, ref appctx.Ref) (*unstructured.Unstructured, error) {
-	ri, _, err := c.resource(ref, ref.Namespace)
+	ri, err := c.resource(ref)
 	if err != nil {
 		if permanent(err) {
 			return nil, nil // the kind is not served: nothing of it can exist

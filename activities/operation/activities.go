@@ -121,17 +121,21 @@ func (a *Activities) failRetrying(ctx context.Context, ctxID string) error {
 	if err != nil {
 		return err
 	}
-	var changed []*appctx.ClusterApp
+	touched := map[string]bool{}
 	for _, p := range placements {
-		touched := false
 		for i := range p.Resources {
 			if r := &p.Resources[i]; r.Status == lifecycle.ResRetrying {
-				r.Status, r.Error, r.Updated, touched = lifecycle.ResFailed, "stopped while retrying: "+r.Error, time.Now().UTC(), true
+				r.Status, r.Error, r.Updated = lifecycle.ResFailed, "stopped while retrying: "+r.Error, time.Now().UTC()
+				touched[p.Cluster] = true
 			}
 		}
-		if touched {
+	}
+	// A cluster's document is written whole: pass every app of the touched clusters.
+	var changed []*appctx.ClusterApp
+	for _, p := range placements {
+		if touched[p.Cluster] {
 			changed = append(changed, p)
 		}
 	}
-	return a.Contexts.SaveAll(ctx, changed)
+	return a.Contexts.SaveClusters(ctx, ctxID, changed)
 }

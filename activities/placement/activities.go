@@ -47,7 +47,7 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
-	apps, err := a.Contexts.Apps(ctx, in.ContextID)
+	apps, err := a.Contexts.Apps(ctx, c)
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
@@ -91,10 +91,10 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 			for i, o := range apps[app].Objects {
 				res[i] = appctx.ResourceStatus{Ref: o.Ref, Status: lifecycle.ResPending}
 			}
-			placed = append(placed, &appctx.ClusterApp{App: app, Cluster: cl, Batch: batchOf[cl], Resources: res})
+			placed = append(placed, &appctx.ClusterApp{App: app, Cluster: cl, Resources: res})
 		}
 	}
-	if err := a.Contexts.PutPlacement(ctx, in.ContextID, placed); err != nil {
+	if err := a.Contexts.PutPlacement(ctx, in.ContextID, placed, batchOf); err != nil {
 		return lifecycle.Plan{}, err
 	}
 	batches := (len(all) + perBatch - 1) / perBatch

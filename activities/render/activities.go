@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.temporal.io/sdk/temporal"
@@ -50,22 +51,27 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 	if err != nil {
 		return 0, err
 	}
+	header, err := a.Contexts.Get(ctx, in.ContextID)
+	if err != nil {
+		return 0, err
+	}
 	overrides := map[string]map[string]string{}
 	for _, ov := range dig.Spec.OverrideValues {
 		overrides[ov.App] = ov.Values
 	}
+	deps, err := a.dependencies(ctx, in.DIG)
+	if err != nil {
+		return 0, err
+	}
 	rendered := make([]*appctx.App, 0, len(apps))
 	for _, doc := range apps {
-		deps, err := a.dependencies(ctx, doc.ID)
-		if err != nil {
-			return 0, err
-		}
 		objs, err := renderChart(ctx, chartInput{archive: doc.Blob, profile: profiles[doc.Name],
-			overrides: overrides[doc.Name], release: dig.Spec.Version, namespace: "default"})
+			overrides: overrides[doc.Name], release: dig.Spec.Version, namespace: header.Namespace,
+			labels: map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + doc.Name}})
 		if err != nil {
 			return 0, invalid("app %q: %v", doc.Name, err)
 		}
-		rendered = append(rendered, &appctx.App{Name: doc.Name, Deps: deps, Objects: objs})
+		rendered = append(rendered, &appctx.App{Name: doc.Name, Deps: deps[doc.ID], Objects: objs})
 	}
 	order, err := dependencyOrder(rendered)
 	if err != nil {
@@ -94,18 +100,22 @@ func (a *Activities) profiles(ctx context.Context, compositeProfile string) (map
 	return out, nil
 }
 
-func (a *Activities) dependencies(ctx context.Context, appID string) ([]model.AppDependencySpec, error) {
-	docs, err := a.Store.List(ctx, store.Query{Parent: appID, Kind: model.KindAppDependency})
+// dependencies loads the app dependencies of the composite app, by app _id, in one query.
+func (a *Activities) dependencies(ctx context.Context, dig lifecycle.DIGRef) (map[string][]model.AppDependencySpec, error) {
+	docs, err := a.Store.List(ctx, store.Query{Scope: "/projects/" + dig.Project, Kind: model.KindAppDependency})
 	if err != nil {
 		return nil, err
 	}
-	deps := make([]model.AppDependencySpec, 0, len(docs))
+	deps := map[string][]model.AppDependencySpec{}
 	for _, d := range docs {
+		if !strings.HasPrefix(d.Parent, dig.CompositeAppID()+"/") {
+			continue // another composite app of the project
+		}
 		r, err := model.Decode[model.AppDependencySpec](d.Body)
 		if err != nil {
 			return nil, err
 		}
-		deps = append(deps, r.Spec)
+		deps[d.Parent] = append(deps[d.Parent], r.Spec)
 	}
 	return deps, nil
 }

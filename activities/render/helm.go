@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"path"
 	"sort"
 	"strconv"
@@ -32,6 +33,7 @@ type chartInput struct {
 	overrides map[string]string // DIG overrideValues for the app ("a.b.c": "v")
 	release   string            // .Release.Name (EMCO: the DIG's spec.version)
 	namespace string            // .Release.Namespace
+	labels    map[string]string // added to every object
 }
 
 // renderChart renders a chart client-side, as `helm template` does, and returns its
@@ -71,7 +73,7 @@ func renderChart(ctx context.Context, in chartInput) ([]appctx.Object, error) {
 	}
 	objs := make([]appctx.Object, 0, len(docs))
 	for _, doc := range docs {
-		o, ok, err := toObject(doc)
+		o, ok, err := toObject(doc, in.labels)
 		if err != nil {
 			return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
 		}
@@ -130,8 +132,8 @@ func splitInOrder(manifest string) []string {
 	return out
 }
 
-// toObject parses one YAML document; empty documents are skipped.
-func toObject(doc string) (appctx.Object, bool, error) {
+// toObject parses one YAML document and adds labels; empty documents are skipped.
+func toObject(doc string, labels map[string]string) (appctx.Object, bool, error) {
 	js, err := yaml.YAMLToJSON([]byte(doc))
 	if err != nil {
 		return appctx.Object{}, false, fmt.Errorf("rendered manifest is not valid YAML: %v", err)
@@ -145,6 +147,14 @@ func toObject(doc string) (appctx.Object, bool, error) {
 	}
 	if u.GetName() == "" {
 		return appctx.Object{}, false, fmt.Errorf("rendered %s has no metadata.name", u.GetKind())
+	}
+	if len(labels) > 0 {
+		all := u.GetLabels()
+		if all == nil {
+			all = map[string]string{}
+		}
+		maps.Copy(all, labels)
+		u.SetLabels(all)
 	}
 	canon, err := json.Marshal(u.Object) // map keys sorted: a canonical form for hashing
 	if err != nil {

@@ -48,6 +48,8 @@ func devCmd() *cobra.Command {
 	f.IntVar(&cfg.TemporalPort, "temporal-port", 7233, "Temporal frontend port")
 	f.IntVar(&cfg.UIPort, "ui-port", 8233, "Temporal Web UI port")
 	f.IntVar(&cfg.MongoPort, "mongo-port", 27017, "FerretDB (MongoDB wire) port")
+	f.StringVar(&cfg.MongoBackend, "mongo-backend", "sqlite", "FerretDB backend: sqlite, or postgresql (faster; runs a private PostgreSQL)")
+	f.IntVar(&cfg.PostgresPort, "postgres-port", 55432, "PostgreSQL port (with --mongo-backend postgresql)")
 	f.IntVar(&cfg.APIPort, "api-port", 9015, "temco REST API port")
 	f.IntVar(&cfg.ClusterBasePort, "cluster-base-port", 20000, "first port of the clusters (each uses 3 ports, 10 apart)")
 	f.StringVar(&cfg.Namespace, "namespace", "default", "Temporal namespace")

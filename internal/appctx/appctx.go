@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
@@ -79,15 +81,30 @@ type ResourceStatus struct {
 
 // ClusterApp is one app placed on one cluster, with its resources' statuses.
 type ClusterApp struct {
-	ID        string           `bson:"_id"` // <ctx>/<app>/<provider+cluster>
-	Context   string           `bson:"ctx"`
 	App       string           `bson:"app"`
-	Cluster   string           `bson:"cluster"` // provider+cluster
-	Batch     int              `bson:"batch"`
+	Cluster   string           `bson:"-"` // provider+cluster, from the enclosing document
 	Resources []ResourceStatus `bson:"resources"`
 	// Live is what the cluster showed at LiveAt, index-aligned with Resources.
 	Live   []Live    `bson:"live,omitempty"`
 	LiveAt time.Time `bson:"liveAt,omitempty"`
+}
+
+// clusterDoc holds every app of a context placed on one cluster: the unit a cluster
+// activity reads and writes, found by _id (the one lookup every MongoDB-wire server
+// serves from an index).
+type clusterDoc struct {
+	ID      string        `bson:"_id"` // <ctx>/<provider+cluster>
+	Context string        `bson:"ctx"`
+	Cluster string        `bson:"cluster"`
+	Batch   int           `bson:"batch"`
+	Apps    []*ClusterApp `bson:"apps"`
+}
+
+// batchDoc lists the clusters of one batch.
+type batchDoc struct {
+	ID       string   `bson:"_id"` // <ctx>/batch/<n>
+	Context  string   `bson:"ctx"`
+	Clusters []string `bson:"clusters"`
 }
 
 // Live is an object as last read from its cluster.
@@ -107,25 +124,24 @@ const (
 
 // Store is the AppContext repository.
 type Store struct {
-	contexts, apps, clusters *mongo.Collection
+	contexts, apps, clusters, batches *mongo.Collection
 }
 
 // New prepares the collections of db.
 func New(ctx context.Context, db *mongo.Database) (*Store, error) {
-	s := &Store{contexts: db.Collection("contexts"), apps: db.Collection("ctxapps"), clusters: db.Collection("ctxclusters")}
-	err := store.EnsureIndexes(ctx, s.clusters, []store.Index{
-		store.Index(bson.D{{Key: "ctx", Value: 1}, {Key: "batch", Value: 1}}),
-		store.Index(bson.D{{Key: "ctx", Value: 1}, {Key: "cluster", Value: 1}}),
-		store.Index(bson.D{{Key: "ctx", Value: 1}, {Key: "app", Value: 1}}),
-	})
-	if err != nil {
-		return nil, err
-	}
-	if err := store.EnsureIndexes(ctx, s.apps, []store.Index{store.Index(bson.D{{Key: "ctx", Value: 1}})}); err != nil {
-		return nil, err
+	s := &Store{contexts: db.Collection("contexts"), apps: db.Collection("ctxapps"),
+		clusters: db.Collection("ctxclusters"), batches: db.Collection("ctxbatches")}
+	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.batches} {
+		if err := store.EnsureIndexes(ctx, c, []store.Index{store.Index(bson.D{{Key: "ctx", Value: 1}})}); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
+
+func clusterID(ctxID, cluster string) string { return ctxID + "/" + cluster }
+
+func batchID(ctxID string, batch int) string { return fmt.Sprintf("%s/batch/%d", ctxID, batch) }
 
 // ErrNotFound is returned for a missing context.
 var ErrNotFound = errors.New("appcontext not found")
@@ -162,31 +178,45 @@ func (s *Store) SetStatus(ctx context.Context, id, status, errMsg string) error 
 	return s.Set(ctx, id, bson.D{{Key: "status", Value: status}, {Key: "error", Value: errMsg}})
 }
 
-// PutApps replaces the rendered apps of a context.
+// PutApps stores the rendered apps of a context, replacing those of an earlier attempt.
 func (s *Store) PutApps(ctx context.Context, ctxID string, apps []*App) error {
-	if _, err := s.apps.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}}); err != nil {
-		return err
-	}
 	docs := make([]any, len(apps))
 	for i, a := range apps {
 		a.ID, a.Context = ctxID+"/"+a.Name, ctxID
 		docs[i] = a
 	}
-	if len(docs) == 0 {
-		return nil
-	}
-	_, err := s.apps.InsertMany(ctx, docs)
-	return err
+	return s.replaceAll(ctx, s.apps, ctxID, docs)
 }
 
-// Apps returns the rendered apps of a context, by name.
-func (s *Store) Apps(ctx context.Context, ctxID string) (map[string]*App, error) {
-	cur, err := s.apps.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}})
-	if err != nil {
-		return nil, err
+// replaceAll inserts the documents of a context into c. Only when an earlier attempt
+// left some behind (a duplicate key) does it pay for deleting the context's documents
+// first: a filter on anything but _id may scan the whole collection.
+func (s *Store) replaceAll(ctx context.Context, c *mongo.Collection, ctxID string, docs []any) error {
+	err := insertChunks(ctx, c, docs)
+	if !mongo.IsDuplicateKeyError(err) {
+		return err
 	}
-	var apps []*App
-	if err := cur.All(ctx, &apps); err != nil {
+	if _, err := c.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}}); err != nil {
+		return err
+	}
+	return insertChunks(ctx, c, docs)
+}
+
+// Apps returns the rendered apps of a context (those its header lists), by name.
+func (s *Store) Apps(ctx context.Context, c *Context) (map[string]*App, error) {
+	apps := make([]*App, len(c.Apps))
+	var g errgroup.Group
+	for i, name := range c.Apps {
+		g.Go(func() error {
+			var a App
+			if err := s.apps.FindOne(ctx, bson.D{{Key: "_id", Value: c.ID + "/" + name}}).Decode(&a); err != nil {
+				return fmt.Errorf("rendered app %s of context %s: %w", name, c.ID, err)
+			}
+			apps[i] = &a
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	out := make(map[string]*App, len(apps))
@@ -196,21 +226,42 @@ func (s *Store) Apps(ctx context.Context, ctxID string) (map[string]*App, error)
 	return out, nil
 }
 
-// PutPlacement replaces the placement of a context, in bulk.
-func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*ClusterApp) error {
-	if _, err := s.clusters.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}}); err != nil {
-		return err
-	}
-	const chunk = 1000
-	for i := 0; i < len(placed); i += chunk {
-		end := min(i+chunk, len(placed))
-		docs := make([]any, 0, end-i)
-		for _, p := range placed[i:end] {
-			p.ID, p.Context = ctxID+"/"+p.App+"/"+p.Cluster, ctxID
-			docs = append(docs, p)
+// PutPlacement replaces the placement of a context, in bulk: placed lists every app on
+// every cluster, batchOf the batch of each cluster.
+func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*ClusterApp, batchOf map[string]int) error {
+	docs := map[string]*clusterDoc{}
+	var order []string
+	batches := map[int][]string{}
+	for _, p := range placed {
+		d := docs[p.Cluster]
+		if d == nil {
+			d = &clusterDoc{ID: clusterID(ctxID, p.Cluster), Context: ctxID, Cluster: p.Cluster, Batch: batchOf[p.Cluster]}
+			docs[p.Cluster] = d
+			order = append(order, p.Cluster)
+			batches[d.Batch] = append(batches[d.Batch], p.Cluster)
 		}
-		if _, err := s.clusters.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false)); err != nil {
-			return fmt.Errorf("store placement: %w", err)
+		d.Apps = append(d.Apps, p)
+	}
+	all := make([]any, 0, len(order))
+	for _, c := range order {
+		all = append(all, docs[c])
+	}
+	if err := s.replaceAll(ctx, s.clusters, ctxID, all); err != nil {
+		return fmt.Errorf("store placement: %w", err)
+	}
+	bs := make([]any, 0, len(batches))
+	for b, clusters := range batches {
+		sort.Strings(clusters)
+		bs = append(bs, &batchDoc{ID: batchID(ctxID, b), Context: ctxID, Clusters: clusters})
+	}
+	return s.replaceAll(ctx, s.batches, ctxID, bs)
+}
+
+func insertChunks(ctx context.Context, c *mongo.Collection, docs []any) error {
+	const chunk = 500 // documents per round trip
+	for i := 0; i < len(docs); i += chunk {
+		if _, err := c.InsertMany(ctx, docs[i:min(i+chunk, len(docs))], options.InsertMany().SetOrdered(false)); err != nil {
+			return err
 		}
 	}
 	return nil
@@ -218,30 +269,28 @@ func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*Cluste
 
 // BatchClusters returns the sorted cluster keys of one batch.
 func (s *Store) BatchClusters(ctx context.Context, ctxID string, batch int) ([]string, error) {
-	cur, err := s.clusters.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}, {Key: "batch", Value: batch}},
-		options.Find().SetProjection(bson.D{{Key: "cluster", Value: 1}}))
+	var b batchDoc
+	err := s.batches.FindOne(ctx, bson.D{{Key: "_id", Value: batchID(ctxID, batch)}}).Decode(&b)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	return b.Clusters, err
+}
+
+// ClusterApps returns the apps placed on one cluster, in the context's app order.
+func (s *Store) ClusterApps(ctx context.Context, ctxID, cluster string) ([]*ClusterApp, error) {
+	var d clusterDoc
+	err := s.clusters.FindOne(ctx, bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}).Decode(&d)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
 	if err != nil {
 		return nil, err
 	}
-	var docs []ClusterApp
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, err
+	for _, a := range d.Apps {
+		a.Cluster = d.Cluster
 	}
-	seen := map[string]bool{}
-	var out []string
-	for _, d := range docs {
-		if !seen[d.Cluster] {
-			seen[d.Cluster] = true
-			out = append(out, d.Cluster)
-		}
-	}
-	sort.Strings(out)
-	return out, nil
-}
-
-// ClusterApps returns the apps placed on one cluster.
-func (s *Store) ClusterApps(ctx context.Context, ctxID, cluster string) ([]*ClusterApp, error) {
-	return s.find(ctx, bson.D{{Key: "ctx", Value: ctxID}, {Key: "cluster", Value: cluster}})
+	return d.Apps, nil
 }
 
 // Filter selects placements for status queries; empty lists select all.
@@ -253,59 +302,56 @@ type Filter struct {
 // Placements returns the placements of a context matching f, sorted by app and cluster.
 func (s *Store) Placements(ctx context.Context, ctxID string, f Filter) ([]*ClusterApp, error) {
 	q := bson.D{{Key: "ctx", Value: ctxID}}
-	if len(f.Apps) > 0 {
-		q = append(q, bson.E{Key: "app", Value: bson.D{{Key: "$in", Value: f.Apps}}})
-	}
 	if len(f.Clusters) > 0 {
-		q = append(q, bson.E{Key: "cluster", Value: bson.D{{Key: "$in", Value: f.Clusters}}})
+		ids := make([]string, len(f.Clusters))
+		for i, c := range f.Clusters {
+			ids[i] = clusterID(ctxID, c)
+		}
+		q = bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
 	}
-	docs, err := s.find(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	sort.Slice(docs, func(i, j int) bool { return docs[i].ID < docs[j].ID })
-	return docs, nil
-}
-
-func (s *Store) find(ctx context.Context, q bson.D) ([]*ClusterApp, error) {
 	cur, err := s.clusters.Find(ctx, q)
 	if err != nil {
 		return nil, err
 	}
-	docs := []*ClusterApp{}
-	return docs, cur.All(ctx, &docs)
+	var docs []clusterDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := []*ClusterApp{}
+	for _, d := range docs {
+		for _, a := range d.Apps {
+			if len(f.Apps) == 0 || slices.Contains(f.Apps, a.App) {
+				a.Cluster = d.Cluster
+				out = append(out, a)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].App != out[j].App {
+			return out[i].App < out[j].App
+		}
+		return out[i].Cluster < out[j].Cluster
+	})
+	return out, nil
 }
 
-// SaveResources writes the resource statuses of one app on one cluster.
-func (s *Store) SaveResources(ctx context.Context, ca *ClusterApp) error {
-	_, err := s.clusters.UpdateOne(ctx, bson.D{{Key: "_id", Value: ca.ID}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "resources", Value: ca.Resources}}}})
-	return err
-}
-
-// SaveAll writes the resource statuses of several placements in one round trip.
-func (s *Store) SaveAll(ctx context.Context, cas []*ClusterApp) error {
-	if len(cas) == 0 {
+// SaveClusters writes placements back: every app of each cluster concerned must be in cas.
+func (s *Store) SaveClusters(ctx context.Context, ctxID string, cas []*ClusterApp) error {
+	byCluster := map[string][]*ClusterApp{}
+	var order []string
+	for _, ca := range cas {
+		if byCluster[ca.Cluster] == nil {
+			order = append(order, ca.Cluster)
+		}
+		byCluster[ca.Cluster] = append(byCluster[ca.Cluster], ca)
+	}
+	if len(order) == 0 {
 		return nil
 	}
-	models := make([]mongo.WriteModel, len(cas))
-	for i, ca := range cas {
-		models[i] = mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: ca.ID}}).
-			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "resources", Value: ca.Resources}}}})
-	}
-	_, err := s.clusters.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-	return err
-}
-
-// SaveLive writes what was read from the clusters for several placements.
-func (s *Store) SaveLive(ctx context.Context, cas []*ClusterApp) error {
-	if len(cas) == 0 {
-		return nil
-	}
-	models := make([]mongo.WriteModel, len(cas))
-	for i, ca := range cas {
-		models[i] = mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: ca.ID}}).
-			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "live", Value: ca.Live}, {Key: "liveAt", Value: ca.LiveAt}}}})
+	models := make([]mongo.WriteModel, 0, len(order))
+	for _, c := range order {
+		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: clusterID(ctxID, c)}}).
+			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "apps", Value: byCluster[c]}}}}))
 	}
 	_, err := s.clusters.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 	return err
@@ -313,7 +359,7 @@ func (s *Store) SaveLive(ctx context.Context, cas []*ClusterApp) error {
 
 // DeleteContext removes a context and everything in it.
 func (s *Store) DeleteContext(ctx context.Context, ctxID string) error {
-	for _, c := range []*mongo.Collection{s.clusters, s.apps} {
+	for _, c := range []*mongo.Collection{s.clusters, s.batches, s.apps} {
 		if _, err := c.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}}); err != nil {
 			return err
 		}

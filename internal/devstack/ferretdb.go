@@ -11,12 +11,14 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// FerretDB is a MongoDB-wire server backed by SQLite files in Dir.
+// FerretDB is a MongoDB-wire server backed by SQLite files in Dir, or by PostgreSQL
+// when PostgresURL is set.
 type FerretDB struct {
-	Bin  string // path of the ferretdb binary
-	Dir  string // data directory (SQLite files, state, log)
-	Port int
-	proc *Proc
+	Bin         string // path of the ferretdb binary
+	Dir         string // data directory (SQLite files, state, log)
+	Port        int
+	PostgresURL string
+	proc        *Proc
 }
 
 // URI is the MongoDB connection string of the server.
@@ -28,11 +30,13 @@ func (f *FerretDB) Start(ctx context.Context) error {
 	if err := os.MkdirAll(data, 0o755); err != nil {
 		return err
 	}
-	p, err := StartProc("ferretdb", filepath.Join(f.Dir, "ferretdb.log"), f.Bin, []string{
-		"--handler=sqlite", "--sqlite-url=file:" + data + "/", "--state-dir=" + f.Dir,
-		fmt.Sprintf("--listen-addr=127.0.0.1:%d", f.Port), "--debug-addr=-",
-		"--telemetry=disable", "--log-level=WARN",
-	}, nil)
+	backend := []string{"--handler=sqlite", "--sqlite-url=file:" + data + "/"}
+	if f.PostgresURL != "" {
+		backend = []string{"--handler=postgresql", "--postgresql-url=" + f.PostgresURL}
+	}
+	p, err := StartProc("ferretdb", filepath.Join(f.Dir, "ferretdb.log"), f.Bin, append(backend,
+		"--state-dir="+f.Dir, fmt.Sprintf("--listen-addr=127.0.0.1:%d", f.Port), "--debug-addr=-",
+		"--telemetry=disable", "--log-level=WARN"), nil)
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,8 @@ type Config struct {
 	TemporalPort    int
 	UIPort          int
 	MongoPort       int
+	MongoBackend    string // "sqlite" (default) or "postgresql" (faster; needs PostgreSQL installed)
+	PostgresPort    int
 	APIPort         int
 	ClusterBasePort int // cluster i uses ClusterBasePort+10*i .. +2
 
@@ -45,6 +47,7 @@ type Config struct {
 type Stack struct {
 	cfg      Config
 	Temporal *Temporal
+	Postgres *Postgres // nil with the SQLite backend
 	Mongo    *FerretDB
 	Clusters []*Cluster
 	API      *Proc
@@ -59,6 +62,14 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s.Temporal = &Temporal{Bin: filepath.Join(cfg.BinDir, "temporal"), Dir: filepath.Join(cfg.DataDir, "temporal"),
 		Port: cfg.TemporalPort, UIPort: cfg.UIPort, Namespace: cfg.Namespace, SearchAttributes: cfg.SearchAttributes}
 	s.Mongo = &FerretDB{Bin: filepath.Join(cfg.BinDir, "ferretdb"), Dir: filepath.Join(cfg.DataDir, "ferretdb"), Port: cfg.MongoPort}
+	switch cfg.MongoBackend {
+	case "", "sqlite":
+	case "postgresql":
+		s.Postgres = &Postgres{Dir: filepath.Join(cfg.DataDir, "postgres"), Port: cfg.PostgresPort}
+		s.Mongo.PostgresURL = s.Postgres.URL()
+	default:
+		return nil, fmt.Errorf("unknown MongoDB-wire backend %q: use sqlite or postgresql", cfg.MongoBackend)
+	}
 	for i := range cfg.Clusters {
 		name := "cluster" + strconv.Itoa(i+1)
 		s.Clusters = append(s.Clusters, &Cluster{Name: name, BinDir: cfg.BinDir,
@@ -84,6 +95,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 func (s *Stack) checkPorts() error {
 	ports := map[string]int{"temporal": s.cfg.TemporalPort, "temporal web ui": s.cfg.UIPort,
 		"ferretdb": s.cfg.MongoPort, "temco api": s.cfg.APIPort}
+	if s.Postgres != nil {
+		ports["postgres"] = s.Postgres.Port
+	}
 	for _, c := range s.Clusters {
 		for k, v := range c.Ports() {
 			ports[k] = v
@@ -103,7 +117,19 @@ func (s *Stack) checkBinaries() error {
 
 // startInfrastructure starts Temporal, FerretDB and the clusters concurrently.
 func (s *Stack) startInfrastructure(ctx context.Context) error {
-	starters := []func(context.Context) error{s.Temporal.Start, s.Mongo.Start}
+	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil { // 0755: PostgreSQL runs as its own user
+		return err
+	}
+	mongo := s.Mongo.Start
+	if s.Postgres != nil {
+		mongo = func(ctx context.Context) error {
+			if err := s.Postgres.Start(ctx); err != nil {
+				return err
+			}
+			return s.Mongo.Start(ctx)
+		}
+	}
+	starters := []func(context.Context) error{s.Temporal.Start, mongo}
 	for _, c := range s.Clusters {
 		starters = append(starters, func(ctx context.Context) error {
 			if err := c.Start(ctx); err != nil {
@@ -122,9 +148,6 @@ func (s *Stack) startInfrastructure(ctx context.Context) error {
 }
 
 func (s *Stack) startTemco(ctx context.Context) error {
-	if err := os.MkdirAll(s.cfg.DataDir, 0o700); err != nil {
-		return err
-	}
 	if err := seal.WriteNewKeyFile(s.KeyFile, "k1"); err != nil {
 		return fmt.Errorf("encryption key: %w", err)
 	}
@@ -214,7 +237,11 @@ func httpOK(ctx context.Context, url string) error {
 // Procs lists every running process of the stack.
 func (s *Stack) Procs() []*Proc {
 	var out []*Proc
-	for _, p := range []*Proc{s.API, s.Worker, s.Temporal.Proc(), s.Mongo.Proc()} {
+	procs := []*Proc{s.API, s.Worker, s.Temporal.Proc(), s.Mongo.Proc()}
+	if s.Postgres != nil {
+		procs = append(procs, s.Postgres.Proc())
+	}
+	for _, p := range procs {
 		if p != nil {
 			out = append(out, p)
 		}
@@ -256,9 +283,14 @@ func (s *Stack) Stop() {
 	for _, c := range s.Clusters {
 		wg.Go(c.Stop)
 	}
-	if s.Mongo.Proc() != nil {
-		wg.Go(s.Mongo.Stop)
-	}
+	wg.Go(func() {
+		if s.Mongo.Proc() != nil {
+			s.Mongo.Stop()
+		}
+		if s.Postgres != nil && s.Postgres.Proc() != nil {
+			s.Postgres.Stop()
+		}
+	})
 	if s.Temporal.Proc() != nil {
 		wg.Go(s.Temporal.Stop)
 	}
@@ -271,7 +303,11 @@ func (s *Stack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "  REST API          http://127.0.0.1:%d/v2\n", s.cfg.APIPort)
 	fmt.Fprintf(w, "  Temporal Web UI   %s\n", s.Temporal.UIURL())
 	fmt.Fprintf(w, "  Temporal frontend %s (namespace %s, task queue %s)\n", s.Temporal.Address(), s.namespace(), s.cfg.TaskQueue)
-	fmt.Fprintf(w, "  MongoDB (FerretDB) %s\n", s.Mongo.URI())
+	backend := "SQLite"
+	if s.Postgres != nil {
+		backend = "PostgreSQL on 127.0.0.1:" + strconv.Itoa(s.Postgres.Port)
+	}
+	fmt.Fprintf(w, "  MongoDB wire      %s (FerretDB, %s)\n", s.Mongo.URI(), backend)
 	for _, c := range s.Clusters {
 		fmt.Fprintf(w, "  cluster %-9s https://127.0.0.1:%d  kubeconfig %s\n", c.Name, c.APIPort(), c.Kubeconfig())
 	}

@@ -114,6 +114,10 @@ func (d DIGRef) String() string {
 	return fmt.Sprintf("deployment intent group %q (project %q, composite app %q %q)", d.DIG, d.Project, d.CompositeApp, d.Version)
 }
 
+// DeploymentIDLabel marks every object temco applies with "<instance context>-<app>", as
+// EMCO does; the instance is the context of the instantiate, kept by every later revision.
+const DeploymentIDLabel = "emco/deployment-id"
+
 // ClusterKey names a cluster as EMCO does in status and AppContext: "provider+cluster".
 func ClusterKey(provider, cluster string) string { return provider + "+" + cluster }
 

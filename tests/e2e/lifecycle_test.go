@@ -12,7 +12,6 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/testenv"
@@ -26,7 +25,7 @@ func objectsOf(t *testing.T, cl *devstack.Cluster, instance, app string) []strin
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	sel := metav1.ListOptions{LabelSelector: cluster.DeploymentIDLabel + "=" + instance + "-" + app}
+	sel := metav1.ListOptions{LabelSelector: lifecycle.DeploymentIDLabel + "=" + instance + "-" + app}
 	var out []string
 	deps, err := cs.AppsV1().Deployments("").List(ctx, sel)
 	if err != nil {
@@ -322,4 +321,129 @@ func TestRefusedTransitions(t *testing.T) {
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	c.do("GET", d.dig()+"/status?type=bogus", nil).must(t, 400)
 	c.do("GET", d.dig()+"/status?instance=123", nil).must(t, 404)
+}
+
+// Terminate during an instantiate cancels it (its cleanup runs), then deletes whatever
+// was applied and waits until it is gone.
+func TestTerminateDuringInstantiate(t *testing.T) {
+	d := newDeployment(t,
+		app{name: "base", chart: webChart("base"), placement: clusterLabel("edge")},
+		app{name: "slow", chart: webChart("slow"), placement: clusterLabel("edge"), dependsOn: "base", wait: 20},
+	)
+	d.create()
+	acc := d.operate(lifecycle.OpInstantiate)
+	d.await("base applied", time.Minute, "", func(s status) bool { return s.RsyncStatus[lifecycle.ResApplied] >= 6 })
+	term := d.operate(lifecycle.OpTerminate)
+	if term.ContextID != acc.ContextID {
+		t.Errorf("terminate works on context %s, want the instantiate's %s", term.ContextID, acc.ContextID)
+	}
+	s := d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	if n := s.RsyncStatus[lifecycle.ResDeleted]; n != 12 {
+		t.Errorf("rsync-status %v, want all 12 Deleted", s.RsyncStatus)
+	}
+	for _, cl := range stack.Clusters[:2] {
+		for _, a := range []string{"base", "slow"} {
+			if got := objectsOf(t, cl, acc.ContextID, a); len(got) != 0 {
+				t.Errorf("after terminate %s still has %v of %s", cl.Name, got, a)
+			}
+		}
+	}
+	recordHistory(t, d.ref().WorkflowID(), "DIGLifecycle-terminate-preempts")
+	recordHistory(t, acc.WorkflowID, "Instantiate-cancelled-by-terminate")
+}
+
+// Status filters (app, cluster, resource), outputs (summary, all, detail) and types.
+func TestStatusQueries(t *testing.T) {
+	d := newDeployment(t,
+		app{name: "front", chart: webChart("front"), placement: clusterLabel("edge")},
+		app{name: "db", chart: webChart("db"), placement: clusterNamed("cluster3")},
+	)
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	count := func(s status) (apps, clusters, resources int) {
+		for _, a := range s.Resources {
+			apps++
+			for _, c := range a.Clusters {
+				clusters++
+				resources += len(c.Resources)
+			}
+		}
+		return
+	}
+	for _, c := range []struct {
+		query                       string
+		applied, apps, clusters, rs int
+	}{
+		{"", 9, 2, 3, 9},
+		{"?output=summary", 9, 0, 0, 0},
+		{"?app=db", 3, 1, 1, 3},
+		{"?cluster=local%2Bcluster1", 3, 1, 1, 3},
+		{"?cluster=local+cluster1&cluster=local%2Bcluster3", 6, 2, 2, 6}, // an unescaped + also works
+		{"?resource=front", 4, 1, 2, 4},                                  // the Deployment and the Service, on two clusters
+		{"?app=front&resource=front-config&output=summary", 2, 0, 0, 0},
+	} {
+		s := d.status(c.query)
+		apps, clusters, rs := count(s)
+		if s.RsyncStatus[lifecycle.ResApplied] != c.applied || apps != c.apps || clusters != c.clusters || rs != c.rs {
+			t.Errorf("%s: applied %d, apps %d, clusters %d, resources %d; want %d %d %d %d", c.query,
+				s.RsyncStatus[lifecycle.ResApplied], apps, clusters, rs, c.applied, c.apps, c.clusters, c.rs)
+		}
+	}
+	var detail struct {
+		Resources []struct {
+			Clusters []struct {
+				Resources []struct {
+					Name   string         `json:"Name"`
+					Spec   map[string]any `json:"spec"`
+					Status map[string]any `json:"status"`
+				} `json:"resources"`
+			} `json:"clusters"`
+		} `json:"resources"`
+	}
+	d.c.do("GET", d.dig()+"/status?app=db&output=detail", nil).must(t, 200).json(t, &detail)
+	if r := detail.Resources[0].Clusters[0].Resources; len(r) != 3 || r[2].Name != "db" || r[2].Spec == nil || r[2].Status != nil {
+		t.Errorf("rsync detail: want the spec from the AppContext and no live status: %s", pretty(detail))
+	}
+	d.c.do("GET", d.dig()+"/status?app=db&output=detail&type=cluster", nil).must(t, 200).json(t, &detail)
+	if r := detail.Resources[0].Clusters[0].Resources; len(r) != 3 || r[2].Status == nil {
+		t.Errorf("cluster detail: want the live status: %s", pretty(detail))
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	if s := d.status("?type=cluster&output=summary"); s.ClusterStatus["NotPresent"] != 9 {
+		t.Errorf("cluster-status after terminate: %v", s.ClusterStatus)
+	}
+}
+
+// Every lifecycle workflow is found in Temporal by its search attributes.
+func TestRunsAreFoundBySearchAttributes(t *testing.T) {
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.create()
+	inst := d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	term := d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	query := `project = "` + d.project + `" AND compositeApp = "ca" AND version = "v1" AND dig = "dig"`
+	deadline := time.Now().Add(30 * time.Second) // visibility is eventually consistent
+	for {
+		out, err := exec.Command(binDir+"/temporal", "workflow", "list", "--address", stack.Temporal.Address(),
+			"--query", query, "--output", "json").CombinedOutput()
+		if err != nil {
+			t.Fatalf("temporal workflow list: %v: %s", err, out)
+		}
+		if strings.Contains(string(out), inst.WorkflowID) && strings.Contains(string(out), term.WorkflowID) &&
+			strings.Contains(string(out), d.ref().WorkflowID()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("runs not found by %s: %s", query, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	out, err := exec.Command(binDir+"/temporal", "workflow", "list", "--address", stack.Temporal.Address(),
+		"--query", query+` AND operation = "terminate"`, "--output", "json").CombinedOutput()
+	if err != nil || strings.Contains(string(out), inst.WorkflowID) || !strings.Contains(string(out), term.WorkflowID) {
+		t.Errorf("operation filter: %v: %s", err, out)
+	}
 }

@@ -4,6 +4,7 @@
 package e2e
 
 import (
+	"cmp"
 	"context"
 	"flag"
 	"fmt"
@@ -53,6 +54,9 @@ func runSuite(m *testing.M) (int, error) {
 	if tmpRoot, err = os.MkdirTemp("", "temco-e2e-"); err != nil {
 		return 0, err
 	}
+	if err := os.Chmod(tmpRoot, 0o755); err != nil { // PostgreSQL runs as its own user
+		return 0, err
+	}
 	defer os.RemoveAll(tmpRoot)
 	self := filepath.Join(tmpRoot, "temco")
 	build := exec.Command("go", "build", "-o", self, "./cmd/temco")
@@ -63,8 +67,11 @@ func runSuite(m *testing.M) (int, error) {
 	cfg := devstack.Config{BinDir: binDir, DataDir: filepath.Join(tmpRoot, "data"), Self: self, Clusters: 3,
 		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes(), Out: os.Stdout,
 		// Two clusters per batch, so three clusters fan out through batch child workflows.
-		Env: []string{"TEMCO_CLUSTERS_PER_BATCH=2"}}
-	for _, p := range []*int{&cfg.TemporalPort, &cfg.UIPort, &cfg.MongoPort, &cfg.APIPort} {
+		Env: []string{"TEMCO_CLUSTERS_PER_BATCH=2"}, MongoBackend: os.Getenv("TEMCO_E2E_MONGO_BACKEND")}
+	if os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH") != "" {
+		cfg.Env = []string{"TEMCO_CLUSTERS_PER_BATCH=" + os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH")}
+	}
+	for _, p := range []*int{&cfg.TemporalPort, &cfg.UIPort, &cfg.MongoPort, &cfg.APIPort, &cfg.PostgresPort} {
 		if *p, err = devstack.FreePort(); err != nil {
 			return 0, err
 		}
@@ -79,7 +86,7 @@ func runSuite(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("start the stack: %w (logs under %s)", err, cfg.DataDir)
 	}
 	defer stack.Stop()
-	fmt.Printf("e2e: stack up in %s\n", time.Since(start).Round(time.Millisecond))
+	fmt.Printf("e2e: stack up in %s (MongoDB wire backend: %s)\n", time.Since(start).Round(time.Millisecond), cmp.Or(cfg.MongoBackend, "sqlite"))
 	apiURL = "http://127.0.0.1:" + strconv.Itoa(cfg.APIPort) + "/v2"
 	if err := registerClusters(); err != nil {
 		return 0, err

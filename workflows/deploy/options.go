@@ -41,10 +41,13 @@ func preparing(ctx workflow.Context) workflow.Context {
 
 // onCluster is for the per-cluster activities. They heartbeat after every object, so a
 // worker that dies is noticed within the heartbeat timeout and the cluster is retried
-// elsewhere; waits for dependencies keep heartbeating.
+// elsewhere; waits for dependencies keep heartbeating. A cancelled operation waits for
+// its running cluster activities to stop: a terminate must not start deleting while an
+// apply is still writing to the same cluster.
 func onCluster(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Hour, HeartbeatTimeout: 20 * time.Second, RetryPolicy: retryForever,
+		StartToCloseTimeout: time.Hour, HeartbeatTimeout: 10 * time.Second, RetryPolicy: retryForever,
+		WaitForCancellation: true,
 	})
 }
 

@@ -1,0 +1,82 @@
+package cluster
+
+import (
+	"sync"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/temco/temco/internal/appctx"
+)
+
+// objectConcurrency bounds the requests one cluster activity has in flight.
+const objectConcurrency = 16
+
+// applyGroups splits an app's objects (indices, in apply order) into what must exist
+// before the rest: Namespaces, then CRDs, then everything else, which is applied
+// concurrently.
+func applyGroups(objs []appctx.Object) [][]int {
+	var ns, crds, rest []int
+	for i, o := range objs {
+		switch o.Kind {
+		case "Namespace":
+			ns = append(ns, i)
+		case "CustomResourceDefinition":
+			crds = append(crds, i)
+		default:
+			rest = append(rest, i)
+		}
+	}
+	var out [][]int
+	for _, g := range [][]int{ns, crds, rest} {
+		if len(g) > 0 {
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// forEach runs fn for every index, objectConcurrency at a time, and returns the first
+// error once all are done.
+func forEach(idx []int, fn func(i int) error) error {
+	var g errgroup.Group
+	g.SetLimit(objectConcurrency)
+	for _, i := range idx {
+		g.Go(func() error { return fn(i) })
+	}
+	return g.Wait()
+}
+
+// inOrder runs one function per app concurrently, each starting once the apps it must
+// follow are done. after(app) names those apps (only ones in apps count). An app whose
+// predecessor failed does not run. It returns the first error.
+func inOrder(apps []string, after func(app string) []string, run func(app string) error) error {
+	done := make(map[string]chan struct{}, len(apps))
+	for _, a := range apps {
+		done[a] = make(chan struct{})
+	}
+	var mu sync.Mutex
+	failed := map[string]bool{}
+	hasFailed := func(a string) bool { mu.Lock(); defer mu.Unlock(); return failed[a] }
+	fail := func(a string) { mu.Lock(); defer mu.Unlock(); failed[a] = true }
+	var g errgroup.Group
+	for _, a := range apps {
+		g.Go(func() error {
+			defer close(done[a])
+			for _, prev := range after(a) {
+				if ch, ok := done[prev]; ok {
+					<-ch
+					if hasFailed(prev) {
+						fail(a)
+						return nil
+					}
+				}
+			}
+			if err := run(a); err != nil {
+				fail(a)
+				return err
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}

@@ -1,0 +1,119 @@
+package render
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/profile"
+	"github.com/temco/temco/internal/testenv"
+)
+
+var webChart = testenv.Chart("web", "replicas: 1\nmessage: chart\nnested: {a: {b: x}}\n", map[string]string{
+	"deploy.yaml": "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {{ .Release.Name }}-web\nspec:\n  replicas: {{ .Values.replicas }}\n",
+	"cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  message: {{ .Values.message | quote }}\n  b: {{ .Values.nested.a.b | quote }}\n",
+	"ns.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: web-ns\n",
+	"crd.yaml":    "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata:\n  name: widgets.example.com\n",
+	"widget.yaml": "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w\n",
+	"empty.yaml":  "{{- if false }}\nkind: Nothing\n{{- end }}\n",
+	"test.yaml":   "apiVersion: v1\nkind: Pod\nmetadata:\n  name: t\n  annotations: {\"helm.sh/hook\": test}\n",
+})
+
+func field(t *testing.T, o appctx.Object, path ...string) any {
+	t.Helper()
+	var m map[string]any
+	if err := json.Unmarshal([]byte(o.Manifest), &m); err != nil {
+		t.Fatal(err)
+	}
+	var v any = m
+	for _, p := range path {
+		v = v.(map[string]any)[p]
+	}
+	return v
+}
+
+func TestRenderAppliesProfileThenDIGOverridesInOrder(t *testing.T) {
+	p, err := profile.Parse(testenv.Profile("message: profile\nreplicas: 2\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := renderChart(context.Background(), chartInput{archive: webChart, profile: p,
+		overrides: map[string]string{"replicas": "5", "nested.a.b": "y"}, release: "r1", namespace: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, o := range objs {
+		kinds = append(kinds, o.Kind+"/"+o.Name)
+	}
+	want := "Namespace/web-ns CustomResourceDefinition/widgets.example.com ConfigMap/web Deployment/r1-web Widget/w"
+	if strings.Join(kinds, " ") != want {
+		t.Fatalf("objects %v, want %s (test hooks and empty documents dropped)", kinds, want)
+	}
+	if got := field(t, objs[2], "data", "message"); got != "profile" {
+		t.Errorf("message %v: the profile must override the chart", got)
+	}
+	if got := field(t, objs[2], "data", "b"); got != "y" {
+		t.Errorf("nested value %v: the DIG override must apply", got)
+	}
+	if got := field(t, objs[3], "spec", "replicas"); got != float64(5) {
+		t.Errorf("replicas %v: the DIG override must win over the profile", got)
+	}
+	if objs[3].Hash == "" || objs[3].Hash == objs[2].Hash {
+		t.Error("objects need distinct content hashes")
+	}
+}
+
+func TestRenderIsDeterministic(t *testing.T) {
+	in := chartInput{archive: webChart, release: "r1", namespace: "default", overrides: map[string]string{"a": "1", "b": "2"}}
+	a, err := renderChart(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := renderChart(context.Background(), in)
+	for i := range a {
+		if a[i].Hash != b[i].Hash {
+			t.Fatalf("object %s rendered differently twice", a[i].Ref)
+		}
+	}
+}
+
+func TestRenderErrorsAreClear(t *testing.T) {
+	broken := testenv.Chart("x", "", map[string]string{"a.yaml": "{{ .Values.missing.field }}"})
+	if _, err := renderChart(context.Background(), chartInput{archive: broken, release: "r"}); err == nil || !strings.Contains(err.Error(), "render chart x") {
+		t.Errorf("error %v", err)
+	}
+	noName := testenv.Chart("x", "", map[string]string{"a.yaml": "apiVersion: v1\nkind: ConfigMap\n"})
+	if _, err := renderChart(context.Background(), chartInput{archive: noName, release: "r"}); err == nil || !strings.Contains(err.Error(), "no metadata.name") {
+		t.Errorf("error %v", err)
+	}
+}
+
+func TestDependencyOrder(t *testing.T) {
+	app := func(name string, deps ...string) *appctx.App {
+		a := &appctx.App{Name: name}
+		for _, d := range deps {
+			a.Deps = append(a.Deps, model.AppDependencySpec{App: d, OpStatus: model.OpStatusReady})
+		}
+		return a
+	}
+	order, err := dependencyOrder([]*appctx.App{app("web", "db", "cache"), app("cache", "db"), app("db"), app("alone")})
+	if err != nil || strings.Join(order, ",") != "alone,db,cache,web" {
+		t.Errorf("order %v %v", order, err)
+	}
+	if _, err := dependencyOrder([]*appctx.App{app("a", "b"), app("b", "a")}); err == nil || !strings.Contains(err.Error(), "cycle") {
+		t.Errorf("cycle not detected: %v", err)
+	}
+}
+
+func BenchmarkRenderChart(b *testing.B) {
+	in := chartInput{archive: webChart, release: "r1", namespace: "default", labels: map[string]string{"emco/deployment-id": "1-web"}}
+	for b.Loop() {
+		if _, err := renderChart(context.Background(), in); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

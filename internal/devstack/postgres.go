@@ -1,0 +1,103 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"time"
+)
+
+// Postgres is a private PostgreSQL server under Dir, the faster backend for FerretDB.
+// It is for local use only: fsync is off (a machine crash may lose data; a killed
+// process loses nothing).
+type Postgres struct {
+	Dir  string
+	Port int
+	proc *Proc
+}
+
+// URL is the connection URL of the database FerretDB stores into.
+func (p *Postgres) URL() string {
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/ferretdb", p.Port)
+}
+
+// asPostgres runs a PostgreSQL program as the "postgres" user when we are root: the
+// server refuses to run as root.
+func asPostgres(name string, args ...string) (string, []string) {
+	if os.Geteuid() != 0 {
+		return name, args
+	}
+	return "runuser", append([]string{"-u", "postgres", "--", name}, args...)
+}
+
+// Start initialises the data directory on first use, starts the server and creates the
+// ferretdb database.
+func (p *Postgres) Start(ctx context.Context) error {
+	data := filepath.Join(p.Dir, "data")
+	if _, err := os.Stat(filepath.Join(data, "PG_VERSION")); errors.Is(err, os.ErrNotExist) {
+		if err := os.MkdirAll(data, 0o700); err != nil {
+			return err
+		}
+		if err := chownToPostgres(p.Dir); err != nil {
+			return err
+		}
+		bin, args := asPostgres("initdb", "-D", data, "-U", "postgres", "-A", "trust", "-E", "UTF8", "--locale=C.UTF-8", "--no-sync")
+		if out, err := exec.CommandContext(ctx, bin, args...).CombinedOutput(); err != nil {
+			return fmt.Errorf("initdb: %v: %s", err, out)
+		}
+	}
+	bin, args := asPostgres("postgres", "-D", data, "-p", strconv.Itoa(p.Port), "-h", "127.0.0.1", "-k", p.Dir,
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
+	proc, err := StartProc("postgres", filepath.Join(p.Dir, "postgres.log"), bin, args, nil)
+	if err != nil {
+		return err
+	}
+	p.proc = proc
+	err = WaitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
+		out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres", "-tAc",
+			"SELECT 1 FROM pg_database WHERE datname = 'ferretdb'").Output()
+		if err != nil {
+			return err
+		}
+		if string(out) == "1\n" {
+			return nil
+		}
+		if out, err := exec.CommandContext(ctx, "createdb", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres", "ferretdb").CombinedOutput(); err != nil {
+			return fmt.Errorf("createdb: %v: %s", err, out)
+		}
+		return errNotReady // check again
+	})
+	if err != nil {
+		proc.Stop(10 * time.Second)
+	}
+	return err
+}
+
+func chownToPostgres(dir string) error {
+	if os.Geteuid() != 0 {
+		return nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return fmt.Errorf("the postgres user is needed to run PostgreSQL as root: %w", err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Chown(path, uid, gid)
+	})
+}
+
+// Proc is the running server process.
+func (p *Postgres) Proc() *Proc { return p.proc }
+
+// Stop ends the server (SIGTERM: PostgreSQL's smart shutdown).
+func (p *Postgres) Stop() { p.proc.Stop(15 * time.Second) }

@@ -1,0 +1,191 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/tools/clientcmd"
+	"sigs.k8s.io/yaml"
+
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
+)
+
+// tenObjects renders the 10 objects of bench app name: 4 ConfigMaps, 3 Services, 3 Deployments.
+func tenObjects(name string) string {
+	var b strings.Builder
+	for i := range 4 {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: %s-cm%d\ndata:\n  k: v%d\n", name, i, i)
+	}
+	for i := range 3 {
+		fmt.Fprintf(&b, "---\napiVersion: v1\nkind: Service\nmetadata:\n  name: %s-svc%d\nspec:\n  selector: {app: %s-d%d}\n  ports: [{port: 80}]\n", name, i, name, i)
+		fmt.Fprintf(&b, "---\napiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: %s-d%d\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: %s-d%d}}\n  template:\n    metadata: {labels: {app: %s-d%d}}\n    spec: {containers: [{name: c, image: registry.local/x:1}]}\n", name, i, name, i, name, i)
+	}
+	return b.String()
+}
+
+var gvrs = map[string]schema.GroupVersionResource{
+	"ConfigMap":  {Version: "v1", Resource: "configmaps"},
+	"Service":    {Version: "v1", Resource: "services"},
+	"Deployment": {Group: "apps", Version: "v1", Resource: "deployments"},
+}
+
+// rawApply server-side applies every object to every cluster at once with client-go,
+// returning the wall time: the physical limit temco's apply is compared with.
+func rawApply(b *testing.B, clients []dynamic.Interface, objs []*unstructured.Unstructured, del bool) time.Duration {
+	var wg sync.WaitGroup
+	start := time.Now()
+	for _, c := range clients {
+		for _, o := range objs {
+			wg.Go(func() {
+				ri := c.Resource(gvrs[o.GetKind()]).Namespace("default")
+				var err error
+				if del {
+					err = ri.Delete(context.Background(), o.GetName(), metav1.DeleteOptions{})
+				} else {
+					_, err = ri.Apply(context.Background(), o.GetName(), o, metav1.ApplyOptions{FieldManager: "bench", Force: true})
+				}
+				if err != nil {
+					b.Error(err)
+				}
+			})
+		}
+	}
+	wg.Wait()
+	return time.Since(start)
+}
+
+// BenchmarkInstantiate: 3 apps x 10 resources onto the 3 local clusters, timed from the
+// instantiate request until the status says Instantiated, against a raw parallel
+// server-side apply of the same 90 objects. Run with `make bench`.
+func BenchmarkInstantiate(b *testing.B) {
+	t := &testing.T{}
+	d := &deployment{t: t, c: &client{}, project: "bench"}
+	every := map[string]any{"allOf": []any{map[string]any{"clusterProvider": provider, "clusterLabel": "edge"},
+		map[string]any{"clusterProvider": provider, "clusterLabel": "core"}}}
+	var raw []*unstructured.Unstructured
+	for _, n := range []string{"a1", "a2", "a3"} {
+		d.apps = append(d.apps, app{name: n, chart: testenv.Chart(n, "", map[string]string{"all.yaml": tenObjects(n)}), placement: every})
+		for _, doc := range strings.Split(tenObjects(n+"-raw"), "---\n")[1:] {
+			u := &unstructured.Unstructured{}
+			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
+				b.Fatal(err)
+			}
+			raw = append(raw, u)
+		}
+	}
+	d.t = nil
+	if r := d.c.do("GET", "/projects/bench", nil); r.code == 404 {
+		d.t = t
+		d.create()
+	}
+	var clients []dynamic.Interface
+	for _, cl := range stack.Clusters {
+		cfg, err := clientcmd.BuildConfigFromFlags("", cl.Kubeconfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.QPS, cfg.Burst = 200, 400
+		dc, err := dynamic.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients = append(clients, dc)
+	}
+	poll := func(want string) {
+		deadline := time.Now().Add(2 * time.Minute)
+		for time.Now().Before(deadline) {
+			var s status
+			if r := d.c.do("GET", d.dig()+"/status?output=summary", nil); r.code == 200 {
+				r.json(t, &s)
+				if s.Status == want {
+					return
+				}
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+		b.Fatalf("not %s within 2 minutes", want)
+	}
+	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tc.Close()
+	var temco, direct []time.Duration
+	waitQuiet(b)
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		r := d.c.do("POST", d.dig()+"/instantiate", nil)
+		if r.code != 202 {
+			b.Fatalf("instantiate: %d %s", r.code, r.body)
+		}
+		// Wait on the operation's workflow (a long poll): polling the status API in a
+		// tight loop would steal the CPU the clusters need.
+		var acc lifecycle.OpAccepted
+		r.json(t, &acc)
+		if err := tc.GetWorkflow(context.Background(), acc.WorkflowID, "").Get(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+		temco = append(temco, time.Since(start))
+		poll(lifecycle.StatusInstantiated)
+		b.StopTimer()
+		d.c.do("POST", d.dig()+"/terminate", nil)
+		poll(lifecycle.StatusTerminated)
+		waitQuiet(b)
+		direct = append(direct, rawApply(b, clients, raw, false))
+		rawApply(b, clients, raw, true)
+		waitQuiet(b)
+		b.StartTimer()
+	}
+	slices.Sort(temco)
+	slices.Sort(direct)
+	mt, md := temco[len(temco)/2], direct[len(direct)/2]
+	b.ReportMetric(float64(mt.Milliseconds()), "temco-ms")
+	b.ReportMetric(float64(md.Milliseconds()), "raw-ms")
+	b.ReportMetric(float64(mt)/float64(md), "ratio")
+	b.Logf("median of %d: temco %s, raw server-side apply %s, ratio %.2f", b.N, mt, md, float64(mt)/float64(md))
+}
+
+type quiet struct{}
+
+func (quiet) Debug(string, ...any) {}
+func (quiet) Info(string, ...any)  {}
+func (quiet) Warn(string, ...any)  {}
+func (quiet) Error(string, ...any) {}
+
+// waitQuiet waits until no Deployment, ReplicaSet or Pod is left on any cluster, so each
+// timed phase starts on idle clusters instead of competing with garbage collection.
+func waitQuiet(b *testing.B) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for _, cl := range stack.Clusters {
+		cs, err := cl.Clientset()
+		if err != nil {
+			b.Fatal(err)
+		}
+		for {
+			ctx := context.Background()
+			pods, err1 := cs.CoreV1().Pods("default").List(ctx, metav1.ListOptions{})
+			rss, err2 := cs.AppsV1().ReplicaSets("default").List(ctx, metav1.ListOptions{})
+			deps, err3 := cs.AppsV1().Deployments("default").List(ctx, metav1.ListOptions{})
+			if err1 == nil && err2 == nil && err3 == nil && len(pods.Items)+len(rss.Items)+len(deps.Items) == 0 {
+				break
+			}
+			if time.Now().After(deadline) {
+				b.Fatalf("%s does not become quiet", cl.Name)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
