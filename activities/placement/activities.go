@@ -145,6 +145,13 @@ func (a *Activities) intents(ctx context.Context, dig lifecycle.DIGRef) (string,
 	if gpi == "" {
 		return "", nil, invalid("no intent of the DIG names a %s", model.GenericPlacementIntentKey)
 	}
+	byPriority(ctrls, types)
+	return gpi, ctrls, nil
+}
+
+// byPriority orders controllers as EMCO runs them: placement controllers before action
+// controllers, each by priority (lower first), ties by name.
+func byPriority(ctrls []lifecycle.Controller, types map[string]string) {
 	sort.SliceStable(ctrls, func(i, j int) bool {
 		pi, pj := types[ctrls[i].Name] == model.ControllerPlacement, types[ctrls[j].Name] == model.ControllerPlacement
 		if pi != pj {
@@ -155,7 +162,6 @@ func (a *Activities) intents(ctx context.Context, dig lifecycle.DIGRef) (string,
 		}
 		return ctrls[i].Name < ctrls[j].Name
 	})
-	return gpi, ctrls, nil
 }
 
 // appIntents loads the app placement intents of a generic placement intent, by app.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 )
 
@@ -77,5 +78,18 @@ func TestPlace(t *testing.T) {
 				t.Fatalf("got %v %v, want %v", got, err, c.want)
 			}
 		})
+	}
+}
+
+func TestControllersRunPlacementFirstThenByPriority(t *testing.T) {
+	ctrls := []lifecycle.Controller{{Name: "ovnaction", Priority: 5}, {Name: "hpa-plc", Priority: 9}, {Name: "gac", Priority: 1},
+		{Name: "dtc", Priority: 1}, {Name: "sfc", Priority: 3}}
+	byPriority(ctrls, map[string]string{"hpa-plc": model.ControllerPlacement, "gac": model.ControllerAction})
+	var names []string
+	for _, c := range ctrls {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); got != "hpa-plc,dtc,gac,sfc,ovnaction" {
+		t.Errorf("order %s", got)
 	}
 }

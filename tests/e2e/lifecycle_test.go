@@ -447,3 +447,78 @@ func TestRunsAreFoundBySearchAttributes(t *testing.T) {
 		t.Errorf("operation filter: %v: %s", err, out)
 	}
 }
+
+// Namespaces and CRDs go first, so a chart can create a namespace, a CRD and objects of
+// both in one go; an app depending on another (Ready + wait) starts only after it.
+func TestNamespacesCRDsAndDependencies(t *testing.T) {
+	platform := testenv.Chart("platform", "", map[string]string{
+		// Rendered in this order on purpose: the objects come before what they need.
+		"widget.yaml": "apiVersion: example.com/v1\nkind: Widget\nmetadata:\n  name: w1\n  namespace: team-a\nspec: {size: 3}\n",
+		"cm.yaml":     "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: team-config\n  namespace: team-a\ndata: {a: b}\n",
+		"ns.yaml":     "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: team-a\n",
+		"crd.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: widgets.example.com}
+spec:
+  group: example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema: {openAPIV3Schema: {type: object, x-kubernetes-preserve-unknown-fields: true}}
+`,
+	})
+	d := newDeployment(t,
+		app{name: "base", chart: webChart("base"), placement: clusterNamed("cluster2")},
+		app{name: "platform", chart: platform, placement: clusterNamed("cluster2")},
+		app{name: "after", chart: webChart("after"), placement: clusterNamed("cluster2"), dependsOn: "base", wait: 2},
+	)
+	d.create()
+	acc := d.operate(lifecycle.OpInstantiate)
+	s := d.await("Instantiated", 2*time.Minute, "", func(s status) bool {
+		return s.Status == lifecycle.StatusInstantiated || s.Status == lifecycle.StatusInstantiateFailed
+	})
+	if s.Status != lifecycle.StatusInstantiated || s.RsyncStatus[lifecycle.ResApplied] != 10 {
+		t.Fatalf("status %s %v: %s", s.Status, s.RsyncStatus, pretty(s))
+	}
+	cs, err := stack.Clusters[1].Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := cs.CoreV1().ConfigMaps("team-a").Get(ctx, "team-config", metav1.GetOptions{}); err != nil {
+		t.Errorf("ConfigMap in the chart's namespace: %v", err)
+	}
+	raw, err := cs.Discovery().RESTClient().Get().AbsPath("/apis/example.com/v1/namespaces/team-a/widgets/w1").DoRaw(ctx)
+	if err != nil || !strings.Contains(string(raw), `"size":3`) {
+		t.Errorf("custom resource: %v %s", err, raw)
+	}
+	// "after" waited for base's Deployment to be Available, plus 2 s.
+	dep, err := cs.AppsV1().Deployments("default").Get(ctx, "base", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var availableAt time.Time
+	for _, c := range dep.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable {
+			availableAt = c.LastTransitionTime.Time
+		}
+	}
+	cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "after-config", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if created := cm.CreationTimestamp.Time; availableAt.IsZero() || created.Before(availableAt.Add(time.Second)) {
+		t.Errorf("after-config created %s, base Available %s: the dependency wait was not honoured", created, availableAt)
+	}
+	if got := objectsOf(t, stack.Clusters[1], acc.ContextID, "after"); !slices.Equal(got, webObjects("after")) {
+		t.Errorf("after: %v", got)
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, "team-a", metav1.GetOptions{}); err == nil {
+		t.Error("the chart's namespace outlived terminate")
+	}
+}

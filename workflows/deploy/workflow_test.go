@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -27,6 +28,7 @@ type fakes struct {
 	applied  map[string]int // cluster -> ApplyCluster calls
 	deleted  map[string]int
 	batches  []int
+	ran      []string // controllers, in invocation order
 
 	render   func() error
 	plan     lifecycle.Plan
@@ -52,7 +54,12 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
 	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
 	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, nil })
-	reg(lifecycle.ActivityRunController, func(context.Context, lifecycle.ActionInput) error { return nil })
+	reg(lifecycle.ActivityRunController, func(_ context.Context, in lifecycle.ActionInput) error {
+		f.mu.Lock()
+		f.ran = append(f.ran, in.Controller.Name)
+		f.mu.Unlock()
+		return nil
+	})
 	reg(lifecycle.ActivityContextBatches, func(context.Context, string) (int, error) { return f.plan.Batches, nil })
 	reg(lifecycle.ActivityListBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
 		f.mu.Lock()
@@ -110,9 +117,12 @@ func run(t *testing.T, f *fakes, wf any, setup func(env *testsuite.TestWorkflowE
 
 func TestInstantiateSucceeds(t *testing.T) {
 	f := newFakes()
-	f.plan.Controllers = []lifecycle.Controller{{Name: "gac", Intent: "i"}}
+	f.plan.Controllers = []lifecycle.Controller{{Name: "hpa-plc", Intent: "h"}, {Name: "gac", Intent: "i"}, {Name: "dtc", Intent: "j"}}
 	if err := run(t, f, Instantiate, nil); err != nil {
 		t.Fatal(err)
+	}
+	if strings.Join(f.ran, ",") != "hpa-plc,gac,dtc" {
+		t.Errorf("controllers ran %v, want the plan's order", f.ran)
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || fin.Stopped {
 		t.Errorf("finished %+v", fin)
