@@ -32,10 +32,12 @@ fmt:
 clean:
 	rm -rf .data
 
-## histories: re-record the workflow histories replayed by tests/replay (runs the e2e suite)
+## histories: record a new set of workflow histories for tests/replay (runs the e2e suite);
+## earlier sets stay: they prove workflow changes compatible with runs in flight
+HISTORIES ?= $(shell date +%Y-%m-%d)
 histories: tools
-	rm -f tests/testdata/histories/*.json
-	TEMCO_RECORD_HISTORIES=$(CURDIR)/tests/testdata/histories $(GO) test -count=1 -timeout 30m ./tests/e2e/
+	mkdir -p tests/testdata/histories/$(HISTORIES) && rm -f tests/testdata/histories/$(HISTORIES)/*.json
+	TEMCO_RECORD_HISTORIES=$(CURDIR)/tests/testdata/histories/$(HISTORIES) $(GO) test -count=1 -timeout 30m ./tests/e2e/
 
 ## bench: instantiate 3 apps x 10 resources onto 3 local clusters vs a raw parallel server-side apply
 bench: tools

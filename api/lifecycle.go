@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/binary"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -33,6 +34,8 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 	g.POST(routeDIG+"/approve", s.approve)
 	g.POST(routeDIG+"/instantiate", s.operate(lifecycle.OpInstantiate, operation.CanInstantiate))
 	g.POST(routeDIG+"/terminate", s.operate(lifecycle.OpTerminate, operation.CanTerminate))
+	g.POST(routeDIG+"/update", s.operate(lifecycle.OpUpdate, operation.CanUpdate))
+	g.POST(routeDIG+"/rollback", s.operate(lifecycle.OpRollback, operation.CanUpdate))
 	g.POST(routeDIG+"/stop", s.stop)
 	g.GET(routeDIG+"/status", s.status)
 }
@@ -51,7 +54,7 @@ func (s *Server) approve(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	_, err = digstate.Change(c.Request().Context(), s.Store, dig.ID(), func(info lifecycle.StateInfo) (*lifecycle.Action, error) {
+	_, err = digstate.Change(c.Request().Context(), s.Store, dig.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		cur := info.Current()
 		if cur == lifecycle.StateApproved {
 			return nil, nil
@@ -59,7 +62,7 @@ func (s *Server) approve(c echo.Context) error {
 		if !slices.Contains(CanApprove, cur) {
 			return nil, conflict("%s is %s: approve needs one of %v", dig, cur, CanApprove)
 		}
-		return &lifecycle.Action{State: lifecycle.StateApproved}, nil
+		return []lifecycle.Action{{State: lifecycle.StateApproved}}, nil
 	})
 	if err != nil {
 		return fromStore(err)
@@ -76,6 +79,12 @@ func (s *Server) operate(op string, allowed []string) echo.HandlerFunc {
 			return err
 		}
 		ctx := c.Request().Context()
+		req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
+		if op == lifecycle.OpRollback {
+			if req.Revision, err = readRevision(c); err != nil {
+				return err
+			}
+		}
 		_, info, err := digstate.Load(ctx, s.Store, dig.ID())
 		if err != nil {
 			return fromStore(err)
@@ -83,8 +92,10 @@ func (s *Server) operate(op string, allowed []string) echo.HandlerFunc {
 		if cur := info.Current(); !slices.Contains(allowed, cur) {
 			return conflict("%s is %s: %s needs one of %v", dig, cur, op, allowed)
 		}
-		req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
-		if op == lifecycle.OpInstantiate {
+		if _, ok := info.RevisionContext(req.Revision); op == lifecycle.OpRollback && !ok {
+			return badRequest("%s has no revision %d in its current instance (revisions 1 to %d)", dig, req.Revision, info.LatestRevision())
+		}
+		if op != lifecycle.OpTerminate {
 			req.ContextID = newContextID()
 		}
 		acc, err := s.Ops.Operate(ctx, dig, req)
@@ -110,11 +121,32 @@ func (s *Server) stop(c echo.Context) error {
 	return c.JSON(http.StatusAccepted, acc)
 }
 
-// operationErr maps refusals to 409 and an unreachable Temporal to 503.
+// readRevision reads a rollback body, {"spec": {"revision": "2"}} (a number is fine too).
+func readRevision(c echo.Context) (int64, error) {
+	var body struct {
+		Spec struct {
+			Revision json.Number `json:"revision"`
+		} `json:"spec"`
+	}
+	if err := readJSON(c, &body); err != nil {
+		return 0, err
+	}
+	n, err := strconv.ParseInt(body.Spec.Revision.String(), 10, 64)
+	if err != nil || n < 1 {
+		return 0, badRequest("spec.revision %q is not a revision number (1, 2, ...)", body.Spec.Revision)
+	}
+	return n, nil
+}
+
+// operationErr maps refusals to 409, invalid requests to 400 and an unreachable Temporal to 503.
 func operationErr(err error) error {
 	var r *starter.Refused
 	if errors.As(err, &r) {
 		return conflict("%s", r.Message)
+	}
+	var inv *starter.Invalid
+	if errors.As(err, &inv) {
+		return badRequest("%s", inv.Message)
 	}
 	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 		return httpErr(http.StatusServiceUnavailable, "the workflow service did not answer in time; the operation may still start: check the DIG's status")
@@ -186,11 +218,11 @@ func (s *Server) deleteDIG(c echo.Context) error {
 
 // unapprove puts an Approved DIG back to Created after it or one of its intents changed.
 func (s *Server) unapprove(ctx context.Context, digID string) error {
-	_, err := digstate.Change(ctx, s.Store, digID, func(info lifecycle.StateInfo) (*lifecycle.Action, error) {
+	_, err := digstate.Change(ctx, s.Store, digID, func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		if info.Current() != lifecycle.StateApproved {
 			return nil, nil
 		}
-		return &lifecycle.Action{State: lifecycle.StateCreated}, nil
+		return []lifecycle.Action{{State: lifecycle.StateCreated}}, nil
 	})
 	if store.CodeOf(err) == store.ErrNotFound {
 		return nil // the DIG itself was deleted

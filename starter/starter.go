@@ -90,13 +90,20 @@ func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.DIGRef, ctxID 
 	return run.Get(ctx, nil)
 }
 
-// refused turns the workflow's refusals into *Refused; other errors pass through.
+// Invalid is an operation the request itself got wrong (HTTP 400), e.g. an unknown revision.
+type Invalid struct{ Message string }
+
+func (e *Invalid) Error() string { return e.Message }
+
+// refused turns the workflow's refusals into *Refused or *Invalid; other errors pass through.
 func refused(err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		switch appErr.Type() {
 		case lifecycle.ErrBusy, lifecycle.ErrInvalidState:
 			return &Refused{Message: appErr.Message()}
+		case lifecycle.ErrInvalidInput:
+			return &Invalid{Message: appErr.Message()}
 		}
 	}
 	return err

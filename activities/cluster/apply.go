@@ -73,6 +73,7 @@ type run struct {
 	ctx     context.Context
 	cl      *client
 	header  *appctx.Context
+	applied map[string]string // update: what the previous revision has applied here (objectKey -> hash)
 	apps    map[string]*appctx.App
 	byApp   map[string]*appctx.ClusterApp
 	attempt int32
@@ -134,6 +135,23 @@ func depNames(app *appctx.App) []string {
 	return out
 }
 
+// previouslyApplied indexes what context prev has applied on cluster.
+func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string) (map[string]string, error) {
+	header, err := a.Contexts.Get(ctx, prev)
+	if err != nil {
+		return nil, err
+	}
+	placed, err := a.Contexts.ClusterApps(ctx, prev, cluster)
+	if err != nil || len(placed) == 0 {
+		return nil, err
+	}
+	apps, err := a.apps(ctx, header)
+	if err != nil {
+		return nil, err
+	}
+	return appliedHashes(placed, apps), nil
+}
+
 // begin loads what a cluster activity needs; a cluster that can never work (unregistered,
 // no kubeconfig) gets all its resources Failed and a nil client.
 func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run, error) {
@@ -153,6 +171,11 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 		attempt: activity.GetInfo(ctx).Attempt}
 	for _, p := range placements {
 		r.byApp[p.App] = p
+	}
+	if in.Previous != "" {
+		if r.applied, err = a.previouslyApplied(ctx, in.Previous, in.Cluster); err != nil {
+			return nil, err
+		}
 	}
 	r.cl, err = a.Clients.For(ctx, in.Cluster)
 	var appErr *temporal.ApplicationError
@@ -206,6 +229,13 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 		if err != nil {
 			return err
 		}
+		if app.Objects[group[0]].Kind == "CustomResourceDefinition" {
+			// Objects of a new kind can only be applied once its CRD is established.
+			if err := r.waitReady(p, group); err != nil {
+				return err
+			}
+			r.cl.mapper.Reset()
+		}
 	}
 	return nil
 }
@@ -240,19 +270,22 @@ func (r *run) markRetrying(cause error) {
 // applyObject server-side applies one object: its stored manifest is sent as is (the
 // deployment-id label was added at rendering), into the default namespace when it names
 // none. The response is not decoded: the status code says all we need.
+//
+// In an update, an object the previous revision applied with the same content is left
+// alone: nothing on the cluster changes, not even its resourceVersion.
 func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) error {
 	m, err := r.cl.mapping(obj.Ref, r.defaultNamespace())
 	if err != nil {
 		return err
 	}
 	res.Namespace = m.namespace
+	if unchanged(r.applied, obj, m.namespace) {
+		return nil
+	}
 	err = r.cl.rest.Patch(types.ApplyPatchType).AbsPath(m.path(obj.Name)...).
 		Param("fieldManager", FieldManager).Param("force", "true").Body([]byte(obj.Manifest)).Do(r.ctx).Error()
 	if err != nil {
 		return fmt.Errorf("apply %s: %w", obj.Ref, err)
-	}
-	if obj.Kind == "CustomResourceDefinition" {
-		r.cl.mapper.Reset() // the new kind must resolve for the objects that follow
 	}
 	return nil
 }
@@ -279,7 +312,7 @@ func (r *run) waitDependencies(app *appctx.App) (string, error) {
 			}
 		}
 		if d.OpStatus == model.OpStatusReady {
-			if err := r.waitReady(dp); err != nil {
+			if err := r.waitReady(dp, nil); err != nil {
 				return "", err
 			}
 		}
@@ -290,11 +323,21 @@ func (r *run) waitDependencies(app *appctx.App) (string, error) {
 	return "", nil
 }
 
-// waitReady polls the objects of a placed app until all are ready.
-func (r *run) waitReady(p *appctx.ClusterApp) error {
+// waitReady polls the objects of a placed app (those at idx; all when nil) until they
+// are ready; objects that failed to apply are not waited for.
+func (r *run) waitReady(p *appctx.ClusterApp, idx []int) error {
+	if idx == nil {
+		for i := range p.Resources {
+			idx = append(idx, i)
+		}
+	}
 	for {
 		ready := true
-		for _, res := range p.Resources {
+		for _, i := range idx {
+			res := p.Resources[i]
+			if res.Status == lifecycle.ResFailed {
+				continue
+			}
 			ok, err := r.cl.ready(r.ctx, res.Ref)
 			if err != nil {
 				return err
@@ -308,7 +351,7 @@ func (r *run) waitReady(p *appctx.ClusterApp) error {
 			return nil
 		}
 		activity.RecordHeartbeat(r.ctx, "waiting for "+p.App+" to be ready")
-		if err := sleep(r.ctx, pollInterval); err != nil {
+		if err := sleep(r.ctx, pollInterval/5); err != nil {
 			return err
 		}
 	}

@@ -59,6 +59,9 @@ func TestReady(t *testing.T) {
 			"status": map[string]any{"observedGeneration": int64(1), "readyReplicas": int64(1)}}), true},
 		{"job running", obj("Job", 1, map[string]any{"status": map[string]any{}}), false},
 		{"configmap exists", obj("ConfigMap", 0, nil), true},
+		{"crd established", obj("CustomResourceDefinition", 1, map[string]any{"status": map[string]any{
+			"conditions": []any{map[string]any{"type": "Established", "status": "True"}}}}), true},
+		{"crd not yet established", obj("CustomResourceDefinition", 1, map[string]any{"status": map[string]any{}}), false},
 	}
 	for _, c := range cases {
 		if got := Ready(c.u); got != c.want {

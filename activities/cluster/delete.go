@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -26,35 +27,75 @@ func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInpu
 		return r.result, nil
 	}
 	r.result = lifecycle.ClusterResult{}
-	// An app is deleted after every app that depends on it.
+	err = r.deleteApps(ctx, nil)
+	return r.result, err
+}
+
+// PruneCluster deletes from one cluster what the previous revision (in.ContextID) applied
+// there and the next one (in.Next) no longer has, waits until it is gone, and marks it
+// Deleted in the previous revision's AppContext. Apps and clusters the next revision
+// dropped are removed whole this way.
+func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	r, err := a.begin(ctx, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: in.Cluster})
+	if err != nil {
+		return lifecycle.ClusterResult{}, err
+	}
+	if r.cl == nil {
+		return r.result, nil
+	}
+	next, err := a.Contexts.ClusterApps(ctx, in.Next, in.Cluster)
+	if err != nil {
+		return lifecycle.ClusterResult{}, err
+	}
+	r.result = lifecycle.ClusterResult{}
+	prune := toPrune(r.placements(), next)
+	if len(prune) == 0 {
+		return r.result, nil
+	}
+	err = r.deleteApps(ctx, prune)
+	return r.result, err
+}
+
+// deleteApps deletes the objects of the placed apps (only those listed in only, when it
+// is not nil), an app after every app that depends on it, and saves their statuses.
+func (r *run) deleteApps(ctx context.Context, only map[string][]int) error {
 	dependents := map[string][]string{}
 	for _, name := range r.placedApps() {
 		for _, d := range depNames(r.apps[name]) {
 			dependents[d] = append(dependents[d], name)
 		}
 	}
-	err = inOrder(r.placedApps(), func(app string) []string { return dependents[app] }, func(app string) error {
-		if err := r.deleteApp(r.byApp[app]); err != nil {
+	err := inOrder(r.placedApps(), func(app string) []string { return dependents[app] }, func(app string) error {
+		var idx []int
+		if only != nil {
+			if idx = only[app]; len(idx) == 0 {
+				return nil
+			}
+		}
+		if err := r.deleteApp(r.byApp[app], idx); err != nil {
 			return err
 		}
 		return r.save(ctx)
 	})
 	if err != nil {
-		r.markRetryingDelete(err)
+		r.markRetryingDelete(err, only)
 		if serr := r.save(context.WithoutCancel(ctx)); serr != nil {
-			return r.result, serr
+			return serr
 		}
-		return r.result, err
 	}
-	return r.result, nil
+	return err
 }
 
-// deleteApp deletes an app's objects: everything but Namespaces and CRDs concurrently,
-// then the CRDs, then the Namespaces.
-func (r *run) deleteApp(p *appctx.ClusterApp) error {
+// deleteApp deletes an app's objects (those at the indices in only, when given):
+// everything but Namespaces and CRDs concurrently, then the CRDs, then the Namespaces.
+func (r *run) deleteApp(p *appctx.ClusterApp, only []int) error {
 	groups := applyGroups(r.apps[p.App].Objects)
 	for g := len(groups) - 1; g >= 0; g-- {
-		err := forEach(groups[g], func(i int) error {
+		group := groups[g]
+		if only != nil {
+			group = slices.DeleteFunc(slices.Clone(group), func(i int) bool { return !slices.Contains(only, i) })
+		}
+		err := forEach(group, func(i int) error {
 			res := &p.Resources[i]
 			if res.Status != lifecycle.ResDeleted && res.Status != lifecycle.ResPending { // it may exist
 				err := r.deleteObject(res.Ref)
@@ -109,10 +150,14 @@ func (r *run) deleteObject(ref appctx.Ref) error {
 	}
 }
 
-func (r *run) markRetryingDelete(cause error) {
+// markRetryingDelete records a transient failure on every object still to delete.
+func (r *run) markRetryingDelete(cause error, only map[string][]int) {
 	for _, p := range r.byApp {
 		for i := range p.Resources {
 			res := &p.Resources[i]
+			if only != nil && !slices.Contains(only[p.App], i) {
+				continue
+			}
 			if res.Status != lifecycle.ResDeleted && res.Status != lifecycle.ResPending {
 				res.Status, res.Attempts, res.Error, res.Updated = lifecycle.ResRetrying, r.attempt, cause.Error(), time.Now().UTC()
 			}

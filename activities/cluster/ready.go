@@ -36,8 +36,8 @@ func (c *client) ready(ctx context.Context, ref appctx.Ref) (bool, error) {
 }
 
 // Ready judges readiness from an object's status: Deployments Available with all replicas
-// updated, StatefulSets and DaemonSets fully ready, Jobs complete, Pods Ready; objects
-// without such a status are ready once they exist.
+// updated, StatefulSets and DaemonSets fully ready, Jobs complete, Pods Ready, CRDs
+// Established; objects without such a status are ready once they exist.
 func Ready(u *unstructured.Unstructured) bool {
 	gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
 	switch u.GetKind() {
@@ -61,6 +61,8 @@ func Ready(u *unstructured.Unstructured) bool {
 		return condition(u, "Complete")
 	case "Pod":
 		return condition(u, "Ready")
+	case "CustomResourceDefinition":
+		return condition(u, "Established")
 	}
 	return true
 }

@@ -22,10 +22,11 @@ type Activities struct {
 	Contexts *appctx.Store
 }
 
-// CanInstantiate and CanTerminate list the DIG states each operation starts from.
+// The DIG states each operation starts from.
 var (
 	CanInstantiate = []string{lifecycle.StateApproved, lifecycle.StateTerminated}
 	CanTerminate   = []string{lifecycle.StateInstantiated, lifecycle.StateInstantiateStopped, lifecycle.StateTerminateStopped}
+	CanUpdate      = []string{lifecycle.StateInstantiated}
 )
 
 // InvalidState is the error for a transition the DIG's state does not allow.
@@ -43,6 +44,8 @@ func (a *Activities) BeginOperation(ctx context.Context, in lifecycle.BeginInput
 		return a.beginInstantiate(ctx, in)
 	case lifecycle.OpTerminate:
 		return a.beginTerminate(ctx, in)
+	case lifecycle.OpUpdate, lifecycle.OpRollback:
+		return a.beginRevision(ctx, in)
 	}
 	return lifecycle.BeginResult{}, temporal.NewNonRetryableApplicationError("unknown operation "+in.Op, lifecycle.ErrInvalidInput, nil)
 }
@@ -53,14 +56,14 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 	if err != nil {
 		return lifecycle.BeginResult{}, err
 	}
-	_, err = digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) (*lifecycle.Action, error) {
+	_, err = digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		if info.ContextID() == in.ContextID {
 			return nil, nil // recorded by an earlier attempt
 		}
 		if cur := info.Current(); !slices.Contains(CanInstantiate, cur) {
 			return nil, InvalidState(in.DIG, in.Op, cur, CanInstantiate)
 		}
-		return &lifecycle.Action{State: lifecycle.StateInstantiated, ContextID: in.ContextID, Revision: 1}, nil
+		return []lifecycle.Action{{State: lifecycle.StateInstantiated, ContextID: in.ContextID, Revision: 1}}, nil
 	})
 	if err != nil {
 		_ = a.Contexts.DeleteContext(context.WithoutCancel(ctx), in.ContextID)
@@ -69,9 +72,52 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 	return lifecycle.BeginResult{ContextID: in.ContextID, Revision: 1}, nil
 }
 
+// beginRevision starts an update (a new revision rendered from the DIG as it is now) or a
+// rollback (a new revision copied from revision in.Revision of the current instance): the
+// running context is recorded as Updated, the new one as Instantiated with its revision.
+func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
+	var res lifecycle.BeginResult
+	_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+		last := info.Actions[len(info.Actions)-1]
+		if last.ContextID == in.ContextID { // recorded by an earlier attempt
+			prev := info.Actions[len(info.Actions)-2]
+			res = lifecycle.BeginResult{ContextID: in.ContextID, Revision: last.Revision, Previous: prev.ContextID}
+			if in.Op == lifecycle.OpRollback {
+				res.Source, _ = info.RevisionContext(in.Revision)
+			}
+			return nil, nil
+		}
+		if !slices.Contains(CanUpdate, last.State) {
+			return nil, InvalidState(in.DIG, in.Op, last.State, CanUpdate)
+		}
+		res = lifecycle.BeginResult{ContextID: in.ContextID, Revision: info.LatestRevision() + 1, Previous: last.ContextID}
+		if in.Op == lifecycle.OpRollback {
+			src, ok := info.RevisionContext(in.Revision)
+			if !ok {
+				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s has no revision %d in its current instance (revisions 1 to %d)",
+					in.DIG, in.Revision, info.LatestRevision()), lifecycle.ErrInvalidInput, nil)
+			}
+			res.Source = src
+		}
+		return []lifecycle.Action{
+			{State: lifecycle.StateUpdated, ContextID: last.ContextID, Revision: last.Revision},
+			{State: lifecycle.StateInstantiated, ContextID: in.ContextID, Revision: res.Revision},
+		}, nil
+	})
+	if err != nil {
+		return res, err
+	}
+	prev, err := a.Contexts.Get(ctx, res.Previous)
+	if err != nil {
+		return res, err
+	}
+	return res, a.Contexts.Create(ctx, &appctx.Context{ID: res.ContextID, DIG: in.DIG.ID(), Instance: prev.Instance,
+		Revision: res.Revision, Status: lifecycle.StatusUpdating, Namespace: prev.Namespace})
+}
+
 func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 	var res lifecycle.BeginResult
-	_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) (*lifecycle.Action, error) {
+	_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		last := info.Actions[len(info.Actions)-1]
 		res = lifecycle.BeginResult{ContextID: last.ContextID, Revision: last.Revision}
 		if last.State == lifecycle.StateTerminated {
@@ -82,28 +128,61 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 		if !slices.Contains(CanTerminate, last.State) {
 			return nil, InvalidState(in.DIG, in.Op, last.State, CanTerminate)
 		}
-		return &lifecycle.Action{State: lifecycle.StateTerminated, ContextID: last.ContextID, Revision: last.Revision}, nil
+		return []lifecycle.Action{{State: lifecycle.StateTerminated, ContextID: last.ContextID, Revision: last.Revision}}, nil
 	})
 	if err != nil {
+		return res, err
+	}
+	if res.Leftovers, err = a.leftovers(ctx, in.DIG, res.ContextID); err != nil {
 		return res, err
 	}
 	return res, a.Contexts.SetStatus(ctx, res.ContextID, lifecycle.StatusTerminating, "")
 }
 
+// leftovers finds the earlier contexts of the current instance that an update did not
+// finish replacing (stopped or cancelled before it removed what they had applied).
+func (a *Activities) leftovers(ctx context.Context, dig lifecycle.DIGRef, current string) ([]string, error) {
+	_, info, err := digstate.Load(ctx, a.Store, dig.ID())
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	seen := map[string]bool{current: true}
+	for _, act := range info.Actions[max(info.InstanceStart(), 0):] {
+		if act.ContextID == "" || seen[act.ContextID] {
+			continue
+		}
+		seen[act.ContextID] = true
+		c, err := a.Contexts.Get(ctx, act.ContextID)
+		if err != nil {
+			return nil, err
+		}
+		if c.Status != lifecycle.StatusUpdated {
+			out = append(out, c.ID)
+		}
+	}
+	return out, nil
+}
+
 // FinishOperation records the context's final status. A stopped operation also records
 // the stopped state in the DIG's history, and its retrying objects become Failed.
 func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInput) error {
+	if in.Superseded != "" {
+		if err := a.Contexts.SetStatus(ctx, in.Superseded, lifecycle.StatusUpdated, ""); err != nil {
+			return err
+		}
+	}
 	if in.Stopped {
-		stopped := lifecycle.StateInstantiateStopped
+		stopped := lifecycle.StateInstantiateStopped // a stopped update too: terminate is the way on
 		if in.Status == lifecycle.StatusTerminateStopped {
 			stopped = lifecycle.StateTerminateStopped
 		}
-		_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) (*lifecycle.Action, error) {
+		_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 			last := info.Actions[len(info.Actions)-1]
 			if last.State == stopped && last.ContextID == in.ContextID {
 				return nil, nil
 			}
-			return &lifecycle.Action{State: stopped, ContextID: in.ContextID, Revision: last.Revision}, nil
+			return []lifecycle.Action{{State: stopped, ContextID: in.ContextID, Revision: last.Revision}}, nil
 		})
 		if err != nil {
 			return err
@@ -138,4 +217,14 @@ func (a *Activities) failRetrying(ctx context.Context, ctxID string) error {
 		}
 	}
 	return a.Contexts.SaveClusters(ctx, ctxID, changed)
+}
+
+// CopyContext copies a stored revision into the new context of a rollback and returns
+// the plan of the copy.
+func (a *Activities) CopyContext(ctx context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
+	src, err := a.Contexts.Copy(ctx, in.From, in.To)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	return lifecycle.Plan{Apps: len(src.Apps), Clusters: src.Clusters, Batches: src.Batches}, nil
 }

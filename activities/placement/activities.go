@@ -101,7 +101,11 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 	if err := a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "clusters", Value: len(all)}, {Key: "batches", Value: batches}}); err != nil {
 		return lifecycle.Plan{}, err
 	}
-	return lifecycle.Plan{Apps: len(c.Apps), Clusters: len(all), Batches: batches, Controllers: controllers}, nil
+	plan := lifecycle.Plan{Apps: len(c.Apps), Clusters: len(all), Batches: batches, Controllers: controllers}
+	if batches == 1 {
+		plan.FirstBatch = all
+	}
+	return plan, nil
 }
 
 // intents reads the DIG's intents: the generic placement intent and the controllers

@@ -17,6 +17,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
@@ -104,6 +105,7 @@ type clusterDoc struct {
 type batchDoc struct {
 	ID       string   `bson:"_id"` // <ctx>/batch/<n>
 	Context  string   `bson:"ctx"`
+	Batch    int      `bson:"batch"`
 	Clusters []string `bson:"clusters"`
 }
 
@@ -252,7 +254,7 @@ func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*Cluste
 	bs := make([]any, 0, len(batches))
 	for b, clusters := range batches {
 		sort.Strings(clusters)
-		bs = append(bs, &batchDoc{ID: batchID(ctxID, b), Context: ctxID, Clusters: clusters})
+		bs = append(bs, &batchDoc{ID: batchID(ctxID, b), Context: ctxID, Batch: b, Clusters: clusters})
 	}
 	return s.replaceAll(ctx, s.batches, ctxID, bs)
 }
@@ -355,6 +357,58 @@ func (s *Store) SaveClusters(ctx context.Context, ctxID string, cas []*ClusterAp
 	}
 	_, err := s.clusters.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 	return err
+}
+
+// Copy makes context "to" a copy of the rendered apps and the placement of context from,
+// every object Pending: a rollback re-applies a stored revision. to's header must exist.
+func (s *Store) Copy(ctx context.Context, from, to string) (*Context, error) {
+	src, err := s.Get(ctx, from)
+	if err != nil {
+		return nil, err
+	}
+	apps, err := s.Apps(ctx, src)
+	if err != nil {
+		return nil, err
+	}
+	list := make([]*App, 0, len(apps))
+	for _, name := range src.Apps {
+		list = append(list, apps[name])
+	}
+	if err := s.PutApps(ctx, to, list); err != nil {
+		return nil, err
+	}
+	placed, err := s.Placements(ctx, from, Filter{})
+	if err != nil {
+		return nil, err
+	}
+	batchOf := map[string]int{}
+	cur, err := s.batches.Find(ctx, bson.D{{Key: "ctx", Value: from}})
+	if err != nil {
+		return nil, err
+	}
+	var bs []batchDoc
+	if err := cur.All(ctx, &bs); err != nil {
+		return nil, err
+	}
+	for _, b := range bs {
+		for _, c := range b.Clusters {
+			batchOf[c] = b.Batch
+		}
+	}
+	for _, p := range placed {
+		p.Live, p.LiveAt = nil, time.Time{}
+		for i := range p.Resources {
+			p.Resources[i] = ResourceStatus{Ref: p.Resources[i].Ref, Status: lifecycle.ResPending}
+		}
+	}
+	if err := s.PutPlacement(ctx, to, placed, batchOf); err != nil {
+		return nil, err
+	}
+	err = s.Set(ctx, to, bson.D{{Key: "apps", Value: src.Apps}, {Key: "clusters", Value: src.Clusters}, {Key: "batches", Value: src.Batches}})
+	if err != nil {
+		return nil, err
+	}
+	return src, nil
 }
 
 // DeleteContext removes a context and everything in it.

@@ -41,22 +41,25 @@ func Encode(info lifecycle.StateInfo) string {
 }
 
 // Change applies next to the current history and stores the result, retrying when
-// another writer got there first. next returns the action to append, or nil to leave
-// the history unchanged; its error is returned as is.
-func Change(ctx context.Context, st *store.Store, digID string, next func(lifecycle.StateInfo) (*lifecycle.Action, error)) (lifecycle.StateInfo, error) {
+// another writer got there first. next returns the actions to append (none leaves the
+// history unchanged); its error is returned as is.
+func Change(ctx context.Context, st *store.Store, digID string, next func(lifecycle.StateInfo) ([]lifecycle.Action, error)) (lifecycle.StateInfo, error) {
 	for {
 		d, info, err := Load(ctx, st, digID)
 		if err != nil {
 			return info, err
 		}
-		a, err := next(info)
-		if err != nil || a == nil {
+		add, err := next(info)
+		if err != nil || len(add) == 0 {
 			return info, err
 		}
-		if a.TimeStamp.IsZero() {
-			a.TimeStamp = time.Now().UTC()
+		now := time.Now().UTC()
+		for _, a := range add {
+			if a.TimeStamp.IsZero() {
+				a.TimeStamp = now
+			}
+			info.Actions = append(info.Actions, a)
 		}
-		info.Actions = append(info.Actions, *a)
 		d.State = Encode(info)
 		err = st.Update(ctx, d)
 		if store.CodeOf(err) == store.ErrConflict {

@@ -31,6 +31,10 @@ const (
 	StatusTerminated         = "Terminated"
 	StatusTerminateFailed    = "TerminateFailed"
 	StatusTerminateStopped   = "TerminateStopped"
+	StatusUpdating           = "Updating"      // a new revision is being applied
+	StatusUpdateFailed       = "UpdateFailed"  // ... and some of it failed
+	StatusUpdateStopped      = "UpdateStopped" // ... and a stop ended it
+	StatusUpdated            = "Updated"       // a revision a later one replaced on the clusters
 )
 
 // Resource (rsync) statuses.
@@ -78,7 +82,43 @@ const (
 	OpInstantiate = "instantiate"
 	OpTerminate   = "terminate"
 	OpStop        = "stop"
+	OpUpdate      = "update"
+	OpRollback    = "rollback"
 )
+
+// InstanceStart is the index of the action that began the current instance: the last
+// instantiate (the only action recording revision 1 as Instantiated); -1 when none.
+func (s StateInfo) InstanceStart() int {
+	for i := len(s.Actions) - 1; i >= 0; i-- {
+		if a := s.Actions[i]; a.State == StateInstantiated && a.Revision == 1 {
+			return i
+		}
+	}
+	return -1
+}
+
+// LatestRevision is the highest revision of the current instance.
+func (s StateInfo) LatestRevision() int64 {
+	var rev int64
+	if start := s.InstanceStart(); start >= 0 {
+		for _, a := range s.Actions[start:] {
+			rev = max(rev, a.Revision)
+		}
+	}
+	return rev
+}
+
+// RevisionContext finds the context of revision n of the current instance: the most
+// recent record of n (EMCO took the first, which may belong to an earlier instance).
+func (s StateInfo) RevisionContext(n int64) (string, bool) {
+	start := s.InstanceStart()
+	for i := len(s.Actions) - 1; i >= start && start >= 0; i-- {
+		if a := s.Actions[i]; a.Revision == n && a.ContextID != "" {
+			return a.ContextID, true
+		}
+	}
+	return "", false
+}
 
 // DIGRef names a deployment intent group.
 type DIGRef struct {

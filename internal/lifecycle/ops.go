@@ -6,6 +6,9 @@ const (
 	WorkflowDIG         = "DIGLifecycle"
 	WorkflowInstantiate = "Instantiate"
 	WorkflowTerminate   = "Terminate"
+	WorkflowUpdate      = "Update"
+	WorkflowRollback    = "Rollback"
+	WorkflowPruneBatch  = "PruneBatch"
 	WorkflowApplyBatch  = "ApplyBatch"
 	WorkflowDeleteBatch = "DeleteBatch"
 	WorkflowReadStatus  = "ReadClusterStatus"
@@ -26,7 +29,8 @@ const (
 // OpRequest asks the DIG lifecycle workflow to run an operation.
 type OpRequest struct {
 	Op        string `json:"op"`
-	ContextID string `json:"contextId,omitempty"` // the new context of an instantiate, chosen by the caller
+	ContextID string `json:"contextId,omitempty"` // the new context (instantiate, update, rollback), chosen by the caller
+	Revision  int64  `json:"revision,omitempty"`  // rollback: the revision to return to
 	Requested string `json:"requested"`           // RFC 3339 time of the API request
 }
 
@@ -47,6 +51,13 @@ type DIGInput struct {
 type OpInput struct {
 	DIG       DIGRef `json:"dig"`
 	ContextID string `json:"contextId"`
+	// Update and rollback: the running context the new one replaces, and (rollback) the
+	// stored revision's context to copy instead of rendering anew.
+	Previous string `json:"previous,omitempty"`
+	Source   string `json:"source,omitempty"`
+	// Terminate: earlier contexts of the instance whose objects an update did not finish
+	// removing; they are deleted too.
+	Leftovers []string `json:"leftovers,omitempty"`
 }
 
 // BeginInput records the start of an operation in the DIG's state history.
@@ -54,12 +65,16 @@ type BeginInput struct {
 	DIG       DIGRef `json:"dig"`
 	Op        string `json:"op"`
 	ContextID string `json:"contextId,omitempty"`
+	Revision  int64  `json:"revision,omitempty"` // rollback target
 }
 
 // BeginResult is the context the operation works on.
 type BeginResult struct {
-	ContextID string `json:"contextId"`
-	Revision  int64  `json:"revision"`
+	ContextID string   `json:"contextId"`
+	Revision  int64    `json:"revision"`
+	Previous  string   `json:"previous,omitempty"`
+	Source    string   `json:"source,omitempty"`
+	Leftovers []string `json:"leftovers,omitempty"`
 }
 
 // FinishInput records how an operation ended.
@@ -69,6 +84,8 @@ type FinishInput struct {
 	Status    string `json:"status"` // final AppContext status
 	Stopped   bool   `json:"stopped,omitempty"`
 	Error     string `json:"error,omitempty"`
+	// Superseded: the previous context, now fully replaced on the clusters (Updated).
+	Superseded string `json:"superseded,omitempty"`
 }
 
 // Plan is what rendering, placement and the action controllers produced: everything
@@ -78,6 +95,8 @@ type Plan struct {
 	Clusters    int          `json:"clusters"`
 	Batches     int          `json:"batches"`
 	Controllers []Controller `json:"controllers,omitempty"`
+	// FirstBatch lists the clusters when there is a single batch, sparing a lookup.
+	FirstBatch []string `json:"firstBatch,omitempty"`
 }
 
 // Controller is an action controller invocation, in priority order.
@@ -104,7 +123,9 @@ type ActionInput struct {
 type BatchInput struct {
 	ContextID string `json:"contextId"`
 	Batch     int    `json:"batch"`
-	Detail    bool   `json:"detail,omitempty"` // reads: keep each object's metadata, spec and status
+	Detail    bool   `json:"detail,omitempty"`   // reads: keep each object's metadata, spec and status
+	Previous  string `json:"previous,omitempty"` // apply: the running context to diff against
+	Next      string `json:"next,omitempty"`     // prune: the context that replaces this one
 }
 
 // ClusterInput names one cluster of a context.
@@ -112,6 +133,8 @@ type ClusterInput struct {
 	ContextID string `json:"contextId"`
 	Cluster   string `json:"cluster"` // ClusterKey
 	Detail    bool   `json:"detail,omitempty"`
+	Previous  string `json:"previous,omitempty"`
+	Next      string `json:"next,omitempty"`
 }
 
 // ReadInput asks for the live state of a context's objects on its clusters.
@@ -158,4 +181,12 @@ const (
 	ActivityApplyCluster    = "ApplyCluster"
 	ActivityDeleteCluster   = "DeleteCluster"
 	ActivityReadCluster     = "ReadCluster"
+	ActivityPruneCluster    = "PruneCluster"
+	ActivityCopyContext     = "CopyContext"
 )
+
+// CopyInput copies a stored revision into a new context (rollback).
+type CopyInput struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}

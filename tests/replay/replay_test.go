@@ -21,39 +21,50 @@ import (
 	"github.com/temco/temco/workers"
 )
 
+// Every set of histories (one directory per recording, kept forever) must replay: a set
+// recorded before a workflow change proves the change is compatible with runs in flight.
 func TestRecordedHistoriesReplay(t *testing.T) {
-	const dir = "../testdata/histories"
-	ids := map[string]string{}
-	b, err := os.ReadFile(filepath.Join(dir, "workflow-ids.json"))
+	sets, err := filepath.Glob("../testdata/histories/*/workflow-ids.json")
 	if err != nil {
-		t.Fatalf("no recorded histories: run `make histories` (%v)", err)
-	}
-	if err := json.Unmarshal(b, &ids); err != nil {
 		t.Fatal(err)
 	}
-	files := make([]string, 0, len(ids))
-	for f := range ids {
-		files = append(files, f)
+	if len(sets) == 0 {
+		t.Fatal("no recorded histories: run `make histories`")
 	}
-	sort.Strings(files)
 	seen := map[string]bool{}
-	for _, f := range files {
-		t.Run(f, func(t *testing.T) {
-			r := worker.NewWorkflowReplayer()
-			for name, fn := range workers.Workflows {
-				r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
-			}
-			hist, err := client.HistoryFromJSON(mustOpen(t, filepath.Join(dir, f)), client.HistoryJSONOptions{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist,
-				worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: ids[f], RunID: "replay"}})
-			if err != nil {
-				t.Fatalf("replay %s: %v", f, err)
-			}
-		})
-		seen[strings.SplitN(f, "-", 2)[0]] = true
+	for _, index := range sets {
+		dir := filepath.Dir(index)
+		ids := map[string]string{}
+		b, err := os.ReadFile(index)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := json.Unmarshal(b, &ids); err != nil {
+			t.Fatal(err)
+		}
+		files := make([]string, 0, len(ids))
+		for f := range ids {
+			files = append(files, f)
+		}
+		sort.Strings(files)
+		for _, f := range files {
+			t.Run(filepath.Base(dir)+"/"+f, func(t *testing.T) {
+				r := worker.NewWorkflowReplayer()
+				for name, fn := range workers.Workflows {
+					r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
+				}
+				hist, err := client.HistoryFromJSON(mustOpen(t, filepath.Join(dir, f)), client.HistoryJSONOptions{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist,
+					worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: ids[f], RunID: "replay"}})
+				if err != nil {
+					t.Fatalf("replay %s: %v", f, err)
+				}
+			})
+			seen[strings.SplitN(f, "-", 2)[0]] = true
+		}
 	}
 	for name := range workers.Workflows {
 		if !seen[name] {

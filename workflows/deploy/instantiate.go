@@ -36,15 +36,25 @@ func Instantiate(ctx workflow.Context, in lifecycle.OpInput) error {
 }
 
 func (o *operation) instantiate(ctx workflow.Context) error {
+	plan, err := o.prepare(ctx)
+	if err != nil {
+		return err
+	}
+	return o.apply(ctx, plan)
+}
+
+// prepare renders the apps, places them and runs the controllers: the new context is
+// then complete in MongoDB.
+func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 	ref := lifecycle.ContextRef{DIG: o.in.DIG, ContextID: o.in.ContextID}
 	o.progress.Phase = "render"
 	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil); err != nil {
-		return err
+		return lifecycle.Plan{}, err
 	}
 	o.progress.Phase = "placement"
 	var plan lifecycle.Plan
 	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref).Get(ctx, &plan); err != nil {
-		return err
+		return plan, err
 	}
 	o.progress.ClustersTotal = plan.Clusters
 	for _, c := range plan.Controllers {
@@ -54,11 +64,23 @@ func (o *operation) instantiate(ctx workflow.Context) error {
 			actx = workflow.WithTaskQueue(actx, c.TaskQueue)
 		}
 		if err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, lifecycle.ActionInput{ContextRef: ref, Controller: c}).Get(ctx, nil); err != nil {
-			return err
+			return plan, err
 		}
 	}
+	return plan, nil
+}
+
+// apply applies the context to its clusters (as a difference from o.in.Previous, if set).
+func (o *operation) apply(ctx workflow.Context, plan lifecycle.Plan) error {
 	o.progress.Phase = "apply"
-	res, err := o.fanOut(ctx, plan.Batches, lifecycle.WorkflowApplyBatch)
+	f := fan{kind: lifecycle.WorkflowApplyBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID, Previous: o.in.Previous},
+		batches: plan.Batches}
+	// Version gate (2026-11-22): a single batch's clusters come with the plan, sparing
+	// the ListBatch activity; histories recorded before still look them up.
+	if workflow.GetVersion(ctx, "plan-carries-single-batch", workflow.DefaultVersion, 1) == 1 {
+		f.first = plan.FirstBatch
+	}
+	res, err := o.fanOut(ctx, f)
 	if err != nil {
 		return err
 	}

@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"fmt"
 
 	"go.temporal.io/sdk/workflow"
@@ -14,6 +15,8 @@ type operation struct {
 	progress lifecycle.Progress
 	stopped  bool
 	stop     workflow.CancelFunc // cancels the operation's work when a stop arrives
+	// superseded is the previous context once an update removed what only it had.
+	superseded string
 }
 
 // setup registers the progress query and the stop signal, and returns the context the
@@ -42,41 +45,52 @@ func (o *operation) setup(ctx workflow.Context, op string) (workflow.Context, er
 func (o *operation) finish(ctx workflow.Context, status string, errMsg string) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	return workflow.ExecuteActivity(bookkeeping(dctx), lifecycle.ActivityFinishOperation, lifecycle.FinishInput{
-		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg,
+		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
 	}).Get(dctx, nil)
 }
 
 // fanOut runs the batches of a context: inline when there is just one, otherwise as
 // child workflows in a sliding window of BatchWindow. A stop cancels what is in flight
 // and starts nothing new.
-func (o *operation) fanOut(ctx workflow.Context, batches int, workflowType string) (lifecycle.BatchResult, error) {
-	o.progress.BatchesTotal = batches
-	return fanOut(ctx, o.in.ContextID, batches, workflowType, false, o.add)
+func (o *operation) fanOut(ctx workflow.Context, f fan) (lifecycle.BatchResult, error) {
+	o.progress.BatchesTotal += f.batches
+	return f.run(ctx, o.add)
 }
 
-// fanOut runs the batches of a context: inline when there is just one, otherwise as
-// child workflows in a sliding window of BatchWindow; each result goes to add. Once ctx
-// is cancelled (a stop) nothing new starts and what runs is cancelled.
-func fanOut(ctx workflow.Context, ctxID string, batches int, workflowType string, detail bool,
-	add func(*lifecycle.BatchResult, lifecycle.BatchResult)) (lifecycle.BatchResult, error) {
+// fan is one fan-out over the batches of a context.
+type fan struct {
+	kind    string               // the batch workflow: ApplyBatch, DeleteBatch, PruneBatch or ReadBatch
+	in      lifecycle.BatchInput // what every batch gets (Batch is set per batch)
+	batches int
+	first   []string // the clusters of a single batch, when the plan carried them
+	prefix  string   // of the batch workflow ids, unique within the operation ("batch" if empty)
+}
+
+// run runs the batches: inline when there is just one, otherwise as child workflows in a
+// sliding window of BatchWindow; each result goes to add. Once ctx is cancelled (a stop)
+// nothing new starts and what runs is cancelled.
+func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycle.BatchResult)) (lifecycle.BatchResult, error) {
 	var total lifecycle.BatchResult
-	if batches == 1 {
-		r, err := runBatch(ctx, lifecycle.BatchInput{ContextID: ctxID, Batch: 0, Detail: detail}, workflowType)
+	if f.batches == 1 {
+		r, err := runBatch(ctx, f.in, f.kind, f.first)
 		add(&total, r)
 		return total, err
 	}
+	prefix := cmp.Or(f.prefix, "batch")
 	sel := workflow.NewSelector(ctx)
 	var firstErr error
 	next, running := 0, 0
-	for next < batches || running > 0 {
-		for running < BatchWindow && next < batches && ctx.Err() == nil {
+	for next < f.batches || running > 0 {
+		for running < BatchWindow && next < f.batches && ctx.Err() == nil {
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID: fmt.Sprintf("%s/batch-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, next),
+				WorkflowID: fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, next),
 			})
-			f := workflow.ExecuteChildWorkflow(cctx, workflowType, lifecycle.BatchInput{ContextID: ctxID, Batch: next, Detail: detail})
-			sel.AddFuture(f, func(f workflow.Future) {
+			in := f.in
+			in.Batch = next
+			fut := workflow.ExecuteChildWorkflow(cctx, f.kind, in)
+			sel.AddFuture(fut, func(fut workflow.Future) {
 				var r lifecycle.BatchResult
-				err := f.Get(ctx, &r)
+				err := fut.Get(ctx, &r)
 				add(&total, r)
 				running--
 				if err != nil && firstErr == nil {
@@ -107,22 +121,27 @@ func (o *operation) add(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
 	o.progress.ResourcesFailed += r.Failed
 }
 
-// runBatch applies (or deletes) every cluster of one batch, all concurrently.
-func runBatch(ctx workflow.Context, in lifecycle.BatchInput, workflowType string) (lifecycle.BatchResult, error) {
+// runBatch works on every cluster of one batch, all concurrently; clusters is looked up
+// when not given.
+func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, clusters []string) (lifecycle.BatchResult, error) {
 	activityType, opts := lifecycle.ActivityApplyCluster, onCluster
-	switch workflowType {
+	switch kind {
 	case lifecycle.WorkflowDeleteBatch:
 		activityType = lifecycle.ActivityDeleteCluster
+	case lifecycle.WorkflowPruneBatch:
+		activityType = lifecycle.ActivityPruneCluster
 	case lifecycle.WorkflowReadBatch:
 		activityType, opts = lifecycle.ActivityReadCluster, reading
 	}
-	var clusters []string
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityListBatch, in).Get(ctx, &clusters); err != nil {
-		return lifecycle.BatchResult{}, err
+	if clusters == nil {
+		if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityListBatch, in).Get(ctx, &clusters); err != nil {
+			return lifecycle.BatchResult{}, err
+		}
 	}
 	futures := make([]workflow.Future, len(clusters))
 	for i, c := range clusters {
-		futures[i] = workflow.ExecuteActivity(opts(ctx), activityType, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: c, Detail: in.Detail})
+		futures[i] = workflow.ExecuteActivity(opts(ctx), activityType, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: c,
+			Detail: in.Detail, Previous: in.Previous, Next: in.Next})
 	}
 	res := lifecycle.BatchResult{Clusters: len(clusters)}
 	var firstErr error
@@ -139,15 +158,21 @@ func runBatch(ctx workflow.Context, in lifecycle.BatchInput, workflowType string
 
 // ApplyBatch is the child workflow applying one batch of clusters.
 func ApplyBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return runBatch(ctx, in, lifecycle.WorkflowApplyBatch)
+	return runBatch(ctx, in, lifecycle.WorkflowApplyBatch, nil)
 }
 
 // ReadBatch is the child workflow reading one batch of clusters.
 func ReadBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return runBatch(ctx, in, lifecycle.WorkflowReadBatch)
+	return runBatch(ctx, in, lifecycle.WorkflowReadBatch, nil)
 }
 
 // DeleteBatch is the child workflow deleting one batch of clusters.
 func DeleteBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return runBatch(ctx, in, lifecycle.WorkflowDeleteBatch)
+	return runBatch(ctx, in, lifecycle.WorkflowDeleteBatch, nil)
+}
+
+// PruneBatch is the child workflow removing, from one batch of a previous revision's
+// clusters, what the next revision no longer has.
+func PruneBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
+	return runBatch(ctx, in, lifecycle.WorkflowPruneBatch, nil)
 }

@@ -13,6 +13,7 @@ func ReadClusterStatus(ctx workflow.Context, in lifecycle.ReadInput) error {
 	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, in.ContextID).Get(ctx, &batches); err != nil {
 		return err
 	}
-	_, err := fanOut(ctx, in.ContextID, batches, lifecycle.WorkflowReadBatch, in.Detail, sum)
+	f := fan{kind: lifecycle.WorkflowReadBatch, in: lifecycle.BatchInput{ContextID: in.ContextID, Detail: in.Detail}, batches: batches}
+	_, err := f.run(ctx, sum)
 	return err
 }

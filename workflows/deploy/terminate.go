@@ -36,9 +36,25 @@ func (o *operation) terminate(ctx workflow.Context) error {
 		return err
 	}
 	o.progress.Phase = "delete"
-	res, err := o.fanOut(ctx, batches, lifecycle.WorkflowDeleteBatch)
+	res, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowDeleteBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID}, batches: batches})
 	if err != nil {
 		return err
+	}
+	// Contexts an update did not finish replacing may still have objects out there
+	// (version gate: 2026-11-22, terminate also deletes what a stopped update left).
+	if len(o.in.Leftovers) > 0 && workflow.GetVersion(ctx, "terminate-leftovers", workflow.DefaultVersion, 1) == 1 {
+		for i, left := range o.in.Leftovers {
+			var n int
+			if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, left).Get(ctx, &n); err != nil {
+				return err
+			}
+			r, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowDeleteBatch, in: lifecycle.BatchInput{ContextID: left}, batches: n,
+				prefix: fmt.Sprintf("leftover-%d-batch", i)})
+			if err != nil {
+				return err
+			}
+			res.Failed += r.Failed
+		}
 	}
 	o.progress.Phase = "done"
 	if res.Failed > 0 {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
@@ -29,6 +30,11 @@ type fakes struct {
 	deleted  map[string]int
 	batches  []int
 	ran      []string // controllers, in invocation order
+	pruned   []lifecycle.ClusterInput
+	copied   []lifecycle.CopyInput
+	listed   int                 // ListBatch calls
+	previous map[string]string   // cluster -> Previous seen by ApplyCluster
+	deletedC map[string][]string // context -> clusters deleted
 
 	render   func() error
 	plan     lifecycle.Plan
@@ -38,7 +44,7 @@ type fakes struct {
 
 func newFakes() *fakes {
 	return &fakes{
-		applied: map[string]int{}, deleted: map[string]int{},
+		applied: map[string]int{}, deleted: map[string]int{}, previous: map[string]string{}, deletedC: map[string][]string{},
 		render: func() error { return nil },
 		plan:   lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 1},
 		apply: func(string, int32) (lifecycle.ClusterResult, error) {
@@ -51,6 +57,7 @@ func newFakes() *fakes {
 func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(ApplyBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowApplyBatch})
 	env.RegisterWorkflowWithOptions(DeleteBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowDeleteBatch})
+	env.RegisterWorkflowWithOptions(PruneBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowPruneBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
 	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
 	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, nil })
@@ -64,20 +71,35 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	reg(lifecycle.ActivityListBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
 		f.mu.Lock()
 		f.batches = append(f.batches, in.Batch)
+		f.listed++
 		f.mu.Unlock()
 		return f.clusters(in.Batch), nil
 	})
 	reg(lifecycle.ActivityApplyCluster, func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
 		f.applied[in.Cluster]++
+		f.previous[in.Cluster] = in.Previous
 		f.mu.Unlock()
 		return f.apply(in.Cluster, activity.GetInfo(ctx).Attempt)
 	})
 	reg(lifecycle.ActivityDeleteCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
 		f.deleted[in.Cluster]++
+		f.deletedC[in.ContextID] = append(f.deletedC[in.ContextID], in.Cluster)
 		f.mu.Unlock()
 		return lifecycle.ClusterResult{Done: 3}, nil
+	})
+	reg(lifecycle.ActivityPruneCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		f.mu.Lock()
+		f.pruned = append(f.pruned, in)
+		f.mu.Unlock()
+		return lifecycle.ClusterResult{Done: 1}, nil
+	})
+	reg(lifecycle.ActivityCopyContext, func(_ context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
+		f.mu.Lock()
+		f.copied = append(f.copied, in)
+		f.mu.Unlock()
+		return f.plan, nil
 	})
 	reg(lifecycle.ActivityFinishOperation, func(_ context.Context, in lifecycle.FinishInput) error {
 		f.mu.Lock()
@@ -103,12 +125,17 @@ func newEnv() *testsuite.TestWorkflowEnvironment {
 
 func run(t *testing.T, f *fakes, wf any, setup func(env *testsuite.TestWorkflowEnvironment)) error {
 	t.Helper()
+	return runWith(t, f, wf, opInput, setup)
+}
+
+func runWith(t *testing.T, f *fakes, wf any, in lifecycle.OpInput, setup func(env *testsuite.TestWorkflowEnvironment)) error {
+	t.Helper()
 	env := newEnv()
 	f.register(env)
 	if setup != nil {
 		setup(env)
 	}
-	env.ExecuteWorkflow(wf, opInput)
+	env.ExecuteWorkflow(wf, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("workflow did not complete")
 	}
@@ -288,5 +315,113 @@ func TestProgressQuery(t *testing.T) {
 	}
 	if p.Phase != "done" || p.ClustersTotal != 2 || p.ClustersDone != 2 || p.BatchesDone != 2 {
 		t.Errorf("progress %+v", p)
+	}
+}
+
+func TestASingleBatchFromThePlanNeedsNoLookup(t *testing.T) {
+	f := newFakes()
+	f.plan.FirstBatch = []string{"cp+c1", "cp+c2"}
+	if err := run(t, f, Instantiate, nil); err != nil {
+		t.Fatal(err)
+	}
+	if f.listed != 0 || len(f.applied) != 2 {
+		t.Errorf("ListBatch ran %d times, applied %v", f.listed, f.applied)
+	}
+}
+
+var updateInput = lifecycle.OpInput{DIG: opInput.DIG, ContextID: "43", Previous: "42"}
+
+func TestUpdateAppliesTheDifferenceThenPrunes(t *testing.T) {
+	f := newFakes()
+	f.plan.Batches = 1
+	var prevBatches int
+	err := runWith(t, f, Update, updateInput, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnActivity(lifecycle.ActivityContextBatches, mock.Anything, "42").Return(func(context.Context, string) (int, error) {
+			prevBatches++
+			return 2, nil // the previous revision used more clusters
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.previous["cp+c1"] != "42" || f.previous["cp+c2"] != "42" {
+		t.Errorf("apply did not diff against the previous revision: %v", f.previous)
+	}
+	if prevBatches != 1 || len(f.pruned) != 4 { // 2 batches of the previous revision, 2 clusters each
+		t.Fatalf("pruned %v", f.pruned)
+	}
+	for _, p := range f.pruned {
+		if p.ContextID != "42" || p.Next != "43" {
+			t.Errorf("prune %+v: want the previous context pruned against the new one", p)
+		}
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || fin.Superseded != "42" || fin.ContextID != "43" {
+		t.Errorf("finished %+v", fin)
+	}
+	if len(f.copied) != 0 {
+		t.Error("an update copied a context instead of rendering")
+	}
+}
+
+func TestRollbackCopiesTheStoredRevision(t *testing.T) {
+	f := newFakes()
+	f.render = func() error { return errors.New("a rollback must not render") }
+	in := updateInput
+	in.Source = "41"
+	if err := runWith(t, f, Rollback, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.copied) != 1 || f.copied[0] != (lifecycle.CopyInput{From: "41", To: "43"}) {
+		t.Errorf("copied %v", f.copied)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || fin.Superseded != "42" {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestAStoppedUpdateKeepsThePreviousRevision(t *testing.T) {
+	f := newFakes()
+	f.apply = func(string, int32) (lifecycle.ClusterResult, error) {
+		return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+	}
+	err := runWith(t, f, Update, updateInput, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, 30*time.Second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.pruned) != 0 {
+		t.Errorf("a stopped update pruned the previous revision: %v", f.pruned)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusUpdateStopped || !fin.Stopped || fin.Superseded != "" {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestAFailedApplyStillPrunes(t *testing.T) {
+	f := newFakes()
+	f.apply = func(string, int32) (lifecycle.ClusterResult, error) {
+		return lifecycle.ClusterResult{Done: 2, Failed: 1}, nil
+	}
+	if err := runWith(t, f, Update, updateInput, nil); err == nil {
+		t.Fatal("update with failed objects succeeded")
+	}
+	if len(f.pruned) != 2 {
+		t.Errorf("pruned %v", f.pruned)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusUpdateFailed || fin.Superseded != "42" {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestTerminateAlsoDeletesWhatAStoppedUpdateLeft(t *testing.T) {
+	f := newFakes()
+	in := opInput
+	in.Leftovers = []string{"41"}
+	if err := runWith(t, f, Terminate, in, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f.deletedC["42"]) != 2 || len(f.deletedC["41"]) != 2 {
+		t.Errorf("deleted %v", f.deletedC)
 	}
 }

@@ -82,7 +82,7 @@ func (w *digWorkflow) busy() string {
 func (w *digWorkflow) validate(req lifecycle.OpRequest) error {
 	busy := w.busy()
 	switch req.Op {
-	case lifecycle.OpInstantiate:
+	case lifecycle.OpInstantiate, lifecycle.OpUpdate, lifecycle.OpRollback:
 		if busy != "" {
 			return w.busyErr(req.Op, busy)
 		}
@@ -133,19 +133,24 @@ func (w *digWorkflow) operate(ctx workflow.Context, req lifecycle.OpRequest) (li
 			NonRetryableErrorTypes: []string{lifecycle.ErrInvalidState, lifecycle.ErrInvalidInput}},
 	})
 	err := workflow.ExecuteActivity(actx, lifecycle.ActivityBeginOperation,
-		lifecycle.BeginInput{DIG: w.dig, Op: req.Op, ContextID: req.ContextID}).Get(ctx, &begun)
+		lifecycle.BeginInput{DIG: w.dig, Op: req.Op, ContextID: req.ContextID, Revision: req.Revision}).Get(ctx, &begun)
 	if err != nil {
 		return lifecycle.OpAccepted{}, err
 	}
 	return w.start(ctx, req.Op, begun)
 }
 
+// workflowOf names each operation's workflow type.
+var workflowOf = map[string]string{
+	lifecycle.OpInstantiate: lifecycle.WorkflowInstantiate,
+	lifecycle.OpTerminate:   lifecycle.WorkflowTerminate,
+	lifecycle.OpUpdate:      lifecycle.WorkflowUpdate,
+	lifecycle.OpRollback:    lifecycle.WorkflowRollback,
+}
+
 // start launches the operation's child workflow and returns once it runs.
 func (w *digWorkflow) start(ctx workflow.Context, op string, begun lifecycle.BeginResult) (lifecycle.OpAccepted, error) {
-	wfType := lifecycle.WorkflowInstantiate
-	if op == lifecycle.OpTerminate {
-		wfType = lifecycle.WorkflowTerminate
-	}
+	wfType := workflowOf[op]
 	id := w.dig.OpWorkflowID(op, begun.ContextID)
 	cctx, cancel := workflow.WithCancel(ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
@@ -154,7 +159,8 @@ func (w *digWorkflow) start(ctx workflow.Context, op string, begun lifecycle.Beg
 		StaticSummary:         fmt.Sprintf("%s %s, context %s", op, w.dig, begun.ContextID),
 		WaitForCancellation:   true, // terminate waits for the instantiate's cleanup
 	})
-	child := workflow.ExecuteChildWorkflow(cctx, wfType, lifecycle.OpInput{DIG: w.dig, ContextID: begun.ContextID})
+	child := workflow.ExecuteChildWorkflow(cctx, wfType, lifecycle.OpInput{DIG: w.dig, ContextID: begun.ContextID,
+		Previous: begun.Previous, Source: begun.Source, Leftovers: begun.Leftovers})
 	if err := child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		cancel()
 		return lifecycle.OpAccepted{}, err

@@ -52,6 +52,8 @@ func newEnv(t *testing.T, l *opLog) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpInstantiate), workflow.RegisterOptions{Name: lifecycle.WorkflowInstantiate})
 	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpTerminate), workflow.RegisterOptions{Name: lifecycle.WorkflowTerminate})
+	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpUpdate), workflow.RegisterOptions{Name: lifecycle.WorkflowUpdate})
+	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpRollback), workflow.RegisterOptions{Name: lifecycle.WorkflowRollback})
 	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 		l.begun = append(l.begun, in)
 		if msg, ok := l.refuse[in.Op]; ok {
@@ -61,7 +63,11 @@ func newEnv(t *testing.T, l *opLog) *testsuite.TestWorkflowEnvironment {
 		if id == "" {
 			id = "ctx-1"
 		}
-		return lifecycle.BeginResult{ContextID: id, Revision: 1}, nil
+		res := lifecycle.BeginResult{ContextID: id, Revision: 1}
+		if in.Op == lifecycle.OpUpdate || in.Op == lifecycle.OpRollback {
+			res.Revision, res.Previous = 2, "c1"
+		}
+		return res, nil
 	}, activity.RegisterOptions{Name: lifecycle.ActivityBeginOperation})
 	return env
 }
@@ -184,5 +190,27 @@ func TestAnInvalidTransitionFailsTheUpdate(t *testing.T) {
 	}
 	if next.failed != nil || next.rejected != nil || len(l.started) != 1 {
 		t.Errorf("the refused operation blocked the next one: %+v, started %v", next, l.started)
+	}
+}
+
+func TestUpdatesRunOneAtATime(t *testing.T) {
+	l := &opLog{}
+	env := newEnv(t, l)
+	update(env, 0, lifecycle.OpRequest{Op: lifecycle.OpInstantiate, ContextID: "c1"})
+	busy := update(env, 10*time.Second, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c2"})
+	first := update(env, 2*time.Minute, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c2"})
+	second := update(env, 2*time.Minute+time.Second, lifecycle.OpRequest{Op: lifecycle.OpRollback, ContextID: "c3", Revision: 1})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	if appErrType(busy.rejected) != lifecycle.ErrBusy {
+		t.Errorf("update during instantiate: %+v", busy)
+	}
+	if first.failed != nil || first.accepted.Revision != 2 || first.accepted.WorkflowID != digRef.OpWorkflowID(lifecycle.OpUpdate, "c2") {
+		t.Errorf("update: %+v", first)
+	}
+	if appErrType(second.rejected) != lifecycle.ErrBusy {
+		t.Errorf("rollback during update: %+v", second)
+	}
+	if len(l.begun) != 2 || l.begun[1].Op != lifecycle.OpUpdate {
+		t.Errorf("begun %+v", l.begun)
 	}
 }

@@ -1,0 +1,87 @@
+package deploy
+
+import (
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// Update applies a new revision rendered from the DIG as it is now; Rollback applies a
+// new revision copied from a stored one. Both apply only the difference from the running
+// revision (o.in.Previous): changed and new objects first, then the removal of what the
+// new revision no longer has, apps and clusters included. They end Instantiated,
+// UpdateFailed or UpdateStopped; a terminate cancels them.
+func Update(ctx workflow.Context, in lifecycle.OpInput) error {
+	return revise(ctx, in, lifecycle.OpUpdate)
+}
+
+// Rollback: see Update.
+func Rollback(ctx workflow.Context, in lifecycle.OpInput) error {
+	return revise(ctx, in, lifecycle.OpRollback)
+}
+
+func revise(ctx workflow.Context, in lifecycle.OpInput, op string) error {
+	o := &operation{in: in}
+	work, err := o.setup(ctx, op)
+	if err != nil {
+		return err
+	}
+	pruned, err := o.revise(work)
+	if pruned {
+		o.superseded = in.Previous
+	}
+	switch {
+	case ctx.Err() != nil:
+		_ = o.finish(ctx, lifecycle.StatusUpdateFailed, "cancelled by terminate")
+		return temporal.NewCanceledError()
+	case o.stopped:
+		return o.finish(ctx, lifecycle.StatusUpdateStopped, "stopped")
+	case err != nil:
+		if ferr := o.finish(ctx, lifecycle.StatusUpdateFailed, message(err)); ferr != nil {
+			return ferr
+		}
+		return err
+	}
+	return o.finish(ctx, lifecycle.StatusInstantiated, "")
+}
+
+// revise prepares the new context, applies it, then prunes the previous one; pruned says
+// whether the previous revision is gone from the clusters.
+func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
+	var plan lifecycle.Plan
+	if o.in.Source != "" {
+		o.progress.Phase = "copy"
+		err = workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityCopyContext,
+			lifecycle.CopyInput{From: o.in.Source, To: o.in.ContextID}).Get(ctx, &plan)
+		o.progress.ClustersTotal = plan.Clusters
+	} else {
+		plan, err = o.prepare(ctx)
+	}
+	if err != nil {
+		return false, err
+	}
+	applyErr := o.apply(ctx, plan)
+	if ctx.Err() != nil {
+		return false, applyErr
+	}
+	// What the new revision does not have goes, even when some of it failed to apply:
+	// otherwise the previous revision's objects would outlive their last reference.
+	o.progress.Phase = "prune"
+	var batches int
+	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, o.in.Previous).Get(ctx, &batches); err != nil {
+		return false, err
+	}
+	res, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowPruneBatch, prefix: "prune",
+		in: lifecycle.BatchInput{ContextID: o.in.Previous, Next: o.in.ContextID}, batches: batches})
+	if err != nil {
+		return false, err
+	}
+	if applyErr != nil {
+		return true, applyErr
+	}
+	if res.Failed > 0 {
+		return true, temporal.NewNonRetryableApplicationError("some objects of the previous revision could not be deleted", "PruneFailed", nil)
+	}
+	return true, nil
+}
