@@ -70,14 +70,14 @@ func (a *Activities) apps(ctx context.Context, header *appctx.Context) (map[stri
 type run struct {
 	mu       sync.Mutex
 	contexts *appctx.Store
-	ctx     context.Context
-	cl      *client
-	header  *appctx.Context
-	applied map[string]string // update: what the previous revision has applied here (objectKey -> hash)
-	apps    map[string]*appctx.App
-	byApp   map[string]*appctx.ClusterApp
-	attempt int32
-	result  lifecycle.ClusterResult
+	ctx      context.Context
+	cl       *client
+	header   *appctx.Context
+	applied  map[string]string // update: what the previous revision has applied here (objectKey -> hash)
+	apps     map[string]*appctx.App
+	byApp    map[string]*appctx.ClusterApp
+	attempt  int32
+	result   lifecycle.ClusterResult
 }
 
 // ApplyCluster applies every app placed on one cluster, in dependency order, and records
@@ -253,7 +253,9 @@ func (r *run) settle(res *appctx.ResourceStatus, status, msg string) {
 	}
 }
 
-func (r *run) setFailed(res *appctx.ResourceStatus, msg string) { r.settle(res, lifecycle.ResFailed, msg) }
+func (r *run) setFailed(res *appctx.ResourceStatus, msg string) {
+	r.settle(res, lifecycle.ResFailed, msg)
+}
 
 // markRetrying records a transient failure on every object not yet applied.
 func (r *run) markRetrying(cause error) {
