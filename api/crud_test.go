@@ -49,6 +49,7 @@ func tree(t *testing.T, c *client) {
 	c.multipart("POST", pCA+"/composite-profiles/cprof/profiles", res("prof1", map[string]any{"app": "app1"}),
 		testenv.Profile("replicas: 2\n")).must(t, 201)
 	c.do("POST", "/controllers", res("gac", map[string]any{"type": "action", "priority": 1})).must(t, 201)
+	c.do("POST", pP+"/logical-clouds", res("lc1", map[string]any{"level": "0"})).must(t, 201)
 	c.do("POST", pCA+"/deployment-intent-groups", res("dig1", digSpec())).must(t, 201)
 	c.do("POST", pDIG+"/generic-placement-intents", res("gpi1", nil)).must(t, 201)
 }
@@ -120,9 +121,10 @@ func jsonKinds() []jsonKind {
 			},
 			unblock:    func(c *client, item string) { c.do("DELETE", item+"/generic-placement-intents/gx", nil).must(c.t, 204) },
 			orphanColl: pP + "/composite-apps/ca/v2/deployment-intent-groups",
-			invalidSpecs: []map[string]any{{"version": "1"}, {"compositeProfile": "cprof"},
-				{"compositeProfile": "cprof", "version": "1", "overrideValues": []any{map[string]any{"app": ""}}},
-				{"compositeProfile": "cprof", "version": "1", "overrideValues": []any{
+			invalidSpecs: []map[string]any{{"version": "1", "logicalCloud": "lc1"}, {"compositeProfile": "cprof", "logicalCloud": "lc1"},
+				{"compositeProfile": "cprof", "version": "1"},
+				{"compositeProfile": "cprof", "version": "1", "logicalCloud": "lc1", "overrideValues": []any{map[string]any{"app": ""}}},
+				{"compositeProfile": "cprof", "version": "1", "logicalCloud": "lc1", "overrideValues": []any{
 					map[string]any{"app": "app1"}, map[string]any{"app": "app1"}}}}},
 		{name: "generic placement intent", coll: pDIG + "/generic-placement-intents",
 			child: func(c *client, item string) {
@@ -137,6 +139,29 @@ func jsonKinds() []jsonKind {
 			spec:         map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi1", "gac": "gac-intent"}},
 			orphanColl:   pCA + "/deployment-intent-groups/nope/intents",
 			invalidSpecs: []map[string]any{{"intent": map[string]string{"gac": "x"}}, {"intent": map[string]string{"genericPlacementIntent": "a b"}}}},
+		{name: "logical cloud", coll: pP + "/logical-clouds",
+			spec: map[string]any{"namespace": "team-a", "level": "1", "user": map[string]any{"userName": "alice", "type": "certificate"}},
+			child: func(c *client, item string) {
+				c.do("POST", item+"/cluster-references", res("r1", map[string]any{"clusterProvider": "cp1", "cluster": "c1"})).must(c.t, 201)
+			},
+			unblock:    func(c *client, item string) { c.do("DELETE", item+"/cluster-references/r1", nil).must(c.t, 204) },
+			orphanColl: "/projects/nope/logical-clouds",
+			invalidSpecs: []map[string]any{{"level": "2"}, {"level": "1", "user": map[string]any{"userName": "a"}},
+				{"level": "1", "namespace": "Team_A", "user": map[string]any{"userName": "a"}}, {"level": "1", "namespace": "ns"},
+				{"level": "1", "namespace": "ns", "user": map[string]any{"userName": "a", "type": "token"}}}},
+		{name: "cluster reference", coll: pP + "/logical-clouds/lc1/cluster-references",
+			spec:         map[string]any{"clusterProvider": "cp1", "cluster": "c1"},
+			orphanColl:   pP + "/logical-clouds/nope/cluster-references",
+			invalidSpecs: []map[string]any{{"clusterProvider": "cp1"}, {"cluster": "c1"}}},
+		{name: "user permission", coll: pP + "/logical-clouds/lc1/user-permissions",
+			spec:         map[string]any{"namespace": "team-a", "apiGroups": []string{""}, "resources": []string{"configmaps"}, "verbs": []string{"get"}},
+			orphanColl:   pP + "/logical-clouds/nope/user-permissions",
+			invalidSpecs: []map[string]any{{"resources": []string{"pods"}}, {"namespace": "A B", "resources": []string{"pods"}, "verbs": []string{"get"}}}},
+		{name: "cluster quota", coll: pP + "/logical-clouds/lc1/cluster-quotas", spec: map[string]any{"pods": "10", "limits.cpu": "2"},
+			orphanColl: pP + "/logical-clouds/nope/cluster-quotas", invalidSpecs: []map[string]any{{}, {"pods": "ten"}}},
+		{name: "logical cloud kv pair", coll: pP + "/logical-clouds/lc1/kv-pairs", spec: map[string]any{"kv": []any{map[string]any{"k": "v"}}},
+			orphanColl: pP + "/logical-clouds/nope/kv-pairs"},
+		{name: "dtc controller", coll: "/dtc-controllers", spec: map[string]any{"host": "its", "port": 9040, "type": "action", "priority": 1}},
 		{name: "app dependency", coll: pCA + "/apps/app1/dependency", spec: map[string]any{"app": "app2", "opStatus": "Ready", "wait": 5},
 			orphanColl: pCA + "/apps/nope/dependency",
 			invalidSpecs: []map[string]any{{"app": "app1", "opStatus": "Ready"}, {"app": "app2", "opStatus": "Done"},

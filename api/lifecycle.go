@@ -22,9 +22,9 @@ import (
 
 // Operator runs lifecycle operations (the Temporal starter in production).
 type Operator interface {
-	Operate(ctx context.Context, dig lifecycle.DIGRef, req lifecycle.OpRequest) (lifecycle.OpAccepted, error)
-	Stop(ctx context.Context, dig lifecycle.DIGRef) (lifecycle.OpAccepted, error)
-	ReadClusters(ctx context.Context, dig lifecycle.DIGRef, ctxID string, detail bool) error
+	Operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error)
+	Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpAccepted, error)
+	ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) error
 }
 
 // CanApprove lists the states approve starts from (approving an Approved DIG is a no-op).
@@ -32,21 +32,38 @@ var CanApprove = []string{lifecycle.StateCreated, lifecycle.StateTerminated, lif
 
 func (s *Server) registerLifecycle(g *echo.Group) {
 	g.POST(routeDIG+"/approve", s.approve)
-	g.POST(routeDIG+"/instantiate", s.operate(lifecycle.OpInstantiate, operation.CanInstantiate))
-	g.POST(routeDIG+"/terminate", s.operate(lifecycle.OpTerminate, operation.CanTerminate))
-	g.POST(routeDIG+"/update", s.operate(lifecycle.OpUpdate, operation.CanUpdate))
-	g.POST(routeDIG+"/rollback", s.operate(lifecycle.OpRollback, operation.CanUpdate))
-	g.POST(routeDIG+"/stop", s.stop)
-	g.GET(routeDIG+"/status", s.status)
+	for _, t := range []struct {
+		route       string
+		target      targetFunc
+		instantiate []string
+	}{{routeDIG, digRef, operation.CanInstantiate}, {routeLC, cloudRef, operation.CanInstantiateCloud}} {
+		g.POST(t.route+"/instantiate", s.operate(t.target, lifecycle.OpInstantiate, t.instantiate))
+		g.POST(t.route+"/terminate", s.operate(t.target, lifecycle.OpTerminate, operation.CanTerminate))
+		g.POST(t.route+"/update", s.operate(t.target, lifecycle.OpUpdate, operation.CanUpdate))
+		g.POST(t.route+"/stop", s.stop(t.target))
+		g.GET(t.route+"/status", s.status(t.target))
+	}
+	g.POST(routeDIG+"/rollback", s.operate(digRef, lifecycle.OpRollback, operation.CanUpdate))
 }
 
+// targetFunc reads the target of a lifecycle route from its path.
+type targetFunc func(echo.Context) (lifecycle.Target, error)
+
 // digRef reads the DIG named by the path.
-func digRef(c echo.Context) (lifecycle.DIGRef, error) {
+func digRef(c echo.Context) (lifecycle.Target, error) {
 	if _, err := fill(c, routeDIG); err != nil {
-		return lifecycle.DIGRef{}, err
+		return lifecycle.Target{}, err
 	}
-	return lifecycle.DIGRef{Project: c.Param("project"), CompositeApp: c.Param("compositeApp"),
+	return lifecycle.Target{Project: c.Param("project"), CompositeApp: c.Param("compositeApp"),
 		Version: c.Param("version"), DIG: c.Param("deploymentIntentGroup")}, nil
+}
+
+// cloudRef reads the logical cloud named by the path.
+func cloudRef(c echo.Context) (lifecycle.Target, error) {
+	if _, err := fill(c, routeLC); err != nil {
+		return lifecycle.Target{}, err
+	}
+	return lifecycle.Target{Project: c.Param("project"), LogicalCloud: c.Param("logicalCloud")}, nil
 }
 
 func (s *Server) approve(c echo.Context) error {
@@ -72,9 +89,9 @@ func (s *Server) approve(c echo.Context) error {
 
 // operate starts an operation after a quick check of the DIG's state; the lifecycle
 // workflow checks again, authoritatively, before it records the transition.
-func (s *Server) operate(op string, allowed []string) echo.HandlerFunc {
+func (s *Server) operate(target targetFunc, op string, allowed []string) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		dig, err := digRef(c)
+		dig, err := target(c)
 		if err != nil {
 			return err
 		}
@@ -106,19 +123,21 @@ func (s *Server) operate(op string, allowed []string) echo.HandlerFunc {
 	}
 }
 
-func (s *Server) stop(c echo.Context) error {
-	dig, err := digRef(c)
-	if err != nil {
-		return err
+func (s *Server) stop(target targetFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		t, err := target(c)
+		if err != nil {
+			return err
+		}
+		if err := s.mustExist(c.Request().Context(), t.ID()); err != nil {
+			return err
+		}
+		acc, err := s.Ops.Stop(c.Request().Context(), t)
+		if err != nil {
+			return operationErr(err)
+		}
+		return c.JSON(http.StatusAccepted, acc)
 	}
-	if err := s.mustExist(c.Request().Context(), dig.ID()); err != nil {
-		return err
-	}
-	acc, err := s.Ops.Stop(c.Request().Context(), dig)
-	if err != nil {
-		return operationErr(err)
-	}
-	return c.JSON(http.StatusAccepted, acc)
 }
 
 // readRevision reads a rollback body, {"spec": {"revision": "2"}} (a number is fine too).
@@ -161,8 +180,8 @@ func newContextID() string {
 	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10)
 }
 
-// digDeletable refuses to delete a DIG whose objects may still be on clusters.
-func (s *Server) digDeletable(ctx context.Context, id string) error {
+// deletable refuses to delete a DIG or logical cloud whose objects may still be on clusters.
+func (s *Server) deletable(ctx context.Context, id string) error {
 	d, err := s.Store.Get(ctx, id)
 	if err != nil {
 		return fromStore(err)
@@ -188,14 +207,19 @@ func (s *Server) digDeletable(ctx context.Context, id string) error {
 	}
 }
 
-// deleteDIG deletes a DIG and, with it, its AppContexts.
-func (s *Server) deleteDIG(c echo.Context) error {
-	id, err := fill(c, routeDIG)
+// deleteOperated returns the delete handler of a DIG or logical cloud at route: it
+// refuses while the target may have objects on clusters and takes its AppContexts along.
+func (s *Server) deleteOperated(route string) echo.HandlerFunc {
+	return func(c echo.Context) error { return s.deleteWithContexts(c, route) }
+}
+
+func (s *Server) deleteWithContexts(c echo.Context, route string) error {
+	id, err := fill(c, route)
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	if err := s.digDeletable(ctx, id); err != nil {
+	if err := s.deletable(ctx, id); err != nil {
 		return err
 	}
 	d, err := s.Store.Get(ctx, id)

@@ -209,7 +209,13 @@ func TestReferencesAreEnforced(t *testing.T) {
 	}
 	c.do("POST", pDIG+"/intents", res("i1", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gx"}})).must(t, 404)
 	// A DIG needs its composite profile; an app placement intent its app.
-	c.do("POST", pCA+"/deployment-intent-groups", res("d2", map[string]any{"compositeProfile": "nope", "version": "1"})).must(t, 404)
+	c.do("POST", pCA+"/deployment-intent-groups", res("d2", map[string]any{"compositeProfile": "nope", "version": "1", "logicalCloud": "lc1"})).must(t, 404)
+	c.do("POST", pCA+"/deployment-intent-groups", res("d2", map[string]any{"compositeProfile": "cprof", "version": "1", "logicalCloud": "nope"})).must(t, 404)
+	// A cluster in a logical cloud cannot be deregistered; a cloud used by a DIG cannot be deleted.
+	c.do("POST", pP+"/logical-clouds/lc1/cluster-references", res("r1", map[string]any{"clusterProvider": "cp1", "cluster": "c1"})).must(t, 201)
+	c.do("DELETE", pCL, nil).must(t, http.StatusConflict)
+	c.do("DELETE", pP+"/logical-clouds/lc1/cluster-references/r1", nil).must(t, 204)
+	c.do("DELETE", pP+"/logical-clouds/lc1", nil).must(t, http.StatusConflict)
 	c.do("POST", pGPI+"/app-intents", res("ai", appIntentSpec("nope"))).must(t, 404)
 	// The composite profile is in use by the DIG.
 	c.do("DELETE", pCA+"/composite-profiles/cprof/profiles/prof1", nil).must(t, 204)

@@ -43,7 +43,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 		coll: "/controllers", item: "/controllers/:controller"})
 	// Changing an Approved DIG or its intents puts it back to Created.
 	unapprove := func(ctx context.Context, s *Server, id string) error { return s.unapprove(ctx, digOf(id)) }
-	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: unapprove, remove: s.deleteDIG,
+	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: unapprove, remove: s.deleteOperated(routeDIG),
 		coll: routeCA + "/deployment-intent-groups", item: routeDIG, state: func() string {
 			return digstate.Encode(lifecycle.StateInfo{Actions: []lifecycle.Action{{State: lifecycle.StateCreated, TimeStamp: time.Now().UTC()}}})
 		}})
@@ -148,12 +148,11 @@ func checkDIG(_ context.Context, _ *Server, r *request[model.DIGSpec]) error {
 	if err := model.ValidateName("spec.version", sp.Version); err != nil {
 		return badRequest("%v", err)
 	}
-	if sp.LogicalCloud != "" {
-		if err := model.ValidateName("spec.logicalCloud", sp.LogicalCloud); err != nil {
-			return badRequest("%v", err)
-		}
+	if err := model.ValidateName("spec.logicalCloud", sp.LogicalCloud); err != nil {
+		return badRequest("%v", err)
 	}
 	r.ref(caOf(r.id) + "/composite-profiles/" + sp.CompositeProfile)
+	r.ref(lifecycle.LogicalCloudID(prefixSegments(r.id, 2)[len("/projects/"):], sp.LogicalCloud))
 	seen := map[string]bool{}
 	for i, ov := range sp.OverrideValues {
 		app, err := appRef(r.id, fmt.Sprintf("spec.overrideValues[%d].app", i), ov.App)

@@ -50,6 +50,8 @@ var labels = map[string]string{
 	"composite-profiles": "composite profile", "profiles": "app profile",
 	"deployment-intent-groups": "deployment intent group", "intents": "deployment intent",
 	"generic-placement-intents": "generic placement intent", "app-intents": "app placement intent",
+	"logical-clouds": "logical cloud", "cluster-references": "cluster reference", "user-permissions": "user permission",
+	"cluster-quotas": "cluster quota", "dtc-controllers": "dtc controller",
 }
 
 // describe turns an _id into words for messages: `app "web" of composite app "ca" version "v1"`

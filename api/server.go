@@ -46,6 +46,7 @@ func (s *Server) Handler() *echo.Echo {
 	g := e.Group("/v2")
 	s.registerClm(g)
 	s.registerOrchestrator(g)
+	s.registerDcm(g)
 	s.registerLifecycle(g)
 	return e
 }

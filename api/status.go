@@ -19,9 +19,9 @@ import (
 type statusResult struct {
 	Name                string              `json:"name"`
 	Project             string              `json:"project"`
-	CompositeApp        string              `json:"composite-app-name"`
-	CompositeAppVersion string              `json:"composite-app-version"`
-	CompositeProfile    string              `json:"composite-profile-name"`
+	CompositeApp        string              `json:"composite-app-name,omitempty"`
+	CompositeAppVersion string              `json:"composite-app-version,omitempty"`
+	CompositeProfile    string              `json:"composite-profile-name,omitempty"`
 	State               lifecycle.StateInfo `json:"state"`
 	Instance            string              `json:"instance,omitempty"` // the context shown
 	Revision            int64               `json:"revision,omitempty"`
@@ -99,26 +99,36 @@ func parseStatusQuery(c echo.Context) (statusQuery, error) {
 	return q, nil
 }
 
-func (s *Server) status(c echo.Context) error {
-	dig, err := digRef(c)
-	if err != nil {
-		return err
+func (s *Server) status(target targetFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		t, err := target(c)
+		if err != nil {
+			return err
+		}
+		q, err := parseStatusQuery(c)
+		if err != nil {
+			return err
+		}
+		return s.writeStatus(c, t, q)
 	}
-	q, err := parseStatusQuery(c)
-	if err != nil {
-		return err
-	}
+}
+
+func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery) error {
 	ctx := c.Request().Context()
 	d, info, err := digstate.Load(ctx, s.Store, dig.ID())
 	if err != nil {
 		return fromStore(err)
 	}
-	spec, err := model.Decode[model.DIGSpec](d.Body)
-	if err != nil {
-		return err
+	out := &statusResult{Name: dig.DIG, Project: dig.Project, State: info, RsyncStatus: map[string]int{}}
+	if dig.IsLogicalCloud() {
+		out.Name = dig.LogicalCloud
+	} else {
+		spec, err := model.Decode[model.DIGSpec](d.Body)
+		if err != nil {
+			return err
+		}
+		out.CompositeApp, out.CompositeAppVersion, out.CompositeProfile = dig.CompositeApp, dig.Version, spec.Spec.CompositeProfile
 	}
-	out := &statusResult{Name: dig.DIG, Project: dig.Project, CompositeApp: dig.CompositeApp, CompositeAppVersion: dig.Version,
-		CompositeProfile: spec.Spec.CompositeProfile, State: info, RsyncStatus: map[string]int{}}
 	ctxID := q.instance
 	if ctxID == "" {
 		ctxID = info.ContextID()

@@ -31,7 +31,7 @@ func (e *Refused) Error() string { return e.Message }
 
 // Operate asks the DIG's lifecycle workflow (started if needed) to run an operation and
 // returns once the operation's own workflow has started.
-func (s *Starter) Operate(ctx context.Context, dig lifecycle.DIGRef, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
+func (s *Starter) Operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
 	start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       dig.WorkflowID(),
 		TaskQueue:                s.TaskQueue,
@@ -53,7 +53,7 @@ func (s *Starter) Operate(ctx context.Context, dig lifecycle.DIGRef, req lifecyc
 }
 
 // Stop stops the running operation of a DIG; without one it is refused.
-func (s *Starter) Stop(ctx context.Context, dig lifecycle.DIGRef) (lifecycle.OpAccepted, error) {
+func (s *Starter) Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpAccepted, error) {
 	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
 		WorkflowID: dig.WorkflowID(), UpdateName: lifecycle.UpdateOperate,
 		Args: []any{lifecycle.OpRequest{Op: lifecycle.OpStop}}, WaitForStage: client.WorkflowUpdateStageCompleted,
@@ -71,7 +71,7 @@ func (s *Starter) Stop(ctx context.Context, dig lifecycle.DIGRef) (lifecycle.OpA
 
 // ReadClusters reads the live state of a context's objects into the AppContext and
 // returns when done. Concurrent reads of the same context share one workflow run.
-func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.DIGRef, ctxID string, detail bool) error {
+func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) error {
 	kind := "read"
 	if detail {
 		kind = "read-detail"

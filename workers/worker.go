@@ -8,10 +8,12 @@ import (
 
 	"github.com/temco/temco/activities/actions"
 	"github.com/temco/temco/activities/cluster"
+	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/credentials"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
@@ -21,10 +23,11 @@ import (
 
 // Deps are what the activities need.
 type Deps struct {
-	Store    *store.Store
-	Contexts *appctx.Store
-	Keys     *seal.Keyring
-	Actions  map[string]actions.Controller // built-in action controllers by name
+	Store       *store.Store
+	Contexts    *appctx.Store
+	Credentials *credentials.Store
+	Keys        *seal.Keyring
+	Actions     map[string]actions.Controller // built-in action controllers by name
 	// ClustersPerBatch sizes the fan-out batches (0: the default).
 	ClustersPerBatch int
 }
@@ -61,10 +64,13 @@ func Register(w worker.Registry, d Deps) {
 	for name, fn := range Workflows {
 		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
 	}
-	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys}
+	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials}
+	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
 	w.RegisterActivity(&actions.Activities{Builtin: d.Actions})
-	w.RegisterActivity(&cluster.Activities{Clients: clients, Contexts: d.Contexts})
+	w.RegisterActivity(onClusters)
+	w.RegisterActivity(&logicalcloud.Activities{Store: d.Store, Contexts: d.Contexts, Credentials: d.Credentials,
+		Clients: clients, Cluster: onClusters})
 }

@@ -177,7 +177,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 			return nil, err
 		}
 	}
-	r.cl, err = a.Clients.For(ctx, in.Cluster)
+	r.cl, err = a.Clients.For(ctx, in.Cluster, header.Credentials)
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.NonRetryable() {
 		for _, p := range placements {

@@ -19,7 +19,11 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
-	cl, err := a.Clients.For(ctx, in.Cluster)
+	header, err := a.Contexts.Get(ctx, in.ContextID)
+	if err != nil {
+		return lifecycle.ClusterResult{}, err
+	}
+	cl, err := a.Clients.For(ctx, in.Cluster, header.Credentials)
 	var appErr *temporal.ApplicationError
 	if err != nil && !(errors.As(err, &appErr) && appErr.NonRetryable()) {
 		return lifecycle.ClusterResult{}, err

@@ -3,6 +3,7 @@
 package operation
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
 
@@ -25,12 +27,14 @@ type Activities struct {
 // The DIG states each operation starts from.
 var (
 	CanInstantiate = []string{lifecycle.StateApproved, lifecycle.StateTerminated}
-	CanTerminate   = []string{lifecycle.StateInstantiated, lifecycle.StateInstantiateStopped, lifecycle.StateTerminateStopped}
-	CanUpdate      = []string{lifecycle.StateInstantiated}
+	// Logical clouds have no approval step.
+	CanInstantiateCloud = []string{lifecycle.StateCreated, lifecycle.StateTerminated}
+	CanTerminate        = []string{lifecycle.StateInstantiated, lifecycle.StateInstantiateStopped, lifecycle.StateTerminateStopped}
+	CanUpdate           = []string{lifecycle.StateInstantiated}
 )
 
 // InvalidState is the error for a transition the DIG's state does not allow.
-func InvalidState(dig lifecycle.DIGRef, op, state string, allowed []string) error {
+func InvalidState(dig lifecycle.Target, op, state string, allowed []string) error {
 	return temporal.NewNonRetryableApplicationError(
 		fmt.Sprintf("%s is %s: %s needs one of %v", dig, state, op, allowed), lifecycle.ErrInvalidState, nil)
 }
@@ -51,8 +55,12 @@ func (a *Activities) BeginOperation(ctx context.Context, in lifecycle.BeginInput
 }
 
 func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
-	err := a.Contexts.Create(ctx, &appctx.Context{ID: in.ContextID, DIG: in.DIG.ID(), Instance: in.ContextID,
-		Revision: 1, Status: lifecycle.StatusInstantiating, Namespace: "default"})
+	namespace, creds, err := a.scope(ctx, in.DIG)
+	if err != nil {
+		return lifecycle.BeginResult{}, err
+	}
+	err = a.Contexts.Create(ctx, &appctx.Context{ID: in.ContextID, DIG: in.DIG.ID(), Instance: in.ContextID,
+		Revision: 1, Status: lifecycle.StatusInstantiating, Namespace: namespace, Credentials: creds})
 	if err != nil {
 		return lifecycle.BeginResult{}, err
 	}
@@ -60,8 +68,12 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 		if info.ContextID() == in.ContextID {
 			return nil, nil // recorded by an earlier attempt
 		}
-		if cur := info.Current(); !slices.Contains(CanInstantiate, cur) {
-			return nil, InvalidState(in.DIG, in.Op, cur, CanInstantiate)
+		allowed := CanInstantiate
+		if in.DIG.IsLogicalCloud() {
+			allowed = CanInstantiateCloud
+		}
+		if cur := info.Current(); !slices.Contains(allowed, cur) {
+			return nil, InvalidState(in.DIG, in.Op, cur, allowed)
 		}
 		return []lifecycle.Action{{State: lifecycle.StateInstantiated, ContextID: in.ContextID, Revision: 1}}, nil
 	})
@@ -112,11 +124,16 @@ func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput)
 		return res, err
 	}
 	return res, a.Contexts.Create(ctx, &appctx.Context{ID: res.ContextID, DIG: in.DIG.ID(), Instance: prev.Instance,
-		Revision: res.Revision, Status: lifecycle.StatusUpdating, Namespace: prev.Namespace})
+		Revision: res.Revision, Status: lifecycle.StatusUpdating, Namespace: prev.Namespace, Credentials: prev.Credentials})
 }
 
 func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 	var res lifecycle.BeginResult
+	if in.DIG.IsLogicalCloud() {
+		if err := a.unused(ctx, in.DIG); err != nil {
+			return res, err
+		}
+	}
 	_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		last := info.Actions[len(info.Actions)-1]
 		res = lifecycle.BeginResult{ContextID: last.ContextID, Revision: last.Revision}
@@ -139,9 +156,77 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 	return res, a.Contexts.SetStatus(ctx, res.ContextID, lifecycle.StatusTerminating, "")
 }
 
+// scope returns where a target deploys: the namespace and the logical cloud whose issued
+// credentials to use ("" for the clusters' own). A DIG's logical cloud must be
+// instantiated; a logical cloud sets itself up with the clusters' credentials.
+func (a *Activities) scope(ctx context.Context, t lifecycle.Target) (namespace, creds string, err error) {
+	cloudID := t.ID()
+	if !t.IsLogicalCloud() {
+		d, err := a.Store.Get(ctx, t.ID())
+		if err != nil {
+			return "", "", err
+		}
+		dig, err := model.Decode[model.DIGSpec](d.Body)
+		if err != nil {
+			return "", "", err
+		}
+		cloudID = lifecycle.LogicalCloudID(t.Project, dig.Spec.LogicalCloud)
+	}
+	d, err := a.Store.Get(ctx, cloudID)
+	if store.CodeOf(err) == store.ErrNotFound {
+		return "", "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s names logical cloud %s, which does not exist", t, cloudID), lifecycle.ErrInvalidState, nil)
+	}
+	if err != nil {
+		return "", "", err
+	}
+	lc, err := model.Decode[model.LogicalCloudSpec](d.Body)
+	if err != nil {
+		return "", "", err
+	}
+	namespace = cmp.Or(lc.Spec.Namespace, "default")
+	if t.IsLogicalCloud() {
+		return namespace, "", nil
+	}
+	info, err := digstate.Parse(d)
+	if err != nil {
+		return "", "", err
+	}
+	status := ""
+	if c, err := a.Contexts.Get(ctx, info.ContextID()); err == nil {
+		status = c.Status
+	}
+	if info.Current() != lifecycle.StateInstantiated || status != lifecycle.StatusInstantiated {
+		return "", "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s uses logical cloud %q, which is not instantiated (state %s, status %s)",
+			t, lc.Metadata.Name, info.Current(), cmp.Or(status, "none")), lifecycle.ErrInvalidState, nil)
+	}
+	if lc.Spec.Level != model.LevelAdmin {
+		creds = cloudID
+	}
+	return namespace, creds, nil
+}
+
+// unused refuses to terminate a logical cloud a DIG still has objects in.
+func (a *Activities) unused(ctx context.Context, cloud lifecycle.Target) error {
+	digs, err := a.Store.Referrers(ctx, cloud.ID(), model.KindDIG)
+	if err != nil {
+		return err
+	}
+	for _, d := range digs {
+		info, err := digstate.Parse(d)
+		if err != nil {
+			return err
+		}
+		if cur := info.Current(); slices.Contains(CanTerminate, cur) {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is used by deployment intent group %s, which is %s: terminate it first",
+				cloud, d.ID, cur), lifecycle.ErrInvalidState, nil)
+		}
+	}
+	return nil
+}
+
 // leftovers finds the earlier contexts of the current instance that an update did not
 // finish replacing (stopped or cancelled before it removed what they had applied).
-func (a *Activities) leftovers(ctx context.Context, dig lifecycle.DIGRef, current string) ([]string, error) {
+func (a *Activities) leftovers(ctx context.Context, dig lifecycle.Target, current string) ([]string, error) {
 	_, info, err := digstate.Load(ctx, a.Store, dig.ID())
 	if err != nil {
 		return nil, err

@@ -5,12 +5,14 @@ package placement
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
@@ -76,6 +78,9 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 		all = append(all, cl)
 	}
 	sort.Strings(all)
+	if err := a.inCloud(ctx, in.DIG, all); err != nil {
+		return lifecycle.Plan{}, err
+	}
 	perBatch := a.ClustersPerBatch
 	if perBatch <= 0 {
 		perBatch = DefaultClustersPerBatch
@@ -108,9 +113,31 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 	return plan, nil
 }
 
+// inCloud refuses a placement on a cluster outside the DIG's logical cloud.
+func (a *Activities) inCloud(ctx context.Context, dig lifecycle.Target, clusters []string) error {
+	d, err := a.Store.Get(ctx, dig.ID())
+	if err != nil {
+		return err
+	}
+	spec, err := model.Decode[model.DIGSpec](d.Body)
+	if err != nil {
+		return err
+	}
+	members, err := logicalcloud.Clusters(ctx, a.Store, lifecycle.LogicalCloudID(dig.Project, spec.Spec.LogicalCloud))
+	if err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		if !slices.Contains(members, c) {
+			return invalid("the placement selects cluster %q, which is not in logical cloud %q", c, spec.Spec.LogicalCloud)
+		}
+	}
+	return nil
+}
+
 // intents reads the DIG's intents: the generic placement intent and the controllers
 // named beside it, placement controllers first, each group by priority.
-func (a *Activities) intents(ctx context.Context, dig lifecycle.DIGRef) (string, []lifecycle.Controller, error) {
+func (a *Activities) intents(ctx context.Context, dig lifecycle.Target) (string, []lifecycle.Controller, error) {
 	docs, err := a.Store.List(ctx, store.Query{Parent: dig.ID(), Kind: model.KindDIGIntent})
 	if err != nil {
 		return "", nil, err

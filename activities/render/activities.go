@@ -101,7 +101,7 @@ func (a *Activities) profiles(ctx context.Context, compositeProfile string) (map
 }
 
 // dependencies loads the app dependencies of the composite app, by app _id, in one query.
-func (a *Activities) dependencies(ctx context.Context, dig lifecycle.DIGRef) (map[string][]model.AppDependencySpec, error) {
+func (a *Activities) dependencies(ctx context.Context, dig lifecycle.Target) (map[string][]model.AppDependencySpec, error) {
 	docs, err := a.Store.List(ctx, store.Query{Scope: "/projects/" + dig.Project, Kind: model.KindAppDependency})
 	if err != nil {
 		return nil, err

@@ -7,6 +7,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/credentials"
 	"github.com/temco/temco/workers"
 )
 
@@ -45,7 +46,12 @@ func workerCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Keys: keys, ClustersPerBatch: perBatch})
+			creds, err := credentials.New(ctx, st.Database(), keys)
+			if err != nil {
+				return err
+			}
+			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
+				ClustersPerBatch: perBatch})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)

@@ -31,6 +31,9 @@ type Context struct {
 	Status    string    `bson:"status"`
 	Error     string    `bson:"error,omitempty"`
 	Namespace string    `bson:"namespace"`
+	// Credentials names the logical cloud whose issued credentials the apply uses ("" for
+	// the clusters' registered ones: admin clouds, and logical clouds' own set-up).
+	Credentials string `bson:"credentials,omitempty"`
 	Apps      []string  `bson:"apps"` // in dependency order
 	Clusters  int       `bson:"clusters"`
 	Batches   int       `bson:"batches"`

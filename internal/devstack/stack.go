@@ -211,6 +211,9 @@ func (s *Stack) workerPolling(ctx context.Context, pid int) error {
 	return errNotReady
 }
 
+// DataDir is where the stack keeps its state and logs.
+func (s *Stack) DataDir() string { return s.cfg.DataDir }
+
 func (s *Stack) namespace() string {
 	if s.cfg.Namespace == "" {
 		return "default"

@@ -120,37 +120,57 @@ func (s StateInfo) RevisionContext(n int64) (string, bool) {
 	return "", false
 }
 
-// DIGRef names a deployment intent group.
-type DIGRef struct {
+// Target names what a lifecycle operation works on: a deployment intent group, or a
+// logical cloud (LogicalCloud set, the composite app fields empty).
+type Target struct {
 	Project      string `json:"project"`
-	CompositeApp string `json:"compositeApp"`
-	Version      string `json:"version"`
-	DIG          string `json:"dig"`
+	CompositeApp string `json:"compositeApp,omitempty"`
+	Version      string `json:"version,omitempty"`
+	DIG          string `json:"dig,omitempty"`
+	LogicalCloud string `json:"logicalCloud,omitempty"`
 }
 
-// ID is the DIG's store _id (its REST path).
-func (d DIGRef) ID() string {
+// IsLogicalCloud tells a logical cloud from a DIG.
+func (d Target) IsLogicalCloud() bool { return d.LogicalCloud != "" }
+
+// ID is the target's store _id (its REST path).
+func (d Target) ID() string {
+	if d.IsLogicalCloud() {
+		return LogicalCloudID(d.Project, d.LogicalCloud)
+	}
 	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s/deployment-intent-groups/%s", d.Project, d.CompositeApp, d.Version, d.DIG)
 }
 
+// LogicalCloudID is the store _id of a logical cloud.
+func LogicalCloudID(project, name string) string {
+	return fmt.Sprintf("/projects/%s/logical-clouds/%s", project, name)
+}
+
 // CompositeAppID is the store _id of the DIG's composite app.
-func (d DIGRef) CompositeAppID() string {
+func (d Target) CompositeAppID() string {
 	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s", d.Project, d.CompositeApp, d.Version)
 }
 
-// WorkflowID is the id of the DIG's lifecycle workflow, which runs its operations one at a time.
-func (d DIGRef) WorkflowID() string {
+// WorkflowID is the id of the target's lifecycle workflow, which runs its operations one
+// at a time.
+func (d Target) WorkflowID() string {
+	if d.IsLogicalCloud() {
+		return "logical-cloud/" + d.Project + "/" + d.LogicalCloud
+	}
 	return "dig/" + strings.Join([]string{d.Project, d.CompositeApp, d.Version, d.DIG}, "/")
 }
 
-// OpWorkflowID is the id of one operation's workflow: deterministic per DIG, operation
-// and context, so a retried start never runs an operation twice.
-func (d DIGRef) OpWorkflowID(op, contextID string) string {
+// OpWorkflowID is the id of one operation's workflow: deterministic per target,
+// operation and context, so a retried start never runs an operation twice.
+func (d Target) OpWorkflowID(op, contextID string) string {
 	return d.WorkflowID() + "/" + op + "/" + contextID
 }
 
-// String is the DIG's human-readable name.
-func (d DIGRef) String() string {
+// String is the target's human-readable name.
+func (d Target) String() string {
+	if d.IsLogicalCloud() {
+		return fmt.Sprintf("logical cloud %q (project %q)", d.LogicalCloud, d.Project)
+	}
 	return fmt.Sprintf("deployment intent group %q (project %q, composite app %q %q)", d.DIG, d.Project, d.CompositeApp, d.Version)
 }
 

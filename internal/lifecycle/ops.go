@@ -44,12 +44,12 @@ type OpAccepted struct {
 
 // DIGInput starts (or continues) a DIG lifecycle workflow.
 type DIGInput struct {
-	DIG DIGRef `json:"dig"`
+	DIG Target `json:"dig"`
 }
 
 // OpInput starts an operation workflow on one context.
 type OpInput struct {
-	DIG       DIGRef `json:"dig"`
+	DIG       Target `json:"dig"`
 	ContextID string `json:"contextId"`
 	// Update and rollback: the running context the new one replaces, and (rollback) the
 	// stored revision's context to copy instead of rendering anew.
@@ -62,7 +62,7 @@ type OpInput struct {
 
 // BeginInput records the start of an operation in the DIG's state history.
 type BeginInput struct {
-	DIG       DIGRef `json:"dig"`
+	DIG       Target `json:"dig"`
 	Op        string `json:"op"`
 	ContextID string `json:"contextId,omitempty"`
 	Revision  int64  `json:"revision,omitempty"` // rollback target
@@ -79,7 +79,7 @@ type BeginResult struct {
 
 // FinishInput records how an operation ended.
 type FinishInput struct {
-	DIG       DIGRef `json:"dig"`
+	DIG       Target `json:"dig"`
 	ContextID string `json:"contextId"`
 	Status    string `json:"status"` // final AppContext status
 	Stopped   bool   `json:"stopped,omitempty"`
@@ -109,7 +109,7 @@ type Controller struct {
 
 // ContextRef names a context for activities that work on all of it.
 type ContextRef struct {
-	DIG       DIGRef `json:"dig"`
+	DIG       Target `json:"dig"`
 	ContextID string `json:"contextId"`
 }
 
@@ -126,6 +126,8 @@ type BatchInput struct {
 	Detail    bool   `json:"detail,omitempty"`   // reads: keep each object's metadata, spec and status
 	Previous  string `json:"previous,omitempty"` // apply: the running context to diff against
 	Next      string `json:"next,omitempty"`     // prune: the context that replaces this one
+	// Activity replaces the batch kind's usual per-cluster activity (logical clouds').
+	Activity string `json:"activity,omitempty"`
 }
 
 // ClusterInput names one cluster of a context.
@@ -171,18 +173,22 @@ type Progress struct {
 
 // Activity names (the method names of the activity structs the worker registers).
 const (
-	ActivityBeginOperation  = "BeginOperation"
-	ActivityFinishOperation = "FinishOperation"
-	ActivityRenderApps      = "RenderApps"
-	ActivityPlaceApps       = "PlaceApps"
-	ActivityRunController   = "RunController"
-	ActivityContextBatches  = "ContextBatches"
-	ActivityListBatch       = "ListBatch"
-	ActivityApplyCluster    = "ApplyCluster"
-	ActivityDeleteCluster   = "DeleteCluster"
-	ActivityReadCluster     = "ReadCluster"
-	ActivityPruneCluster    = "PruneCluster"
-	ActivityCopyContext     = "CopyContext"
+	ActivityBeginOperation       = "BeginOperation"
+	ActivityFinishOperation      = "FinishOperation"
+	ActivityRenderApps           = "RenderApps"
+	ActivityPlaceApps            = "PlaceApps"
+	ActivityRunController        = "RunController"
+	ActivityContextBatches       = "ContextBatches"
+	ActivityListBatch            = "ListBatch"
+	ActivityApplyCluster         = "ApplyCluster"
+	ActivityDeleteCluster        = "DeleteCluster"
+	ActivityReadCluster          = "ReadCluster"
+	ActivityPruneCluster         = "PruneCluster"
+	ActivityCopyContext          = "CopyContext"
+	ActivityPrepareLogicalCloud  = "PrepareLogicalCloud"
+	ActivitySetUpLogicalCloud    = "SetUpLogicalCloud"
+	ActivityTearDownLogicalCloud = "TearDownLogicalCloud"
+	ActivityPruneLogicalCloud    = "PruneLogicalCloud"
 )
 
 // CopyInput copies a stored revision into a new context (rollback).

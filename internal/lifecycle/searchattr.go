@@ -12,10 +12,15 @@ var (
 	AttrVersion      = temporal.NewSearchAttributeKeyKeyword("version")
 	AttrDIG          = temporal.NewSearchAttributeKeyKeyword("dig")
 	AttrOperation    = temporal.NewSearchAttributeKeyKeyword("operation")
+	AttrLogicalCloud = temporal.NewSearchAttributeKeyKeyword("logicalCloud")
 )
 
-// SearchAttributes of an operation on a DIG.
-func SearchAttributes(d DIGRef, op string) temporal.SearchAttributes {
+// SearchAttributes of an operation on a target (those that apply to it).
+func SearchAttributes(d Target, op string) temporal.SearchAttributes {
+	if d.IsLogicalCloud() {
+		return temporal.NewSearchAttributes(AttrProject.ValueSet(d.Project), AttrLogicalCloud.ValueSet(d.LogicalCloud),
+			AttrOperation.ValueSet(op))
+	}
 	return temporal.NewSearchAttributes(
 		AttrProject.ValueSet(d.Project), AttrCompositeApp.ValueSet(d.CompositeApp), AttrVersion.ValueSet(d.Version),
 		AttrDIG.ValueSet(d.DIG), AttrOperation.ValueSet(op))
@@ -24,7 +29,7 @@ func SearchAttributes(d DIGRef, op string) temporal.SearchAttributes {
 // SearchAttributeTypes lists the attributes to register on the Temporal server.
 func SearchAttributeTypes() map[string]string {
 	out := map[string]string{}
-	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrProject, AttrCompositeApp, AttrVersion, AttrDIG, AttrOperation} {
+	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrProject, AttrCompositeApp, AttrVersion, AttrDIG, AttrOperation, AttrLogicalCloud} {
 		out[k.GetName()] = "Keyword"
 	}
 	return out

@@ -23,6 +23,12 @@ const (
 	KindDIGIntent        = "deploymentIntent"
 	KindGPI              = "genericPlacementIntent"
 	KindAppIntent        = "appPlacementIntent"
+	KindLogicalCloud     = "logicalCloud"
+	KindClusterReference = "clusterReference"
+	KindUserPermission   = "userPermission"
+	KindClusterQuota     = "clusterQuota"
+	KindLogicalCloudKV   = "logicalCloudKV"
+	KindDTCController    = "dtcController"
 )
 
 // Decode parses a stored resource body.

@@ -157,3 +157,42 @@ type ClusterMatch struct {
 	Cluster         string `json:"cluster,omitempty"`
 	ClusterLabel    string `json:"clusterLabel,omitempty"`
 }
+
+// LogicalCloudSpec describes a logical cloud: a namespace on a set of clusters.
+type LogicalCloudSpec struct {
+	Namespace string           `json:"namespace,omitempty"`
+	Level     string           `json:"level"` // "0": admin (cluster credentials), "1": standard or privileged
+	User      LogicalCloudUser `json:"user,omitempty"`
+}
+
+// LogicalCloudUser is the identity a standard or privileged cloud's credential carries.
+type LogicalCloudUser struct {
+	UserName string `json:"userName,omitempty"`
+	Type     string `json:"type,omitempty"` // "certificate"
+}
+
+// Logical cloud levels.
+const (
+	LevelAdmin    = "0"
+	LevelStandard = "1"
+)
+
+// ClusterReferenceSpec puts a registered cluster into a logical cloud.
+type ClusterReferenceSpec struct {
+	ClusterProvider string `json:"clusterProvider"`
+	Cluster         string `json:"cluster"`
+	LoadBalancerIP  string `json:"loadBalancerIp,omitempty"`
+	Certificate     string `json:"certificate,omitempty"`
+}
+
+// UserPermissionSpec grants the cloud's user a rule; an empty namespace makes it
+// cluster-wide (a privileged cloud).
+type UserPermissionSpec struct {
+	Namespace string   `json:"namespace"`
+	APIGroups []string `json:"apiGroups"`
+	Resources []string `json:"resources"`
+	Verbs     []string `json:"verbs"`
+}
+
+// ClusterQuotaSpec holds ResourceQuota "hard" limits, e.g. {"limits.cpu": "400", "pods": "500"}.
+type ClusterQuotaSpec map[string]string

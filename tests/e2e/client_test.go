@@ -131,24 +131,62 @@ type app struct {
 
 // deployment is a project with one composite app, profile, DIG and placement.
 type deployment struct {
-	t       *testing.T
-	c       *client
-	project string
-	apps    []app
+	t            *testing.T
+	c            *client
+	project      string
+	apps         []app
+	logicalCloud string            // "" for an admin cloud "default" over every cluster
+	setUpCloud   func(*deployment) // creates logicalCloud, when named
 }
 
 func (d *deployment) ca() string  { return "/projects/" + d.project + "/composite-apps/ca/v1" }
 func (d *deployment) dig() string { return d.ca() + "/deployment-intent-groups/dig" }
 
-func (d *deployment) ref() lifecycle.DIGRef {
-	return lifecycle.DIGRef{Project: d.project, CompositeApp: "ca", Version: "v1", DIG: "dig"}
+func (d *deployment) ref() lifecycle.Target {
+	return lifecycle.Target{Project: d.project, CompositeApp: "ca", Version: "v1", DIG: "dig"}
 }
 
-// create onboards everything and approves the DIG.
+// cloud creates a logical cloud over the given clusters and instantiates it.
+func (d *deployment) cloud(name string, spec map[string]any, clusters ...string) {
+	t, c := d.t, d.c
+	t.Helper()
+	lc := "/projects/" + d.project + "/logical-clouds/" + name
+	c.do("POST", "/projects/"+d.project+"/logical-clouds", res(name, spec)).must(t, 201)
+	for _, cl := range clusters {
+		c.do("POST", lc+"/cluster-references", res(cl, map[string]any{"clusterProvider": provider, "cluster": cl})).must(t, 201)
+	}
+	c.do("POST", lc+"/instantiate", nil).must(t, 202)
+	d.awaitCloud(name, lifecycle.StatusInstantiated)
+}
+
+func (d *deployment) awaitCloud(name, want string) {
+	d.t.Helper()
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var s status
+		d.c.do("GET", "/projects/"+d.project+"/logical-clouds/"+name+"/status", nil).must(d.t, 200).json(d.t, &s)
+		if s.Status == want {
+			return
+		}
+		if time.Now().After(deadline) {
+			d.t.Fatalf("logical cloud %s not %s: %s", name, want, pretty(s))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// create onboards everything, with an admin logical cloud "default" over all clusters
+// unless the deployment names another cloud, and approves the DIG.
 func (d *deployment) create() {
 	t, c := d.t, d.c
 	t.Helper()
 	c.do("POST", "/projects", res(d.project, nil)).must(t, 201)
+	if d.logicalCloud == "" {
+		d.logicalCloud = "default"
+		d.cloud("default", map[string]any{"level": "0"}, "cluster1", "cluster2", "cluster3")
+	} else if d.setUpCloud != nil {
+		d.setUpCloud(d)
+	}
 	c.do("POST", "/projects/"+d.project+"/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, 201)
 	c.do("POST", d.ca()+"/composite-profiles", res("prof", nil)).must(t, 201)
 	for _, a := range d.apps {
@@ -163,7 +201,7 @@ func (d *deployment) create() {
 		}
 	}
 	c.do("POST", d.ca()+"/deployment-intent-groups", res("dig", map[string]any{
-		"compositeProfile": "prof", "version": "r1", "logicalCloud": "default"})).must(t, 201)
+		"compositeProfile": "prof", "version": "r1", "logicalCloud": d.logicalCloud})).must(t, 201)
 	c.do("POST", d.dig()+"/generic-placement-intents", res("gpi", nil)).must(t, 201)
 	for _, a := range d.apps {
 		c.do("POST", d.dig()+"/generic-placement-intents/gpi/app-intents", res(a.name+"-placement",

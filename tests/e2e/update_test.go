@@ -114,7 +114,7 @@ func TestUpdateAndRollback(t *testing.T) {
 	original := snapshot(t, inst, all...)
 
 	// 1. One ConfigMap value changes: only that object changes on the cluster.
-	d.c.do("PUT", d.dig(), res("dig", map[string]any{"compositeProfile": "prof", "version": "r1", "logicalCloud": "default",
+	d.c.do("PUT", d.dig(), res("dig", map[string]any{"compositeProfile": "prof", "version": "r1", "logicalCloud": d.logicalCloud,
 		"overrideValues": []any{map[string]any{"app": "web", "values": map[string]string{"message": "changed"}}}})).must(t, 200)
 	rev2 := d.update("update", nil)
 	if rev2.Revision != 2 {

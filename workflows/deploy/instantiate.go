@@ -47,6 +47,13 @@ func (o *operation) instantiate(ctx workflow.Context) error {
 // then complete in MongoDB.
 func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 	ref := lifecycle.ContextRef{DIG: o.in.DIG, ContextID: o.in.ContextID}
+	if o.in.DIG.IsLogicalCloud() { // its objects are built from the cloud's own resources
+		o.progress.Phase = "prepare"
+		var plan lifecycle.Plan
+		err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPrepareLogicalCloud, ref).Get(ctx, &plan)
+		o.progress.ClustersTotal = plan.Clusters
+		return plan, err
+	}
 	o.progress.Phase = "render"
 	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil); err != nil {
 		return lifecycle.Plan{}, err

@@ -54,6 +54,7 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 // and starts nothing new.
 func (o *operation) fanOut(ctx workflow.Context, f fan) (lifecycle.BatchResult, error) {
 	o.progress.BatchesTotal += f.batches
+	f.in.Activity = o.perCluster(f.kind)
 	return f.run(ctx, o.add)
 }
 
@@ -121,6 +122,19 @@ func (o *operation) add(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
 	o.progress.ResourcesFailed += r.Failed
 }
 
+// perCluster returns the activity a logical cloud uses instead of the usual one for a
+// batch kind ("" for DIGs: the kind's own).
+func (o *operation) perCluster(kind string) string {
+	if !o.in.DIG.IsLogicalCloud() {
+		return ""
+	}
+	return map[string]string{
+		lifecycle.WorkflowApplyBatch:  lifecycle.ActivitySetUpLogicalCloud,
+		lifecycle.WorkflowDeleteBatch: lifecycle.ActivityTearDownLogicalCloud,
+		lifecycle.WorkflowPruneBatch:  lifecycle.ActivityPruneLogicalCloud,
+	}[kind]
+}
+
 // runBatch works on every cluster of one batch, all concurrently; clusters is looked up
 // when not given.
 func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, clusters []string) (lifecycle.BatchResult, error) {
@@ -132,6 +146,9 @@ func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, cluste
 		activityType = lifecycle.ActivityPruneCluster
 	case lifecycle.WorkflowReadBatch:
 		activityType, opts = lifecycle.ActivityReadCluster, reading
+	}
+	if in.Activity != "" {
+		activityType = in.Activity
 	}
 	if clusters == nil {
 		if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityListBatch, in).Get(ctx, &clusters); err != nil {

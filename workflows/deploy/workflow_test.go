@@ -20,7 +20,7 @@ import (
 	"github.com/temco/temco/internal/lifecycle"
 )
 
-var opInput = lifecycle.OpInput{DIG: lifecycle.DIGRef{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}, ContextID: "42"}
+var opInput = lifecycle.OpInput{DIG: lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}, ContextID: "42"}
 
 // fakes are the activities of one test run; each field may be overridden per test.
 type fakes struct {
@@ -94,6 +94,20 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.pruned = append(f.pruned, in)
 		f.mu.Unlock()
 		return lifecycle.ClusterResult{Done: 1}, nil
+	})
+	for _, name := range []string{lifecycle.ActivitySetUpLogicalCloud, lifecycle.ActivityTearDownLogicalCloud} {
+		reg(name, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+			f.mu.Lock()
+			f.ran = append(f.ran, name+" "+in.Cluster)
+			f.mu.Unlock()
+			return lifecycle.ClusterResult{Done: 1}, nil
+		})
+	}
+	reg(lifecycle.ActivityPrepareLogicalCloud, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) {
+		f.mu.Lock()
+		f.ran = append(f.ran, "prepare")
+		f.mu.Unlock()
+		return f.plan, nil
 	})
 	reg(lifecycle.ActivityCopyContext, func(_ context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
 		f.mu.Lock()
@@ -423,5 +437,30 @@ func TestTerminateAlsoDeletesWhatAStoppedUpdateLeft(t *testing.T) {
 	}
 	if len(f.deletedC["42"]) != 2 || len(f.deletedC["41"]) != 2 {
 		t.Errorf("deleted %v", f.deletedC)
+	}
+}
+
+var cloudInput = lifecycle.OpInput{DIG: lifecycle.Target{Project: "p", LogicalCloud: "team"}, ContextID: "7"}
+
+func TestALogicalCloudIsSetUpAndTornDownPerCluster(t *testing.T) {
+	f := newFakes()
+	f.render = func() error { return errors.New("a logical cloud renders no chart") }
+	f.plan.FirstBatch = []string{"cp+c1", "cp+c2"}
+	if err := runWith(t, f, Instantiate, cloudInput, nil); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(f.ran, ","); got != "prepare,SetUpLogicalCloud cp+c1,SetUpLogicalCloud cp+c2" &&
+		got != "prepare,SetUpLogicalCloud cp+c2,SetUpLogicalCloud cp+c1" {
+		t.Errorf("ran %s", got)
+	}
+	if len(f.applied) != 0 {
+		t.Errorf("a logical cloud used the DIG apply: %v", f.applied)
+	}
+	f2 := newFakes()
+	if err := runWith(t, f2, Terminate, cloudInput, nil); err != nil {
+		t.Fatal(err)
+	}
+	if len(f2.ran) != 2 || !strings.HasPrefix(f2.ran[0], "TearDownLogicalCloud") || len(f2.deleted) != 0 {
+		t.Errorf("ran %v, deleted %v", f2.ran, f2.deleted)
 	}
 }

@@ -31,7 +31,7 @@ type running struct {
 }
 
 type digWorkflow struct {
-	dig      lifecycle.DIGRef
+	dig      lifecycle.Target
 	starting string // operation whose handler is setting it up
 	current  *running
 }

@@ -16,7 +16,7 @@ import (
 	"github.com/temco/temco/internal/lifecycle"
 )
 
-var digRef = lifecycle.DIGRef{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
+var digRef = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
 
 // opLog records what the fake operation workflows saw.
 type opLog struct {

@@ -1,0 +1,137 @@
+package logicalcloud
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	certificatesv1 "k8s.io/api/certificates/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
+	"github.com/temco/temco/internal/credentials"
+	"github.com/temco/temco/internal/model"
+)
+
+// credentialLifetime is how long an issued user certificate is valid.
+const credentialLifetime = 365 * 24 * time.Hour
+
+// issue gives the cloud's user a credential on a cluster, unless it has one: a new key,
+// a CertificateSigningRequest approved on the user's behalf and signed by the cluster,
+// and a kubeconfig confined to the cloud's namespace, stored sealed. The key never
+// leaves this function except inside that sealed kubeconfig.
+func (a *Activities) issue(ctx context.Context, cloudID string, c cloud, clusterKey string) error {
+	if c.spec.Level == model.LevelAdmin {
+		return nil
+	}
+	if _, _, err := a.Credentials.Get(ctx, cloudID, clusterKey); err == nil {
+		return nil
+	} else if !errors.Is(err, credentials.ErrNotFound) {
+		return err
+	}
+	cfg, err := a.Clients.Admin(ctx, clusterKey)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return err
+	}
+	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: c.spec.User.UserName}}, key)
+	if err != nil {
+		return err
+	}
+	cert, err := signed(ctx, cs, csrName(cloudID), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}))
+	if err != nil {
+		return fmt.Errorf("credential of %s on %s: %w", cloudID, clusterKey, err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(key)
+	if err != nil {
+		return err
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters[clusterKey] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure}
+	kc.AuthInfos[c.spec.User.UserName] = &clientcmdapi.AuthInfo{ClientCertificateData: cert,
+		ClientKeyData: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}
+	kc.Contexts[c.name] = &clientcmdapi.Context{Cluster: clusterKey, AuthInfo: c.spec.User.UserName, Namespace: c.spec.Namespace}
+	kc.CurrentContext = c.name
+	data, err := clientcmd.Write(*kc)
+	if err != nil {
+		return err
+	}
+	return a.Credentials.Put(ctx, cloudID, clusterKey, data)
+}
+
+// signed submits a CSR (replacing a leftover of an earlier attempt), approves it and
+// waits for the cluster's signer to issue the certificate.
+func signed(ctx context.Context, cs kubernetes.Interface, name string, request []byte) ([]byte, error) {
+	csrs := cs.CertificatesV1().CertificateSigningRequests()
+	if err := csrs.Delete(ctx, name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+		return nil, err
+	}
+	seconds := int32(credentialLifetime / time.Second)
+	csr, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{
+		ObjectMeta: metav1.ObjectMeta{Name: name},
+		Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: certificatesv1.KubeAPIServerClientSignerName,
+			ExpirationSeconds: &seconds, Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}},
+	}, metav1.CreateOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("submit CertificateSigningRequest %s: %w", name, err)
+	}
+	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
+		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TemcoLogicalCloud",
+		Message: "approved by temco for a logical cloud user",
+	})
+	if _, err := csrs.UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
+		return nil, fmt.Errorf("approve CertificateSigningRequest %s: %w", name, err)
+	}
+	for {
+		got, err := csrs.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return nil, err
+		}
+		if len(got.Status.Certificate) > 0 {
+			return got.Status.Certificate, nil
+		}
+		activity.RecordHeartbeat(ctx, "waiting for the cluster to sign "+name)
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// revoke forgets the cloud's credential on a cluster and deletes its CSR there. (A signed
+// certificate cannot be withdrawn: the deleted role bindings are what ends its rights.)
+func (a *Activities) revoke(ctx context.Context, cloudID, clusterKey string) error {
+	cfg, err := a.Clients.Admin(ctx, clusterKey)
+	if err != nil {
+		return err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	err = cs.CertificatesV1().CertificateSigningRequests().Delete(ctx, csrName(cloudID), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	return a.Credentials.Delete(ctx, cloudID, clusterKey)
+}

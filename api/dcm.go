@@ -1,0 +1,107 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"time"
+
+	"github.com/labstack/echo/v4"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/temco/temco/internal/digstate"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
+)
+
+// routeLC is a logical cloud (dcm).
+const routeLC = "/projects/:project/logical-clouds/:logicalCloud"
+
+func (s *Server) registerDcm(g *echo.Group) {
+	register(g, s, kind[model.LogicalCloudSpec]{name: model.KindLogicalCloud, check: checkLogicalCloud,
+		coll: "/projects/:project/logical-clouds", item: routeLC, remove: s.deleteOperated(routeLC),
+		state: func() string {
+			return digstate.Encode(lifecycle.StateInfo{Actions: []lifecycle.Action{{State: lifecycle.StateCreated, TimeStamp: time.Now().UTC()}}})
+		}})
+	register(g, s, kind[model.ClusterReferenceSpec]{name: model.KindClusterReference, check: checkClusterReference,
+		coll: routeLC + "/cluster-references", item: routeLC + "/cluster-references/:clusterReference"})
+	register(g, s, kind[model.UserPermissionSpec]{name: model.KindUserPermission, check: checkUserPermission,
+		coll: routeLC + "/user-permissions", item: routeLC + "/user-permissions/:userPermission"})
+	register(g, s, kind[model.ClusterQuotaSpec]{name: model.KindClusterQuota, check: checkClusterQuota,
+		coll: routeLC + "/cluster-quotas", item: routeLC + "/cluster-quotas/:clusterQuota"})
+	register(g, s, kind[model.KVSpec]{name: model.KindLogicalCloudKV,
+		coll: routeLC + "/kv-pairs", item: routeLC + "/kv-pairs/:kvPair"})
+	register(g, s, kind[model.ControllerSpec]{name: model.KindDTCController, check: checkController,
+		coll: "/dtc-controllers", item: "/dtc-controllers/:controller"})
+}
+
+func namespaceErr(field, ns string) error {
+	if errs := validation.IsDNS1123Label(ns); len(errs) > 0 {
+		return badRequest("%s %q is not a valid namespace: %s", field, ns, strings.Join(errs, "; "))
+	}
+	return nil
+}
+
+func checkLogicalCloud(_ context.Context, _ *Server, r *request[model.LogicalCloudSpec]) error {
+	sp := &r.res.Spec
+	switch sp.Level {
+	case model.LevelAdmin:
+		if sp.Namespace != "" {
+			return namespaceErr("spec.namespace", sp.Namespace)
+		}
+	case model.LevelStandard:
+		if sp.Namespace == "" {
+			return badRequest("spec.namespace is required for a level 1 (standard or privileged) logical cloud")
+		}
+		if err := namespaceErr("spec.namespace", sp.Namespace); err != nil {
+			return err
+		}
+		if sp.User.UserName == "" {
+			return badRequest("spec.user.userName is required for a level 1 (standard or privileged) logical cloud")
+		}
+		if sp.User.Type != "" && sp.User.Type != "certificate" {
+			return badRequest("spec.user.type %q is not supported: use certificate", sp.User.Type)
+		}
+	default:
+		return badRequest("spec.level %q is invalid: use \"0\" (admin) or \"1\" (standard or privileged)", sp.Level)
+	}
+	return nil
+}
+
+func checkClusterReference(_ context.Context, _ *Server, r *request[model.ClusterReferenceSpec]) error {
+	sp := r.res.Spec
+	if err := model.ValidateName("spec.clusterProvider", sp.ClusterProvider); err != nil {
+		return badRequest("%v", err)
+	}
+	if err := model.ValidateName("spec.cluster", sp.Cluster); err != nil {
+		return badRequest("%v", err)
+	}
+	r.ref("/cluster-providers/" + sp.ClusterProvider + "/clusters/" + sp.Cluster)
+	r.field("cluster", lifecycle.ClusterKey(sp.ClusterProvider, sp.Cluster))
+	return nil
+}
+
+func checkUserPermission(_ context.Context, _ *Server, r *request[model.UserPermissionSpec]) error {
+	sp := r.res.Spec
+	if sp.Namespace != "" {
+		if err := namespaceErr("spec.namespace", sp.Namespace); err != nil {
+			return err
+		}
+	}
+	if len(sp.Verbs) == 0 || len(sp.Resources) == 0 {
+		return badRequest("spec.resources and spec.verbs must each name at least one entry")
+	}
+	return nil
+}
+
+func checkClusterQuota(_ context.Context, _ *Server, r *request[model.ClusterQuotaSpec]) error {
+	if len(r.res.Spec) == 0 {
+		return badRequest("spec must set at least one quota, e.g. {\"pods\": \"10\"}")
+	}
+	for k, v := range r.res.Spec {
+		if _, err := resource.ParseQuantity(v); err != nil {
+			return badRequest("spec.%s %q is not a quantity: %v", k, v, err)
+		}
+	}
+	return nil
+}
