@@ -24,21 +24,21 @@ import (
 
 // Context is the header of one AppContext.
 type Context struct {
-	ID        string    `bson:"_id"`
-	DIG       string    `bson:"dig"`      // the DIG's store _id
-	Instance  string    `bson:"instance"` // the context that began this instance (its instantiate)
-	Revision  int64     `bson:"revision"`
-	Status    string    `bson:"status"`
-	Error     string    `bson:"error,omitempty"`
-	Namespace string    `bson:"namespace"`
+	ID        string `bson:"_id"`
+	DIG       string `bson:"dig"`      // the DIG's store _id
+	Instance  string `bson:"instance"` // the context that began this instance (its instantiate)
+	Revision  int64  `bson:"revision"`
+	Status    string `bson:"status"`
+	Error     string `bson:"error,omitempty"`
+	Namespace string `bson:"namespace"`
 	// Credentials names the logical cloud whose issued credentials the apply uses ("" for
 	// the clusters' registered ones: admin clouds, and logical clouds' own set-up).
-	Credentials string `bson:"credentials,omitempty"`
-	Apps      []string  `bson:"apps"` // in dependency order
-	Clusters  int       `bson:"clusters"`
-	Batches   int       `bson:"batches"`
-	Created   time.Time `bson:"created"`
-	Updated   time.Time `bson:"updated"`
+	Credentials string    `bson:"credentials,omitempty"`
+	Apps        []string  `bson:"apps"` // in dependency order
+	Clusters    int       `bson:"clusters"`
+	Batches     int       `bson:"batches"`
+	Created     time.Time `bson:"created"`
+	Updated     time.Time `bson:"updated"`
 }
 
 // Ref identifies a Kubernetes object.
