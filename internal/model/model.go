@@ -162,7 +162,7 @@ type ClusterMatch struct {
 type LogicalCloudSpec struct {
 	Namespace string           `json:"namespace,omitempty"`
 	Level     string           `json:"level"` // "0": admin (cluster credentials), "1": standard or privileged
-	User      LogicalCloudUser `json:"user,omitempty"`
+	User      LogicalCloudUser `json:"user,omitzero"`
 }
 
 // LogicalCloudUser is the identity a standard or privileged cloud's credential carries.

@@ -240,6 +240,7 @@ func TestAdminLogicalCloudCreatesNothing(t *testing.T) {
 	d := newDeployment(t)
 	d.c.do("POST", "/projects", res(d.project, nil)).must(t, 201)
 	d.cloud("admin", map[string]any{"level": "0"}, "cluster1", "cluster2")
+	d.project += "-b" // the deployment below gets a project of its own
 	for _, cl := range stack.Clusters {
 		cs, _ := cl.Clientset()
 		ns, _ := cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
@@ -252,6 +253,16 @@ func TestAdminLogicalCloudCreatesNothing(t *testing.T) {
 	}
 	if _, err := issuedKubeconfig(t, d.project, "admin", "cluster1"); err == nil {
 		t.Error("an admin cloud got a credential")
+	}
+	// A DIG cannot be instantiated into a cloud that is not instantiated.
+	d.apps = []app{{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")}}
+	d.logicalCloud, d.setUpCloud = "later", func(d *deployment) {
+		d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("later", map[string]any{"level": "0"})).must(t, 201)
+	}
+	d.create()
+	r := d.c.do("POST", d.dig()+"/instantiate", nil).must(t, 409)
+	if !strings.Contains(string(r.body), `uses logical cloud \"later\", which is not instantiated`) {
+		t.Errorf("refusal: %s", r.body)
 	}
 }
 
