@@ -11,7 +11,6 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -30,22 +29,7 @@ var (
 	dbSeq  atomic.Int64
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "temco-api-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	ferret, err = testenv.StartFerretDB(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "start FerretDB:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	ferret.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
 // client drives the API of one test and fails the test on any 500.
 type client struct {

@@ -18,6 +18,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
@@ -41,11 +42,7 @@ func (a *Activities) issue(ctx context.Context, cloudID string, c cloud, cluster
 	} else if !errors.Is(err, credentials.ErrNotFound) {
 		return err
 	}
-	cfg, err := a.Clients.Admin(ctx, clusterKey)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	cfg, cs, err := a.admin(ctx, clusterKey)
 	if err != nil {
 		return err
 	}
@@ -121,11 +118,7 @@ func signed(ctx context.Context, cs kubernetes.Interface, name string, request [
 // revoke forgets the cloud's credential on a cluster and deletes its CSR there. (A signed
 // certificate cannot be withdrawn: the deleted role bindings are what ends its rights.)
 func (a *Activities) revoke(ctx context.Context, cloudID, clusterKey string) error {
-	cfg, err := a.Clients.Admin(ctx, clusterKey)
-	if err != nil {
-		return err
-	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	_, cs, err := a.admin(ctx, clusterKey)
 	if err != nil {
 		return err
 	}
@@ -134,4 +127,14 @@ func (a *Activities) revoke(ctx context.Context, cloudID, clusterKey string) err
 		return err
 	}
 	return a.Credentials.Delete(ctx, cloudID, clusterKey)
+}
+
+// admin is a client of the cluster with its registered credentials.
+func (a *Activities) admin(ctx context.Context, clusterKey string) (*rest.Config, kubernetes.Interface, error) {
+	cfg, err := a.Clients.Admin(ctx, clusterKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	return cfg, cs, err
 }

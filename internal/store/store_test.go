@@ -3,7 +3,6 @@ package store
 import (
 	"context"
 	"fmt"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -21,21 +20,7 @@ var (
 	dbSeq  atomic.Int64
 )
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "temco-store-test-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	if ferret, err = testenv.StartFerretDB(dir); err != nil {
-		fmt.Fprintln(os.Stderr, "start FerretDB:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	ferret.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
 func newStore(t *testing.T) *Store {
 	t.Helper()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"testing"
 	"time"
 
 	"github.com/temco/temco/internal/devstack"
@@ -56,4 +57,22 @@ func StartFerretDB(dir string) (*devstack.FerretDB, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	return f, f.Start(ctx)
+}
+
+// MainWithFerretDB runs a package's tests with a private FerretDB, set into *f for them,
+// and exits with their result.
+func MainWithFerretDB(m *testing.M, f **devstack.FerretDB) {
+	dir, err := os.MkdirTemp("", "temco-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	if *f, err = StartFerretDB(dir); err != nil {
+		fmt.Fprintln(os.Stderr, "start FerretDB:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	(*f).Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
 }

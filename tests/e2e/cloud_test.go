@@ -61,6 +61,19 @@ func cloudPath(d *deployment, name string) string {
 	return "/projects/" + d.project + "/logical-clouds/" + name
 }
 
+// standardCloud creates (not instantiates) a level 1 cloud named name, with namespace
+// <name>-ns and user <name>-user, over clusters.
+func standardCloud(d *deployment, name string, clusters ...string) string {
+	d.t.Helper()
+	lc := cloudPath(d, name)
+	d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res(name, map[string]any{"namespace": name + "-ns", "level": "1",
+		"user": map[string]any{"userName": name + "-user", "type": "certificate"}})).must(d.t, 201)
+	for _, cl := range clusters {
+		d.c.do("POST", lc+"/cluster-references", res(cl, map[string]any{"clusterProvider": provider, "cluster": cl})).must(d.t, 201)
+	}
+	return lc
+}
+
 // A standard logical cloud over two clusters: its namespace, quota and RBAC on both; a
 // credential confined to its namespace; a DIG in it lands there; the cloud cannot be
 // terminated under the DIG; terminating it afterwards removes everything it created.
@@ -68,12 +81,7 @@ func TestStandardLogicalCloud(t *testing.T) {
 	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
 	d.logicalCloud = "team"
 	d.setUpCloud = func(d *deployment) {
-		lc := cloudPath(d, "team")
-		d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("team", map[string]any{"namespace": "team-ns", "level": "1",
-			"user": map[string]any{"userName": "team-user", "type": "certificate"}})).must(t, 201)
-		for _, cl := range []string{"cluster1", "cluster2"} {
-			d.c.do("POST", lc+"/cluster-references", res(cl, map[string]any{"clusterProvider": provider, "cluster": cl})).must(t, 201)
-		}
+		lc := standardCloud(d, "team", "cluster1", "cluster2")
 		d.c.do("POST", lc+"/user-permissions", res("rw", map[string]any{"namespace": "team-ns", "apiGroups": []string{"", "apps"},
 			"resources": []string{"configmaps", "services", "deployments"}, "verbs": []string{"get", "list", "create", "update", "patch", "delete"}})).must(t, 201)
 		d.c.do("POST", lc+"/cluster-quotas", res("q", map[string]any{"pods": "20", "services": "10"})).must(t, 201)
@@ -196,10 +204,7 @@ func TestStandardLogicalCloud(t *testing.T) {
 func TestPrivilegedLogicalCloud(t *testing.T) {
 	d := newDeployment(t)
 	d.c.do("POST", "/projects", res(d.project, nil)).must(t, 201)
-	lc := cloudPath(d, "ops")
-	d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("ops", map[string]any{"namespace": "ops-ns", "level": "1",
-		"user": map[string]any{"userName": "ops-user"}})).must(t, 201)
-	d.c.do("POST", lc+"/cluster-references", res("c3", map[string]any{"clusterProvider": provider, "cluster": "cluster3"})).must(t, 201)
+	lc := standardCloud(d, "ops", "cluster3")
 	d.c.do("POST", lc+"/user-permissions", res("nodes", map[string]any{"namespace": "", "apiGroups": []string{""},
 		"resources": []string{"nodes"}, "verbs": []string{"get", "list"}})).must(t, 201)
 	d.c.do("POST", lc+"/instantiate", nil).must(t, 202)
@@ -271,10 +276,7 @@ func TestAdminLogicalCloudCreatesNothing(t *testing.T) {
 func TestGeneratedCredentialsNeverLeak(t *testing.T) {
 	d := newDeployment(t)
 	d.c.do("POST", "/projects", res(d.project, nil)).must(t, 201)
-	lc := cloudPath(d, "leak")
-	d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("leak", map[string]any{"namespace": "leak-ns", "level": "1",
-		"user": map[string]any{"userName": "leak-user"}})).must(t, 201)
-	d.c.do("POST", lc+"/cluster-references", res("c1", map[string]any{"clusterProvider": provider, "cluster": "cluster1"})).must(t, 201)
+	lc := standardCloud(d, "leak", "cluster1")
 	d.c.do("POST", lc+"/instantiate", nil).must(t, 202)
 	d.awaitCloud("leak", lifecycle.StatusInstantiated)
 	kc, err := issuedKubeconfig(t, d.project, "leak", "cluster1")
@@ -330,16 +332,13 @@ func TestGeneratedCredentialsNeverLeak(t *testing.T) {
 func TestLogicalCloudUpdate(t *testing.T) {
 	d := newDeployment(t)
 	d.c.do("POST", "/projects", res(d.project, nil)).must(t, 201)
-	lc := cloudPath(d, "grow")
-	d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("grow", map[string]any{"namespace": "grow-ns", "level": "1",
-		"user": map[string]any{"userName": "grow-user"}})).must(t, 201)
-	d.c.do("POST", lc+"/cluster-references", res("c1", map[string]any{"clusterProvider": provider, "cluster": "cluster1"})).must(t, 201)
+	lc := standardCloud(d, "grow", "cluster1")
 	d.c.do("POST", lc+"/cluster-quotas", res("q", map[string]any{"pods": "5"})).must(t, 201)
 	d.c.do("POST", lc+"/instantiate", nil).must(t, 202)
 	d.awaitCloud("grow", lifecycle.StatusInstantiated)
 
-	d.c.do("POST", lc+"/cluster-references", res("c2", map[string]any{"clusterProvider": provider, "cluster": "cluster2"})).must(t, 201)
-	d.c.do("DELETE", lc+"/cluster-references/c1", nil).must(t, 204)
+	d.c.do("POST", lc+"/cluster-references", res("cluster2", map[string]any{"clusterProvider": provider, "cluster": "cluster2"})).must(t, 201)
+	d.c.do("DELETE", lc+"/cluster-references/cluster1", nil).must(t, 204)
 	d.c.do("PUT", lc+"/cluster-quotas/q", res("q", map[string]any{"pods": "7"})).must(t, 200)
 	var acc lifecycle.OpAccepted
 	d.c.do("POST", lc+"/update", nil).must(t, 202).json(t, &acc)

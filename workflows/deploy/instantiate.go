@@ -19,20 +19,8 @@ func Instantiate(ctx workflow.Context, in lifecycle.OpInput) error {
 	if err != nil {
 		return err
 	}
-	err = o.instantiate(work)
-	switch {
-	case ctx.Err() != nil: // cancelled from outside: a terminate preempts this instantiate
-		_ = o.finish(ctx, lifecycle.StatusInstantiateFailed, "cancelled by terminate")
-		return temporal.NewCanceledError()
-	case o.stopped:
-		return o.finish(ctx, lifecycle.StatusInstantiateStopped, "stopped")
-	case err != nil:
-		if ferr := o.finish(ctx, lifecycle.StatusInstantiateFailed, message(err)); ferr != nil {
-			return ferr
-		}
-		return err
-	}
-	return o.finish(ctx, lifecycle.StatusInstantiated, "")
+	return o.conclude(ctx, o.instantiate(work), outcome{done: lifecycle.StatusInstantiated,
+		failed: lifecycle.StatusInstantiateFailed, stopped: lifecycle.StatusInstantiateStopped, cancelled: "cancelled by terminate"})
 }
 
 func (o *operation) instantiate(ctx workflow.Context) error {

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 
+	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/lifecycle"
@@ -47,6 +48,29 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 	return workflow.ExecuteActivity(bookkeeping(dctx), lifecycle.ActivityFinishOperation, lifecycle.FinishInput{
 		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
 	}).Get(dctx, nil)
+}
+
+// outcome names the context statuses an operation ends in, and what to say when it was
+// cancelled (terminate cancels a running instantiate or update).
+type outcome struct {
+	done, failed, stopped, cancelled string
+}
+
+// conclude records how the operation's work (err) ended and returns the workflow's result.
+func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error {
+	switch {
+	case ctx.Err() != nil: // cancelled from outside
+		_ = o.finish(ctx, out.failed, out.cancelled)
+		return temporal.NewCanceledError()
+	case o.stopped:
+		return o.finish(ctx, out.stopped, "stopped")
+	case err != nil:
+		if ferr := o.finish(ctx, out.failed, message(err)); ferr != nil {
+			return ferr
+		}
+		return err
+	}
+	return o.finish(ctx, out.done, "")
 }
 
 // fanOut runs the batches of a context: inline when there is just one, otherwise as

@@ -17,17 +17,8 @@ func Terminate(ctx workflow.Context, in lifecycle.OpInput) error {
 	if err != nil {
 		return err
 	}
-	err = o.terminate(work)
-	switch {
-	case o.stopped:
-		return o.finish(ctx, lifecycle.StatusTerminateStopped, "stopped")
-	case err != nil:
-		if ferr := o.finish(ctx, lifecycle.StatusTerminateFailed, message(err)); ferr != nil {
-			return ferr
-		}
-		return err
-	}
-	return o.finish(ctx, lifecycle.StatusTerminated, "")
+	return o.conclude(ctx, o.terminate(work), outcome{done: lifecycle.StatusTerminated,
+		failed: lifecycle.StatusTerminateFailed, stopped: lifecycle.StatusTerminateStopped, cancelled: "cancelled"})
 }
 
 func (o *operation) terminate(ctx workflow.Context) error {

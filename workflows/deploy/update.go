@@ -31,19 +31,8 @@ func revise(ctx workflow.Context, in lifecycle.OpInput, op string) error {
 	if pruned {
 		o.superseded = in.Previous
 	}
-	switch {
-	case ctx.Err() != nil:
-		_ = o.finish(ctx, lifecycle.StatusUpdateFailed, "cancelled by terminate")
-		return temporal.NewCanceledError()
-	case o.stopped:
-		return o.finish(ctx, lifecycle.StatusUpdateStopped, "stopped")
-	case err != nil:
-		if ferr := o.finish(ctx, lifecycle.StatusUpdateFailed, message(err)); ferr != nil {
-			return ferr
-		}
-		return err
-	}
-	return o.finish(ctx, lifecycle.StatusInstantiated, "")
+	return o.conclude(ctx, err, outcome{done: lifecycle.StatusInstantiated,
+		failed: lifecycle.StatusUpdateFailed, stopped: lifecycle.StatusUpdateStopped, cancelled: "cancelled by terminate"})
 }
 
 // revise prepares the new context, applies it, then prunes the previous one; pruned says
