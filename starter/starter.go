@@ -29,9 +29,22 @@ type Refused struct{ Message string }
 
 func (e *Refused) Error() string { return e.Message }
 
-// Operate asks the DIG's lifecycle workflow (started if needed) to run an operation and
-// returns once the operation's own workflow has started.
+// Operate asks the target's lifecycle workflow (started if needed) to run an operation and
+// returns once the operation's own workflow has started. The lifecycle workflow ends
+// after a while without operations; a request that meets it ending is sent again, to the
+// next run.
 func (s *Starter) Operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
+	for attempt := 1; ; attempt++ {
+		acc, err := s.operate(ctx, dig, req)
+		var notFound *serviceerror.NotFound
+		if attempt < 3 && errors.As(err, &notFound) {
+			continue
+		}
+		return acc, err
+	}
+}
+
+func (s *Starter) operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
 	start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
 		ID:                       dig.WorkflowID(),
 		TaskQueue:                s.TaskQueue,
