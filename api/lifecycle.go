@@ -119,6 +119,8 @@ func (s *Server) operate(target targetFunc, op string, allowed []string) echo.Ha
 		if err != nil {
 			return operationErr(err)
 		}
+		s.Log.Info("operation started", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+			"target", dig.ID(), "op", op, "workflow_id", acc.WorkflowID, "context", acc.ContextID, "revision", acc.Revision)
 		return c.JSON(http.StatusAccepted, acc)
 	}
 }

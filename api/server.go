@@ -10,8 +10,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 )
@@ -23,6 +25,7 @@ type Server struct {
 	Keys     *seal.Keyring
 	Ops      Operator
 	Log      *slog.Logger
+	Registry *prometheus.Registry // nil: no /metrics
 }
 
 // Handler builds the HTTP handler: /v2 routes plus /healthz.
@@ -43,6 +46,9 @@ func (s *Server) Handler() *echo.Echo {
 		}
 	})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	if s.Registry != nil {
+		e.GET("/metrics", echo.WrapHandler(metrics.Handler(s.Registry)))
+	}
 	g := e.Group("/v2")
 	s.registerClm(g)
 	s.registerOrchestrator(g)
@@ -51,7 +57,12 @@ func (s *Server) Handler() *echo.Echo {
 	return e
 }
 
+// accessLog logs every request (with its request id) and records its metrics.
 func (s *Server) accessLog() echo.MiddlewareFunc {
+	var m *metrics.HTTP
+	if s.Registry != nil {
+		m = metrics.NewHTTP(s.Registry)
+	}
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		LogStatus: true, LogMethod: true, LogURI: true, LogLatency: true, LogRequestID: true, LogError: true,
 		HandleError: true,
@@ -59,6 +70,9 @@ func (s *Server) accessLog() echo.MiddlewareFunc {
 			level := slog.LevelInfo
 			if v.Status >= 500 {
 				level = slog.LevelError
+			}
+			if m != nil {
+				m.Observe(c.Path(), v.Method, v.Status, v.Latency)
 			}
 			s.Log.LogAttrs(c.Request().Context(), level, "request",
 				slog.String("request_id", v.RequestID), slog.String("method", v.Method), slog.String("uri", v.URI),

@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 	"github.com/temco/temco/workflows/deploy"
@@ -30,6 +31,7 @@ type Deps struct {
 	Actions     map[string]actions.Controller // built-in action controllers by name
 	// ClustersPerBatch sizes the fan-out batches (0: the default).
 	ClustersPerBatch int
+	Metrics          *metrics.Clusters // nil: not recorded
 }
 
 // Workflows maps each workflow type name to its function; replay tests use it too.
@@ -65,7 +67,7 @@ func Register(w worker.Registry, d Deps) {
 		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
 	}
 	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials}
-	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts}
+	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})

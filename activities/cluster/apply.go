@@ -18,6 +18,7 @@ import (
 
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/model"
 )
 
@@ -31,6 +32,7 @@ const pollInterval = time.Second
 type Activities struct {
 	Clients  *Clients
 	Contexts *appctx.Store
+	Metrics  *metrics.Clusters // nil: not recorded
 
 	cacheMu sync.Mutex
 	cache   []*appsCacheEntry // rendered apps of recent contexts (immutable once rendered)
@@ -84,7 +86,8 @@ type run struct {
 // each object's status. An unreachable cluster fails the activity (Temporal retries it
 // with backoff) after marking its pending objects Retrying; an object the apiserver
 // rejects is Failed and not retried.
-func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
+	defer a.observe(in.Cluster, "apply", time.Now(), &err)
 	r, err := a.begin(ctx, in)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
@@ -133,6 +136,14 @@ func depNames(app *appctx.App) []string {
 		out[i] = d.App
 	}
 	return out
+}
+
+// observe records one attempt of a cluster activity; a failure Temporal will retry
+// (anything but a non-retryable application error) counts as a retry.
+func (a *Activities) observe(cluster, op string, start time.Time, err *error) {
+	var appErr *temporal.ApplicationError
+	retry := *err != nil && !(errors.As(*err, &appErr) && appErr.NonRetryable())
+	a.Metrics.Observe(cluster, op, *err, retry, time.Since(start))
 }
 
 // previouslyApplied indexes what context prev has applied on cluster.

@@ -18,7 +18,8 @@ import (
 // dependency order, objects in reverse apply order — and waits until each is gone before
 // marking it Deleted. Objects never applied are marked Deleted at once. An unreachable
 // cluster fails the activity for Temporal to retry, its objects shown as Retrying.
-func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
+	defer a.observe(in.Cluster, "delete", time.Now(), &err)
 	r, err := a.begin(ctx, in)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
@@ -35,7 +36,8 @@ func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInpu
 // there and the next one (in.Next) no longer has, waits until it is gone, and marks it
 // Deleted in the previous revision's AppContext. Apps and clusters the next revision
 // dropped are removed whole this way.
-func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
+	defer a.observe(in.Cluster, "prune", time.Now(), &err)
 	r, err := a.begin(ctx, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: in.Cluster})
 	if err != nil {
 		return lifecycle.ClusterResult{}, err

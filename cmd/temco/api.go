@@ -13,6 +13,7 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 	"github.com/temco/temco/starter"
@@ -67,12 +68,13 @@ func apiCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			tc, err := tf.dial(ctx, log)
+			reg := metrics.NewRegistry()
+			tc, err := tf.dial(ctx, log, reg)
 			if err != nil {
 				return err
 			}
 			defer tc.Close()
-			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log,
+			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
 				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}}
 			srv := &http.Server{Addr: addr, Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			errc := make(chan error, 1)

@@ -51,6 +51,7 @@ func devCmd() *cobra.Command {
 	f.StringVar(&cfg.MongoBackend, "mongo-backend", "sqlite", "FerretDB backend: sqlite, or postgresql (faster; runs a private PostgreSQL)")
 	f.IntVar(&cfg.PostgresPort, "postgres-port", 55432, "PostgreSQL port (with --mongo-backend postgresql)")
 	f.IntVar(&cfg.APIPort, "api-port", 9015, "temco REST API port")
+	f.IntVar(&cfg.MetricsPort, "metrics-port", 9016, "temco worker /metrics port")
 	f.IntVar(&cfg.ClusterBasePort, "cluster-base-port", 20000, "first port of the clusters (each uses 3 ports, 10 apart)")
 	f.StringVar(&cfg.Namespace, "namespace", "default", "Temporal namespace")
 	f.StringVar(&cfg.TaskQueue, "task-queue", "temco", "Temporal task queue")

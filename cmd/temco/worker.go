@@ -2,12 +2,18 @@ package main
 
 import (
 	"fmt"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
+	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/workers"
 )
 
@@ -26,6 +32,7 @@ func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var perBatch int
+	var metricsAddr string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
@@ -41,17 +48,23 @@ func workerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			c, err := tf.dial(ctx, log)
+			reg := metrics.NewRegistry()
+			c, err := tf.dial(ctx, log, reg)
 			if err != nil {
 				return err
 			}
 			defer c.Close()
+			stopMetrics, err := serveMetrics(metricsAddr, reg)
+			if err != nil {
+				return err
+			}
+			defer stopMetrics()
 			creds, err := credentials.New(ctx, st.Database(), keys)
 			if err != nil {
 				return err
 			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
-				ClustersPerBatch: perBatch})
+				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg)})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)
@@ -61,7 +74,23 @@ func workerCmd() *cobra.Command {
 	}
 	sf.bind(cmd)
 	tf.bind(cmd)
+	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", env("TEMCO_METRICS_ADDR", ":9016"),
+		"listen address of the worker's /metrics and /healthz [TEMCO_METRICS_ADDR]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),
 		"clusters per fan-out batch (child workflow); 0 for the default [TEMCO_CLUSTERS_PER_BATCH]")
 	return cmd
+}
+
+// serveMetrics serves /metrics and /healthz on addr until the returned stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry) (func(), error) {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", metrics.Handler(reg))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("metrics listener on %s: %w", addr, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(l) }()
+	return func() { _ = srv.Close() }, nil
 }

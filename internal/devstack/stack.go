@@ -34,6 +34,7 @@ type Config struct {
 	MongoBackend    string // "sqlite" (default) or "postgresql" (faster; needs PostgreSQL installed)
 	PostgresPort    int
 	APIPort         int
+	MetricsPort     int // the worker's /metrics and /healthz
 	ClusterBasePort int // cluster i uses ClusterBasePort+10*i .. +2
 
 	Namespace        string
@@ -94,7 +95,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 
 func (s *Stack) checkPorts() error {
 	ports := map[string]int{"temporal": s.cfg.TemporalPort, "temporal web ui": s.cfg.UIPort,
-		"ferretdb": s.cfg.MongoPort, "temco api": s.cfg.APIPort}
+		"ferretdb": s.cfg.MongoPort, "temco api": s.cfg.APIPort, "temco worker metrics": s.cfg.MetricsPort}
 	if s.Postgres != nil {
 		ports["postgres"] = s.Postgres.Port
 	}
@@ -164,6 +165,7 @@ func (s *Stack) env() []string {
 		"TEMCO_TEMPORAL_ADDRESS=" + s.Temporal.Address(), "TEMCO_TEMPORAL_NAMESPACE=" + s.namespace(),
 		"TEMCO_TASK_QUEUE=" + s.cfg.TaskQueue,
 		"TEMCO_API_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.APIPort),
+		"TEMCO_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.MetricsPort),
 	}, s.cfg.Env...)
 }
 
@@ -210,6 +212,9 @@ func (s *Stack) workerPolling(ctx context.Context, pid int) error {
 	}
 	return errNotReady
 }
+
+// MetricsPort is the port of the worker's /metrics.
+func (s *Stack) MetricsPort() int { return s.cfg.MetricsPort }
 
 // DataDir is where the stack keeps its state and logs.
 func (s *Stack) DataDir() string { return s.cfg.DataDir }
@@ -314,6 +319,7 @@ func (s *Stack) Summary(w io.Writer) {
 	for _, c := range s.Clusters {
 		fmt.Fprintf(w, "  cluster %-9s https://127.0.0.1:%d  kubeconfig %s\n", c.Name, c.APIPort(), c.Kubeconfig())
 	}
+	fmt.Fprintf(w, "  metrics           http://127.0.0.1:%d/metrics (api), http://127.0.0.1:%d/metrics (worker)\n", s.cfg.APIPort, s.cfg.MetricsPort)
 	fmt.Fprintf(w, "  logs              %s\n", filepath.Join(s.cfg.DataDir, "logs"))
 	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
 }

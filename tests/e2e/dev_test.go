@@ -22,7 +22,7 @@ import (
 func devCmd(t *testing.T, data string, apiPort int) *exec.Cmd {
 	t.Helper()
 	ports := []string{}
-	for _, flag := range []string{"--temporal-port", "--ui-port", "--mongo-port"} {
+	for _, flag := range []string{"--temporal-port", "--ui-port", "--mongo-port", "--metrics-port"} {
 		p, err := devstack.FreePort()
 		if err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"strings"
@@ -97,4 +98,49 @@ func TestAPIKilledLosesNoAcknowledgedWrite(t *testing.T) {
 	for _, p := range projects {
 		tc.do("GET", "/projects/"+p.Metadata.Name+"/composite-apps", nil).must(t, 200)
 	}
+}
+
+func metricsOf(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != 200 {
+		t.Fatalf("%s: %s", url, resp.Status)
+	}
+	return string(b)
+}
+
+// The api and the worker expose Prometheus metrics: requests by route, method and code;
+// cluster operations by cluster and outcome, with latency and retries; Temporal SDK metrics.
+func TestMetricsAreExposed(t *testing.T) {
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.create()
+	d.operate("instantiate")
+	d.await("Instantiated", time.Minute, "", func(s status) bool { return s.Status == "Instantiated" })
+	api := metricsOf(t, strings.TrimSuffix(apiURL, "/v2")+"/metrics")
+	for _, want := range []string{
+		`temco_api_requests_total{code="201",method="POST",route="/v2/projects"}`,
+		`temco_api_request_duration_seconds_bucket{method="POST",route="/v2/projects/:project/composite-apps/:compositeApp/:version/deployment-intent-groups/:deploymentIntentGroup/instantiate"`,
+		"temporal_request", // the api's Temporal client
+	} {
+		if !strings.Contains(api, want) {
+			t.Errorf("api metrics lack %s", want)
+		}
+	}
+	worker := metricsOf(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", stack.MetricsPort()))
+	for _, want := range []string{
+		`temco_cluster_operations_total{cluster="local+cluster1",operation="apply",outcome="ok"}`,
+		`temco_cluster_operation_duration_seconds_bucket{cluster="local+cluster1",operation="apply"`,
+		"temporal_activity_execution_latency", "temporal_workflow_task_execution_latency", "go_goroutines",
+	} {
+		if !strings.Contains(worker, want) {
+			t.Errorf("worker metrics lack %s", want)
+		}
+	}
+	d.operate("terminate")
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == "Terminated" })
 }

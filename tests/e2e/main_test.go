@@ -71,7 +71,7 @@ func runSuite(m *testing.M) (int, error) {
 	if os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH") != "" {
 		cfg.Env = []string{"TEMCO_CLUSTERS_PER_BATCH=" + os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH")}
 	}
-	for _, p := range []*int{&cfg.TemporalPort, &cfg.UIPort, &cfg.MongoPort, &cfg.APIPort, &cfg.PostgresPort} {
+	for _, p := range []*int{&cfg.TemporalPort, &cfg.UIPort, &cfg.MongoPort, &cfg.APIPort, &cfg.PostgresPort, &cfg.MetricsPort} {
 		if *p, err = devstack.FreePort(); err != nil {
 			return 0, err
 		}
