@@ -2,6 +2,8 @@
 package workers
 
 import (
+	"context"
+
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
@@ -32,6 +34,7 @@ type Deps struct {
 	// ClustersPerBatch sizes the fan-out batches (0: the default).
 	ClustersPerBatch int
 	Metrics          *metrics.Clusters // nil: not recorded
+	report           func(context.Context, string, string, lifecycle.ClusterRetry) error
 }
 
 // Workflows maps each workflow type name to its function; replay tests use it too.
@@ -54,9 +57,13 @@ var Options = worker.Options{
 	MaxConcurrentWorkflowTaskExecutionSize: 100,
 }
 
-// New creates a worker on taskQueue with everything registered.
+// New creates a worker on taskQueue with everything registered; its activities report
+// retrying clusters to their workflows through c.
 func New(c client.Client, taskQueue string, d Deps) worker.Worker {
 	w := worker.New(c, taskQueue, Options)
+	d.report = func(ctx context.Context, workflowID, runID string, r lifecycle.ClusterRetry) error {
+		return c.SignalWorkflow(ctx, workflowID, runID, lifecycle.SignalClusterRetrying, r)
+	}
 	Register(w, d)
 	return w
 }
@@ -67,7 +74,7 @@ func Register(w worker.Registry, d Deps) {
 		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
 	}
 	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials}
-	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics}
+	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.report}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})

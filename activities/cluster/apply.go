@@ -33,6 +33,9 @@ type Activities struct {
 	Clients  *Clients
 	Contexts *appctx.Store
 	Metrics  *metrics.Clusters // nil: not recorded
+	// Report tells the workflow that scheduled an activity that its cluster is being
+	// retried (nil: nobody is told). See workflows/deploy/retrying.go.
+	Report func(ctx context.Context, workflowID, runID string, r lifecycle.ClusterRetry) error
 
 	cacheMu sync.Mutex
 	cache   []*appsCacheEntry // rendered apps of recent contexts (immutable once rendered)
@@ -87,7 +90,7 @@ type run struct {
 // with backoff) after marking its pending objects Retrying; an object the apiserver
 // rejects is Failed and not retried.
 func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
-	defer a.observe(in.Cluster, "apply", time.Now(), &err)
+	defer a.observe(ctx, in.Cluster, "apply", time.Now(), &err)
 	r, err := a.begin(ctx, in)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
@@ -139,11 +142,19 @@ func depNames(app *appctx.App) []string {
 }
 
 // observe records one attempt of a cluster activity; a failure Temporal will retry
-// (anything but a non-retryable application error) counts as a retry.
-func (a *Activities) observe(cluster, op string, start time.Time, err *error) {
+// (anything but a non-retryable application error) counts as a retry, and is reported
+// to the workflow on attempts 1, 2, 4, 8... (a cluster down for a day costs a dozen).
+func (a *Activities) observe(ctx context.Context, cluster, op string, start time.Time, err *error) {
 	var appErr *temporal.ApplicationError
-	retry := *err != nil && !(errors.As(*err, &appErr) && appErr.NonRetryable())
+	retry := *err != nil && ctx.Err() == nil && !(errors.As(*err, &appErr) && appErr.NonRetryable())
 	a.Metrics.Observe(cluster, op, *err, retry, time.Since(start))
+	info := activity.GetInfo(ctx)
+	if retry && a.Report != nil && info.Attempt&(info.Attempt-1) == 0 {
+		r := lifecycle.ClusterRetry{Cluster: cluster, Attempt: info.Attempt, Error: (*err).Error()}
+		if rerr := a.Report(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, r); rerr != nil {
+			activity.GetLogger(ctx).Warn("report a retrying cluster", "cluster", cluster, "error", rerr)
+		}
+	}
 }
 
 // previouslyApplied indexes what context prev has applied on cluster.

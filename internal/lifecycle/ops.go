@@ -14,9 +14,10 @@ const (
 	WorkflowReadStatus  = "ReadClusterStatus"
 	WorkflowReadBatch   = "ReadBatch"
 
-	UpdateOperate = "operate"
-	SignalStop    = "stop"
-	QueryProgress = "progress"
+	UpdateOperate         = "operate"
+	SignalStop            = "stop"
+	SignalClusterRetrying = "cluster-retrying"
+	QueryProgress         = "progress"
 )
 
 // Error types of non-retryable application errors the API maps to HTTP answers.
@@ -158,6 +159,13 @@ type BatchResult struct {
 	Failed   int `json:"failed"`
 }
 
+// ClusterRetry reports a cluster Temporal keeps retrying (unreachable or overloaded).
+type ClusterRetry struct {
+	Cluster string `json:"cluster"`
+	Attempt int32  `json:"attempt"`
+	Error   string `json:"error"`
+}
+
 // Progress answers the progress query of an operation workflow.
 type Progress struct {
 	Op              string `json:"op"`
@@ -169,6 +177,8 @@ type Progress struct {
 	ClustersDone    int    `json:"clustersDone"`
 	ResourcesFailed int    `json:"resourcesFailed"`
 	Stopped         bool   `json:"stopped"`
+	// Retrying lists the clusters being retried, with their last error.
+	Retrying []ClusterRetry `json:"retrying,omitempty"`
 }
 
 // Activity names (the method names of the activity structs the worker registers).

@@ -199,6 +199,22 @@ func TestUnreachableClusterRetriesUntilStopped(t *testing.T) {
 				}
 				return false
 			})
+			// The operation's progress query lists the cluster being retried, with its last error.
+			deadline := time.Now().Add(30 * time.Second)
+			for {
+				out, err := exec.Command(binDir+"/temporal", "workflow", "query", "--address", stack.Temporal.Address(),
+					"--workflow-id", acc.WorkflowID, "--type", lifecycle.QueryProgress, "--output", "json").CombinedOutput()
+				if err != nil {
+					t.Fatalf("temporal workflow query: %v: %s", err, out)
+				}
+				if strings.Contains(string(out), `"cluster": "local+`+down.Name+`"`) && strings.Contains(string(out), "connection refused") {
+					break
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("progress does not list the retrying cluster: %s", out)
+				}
+				time.Sleep(300 * time.Millisecond)
+			}
 			start := time.Now()
 			if via == "api" {
 				d.operate(lifecycle.OpStop)

@@ -18,6 +18,7 @@ type operation struct {
 	stop     workflow.CancelFunc // cancels the operation's work when a stop arrives
 	// superseded is the previous context once an update removed what only it had.
 	superseded string
+	retrying   retryList
 }
 
 // setup registers the progress query and the stop signal, and returns the context the
@@ -27,11 +28,15 @@ func (o *operation) setup(ctx workflow.Context, op string) (workflow.Context, er
 	work, cancel := workflow.WithCancel(ctx)
 	o.stop = cancel
 	o.progress = lifecycle.Progress{Op: op, ContextID: o.in.ContextID, Phase: "starting"}
+	o.retrying = retryList{}
 	if err := workflow.SetQueryHandler(ctx, lifecycle.QueryProgress, func() (lifecycle.Progress, error) {
-		return o.progress, nil
+		p := o.progress
+		p.Retrying = o.retrying.sorted()
+		return p, nil
 	}); err != nil {
 		return nil, err
 	}
+	onRetryReports(ctx, func(_ workflow.Context, r lifecycle.ClusterRetry) { o.retrying.note(r) })
 	stop := workflow.GetSignalChannel(ctx, lifecycle.SignalStop)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		stop.Receive(ctx, nil)
@@ -79,6 +84,7 @@ func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error
 func (o *operation) fanOut(ctx workflow.Context, f fan) (lifecycle.BatchResult, error) {
 	o.progress.BatchesTotal += f.batches
 	f.in.Activity = o.perCluster(f.kind)
+	f.settled = func(_ workflow.Context, cluster string) { delete(o.retrying, cluster) }
 	return f.run(ctx, o.add)
 }
 
@@ -89,6 +95,7 @@ type fan struct {
 	batches int
 	first   []string // the clusters of a single batch, when the plan carried them
 	prefix  string   // of the batch workflow ids, unique within the operation ("batch" if empty)
+	settled func(workflow.Context, string) // a cluster of an inline batch is done
 }
 
 // run runs the batches: inline when there is just one, otherwise as child workflows in a
@@ -97,7 +104,7 @@ type fan struct {
 func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycle.BatchResult)) (lifecycle.BatchResult, error) {
 	var total lifecycle.BatchResult
 	if f.batches == 1 {
-		r, err := runBatch(ctx, f.in, f.kind, f.first)
+		r, err := runBatch(ctx, f.in, f.kind, f.first, f.settled)
 		add(&total, r)
 		return total, err
 	}
@@ -160,8 +167,9 @@ func (o *operation) perCluster(kind string) string {
 }
 
 // runBatch works on every cluster of one batch, all concurrently; clusters is looked up
-// when not given.
-func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, clusters []string) (lifecycle.BatchResult, error) {
+// when not given. settled (optional) hears of each cluster as it is done.
+func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, clusters []string,
+	settled func(workflow.Context, string)) (lifecycle.BatchResult, error) {
 	activityType, opts := lifecycle.ActivityApplyCluster, onCluster
 	switch kind {
 	case lifecycle.WorkflowDeleteBatch:
@@ -179,41 +187,58 @@ func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, cluste
 			return lifecycle.BatchResult{}, err
 		}
 	}
-	futures := make([]workflow.Future, len(clusters))
-	for i, c := range clusters {
-		futures[i] = workflow.ExecuteActivity(opts(ctx), activityType, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: c,
-			Detail: in.Detail, Previous: in.Previous, Next: in.Next})
-	}
 	res := lifecycle.BatchResult{Clusters: len(clusters)}
 	var firstErr error
-	for _, f := range futures {
-		var r lifecycle.ClusterResult
-		if err := f.Get(ctx, &r); err != nil && firstErr == nil {
-			firstErr = err
-		}
-		res.Done += r.Done
-		res.Failed += r.Failed
+	sel := workflow.NewSelector(ctx)
+	for _, c := range clusters {
+		f := workflow.ExecuteActivity(opts(ctx), activityType, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: c,
+			Detail: in.Detail, Previous: in.Previous, Next: in.Next})
+		sel.AddFuture(f, func(f workflow.Future) {
+			var r lifecycle.ClusterResult
+			if err := f.Get(ctx, &r); err != nil && firstErr == nil {
+				firstErr = err
+			}
+			res.Done += r.Done
+			res.Failed += r.Failed
+			if settled != nil {
+				settled(ctx, c)
+			}
+		})
+	}
+	for range clusters {
+		sel.Select(ctx)
 	}
 	return res, firstErr
 }
 
+// batch runs a batch child workflow, passing retry reports on to the operation.
+func batch(ctx workflow.Context, in lifecycle.BatchInput, kind string) (lifecycle.BatchResult, error) {
+	var settled func(workflow.Context, string)
+	if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
+		fw := &forwarder{parent: *parent, reported: map[string]bool{}}
+		onRetryReports(ctx, fw.report)
+		settled = fw.settled
+	}
+	return runBatch(ctx, in, kind, nil, settled)
+}
+
 // ApplyBatch is the child workflow applying one batch of clusters.
 func ApplyBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return runBatch(ctx, in, lifecycle.WorkflowApplyBatch, nil)
+	return batch(ctx, in, lifecycle.WorkflowApplyBatch)
 }
 
 // ReadBatch is the child workflow reading one batch of clusters.
 func ReadBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return runBatch(ctx, in, lifecycle.WorkflowReadBatch, nil)
+	return batch(ctx, in, lifecycle.WorkflowReadBatch)
 }
 
 // DeleteBatch is the child workflow deleting one batch of clusters.
 func DeleteBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return runBatch(ctx, in, lifecycle.WorkflowDeleteBatch, nil)
+	return batch(ctx, in, lifecycle.WorkflowDeleteBatch)
 }
 
 // PruneBatch is the child workflow removing, from one batch of a previous revision's
 // clusters, what the next revision no longer has.
 func PruneBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return runBatch(ctx, in, lifecycle.WorkflowPruneBatch, nil)
+	return batch(ctx, in, lifecycle.WorkflowPruneBatch)
 }

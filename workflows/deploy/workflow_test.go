@@ -464,3 +464,44 @@ func TestALogicalCloudIsSetUpAndTornDownPerCluster(t *testing.T) {
 		t.Errorf("ran %v, deleted %v", f2.ran, f2.deleted)
 	}
 }
+
+func TestProgressListsRetryingClustersOfBatchChildren(t *testing.T) {
+	f := newFakes()
+	f.plan = lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 2}
+	f.clusters = func(b int) []string { return []string{"cp+c" + string(rune('a'+b))} }
+	env := newEnv()
+	f.register(env)
+	// ApplyCluster of cp+cb fails three times, reporting like the worker does.
+	env.OnActivity(lifecycle.ActivityApplyCluster, mock.Anything, mock.Anything).Return(
+		func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+			info := activity.GetInfo(ctx)
+			if in.Cluster == "cp+cb" && info.Attempt < 4 {
+				err := errors.New("dial tcp: connection refused")
+				_ = env.SignalWorkflowByID(info.WorkflowExecution.ID, lifecycle.SignalClusterRetrying,
+					lifecycle.ClusterRetry{Cluster: in.Cluster, Attempt: info.Attempt, Error: err.Error()})
+				return lifecycle.ClusterResult{}, err
+			}
+			return lifecycle.ClusterResult{Done: 3}, nil
+		})
+	var during, after lifecycle.Progress
+	query := func(p *lifecycle.Progress) func() {
+		return func() {
+			v, err := env.QueryWorkflow(lifecycle.QueryProgress)
+			if err == nil {
+				_ = v.Get(p)
+			}
+		}
+	}
+	env.RegisterDelayedCallback(query(&during), 2500*time.Millisecond)
+	env.ExecuteWorkflow(Instantiate, opInput)
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	query(&after)()
+	if len(during.Retrying) != 1 || during.Retrying[0].Cluster != "cp+cb" || !strings.Contains(during.Retrying[0].Error, "connection refused") {
+		t.Errorf("progress while retrying: %+v", during)
+	}
+	if len(after.Retrying) != 0 {
+		t.Errorf("progress after the cluster answered: %+v", after)
+	}
+}
