@@ -24,15 +24,25 @@ func (s *Server) registerClm(g *echo.Group) {
 
 	clusters := kind[model.ClusterSpec]{name: model.KindCluster, coll: routeClusters, item: routeCluster, noPut: true,
 		check: checkCluster, file: &fileSpec[model.ClusterSpec]{attach: attachKubeconfig}}
-	g.POST(clusters.coll, func(c echo.Context) error { return create(c, s, clusters) })
-	g.GET(clusters.coll, s.listClusters)
-	g.GET(clusters.item, func(c echo.Context) error { return get(c, s, clusters) })
-	g.DELETE(clusters.item, func(c echo.Context) error { return remove(c, s, clusters) })
+	res := typeOf[model.Resource[model.ClusterSpec]]()
+	s.route(g, opDoc{method: http.MethodPost, path: clusters.coll, summary: "Register a cluster (metadata + kubeconfig file)", multipart: true,
+		code: http.StatusCreated, response: res}, func(c echo.Context) error { return create(c, s, clusters) })
+	s.route(g, opDoc{method: http.MethodGet, path: clusters.coll, summary: "List clusters (?label: names only; ?withLabels=true: with labels)",
+		code: http.StatusOK, response: typeOf[[]model.Resource[model.ClusterSpec]](), query: []string{"label", "withLabels"}}, s.listClusters)
+	s.route(g, opDoc{method: http.MethodGet, path: clusters.item, summary: "Get a cluster (never its kubeconfig)", code: http.StatusOK, response: res},
+		func(c echo.Context) error { return get(c, s, clusters) })
+	s.route(g, opDoc{method: http.MethodDelete, path: clusters.item, summary: "Delete a cluster", code: http.StatusNoContent},
+		func(c echo.Context) error { return remove(c, s, clusters) })
 
-	g.POST(routeCluster+"/labels", s.createLabel)
-	g.GET(routeCluster+"/labels", s.listLabels)
-	g.GET(routeCluster+"/labels/:label", s.getLabel)
-	g.DELETE(routeCluster+"/labels/:label", s.deleteLabel)
+	label := typeOf[model.ClusterLabel]()
+	s.route(g, opDoc{method: http.MethodPost, path: routeCluster + "/labels", summary: "Label a cluster", body: label,
+		code: http.StatusCreated, response: label}, s.createLabel)
+	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/labels", summary: "List a cluster's labels",
+		code: http.StatusOK, response: typeOf[[]model.ClusterLabel]()}, s.listLabels)
+	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/labels/:label", summary: "Get a cluster label",
+		code: http.StatusOK, response: label}, s.getLabel)
+	s.route(g, opDoc{method: http.MethodDelete, path: routeCluster + "/labels/:label", summary: "Remove a cluster label",
+		code: http.StatusNoContent}, s.deleteLabel)
 
 	register(g, s, kind[model.KVSpec]{name: model.KindClusterKV,
 		coll: routeCluster + "/kv-pairs", item: routeCluster + "/kv-pairs/:kvPair"})

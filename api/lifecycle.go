@@ -31,19 +31,26 @@ type Operator interface {
 var CanApprove = []string{lifecycle.StateCreated, lifecycle.StateTerminated, lifecycle.StateUpdated}
 
 func (s *Server) registerLifecycle(g *echo.Group) {
-	g.POST(routeDIG+"/approve", s.approve)
+	op := func(path, summary string) opDoc {
+		return opDoc{method: http.MethodPost, path: path, summary: summary, code: http.StatusAccepted, response: typeOf[opAccepted]()}
+	}
+	s.route(g, opDoc{method: http.MethodPost, path: routeDIG + "/approve", summary: "Approve a DIG", code: http.StatusAccepted}, s.approve)
 	for _, t := range []struct {
-		route       string
+		route, what string
 		target      targetFunc
 		instantiate []string
-	}{{routeDIG, digRef, operation.CanInstantiate}, {routeLC, cloudRef, operation.CanInstantiateCloud}} {
-		g.POST(t.route+"/instantiate", s.operate(t.target, lifecycle.OpInstantiate, t.instantiate))
-		g.POST(t.route+"/terminate", s.operate(t.target, lifecycle.OpTerminate, operation.CanTerminate))
-		g.POST(t.route+"/update", s.operate(t.target, lifecycle.OpUpdate, operation.CanUpdate))
-		g.POST(t.route+"/stop", s.stop(t.target))
-		g.GET(t.route+"/status", s.status(t.target))
+	}{{routeDIG, "a DIG", digRef, operation.CanInstantiate}, {routeLC, "a logical cloud", cloudRef, operation.CanInstantiateCloud}} {
+		s.route(g, op(t.route+"/instantiate", "Instantiate "+t.what), s.operate(t.target, lifecycle.OpInstantiate, t.instantiate))
+		s.route(g, op(t.route+"/terminate", "Terminate "+t.what), s.operate(t.target, lifecycle.OpTerminate, operation.CanTerminate))
+		s.route(g, op(t.route+"/update", "Apply the changes of "+t.what+" as a new revision"), s.operate(t.target, lifecycle.OpUpdate, operation.CanUpdate))
+		s.route(g, op(t.route+"/stop", "Stop the running operation of "+t.what), s.stop(t.target))
+		s.route(g, opDoc{method: http.MethodGet, path: t.route + "/status", summary: "Status of " + t.what, code: http.StatusOK,
+			response: typeOf[statusResult](), query: []string{"type", "output", "app", "cluster", "resource", "instance"}}, s.status(t.target))
 	}
-	g.POST(routeDIG+"/rollback", s.operate(digRef, lifecycle.OpRollback, operation.CanUpdate))
+	rollback := op(routeDIG+"/rollback", "Return a DIG to a stored revision (as a new revision)")
+	rollback.body = typeOf[rollbackBody]()
+	s.route(g, rollback, s.operate(digRef, lifecycle.OpRollback, operation.CanUpdate))
+	s.route(g, opDoc{method: http.MethodGet, path: "/openapi.yaml", summary: "This document", code: http.StatusOK}, s.serveOpenAPI)
 }
 
 // targetFunc reads the target of a lifecycle route from its path.

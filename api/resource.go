@@ -62,19 +62,32 @@ func (r *request[S]) field(k, v string) {
 	r.fields[k] = v
 }
 
-// register adds the five routes of k.
+// register adds (and documents) the five routes of k.
 func register[S any](g *echo.Group, s *Server, k kind[S]) {
-	g.POST(k.coll, func(c echo.Context) error { return create(c, s, k) })
-	g.GET(k.coll, func(c echo.Context) error { return list(c, s, k) })
-	g.GET(k.item, func(c echo.Context) error { return get(c, s, k) })
+	res, many := typeOf[model.Resource[S]](), typeOf[[]model.Resource[S]]()
+	body, multipart := res, k.file != nil
+	if multipart {
+		body = nil
+	}
+	var query []string
+	if k.name == model.KindAppProfile {
+		query = []string{"app"}
+	}
+	s.route(g, opDoc{method: http.MethodPost, path: k.coll, summary: "Create a " + k.name, body: body, multipart: multipart,
+		code: http.StatusCreated, response: res}, func(c echo.Context) error { return create(c, s, k) })
+	s.route(g, opDoc{method: http.MethodGet, path: k.coll, summary: "List " + k.name + "s", code: http.StatusOK, response: many, query: query},
+		func(c echo.Context) error { return list(c, s, k) })
+	s.route(g, opDoc{method: http.MethodGet, path: k.item, summary: "Get a " + k.name, code: http.StatusOK, response: res},
+		func(c echo.Context) error { return get(c, s, k) })
 	if !k.noPut {
-		g.PUT(k.item, func(c echo.Context) error { return replace(c, s, k) })
+		s.route(g, opDoc{method: http.MethodPut, path: k.item, summary: "Replace (or create) a " + k.name, body: body, multipart: multipart,
+			code: http.StatusOK, response: res}, func(c echo.Context) error { return replace(c, s, k) })
 	}
-	if k.remove != nil {
-		g.DELETE(k.item, k.remove)
-	} else {
-		g.DELETE(k.item, func(c echo.Context) error { return remove(c, s, k) })
+	del := k.remove
+	if del == nil {
+		del = func(c echo.Context) error { return remove(c, s, k) }
 	}
+	s.route(g, opDoc{method: http.MethodDelete, path: k.item, summary: "Delete a " + k.name, code: http.StatusNoContent}, del)
 }
 
 // decode reads the body (JSON, or multipart metadata + file) into a request.

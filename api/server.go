@@ -26,10 +26,13 @@ type Server struct {
 	Ops      Operator
 	Log      *slog.Logger
 	Registry *prometheus.Registry // nil: no /metrics
+
+	docs []opDoc // every /v2 route, for the OpenAPI document
 }
 
-// Handler builds the HTTP handler: /v2 routes plus /healthz.
+// Handler builds the HTTP handler: /v2 routes plus /healthz (and /metrics).
 func (s *Server) Handler() *echo.Echo {
+	s.docs = nil
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(s.Log)
