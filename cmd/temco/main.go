@@ -21,6 +21,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	root.AddCommand(apiCmd(), workerCmd(), devCmd())
+	root.AddCommand(clientCmds()...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {

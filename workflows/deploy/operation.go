@@ -93,8 +93,8 @@ type fan struct {
 	kind    string               // the batch workflow: ApplyBatch, DeleteBatch, PruneBatch or ReadBatch
 	in      lifecycle.BatchInput // what every batch gets (Batch is set per batch)
 	batches int
-	first   []string // the clusters of a single batch, when the plan carried them
-	prefix  string   // of the batch workflow ids, unique within the operation ("batch" if empty)
+	first   []string                       // the clusters of a single batch, when the plan carried them
+	prefix  string                         // of the batch workflow ids, unique within the operation ("batch" if empty)
 	settled func(workflow.Context, string) // a cluster of an inline batch is done
 }
 
