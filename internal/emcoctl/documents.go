@@ -27,6 +27,7 @@ type Document struct {
 	File         string         `json:"file,omitempty"`
 	Files        []string       `json:"files,omitempty"`
 	ClusterLabel string         `json:"clusterLabel,omitempty"`
+	LabelName    string         `json:"label-name,omitempty"` // older emcoctl files' clusterLabel
 
 	dir string // of the file it came from: relative file paths resolve there too
 }
@@ -38,6 +39,20 @@ func (d *Document) Name() string {
 	}
 	name, _ := d.Metadata["name"].(string)
 	return name
+}
+
+// Path is the resource's own path: anchor/name, and the version for a composite app.
+func (d *Document) Path() string {
+	p := path.Join(d.ResourceContext.Anchor, d.Name())
+	if path.Base(d.ResourceContext.Anchor) == "composite-apps" {
+		spec, _ := d.Spec.(map[string]any)
+		v, ok := spec["compositeAppVersion"].(string)
+		if !ok {
+			v, _ = spec["version"].(string) // the field's name in older EMCO files
+		}
+		p = path.Join(p, v)
+	}
+	return p
 }
 
 // operations are anchors' last segments that are lifecycle actions, not collections.
@@ -102,6 +117,9 @@ func split(data []byte, dir string) ([]*Document, error) {
 		d := &Document{dir: dir}
 		if err := yaml.UnmarshalStrict(raw, d); err != nil {
 			return nil, fmt.Errorf("document %d: %w", i+1, err)
+		}
+		if d.ClusterLabel == "" {
+			d.ClusterLabel = d.LabelName
 		}
 		if d.ResourceContext.Anchor == "" {
 			return nil, fmt.Errorf("document %d has no resourceContext.anchor", i+1)

@@ -229,3 +229,37 @@ func TestBadFilesAreRefused(t *testing.T) {
 		}
 	}
 }
+
+func TestCompositeAppsAndLabelsAreAddressedAsEMCODoes(t *testing.T) {
+	f := filepath.Join(t.TempDir(), "f.yaml")
+	_ = os.WriteFile(f, []byte(`version: emco/v2
+resourceContext:
+  anchor: projects/p/composite-apps
+metadata:
+  name: ca
+spec:
+  compositeAppVersion: v2
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/p/composite-apps
+metadata:
+  name: old
+spec:
+  version: v1
+---
+version: emco/v2
+resourceContext:
+  anchor: cluster-providers/cp/clusters/c1/labels
+label-name: edge
+`), 0o644)
+	docs, err := Load([]string{f}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []string{"projects/p/composite-apps/ca/v2", "projects/p/composite-apps/old/v1", "cluster-providers/cp/clusters/c1/labels/edge"} {
+		if got := docs[i].Path(); got != want {
+			t.Errorf("document %d: path %s, want %s", i+1, got, want)
+		}
+	}
+}

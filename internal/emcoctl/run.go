@@ -52,14 +52,14 @@ func (r *Runner) Update(docs []*Document) error {
 		if d.Operation() != "" {
 			return r.operate(d.ResourceContext.Anchor, d)
 		}
-		return r.send(http.MethodPut, path.Join(d.ResourceContext.Anchor, d.Name()), d)
+		return r.send(http.MethodPut, d.Path(), d)
 	})
 }
 
 // Get reads every document's resource.
 func (r *Runner) Get(docs []*Document) error {
 	return r.each(docs, func(d *Document) (Result, error) {
-		p := path.Join(d.ResourceContext.Anchor, d.Name())
+		p := d.Path()
 		if op := d.Operation(); op != "" {
 			p = path.Join(path.Dir(d.ResourceContext.Anchor), "status")
 		}
@@ -77,7 +77,7 @@ func (r *Runner) Delete(docs []*Document) error {
 	return r.each(rev, func(d *Document) (Result, error) {
 		switch d.Operation() {
 		case "":
-			return r.do(http.MethodDelete, path.Join(d.ResourceContext.Anchor, d.Name()), nil, "")
+			return r.do(http.MethodDelete, d.Path(), nil, "")
 		case "instantiate", "apply":
 			target := path.Dir(d.ResourceContext.Anchor)
 			res, err := r.do(http.MethodPost, target+"/terminate", nil, "")

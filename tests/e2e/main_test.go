@@ -26,6 +26,7 @@ var (
 	apiURL  string
 	binDir  string
 	tmpRoot string
+	self    string // the temco binary under test
 )
 
 // Clusters of the shared stack: cluster1 and cluster2 carry label "edge", cluster3 "core".
@@ -58,7 +59,7 @@ func runSuite(m *testing.M) (int, error) {
 		return 0, err
 	}
 	defer os.RemoveAll(tmpRoot)
-	self := filepath.Join(tmpRoot, "temco")
+	self = filepath.Join(tmpRoot, "temco")
 	build := exec.Command("go", "build", "-o", self, "./cmd/temco")
 	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
 	if err := build.Run(); err != nil {

@@ -1,0 +1,233 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
+)
+
+// session is an emcoctl file as EMCO users write them: one document per resource, in
+// the order they depend on each other, the variable parts in a values file.
+const session = `version: emco/v2
+resourceContext:
+  anchor: projects
+metadata:
+  name: {{.Project}}
+---
+version: emco/v2
+resourceContext:
+  anchor: cluster-providers
+metadata:
+  name: {{.Provider}}
+{{- range .Clusters}}
+---
+version: emco/v2
+resourceContext:
+  anchor: cluster-providers/{{$.Provider}}/clusters
+metadata:
+  name: {{.name}}
+file: {{.kubeconfig}}
+---
+version: emco/v2
+resourceContext:
+  anchor: cluster-providers/{{$.Provider}}/clusters/{{.name}}/labels
+clusterLabel: {{$.Label}}
+{{- end}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/logical-clouds
+metadata:
+  name: default
+spec:
+  level: "0"
+{{- range .Clusters}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{$.Project}}/logical-clouds/default/cluster-references
+metadata:
+  name: {{.name}}
+spec:
+  clusterProvider: {{$.Provider}}
+  cluster: {{.name}}
+{{- end}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/logical-clouds/default/instantiate
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/composite-apps
+metadata:
+  name: shop
+spec:
+  compositeAppVersion: v1
+{{- range .Apps}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{$.Project}}/composite-apps/shop/v1/apps
+metadata:
+  name: {{.}}
+file: {{.}}.tgz
+{{- end}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/composite-apps/shop/v1/composite-profiles
+metadata:
+  name: shop-profile
+{{- range .Apps}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{$.Project}}/composite-apps/shop/v1/composite-profiles/shop-profile/profiles
+metadata:
+  name: {{.}}-profile
+spec:
+  app: {{.}}
+file: profile.tgz
+{{- end}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups
+metadata:
+  name: shop-dig
+spec:
+  compositeProfile: shop-profile
+  version: r1
+  logicalCloud: default
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/generic-placement-intents
+metadata:
+  name: shop-placement
+{{- range .Apps}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{$.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/generic-placement-intents/shop-placement/app-intents
+metadata:
+  name: {{.}}-placement
+spec:
+  app: {{.}}
+  intent:
+    allOf:
+    - clusterProvider: {{$.Provider}}
+      clusterLabel: {{$.Label}}
+{{- end}}
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/intents
+metadata:
+  name: shop-intents
+spec:
+  intent:
+    genericPlacementIntent: shop-placement
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/approve
+---
+version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/instantiate
+`
+
+// temco runs the temco binary's client commands against the stack's API.
+func temco(t *testing.T, dir string, args ...string) (string, error) {
+	t.Helper()
+	cmd := exec.Command(self, append(args, "--api", strings.TrimSuffix(apiURL, "/v2"))...)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	t.Logf("temco %s:\n%s", strings.Join(args, " "), out)
+	return string(out), err
+}
+
+// An operator's scripted session: one emcoctl file onboards two clusters, a logical cloud
+// and a composite app of two charts, then approves and instantiates it; the apps reach
+// both clusters. Deleting the same file terminates and removes everything, in reverse.
+func TestEmcoctlFileSession(t *testing.T) {
+	dir := t.TempDir()
+	d := newDeployment(t)
+	apps := []string{"cli-front", "cli-back"}
+	write := func(name string, data []byte) {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, a := range apps {
+		write(a+".tgz", webChart(a))
+	}
+	write("profile.tgz", testenv.Profile("message: from-the-cli\n"))
+	write("session.yaml", []byte(session))
+	values := "Project: " + d.project + "\nProvider: cli-provider\nLabel: cli\nApps: [" + strings.Join(apps, ", ") + "]\nClusters:\n"
+	for _, cl := range stack.Clusters[:2] {
+		values += "- {name: " + cl.Name + ", kubeconfig: " + cl.Kubeconfig() + "}\n"
+	}
+	write("values.yaml", []byte(values))
+
+	out, err := temco(t, dir, "apply", "-f", "session.yaml", "-v", "values.yaml", "--wait")
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	lines := strings.Split(strings.TrimSpace(out), "\n")
+	if len(lines) != 23 { // 2 + 2x2 clusters, 1 + 2 + 1 cloud, 1 + 2 + 1 + 2 apps, 1 + 1 + 2 + 1 + 2 DIG
+		t.Errorf("apply printed %d lines, want one per document (23)", len(lines))
+	}
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) < 3 || (f[2] != "201" && f[2] != "202") {
+			t.Errorf("apply line %q: want 201 or 202", l)
+		}
+	}
+	dig := "/projects/" + d.project + "/composite-apps/shop/v1/deployment-intent-groups/shop-dig"
+	var s status
+	d.c.do("GET", dig+"/status", nil).must(t, 200).json(t, &s)
+	if s.Status != lifecycle.StatusInstantiated {
+		t.Fatalf("after apply --wait the DIG is %s: %s", s.Status, s.Error)
+	}
+	for _, cl := range stack.Clusters {
+		for _, a := range apps {
+			got := objectsOf(t, cl, s.Instance, a)
+			if cl.Name == "cluster3" {
+				if len(got) != 0 {
+					t.Errorf("%s must not be on cluster3 (not in the cloud), found %v", a, got)
+				}
+			} else if strings.Join(got, " ") != strings.Join(webObjects(a), " ") {
+				t.Errorf("%s on %s: %v, want %v", a, cl.Name, got, webObjects(a))
+			}
+		}
+	}
+	// Applying the same file again creates nothing twice: every resource answers 409.
+	out, err = temco(t, dir, "apply", "-f", "session.yaml", "-v", "values.yaml", "--stop-on-error")
+	if err == nil || !strings.HasPrefix(out, "POST   /v2/projects 409 ") || strings.Count(out, "/v2/") != 1 {
+		t.Errorf("re-apply with --stop-on-error: want one 409 line and a failure, got %v", err)
+	}
+
+	out, err = temco(t, dir, "delete", "-f", "session.yaml", "-v", "values.yaml")
+	if err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if !strings.HasPrefix(out, "POST   /v2"+dig+"/terminate 202") {
+		t.Errorf("delete must begin by terminating the DIG:\n%s", out)
+	}
+	for _, cl := range stack.Clusters[:2] {
+		for _, a := range apps {
+			if got := objectsOf(t, cl, s.Instance, a); len(got) != 0 {
+				t.Errorf("after delete %s still has %v of %s", cl.Name, got, a)
+			}
+		}
+	}
+	d.c.do("GET", "/projects/"+d.project, nil).must(t, 404)
+	d.c.do("GET", "/cluster-providers/cli-provider", nil).must(t, 404)
+}
