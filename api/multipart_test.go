@@ -3,6 +3,8 @@ package api
 import (
 	"bytes"
 	"context"
+	"errors"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -288,5 +290,23 @@ func TestUnknownRoutesAnswerJSON(t *testing.T) {
 	req := httptest.NewRequest("GET", "/healthz", nil)
 	if r := c.serve(req); r.code != 200 {
 		t.Errorf("healthz %d", r.code)
+	}
+}
+
+func TestReadinessFollowsItsDependencies(t *testing.T) {
+	var down error
+	srv := &Server{Log: slog.New(slog.DiscardHandler), Ready: func(context.Context) error { return down }}
+	h := srv.Handler()
+	probe := func(path string) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest("GET", path, nil))
+		return rec.Code
+	}
+	if probe("/readyz") != 200 || probe("/healthz") != 200 {
+		t.Error("not ready with every dependency up")
+	}
+	down = errors.New("temporal: connection refused")
+	if probe("/readyz") != http.StatusServiceUnavailable || probe("/healthz") != 200 {
+		t.Error("a dependency down must fail readiness only (liveness restarts would not help)")
 	}
 }

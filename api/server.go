@@ -3,6 +3,7 @@
 package api
 
 import (
+	"context"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -25,7 +26,8 @@ type Server struct {
 	Keys     *seal.Keyring
 	Ops      Operator
 	Log      *slog.Logger
-	Registry *prometheus.Registry // nil: no /metrics
+	Registry *prometheus.Registry        // nil: no /metrics
+	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
 
 	docs []opDoc // every /v2 route, for the OpenAPI document
 }
@@ -49,6 +51,14 @@ func (s *Server) Handler() *echo.Echo {
 		}
 	})
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
+	e.GET("/readyz", func(c echo.Context) error {
+		if s.Ready != nil {
+			if err := s.Ready(c.Request().Context()); err != nil {
+				return c.String(http.StatusServiceUnavailable, err.Error())
+			}
+		}
+		return c.String(http.StatusOK, "ok")
+	})
 	if s.Registry != nil {
 		e.GET("/metrics", echo.WrapHandler(metrics.Handler(s.Registry)))
 	}

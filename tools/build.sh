@@ -2,7 +2,7 @@
 # Builds the pinned development binaries into $BIN (default .bin/) from the Go module
 # proxy only. Each tool's version is pinned by the go.mod in its folder here; a tool
 # is skipped when $BIN/.stamp/<tool> already records that version (idempotent).
-#   tools/build.sh [tool ...]    tools: temporal ferretdb etcd kube kwok (default: all)
+#   tools/build.sh [tool ...]    tools: temporal ferretdb etcd kube kwok crds (default: all)
 set -euo pipefail
 TOOLS="$(cd "$(dirname "$0")" && pwd)"
 BIN="${BIN:-$TOOLS/../.bin}"
@@ -61,6 +61,15 @@ build_ferretdb() {
   stamp ferretdb "$v"
 }
 
-for t in "${@:-temporal ferretdb etcd kube kwok}"; do
+build_crds() {
+  local v dir; v=$(version crds github.com/prometheus-operator/prometheus-operator)
+  fresh crds "$v" && return
+  dir=$(cd "$TOOLS/crds" && go mod download -json github.com/prometheus-operator/prometheus-operator | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  mkdir -p "$BIN/crds"
+  install -m 0644 "$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" "$BIN/crds/"
+  stamp crds "$v"
+}
+
+for t in "${@:-temporal ferretdb etcd kube kwok crds}"; do
   for one in $t; do timed "build_$one"; done
 done

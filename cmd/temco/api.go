@@ -16,6 +16,7 @@ import (
 	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/tlsconfig"
 	"github.com/temco/temco/starter"
 )
 
@@ -52,7 +53,7 @@ func newLogger() *slog.Logger {
 func apiCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
-	var addr string
+	var addr, certFile, keyFile string
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Serve the EMCO v2 REST API",
@@ -75,11 +76,22 @@ func apiCmd() *cobra.Command {
 			}
 			defer tc.Close()
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
-				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}}
+				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc)}
 			srv := &http.Server{Addr: addr, Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			if certFile != "" || keyFile != "" {
+				if srv.TLSConfig, err = tlsconfig.Server(certFile, keyFile); err != nil {
+					return err
+				}
+			}
 			errc := make(chan error, 1)
-			go func() { errc <- srv.ListenAndServe() }()
-			log.Info("api listening", "addr", addr)
+			go func() {
+				if srv.TLSConfig != nil {
+					errc <- srv.ListenAndServeTLS("", "")
+				} else {
+					errc <- srv.ListenAndServe()
+				}
+			}()
+			log.Info("api listening", "addr", addr, "tls", srv.TLSConfig != nil)
 			select {
 			case err := <-errc:
 				return fmt.Errorf("listen on %s: %w", addr, err)
@@ -93,5 +105,7 @@ func apiCmd() *cobra.Command {
 	sf.bind(cmd)
 	tf.bind(cmd)
 	cmd.Flags().StringVar(&addr, "addr", env("TEMCO_API_ADDR", ":9015"), "listen address [TEMCO_API_ADDR]")
+	cmd.Flags().StringVar(&certFile, "tls-cert", env("TEMCO_API_TLS_CERT", ""), "serve HTTPS with this PEM certificate, reloaded when it changes [TEMCO_API_TLS_CERT]")
+	cmd.Flags().StringVar(&keyFile, "tls-key", env("TEMCO_API_TLS_KEY", ""), "key of --tls-cert [TEMCO_API_TLS_KEY]")
 	return cmd
 }

@@ -4,21 +4,42 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
 	"github.com/temco/temco/internal/metrics"
+	"github.com/temco/temco/internal/store"
 )
 
 func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer) (client.Client, error) {
+	tlsCfg, err := f.tls.Config()
+	if err != nil {
+		return nil, fmt.Errorf("Temporal TLS: %w", err)
+	}
 	c, err := client.DialContext(ctx, client.Options{
 		HostPort: f.address, Namespace: f.namespace, Logger: log.NewStructuredLogger(logger),
-		MetricsHandler: metrics.Temporal(reg),
+		MetricsHandler: metrics.Temporal(reg), ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg},
 	})
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", f.address, err)
 	}
 	return c, nil
+}
+
+// ready reports whether the store and the Temporal frontend answer, for readiness probes.
+func ready(st *store.Store, c client.Client) func(context.Context) error {
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		if err := st.Ping(ctx); err != nil {
+			return fmt.Errorf("store: %w", err)
+		}
+		if _, err := c.CheckHealth(ctx, &client.CheckHealthRequest{}); err != nil {
+			return fmt.Errorf("temporal: %w", err)
+		}
+		return nil
+	}
 }

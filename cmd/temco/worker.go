@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"net"
 	"net/http"
@@ -14,18 +15,27 @@ import (
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
 	"github.com/temco/temco/internal/metrics"
+	"github.com/temco/temco/internal/tlsconfig"
 	"github.com/temco/temco/workers"
 )
 
 // temporalFlags are the Temporal connection settings shared by api and worker.
 type temporalFlags struct {
 	address, namespace, taskQueue string
+	tls                           tlsconfig.Client
 }
 
 func (f *temporalFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.address, "temporal-address", env("TEMCO_TEMPORAL_ADDRESS", "127.0.0.1:7233"), "Temporal frontend host:port [TEMCO_TEMPORAL_ADDRESS]")
 	cmd.Flags().StringVar(&f.namespace, "temporal-namespace", env("TEMCO_TEMPORAL_NAMESPACE", "default"), "Temporal namespace [TEMCO_TEMPORAL_NAMESPACE]")
 	cmd.Flags().StringVar(&f.taskQueue, "task-queue", env("TEMCO_TASK_QUEUE", "temco"), "Temporal task queue [TEMCO_TASK_QUEUE]")
+	cmd.Flags().BoolVar(&f.tls.Enabled, "temporal-tls", env("TEMCO_TEMPORAL_TLS", "") == "true",
+		"connect to Temporal over TLS (implied by any --temporal-tls-* file) [TEMCO_TEMPORAL_TLS]")
+	cmd.Flags().StringVar(&f.tls.CA, "temporal-tls-ca", env("TEMCO_TEMPORAL_TLS_CA", ""), "PEM CA verifying the Temporal frontend, instead of the system roots [TEMCO_TEMPORAL_TLS_CA]")
+	cmd.Flags().StringVar(&f.tls.Cert, "temporal-tls-cert", env("TEMCO_TEMPORAL_TLS_CERT", ""), "client certificate for mutual TLS [TEMCO_TEMPORAL_TLS_CERT]")
+	cmd.Flags().StringVar(&f.tls.Key, "temporal-tls-key", env("TEMCO_TEMPORAL_TLS_KEY", ""), "client key for mutual TLS [TEMCO_TEMPORAL_TLS_KEY]")
+	cmd.Flags().StringVar(&f.tls.ServerName, "temporal-tls-server-name", env("TEMCO_TEMPORAL_TLS_SERVER_NAME", ""),
+		"name expected in the frontend's certificate, when not the dialled host [TEMCO_TEMPORAL_TLS_SERVER_NAME]")
 }
 
 func workerCmd() *cobra.Command {
@@ -54,7 +64,7 @@ func workerCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
-			stopMetrics, err := serveMetrics(metricsAddr, reg)
+			stopMetrics, err := serveMetrics(metricsAddr, reg, ready(st, c))
 			if err != nil {
 				return err
 			}
@@ -81,11 +91,18 @@ func workerCmd() *cobra.Command {
 	return cmd
 }
 
-// serveMetrics serves /metrics and /healthz on addr until the returned stop is called.
-func serveMetrics(addr string, reg *prometheus.Registry) (func(), error) {
+// serveMetrics serves /metrics, /healthz and /readyz on addr until the returned stop is called.
+func serveMetrics(addr string, reg *prometheus.Registry, ready func(context.Context) error) (func(), error) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", metrics.Handler(reg))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		if err := ready(r.Context()); err != nil {
+			http.Error(w, err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	l, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("metrics listener on %s: %w", addr, err)

@@ -76,6 +76,11 @@ func Open(ctx context.Context, uri, db string) (*Store, *mongo.Client, error) {
 	return s, client, nil
 }
 
+// Ping checks that the database answers.
+func (s *Store) Ping(ctx context.Context) error {
+	return s.coll.Database().Client().Ping(ctx, nil)
+}
+
 // Database is the database the store lives in (other repositories share it).
 func (s *Store) Database() *mongo.Database { return s.coll.Database() }
 

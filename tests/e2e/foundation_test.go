@@ -116,6 +116,7 @@ func metricsOf(t *testing.T, url string) string {
 
 // The api and the worker expose Prometheus metrics: requests by route, method and code;
 // cluster operations by cluster and outcome, with latency and retries; Temporal SDK metrics.
+// Both answer their readiness probes.
 func TestMetricsAreExposed(t *testing.T) {
 	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
 	d.create()
@@ -139,6 +140,12 @@ func TestMetricsAreExposed(t *testing.T) {
 	} {
 		if !strings.Contains(worker, want) {
 			t.Errorf("worker metrics lack %s", want)
+		}
+	}
+	// Both are ready: their store and Temporal answer.
+	for _, url := range []string{strings.TrimSuffix(apiURL, "/v2") + "/readyz", fmt.Sprintf("http://127.0.0.1:%d/readyz", stack.MetricsPort())} {
+		if got := metricsOf(t, url); got != "ok" {
+			t.Errorf("%s: %q", url, got)
 		}
 	}
 	d.operate("terminate")
