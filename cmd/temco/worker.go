@@ -64,6 +64,9 @@ func workerCmd() *cobra.Command {
 				return err
 			}
 			defer c.Close()
+			if err := workers.EnsureSearchAttributes(ctx, c, tf.namespace); err != nil {
+				return err
+			}
 			stopMetrics, err := serveMetrics(metricsAddr, reg, ready(st, c))
 			if err != nil {
 				return err

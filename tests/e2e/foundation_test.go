@@ -6,10 +6,18 @@ import (
 	"io"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/operatorservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/workers"
 )
 
 func TestTemporalWebUIAnswers(t *testing.T) {
@@ -150,4 +158,34 @@ func TestMetricsAreExposed(t *testing.T) {
 	}
 	d.operate("terminate")
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == "Terminated" })
+}
+
+// A worker started against a fresh namespace registers the search attributes the lifecycle
+// workflows carry; starting again changes nothing.
+func TestWorkerRegistersSearchAttributes(t *testing.T) {
+	ns := "sa-" + strconv.FormatInt(time.Now().UnixNano(), 36)
+	if out, err := exec.Command(binDir+"/temporal", "operator", "namespace", "create", "--address", stack.Temporal.Address(),
+		"--namespace", ns).CombinedOutput(); err != nil {
+		t.Fatalf("create namespace: %v %s", err, out)
+	}
+	c, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx := context.Background()
+	for range 2 {
+		if err := workers.EnsureSearchAttributes(ctx, c, ns); err != nil {
+			t.Fatal(err)
+		}
+	}
+	list, err := c.OperatorService().ListSearchAttributes(ctx, &operatorservice.ListSearchAttributesRequest{Namespace: ns})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name := range lifecycle.SearchAttributeTypes() {
+		if list.GetCustomAttributes()[name] != enums.INDEXED_VALUE_TYPE_KEYWORD {
+			t.Errorf("search attribute %s: %v, want Keyword", name, list.GetCustomAttributes()[name])
+		}
+	}
 }
