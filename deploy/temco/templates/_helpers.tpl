@@ -1,0 +1,188 @@
+{{/* The release's resource name prefix, at most 63 characters. */}}
+{{- define "temco.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "temco.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+{{- end -}}
+
+{{/* Selector labels of one component (api or worker): pass (list $ "api"). */}}
+{{- define "temco.selector" -}}
+app.kubernetes.io/name: {{ (index . 0).Chart.Name }}
+app.kubernetes.io/instance: {{ (index . 0).Release.Name }}
+app.kubernetes.io/component: {{ index . 1 }}
+{{- end -}}
+
+{{- define "temco.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "temco.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "temco.image" -}}
+{{ .Values.image.repository }}:{{ .Values.image.tag | default .Chart.AppVersion }}
+{{- end -}}
+
+{{/* The Secrets holding the MongoDB URI and the encryption keys: given, or the chart's own. */}}
+{{- define "temco.mongoSecret" -}}
+{{- if .Values.mongodb.existingSecret -}}
+{{ .Values.mongodb.existingSecret }}
+{{- else if .Values.mongodb.uri -}}
+{{ include "temco.fullname" . }}-mongodb
+{{- else -}}
+{{ fail "mongodb.uri or mongodb.existingSecret is required: temco stores its resources in MongoDB" }}
+{{- end -}}
+{{- end -}}
+
+{{- define "temco.keysSecret" -}}
+{{- if .Values.encryption.existingSecret -}}
+{{ .Values.encryption.existingSecret }}
+{{- else if .Values.encryption.keys -}}
+{{ include "temco.fullname" . }}-encryption
+{{- else -}}
+{{ fail "encryption.existingSecret or encryption.keys is required: kubeconfigs and credentials are stored encrypted" }}
+{{- end -}}
+{{- end -}}
+
+{{/* Environment, volumes and mounts shared by api and worker. */}}
+{{- define "temco.env" -}}
+- name: TEMCO_MONGO_URI
+  valueFrom:
+    secretKeyRef:
+      name: {{ include "temco.mongoSecret" . }}
+      key: {{ if .Values.mongodb.existingSecret }}{{ .Values.mongodb.existingSecretKey }}{{ else }}uri{{ end }}
+- name: TEMCO_MONGO_DB
+  value: {{ .Values.mongodb.database | quote }}
+- name: TEMCO_KEY_FILE
+  value: /etc/temco/keys/encryption.keys
+- name: TEMCO_TEMPORAL_ADDRESS
+  value: {{ .Values.temporal.address | quote }}
+- name: TEMCO_TEMPORAL_NAMESPACE
+  value: {{ .Values.temporal.namespace | quote }}
+- name: TEMCO_TASK_QUEUE
+  value: {{ .Values.temporal.taskQueue | quote }}
+{{- with .Values.temporal.tls }}
+{{- if or .enabled .caSecret .clientSecret }}
+- name: TEMCO_TEMPORAL_TLS
+  value: "true"
+{{- end }}
+{{- if .caSecret }}
+- name: TEMCO_TEMPORAL_TLS_CA
+  value: /etc/temco/temporal-ca/ca.crt
+{{- end }}
+{{- if .clientSecret }}
+- name: TEMCO_TEMPORAL_TLS_CERT
+  value: /etc/temco/temporal-client/tls.crt
+- name: TEMCO_TEMPORAL_TLS_KEY
+  value: /etc/temco/temporal-client/tls.key
+{{- end }}
+{{- if .serverName }}
+- name: TEMCO_TEMPORAL_TLS_SERVER_NAME
+  value: {{ .serverName | quote }}
+{{- end }}
+{{- end }}
+- name: HOME
+  value: /tmp
+{{- end -}}
+
+{{- define "temco.volumeMounts" -}}
+- name: keys
+  mountPath: /etc/temco/keys
+  readOnly: true
+- name: tmp
+  mountPath: /tmp
+{{- if .Values.temporal.tls.caSecret }}
+- name: temporal-ca
+  mountPath: /etc/temco/temporal-ca
+  readOnly: true
+{{- end }}
+{{- if .Values.temporal.tls.clientSecret }}
+- name: temporal-client
+  mountPath: /etc/temco/temporal-client
+  readOnly: true
+{{- end }}
+{{- if .Values.mongodb.tls.caSecret }}
+- name: mongodb-tls
+  mountPath: /etc/temco/mongodb-tls
+  readOnly: true
+{{- end }}
+{{- end -}}
+
+{{- define "temco.volumes" -}}
+- name: keys
+  secret:
+    secretName: {{ include "temco.keysSecret" . }}
+    items: [{key: encryption.keys, path: encryption.keys}]
+- name: tmp
+  emptyDir: {}
+{{- if .Values.temporal.tls.caSecret }}
+- name: temporal-ca
+  secret:
+    secretName: {{ .Values.temporal.tls.caSecret }}
+    items: [{key: ca.crt, path: ca.crt}]
+{{- end }}
+{{- if .Values.temporal.tls.clientSecret }}
+- name: temporal-client
+  secret:
+    secretName: {{ .Values.temporal.tls.clientSecret }}
+    items: [{key: tls.crt, path: tls.crt}, {key: tls.key, path: tls.key}]
+{{- end }}
+{{- if .Values.mongodb.tls.caSecret }}
+- name: mongodb-tls
+  secret:
+    secretName: {{ .Values.mongodb.tls.caSecret }}
+    items: [{key: ca.crt, path: ca.crt}]
+{{- end }}
+{{- end -}}
+
+{{/* Pod-level settings shared by api and worker. */}}
+{{- define "temco.podSpec" -}}
+serviceAccountName: {{ include "temco.serviceAccountName" . }}
+automountServiceAccountToken: false
+{{- with .Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .Values.podSecurityContext | nindent 2 }}
+{{- with .Values.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .Values.affinity }}
+affinity:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod annotations: a checksum of the chart's Secrets rolls the pods when they change. */}}
+{{- define "temco.podAnnotations" -}}
+checksum/secrets: {{ include (print .Template.BasePath "/secrets.yaml") . | sha256sum }}
+{{- with .Values.podAnnotations }}
+{{ toYaml . }}
+{{- end }}
+{{- end -}}
+
+{{/* A probe from values, its httpGet given the scheme: pass (list probe scheme). */}}
+{{- define "temco.probe" -}}
+{{- $probe := deepCopy (index . 0) -}}
+{{- if $probe.httpGet -}}
+{{- $_ := set $probe.httpGet "scheme" (index . 1) -}}
+{{- end -}}
+{{- toYaml $probe -}}
+{{- end -}}

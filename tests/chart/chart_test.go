@@ -1,0 +1,248 @@
+// Package chart checks temco's Helm chart (deploy/temco): it lints, renders what each
+// option promises, and refuses incomplete or mistyped values with a clear message. The
+// e2e suite installs the rendered chart into a real cluster.
+package chart
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"helm.sh/helm/v3/pkg/chartutil"
+	"helm.sh/helm/v3/pkg/lint"
+	"helm.sh/helm/v3/pkg/lint/support"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+
+	"github.com/temco/temco/internal/testenv"
+)
+
+func chartDir(t *testing.T) string {
+	t.Helper()
+	dir, err := testenv.ChartDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func values(t *testing.T, file string) map[string]any {
+	t.Helper()
+	v, err := testenv.ValuesFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
+}
+
+// rendered is a rendering indexed by "Kind/name".
+type rendered map[string]*unstructured.Unstructured
+
+func render(t *testing.T, vals map[string]any) rendered {
+	t.Helper()
+	objs, err := testenv.RenderChart(chartDir(t), "temco", "platform", vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := rendered{}
+	for _, o := range objs {
+		out[o.GetKind()+"/"+o.GetName()] = o
+	}
+	return out
+}
+
+func (r rendered) names() []string {
+	var out []string
+	for k := range r {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// container returns the only container of a Deployment.
+func (r rendered) container(t *testing.T, deployment string) map[string]any {
+	t.Helper()
+	d, ok := r["Deployment/"+deployment]
+	if !ok {
+		t.Fatalf("no Deployment %s in %v", deployment, r.names())
+	}
+	cs, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "containers")
+	if len(cs) != 1 {
+		t.Fatalf("Deployment %s has %d containers", deployment, len(cs))
+	}
+	return cs[0].(map[string]any)
+}
+
+// env returns a container's variables: value, or "secret:<name>/<key>".
+func env(c map[string]any) map[string]string {
+	out := map[string]string{}
+	for _, e := range c["env"].([]any) {
+		e := e.(map[string]any)
+		if v, ok := e["value"].(string); ok {
+			out[e["name"].(string)] = v
+		} else if ref, ok, _ := unstructured.NestedStringMap(e, "valueFrom", "secretKeyRef"); ok {
+			out[e["name"].(string)] = "secret:" + ref["name"] + "/" + ref["key"]
+		}
+	}
+	return out
+}
+
+func str(o map[string]any, path ...string) string {
+	s, _, _ := unstructured.NestedFieldNoCopy(o, path...)
+	v, _ := s.(string)
+	return v
+}
+
+func TestLint(t *testing.T) {
+	kv, _ := chartutil.ParseKubeVersion(testenv.KubeVersion)
+	for _, f := range []string{"minimal-values.yaml", "full-values.yaml"} {
+		l := lint.AllWithKubeVersion(chartDir(t), values(t, f), "platform", kv)
+		for _, m := range l.Messages {
+			if m.Severity >= support.WarningSev {
+				t.Errorf("%s: %s", f, m)
+			}
+		}
+	}
+}
+
+func TestMinimalInstall(t *testing.T) {
+	r := render(t, values(t, "minimal-values.yaml"))
+	want := []string{"Deployment/temco-api", "Deployment/temco-worker", "PodDisruptionBudget/temco-api",
+		"PodDisruptionBudget/temco-worker", "Secret/temco-encryption", "Secret/temco-mongodb", "Service/temco-api",
+		"Service/temco-worker-metrics", "ServiceAccount/temco"}
+	if got := r.names(); !slices.Equal(got, want) {
+		t.Fatalf("objects %v, want %v", got, want)
+	}
+	api, worker := r.container(t, "temco-api"), r.container(t, "temco-worker")
+	if api["image"] != "ghcr.io/temco/temco:0.1.0" || api["args"].([]any)[0] != "api" || worker["args"].([]any)[0] != "worker" {
+		t.Errorf("api image %v args %v, worker args %v", api["image"], api["args"], worker["args"])
+	}
+	for name, c := range map[string]map[string]any{"api": api, "worker": worker} {
+		e := env(c)
+		if e["TEMCO_MONGO_URI"] != "secret:temco-mongodb/uri" || e["TEMCO_KEY_FILE"] != "/etc/temco/keys/encryption.keys" ||
+			e["TEMCO_TEMPORAL_ADDRESS"] != "temporal-frontend.temporal.svc:7233" || e["TEMCO_TASK_QUEUE"] != "temco" {
+			t.Errorf("%s env %v", name, e)
+		}
+		if _, tls := e["TEMCO_TEMPORAL_TLS"]; tls {
+			t.Errorf("%s: Temporal TLS on by default", name)
+		}
+		if str(c, "livenessProbe", "httpGet", "path") != "/healthz" || str(c, "readinessProbe", "httpGet", "path") != "/readyz" ||
+			str(c, "readinessProbe", "httpGet", "scheme") != "HTTP" {
+			t.Errorf("%s probes %v %v", name, c["livenessProbe"], c["readinessProbe"])
+		}
+		if ro, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !ro {
+			t.Errorf("%s: root filesystem writable", name)
+		}
+	}
+	// The connection string and keys live only in their Secrets.
+	for _, k := range []string{"Deployment/temco-api", "Deployment/temco-worker"} {
+		data, _ := r[k].MarshalJSON()
+		if strings.Contains(string(data), "secret@mongodb") || strings.Contains(string(data), "AAAAAAAA") {
+			t.Errorf("%s carries a secret value", k)
+		}
+	}
+	if r["Secret/temco-encryption"].GetAnnotations()["helm.sh/resource-policy"] != "keep" {
+		t.Error("uninstalling would delete the encryption keys")
+	}
+	// Pods roll when the chart's Secrets change.
+	other := values(t, "minimal-values.yaml")
+	other["mongodb"].(map[string]any)["uri"] = "mongodb://elsewhere:27017/"
+	sum := func(r rendered) string {
+		return r["Deployment/temco-api"].Object["spec"].(map[string]any)["template"].(map[string]any)["metadata"].(map[string]any)["annotations"].(map[string]any)["checksum/secrets"].(string)
+	}
+	if sum(r) == sum(render(t, other)) {
+		t.Error("a new MongoDB URI does not change the pods' checksum")
+	}
+}
+
+func TestFullInstall(t *testing.T) {
+	r := render(t, values(t, "full-values.yaml"))
+	for _, k := range r.names() {
+		if strings.HasPrefix(k, "Secret/") || k == "PodDisruptionBudget/temco-worker" {
+			t.Errorf("unexpected %s", k)
+		}
+	}
+	api, worker := r.container(t, "temco-api"), r.container(t, "temco-worker")
+	e := env(api)
+	for k, v := range map[string]string{
+		"TEMCO_MONGO_URI": "secret:temco-mongodb/connection-string", "TEMCO_MONGO_DB": "temco_edge",
+		"TEMCO_TEMPORAL_TLS": "true", "TEMCO_TEMPORAL_TLS_CA": "/etc/temco/temporal-ca/ca.crt",
+		"TEMCO_TEMPORAL_TLS_CERT": "/etc/temco/temporal-client/tls.crt", "TEMCO_TEMPORAL_TLS_KEY": "/etc/temco/temporal-client/tls.key",
+		"TEMCO_TEMPORAL_TLS_SERVER_NAME": "frontend.temporal.example.com", "TEMCO_TEMPORAL_NAMESPACE": "edge",
+		"TEMCO_API_ADDR": ":8443", "TEMCO_API_TLS_CERT": "/etc/temco/api-tls/tls.crt", "GOMEMLIMIT": "400MiB",
+	} {
+		if e[k] != v {
+			t.Errorf("api %s = %q, want %q", k, e[k], v)
+		}
+	}
+	if str(api, "readinessProbe", "httpGet", "scheme") != "HTTPS" || str(api, "livenessProbe", "httpGet", "scheme") != "HTTPS" {
+		t.Errorf("api probes over HTTP while it serves HTTPS: %v", api["readinessProbe"])
+	}
+	if we := env(worker); we["TEMCO_CLUSTERS_PER_BATCH"] != "100" || we["TEMCO_METRICS_ADDR"] != ":9100" || we["TEMCO_TEMPORAL_TLS_CERT"] == "" {
+		t.Errorf("worker env %v", we)
+	}
+	var mounts []string
+	for _, m := range worker["volumeMounts"].([]any) {
+		mounts = append(mounts, m.(map[string]any)["mountPath"].(string))
+	}
+	slices.Sort(mounts)
+	if want := []string{"/etc/temco/keys", "/etc/temco/mongodb-tls", "/etc/temco/temporal-ca", "/etc/temco/temporal-client", "/tmp"}; !slices.Equal(mounts, want) {
+		t.Errorf("worker mounts %v, want %v", mounts, want)
+	}
+	sm, ok := r["ServiceMonitor/temco"]
+	if !ok {
+		t.Fatalf("no ServiceMonitor in %v", r.names())
+	}
+	eps, _, _ := unstructured.NestedSlice(sm.Object, "spec", "endpoints")
+	if len(eps) != 2 || str(eps[0].(map[string]any), "scheme") != "https" || str(eps[1].(map[string]any), "port") != "metrics" ||
+		sm.GetLabels()["release"] != "prometheus" {
+		t.Errorf("ServiceMonitor %v", sm.Object)
+	}
+	if d := r["Deployment/temco-worker"]; str(d.Object, "spec", "template", "spec", "serviceAccountName") != "temco-edge" {
+		t.Error("worker does not run as the named service account")
+	}
+}
+
+func TestIncompleteOrMistypedValuesAreRefused(t *testing.T) {
+	for name, c := range map[string]struct {
+		edit func(map[string]any)
+		want string
+	}{
+		"no MongoDB":        {func(v map[string]any) { delete(v, "mongodb") }, "mongodb.uri or mongodb.existingSecret is required"},
+		"no keys":           {func(v map[string]any) { delete(v, "encryption") }, "encryption.existingSecret or encryption.keys is required"},
+		"replicas a string": {func(v map[string]any) { v["worker"] = map[string]any{"replicas": "two"} }, "/worker/replicas': got string, want integer"},
+		"misspelt key":      {func(v map[string]any) { v["workers"] = map[string]any{"replicas": 2} }, "workers"},
+		"address sans port": {func(v map[string]any) { v["temporal"] = map[string]any{"address": "temporal"} }, "/temporal/address"},
+		"not a MongoDB URI": {func(v map[string]any) { v["mongodb"] = map[string]any{"uri": "postgres://x"} }, "/mongodb/uri"},
+	} {
+		v := values(t, "minimal-values.yaml")
+		c.edit(v)
+		_, err := testenv.RenderChart(chartDir(t), "temco", "platform", v)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: error %v, want one naming %q", name, err, c.want)
+		}
+	}
+}
+
+// Every variable the chart sets is one temco reads: a renamed flag breaks this test, not
+// a production install.
+func TestChartSetsOnlyVariablesTemcoReads(t *testing.T) {
+	root, _ := testenv.RepoRoot()
+	var src strings.Builder
+	files, _ := filepath.Glob(filepath.Join(root, "cmd", "temco", "*.go"))
+	for _, f := range files {
+		data, _ := os.ReadFile(f)
+		src.Write(data)
+	}
+	r := render(t, values(t, "full-values.yaml"))
+	for _, d := range []string{"temco-api", "temco-worker"} {
+		for name := range env(r.container(t, d)) {
+			if regexp.MustCompile(`^TEMCO_`).MatchString(name) && !strings.Contains(src.String(), `"`+name+`"`) {
+				t.Errorf("%s sets %s, which temco does not read", d, name)
+			}
+		}
+	}
+}
