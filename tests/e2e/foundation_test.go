@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -128,8 +131,12 @@ func metricsOf(t *testing.T, url string) string {
 func TestMetricsAreExposed(t *testing.T) {
 	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
 	d.create()
-	d.operate("instantiate")
+	acc := d.operate("instantiate")
 	d.await("Instantiated", time.Minute, "", func(s status) bool { return s.Status == "Instantiated" })
+	// JSON logs tie a request to its workflow: the api logs the request and workflow ids,
+	// the worker the operation's end under the same workflow id.
+	logged(t, "api.log", map[string]any{"msg": "operation started", "workflow_id": acc.WorkflowID, "op": "instantiate"}, "request_id")
+	logged(t, "worker.log", map[string]any{"msg": "operation ended", "WorkflowID": acc.WorkflowID, "status": "Instantiated"}, "RunID")
 	api := metricsOf(t, strings.TrimSuffix(apiURL, "/v2")+"/metrics")
 	for _, want := range []string{
 		`temco_api_requests_total{code="201",method="POST",route="/v2/projects"}`,
@@ -187,5 +194,39 @@ func TestWorkerRegistersSearchAttributes(t *testing.T) {
 		if list.GetCustomAttributes()[name] != enums.INDEXED_VALUE_TYPE_KEYWORD {
 			t.Errorf("search attribute %s: %v, want Keyword", name, list.GetCustomAttributes()[name])
 		}
+	}
+}
+
+// logged waits for a JSON line of a temco log carrying every field of want, and keys.
+func logged(t *testing.T, file string, want map[string]any, keys ...string) {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		data, err := os.ReadFile(filepath.Join(stack.DataDir(), "logs", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+	lines:
+		for _, line := range strings.Split(string(data), "\n") {
+			var rec map[string]any
+			if json.Unmarshal([]byte(line), &rec) != nil {
+				continue
+			}
+			for k, v := range want {
+				if rec[k] != v {
+					continue lines
+				}
+			}
+			for _, k := range keys {
+				if rec[k] == nil || rec[k] == "" {
+					t.Errorf("%s: %s lacks %s", file, line, k)
+				}
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s has no JSON line with %v", file, want)
+		}
+		time.Sleep(200 * time.Millisecond)
 	}
 }

@@ -63,18 +63,27 @@ type outcome struct {
 
 // conclude records how the operation's work (err) ended and returns the workflow's result.
 func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error {
+	log := workflow.GetLogger(ctx) // carries the workflow id; silent during replay
+	ended := func(status string, kv ...any) {
+		log.Info("operation ended", append([]any{"op", o.progress.Op, "context", o.in.ContextID, "status", status,
+			"clusters", o.progress.ClustersTotal, "resourcesFailed", o.progress.ResourcesFailed}, kv...)...)
+	}
 	switch {
 	case ctx.Err() != nil: // cancelled from outside
+		ended(out.failed, "error", out.cancelled)
 		_ = o.finish(ctx, out.failed, out.cancelled)
 		return temporal.NewCanceledError()
 	case o.stopped:
+		ended(out.stopped)
 		return o.finish(ctx, out.stopped, "stopped")
 	case err != nil:
+		ended(out.failed, "error", message(err))
 		if ferr := o.finish(ctx, out.failed, message(err)); ferr != nil {
 			return ferr
 		}
 		return err
 	}
+	ended(out.done)
 	return o.finish(ctx, out.done, "")
 }
 
