@@ -38,9 +38,17 @@ type client struct {
 	store *store.Store
 	keys  *seal.Keyring
 	logs  *bytes.Buffer
+	token string // sent as a bearer token unless the request carries its own Authorization
 }
 
-func newClient(t *testing.T) *client {
+// as is the same client sending token.
+func (c *client) as(token string) *client {
+	cp := *c
+	cp.token = token
+	return &cp
+}
+
+func newClient(t *testing.T, configure ...func(*Server)) *client {
 	t.Helper()
 	ctx := context.Background()
 	db := fmt.Sprintf("t%d_%s", dbSeq.Add(1), strings.ToLower(strings.NewReplacer("/", "_").Replace(t.Name())))
@@ -67,6 +75,9 @@ func newClient(t *testing.T) *client {
 	}
 	logs := &bytes.Buffer{}
 	srv := &Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewJSONHandler(logs, nil))}
+	for _, f := range configure {
+		f(srv)
+	}
 	return &client{t: t, h: srv.Handler(), store: st, keys: keys, logs: logs}
 }
 
@@ -125,6 +136,9 @@ func (c *client) do(method, path string, body any, hdr ...string) response {
 
 func (c *client) serve(req *http.Request) response {
 	c.t.Helper()
+	if c.token != "" && req.Header.Get("Authorization") == "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	rec := httptest.NewRecorder()
 	c.h.ServeHTTP(rec, req)
 	if rec.Code >= 500 {

@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path"
+	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -218,6 +220,9 @@ func list[S any](c echo.Context, s *Server, k kind[S]) error {
 	docs, err := s.Store.List(ctx, store.Query{Parent: parent, Kind: k.name, Fields: listFilter(c, k.name)})
 	if err != nil {
 		return err
+	}
+	if p := principal(c); p != nil && k.name == model.KindProject {
+		docs = slices.DeleteFunc(docs, func(d *store.Doc) bool { return !p.CanAccessProject(path.Base(d.ID)) })
 	}
 	return c.JSONBlob(http.StatusOK, bodies(docs))
 }

@@ -12,8 +12,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.temporal.io/sdk/converter"
 
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/auth"
 	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
@@ -28,6 +30,10 @@ type Server struct {
 	Log      *slog.Logger
 	Registry *prometheus.Registry        // nil: no /metrics
 	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
+	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
+
+	Codec        converter.PayloadCodec // served at /codec for the Temporal UI and CLI; nil: not served
+	CodecOrigins []string               // browser origins allowed to call /codec (the Temporal UI's)
 
 	docs []opDoc // every /v2 route, for the OpenAPI document
 }
@@ -41,6 +47,8 @@ func (s *Server) Handler() *echo.Echo {
 	e.Use(middleware.RequestID())
 	e.Use(s.accessLog())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: s.logPanic}))
+	e.Use(s.codecCORS()) // before authentication: browsers send CORS preflights without credentials
+	e.Use(s.authenticate)
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		json, multipart := limitBody(maxJSONBody)(next), limitBody(maxMultipartBody)(next)
 		return func(c echo.Context) error {
@@ -62,6 +70,7 @@ func (s *Server) Handler() *echo.Echo {
 	if s.Registry != nil {
 		e.GET("/metrics", echo.WrapHandler(metrics.Handler(s.Registry)))
 	}
+	s.registerCodec(e)
 	g := e.Group("/v2")
 	s.registerClm(g)
 	s.registerOrchestrator(g)
@@ -87,8 +96,12 @@ func (s *Server) accessLog() echo.MiddlewareFunc {
 			if m != nil {
 				m.Observe(c.Path(), v.Method, v.Status, v.Latency)
 			}
+			subject := ""
+			if p := principal(c); p != nil {
+				subject = p.Subject
+			}
 			s.Log.LogAttrs(c.Request().Context(), level, "request",
-				slog.String("request_id", v.RequestID), slog.String("method", v.Method), slog.String("uri", v.URI),
+				slog.String("request_id", v.RequestID), slog.String("subject", subject), slog.String("method", v.Method), slog.String("uri", v.URI),
 				slog.String("route", c.Path()), slog.Int("status", v.Status), slog.Duration("latency", v.Latency.Round(time.Microsecond)))
 			return nil
 		},

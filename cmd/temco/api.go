@@ -13,6 +13,8 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/auth"
+	"github.com/temco/temco/internal/codec"
 	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
@@ -54,6 +56,8 @@ func apiCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var addr, certFile, keyFile string
+	var af auth.Config
+	var codecOrigins []string
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Serve the EMCO v2 REST API",
@@ -70,13 +74,24 @@ func apiCmd() *cobra.Command {
 				return err
 			}
 			reg := metrics.NewRegistry()
-			tc, err := tf.dial(ctx, log, reg)
+			tc, err := tf.dial(ctx, log, reg, keys)
 			if err != nil {
 				return err
 			}
 			defer tc.Close()
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
-				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc)}
+				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc), CodecOrigins: codecOrigins}
+			if tf.encryptPayloads {
+				server.Codec = codec.Codec{Keys: keys}
+			}
+			if af.Issuer == "" && (af.Audience != "" || af.JWKSURL != "" || af.PublicKeyFile != "") {
+				return errors.New("--auth-issuer (TEMCO_AUTH_ISSUER) is required to turn authentication on")
+			}
+			if af.Issuer != "" {
+				if server.Auth, err = auth.New(ctx, af); err != nil {
+					return err
+				}
+			}
 			srv := &http.Server{Addr: addr, Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
 			if certFile != "" || keyFile != "" {
 				if srv.TLSConfig, err = tlsconfig.Server(certFile, keyFile); err != nil {
@@ -91,7 +106,7 @@ func apiCmd() *cobra.Command {
 					errc <- srv.ListenAndServe()
 				}
 			}()
-			log.Info("api listening", "addr", addr, "tls", srv.TLSConfig != nil)
+			log.Info("api listening", "addr", addr, "tls", srv.TLSConfig != nil, "authentication", server.Auth != nil, "payload_encryption", tf.encryptPayloads)
 			select {
 			case err := <-errc:
 				return fmt.Errorf("listen on %s: %w", addr, err)
@@ -107,5 +122,17 @@ func apiCmd() *cobra.Command {
 	cmd.Flags().StringVar(&addr, "addr", env("TEMCO_API_ADDR", ":9015"), "listen address [TEMCO_API_ADDR]")
 	cmd.Flags().StringVar(&certFile, "tls-cert", env("TEMCO_API_TLS_CERT", ""), "serve HTTPS with this PEM certificate, reloaded when it changes [TEMCO_API_TLS_CERT]")
 	cmd.Flags().StringVar(&keyFile, "tls-key", env("TEMCO_API_TLS_KEY", ""), "key of --tls-cert [TEMCO_API_TLS_KEY]")
+	cmd.Flags().StringVar(&af.Issuer, "auth-issuer", env("TEMCO_AUTH_ISSUER", ""),
+		"require bearer tokens from this issuer (\"iss\"); authentication is off when empty [TEMCO_AUTH_ISSUER]")
+	cmd.Flags().StringVar(&af.Audience, "auth-audience", env("TEMCO_AUTH_AUDIENCE", ""), "audience tokens must carry (\"aud\") [TEMCO_AUTH_AUDIENCE]")
+	cmd.Flags().StringVar(&af.JWKSURL, "auth-jwks-url", env("TEMCO_AUTH_JWKS_URL", ""), "the issuer's JSON Web Key Set URL [TEMCO_AUTH_JWKS_URL]")
+	cmd.Flags().StringVar(&af.PublicKeyFile, "auth-public-key-file", env("TEMCO_AUTH_PUBLIC_KEY_FILE", ""),
+		"PEM public keys or certificates verifying tokens, instead of a JWKS URL [TEMCO_AUTH_PUBLIC_KEY_FILE]")
+	cmd.Flags().StringVar(&af.RolesClaim, "auth-roles-claim", env("TEMCO_AUTH_ROLES_CLAIM", "roles"),
+		"claim holding the caller's roles, dotted when nested (realm_access.roles) [TEMCO_AUTH_ROLES_CLAIM]")
+	cmd.Flags().StringVar(&af.AdminRole, "auth-admin-role", env("TEMCO_AUTH_ADMIN_ROLE", "admin"),
+		"role of administrators; tenants hold \"project:<name>\" roles [TEMCO_AUTH_ADMIN_ROLE]")
+	cmd.Flags().StringSliceVar(&codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),
+		"browser origins (the Temporal UI's) allowed to call /codec [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
 	return cmd
 }

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -36,6 +37,14 @@ func envInt(key string, def int) int {
 		return n
 	}
 	return def
+}
+
+// envList splits a comma-separated environment variable (nil when unset or empty).
+func envList(key string) []string {
+	if v := os.Getenv(key); v != "" {
+		return strings.Split(v, ",")
+	}
+	return nil
 }
 
 // env returns the environment variable key, or def when it is unset.

@@ -10,19 +10,27 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
+	"github.com/temco/temco/internal/codec"
 	"github.com/temco/temco/internal/metrics"
+	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 )
 
-func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer) (client.Client, error) {
+// dial connects to Temporal; with payload encryption on, keys encrypt every payload and failure.
+func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, keys *seal.Keyring) (client.Client, error) {
 	tlsCfg, err := f.tls.Config()
 	if err != nil {
 		return nil, fmt.Errorf("Temporal TLS: %w", err)
 	}
-	c, err := client.DialContext(ctx, client.Options{
+	opts := client.Options{
 		HostPort: f.address, Namespace: f.namespace, Logger: log.NewStructuredLogger(logger),
 		MetricsHandler: metrics.Temporal(reg), ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg},
-	})
+	}
+	if f.encryptPayloads {
+		opts.DataConverter = codec.DataConverter(keys)
+		opts.FailureConverter = codec.FailureConverter(opts.DataConverter)
+	}
+	c, err := client.DialContext(ctx, opts)
 	if err != nil {
 		return nil, fmt.Errorf("connect to Temporal at %s: %w", f.address, err)
 	}

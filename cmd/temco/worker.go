@@ -23,6 +23,7 @@ import (
 type temporalFlags struct {
 	address, namespace, taskQueue string
 	tls                           tlsconfig.Client
+	encryptPayloads               bool
 }
 
 func (f *temporalFlags) bind(cmd *cobra.Command) {
@@ -36,6 +37,8 @@ func (f *temporalFlags) bind(cmd *cobra.Command) {
 	cmd.Flags().StringVar(&f.tls.Key, "temporal-tls-key", env("TEMCO_TEMPORAL_TLS_KEY", ""), "client key for mutual TLS [TEMCO_TEMPORAL_TLS_KEY]")
 	cmd.Flags().StringVar(&f.tls.ServerName, "temporal-tls-server-name", env("TEMCO_TEMPORAL_TLS_SERVER_NAME", ""),
 		"name expected in the frontend's certificate, when not the dialled host [TEMCO_TEMPORAL_TLS_SERVER_NAME]")
+	cmd.Flags().BoolVar(&f.encryptPayloads, "encrypt-payloads", env("TEMCO_ENCRYPT_PAYLOADS", "true") != "false",
+		"encrypt Temporal payloads and failures with the --key-file keys; api and worker must agree [TEMCO_ENCRYPT_PAYLOADS]")
 }
 
 func workerCmd() *cobra.Command {
@@ -59,7 +62,7 @@ func workerCmd() *cobra.Command {
 				return err
 			}
 			reg := metrics.NewRegistry()
-			c, err := tf.dial(ctx, log, reg)
+			c, err := tf.dial(ctx, log, reg, keys)
 			if err != nil {
 				return err
 			}

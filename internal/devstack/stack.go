@@ -61,7 +61,8 @@ type Stack struct {
 func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	s := &Stack{cfg: cfg, KeyFile: filepath.Join(cfg.DataDir, "encryption.keys")}
 	s.Temporal = &Temporal{Bin: filepath.Join(cfg.BinDir, "temporal"), Dir: filepath.Join(cfg.DataDir, "temporal"),
-		Port: cfg.TemporalPort, UIPort: cfg.UIPort, Namespace: cfg.Namespace, SearchAttributes: cfg.SearchAttributes}
+		Port: cfg.TemporalPort, UIPort: cfg.UIPort, Namespace: cfg.Namespace, SearchAttributes: cfg.SearchAttributes,
+		CodecEndpoint: fmt.Sprintf("http://127.0.0.1:%d/codec", cfg.APIPort)} // the UI decrypts payloads through temco api
 	s.Mongo = &FerretDB{Bin: filepath.Join(cfg.BinDir, "ferretdb"), Dir: filepath.Join(cfg.DataDir, "ferretdb"), Port: cfg.MongoPort}
 	switch cfg.MongoBackend {
 	case "", "sqlite":
@@ -166,6 +167,7 @@ func (s *Stack) env() []string {
 		"TEMCO_TASK_QUEUE=" + s.cfg.TaskQueue,
 		"TEMCO_API_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.APIPort),
 		"TEMCO_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.MetricsPort),
+		fmt.Sprintf("TEMCO_CODEC_CORS_ORIGINS=http://127.0.0.1:%d,http://localhost:%d", s.cfg.UIPort, s.cfg.UIPort),
 	}, s.cfg.Env...)
 }
 
@@ -212,6 +214,9 @@ func (s *Stack) workerPolling(ctx context.Context, pid int) error {
 	}
 	return errNotReady
 }
+
+// CodecEndpoint is the api's codec (`temporal ... --codec-endpoint`): payloads are encrypted.
+func (s *Stack) CodecEndpoint() string { return s.Temporal.CodecEndpoint }
 
 // MetricsPort is the port of the worker's /metrics.
 func (s *Stack) MetricsPort() int { return s.cfg.MetricsPort }
@@ -311,6 +316,7 @@ func (s *Stack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "  REST API          http://127.0.0.1:%d/v2\n", s.cfg.APIPort)
 	fmt.Fprintf(w, "  Temporal Web UI   %s\n", s.Temporal.UIURL())
 	fmt.Fprintf(w, "  Temporal frontend %s (namespace %s, task queue %s)\n", s.Temporal.Address(), s.namespace(), s.cfg.TaskQueue)
+	fmt.Fprintf(w, "  payload codec     %s (temporal --codec-endpoint; the Web UI uses it already)\n", s.CodecEndpoint())
 	backend := "SQLite"
 	if s.Postgres != nil {
 		backend = "PostgreSQL on 127.0.0.1:" + strconv.Itoa(s.Postgres.Port)

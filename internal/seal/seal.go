@@ -100,6 +100,9 @@ func WriteNewKeyFile(path, id string) error {
 	return err
 }
 
+// Primary is the id of the key new values are sealed with.
+func (k *Keyring) Primary() string { return k.primary }
+
 // Seal encrypts plaintext with the primary key; aad binds it to its owner (e.g. the resource path).
 func (k *Keyring) Seal(plaintext, aad []byte) ([]byte, error) {
 	aead := k.aeads[k.primary]

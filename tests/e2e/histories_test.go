@@ -7,10 +7,15 @@ import (
 	"path/filepath"
 	"testing"
 
+	commonpb "go.temporal.io/api/common/v1"
 	enumspb "go.temporal.io/api/enums/v1"
 	historypb "go.temporal.io/api/history/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/api/temporalproto"
 	temporalclient "go.temporal.io/sdk/client"
+
+	"github.com/temco/temco/internal/codec"
+	"github.com/temco/temco/internal/seal"
 )
 
 // recordHistory saves a workflow's history for the replay tests when
@@ -34,6 +39,18 @@ func recordHistory(t *testing.T, workflowID, name string) {
 			t.Fatalf("history of %s: %v", workflowID, err)
 		}
 		hist.Events = append(hist.Events, e)
+	}
+	// Saved decrypted: the files stay readable, and the replay test encrypts them itself.
+	keys, err := seal.LoadKeyFile(stack.KeyFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := proxy.VisitPayloads(context.Background(), hist, proxy.VisitPayloadsOptions{
+		Visitor: func(_ *proxy.VisitPayloadsContext, p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+			return codec.Codec{Keys: keys}.Decode(p)
+		},
+	}); err != nil {
+		t.Fatal(err)
 	}
 	data, err := temporalproto.CustomJSONMarshalOptions{Indent: "  "}.Marshal(hist)
 	if err != nil {

@@ -203,7 +203,7 @@ func TestUnreachableClusterRetriesUntilStopped(t *testing.T) {
 			deadline := time.Now().Add(30 * time.Second)
 			for {
 				out, err := exec.Command(binDir+"/temporal", "workflow", "query", "--address", stack.Temporal.Address(),
-					"--workflow-id", acc.WorkflowID, "--type", lifecycle.QueryProgress, "--output", "json").CombinedOutput()
+					"--codec-endpoint", stack.CodecEndpoint(), "--workflow-id", acc.WorkflowID, "--type", lifecycle.QueryProgress, "--output", "json").CombinedOutput()
 				if err != nil {
 					t.Fatalf("temporal workflow query: %v: %s", err, out)
 				}

@@ -4,6 +4,7 @@
 package replay
 
 import (
+	"context"
 	"encoding/json"
 	"io"
 	"log/slog"
@@ -13,11 +14,15 @@ import (
 	"strings"
 	"testing"
 
+	commonpb "go.temporal.io/api/common/v1"
+	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temco/temco/internal/codec"
+	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/workers"
 )
 
@@ -32,6 +37,11 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 		t.Fatal("no recorded histories: run `make histories`")
 	}
 	seen := map[string]bool{}
+	keys, err := seal.NewKeyring([]string{"replay"}, [][]byte{make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc := codec.DataConverter(keys)
 	for _, index := range sets {
 		dir := filepath.Dir(index)
 		ids := map[string]string{}
@@ -49,18 +59,34 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 		sort.Strings(files)
 		for _, f := range files {
 			t.Run(filepath.Base(dir)+"/"+f, func(t *testing.T) {
-				r := worker.NewWorkflowReplayer()
-				for name, fn := range workers.Workflows {
-					r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
-				}
-				hist, err := client.HistoryFromJSON(mustOpen(t, filepath.Join(dir, f)), client.HistoryJSONOptions{})
-				if err != nil {
-					t.Fatal(err)
-				}
-				err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist,
-					worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: ids[f], RunID: "replay"}})
-				if err != nil {
-					t.Fatalf("replay %s: %v", f, err)
+				// Replayed as recorded (unencrypted payloads pass through the codec) and
+				// encrypted, as a worker with payload encryption reads them.
+				for _, encrypt := range []bool{false, true} {
+					hist, err := client.HistoryFromJSON(mustOpen(t, filepath.Join(dir, f)), client.HistoryJSONOptions{})
+					if err != nil {
+						t.Fatal(err)
+					}
+					if encrypt {
+						if err := proxy.VisitPayloads(context.Background(), hist, proxy.VisitPayloadsOptions{
+							Visitor: func(_ *proxy.VisitPayloadsContext, p []*commonpb.Payload) ([]*commonpb.Payload, error) {
+								return codec.Codec{Keys: keys}.Encode(p)
+							},
+						}); err != nil {
+							t.Fatal(err)
+						}
+					}
+					r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: codec.FailureConverter(dc)})
+					if err != nil {
+						t.Fatal(err)
+					}
+					for name, fn := range workers.Workflows {
+						r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
+					}
+					err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist,
+						worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: ids[f], RunID: "replay"}})
+					if err != nil {
+						t.Fatalf("replay %s (encrypted: %v): %v", f, encrypt, err)
+					}
 				}
 			})
 			seen[strings.SplitN(f, "-", 2)[0]] = true

@@ -1,0 +1,82 @@
+package api
+
+import (
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/auth"
+)
+
+const principalKey = "principal"
+
+// publicPaths answer without a token: probes, metrics and the API's own reference.
+var publicPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/v2/openapi.yaml": true}
+
+// authenticate requires a valid bearer token on every other route and applies the
+// authorization rules of authorize. Without an Authenticator every caller is an admin.
+func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if s.Auth == nil || publicPaths[c.Path()] {
+			return next(c)
+		}
+		raw, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+		if !ok || strings.TrimSpace(raw) == "" {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco"`)
+			return httpErr(http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")
+		}
+		p, err := s.Auth.Authenticate(c.Request().Context(), strings.TrimSpace(raw))
+		if err != nil {
+			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco", error="invalid_token"`)
+			return httpErr(http.StatusUnauthorized, "%v", err)
+		}
+		c.Set(principalKey, p)
+		if err := authorize(c, p); err != nil {
+			return err
+		}
+		return next(c)
+	}
+}
+
+// authorize is the whole access policy, by route:
+//   - an admin may do everything;
+//   - a tenant may list projects (it sees only its own) and read and change everything under
+//     a project it is granted, except writing logical clouds: a cloud's level and
+//     permissions decide what credentials temco issues on clusters, so only admins set them;
+//   - a tenant may read cluster providers, clusters and their labels (placement names them);
+//   - everything else (registering providers, clusters, controllers; the codec) is admin-only.
+//
+// Unknown routes pass through to their 404.
+func authorize(c echo.Context, p *auth.Principal) error {
+	if p.Admin {
+		return nil
+	}
+	route, method := c.Path(), c.Request().Method
+	read := method == http.MethodGet || method == http.MethodHead
+	switch {
+	case route == "/v2/projects" && read:
+		return nil
+	case strings.HasPrefix(route, "/v2/projects/:project"):
+		project := c.Param("project")
+		if !p.CanAccessProject(project) {
+			return httpErr(http.StatusForbidden, "project %q is not granted to %q", project, p.Subject)
+		}
+		if strings.HasPrefix(route, "/v2/projects/:project/logical-clouds") && !read {
+			return httpErr(http.StatusForbidden, "changing logical clouds requires the admin role")
+		}
+		return nil
+	case read && (route == "/v2/cluster-providers" || route == "/v2/cluster-providers/:clusterProvider" ||
+		strings.HasPrefix(route, "/v2"+routeClusters) && !strings.Contains(route, "/kv-pairs")):
+		return nil
+	case route == "" || route == "/*": // no route matched
+		return nil
+	}
+	return httpErr(http.StatusForbidden, "%s %s requires the admin role", method, route)
+}
+
+// principal is the authenticated caller, or nil when authentication is off.
+func principal(c echo.Context) *auth.Principal {
+	p, _ := c.Get(principalKey).(*auth.Principal)
+	return p
+}
