@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench histories fmt clean
+.PHONY: run test tools build unit bench histories fmt clean fuzz
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -43,3 +43,14 @@ histories: tools
 bench: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
 	  $(GO) test -count=1 -run '^$$' -bench Instantiate -benchtime 10x -timeout 30m ./tests/e2e/
+
+## fuzz: run every fuzz target for FUZZTIME each (their seed corpora, hostile archives
+## included, also run in `make test`); a crash leaves its input under testdata/fuzz
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./api:FuzzJSONRequests ./api:FuzzMultipartRequests ./api:FuzzChartArchive ./api:FuzzCodecRequests \
+	./internal/profile:FuzzParse ./internal/kubeconfig:FuzzParse ./internal/auth:FuzzAuthenticate
+fuzz: tools
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  echo "== $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
+	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done

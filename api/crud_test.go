@@ -37,7 +37,7 @@ var testChart = testenv.Chart("web", "replicas: 1\n", map[string]string{
 
 // tree creates a provider with a cluster, and a project with a composite app, two apps,
 // a composite profile with a profile, a controller, a DIG and its generic placement intent.
-func tree(t *testing.T, c *client) {
+func tree(t testing.TB, c *client) {
 	t.Helper()
 	c.do("POST", "/cluster-providers", res("cp1", nil)).must(t, 201)
 	c.multipart("POST", "/cluster-providers/cp1/clusters", res("c1", nil), []byte(testKubeconfig)).must(t, 201)
@@ -250,5 +250,14 @@ func TestJSONResources(t *testing.T) {
 			c.do("DELETE", item("a1"), nil).must(t, http.StatusNoContent)
 			c.do("GET", item("a1"), nil).must(t, http.StatusNotFound)
 		})
+	}
+}
+
+func TestMalformedQueryString(t *testing.T) {
+	c := newClient(t)
+	tree(t, c)
+	msg := c.do("GET", pCA+"/composite-profiles/cprof/profiles?app=%zz", nil).must(t, 400).message(t)
+	if !strings.Contains(msg, "malformed query string") {
+		t.Errorf("message %q", msg)
 	}
 }

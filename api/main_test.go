@@ -33,12 +33,19 @@ func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
 // client drives the API of one test and fails the test on any 500.
 type client struct {
-	t     *testing.T
+	t     testing.TB
 	h     http.Handler
 	store *store.Store
 	keys  *seal.Keyring
 	logs  *bytes.Buffer
 	token string // sent as a bearer token unless the request carries its own Authorization
+}
+
+// with is the same client failing t.
+func (c *client) with(t testing.TB) *client {
+	cp := *c
+	cp.t = t
+	return &cp
 }
 
 // as is the same client sending token.
@@ -48,7 +55,7 @@ func (c *client) as(token string) *client {
 	return &cp
 }
 
-func newClient(t *testing.T, configure ...func(*Server)) *client {
+func newClient(t testing.TB, configure ...func(*Server)) *client {
 	t.Helper()
 	ctx := context.Background()
 	db := fmt.Sprintf("t%d_%s", dbSeq.Add(1), strings.ToLower(strings.NewReplacer("/", "_").Replace(t.Name())))
@@ -87,14 +94,14 @@ type response struct {
 	hdr  http.Header
 }
 
-func (r response) json(t *testing.T, v any) {
+func (r response) json(t testing.TB, v any) {
 	t.Helper()
 	if err := json.Unmarshal(r.body, v); err != nil {
 		t.Fatalf("response %q is not JSON: %v", r.body, err)
 	}
 }
 
-func (r response) message(t *testing.T) string {
+func (r response) message(t testing.TB) string {
 	t.Helper()
 	var m struct {
 		Message string `json:"message"`
@@ -171,7 +178,7 @@ func (c *client) multipart(method, path string, metadata any, file []byte) respo
 }
 
 // must asserts the status code and returns the response.
-func (r response) must(t *testing.T, code int) response {
+func (r response) must(t testing.TB, code int) response {
 	t.Helper()
 	if r.code != code {
 		t.Fatalf("status %d, want %d: %s", r.code, code, r.body)

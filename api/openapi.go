@@ -66,6 +66,9 @@ func (s *Server) openAPI() ([]byte, error) {
 		case d.body != nil:
 			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(d.body)}}}
 		}
+		if publicPaths[p] {
+			op["security"] = []any{} // answers without a token
+		}
 		paths[p][strings.ToLower(d.method)] = op
 	}
 	doc := map[string]any{
@@ -74,7 +77,10 @@ func (s *Server) openAPI() ([]byte, error) {
 			"description": "EMCO's v2 REST API as temco serves it: clusters, projects, composite apps, intents, logical clouds and lifecycle operations run as Temporal workflows."},
 		"paths": paths,
 		"components": map[string]any{"schemas": map[string]any{"Error": map[string]any{"type": "object",
-			"required": []any{"message"}, "properties": map[string]any{"message": map[string]any{"type": "string"}}}}},
+			"required": []any{"message"}, "properties": map[string]any{"message": map[string]any{"type": "string"}}}},
+			"securitySchemes": map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+				"description": "when the server requires authentication (TEMCO_AUTH_ISSUER): a token with roles admin or project:<name>"}}},
+		"security": []any{map[string]any{"bearer": []any{}}},
 	}
 	js, err := json.Marshal(doc)
 	if err != nil {
@@ -120,6 +126,8 @@ func responses(d opDoc) map[string]any {
 		"400": errResp("malformed or invalid request"),
 		"404": errResp("the resource or its parent does not exist"),
 		"409": errResp("already exists, in use, or not allowed in the current lifecycle state"),
+		"401": errResp("authentication required, or the token is invalid or expired"),
+		"403": errResp("the token's roles do not grant this"),
 	}
 	if d.body != nil || d.multipart {
 		out["413"] = errResp("request body too large")

@@ -82,6 +82,10 @@ func appRef(id, field, app string) (string, error) {
 	return caOf(id) + "/apps/" + app, nil
 }
 
+// Charts are kept in one MongoDB document (16 MiB); refuse charts unpacking beyond 32 MiB
+// before spending the 100 MiB Helm would allow per request.
+func init() { loader.MaxDecompressedChartSize = 32 << 20 }
+
 func attachChart(_ context.Context, _ *Server, r *request[model.Empty]) error {
 	ch, err := loader.LoadArchive(bytes.NewReader(r.file))
 	if err != nil {

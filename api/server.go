@@ -6,6 +6,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"time"
 
@@ -49,6 +50,15 @@ func (s *Server) Handler() *echo.Echo {
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: s.logPanic}))
 	e.Use(s.codecCORS()) // before authentication: browsers send CORS preflights without credentials
 	e.Use(s.authenticate)
+	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			// net/url drops malformed pairs silently: "?app=%zz" would read as no filter at all.
+			if _, err := url.ParseQuery(c.Request().URL.RawQuery); err != nil {
+				return badRequest("malformed query string: %v", err)
+			}
+			return next(c)
+		}
+	})
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		json, multipart := limitBody(maxJSONBody)(next), limitBody(maxMultipartBody)(next)
 		return func(c echo.Context) error {

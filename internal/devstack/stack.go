@@ -171,6 +171,9 @@ func (s *Stack) env() []string {
 	}, s.cfg.Env...)
 }
 
+// Env is the environment temco api and worker run with (a later entry overrides an earlier one).
+func (s *Stack) Env() []string { return s.env() }
+
 // StartAPI (re)starts temco api and waits until it answers.
 func (s *Stack) StartAPI(ctx context.Context) error {
 	p, err := StartProc("temco api", filepath.Join(s.cfg.DataDir, "logs", "api.log"), s.cfg.Self, []string{"api"}, s.env())

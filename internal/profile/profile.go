@@ -108,6 +108,9 @@ func readTarGz(data []byte) (map[string][]byte, error) {
 		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
 			return nil, fmt.Errorf("the profile archive has an entry outside its root: %q", h.Name)
 		}
+		if h.Size > int64(MaxTotalSize-total) { // refused before unpacking anything of it
+			return nil, fmt.Errorf("the profile archive unpacks to more than %d MiB", MaxTotalSize>>20)
+		}
 		body, err := io.ReadAll(io.LimitReader(tr, MaxTotalSize-int64(total)+1))
 		if err != nil {
 			return nil, fmt.Errorf("the profile archive is corrupt: %v", err)

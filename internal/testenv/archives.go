@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"sort"
+	"strconv"
 )
 
 // TarGz packs files (path -> content) into a .tar.gz, in path order.
@@ -44,4 +45,47 @@ func Profile(values string) []byte {
 		"manifest.yaml":        "---\nversion: v1\ntype:\n  values: \"override_values.yaml\"\n",
 		"override_values.yaml": values,
 	})
+}
+
+// HostileArchives are .tar.gz files built to hurt an unpacker, by what they attempt:
+// a gzip bomb (64 KiB unpacking to 64 MiB of zeros, over every limit), entries escaping the root, a
+// symlink to a host file, a header claiming a huge file, and an entry flood.
+func HostileArchives(root string) map[string][]byte {
+	out := map[string][]byte{}
+	out["bomb"] = tarGzOf(func(tw *tar.Writer) {
+		_ = tw.WriteHeader(&tar.Header{Name: root + "/values.yaml", Mode: 0o644, Size: 64 << 20, Typeflag: tar.TypeReg})
+		zeros := make([]byte, 1<<20)
+		for range 64 {
+			_, _ = tw.Write(zeros)
+		}
+	})
+	out["traversal"] = TarGz(map[string]string{root + "/Chart.yaml": "apiVersion: v2\nname: x\nversion: 0.1.0\n",
+		"../../etc/cron.d/x": "* * * * * root sh", root + "/../../../x": "x", "/etc/passwd": "root::0:0::/:"})
+	out["symlink"] = tarGzOf(func(tw *tar.Writer) {
+		_ = tw.WriteHeader(&tar.Header{Name: root + "/values.yaml", Linkname: "/etc/shadow", Typeflag: tar.TypeSymlink})
+		_ = tw.WriteHeader(&tar.Header{Name: root + "/templates", Linkname: "/", Typeflag: tar.TypeSymlink})
+		_ = tw.WriteHeader(&tar.Header{Name: root + "/override_values.yaml", Linkname: "/etc/passwd", Typeflag: tar.TypeLink})
+	})
+	out["huge-header"] = tarGzOf(func(tw *tar.Writer) {
+		_ = tw.WriteHeader(&tar.Header{Name: root + "/values.yaml", Mode: 0o644, Size: 1 << 40, Typeflag: tar.TypeReg})
+		_, _ = tw.Write([]byte("a: 1\n"))
+	})
+	out["flood"] = tarGzOf(func(tw *tar.Writer) {
+		for i := range 5000 {
+			_ = tw.WriteHeader(&tar.Header{Name: root + "/f" + strconv.Itoa(i), Mode: 0o644, Typeflag: tar.TypeReg})
+		}
+	})
+	return out
+}
+
+// tarGzOf builds a .tar.gz by writing entries with write; a truncated entry is left
+// as written (the writer's errors are ignored on purpose).
+func tarGzOf(write func(*tar.Writer)) []byte {
+	var buf bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&buf, gzip.BestCompression)
+	tw := tar.NewWriter(zw)
+	write(tw)
+	_ = tw.Flush()
+	_ = zw.Close()
+	return buf.Bytes()
 }

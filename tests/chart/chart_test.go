@@ -4,6 +4,7 @@
 package chart
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -129,6 +130,9 @@ func TestMinimalInstall(t *testing.T) {
 		if _, tls := e["TEMCO_TEMPORAL_TLS"]; tls {
 			t.Errorf("%s: Temporal TLS on by default", name)
 		}
+		if e["TEMCO_ENCRYPT_PAYLOADS"] != "true" {
+			t.Errorf("%s: payload encryption off by default", name)
+		}
 		if str(c, "livenessProbe", "httpGet", "path") != "/healthz" || str(c, "readinessProbe", "httpGet", "path") != "/readyz" ||
 			str(c, "readinessProbe", "httpGet", "scheme") != "HTTP" {
 			t.Errorf("%s probes %v %v", name, c["livenessProbe"], c["readinessProbe"])
@@ -136,6 +140,19 @@ func TestMinimalInstall(t *testing.T) {
 		if ro, _, _ := unstructured.NestedBool(c, "securityContext", "readOnlyRootFilesystem"); !ro {
 			t.Errorf("%s: root filesystem writable", name)
 		}
+	}
+	// Authentication is on by default, verified by the issuer's JWKS; the worker serves no API.
+	if e := env(api); e["TEMCO_AUTH_ISSUER"] != "https://login.example.com/realms/platform" || e["TEMCO_AUTH_AUDIENCE"] != "temco" ||
+		e["TEMCO_AUTH_JWKS_URL"] == "" || e["TEMCO_AUTH_ROLES_CLAIM"] != "roles" || e["TEMCO_AUTH_ADMIN_ROLE"] != "admin" {
+		t.Errorf("api authentication env %v", e)
+	}
+	if e := env(worker); e["TEMCO_AUTH_ISSUER"] != "" {
+		t.Error("the worker is given authentication settings")
+	}
+	off := values(t, "minimal-values.yaml")
+	off["api"] = map[string]any{"auth": map[string]any{"enabled": false}}
+	if e := env(render(t, off).container(t, "temco-api")); e["TEMCO_AUTH_ISSUER"] != "" {
+		t.Errorf("api.auth.enabled=false still sets %v", e)
 	}
 	// The connection string and keys live only in their Secrets.
 	for _, k := range []string{"Deployment/temco-api", "Deployment/temco-worker"} {
@@ -173,10 +190,20 @@ func TestFullInstall(t *testing.T) {
 		"TEMCO_TEMPORAL_TLS_CERT": "/etc/temco/temporal-client/tls.crt", "TEMCO_TEMPORAL_TLS_KEY": "/etc/temco/temporal-client/tls.key",
 		"TEMCO_TEMPORAL_TLS_SERVER_NAME": "frontend.temporal.example.com", "TEMCO_TEMPORAL_NAMESPACE": "edge",
 		"TEMCO_API_ADDR": ":8443", "TEMCO_API_TLS_CERT": "/etc/temco/api-tls/tls.crt", "GOMEMLIMIT": "400MiB",
+		"TEMCO_AUTH_ISSUER": "https://login.example.com", "TEMCO_AUTH_AUDIENCE": "temco-edge",
+		"TEMCO_AUTH_PUBLIC_KEY_FILE": "/etc/temco/auth/keys.pem", "TEMCO_AUTH_ROLES_CLAIM": "realm_access.roles",
+		"TEMCO_AUTH_ADMIN_ROLE": "platform-admin", "TEMCO_CODEC_CORS_ORIGINS": "https://temporal-ui.example.com",
 	} {
 		if e[k] != v {
 			t.Errorf("api %s = %q, want %q", k, e[k], v)
 		}
+	}
+	if _, jwks := e["TEMCO_AUTH_JWKS_URL"]; jwks {
+		t.Error("both a JWKS URL and a public key file")
+	}
+	vols, _, _ := unstructured.NestedSlice(r["Deployment/temco-api"].Object, "spec", "template", "spec", "volumes")
+	if !strings.Contains(fmt.Sprint(vols), "map[items:[map[key:signing.pem path:keys.pem]] secretName:temco-token-keys]") {
+		t.Errorf("api volumes %v lack the token keys Secret", vols)
 	}
 	if str(api, "readinessProbe", "httpGet", "scheme") != "HTTPS" || str(api, "livenessProbe", "httpGet", "scheme") != "HTTPS" {
 		t.Errorf("api probes over HTTP while it serves HTTPS: %v", api["readinessProbe"])
@@ -217,6 +244,7 @@ func TestIncompleteOrMistypedValuesAreRefused(t *testing.T) {
 		"misspelt key":      {func(v map[string]any) { v["workers"] = map[string]any{"replicas": 2} }, "workers"},
 		"address sans port": {func(v map[string]any) { v["temporal"] = map[string]any{"address": "temporal"} }, "/temporal/address"},
 		"not a MongoDB URI": {func(v map[string]any) { v["mongodb"] = map[string]any{"uri": "postgres://x"} }, "/mongodb/uri"},
+		"auth half set":     {func(v map[string]any) { v["api"] = map[string]any{"auth": map[string]any{"issuer": "https://x"}} }, "api.auth needs issuer, audience and jwksUrl or publicKeySecret"},
 	} {
 		v := values(t, "minimal-values.yaml")
 		c.edit(v)

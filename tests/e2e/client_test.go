@@ -16,7 +16,18 @@ import (
 )
 
 // client talks to the running temco api over HTTP; with t set it fails the test on a 500.
-type client struct{ t *testing.T }
+type client struct {
+	t     *testing.T
+	base  string // another api's /v2 URL; "" for the stack's
+	token string // bearer token, when set
+}
+
+func (c *client) url(path string) string {
+	if c.base != "" {
+		return c.base + path
+	}
+	return apiURL + path
+}
 
 type response struct {
 	code int
@@ -39,6 +50,9 @@ func (r response) must(t *testing.T, code int) response {
 }
 
 func (c *client) send(req *http.Request) response {
+	if c.token != "" {
+		req.Header.Set("Authorization", "Bearer "+c.token)
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		if c.t != nil {
@@ -60,7 +74,7 @@ func (c *client) do(method, path string, body any) response {
 		data, _ := json.Marshal(body)
 		rd = bytes.NewReader(data)
 	}
-	req, _ := http.NewRequest(method, apiURL+path, rd)
+	req, _ := http.NewRequest(method, c.url(path), rd)
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
@@ -77,7 +91,7 @@ func (c *client) multipart(method, path string, metadata any, file []byte) respo
 		_, _ = fw.Write(file)
 	}
 	_ = mw.Close()
-	req, _ := http.NewRequest(method, apiURL+path, &buf)
+	req, _ := http.NewRequest(method, c.url(path), &buf)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	return c.send(req)
 }

@@ -1,22 +1,31 @@
 package e2e
 
 import (
+	"bufio"
 	"bytes"
+	"context"
 	"encoding/base64"
 	"encoding/json"
 	"io"
+	"math/rand/v2"
+	"mime/multipart"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/temco/temco/internal/auth/authtest"
+	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
 )
 
 // encryptedMarker is how an encrypted payload's metadata appears in JSON: base64 of "binary/encrypted".
@@ -269,5 +278,207 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 	if err := json.Unmarshal(b, v); err != nil {
 		t.Fatalf("GET %s: %v: %.300s", url, err, b)
+	}
+}
+
+// A temco api started with authentication on (as the Helm chart starts it), against the
+// shared stack: bad tokens are refused, tenants see and change only their projects, and
+// admin-only routes, the codec included, refuse tenants.
+func TestAuthenticatedAPI(t *testing.T) {
+	iss, err := authtest.New("https://login.test", "temco")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	keyFile := filepath.Join(dir, "issuer.pem")
+	if err := os.WriteFile(keyFile, iss.PublicKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	port, err := devstack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := "127.0.0.1:" + strconv.Itoa(port)
+	env := append(stack.Env(), "TEMCO_API_ADDR="+addr, "TEMCO_AUTH_ISSUER=https://login.test",
+		"TEMCO_AUTH_AUDIENCE=temco", "TEMCO_AUTH_PUBLIC_KEY_FILE="+keyFile)
+	p, err := devstack.StartProc("temco api (auth)", filepath.Join(dir, "api.log"), self, []string{"api"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer p.Stop(5 * time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := devstack.WaitReady(ctx, p, time.Minute, func(ctx context.Context) error {
+		resp, err := http.Get("http://" + addr + "/healthz") // probes need no token
+		if err == nil {
+			resp.Body.Close()
+		}
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + addr + "/v2"
+	as := func(token string) *client { return &client{t: t, base: base, token: token} }
+	admin := as(iss.Token("root", []string{"admin"}, nil))
+
+	as("").do("GET", "/projects", nil).must(t, 401)
+	as(iss.Token("root", []string{"admin"}, map[string]any{"aud": "other"})).do("GET", "/projects", nil).must(t, 401)
+	as(iss.Token("root", []string{"admin"}, map[string]any{"exp": time.Now().Add(-time.Minute).Unix()})).do("GET", "/projects", nil).must(t, 401)
+
+	// Tenant A's project with an approved DIG, set up by the admin through this api.
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.c = admin
+	d.create()
+	other := d.project + "-b"
+	admin.do("POST", "/projects", res(other, nil)).must(t, 201)
+	alice := as(iss.Token("alice", []string{"project:" + d.project}, nil))
+	bob := as(iss.Token("bob", []string{"project:" + other}, nil))
+
+	var projects []struct{ Metadata struct{ Name string } }
+	bob.do("GET", "/projects", nil).must(t, 200).json(t, &projects)
+	if len(projects) != 1 || projects[0].Metadata.Name != other {
+		t.Errorf("bob lists %+v, want only %s", projects, other)
+	}
+	before := admin.do("GET", d.dig(), nil).must(t, 200).body
+	for _, r := range []struct{ method, path string }{
+		{"GET", "/projects/" + d.project}, {"DELETE", "/projects/" + d.project}, {"GET", d.ca() + "/apps"},
+		{"DELETE", d.ca() + "/apps/web"}, {"POST", d.dig() + "/instantiate"}, {"GET", d.dig() + "/status"},
+	} {
+		bob.do(r.method, r.path, nil).must(t, 403)
+	}
+	if after := admin.do("GET", d.dig(), nil).must(t, 200).body; !bytes.Equal(before, after) {
+		t.Errorf("bob's refused requests changed the DIG:\n%s\n%s", before, after)
+	}
+	alice.do("GET", d.dig()+"/status", nil).must(t, 200)
+	alice.do("GET", "/cluster-providers/"+provider+"/clusters", nil).must(t, 200)
+	alice.do("POST", "/cluster-providers", res("mine", nil)).must(t, 403)
+	alice.do("POST", "/projects/"+d.project+"/logical-clouds", res("escalate", map[string]any{"level": "0"})).must(t, 403)
+
+	codec := func(c *client) int {
+		req, _ := http.NewRequest("POST", "http://"+addr+"/codec/decode", strings.NewReader(`{"payloads":[]}`))
+		req.Header.Set("Content-Type", "application/json")
+		return c.send(req).code
+	}
+	if code := codec(alice); code != 403 {
+		t.Errorf("a tenant's codec request: %d, want 403", code)
+	}
+	if code := codec(admin); code != 200 {
+		t.Errorf("the admin's codec request: %d, want 200", code)
+	}
+}
+
+// 1,000 malformed requests against the running api: none is answered with a 5xx, every
+// /v2 refusal carries a JSON message, the process keeps serving, and what existed before
+// is unchanged.
+func TestMalformedRequestLoad(t *testing.T) {
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.create()
+	existing := []string{"/projects/" + d.project, d.ca(), d.ca() + "/apps/web", d.ca() + "/composite-profiles/prof",
+		d.dig(), d.dig() + "/generic-placement-intents/gpi", d.dig() + "/intents/intents",
+		"/projects/" + d.project + "/logical-clouds/default", "/cluster-providers/" + provider + "/clusters/cluster1",
+		"/cluster-providers/" + provider + "/clusters/cluster1/labels"}
+	snapshot := func() string {
+		var b strings.Builder
+		for _, p := range existing {
+			b.Write((&client{t: t}).do("GET", p, nil).must(t, 200).body)
+		}
+		return b.String()
+	}
+	before := snapshot()
+
+	rng := rand.New(rand.NewPCG(1, 2)) // the same 1,000 requests every run
+	hostile := testenv.HostileArchives("web")
+	bodies := []string{"", "{", `{"metadata":`, "null", "[]", `"x"`, `{"metadata":{"name":123}}`, `{"metadata":{"name":"a/b"}}`,
+		`{"metadata":{"name":"` + strings.Repeat("n", 300) + `"}}`, `{"metadata":{"name":"x"},"spec":"s"}`,
+		`{"metadata":{"name":"x"}}{"again":1}`, strings.Repeat("[", 100000), "\xff\xfe\x00garbage",
+		`{"metadata":{"name":"x"},"spec":{"compositeProfile":7,"logicalCloud":[]}}`, `{"revision":"latest"}`,
+		`{"metadata":{"name":"web"},"spec":{"app":"web","intent":{"allOf":"everything"}}}`}
+	paths := append([]string{}, existing...)
+	paths = append(paths, "/projects", d.ca()+"/apps", d.dig()+"/generic-placement-intents/gpi/app-intents",
+		"/cluster-providers/"+provider+"/clusters", "/projects/"+d.project+"/logical-clouds",
+		"/projects/%00", "/projects/"+strings.Repeat("a", 5000), "/projects/x/../../cluster-providers", "/projects/%zz/composite-apps",
+		d.dig()+"/status?type=nope", d.dig()+"/status?output=nope&instance=-1", d.dig()+"/status?app=%zz",
+		"/projects/nope/composite-apps/ca/v1/deployment-intent-groups/nope/instantiate",
+		"/projects/nope/composite-apps/ca/v1/deployment-intent-groups/nope/rollback")
+	methods := []string{"POST", "PUT", "PUT", "POST", "DELETE", "PATCH", "GET"}
+	contentTypes := []string{"application/json", "application/json", "", "application/xml", "multipart/form-data",
+		"multipart/form-data; boundary=", "text/plain; charset=utf-16"}
+	codes := map[int]int{}
+	sent := 0
+	for i := 0; sent < 1000; i++ {
+		method := methods[rng.IntN(len(methods))]
+		path := paths[rng.IntN(len(paths))]
+		if method == "DELETE" || method == "GET" { // never a valid delete: only of names that do not exist
+			path += "/no-such-" + strconv.Itoa(i)
+		}
+		var body []byte
+		ct := contentTypes[rng.IntN(len(contentTypes))]
+		switch n := rng.IntN(10); {
+		case n < 6:
+			body = []byte(bodies[rng.IntN(len(bodies))])
+		case n < 8: // a multipart upload of a hostile archive or a broken kubeconfig
+			var buf bytes.Buffer
+			mw := multipart.NewWriter(&buf)
+			_ = mw.WriteField("metadata", bodies[rng.IntN(len(bodies))])
+			fw, _ := mw.CreateFormFile("file", "f")
+			if rng.IntN(2) == 0 {
+				names := []string{"bomb", "traversal", "symlink", "huge-header", "flood"}
+				_, _ = fw.Write(hostile[names[rng.IntN(len(names))]])
+			} else {
+				_, _ = fw.Write([]byte("apiVersion: v1\nkind: Config\nusers: [{name: u, user: {exec: {command: /bin/sh}}}]\n"))
+			}
+			_ = mw.Close()
+			body, ct = buf.Bytes(), mw.FormDataContentType()
+			if rng.IntN(3) == 0 {
+				body = body[:len(body)/2] // truncated
+			}
+		case n < 9:
+			body = bytes.Repeat([]byte("x"), 3<<20) // over every body limit
+		default:
+			body = make([]byte, 1024)
+			for j := range body {
+				body[j] = byte(rng.IntN(256))
+			}
+		}
+		req, err := http.NewRequest(method, apiURL+path, bytes.NewReader(body))
+		if err != nil { // a path net/http itself refuses to send
+			continue
+		}
+		if ct != "" {
+			req.Header.Set("Content-Type", ct)
+		}
+		r := (&client{}).send(req)
+		sent++
+		codes[r.code]++
+		if r.code < 400 {
+			t.Errorf("%s %.120s answered %d to a malformed request", method, path, r.code)
+		}
+		if r.code >= 500 || r.code < 0 {
+			t.Errorf("%s %.120s (%s, %d bytes) answered %d: %.300s", method, path, ct, len(body), r.code, r.body)
+		} else if r.code >= 400 && !json.Valid(r.body) {
+			t.Errorf("%s %.120s answered %d without a JSON message: %.200q", method, path, r.code, r.body)
+		}
+	}
+	// Broken HTTP itself, below what a client library would send.
+	for _, raw := range []string{"GARBAGE\r\n\r\n", "POST /v2/projects HTTP/1.1\r\nHost: x\r\nContent-Length: 50\r\n\r\n{\"meta",
+		"GET /v2/projects HTTP/1.1\r\nHost: x\r\nX: " + strings.Repeat("h", 2<<20) + "\r\n\r\n"} {
+		conn, err := net.Dial("tcp", strings.TrimPrefix(strings.TrimSuffix(apiURL, "/v2"), "http://"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+		_, _ = conn.Write([]byte(raw))
+		if resp, err := http.ReadResponse(bufio.NewReader(conn), nil); err == nil {
+			if resp.StatusCode >= 500 {
+				t.Errorf("raw %.40q answered %d", raw, resp.StatusCode)
+			}
+			resp.Body.Close()
+		}
+		conn.Close()
+	}
+	t.Logf("%d malformed requests, answered: %v", sent, codes)
+	(&client{t: t}).do("GET", "/projects", nil).must(t, 200)
+	if after := snapshot(); after != before {
+		t.Error("the malformed requests changed existing resources")
 	}
 }

@@ -66,6 +66,8 @@ app.kubernetes.io/component: {{ index . 1 }}
   value: {{ .Values.mongodb.database | quote }}
 - name: TEMCO_KEY_FILE
   value: /etc/temco/keys/encryption.keys
+- name: TEMCO_ENCRYPT_PAYLOADS
+  value: {{ .Values.encryption.payloads | quote }}
 - name: TEMCO_TEMPORAL_ADDRESS
   value: {{ .Values.temporal.address | quote }}
 - name: TEMCO_TEMPORAL_NAMESPACE
@@ -185,4 +187,34 @@ checksum/secrets: {{ include (print .Template.BasePath "/secrets.yaml") . | sha2
 {{- $_ := set $probe.httpGet "scheme" (index . 1) -}}
 {{- end -}}
 {{- toYaml $probe -}}
+{{- end -}}
+
+{{/* The api's authentication settings; refuses an install with authentication half set up. */}}
+{{- define "temco.authEnv" -}}
+{{- with .Values.api.auth }}
+{{- if .enabled }}
+{{- if or (not .issuer) (not .audience) (and (not .jwksUrl) (not .publicKeySecret)) }}
+{{- fail "api.auth needs issuer, audience and jwksUrl or publicKeySecret (or api.auth.enabled=false behind another authenticating proxy)" }}
+{{- end }}
+- name: TEMCO_AUTH_ISSUER
+  value: {{ .issuer | quote }}
+- name: TEMCO_AUTH_AUDIENCE
+  value: {{ .audience | quote }}
+{{- if .jwksUrl }}
+- name: TEMCO_AUTH_JWKS_URL
+  value: {{ .jwksUrl | quote }}
+{{- else }}
+- name: TEMCO_AUTH_PUBLIC_KEY_FILE
+  value: /etc/temco/auth/keys.pem
+{{- end }}
+- name: TEMCO_AUTH_ROLES_CLAIM
+  value: {{ .rolesClaim | quote }}
+- name: TEMCO_AUTH_ADMIN_ROLE
+  value: {{ .adminRole | quote }}
+{{- end }}
+{{- end }}
+{{- with .Values.api.codecCorsOrigins }}
+- name: TEMCO_CODEC_CORS_ORIGINS
+  value: {{ join "," . | quote }}
+{{- end }}
 {{- end -}}
