@@ -31,6 +31,7 @@ func clientCmds() []*cobra.Command {
 		f.StringArrayVarP(&files, "file", "f", nil, "emcoctl resource file (multi-document YAML, a Go template); repeatable")
 		f.StringArrayVarP(&values, "values", "v", nil, "values file for the templates; repeatable")
 		f.StringVar(&r.API, "api", env("TEMCO_API", "http://127.0.0.1:9015"), "temco API base URL [TEMCO_API]")
+		f.StringVar(&r.Token, "token", env("TEMCO_TOKEN", ""), "bearer token, when the API requires one (prefer the variable: flags show in ps) [TEMCO_TOKEN]")
 		f.BoolVar(&r.StopOnError, "stop-on-error", false, "stop at the first document that fails")
 		f.BoolVar(&r.Wait, "wait", false, "after a DIG's instantiate, update, rollback or terminate, wait until it ends")
 		f.DurationVar(&r.Timeout, "timeout", 5*time.Minute, "longest wait for one operation")

@@ -54,6 +54,7 @@ resourceContext:
 
 // recorded is a request the fake API saw.
 type recorded struct {
+	auth                            string
 	method, path, contentType, body string
 	fileName, fileData              string
 }
@@ -63,7 +64,7 @@ func fakeAPI(t *testing.T) (*httptest.Server, *[]recorded) {
 	var mu sync.Mutex
 	var seen []recorded
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		rec := recorded{method: r.Method, path: r.URL.Path, contentType: r.Header.Get("Content-Type")}
+		rec := recorded{method: r.Method, path: r.URL.Path, contentType: r.Header.Get("Content-Type"), auth: r.Header.Get("Authorization")}
 		if mt, params, _ := mime.ParseMediaType(rec.contentType); mt == "multipart/form-data" {
 			mr := multipart.NewReader(r.Body, params["boundary"])
 			for {
@@ -126,8 +127,15 @@ func TestApplySendsEveryDocumentInOrder(t *testing.T) {
 		t.Fatal(err)
 	}
 	var out bytes.Buffer
-	if err := runner(srv.URL, &out).Apply(docs); err != nil {
+	r := runner(srv.URL, &out)
+	r.Token = "t0ken"
+	if err := r.Apply(docs); err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
+	}
+	for _, rec := range *seen {
+		if rec.auth != "Bearer t0ken" {
+			t.Errorf("%s %s sent Authorization %q", rec.method, rec.path, rec.auth)
+		}
 	}
 	want := []string{
 		"POST /v2/projects", "POST /v2/cluster-providers/cp/clusters", "POST /v2/cluster-providers/cp/clusters/c1/labels",

@@ -16,6 +16,7 @@ import (
 // Runner sends documents to the API.
 type Runner struct {
 	API         string // base URL, e.g. http://127.0.0.1:9015
+	Token       string // bearer token, when the API requires authentication
 	Out         io.Writer
 	StopOnError bool
 	Wait        bool          // after instantiate/terminate/update of a DIG, wait for it to end
@@ -34,6 +35,15 @@ func (r Result) failed() bool { return r.Status < 200 || r.Status >= 300 }
 
 func (r *Runner) url(p string) string {
 	return strings.TrimSuffix(r.API, "/") + "/v2/" + strings.TrimPrefix(p, "/")
+}
+
+// request is a request to API path p, carrying the token.
+func (r *Runner) request(method, p string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequest(method, r.url(p), body)
+	if err == nil && r.Token != "" {
+		req.Header.Set("Authorization", "Bearer "+r.Token)
+	}
+	return req, err
 }
 
 // Apply creates every document in order (lifecycle actions are posted as they come).
@@ -151,7 +161,11 @@ func (r *Runner) awaitStatus(target string, want ...string) error {
 			Status string `json:"status"`
 			Error  string `json:"error"`
 		}
-		resp, err := r.HTTP.Get(r.url(target + "/status?output=summary"))
+		req, err := r.request(http.MethodGet, target+"/status?output=summary", nil)
+		if err != nil {
+			return err
+		}
+		resp, err := r.HTTP.Do(req)
 		if err == nil {
 			err = json.NewDecoder(resp.Body).Decode(&s)
 			resp.Body.Close()
@@ -237,7 +251,7 @@ func (r *Runner) do(method, p string, body any, contentType string) (Result, err
 		}
 		rd, contentType = bytes.NewReader(data), "application/json"
 	}
-	req, err := http.NewRequest(method, r.url(p), rd)
+	req, err := r.request(method, p, rd)
 	if err != nil {
 		return res, err
 	}
