@@ -26,13 +26,21 @@ import (
 	"github.com/temco/temco/internal/store"
 )
 
-// client is a cached connection to one cluster.
+// client is one cluster as the activities see it: a shared connection and the namespace
+// its kubeconfig context names.
 type client struct {
 	version   [32]byte // hash of the sealed kubeconfig: a re-registered cluster gets a new client
-	dyn       dynamic.Interface
-	rest      rest.Interface // raw requests (server-side apply without decoding the answer)
-	mapper    *restmapper.DeferredDiscoveryRESTMapper
+	*conn
 	namespace string // the kubeconfig context's namespace ("" if none)
+}
+
+// conn is shared by every cluster reached through the same API server with the same
+// credentials (clusters that differ only in their context namespace, or edge clusters
+// behind one gateway): one HTTP/2 connection pool, one discovery cache, not one per cluster.
+type conn struct {
+	dyn    dynamic.Interface
+	rest   rest.Interface // raw requests (server-side apply without decoding the answer)
+	mapper *restmapper.DeferredDiscoveryRESTMapper
 }
 
 // Clients caches one client per cluster (and per logical cloud whose own credentials
@@ -44,6 +52,7 @@ type Clients struct {
 
 	mu      sync.Mutex
 	clients map[string]*client
+	conns   map[[32]byte]*conn
 }
 
 func permanentf(format string, args ...any) error {
@@ -69,7 +78,30 @@ func (c *Clients) For(ctx context.Context, key, cloud string) (*client, error) {
 	if err != nil {
 		return nil, permanentf("cluster %q: %v", key, err)
 	}
-	cfg := parsed.Config
+	cn, err := c.conn(parsed.Config)
+	if err != nil {
+		return nil, err
+	}
+	cl := &client{version: version, conn: cn, namespace: parsed.Namespace}
+	c.mu.Lock()
+	if c.clients == nil {
+		c.clients = map[string]*client{}
+	}
+	c.clients[cacheKey] = cl
+	c.mu.Unlock()
+	return cl, nil
+}
+
+// conn returns the shared connection for cfg's server and credentials.
+func (c *Clients) conn(cfg *rest.Config) (*conn, error) {
+	key := connKey(cfg)
+	c.mu.Lock()
+	cn := c.conns[key]
+	c.mu.Unlock()
+	if cn != nil {
+		return cn, nil
+	}
+	cfg = rest.CopyConfig(cfg)
 	// Many objects per activity, many activities per worker: the default 5 QPS would throttle.
 	cfg.QPS, cfg.Burst, cfg.Timeout = 200, 400, 30*time.Second
 	cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
@@ -87,15 +119,32 @@ func (c *Clients) For(ctx context.Context, key, cloud string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{version: version, dyn: dyn, rest: rc, namespace: parsed.Namespace,
-		mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
+	cn = &conn{dyn: dyn, rest: rc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
 	c.mu.Lock()
-	if c.clients == nil {
-		c.clients = map[string]*client{}
+	defer c.mu.Unlock()
+	if c.conns == nil {
+		c.conns = map[[32]byte]*conn{}
 	}
-	c.clients[cacheKey] = cl
-	c.mu.Unlock()
-	return cl, nil
+	if existing := c.conns[key]; existing != nil { // another activity won the race
+		return existing, nil
+	}
+	c.conns[key] = cn
+	return cn, nil
+}
+
+// connKey identifies a server and the credentials used on it.
+func connKey(cfg *rest.Config) [32]byte {
+	h := sha256.New()
+	t := cfg.TLSClientConfig
+	for _, f := range [][]byte{[]byte(cfg.Host), []byte(cfg.APIPath), []byte(cfg.BearerToken), []byte(cfg.Username),
+		[]byte(cfg.Password), []byte(cfg.Impersonate.UserName), []byte(t.ServerName), []byte(fmt.Sprint(t.Insecure)),
+		t.CAData, t.CertData, t.KeyData} {
+		fmt.Fprintf(h, "%d:", len(f))
+		h.Write(f)
+	}
+	var k [32]byte
+	h.Sum(k[:0])
+	return k
 }
 
 // kubeconfig loads (and opens) the credentials to use; sealed is their stored form, which
@@ -109,18 +158,19 @@ func (c *Clients) kubeconfig(ctx context.Context, key, cloud string) (raw, seale
 		}
 		return raw, sealed, err
 	}
-	docs, err := c.Store.List(ctx, store.Query{Parent: "/cluster-providers/" + provider, Kind: "cluster", Name: name, Full: true})
+	// By _id: the one lookup per cluster and operation must not scan the collection.
+	doc, err := c.Store.Get(ctx, "/cluster-providers/"+provider+"/clusters/"+name)
+	if store.CodeOf(err) == store.ErrNotFound {
+		return nil, nil, permanentf("cluster %q of provider %q is no longer registered", name, provider)
+	}
 	if err != nil {
 		return nil, nil, err
 	}
-	if len(docs) == 0 {
-		return nil, nil, permanentf("cluster %q of provider %q is no longer registered", name, provider)
-	}
-	sealed = docs[0].Secret
+	sealed = doc.Secret
 	if len(sealed) == 0 {
 		return nil, nil, permanentf("cluster %q of provider %q has no kubeconfig (gitOps access is not supported by temco)", name, provider)
 	}
-	raw, err = c.Keys.Open(sealed, []byte(docs[0].ID))
+	raw, err = c.Keys.Open(sealed, []byte(doc.ID))
 	if err != nil {
 		return nil, nil, permanentf("cluster %q: stored kubeconfig cannot be decrypted with the configured keys", key)
 	}

@@ -5,7 +5,6 @@ package placement
 import (
 	"context"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 
@@ -127,8 +126,12 @@ func (a *Activities) inCloud(ctx context.Context, dig lifecycle.Target, clusters
 	if err != nil {
 		return err
 	}
+	in := make(map[string]bool, len(members))
+	for _, m := range members {
+		in[m] = true
+	}
 	for _, c := range clusters {
-		if !slices.Contains(members, c) {
+		if !in[c] {
 			return invalid("the placement selects cluster %q, which is not in logical cloud %q", c, spec.Spec.LogicalCloud)
 		}
 	}
