@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench histories fmt clean fuzz
+.PHONY: run test tools build unit bench bench-scale histories fmt clean fuzz
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -43,6 +43,13 @@ histories: tools
 bench: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
 	  $(GO) test -count=1 -run '^$$' -bench Instantiate -benchtime 10x -timeout 30m ./tests/e2e/
+
+## bench-scale: instantiate and terminate a 3-chart app on CLUSTERS clusters (namespaces of
+## three local API servers), twice, against a raw parallel server-side apply
+CLUSTERS ?= 100
+bench-scale: tools
+	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
+	  $(GO) test -count=1 -run '^$$' -bench Scale -benchtime 1x -timeout 180m ./tests/e2e/
 
 ## fuzz: run every fuzz target for FUZZTIME each (their seed corpora, hostile archives
 ## included, also run in `make test`); a crash leaves its input under testdata/fuzz

@@ -151,14 +151,20 @@ func (s *Store) checkRefs(ctx context.Context, parent string, refs []string) err
 	if len(ids) == 0 {
 		return nil
 	}
-	cur, err := s.coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, visible},
-		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "deletingSince", Value: 1}}))
-	if err != nil {
-		return fmt.Errorf("check references: %w", err)
-	}
+	// One lookup by _id equality each: FerretDB 1.x pushes only that down to its backend,
+	// an $in would scan the whole collection on every create.
 	var found []Doc
-	if err := cur.All(ctx, &found); err != nil {
-		return fmt.Errorf("check references: %w", err)
+	for _, id := range ids {
+		var f Doc
+		err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}, visible},
+			options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}, {Key: "deletingSince", Value: 1}})).Decode(&f)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			continue
+		}
+		if err != nil {
+			return fmt.Errorf("check references: %w", err)
+		}
+		found = append(found, f)
 	}
 	ok := map[string]bool{}
 	for _, f := range found {

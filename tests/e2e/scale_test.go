@@ -1,0 +1,331 @@
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
+)
+
+// BenchmarkScale (`make bench-scale CLUSTERS=N`): N clusters, each a namespace of one of
+// the stack's three API servers (its kubeconfig's context namespace), get a composite app
+// of 3 one-ConfigMap charts placed by label; instantiate, then terminate, TEMCO_SCALE_RUNS
+// times (default 2: the second run shows whether the worker's memory grows per run), then
+// a raw parallel client-go server-side apply of the same objects for comparison.
+func BenchmarkScale(b *testing.B) {
+	n, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_CLUSTERS"))
+	if n <= 0 {
+		n = 100
+	}
+	runs, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_RUNS"))
+	if runs <= 0 {
+		runs = 2
+	}
+	prov := fmt.Sprintf("scale%d", n)
+	setup := time.Now()
+	registerScaleClusters(b, prov, n)
+	d := &deployment{t: &testing.T{}, c: &client{}, project: prov, logicalCloud: "all"}
+	for _, a := range []string{"a1", "a2", "a3"} {
+		d.apps = append(d.apps, app{name: a, placement: map[string]any{"allOf": []any{map[string]any{"clusterProvider": prov, "clusterLabel": "scale"}}},
+			chart: testenv.Chart(a, "", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + a + "\ndata:\n  k: v\n"})})
+	}
+	d.setUpCloud = func(d *deployment) {
+		lc := "/projects/" + d.project + "/logical-clouds/all"
+		mustCode(b, d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("all", map[string]any{"level": "0"})), 201)
+		parallel(b, n, 8, func(i int) error {
+			name := "s" + strconv.Itoa(i)
+			return expect(d.c.do("POST", lc+"/cluster-references", res(name, map[string]any{"clusterProvider": prov, "cluster": name})), 201)
+		})
+		mustCode(b, d.c.do("POST", lc+"/instantiate", nil), 202)
+		d.awaitCloud("all", lifecycle.StatusInstantiated)
+	}
+	if d.c.do("GET", "/projects/"+d.project, nil).code == 404 {
+		d.create()
+	}
+	fmt.Printf("scale: %d clusters registered, cloud and DIG ready in %s\n", n, time.Since(setup).Round(time.Second))
+
+	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tc.Close()
+	worker, temporal := stack.Worker.Cmd.Process.Pid, stack.Temporal.Proc().Cmd.Process.Pid
+	var rss []int64
+	for run := 1; run <= runs; run++ {
+		resetPeak(worker)
+		resetPeak(temporal)
+		cpuW, cpuT := cpuSeconds(worker), cpuSeconds(temporal)
+		since := time.Now().UTC().Add(-time.Second)
+
+		start := time.Now()
+		inst := operate(b, d, tc, lifecycle.OpInstantiate)
+		instantiate := time.Since(start)
+		var s status
+		var summary time.Duration
+		for range 3 {
+			t0 := time.Now()
+			r := d.c.do("GET", d.dig()+"/status?output=summary", nil)
+			summary = max(summary, time.Since(t0))
+			mustCode(b, r, 200)
+			_ = json.Unmarshal(r.body, &s)
+		}
+		if s.Status != lifecycle.StatusInstantiated || s.RsyncStatus[lifecycle.ResApplied] != 3*n {
+			b.Fatalf("after instantiate (%s): %s, rsync-status %v", inst, s.Status, s.RsyncStatus)
+		}
+		docs := documentCounts(b)
+
+		start = time.Now()
+		operate(b, d, tc, lifecycle.OpTerminate)
+		terminate := time.Since(start)
+		wf, events := largestHistory(b, tc, since)
+		rss = append(rss, rssKiB(worker, "VmRSS"))
+		fmt.Printf("scale: N=%d run %d: instantiate %s (%.0f objects/s), terminate %s, status summary %s, "+
+			"largest history %d events (%s), worker %.1f CPU s peak RSS %d MiB (after: %d MiB), Temporal %.1f CPU s peak RSS %d MiB, documents %s\n",
+			n, run, instantiate.Round(time.Millisecond), float64(3*n)/instantiate.Seconds(), terminate.Round(time.Millisecond),
+			summary.Round(time.Millisecond), events, wf, cpuSeconds(worker)-cpuW, rssKiB(worker, "VmHWM")>>10, rss[len(rss)-1]>>10,
+			cpuSeconds(temporal)-cpuT, rssKiB(temporal, "VmHWM")>>10, docs)
+		b.ReportMetric(instantiate.Seconds(), fmt.Sprintf("instantiate-s/run%d", run))
+	}
+	if len(rss) > 1 {
+		fmt.Printf("scale: worker RSS after run 1: %d MiB, after run %d: %d MiB (%+.0f%%)\n", rss[0]>>10, len(rss),
+			rss[len(rss)-1]>>10, 100*float64(rss[len(rss)-1]-rss[0])/float64(rss[0]))
+	}
+	apply, del := rawScaleApply(b, n)
+	fmt.Printf("scale: N=%d raw client-go server-side apply of the same %d objects: %s (%.0f objects/s), delete %s\n",
+		n, 3*n, apply.Round(time.Millisecond), float64(3*n)/apply.Seconds(), del.Round(time.Millisecond))
+}
+
+// registerScaleClusters registers provider prov's clusters s0..s<n-1>, labelled "scale":
+// cluster i is namespace s<i> of the stack's API server i%3 (once per stack).
+func registerScaleClusters(b *testing.B, prov string, n int) {
+	c := &client{}
+	if c.do("GET", "/cluster-providers/"+prov, nil).code == 200 {
+		return
+	}
+	mustCode(b, c.do("POST", "/cluster-providers", res(prov, nil)), 201)
+	var base [][]byte
+	var sets []*kubernetes.Clientset
+	for _, cl := range stack.Clusters {
+		kc, err := os.ReadFile(cl.Kubeconfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cs, err := cl.Clientset()
+		if err != nil {
+			b.Fatal(err)
+		}
+		base, sets = append(base, kc), append(sets, cs)
+	}
+	parallel(b, n, 8, func(i int) error {
+		ns := "s" + strconv.Itoa(i)
+		_, err := sets[i%len(sets)].CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		cfg, err := clientcmd.Load(base[i%len(base)])
+		if err != nil {
+			return err
+		}
+		cfg.Contexts[cfg.CurrentContext].Namespace = ns
+		kc, err := clientcmd.Write(*cfg)
+		if err != nil {
+			return err
+		}
+		if err := expect(c.multipart("POST", "/cluster-providers/"+prov+"/clusters", res(ns, nil), kc), 201); err != nil {
+			return err
+		}
+		return expect(c.do("POST", "/cluster-providers/"+prov+"/clusters/"+ns+"/labels", map[string]string{"clusterLabel": "scale"}), 201)
+	})
+}
+
+// operate starts op on the DIG and waits for its workflow to end.
+func operate(b *testing.B, d *deployment, tc temporalclient.Client, op string) string {
+	r := d.c.do("POST", d.dig()+"/"+op, nil)
+	mustCode(b, r, 202)
+	var acc lifecycle.OpAccepted
+	_ = json.Unmarshal(r.body, &acc)
+	if err := tc.GetWorkflow(context.Background(), acc.WorkflowID, "").Get(context.Background(), nil); err != nil {
+		b.Fatalf("%s: %v", op, err)
+	}
+	return acc.WorkflowID
+}
+
+// largestHistory is the workflow started after since with the most history events.
+func largestHistory(b *testing.B, tc temporalclient.Client, since time.Time) (string, int64) {
+	var token []byte
+	var id string
+	var most int64
+	for {
+		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{
+			Query: "StartTime >= '" + since.Format(time.RFC3339) + "'", NextPageToken: token})
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, e := range resp.Executions {
+			if e.Status == enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+				continue // the DIG's entity workflow idles until it times out
+			}
+			if e.HistoryLength > most {
+				id, most = e.Execution.WorkflowId, e.HistoryLength
+			}
+		}
+		if token = resp.NextPageToken; len(token) == 0 {
+			return id, most
+		}
+	}
+}
+
+// documentCounts counts the documents of every collection of temco's database.
+func documentCounts(b *testing.B) string {
+	mc, err := mongo.Connect(options.Client().ApplyURI(stack.Mongo.URI()))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer mc.Disconnect(context.Background())
+	db := mc.Database("temco")
+	names, err := db.ListCollectionNames(context.Background(), bson.D{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []string
+	for _, name := range names {
+		n, err := db.Collection(name).CountDocuments(context.Background(), bson.D{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		out = append(out, fmt.Sprintf("%s=%d", name, n))
+	}
+	return strings.Join(out, " ")
+}
+
+// rawScaleApply applies, then deletes, the benchmark's objects with client-go directly:
+// 64 requests in flight, one client per API server.
+func rawScaleApply(b *testing.B, n int) (apply, del time.Duration) {
+	var clients []*kubernetes.Clientset
+	for _, cl := range stack.Clusters {
+		cfg, err := clientcmd.BuildConfigFromFlags("", cl.Kubeconfig())
+		if err != nil {
+			b.Fatal(err)
+		}
+		cfg.QPS, cfg.Burst = 5000, 5000
+		cs, err := kubernetes.NewForConfig(cfg)
+		if err != nil {
+			b.Fatal(err)
+		}
+		clients = append(clients, cs)
+	}
+	for _, remove := range []bool{false, true} {
+		start := time.Now()
+		parallel(b, 3*n, 64, func(k int) error {
+			i, a := k/3, "raw-a"+strconv.Itoa(k%3+1)
+			cms := clients[i%len(clients)].CoreV1().ConfigMaps("s" + strconv.Itoa(i))
+			if remove {
+				return cms.Delete(context.Background(), a, metav1.DeleteOptions{})
+			}
+			_, err := cms.Apply(context.Background(), corev1ac.ConfigMap(a, "s"+strconv.Itoa(i)).WithData(map[string]string{"k": "v"}),
+				metav1.ApplyOptions{FieldManager: "bench", Force: true})
+			return err
+		})
+		if remove {
+			del = time.Since(start)
+		} else {
+			apply = time.Since(start)
+		}
+	}
+	return apply, del
+}
+
+// parallel runs f(0..n-1) with width goroutines and fails b on the first error.
+func parallel(b *testing.B, n, width int, f func(int) error) {
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var once sync.Once
+	var first error
+	for range width {
+		wg.Go(func() {
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				if err := f(i); err != nil {
+					once.Do(func() { first = fmt.Errorf("item %d: %w", i, err) })
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if first != nil {
+		b.Fatal(first)
+	}
+}
+
+func expect(r response, code int) error {
+	if r.code != code {
+		return fmt.Errorf("status %d, want %d: %s", r.code, code, r.body)
+	}
+	return nil
+}
+
+func mustCode(b *testing.B, r response, code int) {
+	b.Helper()
+	if err := expect(r, code); err != nil {
+		b.Fatal(err)
+	}
+}
+
+// cpuSeconds is the user+system CPU time of process pid (clock ticks of 1/100 s).
+func cpuSeconds(pid int) float64 {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0
+	}
+	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
+	utime, _ := strconv.ParseFloat(fields[11], 64)
+	stime, _ := strconv.ParseFloat(fields[12], 64)
+	return (utime + stime) / 100
+}
+
+// rssKiB reads a memory field of /proc/<pid>/status (VmRSS now, VmHWM the peak).
+func rssKiB(pid int, field string) int64 {
+	f, err := os.Open("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), field+":"); ok {
+			n, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
+			return n
+		}
+	}
+	return 0
+}
+
+// resetPeak restarts the kernel's peak-RSS (VmHWM) accounting of pid.
+func resetPeak(pid int) { _ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0) }
