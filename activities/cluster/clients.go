@@ -29,7 +29,7 @@ import (
 // client is one cluster as the activities see it: a shared connection and the namespace
 // its kubeconfig context names.
 type client struct {
-	version   [32]byte // hash of the sealed kubeconfig: a re-registered cluster gets a new client
+	version [32]byte // hash of the sealed kubeconfig: a re-registered cluster gets a new client
 	*conn
 	namespace string // the kubeconfig context's namespace ("" if none)
 }
