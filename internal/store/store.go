@@ -199,11 +199,17 @@ func (s *Store) Get(ctx context.Context, id string) (*Doc, error) {
 
 // Exists reports whether the committed document id exists.
 func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
-	n, err := s.coll.CountDocuments(ctx, bson.D{{Key: "_id", Value: id}, visible}, options.Count().SetLimit(1))
+	// FindOne, not CountDocuments: a count is an aggregation, which FerretDB 1.x runs over
+	// the whole collection instead of the _id index.
+	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}, visible},
+		options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil
+	}
 	if err != nil {
 		return false, fmt.Errorf("get %s: %w", id, err)
 	}
-	return n > 0, nil
+	return true, nil
 }
 
 // Query selects documents for List.
