@@ -113,6 +113,12 @@ func TestAPIKilledLosesNoAcknowledgedWrite(t *testing.T) {
 
 func metricsOf(t *testing.T, url string) string {
 	t.Helper()
+	return string(getOK(t, url))
+}
+
+// getOK reads url, failing t unless it answers 200.
+func getOK(t *testing.T, url string) []byte {
+	t.Helper()
 	resp, err := http.Get(url)
 	if err != nil {
 		t.Fatal(err)
@@ -120,9 +126,9 @@ func metricsOf(t *testing.T, url string) string {
 	defer resp.Body.Close()
 	b, _ := io.ReadAll(resp.Body)
 	if resp.StatusCode != 200 {
-		t.Fatalf("%s: %s", url, resp.Status)
+		t.Fatalf("GET %s: %s %s", url, resp.Status, b)
 	}
-	return string(b)
+	return b
 }
 
 // The api and the worker expose Prometheus metrics: requests by route, method and code;

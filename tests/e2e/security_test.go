@@ -267,17 +267,8 @@ func TestTemporalUIDecodesThroughCodec(t *testing.T) {
 
 func getJSON(t *testing.T, url string, v any) {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		t.Fatalf("GET %s: %d %s", url, resp.StatusCode, b)
-	}
-	if err := json.Unmarshal(b, v); err != nil {
-		t.Fatalf("GET %s: %v: %.300s", url, err, b)
+	if b := getOK(t, url); json.Unmarshal(b, v) != nil {
+		t.Fatalf("GET %s: not the JSON expected: %.300s", url, b)
 	}
 }
 
