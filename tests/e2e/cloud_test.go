@@ -69,6 +69,13 @@ func standardCloud(d *deployment, name string, clusters ...string) string {
 	return lc
 }
 
+// grantWorkloads gives the user of cloud lc the right to manage the test charts' objects in ns.
+func grantWorkloads(d *deployment, lc, ns string) {
+	d.t.Helper()
+	d.c.do("POST", lc+"/user-permissions", res("rw", map[string]any{"namespace": ns, "apiGroups": []string{"", "apps"},
+		"resources": []string{"configmaps", "services", "deployments"}, "verbs": []string{"get", "list", "create", "update", "patch", "delete"}})).must(d.t, 201)
+}
+
 // A standard logical cloud over two clusters: its namespace, quota and RBAC on both; a
 // credential confined to its namespace; a DIG in it lands there; the cloud cannot be
 // terminated under the DIG; terminating it afterwards removes everything it created.
@@ -77,8 +84,7 @@ func TestStandardLogicalCloud(t *testing.T) {
 	d.logicalCloud = "team"
 	d.setUpCloud = func(d *deployment) {
 		lc := standardCloud(d, "team", "cluster1", "cluster2")
-		d.c.do("POST", lc+"/user-permissions", res("rw", map[string]any{"namespace": "team-ns", "apiGroups": []string{"", "apps"},
-			"resources": []string{"configmaps", "services", "deployments"}, "verbs": []string{"get", "list", "create", "update", "patch", "delete"}})).must(t, 201)
+		grantWorkloads(d, lc, "team-ns")
 		d.c.do("POST", lc+"/cluster-quotas", res("q", map[string]any{"pods": "20", "services": "10"})).must(t, 201)
 		d.c.do("POST", lc+"/instantiate", nil).must(t, 202)
 		d.awaitCloud("team", lifecycle.StatusInstantiated)

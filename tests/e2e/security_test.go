@@ -41,8 +41,7 @@ func TestSecretsNeverLeak(t *testing.T) {
 	d.logicalCloud = "leak"
 	d.setUpCloud = func(d *deployment) {
 		lc := standardCloud(d, "leak", "cluster1", "cluster2")
-		d.c.do("POST", lc+"/user-permissions", res("rw", map[string]any{"namespace": "leak-ns", "apiGroups": []string{"", "apps"},
-			"resources": []string{"configmaps", "services", "deployments"}, "verbs": []string{"get", "list", "create", "update", "patch", "delete"}})).must(t, 201)
+		grantWorkloads(d, lc, "leak-ns")
 		d.c.do("POST", lc+"/instantiate", nil).must(t, 202)
 		d.awaitCloud("leak", lifecycle.StatusInstantiated)
 	}
