@@ -152,6 +152,13 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		}
 		out.ClusterStatus = map[string]int{}
 	}
+	if q.output == "summary" && !q.cluster && len(q.clusters) == 0 && len(q.names) == 0 {
+		// The dashboard query, at any scale: per-batch counts, not every cluster's document.
+		if out.RsyncStatus, err = s.Contexts.Summary(ctx, ctxID, q.apps); err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, out)
+	}
 	placements, err := s.Contexts.Placements(ctx, ctxID, appctx.Filter{Apps: q.apps, Clusters: q.clusters})
 	if err != nil {
 		return err

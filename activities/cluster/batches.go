@@ -15,7 +15,13 @@ func (a *Activities) ContextBatches(ctx context.Context, ctxID string) (int, err
 	return c.Batches, nil
 }
 
-// ListBatch returns the clusters of one batch (at most ClustersPerBatch names).
+// ListBatch returns the clusters of one batch (at most ClustersPerBatch names) as its
+// batch workflow starts, dropping the batch's stored counts.
 func (a *Activities) ListBatch(ctx context.Context, in lifecycle.BatchInput) ([]string, error) {
-	return a.Contexts.BatchClusters(ctx, in.ContextID, in.Batch)
+	return a.Contexts.StartBatch(ctx, in.ContextID, in.Batch)
+}
+
+// CountBatch stores the status counts of a batch whose clusters are all done.
+func (a *Activities) CountBatch(ctx context.Context, in lifecycle.BatchInput) error {
+	return a.Contexts.CountBatch(ctx, in.ContextID, in.Batch)
 }

@@ -110,6 +110,9 @@ type batchDoc struct {
 	Context  string   `bson:"ctx"`
 	Batch    int      `bson:"batch"`
 	Clusters []string `bson:"clusters"`
+	// Counts (app -> resource status -> objects) is the batch's status as counted when
+	// its batch workflow ended; absent while one runs. See CountBatch.
+	Counts map[string]map[string]int `bson:"counts,omitempty"`
 }
 
 // Live is an object as last read from its cluster.
@@ -272,14 +275,125 @@ func insertChunks(ctx context.Context, c *mongo.Collection, docs []any) error {
 	return nil
 }
 
-// BatchClusters returns the sorted cluster keys of one batch.
-func (s *Store) BatchClusters(ctx context.Context, ctxID string, batch int) ([]string, error) {
+// StartBatch returns the sorted cluster keys of one batch, whose counts it drops: the
+// batch workflow starting will change its statuses.
+func (s *Store) StartBatch(ctx context.Context, ctxID string, batch int) ([]string, error) {
+	id := batchID(ctxID, batch)
+	if _, err := s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "$unset", Value: bson.D{{Key: "counts", Value: ""}}}}); err != nil {
+		return nil, err
+	}
 	var b batchDoc
-	err := s.batches.FindOne(ctx, bson.D{{Key: "_id", Value: batchID(ctxID, batch)}}).Decode(&b)
+	err := s.batches.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&b)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}
 	return b.Clusters, err
+}
+
+// CountBatch stores the per-app status counts of one batch. Its batch workflow calls it
+// when all its clusters are done; statuses change only while a batch workflow runs over
+// them, and each begins with StartBatch, so stored counts are current. Summaries then
+// read one small document per batch instead of one per cluster.
+func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
+	var b batchDoc
+	id := batchID(ctxID, batch)
+	if err := s.batches.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&b); err != nil {
+		return fmt.Errorf("batch %d of context %s: %w", batch, ctxID, err)
+	}
+	docs, err := s.clusterDocs(ctx, ctxID, b.Clusters)
+	if err != nil {
+		return err
+	}
+	counts := map[string]map[string]int{}
+	for _, d := range docs {
+		countDoc(counts, d)
+	}
+	_, err = s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "counts", Value: counts}}}})
+	return err
+}
+
+// Summary counts the objects of a context by status, only those of apps when given:
+// from the stored counts of each batch, and from the cluster documents of batches that
+// have none (running, stopped or never counted).
+func (s *Store) Summary(ctx context.Context, ctxID string, apps []string) (map[string]int, error) {
+	cur, err := s.batches.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}})
+	if err != nil {
+		return nil, err
+	}
+	var bs []batchDoc
+	if err := cur.All(ctx, &bs); err != nil {
+		return nil, err
+	}
+	counts := map[string]map[string]int{}
+	var uncounted []string
+	for _, b := range bs {
+		if b.Counts == nil {
+			uncounted = append(uncounted, b.Clusters...)
+			continue
+		}
+		for app, byStatus := range b.Counts {
+			for status, n := range byStatus {
+				add(counts, app, status, n)
+			}
+		}
+	}
+	docs, err := s.clusterDocs(ctx, ctxID, uncounted)
+	if err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		countDoc(counts, d)
+	}
+	out := map[string]int{}
+	for app, byStatus := range counts {
+		if len(apps) > 0 && !slices.Contains(apps, app) {
+			continue
+		}
+		for status, n := range byStatus {
+			out[status] += n
+		}
+	}
+	return out, nil
+}
+
+func countDoc(counts map[string]map[string]int, d *clusterDoc) {
+	for _, a := range d.Apps {
+		for _, r := range a.Resources {
+			add(counts, a.App, r.Status, 1)
+		}
+	}
+}
+
+func add(counts map[string]map[string]int, app, status string, n int) {
+	if counts[app] == nil {
+		counts[app] = map[string]int{}
+	}
+	counts[app][status] += n
+}
+
+// clusterDocs reads the documents of the given clusters of a context, several at once.
+// One lookup per _id: a MongoDB-wire server without a query planner (FerretDB 1.x)
+// answers an $in by scanning the collection.
+func (s *Store) clusterDocs(ctx context.Context, ctxID string, clusters []string) ([]*clusterDoc, error) {
+	docs := make([]*clusterDoc, len(clusters))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, c := range clusters {
+		g.Go(func() error {
+			var d clusterDoc
+			err := s.clusters.FindOne(gctx, bson.D{{Key: "_id", Value: clusterID(ctxID, c)}}).Decode(&d)
+			if errors.Is(err, mongo.ErrNoDocuments) {
+				return nil
+			}
+			docs[i] = &d
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return slices.DeleteFunc(docs, func(d *clusterDoc) bool { return d == nil }), nil
 }
 
 // ClusterApps returns the apps placed on one cluster, in the context's app order.
@@ -306,21 +420,20 @@ type Filter struct {
 
 // Placements returns the placements of a context matching f, sorted by app and cluster.
 func (s *Store) Placements(ctx context.Context, ctxID string, f Filter) ([]*ClusterApp, error) {
-	q := bson.D{{Key: "ctx", Value: ctxID}}
+	var docs []*clusterDoc
 	if len(f.Clusters) > 0 {
-		ids := make([]string, len(f.Clusters))
-		for i, c := range f.Clusters {
-			ids[i] = clusterID(ctxID, c)
+		var err error
+		if docs, err = s.clusterDocs(ctx, ctxID, f.Clusters); err != nil {
+			return nil, err
 		}
-		q = bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}}
-	}
-	cur, err := s.clusters.Find(ctx, q)
-	if err != nil {
-		return nil, err
-	}
-	var docs []clusterDoc
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, err
+	} else {
+		cur, err := s.clusters.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}})
+		if err != nil {
+			return nil, err
+		}
+		if err := cur.All(ctx, &docs); err != nil {
+			return nil, err
+		}
 	}
 	out := []*ClusterApp{}
 	for _, d := range docs {

@@ -52,7 +52,8 @@ func (p *Postgres) Start(ctx context.Context) error {
 		}
 	}
 	bin, args := asPostgres("postgres", "-D", data, "-p", strconv.Itoa(p.Port), "-h", "127.0.0.1", "-k", p.Dir,
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200")
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
+		"-c", "plan_cache_mode=force_custom_plan") // see ginMirror
 	proc, err := StartProc("postgres", filepath.Join(p.Dir, "postgres.log"), bin, args, nil)
 	if err != nil {
 		return err
@@ -72,6 +73,9 @@ func (p *Postgres) Start(ctx context.Context) error {
 		}
 		return errNotReady // check again
 	})
+	if err == nil {
+		err = p.mirrorIndexes(ctx)
+	}
 	if err != nil {
 		proc.Stop(10 * time.Second)
 	}

@@ -190,6 +190,7 @@ const (
 	ActivityRunController        = "RunController"
 	ActivityContextBatches       = "ContextBatches"
 	ActivityListBatch            = "ListBatch"
+	ActivityCountBatch           = "CountBatch"
 	ActivityApplyCluster         = "ApplyCluster"
 	ActivityDeleteCluster        = "DeleteCluster"
 	ActivityReadCluster          = "ReadCluster"

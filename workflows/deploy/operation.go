@@ -191,7 +191,8 @@ func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, cluste
 	if in.Activity != "" {
 		activityType = in.Activity
 	}
-	if clusters == nil {
+	listed := clusters == nil
+	if listed {
 		if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityListBatch, in).Get(ctx, &clusters); err != nil {
 			return lifecycle.BatchResult{}, err
 		}
@@ -217,8 +218,16 @@ func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, cluste
 	for range clusters {
 		sel.Select(ctx)
 	}
+	// A listed batch (a child workflow) stores its counts for status summaries; one that
+	// was stopped leaves them to be counted live, as does a failure to count.
+	if listed && ctx.Err() == nil && workflow.GetVersion(ctx, changeCountBatch, workflow.DefaultVersion, 1) == 1 {
+		_ = workflow.ExecuteActivity(counting(ctx), lifecycle.ActivityCountBatch, in).Get(ctx, nil)
+	}
 	return res, firstErr
 }
+
+// changeCountBatch marks batch workflows that count their statuses at the end.
+const changeCountBatch = "count-batch"
 
 // batch runs a batch child workflow, passing retry reports on to the operation.
 func batch(ctx workflow.Context, in lifecycle.BatchInput, kind string) (lifecycle.BatchResult, error) {

@@ -32,6 +32,13 @@ func bookkeeping(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// counting is for storing a batch's status counts: a convenience, not worth waiting for.
+func counting(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+}
+
 // preparing is for rendering, placement and controllers.
 func preparing(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

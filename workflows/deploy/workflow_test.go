@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -33,6 +34,7 @@ type fakes struct {
 	pruned   []lifecycle.ClusterInput
 	copied   []lifecycle.CopyInput
 	listed   int                 // ListBatch calls
+	counted  []int               // batches CountBatch stored counts for
 	previous map[string]string   // cluster -> Previous seen by ApplyCluster
 	deletedC map[string][]string // context -> clusters deleted
 
@@ -74,6 +76,12 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.listed++
 		f.mu.Unlock()
 		return f.clusters(in.Batch), nil
+	})
+	reg(lifecycle.ActivityCountBatch, func(_ context.Context, in lifecycle.BatchInput) error {
+		f.mu.Lock()
+		f.counted = append(f.counted, in.Batch)
+		f.mu.Unlock()
+		return nil
 	})
 	reg(lifecycle.ActivityApplyCluster, func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
@@ -180,8 +188,8 @@ func TestInstantiateFansOutBatchesAsChildWorkflows(t *testing.T) {
 	if err := run(t, f, Instantiate, nil); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.batches) != 9 || len(f.applied) != 9 {
-		t.Errorf("batches %v, clusters applied %v", f.batches, f.applied)
+	if len(f.batches) != 9 || len(f.applied) != 9 || len(f.counted) != 9 {
+		t.Errorf("batches %v, clusters applied %v, batches counted %v", f.batches, f.applied, f.counted)
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated {
 		t.Errorf("finished %+v", fin)
@@ -221,6 +229,27 @@ func TestStopEndsRetriesAndRecordsTheStoppedState(t *testing.T) {
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateStopped || !fin.Stopped {
 		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestAStoppedBatchLeavesItsCountsToBeCountedLive(t *testing.T) {
+	f := newFakes()
+	f.plan = lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 2}
+	f.clusters = func(b int) []string { return []string{"cp+c" + string(rune('a'+b))} }
+	f.apply = func(cluster string, _ int32) (lifecycle.ClusterResult, error) {
+		if cluster == "cp+cb" {
+			return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+		}
+		return lifecycle.ClusterResult{Done: 3}, nil
+	}
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, 30*time.Second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(f.counted) != "[0]" {
+		t.Errorf("counted batches %v, want only the finished one", f.counted)
 	}
 }
 

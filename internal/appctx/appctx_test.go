@@ -1,0 +1,128 @@
+package appctx
+
+import (
+	"context"
+	"fmt"
+	"maps"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
+)
+
+var ferret *devstack.FerretDB
+
+func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+
+func newStore(t *testing.T) *Store {
+	t.Helper()
+	ctx := context.Background()
+	client, err := mongo.Connect(options.Client().ApplyURI(ferret.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := client.Database("appctx")
+	t.Cleanup(func() {
+		_ = db.Drop(context.Background())
+		_ = client.Disconnect(context.Background())
+	})
+	s, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// place puts apps a and b (two objects each) on clusters c0..c5, two clusters per batch.
+func place(t *testing.T, s *Store) {
+	t.Helper()
+	var placed []*ClusterApp
+	batchOf := map[string]int{}
+	for i := range 6 {
+		cluster := fmt.Sprintf("p+c%d", i)
+		batchOf[cluster] = i / 2
+		for _, app := range []string{"a", "b"} {
+			placed = append(placed, &ClusterApp{App: app, Cluster: cluster, Resources: []ResourceStatus{
+				{Ref: Ref{Kind: "ConfigMap", Name: "x"}, Status: lifecycle.ResPending},
+				{Ref: Ref{Kind: "Service", Name: "y"}, Status: lifecycle.ResPending},
+			}})
+		}
+	}
+	if err := s.PutPlacement(context.Background(), "ctx1", placed, batchOf); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// apply marks every object of a cluster with status, as a cluster activity does.
+func apply(t *testing.T, s *Store, cluster, status string) {
+	t.Helper()
+	cas, err := s.ClusterApps(context.Background(), "ctx1", cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range cas {
+		for i := range ca.Resources {
+			ca.Resources[i].Status = status
+		}
+	}
+	if err := s.SaveClusters(context.Background(), "ctx1", cas); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantSummary(t *testing.T, s *Store, apps []string, want map[string]int) {
+	t.Helper()
+	got, err := s.Summary(context.Background(), "ctx1", apps)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !maps.Equal(got, want) {
+		t.Errorf("summary of %v = %v, want %v", apps, got, want)
+	}
+}
+
+func TestSummaryAddsStoredCountsToLiveOnes(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	place(t, s)
+	wantSummary(t, s, nil, map[string]int{lifecycle.ResPending: 24}) // nothing counted yet: all live
+
+	// Batch 0 runs to the end and is counted; batch 1 is running.
+	for b, status := range []string{lifecycle.ResApplied, lifecycle.ResFailed} {
+		clusters, err := s.StartBatch(ctx, "ctx1", b)
+		if err != nil || len(clusters) != 2 {
+			t.Fatalf("batch %d: %v, %v", b, clusters, err)
+		}
+		for _, c := range clusters {
+			apply(t, s, c, status)
+		}
+	}
+	if err := s.CountBatch(ctx, "ctx1", 0); err != nil {
+		t.Fatal(err)
+	}
+	wantSummary(t, s, nil, map[string]int{lifecycle.ResApplied: 8, lifecycle.ResFailed: 8, lifecycle.ResPending: 8})
+	wantSummary(t, s, []string{"b"}, map[string]int{lifecycle.ResApplied: 4, lifecycle.ResFailed: 4, lifecycle.ResPending: 4})
+
+	// A new run over batch 0 drops its counts: what it writes shows at once.
+	if _, err := s.StartBatch(ctx, "ctx1", 0); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, "p+c0", lifecycle.ResDeleted)
+	wantSummary(t, s, nil, map[string]int{lifecycle.ResApplied: 4, lifecycle.ResDeleted: 4, lifecycle.ResFailed: 8, lifecycle.ResPending: 8})
+}
+
+func TestPlacementsOfNamedClusters(t *testing.T) {
+	s := newStore(t)
+	place(t, s)
+	got, err := s.Placements(context.Background(), "ctx1", Filter{Clusters: []string{"p+c4", "p+c1", "p+missing"}, Apps: []string{"b"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[0].Cluster != "p+c1" || got[1].Cluster != "p+c4" || got[0].App != "b" {
+		t.Errorf("placements %+v", got)
+	}
+}
