@@ -39,10 +39,12 @@ histories: tools
 	mkdir -p tests/testdata/histories/$(HISTORIES) && rm -f tests/testdata/histories/$(HISTORIES)/*.json
 	TEMCO_RECORD_HISTORIES=$(CURDIR)/tests/testdata/histories/$(HISTORIES) $(GO) test -count=1 -timeout 30m ./tests/e2e/
 
-## bench: instantiate 3 apps x 10 resources onto 3 local clusters vs a raw parallel server-side apply
+## bench: instantiate 3 apps x 10 resources onto 3 local clusters vs a raw parallel server-side
+## apply, BENCHN times (the median is reported)
+BENCHN ?= 10
 bench: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
-	  $(GO) test -count=1 -run '^$$' -bench Instantiate -benchtime 10x -timeout 30m ./tests/e2e/
+	  $(GO) test -count=1 -run '^$$' -bench Instantiate -benchtime $(BENCHN)x -timeout 30m ./tests/e2e/
 
 ## bench-scale: instantiate and terminate a 3-chart app on CLUSTERS clusters (namespaces of
 ## three local API servers), twice, against a raw parallel server-side apply

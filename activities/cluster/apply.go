@@ -38,36 +38,41 @@ type Activities struct {
 	Report func(ctx context.Context, workflowID, runID string, r lifecycle.ClusterRetry) error
 
 	cacheMu sync.Mutex
-	cache   []*appsCacheEntry // rendered apps of recent contexts (immutable once rendered)
+	cache   []*contextCacheEntry // recent contexts, whose apps and placement are fixed once prepared
 }
 
-type appsCacheEntry struct {
-	ctxID string
-	apps  map[string]*appctx.App
+type contextCacheEntry struct {
+	header *appctx.Context
+	apps   map[string]*appctx.App
 }
 
-// apps returns the rendered apps of a context, cached: every cluster of a context needs them.
-func (a *Activities) apps(ctx context.Context, header *appctx.Context) (map[string]*appctx.App, error) {
-	ctxID := header.ID
+// context returns the header and rendered apps of a context, cached: every cluster of a
+// context needs them, and neither changes once the context is prepared (the header's
+// status does, which the cluster activities do not read).
+func (a *Activities) context(ctx context.Context, ctxID string) (*appctx.Context, map[string]*appctx.App, error) {
 	a.cacheMu.Lock()
 	for _, e := range a.cache {
-		if e.ctxID == ctxID {
+		if e.header.ID == ctxID {
 			a.cacheMu.Unlock()
-			return e.apps, nil
+			return e.header, e.apps, nil
 		}
 	}
 	a.cacheMu.Unlock()
+	header, err := a.Contexts.Get(ctx, ctxID)
+	if err != nil {
+		return nil, nil, err
+	}
 	apps, err := a.Contexts.Apps(ctx, header)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	a.cacheMu.Lock()
-	a.cache = append([]*appsCacheEntry{{ctxID: ctxID, apps: apps}}, a.cache...)
+	a.cache = append([]*contextCacheEntry{{header: header, apps: apps}}, a.cache...)
 	if len(a.cache) > 8 {
 		a.cache = a.cache[:8]
 	}
 	a.cacheMu.Unlock()
-	return apps, nil
+	return header, apps, nil
 }
 
 // run is the state of one cluster activity. Apps and objects are worked on concurrently;
@@ -83,7 +88,27 @@ type run struct {
 	byApp    map[string]*appctx.ClusterApp
 	attempt  int32
 	result   lifecycle.ClusterResult
+	started  time.Time
+	saved    time.Time // last write of the statuses
+	unsaved  bool      // statuses changed since
 }
+
+// heartbeatAfter is how long a cluster activity runs before it heartbeats: the first
+// heartbeat is a write in Temporal, which most clusters, done in well under a second, do
+// not need; the HeartbeatTimeout (10 s) still catches a worker that died.
+const heartbeatAfter = 3 * time.Second
+
+// heartbeat records progress once the activity has run heartbeatAfter.
+func (r *run) heartbeat(details string) {
+	if time.Since(r.started) >= heartbeatAfter {
+		activity.RecordHeartbeat(r.ctx, details)
+	}
+}
+
+// progressEvery spaces the writes of a cluster's statuses while its apps progress: the
+// apps of a cluster mostly finish within milliseconds of each other, and one write then
+// serves them all (a third of the database writes at scale). Waits flush what is done.
+const progressEvery = time.Second
 
 // ApplyCluster applies every app placed on one cluster, in dependency order, and records
 // each object's status. An unreachable cluster fails the activity (Temporal retries it
@@ -103,7 +128,7 @@ func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput
 		if err := r.applyApp(r.byApp[app]); err != nil {
 			return err
 		}
-		return r.save(ctx)
+		return r.progress(ctx)
 	})
 	if err != nil {
 		r.markRetrying(err)
@@ -112,14 +137,39 @@ func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput
 		}
 		return r.result, err
 	}
-	return r.result, nil
+	return r.result, r.flush(ctx)
 }
 
 // save writes the statuses of all apps on the cluster (one document).
 func (r *run) save(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.saved, r.unsaved = time.Now(), false
 	return r.contexts.SaveClusters(ctx, r.header.ID, r.placements())
+}
+
+// progress notes that statuses changed and writes them if the last write is older than
+// progressEvery.
+func (r *run) progress(ctx context.Context) error {
+	r.mu.Lock()
+	r.unsaved = true
+	due := time.Since(r.saved) >= progressEvery
+	r.mu.Unlock()
+	if !due {
+		return nil
+	}
+	return r.save(ctx)
+}
+
+// flush writes statuses not written yet: before waiting, so that the wait shows what is done.
+func (r *run) flush(ctx context.Context) error {
+	r.mu.Lock()
+	unsaved := r.unsaved
+	r.mu.Unlock()
+	if !unsaved {
+		return nil
+	}
+	return r.save(ctx)
 }
 
 // placedApps lists the apps placed on the cluster, in dependency order.
@@ -159,15 +209,11 @@ func (a *Activities) observe(ctx context.Context, cluster, op string, start time
 
 // previouslyApplied indexes what context prev has applied on cluster.
 func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string) (map[string]string, error) {
-	header, err := a.Contexts.Get(ctx, prev)
-	if err != nil {
-		return nil, err
-	}
 	placed, err := a.Contexts.ClusterApps(ctx, prev, cluster)
 	if err != nil || len(placed) == 0 {
 		return nil, err
 	}
-	apps, err := a.apps(ctx, header)
+	_, apps, err := a.context(ctx, prev)
 	if err != nil {
 		return nil, err
 	}
@@ -177,7 +223,7 @@ func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string
 // begin loads what a cluster activity needs; a cluster that can never work (unregistered,
 // no kubeconfig) gets all its resources Failed and a nil client.
 func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run, error) {
-	header, err := a.Contexts.Get(ctx, in.ContextID)
+	header, apps, err := a.context(ctx, in.ContextID)
 	if err != nil {
 		return nil, err
 	}
@@ -185,12 +231,8 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	if err != nil {
 		return nil, err
 	}
-	apps, err := a.apps(ctx, header)
-	if err != nil {
-		return nil, err
-	}
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
-		attempt: activity.GetInfo(ctx).Attempt}
+		attempt: activity.GetInfo(ctx).Attempt, started: time.Now(), saved: time.Now()}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}
@@ -237,7 +279,7 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 		err := forEach(group, func(i int) error {
 			res := &p.Resources[i]
 			err := r.applyObject(&app.Objects[i], res)
-			activity.RecordHeartbeat(r.ctx, p.App+"/"+res.Name)
+			r.heartbeat(p.App + "/" + res.Name)
 			switch {
 			case err == nil:
 				r.settle(res, lifecycle.ResApplied, "")
@@ -335,6 +377,9 @@ func (r *run) waitDependencies(app *appctx.App) (string, error) {
 				return d.App, nil
 			}
 		}
+		if err := r.flush(r.ctx); err != nil {
+			return "", err
+		}
 		if d.OpStatus == model.OpStatusReady {
 			if err := r.waitReady(dp, nil); err != nil {
 				return "", err
@@ -374,7 +419,7 @@ func (r *run) waitReady(p *appctx.ClusterApp, idx []int) error {
 		if ready {
 			return nil
 		}
-		activity.RecordHeartbeat(r.ctx, "waiting for "+p.App+" to be ready")
+		r.heartbeat("waiting for " + p.App + " to be ready")
 		if err := sleep(r.ctx, pollInterval/5); err != nil {
 			return err
 		}

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -77,15 +76,16 @@ func (r *run) deleteApps(ctx context.Context, only map[string][]int) error {
 		if err := r.deleteApp(r.byApp[app], idx); err != nil {
 			return err
 		}
-		return r.save(ctx)
+		return r.progress(ctx)
 	})
 	if err != nil {
 		r.markRetryingDelete(err, only)
 		if serr := r.save(context.WithoutCancel(ctx)); serr != nil {
 			return serr
 		}
+		return err
 	}
-	return err
+	return r.flush(ctx)
 }
 
 // deleteApp deletes an app's objects (those at the indices in only, when given):
@@ -101,7 +101,7 @@ func (r *run) deleteApp(p *appctx.ClusterApp, only []int) error {
 			res := &p.Resources[i]
 			if res.Status != lifecycle.ResDeleted && res.Status != lifecycle.ResPending { // it may exist
 				err := r.deleteObject(res.Ref)
-				activity.RecordHeartbeat(r.ctx, p.App+"/"+res.Name)
+				r.heartbeat(p.App + "/" + res.Name)
 				if err != nil && !permanent(err) {
 					return err
 				}
@@ -145,7 +145,7 @@ func (r *run) deleteObject(ref appctx.Ref) error {
 		if u == nil {
 			return nil
 		}
-		activity.RecordHeartbeat(r.ctx, "waiting for "+ref.String()+" to be deleted")
+		r.heartbeat("waiting for " + ref.String() + " to be deleted")
 		if err := sleep(r.ctx, pollInterval/4); err != nil {
 			return err
 		}

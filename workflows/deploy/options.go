@@ -46,9 +46,9 @@ func preparing(ctx workflow.Context) workflow.Context {
 	})
 }
 
-// onCluster is for the per-cluster activities. They heartbeat after every object, so a
-// worker that dies is noticed within the heartbeat timeout and the cluster is retried
-// elsewhere; waits for dependencies keep heartbeating. A cancelled operation waits for
+// onCluster is for the per-cluster activities. Once they have run a few seconds they
+// heartbeat after every object, so a worker that dies is noticed within the heartbeat
+// timeout and the cluster is retried elsewhere; waits for dependencies keep heartbeating. A cancelled operation waits for
 // its running cluster activities to stop: a terminate must not start deleting while an
 // apply is still writing to the same cluster.
 func onCluster(ctx workflow.Context) workflow.Context {
