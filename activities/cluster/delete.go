@@ -73,10 +73,7 @@ func (r *run) deleteApps(ctx context.Context, only map[string][]int) error {
 				return nil
 			}
 		}
-		if err := r.deleteApp(r.byApp[app], idx); err != nil {
-			return err
-		}
-		return r.progress(ctx)
+		return r.deleteApp(r.byApp[app], idx)
 	})
 	if err != nil {
 		r.markRetryingDelete(err, only)
@@ -107,11 +104,11 @@ func (r *run) deleteApp(p *appctx.ClusterApp, only []int) error {
 				}
 				if err != nil {
 					r.setFailed(res, err.Error())
-					return nil
+					return r.progress(r.ctx)
 				}
 			}
 			r.settle(res, lifecycle.ResDeleted, "")
-			return nil
+			return r.progress(r.ctx)
 		})
 		if err != nil {
 			return err

@@ -317,12 +317,8 @@ func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
 // from the stored counts of each batch, and from the cluster documents of batches that
 // have none (running, stopped or never counted).
 func (s *Store) Summary(ctx context.Context, ctxID string, apps []string) (map[string]int, error) {
-	cur, err := s.batches.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}})
+	bs, err := s.contextBatches(ctx, ctxID)
 	if err != nil {
-		return nil, err
-	}
-	var bs []batchDoc
-	if err := cur.All(ctx, &bs); err != nil {
 		return nil, err
 	}
 	counts := map[string]map[string]int{}
@@ -357,6 +353,16 @@ func (s *Store) Summary(ctx context.Context, ctxID string, apps []string) (map[s
 	return out, nil
 }
 
+// contextBatches reads the batch documents of a context.
+func (s *Store) contextBatches(ctx context.Context, ctxID string) ([]batchDoc, error) {
+	cur, err := s.batches.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}})
+	if err != nil {
+		return nil, err
+	}
+	var bs []batchDoc
+	return bs, cur.All(ctx, &bs)
+}
+
 func countDoc(counts map[string]map[string]int, d *clusterDoc) {
 	for _, a := range d.Apps {
 		for _, r := range a.Resources {
@@ -374,8 +380,9 @@ func add(counts map[string]map[string]int, app, status string, n int) {
 
 // clusterDocs reads the documents of the given clusters of a context, several at once.
 // One lookup per _id: a MongoDB-wire server without a query planner (FerretDB 1.x)
-// answers an $in by scanning the collection.
+// answers an $in by scanning the collection. A cluster named twice is read once.
 func (s *Store) clusterDocs(ctx context.Context, ctxID string, clusters []string) ([]*clusterDoc, error) {
+	clusters = slices.Compact(slices.Sorted(slices.Values(clusters)))
 	docs := make([]*clusterDoc, len(clusters))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
@@ -498,12 +505,8 @@ func (s *Store) Copy(ctx context.Context, from, to string) (*Context, error) {
 		return nil, err
 	}
 	batchOf := map[string]int{}
-	cur, err := s.batches.Find(ctx, bson.D{{Key: "ctx", Value: from}})
+	bs, err := s.contextBatches(ctx, from)
 	if err != nil {
-		return nil, err
-	}
-	var bs []batchDoc
-	if err := cur.All(ctx, &bs); err != nil {
 		return nil, err
 	}
 	for _, b := range bs {

@@ -118,7 +118,7 @@ func TestSummaryAddsStoredCountsToLiveOnes(t *testing.T) {
 func TestPlacementsOfNamedClusters(t *testing.T) {
 	s := newStore(t)
 	place(t, s)
-	got, err := s.Placements(context.Background(), "ctx1", Filter{Clusters: []string{"p+c4", "p+c1", "p+missing"}, Apps: []string{"b"}})
+	got, err := s.Placements(context.Background(), "ctx1", Filter{Clusters: []string{"p+c4", "p+c1", "p+missing", "p+c4"}, Apps: []string{"b"}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -107,13 +107,19 @@ func (s *Store) Create(ctx context.Context, d *Doc) error {
 	if err := s.insertPending(ctx, d); err != nil {
 		return err
 	}
-	if err := s.checkRefs(ctx, d.Parent, d.Refs); err != nil {
+	// Withdrawing the pending document lets a retry create it at once instead of finding
+	// it taken until the lease ends; once committed it no longer matches.
+	withdraw := func() {
 		_, _ = s.coll.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: d.ID}, {Key: "pendingSince", Value: now}})
+	}
+	if err := s.checkRefs(ctx, d.Parent, d.Refs); err != nil {
+		withdraw()
 		return err
 	}
 	res, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "pendingSince", Value: now}},
 		bson.D{{Key: "$unset", Value: bson.D{{Key: "pendingSince", Value: ""}}}})
 	if err != nil {
+		withdraw()
 		return fmt.Errorf("commit %s: %w", d.ID, err)
 	}
 	if res.MatchedCount == 0 { // swept as stale: only possible after a pause longer than the lease

@@ -57,7 +57,9 @@ func BenchmarkScale(b *testing.B) {
 		mustCode(b, d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("all", map[string]any{"level": "0"})), 201)
 		parallel(b, n, 8, func(i int) error {
 			name := "s" + strconv.Itoa(i)
-			return expect(d.c.do("POST", lc+"/cluster-references", res(name, map[string]any{"clusterProvider": prov, "cluster": name})), 201)
+			return created(func() response {
+				return d.c.do("POST", lc+"/cluster-references", res(name, map[string]any{"clusterProvider": prov, "cluster": name}))
+			})
 		})
 		mustCode(b, d.c.do("POST", lc+"/instantiate", nil), 202)
 		d.awaitCloud("all", lifecycle.StatusInstantiated)
@@ -65,7 +67,8 @@ func BenchmarkScale(b *testing.B) {
 	if d.c.do("GET", "/projects/"+d.project, nil).code == 404 {
 		d.create()
 	}
-	fmt.Printf("scale: %d clusters registered, cloud and DIG ready in %s\n", n, time.Since(setup).Round(time.Second))
+	fmt.Printf("scale: %d clusters registered, cloud and DIG ready in %s (%d creates retried after a 5xx)\n",
+		n, time.Since(setup).Round(time.Second), retried.Load())
 
 	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
 	if err != nil {
@@ -154,10 +157,12 @@ func registerScaleClusters(b *testing.B, prov string, n int) {
 		if err != nil {
 			return err
 		}
-		if err := expect(c.multipart("POST", "/cluster-providers/"+prov+"/clusters", res(ns, nil), kc), 201); err != nil {
+		if err := created(func() response { return c.multipart("POST", "/cluster-providers/"+prov+"/clusters", res(ns, nil), kc) }); err != nil {
 			return err
 		}
-		return expect(c.do("POST", "/cluster-providers/"+prov+"/clusters/"+ns+"/labels", map[string]string{"clusterLabel": "scale"}), 201)
+		return created(func() response {
+			return c.do("POST", "/cluster-providers/"+prov+"/clusters/"+ns+"/labels", map[string]string{"clusterLabel": "scale"})
+		})
 	})
 }
 
@@ -283,6 +288,28 @@ func parallel(b *testing.B, n, width int, f func(int) error) {
 		b.Fatal(first)
 	}
 }
+
+// created retries a create that failed on the server's side (the database answering
+// slowly under the load of thousands of requests), as a client would: a 409 after a
+// retry means the failed attempt had in fact committed.
+func created(do func() response) error {
+	var err error
+	for attempt := range 4 {
+		r := do()
+		if r.code == 201 || (attempt > 0 && r.code == 409) {
+			return nil
+		}
+		if err = expect(r, 201); r.code < 500 {
+			return err
+		}
+		retried.Add(1)
+		time.Sleep(time.Duration(attempt+1) * 100 * time.Millisecond)
+	}
+	return err
+}
+
+// retried counts the creates created retried.
+var retried atomic.Int64
 
 func expect(r response, code int) error {
 	if r.code != code {
