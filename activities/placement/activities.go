@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/internal/appctx"
@@ -36,20 +37,35 @@ func invalid(format string, args ...any) error {
 // PlaceApps resolves the DIG's intents: generic placement of every app, then the list of
 // controllers to invoke. It stores one Pending placement per app and cluster.
 func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
-	gpi, controllers, err := a.intents(ctx, in.DIG)
-	if err != nil {
-		return lifecycle.Plan{}, err
-	}
-	appIntents, err := a.appIntents(ctx, in.DIG.ID()+"/generic-placement-intents/"+gpi)
-	if err != nil {
-		return lifecycle.Plan{}, err
-	}
-	c, err := a.Contexts.Get(ctx, in.ContextID)
-	if err != nil {
-		return lifecycle.Plan{}, err
-	}
-	apps, err := a.Contexts.Apps(ctx, c)
-	if err != nil {
+	var (
+		gpi         string
+		controllers []lifecycle.Controller
+		appIntents  map[string][]model.PlacementIntent
+		c           *appctx.Context
+		apps        map[string]*appctx.App
+		cloud       *cloudMembers
+	)
+	// Three independent chains of database reads, run together.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if gpi, controllers, err = a.intents(gctx, in.DIG); err != nil {
+			return err
+		}
+		appIntents, err = a.appIntents(gctx, in.DIG.ID()+"/generic-placement-intents/"+gpi)
+		return err
+	})
+	g.Go(func() (err error) {
+		if c, err = a.Contexts.Get(gctx, in.ContextID); err != nil {
+			return err
+		}
+		apps, err = a.Contexts.Apps(gctx, c)
+		return err
+	})
+	g.Go(func() (err error) {
+		cloud, err = a.cloudOf(gctx, in.DIG)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return lifecycle.Plan{}, err
 	}
 	reg := &storeRegistry{ctx: ctx, store: a.Store}
@@ -77,7 +93,7 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 		all = append(all, cl)
 	}
 	sort.Strings(all)
-	if err := a.inCloud(ctx, in.DIG, all); err != nil {
+	if err := cloud.check(all); err != nil {
 		return lifecycle.Plan{}, err
 	}
 	perBatch := a.ClustersPerBatch
@@ -112,27 +128,37 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 	return plan, nil
 }
 
-// inCloud refuses a placement on a cluster outside the DIG's logical cloud.
-func (a *Activities) inCloud(ctx context.Context, dig lifecycle.Target, clusters []string) error {
+// cloudMembers are the clusters of the DIG's logical cloud.
+type cloudMembers struct {
+	name    string
+	members map[string]bool
+}
+
+func (a *Activities) cloudOf(ctx context.Context, dig lifecycle.Target) (*cloudMembers, error) {
 	d, err := a.Store.Get(ctx, dig.ID())
 	if err != nil {
-		return err
+		return nil, err
 	}
 	spec, err := model.Decode[model.DIGSpec](d.Body)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	members, err := logicalcloud.Clusters(ctx, a.Store, lifecycle.LogicalCloudID(dig.Project, spec.Spec.LogicalCloud))
 	if err != nil {
-		return err
+		return nil, err
 	}
-	in := make(map[string]bool, len(members))
-	for _, m := range members {
-		in[m] = true
+	m := &cloudMembers{name: spec.Spec.LogicalCloud, members: make(map[string]bool, len(members))}
+	for _, c := range members {
+		m.members[c] = true
 	}
+	return m, nil
+}
+
+// check refuses a placement on a cluster outside the logical cloud.
+func (m *cloudMembers) check(clusters []string) error {
 	for _, c := range clusters {
-		if !in[c] {
-			return invalid("the placement selects cluster %q, which is not in logical cloud %q", c, spec.Spec.LogicalCloud)
+		if !m.members[c] {
+			return invalid("the placement selects cluster %q, which is not in logical cloud %q", c, m.name)
 		}
 	}
 	return nil
@@ -215,23 +241,40 @@ func (a *Activities) appIntents(ctx context.Context, gpiID string) (map[string][
 	return out, nil
 }
 
-// storeRegistry answers placement's questions from the resource store; a store error is
-// kept aside so that it is retried, not reported as a placement mistake.
+// storeRegistry answers placement's questions from the resource store, each once per
+// activity (apps placed by the same label are the rule, and a label may name 10,000
+// clusters); a store error is kept aside so that it is retried, not reported as a
+// placement mistake.
 type storeRegistry struct {
-	ctx   context.Context
-	store *store.Store
-	err   error
+	ctx      context.Context
+	store    *store.Store
+	err      error
+	exists   map[string]bool
+	labelled map[string][]string
 }
 
 func (r *storeRegistry) ClusterExists(provider, cluster string) (bool, error) {
-	ok, err := r.store.Exists(r.ctx, "/cluster-providers/"+provider+"/clusters/"+cluster)
+	id := "/cluster-providers/" + provider + "/clusters/" + cluster
+	if ok, seen := r.exists[id]; seen {
+		return ok, nil
+	}
+	ok, err := r.store.Exists(r.ctx, id)
 	if err != nil {
 		r.err = err
+		return false, err
 	}
-	return ok, err
+	if r.exists == nil {
+		r.exists = map[string]bool{}
+	}
+	r.exists[id] = ok
+	return ok, nil
 }
 
 func (r *storeRegistry) ClustersWithLabel(provider, label string) ([]string, error) {
+	key := provider + "\x00" + label
+	if names, seen := r.labelled[key]; seen {
+		return names, nil
+	}
 	docs, err := r.store.List(r.ctx, store.Query{Scope: "/cluster-providers/" + provider, Kind: model.KindClusterLabel, Name: label})
 	if err != nil {
 		r.err = err
@@ -242,5 +285,9 @@ func (r *storeRegistry) ClustersWithLabel(provider, label string) ([]string, err
 		names[i] = d.Parent[strings.LastIndex(d.Parent, "/")+1:]
 	}
 	sort.Strings(names)
+	if r.labelled == nil {
+		r.labelled = map[string][]string{}
+	}
+	r.labelled[key] = names
 	return names, nil
 }

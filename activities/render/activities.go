@@ -5,11 +5,13 @@ package render
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/lifecycle"
@@ -31,47 +33,71 @@ func invalid(format string, args ...any) error {
 
 // RenderApps renders every app of the DIG's composite app into the context.
 func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (int, error) {
-	digDoc, err := a.Store.Get(ctx, in.DIG.ID())
-	if err != nil {
-		return 0, err
-	}
-	dig, err := model.Decode[model.DIGSpec](digDoc.Body)
-	if err != nil {
-		return 0, err
-	}
 	caID := in.DIG.CompositeAppID()
-	apps, err := a.Store.List(ctx, store.Query{Parent: caID, Kind: model.KindApp, Full: true})
-	if err != nil {
+	var (
+		dig      model.Resource[model.DIGSpec]
+		apps     []*store.Doc
+		profiles map[string]*profile.Profile
+		header   *appctx.Context
+		deps     map[string][]model.AppDependencySpec
+	)
+	// The reads are independent database round trips: done together, not one by one.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		digDoc, err := a.Store.Get(gctx, in.DIG.ID())
+		if err != nil {
+			return err
+		}
+		if dig, err = model.Decode[model.DIGSpec](digDoc.Body); err != nil {
+			return err
+		}
+		profiles, err = a.profiles(gctx, caID+"/composite-profiles/"+dig.Spec.CompositeProfile)
+		return err
+	})
+	g.Go(func() (err error) {
+		apps, err = a.Store.List(gctx, store.Query{Parent: caID, Kind: model.KindApp, Full: true})
+		return err
+	})
+	g.Go(func() (err error) {
+		header, err = a.Contexts.Get(gctx, in.ContextID)
+		return err
+	})
+	g.Go(func() (err error) {
+		deps, err = a.dependencies(gctx, in.DIG)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return 0, err
 	}
 	if len(apps) == 0 {
 		return 0, invalid("composite app %q %q has no apps", in.DIG.CompositeApp, in.DIG.Version)
 	}
-	profiles, err := a.profiles(ctx, caID+"/composite-profiles/"+dig.Spec.CompositeProfile)
-	if err != nil {
-		return 0, err
-	}
-	header, err := a.Contexts.Get(ctx, in.ContextID)
-	if err != nil {
-		return 0, err
-	}
 	overrides := map[string]map[string]string{}
 	for _, ov := range dig.Spec.OverrideValues {
 		overrides[ov.App] = ov.Values
 	}
-	deps, err := a.dependencies(ctx, in.DIG)
-	if err != nil {
-		return 0, err
+	// Charts render on every core; the first app that fails (in list order) is reported.
+	rendered := make([]*appctx.App, len(apps))
+	errs := make([]error, len(apps))
+	var wg errgroup.Group
+	wg.SetLimit(runtime.GOMAXPROCS(0))
+	for i, doc := range apps {
+		wg.Go(func() error {
+			objs, err := renderChart(ctx, chartInput{archive: doc.Blob, profile: profiles[doc.Name],
+				overrides: overrides[doc.Name], release: dig.Spec.Version, namespace: header.Namespace,
+				labels: map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + doc.Name}})
+			if err != nil {
+				errs[i] = invalid("app %q: %v", doc.Name, err)
+			}
+			rendered[i] = &appctx.App{Name: doc.Name, Deps: deps[doc.ID], Objects: objs}
+			return nil
+		})
 	}
-	rendered := make([]*appctx.App, 0, len(apps))
-	for _, doc := range apps {
-		objs, err := renderChart(ctx, chartInput{archive: doc.Blob, profile: profiles[doc.Name],
-			overrides: overrides[doc.Name], release: dig.Spec.Version, namespace: header.Namespace,
-			labels: map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + doc.Name}})
+	_ = wg.Wait() // errors are in errs
+	for _, err := range errs {
 		if err != nil {
-			return 0, invalid("app %q: %v", doc.Name, err)
+			return 0, err
 		}
-		rendered = append(rendered, &appctx.App{Name: doc.Name, Deps: deps[doc.ID], Objects: objs})
 	}
 	order, err := dependencyOrder(rendered)
 	if err != nil {

@@ -41,6 +41,9 @@ func (t *Temporal) Start(ctx context.Context) error {
 		"--db-filename", filepath.Join(t.Dir, "temporal.db"), "--log-format", "json",
 		// On the single-shard dev server this cuts each activity hop from ~45 ms to ~8 ms.
 		"--dynamic-config-value", "history.transferProcessorMaxPollRPS=1000",
+		// An activity scheduled by a workflow task goes back to the worker in the reply to
+		// that task instead of through matching: one hop less per activity (off by default).
+		"--dynamic-config-value", "system.enableActivityEagerExecution=true",
 		// WAL without a sync per commit: a killed server loses nothing (only a machine
 		// crash could), and every workflow step stops waiting on the disk.
 		"--sqlite-pragma", "journal_mode=wal", "--sqlite-pragma", "synchronous=normal",

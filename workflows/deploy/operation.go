@@ -50,10 +50,17 @@ func (o *operation) setup(ctx workflow.Context, op string) (workflow.Context, er
 // happens when the operation itself was cancelled.
 func (o *operation) finish(ctx workflow.Context, status string, errMsg string) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	return workflow.ExecuteActivity(bookkeeping(dctx), lifecycle.ActivityFinishOperation, lifecycle.FinishInput{
+	in := lifecycle.FinishInput{
 		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
-	}).Get(dctx, nil)
+	}
+	if workflow.GetVersion(dctx, changeLocalFinish, workflow.DefaultVersion, 1) == 1 {
+		return workflow.ExecuteLocalActivity(recording(dctx), lifecycle.ActivityFinishOperation, in).Get(dctx, nil)
+	}
+	return workflow.ExecuteActivity(bookkeeping(dctx), lifecycle.ActivityFinishOperation, in).Get(dctx, nil)
 }
+
+// changeLocalFinish marks operations that record their end as a local activity.
+const changeLocalFinish = "local-finish"
 
 // outcome names the context statuses an operation ends in, and what to say when it was
 // cancelled (terminate cancels a running instantiate or update).

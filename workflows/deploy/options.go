@@ -32,6 +32,15 @@ func bookkeeping(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// recording is bookkeeping run as a local activity: an operation's first and last store
+// writes take milliseconds, and running them in the workflow task spares a round trip
+// through the server each (a tenth of a small instantiate's time).
+func recording(ctx workflow.Context) workflow.Context {
+	return workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+		StartToCloseTimeout: time.Minute, RetryPolicy: retryForever,
+	})
+}
+
 // counting is for storing a batch's status counts: a convenience, not worth waiting for.
 func counting(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

@@ -127,14 +127,20 @@ func (w *digWorkflow) operate(ctx workflow.Context, req lifecycle.OpRequest) (li
 		}
 	}
 	var begun lifecycle.BeginResult
-	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute,
-		RetryPolicy: &temporal.RetryPolicy{MaximumInterval: 10 * time.Second,
-			NonRetryableErrorTypes: []string{lifecycle.ErrInvalidState, lifecycle.ErrInvalidInput}},
-	})
-	err := workflow.ExecuteActivity(actx, lifecycle.ActivityBeginOperation,
-		lifecycle.BeginInput{DIG: w.dig, Op: req.Op, ContextID: req.ContextID, Revision: req.Revision}).Get(ctx, &begun)
-	if err != nil {
+	in := lifecycle.BeginInput{DIG: w.dig, Op: req.Op, ContextID: req.ContextID, Revision: req.Revision}
+	retry := &temporal.RetryPolicy{MaximumInterval: 10 * time.Second,
+		NonRetryableErrorTypes: []string{lifecycle.ErrInvalidState, lifecycle.ErrInvalidInput}}
+	var begin workflow.Future
+	// Version gate (2026-11-23): the transition is recorded as a local activity, in the
+	// workflow task that accepted the update, sparing a round trip through the server.
+	if workflow.GetVersion(ctx, "local-begin", workflow.DefaultVersion, 1) == 1 {
+		begin = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in)
+	} else {
+		begin = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in)
+	}
+	if err := begin.Get(ctx, &begun); err != nil {
 		return lifecycle.OpAccepted{}, err
 	}
 	return w.start(ctx, req.Op, begun)
