@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -39,6 +40,7 @@ type Activities struct {
 
 	cacheMu sync.Mutex
 	cache   []*contextCacheEntry // recent contexts, whose apps and placement are fixed once prepared
+	loading singleflight.Group   // a context's first activities (hundreds at once) share one load
 }
 
 type contextCacheEntry struct {
@@ -50,29 +52,50 @@ type contextCacheEntry struct {
 // context needs them, and neither changes once the context is prepared (the header's
 // status does, which the cluster activities do not read).
 func (a *Activities) context(ctx context.Context, ctxID string) (*appctx.Context, map[string]*appctx.App, error) {
+	if e := a.cached(ctxID); e != nil {
+		return e.header, e.apps, nil
+	}
+	// The load is not tied to the first caller's context: a cancelled activity must not
+	// fail the others waiting on the same load.
+	v, err, _ := a.loading.Do(ctxID, func() (any, error) {
+		if e := a.cached(ctxID); e != nil { // loaded since this caller looked
+			return e, nil
+		}
+		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		defer cancel()
+		header, err := a.Contexts.Get(lctx, ctxID)
+		if err != nil {
+			return nil, err
+		}
+		apps, err := a.Contexts.Apps(lctx, header)
+		if err != nil {
+			return nil, err
+		}
+		e := &contextCacheEntry{header: header, apps: apps}
+		a.cacheMu.Lock()
+		a.cache = append([]*contextCacheEntry{e}, a.cache...)
+		if len(a.cache) > 8 {
+			a.cache = a.cache[:8]
+		}
+		a.cacheMu.Unlock()
+		return e, nil
+	})
+	if err != nil {
+		return nil, nil, err
+	}
+	e := v.(*contextCacheEntry)
+	return e.header, e.apps, nil
+}
+
+func (a *Activities) cached(ctxID string) *contextCacheEntry {
 	a.cacheMu.Lock()
+	defer a.cacheMu.Unlock()
 	for _, e := range a.cache {
 		if e.header.ID == ctxID {
-			a.cacheMu.Unlock()
-			return e.header, e.apps, nil
+			return e
 		}
 	}
-	a.cacheMu.Unlock()
-	header, err := a.Contexts.Get(ctx, ctxID)
-	if err != nil {
-		return nil, nil, err
-	}
-	apps, err := a.Contexts.Apps(ctx, header)
-	if err != nil {
-		return nil, nil, err
-	}
-	a.cacheMu.Lock()
-	a.cache = append([]*contextCacheEntry{{header: header, apps: apps}}, a.cache...)
-	if len(a.cache) > 8 {
-		a.cache = a.cache[:8]
-	}
-	a.cacheMu.Unlock()
-	return header, apps, nil
+	return nil
 }
 
 // run is the state of one cluster activity. Apps and objects are worked on concurrently;

@@ -1,0 +1,62 @@
+package cluster
+
+import (
+	"context"
+	"sync"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/testenv"
+)
+
+var ferret *devstack.FerretDB
+
+func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+
+// The first activities of a context arrive together; they must share one load of its
+// apps, and the ones after them the cached copy.
+func TestActivitiesOfAContextShareOneLoad(t *testing.T) {
+	ctx := context.Background()
+	client, err := mongo.Connect(options.Client().ApplyURI(ferret.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := client.Database("clusteractivities")
+	t.Cleanup(func() { _ = db.Drop(ctx); _ = client.Disconnect(ctx) })
+	s, err := appctx.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, &appctx.Context{ID: "c1", Apps: []string{"a"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.PutApps(ctx, "c1", []*appctx.App{{Name: "a", Objects: []appctx.Object{{Manifest: "{}"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Contexts: s}
+	got := make([]map[string]*appctx.App, 50)
+	var wg sync.WaitGroup
+	for i := range got {
+		wg.Go(func() {
+			_, apps, err := a.context(ctx, "c1")
+			if err != nil {
+				t.Error(err)
+			}
+			got[i] = apps
+		})
+	}
+	wg.Wait()
+	_, later, err := a.context(ctx, "c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, apps := range append(got, later) {
+		if apps["a"] == nil || apps["a"] != got[0]["a"] {
+			t.Fatalf("caller %d got apps %p, caller 0 %p: loaded more than once", i, apps["a"], got[0]["a"])
+		}
+	}
+}
