@@ -7,6 +7,9 @@ import (
 	"net/http"
 
 	"github.com/labstack/echo/v4"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
+	"go.temporal.io/api/serviceerror"
 
 	"github.com/temco/temco/internal/store"
 )
@@ -59,8 +62,14 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		var he *echo.HTTPError
 		if !errors.As(fromStore(err), &he) {
 			rid := c.Response().Header().Get(echo.HeaderXRequestID)
-			log.Error("request failed", "request_id", rid, "method", c.Request().Method, "path", c.Path(), "error", err)
-			he = httpErr(http.StatusInternalServerError, "internal error (request id %s)", rid)
+			if unavailable(err) {
+				log.Warn("dependency unavailable", "request_id", rid, "method", c.Request().Method, "path", c.Path(), "error", err)
+				c.Response().Header().Set("Retry-After", "1")
+				he = httpErr(http.StatusServiceUnavailable, "temporarily unavailable: the database or Temporal did not answer; retry (request id %s)", rid)
+			} else {
+				log.Error("request failed", "request_id", rid, "method", c.Request().Method, "path", c.Path(), "error", err)
+				he = httpErr(http.StatusInternalServerError, "internal error (request id %s)", rid)
+			}
 		}
 		msg, ok := he.Message.(string)
 		if !ok {
@@ -72,4 +81,19 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 		}
 		_ = c.JSON(he.Code, map[string]string{"message": msg})
 	}
+}
+
+// unavailable tells a dependency's passing failure (MongoDB or Temporal did not answer in
+// time, or at all) from our own: the client may retry it. A failed create leaves nothing
+// behind (store.Create withdraws it), so a retry is safe.
+func unavailable(err error) bool {
+	if mongo.IsTimeout(err) || mongo.IsNetworkError(err) || errors.As(err, &topology.ServerSelectionError{}) {
+		return true
+	}
+	var (
+		down *serviceerror.Unavailable
+		late *serviceerror.DeadlineExceeded
+		full *serviceerror.ResourceExhausted
+	)
+	return errors.As(err, &down) || errors.As(err, &late) || errors.As(err, &full)
 }

@@ -128,6 +128,7 @@ func responses(d opDoc) map[string]any {
 		"409": errResp("already exists, in use, or not allowed in the current lifecycle state"),
 		"401": errResp("authentication required, or the token is invalid or expired"),
 		"403": errResp("the token's roles do not grant this"),
+		"503": errResp("MongoDB or Temporal did not answer; retry after the Retry-After seconds"),
 	}
 	if d.body != nil || d.multipart {
 		out["413"] = errResp("request body too large")
