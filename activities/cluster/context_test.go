@@ -5,9 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/testenv"
@@ -21,13 +18,7 @@ func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 // apps, and the ones after them the cached copy.
 func TestActivitiesOfAContextShareOneLoad(t *testing.T) {
 	ctx := context.Background()
-	client, err := mongo.Connect(options.Client().ApplyURI(ferret.URI()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := client.Database("clusteractivities")
-	t.Cleanup(func() { _ = db.Drop(ctx); _ = client.Disconnect(ctx) })
-	s, err := appctx.New(ctx, db)
+	s, err := appctx.New(ctx, testenv.Database(t, ferret, "clusteractivities"))
 	if err != nil {
 		t.Fatal(err)
 	}

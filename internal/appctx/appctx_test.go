@@ -6,9 +6,6 @@ import (
 	"maps"
 	"testing"
 
-	"go.mongodb.org/mongo-driver/v2/mongo"
-	"go.mongodb.org/mongo-driver/v2/mongo/options"
-
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/testenv"
@@ -20,17 +17,7 @@ func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
 func newStore(t *testing.T) *Store {
 	t.Helper()
-	ctx := context.Background()
-	client, err := mongo.Connect(options.Client().ApplyURI(ferret.URI()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := client.Database("appctx")
-	t.Cleanup(func() {
-		_ = db.Drop(context.Background())
-		_ = client.Disconnect(context.Background())
-	})
-	s, err := New(ctx, db)
+	s, err := New(context.Background(), testenv.Database(t, ferret, "appctx"))
 	if err != nil {
 		t.Fatal(err)
 	}

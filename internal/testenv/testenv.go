@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
 	"github.com/temco/temco/internal/devstack"
 )
 
@@ -75,4 +78,19 @@ func MainWithFerretDB(m *testing.M, f **devstack.FerretDB) {
 	(*f).Stop()
 	os.RemoveAll(dir)
 	os.Exit(code)
+}
+
+// Database connects to database name of f, dropped when the test ends.
+func Database(t *testing.T, f *devstack.FerretDB, name string) *mongo.Database {
+	t.Helper()
+	client, err := mongo.Connect(options.Client().ApplyURI(f.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := client.Database(name)
+	t.Cleanup(func() {
+		_ = db.Drop(context.Background())
+		_ = client.Disconnect(context.Background())
+	})
+	return db
 }
