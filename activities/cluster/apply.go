@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
@@ -99,9 +101,11 @@ func (a *Activities) cached(ctxID string) *contextCacheEntry {
 }
 
 // run is the state of one cluster activity. Apps and objects are worked on concurrently;
-// each goroutine writes only its own resources' statuses, and mu guards the counters.
+// each goroutine writes only its own resources' statuses, under mu because a save may be
+// copying them.
 type run struct {
-	mu       sync.Mutex
+	mu       sync.Mutex // guards the statuses, counters and save times
+	writeMu  sync.Mutex // one write of the statuses at a time
 	contexts *appctx.Store
 	ctx      context.Context
 	cl       *client
@@ -161,20 +165,33 @@ func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput
 	return r.result, r.flush(ctx)
 }
 
-// save writes the statuses of all apps on the cluster (one document).
+// save writes the statuses of all apps on the cluster (one document). The statuses are
+// copied under mu and written outside it: the cluster's other goroutines keep applying
+// during the write. writeMu keeps the writes in the order of their copies.
 func (r *run) save(ctx context.Context) error {
+	r.writeMu.Lock()
+	defer r.writeMu.Unlock()
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	r.saved, r.unsaved = time.Now(), false
-	return r.contexts.SaveClusters(ctx, r.header.ID, r.placements())
+	snapshot := r.placements()
+	for i, p := range snapshot {
+		cp := *p
+		cp.Resources = slices.Clone(p.Resources)
+		snapshot[i] = &cp
+	}
+	r.mu.Unlock()
+	return r.contexts.SaveClusters(ctx, r.header.ID, snapshot)
 }
 
 // progress notes that statuses changed and writes them if the last write is older than
-// progressEvery.
+// progressEvery; the goroutine that finds it due writes, the others go on.
 func (r *run) progress(ctx context.Context) error {
 	r.mu.Lock()
 	r.unsaved = true
 	due := time.Since(r.saved) >= progressEvery
+	if due {
+		r.saved = time.Now()
+	}
 	r.mu.Unlock()
 	if !due {
 		return nil
@@ -242,29 +259,46 @@ func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string
 }
 
 // begin loads what a cluster activity needs; a cluster that can never work (unregistered,
-// no kubeconfig) gets all its resources Failed and a nil client.
+// no kubeconfig) gets all its resources Failed and a nil client. The loads are
+// independent (the client needs only the context's header) and run together: they are
+// the time between the activity's start and its first request to the cluster.
 func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run, error) {
-	header, apps, err := a.context(ctx, in.ContextID)
-	if err != nil {
-		return nil, err
+	var (
+		header     *appctx.Context
+		apps       map[string]*appctx.App
+		placements []*appctx.ClusterApp
+		applied    map[string]string
+		cl         *client
+		clErr      error // kept apart: a permanently unusable cluster is recorded, not returned
+	)
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		if header, apps, err = a.context(gctx, in.ContextID); err != nil {
+			return err
+		}
+		cl, clErr = a.Clients.For(gctx, in.Cluster, header.Credentials)
+		return nil
+	})
+	g.Go(func() (err error) {
+		placements, err = a.Contexts.ClusterApps(gctx, in.ContextID, in.Cluster)
+		return err
+	})
+	if in.Previous != "" {
+		g.Go(func() (err error) {
+			applied, err = a.previouslyApplied(gctx, in.Previous, in.Cluster)
+			return err
+		})
 	}
-	placements, err := a.Contexts.ClusterApps(ctx, in.ContextID, in.Cluster)
-	if err != nil {
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
-		attempt: activity.GetInfo(ctx).Attempt, started: time.Now(), saved: time.Now()}
+		applied: applied, cl: cl, attempt: activity.GetInfo(ctx).Attempt, started: time.Now(), saved: time.Now()}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}
-	if in.Previous != "" {
-		if r.applied, err = a.previouslyApplied(ctx, in.Previous, in.Cluster); err != nil {
-			return nil, err
-		}
-	}
-	r.cl, err = a.Clients.For(ctx, in.Cluster, header.Credentials)
 	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) && appErr.NonRetryable() {
+	if errors.As(clErr, &appErr) && appErr.NonRetryable() {
 		for _, p := range placements {
 			for i := range p.Resources {
 				r.setFailed(&p.Resources[i], appErr.Message())
@@ -273,7 +307,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 		r.cl = nil
 		return r, r.save(ctx)
 	}
-	return r, err
+	return r, clErr
 }
 
 func (r *run) placements() []*appctx.ClusterApp {

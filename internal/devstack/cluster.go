@@ -73,8 +73,15 @@ func (c *Cluster) Start(ctx context.Context) error {
 	return nil
 }
 
+// clusterNice is the CPU priority (nice value) of a local cluster's processes. They
+// stand in for remote machines: on a shared dev machine they yield the CPU to the
+// control plane (Temporal, FerretDB, temco) instead of delaying its every step, which a
+// cluster on its own machine would never do.
+const clusterNice = "10"
+
 func (c *Cluster) start(name string, args ...string) (*Proc, error) {
-	p, err := StartProc(c.Name+"/"+name, filepath.Join(c.Dir, name+".log"), filepath.Join(c.BinDir, name), args, nil)
+	args = append([]string{"-n", clusterNice, filepath.Join(c.BinDir, name)}, args...)
+	p, err := StartProc(c.Name+"/"+name, filepath.Join(c.Dir, name+".log"), "nice", args, nil)
 	if err != nil {
 		return nil, err
 	}

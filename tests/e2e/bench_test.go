@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -123,9 +124,12 @@ func BenchmarkInstantiate(b *testing.B) {
 	}
 	defer tc.Close()
 	var temco, direct []time.Duration
+	var split [][]time.Duration
+	cpuTemco, cpuRaw := map[string]time.Duration{}, map[string]time.Duration{}
 	waitQuiet(b)
 	b.ResetTimer()
 	for range b.N {
+		cpu0 := cpuByProcess()
 		start := time.Now()
 		r := d.c.do("POST", d.dig()+"/instantiate", nil)
 		if r.code != 202 {
@@ -139,23 +143,50 @@ func BenchmarkInstantiate(b *testing.B) {
 			b.Fatal(err)
 		}
 		temco = append(temco, time.Since(start))
-		poll(lifecycle.StatusInstantiated)
 		b.StopTimer()
+		cpuDelta(cpuTemco, cpu0, cpuByProcess())
+		p, err := phases(tc, acc.WorkflowID, start, start.Add(temco[len(temco)-1]))
+		if err != nil {
+			b.Fatal(err)
+		}
+		split = append(split, p)
+		poll(lifecycle.StatusInstantiated)
 		d.c.do("POST", d.dig()+"/terminate", nil)
 		poll(lifecycle.StatusTerminated)
 		waitQuiet(b)
+		cpu0 = cpuByProcess()
 		direct = append(direct, rawApply(b, clients, raw, false))
+		cpuDelta(cpuRaw, cpu0, cpuByProcess())
 		rawApply(b, clients, raw, true)
 		waitQuiet(b)
 		b.StartTimer()
 	}
+	// Each iteration's raw apply runs right after its instantiate, so the paired ratios
+	// see the same machine load; they are logged to show the spread.
+	paired := make([]float64, len(temco))
+	var pairs []string
+	for i := range temco {
+		paired[i] = float64(temco[i]) / float64(direct[i])
+		var ph []string
+		for _, d := range split[i] {
+			ph = append(ph, strconv.FormatInt(d.Milliseconds(), 10))
+		}
+		pairs = append(pairs, fmt.Sprintf("%d/%d (%s)", temco[i].Milliseconds(), direct[i].Milliseconds(), strings.Join(ph, " ")))
+	}
 	slices.Sort(temco)
 	slices.Sort(direct)
+	slices.Sort(paired)
 	mt, md := temco[len(temco)/2], direct[len(direct)/2]
 	b.ReportMetric(float64(mt.Milliseconds()), "temco-ms")
 	b.ReportMetric(float64(md.Milliseconds()), "raw-ms")
 	b.ReportMetric(float64(mt)/float64(md), "ratio")
-	b.Logf("median of %d: temco %s, raw server-side apply %s, ratio %.2f", b.N, mt, md, float64(mt)/float64(md))
+	b.ReportMetric(paired[len(paired)/2], "paired-ratio")
+	b.Logf("median of %d: temco %s, raw server-side apply %s, ratio %.2f; median of the paired ratios %.2f",
+		b.N, mt, md, float64(mt)/float64(md), paired[len(paired)/2])
+	b.Logf("each iteration, temco/raw ms (temco's phases): %s", strings.Join(pairs, ", "))
+	b.Logf("temco's phases (medians): %s", phaseMedians(split))
+	b.Logf("CPU ms per instantiate by process: %s", cpuReport(cpuTemco, b.N))
+	b.Logf("CPU ms per raw apply by process: %s", cpuReport(cpuRaw, b.N))
 }
 
 type quiet struct{}

@@ -1,0 +1,85 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// clockTick is the unit of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux).
+const clockTick = 10 * time.Millisecond
+
+// procCPU is one process's name and the CPU time it has used so far.
+type procCPU struct {
+	name string
+	cpu  time.Duration
+}
+
+// cpuByProcess reads the CPU time every process has used so far, by pid. Names are
+// grouped: kernel workers as one, temco's api and worker told apart by their first
+// argument. Empty where /proc is missing.
+func cpuByProcess() map[string]procCPU {
+	dirs, _ := filepath.Glob("/proc/[0-9]*")
+	out := map[string]procCPU{}
+	for _, d := range dirs {
+		stat, err := os.ReadFile(d + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		lp, rp := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if lp < 0 || rp < lp {
+			continue
+		}
+		name := s[lp+1 : rp]
+		f := strings.Fields(s[rp+1:])
+		if len(f) < 13 {
+			continue
+		}
+		utime, _ := strconv.ParseInt(f[11], 10, 64)
+		stime, _ := strconv.ParseInt(f[12], 10, 64)
+		if strings.HasPrefix(name, "kworker/") {
+			name = "kworker"
+		}
+		if name == "temco" {
+			if cmd, err := os.ReadFile(d + "/cmdline"); err == nil {
+				if args := strings.Split(string(cmd), "\x00"); len(args) > 1 {
+					name += " " + args[1]
+				}
+			}
+		}
+		out[filepath.Base(d)] = procCPU{name, time.Duration(utime+stime) * clockTick}
+	}
+	return out
+}
+
+// cpuDelta adds what each process used between before and after to sum, by name.
+func cpuDelta(sum map[string]time.Duration, before, after map[string]procCPU) {
+	for pid, p := range after {
+		if d := p.cpu - before[pid].cpu; d > 0 {
+			sum[p.name] += d
+		}
+	}
+}
+
+// cpuReport formats CPU per run by process, largest first, dropping the negligible.
+func cpuReport(sum map[string]time.Duration, runs int) string {
+	names := make([]string, 0, len(sum))
+	var total time.Duration
+	for k, v := range sum {
+		total += v
+		if v/time.Duration(runs) >= 10*time.Millisecond {
+			names = append(names, k)
+		}
+	}
+	slices.SortFunc(names, func(a, b string) int { return int(sum[b] - sum[a]) })
+	parts := []string{fmt.Sprintf("total %d ms", (total / time.Duration(runs)).Milliseconds())}
+	for _, k := range names {
+		parts = append(parts, fmt.Sprintf("%s %d", k, (sum[k]/time.Duration(runs)).Milliseconds()))
+	}
+	return strings.Join(parts, ", ")
+}
