@@ -20,7 +20,8 @@ var phaseNames = []string{"start", "render", "placement", "to apply", "apply", "
 // end (returned), by its workflow history: until the workflow started, rendering,
 // placement, until the first cluster activity was scheduled, the cluster activities,
 // until the workflow completed, and until the client heard of it. It tells which part
-// of temco's time is its own and which is the apply.
+// of temco's time is its own and which is the apply. The clusters must be one batch
+// (applied by the operation itself, not by batch child workflows), as in `make bench`.
 func phases(tc temporalclient.Client, workflowID string, start, returned time.Time) ([]time.Duration, error) {
 	var started, ended time.Time
 	scheduled := map[int64]string{} // activity scheduled event id -> type
