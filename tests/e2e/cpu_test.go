@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -76,7 +77,7 @@ func cpuReport(sum map[string]time.Duration, runs int) string {
 			names = append(names, k)
 		}
 	}
-	slices.SortFunc(names, func(a, b string) int { return int(sum[b] - sum[a]) })
+	slices.SortFunc(names, func(a, b string) int { return cmp.Compare(sum[b], sum[a]) })
 	parts := []string{fmt.Sprintf("total %d ms", (total / time.Duration(runs)).Milliseconds())}
 	for _, k := range names {
 		parts = append(parts, fmt.Sprintf("%s %d", k, (sum[k]/time.Duration(runs)).Milliseconds()))
