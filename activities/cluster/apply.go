@@ -247,7 +247,7 @@ func (a *Activities) observe(ctx context.Context, cluster, op string, start time
 
 // previouslyApplied indexes what context prev has applied on cluster.
 func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string) (map[string]string, error) {
-	placed, err := a.Contexts.ClusterApps(ctx, prev, cluster)
+	placed, err := a.Contexts.PlacedApps(ctx, prev, cluster)
 	if err != nil || len(placed) == 0 {
 		return nil, err
 	}
@@ -255,6 +255,7 @@ func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string
 	if err != nil {
 		return nil, err
 	}
+	appctx.List(placed, apps)
 	return appliedHashes(placed, apps), nil
 }
 
@@ -280,7 +281,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 		return nil
 	})
 	g.Go(func() (err error) {
-		placements, err = a.Contexts.ClusterApps(gctx, in.ContextID, in.Cluster)
+		placements, err = a.Contexts.PlacedApps(gctx, in.ContextID, in.Cluster)
 		return err
 	})
 	if in.Previous != "" {
@@ -292,6 +293,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
 		applied: applied, cl: cl, attempt: activity.GetInfo(ctx).Attempt, started: time.Now(), saved: time.Now()}
 	for _, p := range placements {

@@ -8,11 +8,7 @@ import (
 
 // ContextBatches returns how many cluster batches a context has.
 func (a *Activities) ContextBatches(ctx context.Context, ctxID string) (int, error) {
-	c, err := a.Contexts.Get(ctx, ctxID)
-	if err != nil {
-		return 0, err
-	}
-	return c.Batches, nil
+	return a.Contexts.Batches(ctx, ctxID)
 }
 
 // ListBatch returns the clusters of one batch (at most ClustersPerBatch names) as its

@@ -127,8 +127,7 @@ func (a *Activities) PrepareLogicalCloud(ctx context.Context, in lifecycle.Conte
 		return lifecycle.Plan{}, err
 	}
 	batches := (len(clusters) + batchSize - 1) / batchSize
-	err = a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "apps", Value: []string{App}},
-		{Key: "clusters", Value: len(clusters)}, {Key: "batches", Value: batches}})
+	err = a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "apps", Value: []string{App}}})
 	plan := lifecycle.Plan{Apps: 1, Clusters: len(clusters), Batches: batches}
 	if batches == 1 {
 		plan.FirstBatch = clusters

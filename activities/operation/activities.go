@@ -307,9 +307,5 @@ func (a *Activities) failRetrying(ctx context.Context, ctxID string) error {
 // CopyContext copies a stored revision into the new context of a rollback and returns
 // the plan of the copy.
 func (a *Activities) CopyContext(ctx context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
-	src, err := a.Contexts.Copy(ctx, in.From, in.To)
-	if err != nil {
-		return lifecycle.Plan{}, err
-	}
-	return lifecycle.Plan{Apps: len(src.Apps), Clusters: src.Clusters, Batches: src.Batches}, nil
+	return a.Contexts.Copy(ctx, in.From, in.To)
 }

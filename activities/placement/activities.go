@@ -8,7 +8,6 @@ import (
 	"sort"
 	"strings"
 
-	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
@@ -35,14 +34,14 @@ func invalid(format string, args ...any) error {
 }
 
 // PlaceApps resolves the DIG's intents: generic placement of every app, then the list of
-// controllers to invoke. It stores one Pending placement per app and cluster.
+// controllers to invoke. It stores one placement per app and cluster, unlisted: it runs
+// beside rendering, and the rendered app lists the objects (all Pending until applied).
 func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
 	var (
 		gpi         string
 		controllers []lifecycle.Controller
 		appIntents  map[string][]model.PlacementIntent
-		c           *appctx.Context
-		apps        map[string]*appctx.App
+		apps        []string
 		cloud       *cloudMembers
 	)
 	// Three independent chains of database reads, run together.
@@ -54,11 +53,11 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 		appIntents, err = a.appIntents(gctx, in.DIG.ID()+"/generic-placement-intents/"+gpi)
 		return err
 	})
-	g.Go(func() (err error) {
-		if c, err = a.Contexts.Get(gctx, in.ContextID); err != nil {
-			return err
+	g.Go(func() error {
+		docs, err := a.Store.List(gctx, store.Query{Parent: in.DIG.CompositeAppID(), Kind: model.KindApp})
+		for _, d := range docs {
+			apps = append(apps, d.Name)
 		}
-		apps, err = a.Contexts.Apps(gctx, c)
 		return err
 	})
 	g.Go(func() (err error) {
@@ -71,7 +70,7 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 	reg := &storeRegistry{ctx: ctx, store: a.Store}
 	placedOn := map[string][]string{}
 	union := map[string]bool{}
-	for _, app := range c.Apps {
+	for _, app := range apps {
 		intents := appIntents[app]
 		if len(intents) == 0 {
 			return lifecycle.Plan{}, invalid("app %q has no app placement intent in generic placement intent %q", app, gpi)
@@ -105,23 +104,16 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 		batchOf[cl] = i / perBatch
 	}
 	var placed []*appctx.ClusterApp
-	for _, app := range c.Apps {
+	for _, app := range apps {
 		for _, cl := range placedOn[app] {
-			res := make([]appctx.ResourceStatus, len(apps[app].Objects))
-			for i, o := range apps[app].Objects {
-				res[i] = appctx.ResourceStatus{Ref: o.Ref, Status: lifecycle.ResPending}
-			}
-			placed = append(placed, &appctx.ClusterApp{App: app, Cluster: cl, Resources: res})
+			placed = append(placed, &appctx.ClusterApp{App: app, Cluster: cl, Unlisted: true})
 		}
 	}
 	if err := a.Contexts.PutPlacement(ctx, in.ContextID, placed, batchOf); err != nil {
 		return lifecycle.Plan{}, err
 	}
 	batches := (len(all) + perBatch - 1) / perBatch
-	if err := a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "clusters", Value: len(all)}, {Key: "batches", Value: batches}}); err != nil {
-		return lifecycle.Plan{}, err
-	}
-	plan := lifecycle.Plan{Apps: len(c.Apps), Clusters: len(all), Batches: batches, Controllers: controllers}
+	plan := lifecycle.Plan{Apps: len(apps), Clusters: len(all), Batches: batches, Controllers: controllers}
 	if batches == 1 {
 		plan.FirstBatch = all
 	}

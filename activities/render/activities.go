@@ -103,10 +103,10 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 	if err != nil {
 		return 0, invalid("%v", err)
 	}
-	if err := a.Contexts.PutApps(ctx, in.ContextID, rendered); err != nil {
-		return 0, err
-	}
-	return len(rendered), a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "apps", Value: order}})
+	w, wctx := errgroup.WithContext(ctx) // different collections: written together
+	w.Go(func() error { return a.Contexts.PutApps(wctx, in.ContextID, rendered) })
+	w.Go(func() error { return a.Contexts.Set(wctx, in.ContextID, bson.D{{Key: "apps", Value: order}}) })
+	return len(rendered), w.Wait()
 }
 
 // profiles loads the composite profile's app profiles by app name.

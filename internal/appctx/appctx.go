@@ -33,12 +33,13 @@ type Context struct {
 	Namespace string `bson:"namespace"`
 	// Credentials names the logical cloud whose issued credentials the apply uses ("" for
 	// the clusters' registered ones: admin clouds, and logical clouds' own set-up).
-	Credentials string    `bson:"credentials,omitempty"`
-	Apps        []string  `bson:"apps"` // in dependency order
-	Clusters    int       `bson:"clusters"`
-	Batches     int       `bson:"batches"`
-	Created     time.Time `bson:"created"`
-	Updated     time.Time `bson:"updated"`
+	Credentials string `bson:"credentials,omitempty"`
+	// Apps is written by rendering alone. A MongoDB-wire server may apply two concurrent
+	// updates of one document as read-modify-write (FerretDB does), so placement, which
+	// runs beside it, keeps its results out of the header: see Batches.
+	Apps    []string  `bson:"apps"` // in dependency order
+	Created time.Time `bson:"created"`
+	Updated time.Time `bson:"updated"`
 }
 
 // Ref identifies a Kubernetes object.
@@ -88,6 +89,9 @@ type ClusterApp struct {
 	App       string           `bson:"app"`
 	Cluster   string           `bson:"-"` // provider+cluster, from the enclosing document
 	Resources []ResourceStatus `bson:"resources"`
+	// Unlisted: no status was recorded yet, every object of the app is Pending and only
+	// the rendered app lists them (placement runs beside rendering). See List.
+	Unlisted bool `bson:"unlisted,omitempty"`
 	// Live is what the cluster showed at LiveAt, index-aligned with Resources.
 	Live   []Live    `bson:"live,omitempty"`
 	LiveAt time.Time `bson:"liveAt,omitempty"`
@@ -212,13 +216,27 @@ func (s *Store) replaceAll(ctx context.Context, c *mongo.Collection, ctxID strin
 
 // Apps returns the rendered apps of a context (those its header lists), by name.
 func (s *Store) Apps(ctx context.Context, c *Context) (map[string]*App, error) {
-	apps := make([]*App, len(c.Apps))
+	apps, err := s.rendered(ctx, c.ID, c.Apps)
+	if err == nil && len(apps) < len(c.Apps) {
+		err = fmt.Errorf("context %s: some of its apps %v are not rendered", c.ID, c.Apps)
+	}
+	return apps, err
+}
+
+// rendered reads the named rendered apps of a context, by name; one not rendered (yet) is
+// left out.
+func (s *Store) rendered(ctx context.Context, ctxID string, names []string) (map[string]*App, error) {
+	apps := make([]*App, len(names))
 	var g errgroup.Group
-	for i, name := range c.Apps {
+	for i, name := range names {
 		g.Go(func() error {
 			var a App
-			if err := s.apps.FindOne(ctx, bson.D{{Key: "_id", Value: c.ID + "/" + name}}).Decode(&a); err != nil {
-				return fmt.Errorf("rendered app %s of context %s: %w", name, c.ID, err)
+			err := s.apps.FindOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + name}}).Decode(&a)
+			if errors.Is(err, mongo.ErrNoDocuments) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("rendered app %s of context %s: %w", name, ctxID, err)
 			}
 			apps[i] = &a
 			return nil
@@ -229,9 +247,57 @@ func (s *Store) Apps(ctx context.Context, c *Context) (map[string]*App, error) {
 	}
 	out := make(map[string]*App, len(apps))
 	for _, a := range apps {
-		out[a.Name] = a
+		if a != nil {
+			out[a.Name] = a
+		}
 	}
 	return out, nil
+}
+
+// List fills in the resources of unlisted placements from the rendered apps, every one
+// Pending. A placement whose app is not rendered yet stays unlisted.
+func List(cas []*ClusterApp, rendered map[string]*App) {
+	for _, ca := range cas {
+		app := rendered[ca.App]
+		if !ca.Unlisted || app == nil {
+			continue
+		}
+		ca.Resources = make([]ResourceStatus, len(app.Objects))
+		for i, o := range app.Objects {
+			ca.Resources[i] = ResourceStatus{Ref: o.Ref, Status: lifecycle.ResPending}
+		}
+		ca.Unlisted = false
+	}
+}
+
+// list lists the unlisted placements of docs, reading the rendered apps they need.
+func (s *Store) list(ctx context.Context, ctxID string, docs []*clusterDoc) error {
+	_, err := s.unlisted(ctx, ctxID, docs, true)
+	return err
+}
+
+// unlisted reads the rendered apps the unlisted placements of docs need, and lists those
+// placements when asked to (a count needs only the number of objects).
+func (s *Store) unlisted(ctx context.Context, ctxID string, docs []*clusterDoc, fill bool) (map[string]*App, error) {
+	var names []string
+	for _, d := range docs {
+		for _, ca := range d.Apps {
+			if ca.Unlisted && !slices.Contains(names, ca.App) {
+				names = append(names, ca.App)
+			}
+		}
+	}
+	if len(names) == 0 {
+		return nil, nil
+	}
+	apps, err := s.rendered(ctx, ctxID, names)
+	if err != nil || !fill {
+		return apps, err
+	}
+	for _, d := range docs {
+		List(d.Apps, apps)
+	}
+	return apps, nil
 }
 
 // PutPlacement replaces the placement of a context, in bulk: placed lists every app on
@@ -305,9 +371,13 @@ func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
 	if err != nil {
 		return err
 	}
+	rendered, err := s.unlisted(ctx, ctxID, docs, false)
+	if err != nil {
+		return err
+	}
 	counts := map[string]map[string]int{}
 	for _, d := range docs {
-		countDoc(counts, d)
+		countDoc(counts, d, rendered)
 	}
 	_, err = s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "counts", Value: counts}}}})
 	return err
@@ -338,8 +408,12 @@ func (s *Store) Summary(ctx context.Context, ctxID string, apps []string) (map[s
 	if err != nil {
 		return nil, err
 	}
+	rendered, err := s.unlisted(ctx, ctxID, docs, false)
+	if err != nil {
+		return nil, err
+	}
 	for _, d := range docs {
-		countDoc(counts, d)
+		countDoc(counts, d, rendered)
 	}
 	out := map[string]int{}
 	for app, byStatus := range counts {
@@ -353,6 +427,12 @@ func (s *Store) Summary(ctx context.Context, ctxID string, apps []string) (map[s
 	return out, nil
 }
 
+// Batches returns how many cluster batches a context has.
+func (s *Store) Batches(ctx context.Context, ctxID string) (int, error) {
+	n, err := s.batches.CountDocuments(ctx, bson.D{{Key: "ctx", Value: ctxID}})
+	return int(n), err
+}
+
 // contextBatches reads the batch documents of a context.
 func (s *Store) contextBatches(ctx context.Context, ctxID string) ([]batchDoc, error) {
 	cur, err := s.batches.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}})
@@ -363,8 +443,16 @@ func (s *Store) contextBatches(ctx context.Context, ctxID string) ([]batchDoc, e
 	return bs, cur.All(ctx, &bs)
 }
 
-func countDoc(counts map[string]map[string]int, d *clusterDoc) {
+// countDoc counts the objects of one cluster by app and status; rendered has the apps
+// of its unlisted placements, whose objects are all Pending.
+func countDoc(counts map[string]map[string]int, d *clusterDoc, rendered map[string]*App) {
 	for _, a := range d.Apps {
+		if a.Unlisted {
+			if app := rendered[a.App]; app != nil {
+				add(counts, a.App, lifecycle.ResPending, len(app.Objects))
+			}
+			continue
+		}
 		for _, r := range a.Resources {
 			add(counts, a.App, r.Status, 1)
 		}
@@ -403,8 +491,27 @@ func (s *Store) clusterDocs(ctx context.Context, ctxID string, clusters []string
 	return slices.DeleteFunc(docs, func(d *clusterDoc) bool { return d == nil }), nil
 }
 
-// ClusterApps returns the apps placed on one cluster, in the context's app order.
+// ClusterApps returns the apps placed on one cluster with their resources' statuses.
 func (s *Store) ClusterApps(ctx context.Context, ctxID, cluster string) ([]*ClusterApp, error) {
+	d, err := s.clusterDoc(ctx, ctxID, cluster)
+	if d == nil || err != nil {
+		return nil, err
+	}
+	return d.Apps, s.list(ctx, ctxID, []*clusterDoc{d})
+}
+
+// PlacedApps is ClusterApps for a caller that holds the rendered apps and lists the
+// placements itself (see List).
+func (s *Store) PlacedApps(ctx context.Context, ctxID, cluster string) ([]*ClusterApp, error) {
+	d, err := s.clusterDoc(ctx, ctxID, cluster)
+	if d == nil || err != nil {
+		return nil, err
+	}
+	return d.Apps, nil
+}
+
+// clusterDoc reads the document of one cluster of a context (nil if it has none).
+func (s *Store) clusterDoc(ctx context.Context, ctxID, cluster string) (*clusterDoc, error) {
 	var d clusterDoc
 	err := s.clusters.FindOne(ctx, bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}).Decode(&d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -416,7 +523,7 @@ func (s *Store) ClusterApps(ctx context.Context, ctxID, cluster string) ([]*Clus
 	for _, a := range d.Apps {
 		a.Cluster = d.Cluster
 	}
-	return d.Apps, nil
+	return &d, nil
 }
 
 // Filter selects placements for status queries; empty lists select all.
@@ -441,6 +548,9 @@ func (s *Store) Placements(ctx context.Context, ctxID string, f Filter) ([]*Clus
 		if err := cur.All(ctx, &docs); err != nil {
 			return nil, err
 		}
+	}
+	if err := s.list(ctx, ctxID, docs); err != nil {
+		return nil, err
 	}
 	out := []*ClusterApp{}
 	for _, d := range docs {
@@ -483,31 +593,32 @@ func (s *Store) SaveClusters(ctx context.Context, ctxID string, cas []*ClusterAp
 }
 
 // Copy makes context "to" a copy of the rendered apps and the placement of context from,
-// every object Pending: a rollback re-applies a stored revision. to's header must exist.
-func (s *Store) Copy(ctx context.Context, from, to string) (*Context, error) {
+// every object Pending, and returns its plan: a rollback re-applies a stored revision.
+// to's header must exist.
+func (s *Store) Copy(ctx context.Context, from, to string) (lifecycle.Plan, error) {
 	src, err := s.Get(ctx, from)
 	if err != nil {
-		return nil, err
+		return lifecycle.Plan{}, err
 	}
 	apps, err := s.Apps(ctx, src)
 	if err != nil {
-		return nil, err
+		return lifecycle.Plan{}, err
 	}
 	list := make([]*App, 0, len(apps))
 	for _, name := range src.Apps {
 		list = append(list, apps[name])
 	}
 	if err := s.PutApps(ctx, to, list); err != nil {
-		return nil, err
+		return lifecycle.Plan{}, err
 	}
 	placed, err := s.Placements(ctx, from, Filter{})
 	if err != nil {
-		return nil, err
+		return lifecycle.Plan{}, err
 	}
 	batchOf := map[string]int{}
 	bs, err := s.contextBatches(ctx, from)
 	if err != nil {
-		return nil, err
+		return lifecycle.Plan{}, err
 	}
 	for _, b := range bs {
 		for _, c := range b.Clusters {
@@ -521,13 +632,12 @@ func (s *Store) Copy(ctx context.Context, from, to string) (*Context, error) {
 		}
 	}
 	if err := s.PutPlacement(ctx, to, placed, batchOf); err != nil {
-		return nil, err
+		return lifecycle.Plan{}, err
 	}
-	err = s.Set(ctx, to, bson.D{{Key: "apps", Value: src.Apps}, {Key: "clusters", Value: src.Clusters}, {Key: "batches", Value: src.Batches}})
-	if err != nil {
-		return nil, err
+	if err := s.Set(ctx, to, bson.D{{Key: "apps", Value: src.Apps}}); err != nil {
+		return lifecycle.Plan{}, err
 	}
-	return src, nil
+	return lifecycle.Plan{Apps: len(src.Apps), Clusters: len(batchOf), Batches: len(bs)}, nil
 }
 
 // DeleteContext removes a context and everything in it.

@@ -113,3 +113,54 @@ func TestPlacementsOfNamedClusters(t *testing.T) {
 		t.Errorf("placements %+v", got)
 	}
 }
+
+func TestUnlistedPlacementsAreListedFromTheRenderedApps(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	// Placement ran beside rendering: it stored only which app goes where.
+	var placed []*ClusterApp
+	for _, c := range []string{"p+c0", "p+c1"} {
+		for _, app := range []string{"a", "b"} {
+			placed = append(placed, &ClusterApp{App: app, Cluster: c, Unlisted: true})
+		}
+	}
+	if err := s.PutPlacement(ctx, "ctx1", placed, map[string]int{"p+c0": 0, "p+c1": 0}); err != nil {
+		t.Fatal(err)
+	}
+	// Until an app is rendered its objects are unknown; then each is Pending.
+	if err := s.PutApps(ctx, "ctx1", []*App{{Name: "a", Objects: []Object{
+		{Ref: Ref{Kind: "ConfigMap", Name: "x"}}, {Ref: Ref{Kind: "Service", Name: "y"}}, {Ref: Ref{Kind: "Secret", Name: "z"}},
+	}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantSummary(t, s, nil, map[string]int{lifecycle.ResPending: 6})
+	if err := s.PutApps(ctx, "ctx1", []*App{{Name: "a", Objects: []Object{
+		{Ref: Ref{Kind: "ConfigMap", Name: "x"}}, {Ref: Ref{Kind: "Service", Name: "y"}}, {Ref: Ref{Kind: "Secret", Name: "z"}},
+	}}, {Name: "b", Objects: []Object{{Ref: Ref{Kind: "Deployment", Name: "w"}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	wantSummary(t, s, nil, map[string]int{lifecycle.ResPending: 8})
+	got, err := s.Placements(ctx, "ctx1", Filter{Apps: []string{"a"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || len(got[0].Resources) != 3 || got[0].Unlisted || got[0].Resources[2].Ref.Name != "z" ||
+		got[0].Resources[2].Status != lifecycle.ResPending {
+		t.Fatalf("placements of a: %+v", got)
+	}
+
+	// A cluster activity's write stores the list; the other cluster stays unlisted.
+	apply(t, s, "p+c0", lifecycle.ResApplied)
+	d, err := s.clusterDoc(ctx, "ctx1", "p+c0")
+	if err != nil || d.Apps[0].Unlisted || len(d.Apps[0].Resources) != 3 {
+		t.Fatalf("stored after a write: %+v, %v", d, err)
+	}
+	if d, _ := s.clusterDoc(ctx, "ctx1", "p+c1"); !d.Apps[0].Unlisted || d.Apps[0].Resources != nil {
+		t.Fatalf("p+c1 is no longer unlisted: %+v", d.Apps[0])
+	}
+	wantSummary(t, s, nil, map[string]int{lifecycle.ResApplied: 4, lifecycle.ResPending: 4})
+	if err := s.CountBatch(ctx, "ctx1", 0); err != nil {
+		t.Fatal(err)
+	}
+	wantSummary(t, s, []string{"b"}, map[string]int{lifecycle.ResApplied: 1, lifecycle.ResPending: 1})
+}

@@ -14,11 +14,11 @@ import (
 )
 
 // phaseNames are the parts of one instantiate, in order, as phases reports them.
-var phaseNames = []string{"start", "render", "placement", "to apply", "apply", "to end", "to client"}
+var phaseNames = []string{"start", "render and placement", "to apply", "apply", "to end", "to client"}
 
 // phases splits one instantiate, from the request (start) until the client heard of its
-// end (returned), by its workflow history: until the workflow started, rendering,
-// placement, until the first cluster activity was scheduled, the cluster activities,
+// end (returned), by its workflow history: until the workflow started, rendering and
+// placement (which run together), until the first cluster activity was scheduled, the cluster activities,
 // until the workflow completed, and until the client heard of it. It tells which part
 // of temco's time is its own and which is the apply. The clusters must be one batch
 // (applied by the operation itself, not by batch child workflows), as in `make bench`.
@@ -49,8 +49,11 @@ func phases(tc temporalclient.Client, workflowID string, start, returned time.Ti
 			last[scheduled[e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]] = at
 		}
 	}
-	points := []time.Time{start, started, last[lifecycle.ActivityRenderApps], last[lifecycle.ActivityPlaceApps],
-		first[lifecycle.ActivityApplyCluster], last[lifecycle.ActivityApplyCluster], ended, returned}
+	prepared := last[lifecycle.ActivityRenderApps]
+	if p := last[lifecycle.ActivityPlaceApps]; p.After(prepared) || p.IsZero() {
+		prepared = p
+	}
+	points := []time.Time{start, started, prepared, first[lifecycle.ActivityApplyCluster], last[lifecycle.ActivityApplyCluster], ended, returned}
 	out := make([]time.Duration, len(phaseNames))
 	for i := range out {
 		if points[i].IsZero() || points[i+1].IsZero() {

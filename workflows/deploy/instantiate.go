@@ -1,6 +1,7 @@
 package deploy
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 
@@ -42,13 +43,8 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 		o.progress.ClustersTotal = plan.Clusters
 		return plan, err
 	}
-	o.progress.Phase = "render"
-	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil); err != nil {
-		return lifecycle.Plan{}, err
-	}
-	o.progress.Phase = "placement"
-	var plan lifecycle.Plan
-	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref).Get(ctx, &plan); err != nil {
+	plan, err := o.renderAndPlace(ctx, ref)
+	if err != nil {
 		return plan, err
 	}
 	o.progress.ClustersTotal = plan.Clusters
@@ -63,6 +59,26 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 		}
 	}
 	return plan, nil
+}
+
+// renderAndPlace renders the apps and places them. Version gate (2026-11-23): placement
+// no longer needs the rendered objects (see appctx.List), so both run at once; histories
+// recorded before run them one after the other. Rendering's error is reported first.
+func (o *operation) renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRef) (lifecycle.Plan, error) {
+	var plan lifecycle.Plan
+	if workflow.GetVersion(ctx, "placement-beside-render", workflow.DefaultVersion, 1) == 1 {
+		o.progress.Phase = "render and placement"
+		rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)
+		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
+		rerr, perr := rendered.Get(ctx, nil), placed.Get(ctx, &plan)
+		return plan, cmp.Or(rerr, perr)
+	}
+	o.progress.Phase = "render"
+	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil); err != nil {
+		return plan, err
+	}
+	o.progress.Phase = "placement"
+	return plan, workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref).Get(ctx, &plan)
 }
 
 // apply applies the context to its clusters (as a difference from o.in.Previous, if set).

@@ -39,6 +39,7 @@ type fakes struct {
 	deletedC map[string][]string // context -> clusters deleted
 
 	render   func() error
+	place    func() error
 	plan     lifecycle.Plan
 	apply    func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
 	clusters func(batch int) []string
@@ -48,6 +49,7 @@ func newFakes() *fakes {
 	return &fakes{
 		applied: map[string]int{}, deleted: map[string]int{}, previous: map[string]string{}, deletedC: map[string][]string{},
 		render: func() error { return nil },
+		place:  func() error { return nil },
 		plan:   lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 1},
 		apply: func(string, int32) (lifecycle.ClusterResult, error) {
 			return lifecycle.ClusterResult{Done: 3}, nil
@@ -62,7 +64,7 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(PruneBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowPruneBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
 	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
-	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, nil })
+	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, f.place() })
 	reg(lifecycle.ActivityRunController, func(_ context.Context, in lifecycle.ActionInput) error {
 		f.mu.Lock()
 		f.ran = append(f.ran, in.Controller.Name)
@@ -298,6 +300,45 @@ func TestInvalidInputFailsWithoutRetry(t *testing.T) {
 		t.Errorf("rendered %d times, want once", renders.Load())
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || fin.Error != `app "web": render chart web: parse error` {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+func TestRenderingAndPlacementRunTogether(t *testing.T) {
+	f := newFakes()
+	placing := make(chan struct{})
+	f.place = func() error { close(placing); return nil }
+	f.render = func() error {
+		select {
+		case <-placing:
+			return nil
+		case <-time.After(10 * time.Second):
+			return temporal.NewNonRetryableApplicationError("placement did not start while rendering", lifecycle.ErrInvalidInput, nil)
+		}
+	}
+	if err := run(t, f, Instantiate, nil); err != nil {
+		t.Fatal(err)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || len(f.applied) != 2 {
+		t.Errorf("finished %+v, applied %v", fin, f.applied)
+	}
+}
+
+func TestARenderingErrorIsReportedBeforeAPlacementError(t *testing.T) {
+	f := newFakes()
+	placed := make(chan struct{})
+	f.place = func() error {
+		defer close(placed)
+		return temporal.NewNonRetryableApplicationError(`cluster "x" does not exist`, lifecycle.ErrInvalidInput, nil)
+	}
+	f.render = func() error {
+		<-placed // placement fails first
+		return temporal.NewNonRetryableApplicationError(`app "web": parse error`, lifecycle.ErrInvalidInput, nil)
+	}
+	if err := run(t, f, Instantiate, nil); err == nil {
+		t.Fatal("workflow succeeded")
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || fin.Error != `app "web": parse error` {
 		t.Errorf("finished %+v", fin)
 	}
 }
