@@ -55,16 +55,24 @@ func (a *Activities) BeginOperation(ctx context.Context, in lifecycle.BeginInput
 }
 
 func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
-	namespace, creds, err := a.scope(ctx, in.DIG)
+	target, err := a.Store.Get(ctx, in.DIG.ID()) // read once: for its logical cloud and its state
+	if store.CodeOf(err) == store.ErrNotFound {
+		return lifecycle.BeginResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s no longer exists", in.DIG), lifecycle.ErrInvalidState, nil)
+	}
 	if err != nil {
 		return lifecycle.BeginResult{}, err
 	}
+	namespace, creds, err := a.scope(ctx, in.DIG, target)
+	if err != nil {
+		return lifecycle.BeginResult{}, err
+	}
+	// The context first: the state history must never name a context that does not exist.
 	err = a.Contexts.Create(ctx, &appctx.Context{ID: in.ContextID, DIG: in.DIG.ID(), Instance: in.ContextID,
 		Revision: 1, Status: lifecycle.StatusInstantiating, Namespace: namespace, Credentials: creds})
 	if err != nil {
 		return lifecycle.BeginResult{}, err
 	}
-	_, err = digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+	_, err = digstate.ChangeFrom(ctx, a.Store, in.DIG.ID(), target, func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		if info.ContextID() == in.ContextID {
 			return nil, nil // recorded by an earlier attempt
 		}
@@ -156,28 +164,24 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 	return res, a.Contexts.SetStatus(ctx, res.ContextID, lifecycle.StatusTerminating, "")
 }
 
-// scope returns where a target deploys: the namespace and the logical cloud whose issued
+// scope returns where a target (whose document is target) deploys: the namespace and the logical cloud whose issued
 // credentials to use ("" for the clusters' own). A DIG's logical cloud must be
 // instantiated; a logical cloud sets itself up with the clusters' credentials.
-func (a *Activities) scope(ctx context.Context, t lifecycle.Target) (namespace, creds string, err error) {
-	cloudID := t.ID()
+func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *store.Doc) (namespace, creds string, err error) {
+	cloudID, d := t.ID(), target
 	if !t.IsLogicalCloud() {
-		d, err := a.Store.Get(ctx, t.ID())
-		if err != nil {
-			return "", "", err
-		}
-		dig, err := model.Decode[model.DIGSpec](d.Body)
+		dig, err := model.Decode[model.DIGSpec](target.Body)
 		if err != nil {
 			return "", "", err
 		}
 		cloudID = lifecycle.LogicalCloudID(t.Project, dig.Spec.LogicalCloud)
-	}
-	d, err := a.Store.Get(ctx, cloudID)
-	if store.CodeOf(err) == store.ErrNotFound {
-		return "", "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s names logical cloud %s, which does not exist", t, cloudID), lifecycle.ErrInvalidState, nil)
-	}
-	if err != nil {
-		return "", "", err
+		d, err = a.Store.Get(ctx, cloudID)
+		if store.CodeOf(err) == store.ErrNotFound {
+			return "", "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s names logical cloud %s, which does not exist", t, cloudID), lifecycle.ErrInvalidState, nil)
+		}
+		if err != nil {
+			return "", "", err
+		}
 	}
 	lc, err := model.Decode[model.LogicalCloudSpec](d.Body)
 	if err != nil {

@@ -44,8 +44,20 @@ func Encode(info lifecycle.StateInfo) string {
 // another writer got there first. next returns the actions to append (none leaves the
 // history unchanged); its error is returned as is.
 func Change(ctx context.Context, st *store.Store, digID string, next func(lifecycle.StateInfo) ([]lifecycle.Action, error)) (lifecycle.StateInfo, error) {
+	return ChangeFrom(ctx, st, digID, nil, next)
+}
+
+// ChangeFrom is Change starting from d, the DIG's document as the caller read it (nil: read
+// it); a stale d costs one retry.
+func ChangeFrom(ctx context.Context, st *store.Store, digID string, d *store.Doc, next func(lifecycle.StateInfo) ([]lifecycle.Action, error)) (lifecycle.StateInfo, error) {
 	for {
-		d, info, err := Load(ctx, st, digID)
+		var info lifecycle.StateInfo
+		var err error
+		if d == nil {
+			d, info, err = Load(ctx, st, digID)
+		} else {
+			info, err = Parse(d)
+		}
 		if err != nil {
 			return info, err
 		}
@@ -60,9 +72,11 @@ func Change(ctx context.Context, st *store.Store, digID string, next func(lifecy
 			}
 			info.Actions = append(info.Actions, a)
 		}
-		d.State = Encode(info)
-		err = st.Update(ctx, d)
+		changed := *d
+		changed.State = Encode(info)
+		err = st.SetState(ctx, &changed)
 		if store.CodeOf(err) == store.ErrConflict {
+			d = nil
 			continue
 		}
 		return info, err

@@ -294,6 +294,23 @@ func (s *Store) Update(ctx context.Context, d *Doc) error {
 	return nil
 }
 
+// SetState replaces the state of d's document if it is still at revision d.Rev, bumping
+// Rev (ErrConflict otherwise). Nothing else is written: a state change adds no reference,
+// so unlike Update it needs no read first.
+func (s *Store) SetState(ctx context.Context, d *Doc) error {
+	d.Updated = s.now()
+	res, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "rev", Value: d.Rev}, visible},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "rev", Value: d.Rev + 1}, {Key: "updated", Value: d.Updated}, {Key: "state", Value: d.State}}}})
+	if err != nil {
+		return fmt.Errorf("update %s: %w", d.ID, err)
+	}
+	if res.MatchedCount == 0 {
+		return &Error{Code: ErrConflict, ID: d.ID}
+	}
+	d.Rev++
+	return nil
+}
+
 // swap replaces the mutable fields of the document at revision rev with d's, bumping Rev.
 func (s *Store) swap(ctx context.Context, d *Doc, rev int64) error {
 	d.Updated = s.now()

@@ -107,6 +107,30 @@ func TestUpdateIsOptimistic(t *testing.T) {
 	wantCode(t, s.Update(ctx, got), ErrRefMissing)
 }
 
+func TestSetStateWritesOnlyTheStateAtItsRevision(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.Create(ctx, doc("/p", "")); err != nil {
+		t.Fatal(err)
+	}
+	stale, _ := s.Get(ctx, "/p")
+	cur, _ := s.Get(ctx, "/p")
+	cur.Body = `{"a":1}`
+	if err := s.Update(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	stale.State, stale.Body = "old", `{"lost":1}`
+	wantCode(t, s.SetState(ctx, stale), ErrConflict)
+	cur.State, cur.Body = "new", `{"ignored":1}`
+	if err := s.SetState(ctx, cur); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := s.Get(ctx, "/p")
+	if got.State != "new" || got.Body != `{"a":1}` || got.Rev != 3 || cur.Rev != 3 {
+		t.Fatalf("after SetState: %+v (caller's rev %d)", got, cur.Rev)
+	}
+}
+
 // Concurrent child creation and parent deletion never leave a child without its parent.
 func TestNoOrphansUnderConcurrency(t *testing.T) {
 	ctx := context.Background()
