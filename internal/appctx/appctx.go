@@ -36,7 +36,7 @@ type Context struct {
 	Credentials string `bson:"credentials,omitempty"`
 	// Apps is written by rendering alone. A MongoDB-wire server may apply two concurrent
 	// updates of one document as read-modify-write (FerretDB does), so placement, which
-	// runs beside it, keeps its results out of the header: see Batches.
+	// runs beside it, keeps its results out of the header: see Store.Batches.
 	Apps    []string  `bson:"apps"` // in dependency order
 	Created time.Time `bson:"created"`
 	Updated time.Time `bson:"updated"`
