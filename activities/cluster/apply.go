@@ -247,6 +247,7 @@ func (a *Activities) observe(ctx context.Context, cluster, op string, start time
 
 // previouslyApplied indexes what context prev has applied on cluster.
 func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string) (map[string]string, error) {
+	// As stored: an unlisted placement has applied nothing.
 	placed, err := a.Contexts.PlacedApps(ctx, prev, cluster)
 	if err != nil || len(placed) == 0 {
 		return nil, err
@@ -255,7 +256,6 @@ func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string
 	if err != nil {
 		return nil, err
 	}
-	appctx.List(placed, apps)
 	return appliedHashes(placed, apps), nil
 }
 

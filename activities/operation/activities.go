@@ -164,8 +164,8 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 	return res, a.Contexts.SetStatus(ctx, res.ContextID, lifecycle.StatusTerminating, "")
 }
 
-// scope returns where a target (whose document is target) deploys: the namespace and the logical cloud whose issued
-// credentials to use ("" for the clusters' own). A DIG's logical cloud must be
+// scope returns where a target (its document: target) deploys: the namespace and the
+// logical cloud whose issued credentials to use ("" for the clusters' own). A DIG's logical cloud must be
 // instantiated; a logical cloud sets itself up with the clusters' credentials.
 func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *store.Doc) (namespace, creds string, err error) {
 	cloudID, d := t.ID(), target

@@ -272,13 +272,15 @@ func List(cas []*ClusterApp, rendered map[string]*App) {
 
 // list lists the unlisted placements of docs, reading the rendered apps they need.
 func (s *Store) list(ctx context.Context, ctxID string, docs []*clusterDoc) error {
-	_, err := s.unlisted(ctx, ctxID, docs, true)
+	apps, err := s.unlisted(ctx, ctxID, docs)
+	for _, d := range docs {
+		List(d.Apps, apps)
+	}
 	return err
 }
 
-// unlisted reads the rendered apps the unlisted placements of docs need, and lists those
-// placements when asked to (a count needs only the number of objects).
-func (s *Store) unlisted(ctx context.Context, ctxID string, docs []*clusterDoc, fill bool) (map[string]*App, error) {
+// unlisted reads the rendered apps the unlisted placements of docs need.
+func (s *Store) unlisted(ctx context.Context, ctxID string, docs []*clusterDoc) (map[string]*App, error) {
 	var names []string
 	for _, d := range docs {
 		for _, ca := range d.Apps {
@@ -290,14 +292,7 @@ func (s *Store) unlisted(ctx context.Context, ctxID string, docs []*clusterDoc, 
 	if len(names) == 0 {
 		return nil, nil
 	}
-	apps, err := s.rendered(ctx, ctxID, names)
-	if err != nil || !fill {
-		return apps, err
-	}
-	for _, d := range docs {
-		List(d.Apps, apps)
-	}
-	return apps, nil
+	return s.rendered(ctx, ctxID, names)
 }
 
 // PutPlacement replaces the placement of a context, in bulk: placed lists every app on
@@ -371,7 +366,7 @@ func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
 	if err != nil {
 		return err
 	}
-	rendered, err := s.unlisted(ctx, ctxID, docs, false)
+	rendered, err := s.unlisted(ctx, ctxID, docs)
 	if err != nil {
 		return err
 	}
@@ -408,7 +403,7 @@ func (s *Store) Summary(ctx context.Context, ctxID string, apps []string) (map[s
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := s.unlisted(ctx, ctxID, docs, false)
+	rendered, err := s.unlisted(ctx, ctxID, docs)
 	if err != nil {
 		return nil, err
 	}

@@ -128,15 +128,15 @@ func TestUnlistedPlacementsAreListedFromTheRenderedApps(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Until an app is rendered its objects are unknown; then each is Pending.
-	if err := s.PutApps(ctx, "ctx1", []*App{{Name: "a", Objects: []Object{
-		{Ref: Ref{Kind: "ConfigMap", Name: "x"}}, {Ref: Ref{Kind: "Service", Name: "y"}}, {Ref: Ref{Kind: "Secret", Name: "z"}},
-	}}}); err != nil {
+	a := func() *App {
+		return &App{Name: "a", Objects: []Object{
+			{Ref: Ref{Kind: "ConfigMap", Name: "x"}}, {Ref: Ref{Kind: "Service", Name: "y"}}, {Ref: Ref{Kind: "Secret", Name: "z"}}}}
+	}
+	if err := s.PutApps(ctx, "ctx1", []*App{a()}); err != nil {
 		t.Fatal(err)
 	}
 	wantSummary(t, s, nil, map[string]int{lifecycle.ResPending: 6})
-	if err := s.PutApps(ctx, "ctx1", []*App{{Name: "a", Objects: []Object{
-		{Ref: Ref{Kind: "ConfigMap", Name: "x"}}, {Ref: Ref{Kind: "Service", Name: "y"}}, {Ref: Ref{Kind: "Secret", Name: "z"}},
-	}}, {Name: "b", Objects: []Object{{Ref: Ref{Kind: "Deployment", Name: "w"}}}}}); err != nil {
+	if err := s.PutApps(ctx, "ctx1", []*App{a(), {Name: "b", Objects: []Object{{Ref: Ref{Kind: "Deployment", Name: "w"}}}}}); err != nil {
 		t.Fatal(err)
 	}
 	wantSummary(t, s, nil, map[string]int{lifecycle.ResPending: 8})
