@@ -47,57 +47,91 @@ type Activities struct {
 
 type contextCacheEntry struct {
 	header *appctx.Context
-	apps   map[string]*appctx.App
+	apps   map[string]*appctx.App // nil until loaded
 }
 
-// context returns the header and rendered apps of a context, cached: every cluster of a
-// context needs them, and neither changes once the context is prepared (the header's
-// status does, which the cluster activities do not read).
-func (a *Activities) context(ctx context.Context, ctxID string) (*appctx.Context, map[string]*appctx.App, error) {
-	if e := a.cached(ctxID); e != nil {
-		return e.header, e.apps, nil
+// header returns the header of a context, cached: every cluster of a context needs it,
+// and what they read of it does not change once the context is prepared (its status
+// does, which the cluster activities do not read).
+func (a *Activities) header(ctx context.Context, ctxID string) (*appctx.Context, error) {
+	if h, _ := a.cached(ctxID); h != nil {
+		return h, nil
 	}
-	// The load is not tied to the first caller's context: a cancelled activity must not
-	// fail the others waiting on the same load.
-	v, err, _ := a.loading.Do(ctxID, func() (any, error) {
-		if e := a.cached(ctxID); e != nil { // loaded since this caller looked
-			return e, nil
+	v, err, _ := a.loading.Do("header/"+ctxID, func() (any, error) {
+		if h, _ := a.cached(ctxID); h != nil { // loaded since this caller looked
+			return h, nil
 		}
-		lctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		lctx, cancel := detached(ctx)
 		defer cancel()
-		header, err := a.Contexts.Get(lctx, ctxID)
+		h, err := a.Contexts.Get(lctx, ctxID)
 		if err != nil {
 			return nil, err
 		}
-		apps, err := a.Contexts.Apps(lctx, header)
-		if err != nil {
-			return nil, err
-		}
-		e := &contextCacheEntry{header: header, apps: apps}
 		a.cacheMu.Lock()
-		a.cache = append([]*contextCacheEntry{e}, a.cache...)
+		a.cache = append([]*contextCacheEntry{{header: h}}, a.cache...)
 		if len(a.cache) > 8 {
 			a.cache = a.cache[:8]
 		}
 		a.cacheMu.Unlock()
-		return e, nil
+		return h, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return v.(*appctx.Context), nil
+}
+
+// context returns the header and rendered apps of a context, cached like the header:
+// the apps do not change either once the context is prepared.
+func (a *Activities) context(ctx context.Context, ctxID string) (*appctx.Context, map[string]*appctx.App, error) {
+	h, err := a.header(ctx, ctxID)
+	if err != nil {
+		return nil, nil, err
+	}
+	if _, apps := a.cached(ctxID); apps != nil {
+		return h, apps, nil
+	}
+	v, err, _ := a.loading.Do("apps/"+ctxID, func() (any, error) {
+		if _, apps := a.cached(ctxID); apps != nil {
+			return apps, nil
+		}
+		lctx, cancel := detached(ctx)
+		defer cancel()
+		apps, err := a.Contexts.Apps(lctx, h)
+		if err != nil {
+			return nil, err
+		}
+		a.cacheMu.Lock()
+		for _, e := range a.cache {
+			if e.header.ID == ctxID {
+				e.apps = apps
+			}
+		}
+		a.cacheMu.Unlock()
+		return apps, nil
 	})
 	if err != nil {
 		return nil, nil, err
 	}
-	e := v.(*contextCacheEntry)
-	return e.header, e.apps, nil
+	return h, v.(map[string]*appctx.App), nil
 }
 
-func (a *Activities) cached(ctxID string) *contextCacheEntry {
+// detached is the context of a load that many activities wait for: not tied to the first
+// caller's, whose cancellation must not fail the others.
+func detached(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+}
+
+// cached returns what the cache holds of a context (nil when nothing).
+func (a *Activities) cached(ctxID string) (*appctx.Context, map[string]*appctx.App) {
 	a.cacheMu.Lock()
 	defer a.cacheMu.Unlock()
 	for _, e := range a.cache {
 		if e.header.ID == ctxID {
-			return e
+			return e.header, e.apps
 		}
 	}
-	return nil
+	return nil, nil
 }
 
 // run is the state of one cluster activity. Apps and objects are worked on concurrently;
@@ -260,9 +294,9 @@ func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string
 }
 
 // begin loads what a cluster activity needs; a cluster that can never work (unregistered,
-// no kubeconfig) gets all its resources Failed and a nil client. The loads are
-// independent (the client needs only the context's header) and run together: they are
-// the time between the activity's start and its first request to the cluster.
+// no kubeconfig) gets all its resources Failed and a nil client. The loads run as much
+// together as they can (the apps and the client need the context's header first): they
+// are the time between the activity's start and its first request to the cluster.
 func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run, error) {
 	var (
 		header     *appctx.Context
@@ -274,11 +308,17 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		if header, apps, err = a.context(gctx, in.ContextID); err != nil {
+		if header, err = a.header(gctx, in.ContextID); err != nil {
 			return err
 		}
+		// The apps and the cluster's credentials both need only the header.
+		var apl errgroup.Group
+		apl.Go(func() (err error) {
+			_, apps, err = a.context(gctx, in.ContextID)
+			return err
+		})
 		cl, clErr = a.Clients.For(gctx, in.Cluster, header.Credentials)
-		return nil
+		return apl.Wait()
 	})
 	g.Go(func() (err error) {
 		placements, err = a.Contexts.PlacedApps(gctx, in.ContextID, in.Cluster)

@@ -5,11 +5,13 @@ package operation
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/digstate"
@@ -62,14 +64,25 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 	if err != nil {
 		return lifecycle.BeginResult{}, err
 	}
-	namespace, creds, err := a.scope(ctx, in.DIG, target)
+	if info, err := digstate.Parse(target); err == nil && info.ContextID() == in.ContextID {
+		return lifecycle.BeginResult{ContextID: in.ContextID, Revision: 1}, nil // recorded by an earlier attempt
+	}
+	namespace, creds, ready, err := a.scope(ctx, in.DIG, target)
 	if err != nil {
 		return lifecycle.BeginResult{}, err
 	}
 	// The context first: the state history must never name a context that does not exist.
-	err = a.Contexts.Create(ctx, &appctx.Context{ID: in.ContextID, DIG: in.DIG.ID(), Instance: in.ContextID,
-		Revision: 1, Status: lifecycle.StatusInstantiating, Namespace: namespace, Credentials: creds})
-	if err != nil {
+	// Whether the logical cloud is ready is read meanwhile; if not, the context goes again.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		return a.Contexts.Create(gctx, &appctx.Context{ID: in.ContextID, DIG: in.DIG.ID(), Instance: in.ContextID,
+			Revision: 1, Status: lifecycle.StatusInstantiating, Namespace: namespace, Credentials: creds})
+	})
+	if ready != nil {
+		g.Go(func() error { return ready(gctx) })
+	}
+	if err = g.Wait(); err != nil {
+		_ = a.Contexts.DeleteContext(context.WithoutCancel(ctx), in.ContextID)
 		return lifecycle.BeginResult{}, err
 	}
 	_, err = digstate.ChangeFrom(ctx, a.Store, in.DIG.ID(), target, func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
@@ -165,48 +178,55 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 }
 
 // scope returns where a target (its document: target) deploys: the namespace and the
-// logical cloud whose issued credentials to use ("" for the clusters' own). A DIG's logical cloud must be
-// instantiated; a logical cloud sets itself up with the clusters' credentials.
-func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *store.Doc) (namespace, creds string, err error) {
+// logical cloud whose issued credentials to use ("" for the clusters' own). A logical
+// cloud sets itself up with the clusters' credentials; a DIG's logical cloud must be
+// instantiated, which ready checks (nil for a logical cloud): a read of its own, so that
+// it can run beside the next step.
+func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *store.Doc) (namespace, creds string, ready func(context.Context) error, err error) {
 	cloudID, d := t.ID(), target
 	if !t.IsLogicalCloud() {
 		dig, err := model.Decode[model.DIGSpec](target.Body)
 		if err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 		cloudID = lifecycle.LogicalCloudID(t.Project, dig.Spec.LogicalCloud)
 		d, err = a.Store.Get(ctx, cloudID)
 		if store.CodeOf(err) == store.ErrNotFound {
-			return "", "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s names logical cloud %s, which does not exist", t, cloudID), lifecycle.ErrInvalidState, nil)
+			return "", "", nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s names logical cloud %s, which does not exist", t, cloudID), lifecycle.ErrInvalidState, nil)
 		}
 		if err != nil {
-			return "", "", err
+			return "", "", nil, err
 		}
 	}
 	lc, err := model.Decode[model.LogicalCloudSpec](d.Body)
 	if err != nil {
-		return "", "", err
+		return "", "", nil, err
 	}
 	namespace = cmp.Or(lc.Spec.Namespace, "default")
 	if t.IsLogicalCloud() {
-		return namespace, "", nil
+		return namespace, "", nil, nil
 	}
 	info, err := digstate.Parse(d)
 	if err != nil {
-		return "", "", err
-	}
-	status := ""
-	if c, err := a.Contexts.Get(ctx, info.ContextID()); err == nil {
-		status = c.Status
-	}
-	if info.Current() != lifecycle.StateInstantiated || status != lifecycle.StatusInstantiated {
-		return "", "", temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s uses logical cloud %q, which is not instantiated (state %s, status %s)",
-			t, lc.Metadata.Name, info.Current(), cmp.Or(status, "none")), lifecycle.ErrInvalidState, nil)
+		return "", "", nil, err
 	}
 	if lc.Spec.Level != model.LevelAdmin {
 		creds = cloudID
 	}
-	return namespace, creds, nil
+	ready = func(ctx context.Context) error {
+		status := ""
+		if c, err := a.Contexts.Get(ctx, info.ContextID()); err == nil {
+			status = c.Status
+		} else if !errors.Is(err, appctx.ErrNotFound) {
+			return err
+		}
+		if info.Current() != lifecycle.StateInstantiated || status != lifecycle.StatusInstantiated {
+			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s uses logical cloud %q, which is not instantiated (state %s, status %s)",
+				t, lc.Metadata.Name, info.Current(), cmp.Or(status, "none")), lifecycle.ErrInvalidState, nil)
+		}
+		return nil
+	}
+	return namespace, creds, ready, nil
 }
 
 // unused refuses to terminate a logical cloud a DIG still has objects in.

@@ -66,7 +66,7 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 // recorded before run them one after the other. Rendering's error is reported first.
 func (o *operation) renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRef) (lifecycle.Plan, error) {
 	var plan lifecycle.Plan
-	if workflow.GetVersion(ctx, "placement-beside-render", workflow.DefaultVersion, 1) == 1 {
+	if o.has(ctx, "placement-beside-render") {
 		o.progress.Phase = "render and placement"
 		rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)
 		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
@@ -88,7 +88,7 @@ func (o *operation) apply(ctx workflow.Context, plan lifecycle.Plan) error {
 		batches: plan.Batches}
 	// Version gate (2026-11-22): a single batch's clusters come with the plan, sparing
 	// the ListBatch activity; histories recorded before still look them up.
-	if workflow.GetVersion(ctx, "plan-carries-single-batch", workflow.DefaultVersion, 1) == 1 {
+	if o.has(ctx, "plan-carries-single-batch") {
 		f.first = plan.FirstBatch
 	}
 	res, err := o.fanOut(ctx, f)

@@ -19,12 +19,35 @@ type operation struct {
 	// superseded is the previous context once an update removed what only it had.
 	superseded string
 	retrying   retryList
+	gates
+}
+
+// changeRelease is the one version gate of the workflows here since 2026-11-23 (version
+// 1). Every GetVersion in a new run records a marker and upserts the TemporalChangeVersion
+// search attribute, so a gate per change cost a run one of each per change; one gate,
+// recorded as the run starts, covers a whole release. Version 1 covers every change gated
+// on its own before it: has consults their own gates only when replaying older runs. A
+// later release raises the maximum version and tests release for its changes.
+const changeRelease = "release"
+
+// gates are a run's answers to version gates.
+type gates struct{ release workflow.Version }
+
+func newGates(ctx workflow.Context) gates {
+	return gates{release: workflow.GetVersion(ctx, changeRelease, workflow.DefaultVersion, 1)}
+}
+
+// has reports whether this run makes change, which was gated on its own before the
+// release gate.
+func (g gates) has(ctx workflow.Context, change string) bool {
+	return g.release >= 1 || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
 }
 
 // setup registers the progress query and the stop signal, and returns the context the
 // operation's work runs in: a stop cancels it (activities waiting for a retry end at
 // once), while the caller's context stays usable for recording the outcome.
 func (o *operation) setup(ctx workflow.Context, op string) (workflow.Context, error) {
+	o.gates = newGates(ctx)
 	work, cancel := workflow.WithCancel(ctx)
 	o.stop = cancel
 	o.progress = lifecycle.Progress{Op: op, ContextID: o.in.ContextID, Phase: "starting"}
@@ -53,7 +76,7 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 	in := lifecycle.FinishInput{
 		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
 	}
-	if workflow.GetVersion(dctx, changeLocalFinish, workflow.DefaultVersion, 1) == 1 {
+	if o.has(dctx, changeLocalFinish) {
 		return workflow.ExecuteLocalActivity(recording(dctx), lifecycle.ActivityFinishOperation, in).Get(dctx, nil)
 	}
 	return workflow.ExecuteActivity(bookkeeping(dctx), lifecycle.ActivityFinishOperation, in).Get(dctx, nil)
@@ -100,6 +123,7 @@ func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error
 func (o *operation) fanOut(ctx workflow.Context, f fan) (lifecycle.BatchResult, error) {
 	o.progress.BatchesTotal += f.batches
 	f.in.Activity = o.perCluster(f.kind)
+	f.gates = o.gates
 	f.settled = func(_ workflow.Context, cluster string) { delete(o.retrying, cluster) }
 	return f.run(ctx, o.add)
 }
@@ -112,6 +136,7 @@ type fan struct {
 	first   []string                       // the clusters of a single batch, when the plan carried them
 	prefix  string                         // of the batch workflow ids, unique within the operation ("batch" if empty)
 	settled func(workflow.Context, string) // a cluster of an inline batch is done
+	gates   gates                          // of the run an inline batch runs in
 }
 
 // run runs the batches: inline when there is just one, otherwise as child workflows in a
@@ -120,7 +145,7 @@ type fan struct {
 func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycle.BatchResult)) (lifecycle.BatchResult, error) {
 	var total lifecycle.BatchResult
 	if f.batches == 1 {
-		r, err := runBatch(ctx, f.in, f.kind, f.first, f.settled)
+		r, err := runBatch(ctx, f.gates, f.in, f.kind, f.first, f.settled)
 		add(&total, r)
 		return total, err
 	}
@@ -184,7 +209,7 @@ func (o *operation) perCluster(kind string) string {
 
 // runBatch works on every cluster of one batch, all concurrently; clusters is looked up
 // when not given. settled (optional) hears of each cluster as it is done.
-func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, clusters []string,
+func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind string, clusters []string,
 	settled func(workflow.Context, string)) (lifecycle.BatchResult, error) {
 	activityType, opts := lifecycle.ActivityApplyCluster, onCluster
 	switch kind {
@@ -227,7 +252,7 @@ func runBatch(ctx workflow.Context, in lifecycle.BatchInput, kind string, cluste
 	}
 	// A listed batch (a child workflow) stores its counts for status summaries; one that
 	// was stopped leaves them to be counted live, as does a failure to count.
-	if listed && ctx.Err() == nil && workflow.GetVersion(ctx, changeCountBatch, workflow.DefaultVersion, 1) == 1 {
+	if listed && ctx.Err() == nil && g.has(ctx, changeCountBatch) {
 		_ = workflow.ExecuteActivity(counting(ctx), lifecycle.ActivityCountBatch, in).Get(ctx, nil)
 	}
 	return res, firstErr
@@ -244,7 +269,7 @@ func batch(ctx workflow.Context, in lifecycle.BatchInput, kind string) (lifecycl
 		onRetryReports(ctx, fw.report)
 		settled = fw.settled
 	}
-	return runBatch(ctx, in, kind, nil, settled)
+	return runBatch(ctx, newGates(ctx), in, kind, nil, settled)
 }
 
 // ApplyBatch is the child workflow applying one batch of clusters.

@@ -33,7 +33,7 @@ func (o *operation) terminate(ctx workflow.Context) error {
 	}
 	// Contexts an update did not finish replacing may still have objects out there
 	// (version gate: 2026-11-22, terminate also deletes what a stopped update left).
-	if len(o.in.Leftovers) > 0 && workflow.GetVersion(ctx, "terminate-leftovers", workflow.DefaultVersion, 1) == 1 {
+	if len(o.in.Leftovers) > 0 && o.has(ctx, "terminate-leftovers") {
 		for i, left := range o.in.Leftovers {
 			var n int
 			if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, left).Get(ctx, &n); err != nil {

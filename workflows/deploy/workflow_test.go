@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -98,6 +99,9 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.deletedC[in.ContextID] = append(f.deletedC[in.ContextID], in.Cluster)
 		f.mu.Unlock()
 		return lifecycle.ClusterResult{Done: 3}, nil
+	})
+	reg(lifecycle.ActivityReadCluster, func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		return lifecycle.ClusterResult{Done: 1}, nil
 	})
 	reg(lifecycle.ActivityPruneCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
@@ -410,6 +414,43 @@ func TestASingleBatchFromThePlanNeedsNoLookup(t *testing.T) {
 	}
 	if f.listed != 0 || len(f.applied) != 2 {
 		t.Errorf("ListBatch ran %d times, applied %v", f.listed, f.applied)
+	}
+}
+
+// A new run records one version gate, whatever it does: each gate costs a marker and a
+// search attribute upsert, so changes are gated by the release gate, not by their own.
+func TestANewRunRecordsOnlyTheReleaseGate(t *testing.T) {
+	leftovers := opInput
+	leftovers.Leftovers = []string{"41"}
+	for name, c := range map[string]struct {
+		wf      any
+		in      any
+		batches int
+		runs    int // the workflow and its batch children
+	}{
+		"instantiate":            {Instantiate, opInput, 1, 1},
+		"instantiate in batches": {Instantiate, opInput, 3, 4},
+		"terminate":              {Terminate, leftovers, 1, 1},
+		"update":                 {Update, updateInput, 1, 1},
+		"read":                   {ReadClusterStatus, lifecycle.ReadInput{ContextID: "42"}, 1, 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakes()
+			f.plan.Batches = c.batches
+			var gates []string
+			env := newEnv()
+			f.register(env)
+			env.OnGetVersion(mock.Anything, workflow.DefaultVersion, 1).Run(func(args mock.Arguments) {
+				gates = append(gates, args.String(0))
+			}).Return(workflow.Version(1))
+			env.ExecuteWorkflow(c.wf, c.in)
+			if err := env.GetWorkflowError(); err != nil || !env.IsWorkflowCompleted() {
+				t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), err)
+			}
+			if !slices.Equal(gates, slices.Repeat([]string{changeRelease}, c.runs)) {
+				t.Errorf("version gates %v, want %q once in each of %d runs", gates, changeRelease, c.runs)
+			}
+		})
 	}
 }
 

@@ -1,0 +1,79 @@
+package operation
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/digstate"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/testenv"
+)
+
+var ferret *devstack.FerretDB
+
+func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+
+func history(state, contextID string) string {
+	return digstate.Encode(lifecycle.StateInfo{Actions: []lifecycle.Action{{State: state, ContextID: contextID}}})
+}
+
+// An instantiate whose logical cloud is not ready is refused and leaves no context
+// behind; once the cloud is ready it begins, and a retry of a begin that got through
+// returns the same result.
+func TestBeginInstantiateChecksTheLogicalCloudAndLeavesNothingWhenRefused(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Database(t, ferret, "operation")
+	a := &Activities{Store: store.New(db)}
+	var err error
+	if a.Contexts, err = appctx.New(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
+	cloud := &store.Doc{ID: lifecycle.LogicalCloudID("p", "lc"), Kind: "logical-cloud", Name: "lc",
+		Body: `{"metadata":{"name":"lc"},"spec":{"namespace":"team","level":"1"}}`, State: history(lifecycle.StateInstantiated, "lc-1")}
+	for _, d := range []*store.Doc{cloud, {ID: dig.ID(), Kind: "dig", Name: "d",
+		Body: `{"metadata":{"name":"d"},"spec":{"logicalCloud":"lc"}}`, State: history(lifecycle.StateApproved, "")}} {
+		if err := a.Store.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The cloud's own context is still being instantiated.
+	if err := a.Contexts.Create(ctx, &appctx.Context{ID: "lc-1", Status: lifecycle.StatusInstantiating}); err != nil {
+		t.Fatal(err)
+	}
+	in := lifecycle.BeginInput{DIG: dig, Op: lifecycle.OpInstantiate, ContextID: "new"}
+	_, err = a.BeginOperation(ctx, in)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != lifecycle.ErrInvalidState || !appErr.NonRetryable() ||
+		!strings.Contains(err.Error(), "which is not instantiated") {
+		t.Fatalf("begin while the cloud is not ready: %v, want a non-retryable %s", err, lifecycle.ErrInvalidState)
+	}
+	if _, err := a.Contexts.Get(ctx, "new"); !errors.Is(err, appctx.ErrNotFound) {
+		t.Fatalf("the refused instantiate left its context: %v", err)
+	}
+
+	if err := a.Contexts.SetStatus(ctx, "lc-1", lifecycle.StatusInstantiated, ""); err != nil {
+		t.Fatal(err)
+	}
+	for attempt := 1; attempt <= 2; attempt++ {
+		res, err := a.BeginOperation(ctx, in)
+		if err != nil || res.ContextID != "new" || res.Revision != 1 {
+			t.Fatalf("attempt %d: %+v, %v", attempt, res, err)
+		}
+	}
+	c, err := a.Contexts.Get(ctx, "new")
+	if err != nil || c.Namespace != "team" || c.Credentials != cloud.ID {
+		t.Fatalf("context %+v, %v: want the cloud's namespace and issued credentials", c, err)
+	}
+	_, info, err := digstate.Load(ctx, a.Store, dig.ID())
+	if err != nil || info.Current() != lifecycle.StateInstantiated || info.ContextID() != "new" || len(info.Actions) != 2 {
+		t.Fatalf("state %+v, %v: want one Instantiated entry naming the new context", info, err)
+	}
+}
