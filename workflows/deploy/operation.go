@@ -3,11 +3,13 @@ package deploy
 import (
 	"cmp"
 	"fmt"
+	"time"
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/workflows/localfirst"
 )
 
 // operation is the state of one Instantiate or Terminate run.
@@ -75,6 +77,9 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	in := lifecycle.FinishInput{
 		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
+	}
+	if o.release >= 1 {
+		return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.ActivityFinishOperation, in, nil)
 	}
 	if o.has(dctx, changeLocalFinish) {
 		return workflow.ExecuteLocalActivity(recording(dctx), lifecycle.ActivityFinishOperation, in).Get(dctx, nil)

@@ -18,6 +18,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/workflows/localfirst"
 )
 
 // IdleTimeout is how long the workflow waits for another operation before completing.
@@ -130,17 +131,21 @@ func (w *digWorkflow) operate(ctx workflow.Context, req lifecycle.OpRequest) (li
 	in := lifecycle.BeginInput{DIG: w.dig, Op: req.Op, ContextID: req.ContextID, Revision: req.Revision}
 	retry := &temporal.RetryPolicy{MaximumInterval: 10 * time.Second,
 		NonRetryableErrorTypes: []string{lifecycle.ErrInvalidState, lifecycle.ErrInvalidInput}}
-	var begin workflow.Future
+	var err error
 	// Version gate (2026-11-23): the transition is recorded as a local activity, in the
-	// workflow task that accepted the update, sparing a round trip through the server.
-	if workflow.GetVersion(ctx, "local-begin", workflow.DefaultVersion, 1) == 1 {
-		begin = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in)
-	} else {
-		begin = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in)
+	// workflow task that accepted the update, sparing a round trip through the server;
+	// since version 2 one the store keeps refusing becomes a regular activity.
+	switch workflow.GetVersion(ctx, "local-begin", workflow.DefaultVersion, 2) {
+	case 2:
+		err = localfirst.Execute(ctx, time.Minute, retry, lifecycle.ActivityBeginOperation, in, &begun)
+	case 1:
+		err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in).Get(ctx, &begun)
+	default:
+		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in).Get(ctx, &begun)
 	}
-	if err := begin.Get(ctx, &begun); err != nil {
+	if err != nil {
 		return lifecycle.OpAccepted{}, err
 	}
 	return w.start(ctx, req.Op, begun)
