@@ -12,28 +12,35 @@ import (
 const objectConcurrency = 16
 
 // applyGroups splits an app's objects (indices, in apply order) into what must exist
-// before the rest: Namespaces, then CRDs, then everything else, which is applied
-// concurrently.
+// before the rest: Namespaces, then CRDs, then what workloads use (ConfigMaps, Secrets,
+// Services, RBAC, ...), then the workloads. Each group is applied concurrently; a
+// workload's Pods thus never start before their configuration exists, as with Helm.
 func applyGroups(objs []appctx.Object) [][]int {
-	var ns, crds, rest []int
+	var ns, crds, config, work []int
 	for i, o := range objs {
-		switch o.Kind {
-		case "Namespace":
+		switch {
+		case o.Kind == "Namespace":
 			ns = append(ns, i)
-		case "CustomResourceDefinition":
+		case o.Kind == "CustomResourceDefinition":
 			crds = append(crds, i)
+		case workloads[o.Kind]:
+			work = append(work, i)
 		default:
-			rest = append(rest, i)
+			config = append(config, i)
 		}
 	}
 	var out [][]int
-	for _, g := range [][]int{ns, crds, rest} {
+	for _, g := range [][]int{ns, crds, config, work} {
 		if len(g) > 0 {
 			out = append(out, g)
 		}
 	}
 	return out
 }
+
+// workloads are the kinds that run Pods.
+var workloads = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true,
+	"ReplicationController": true, "Job": true, "CronJob": true, "Pod": true}
 
 // forEach runs fn for every index, objectConcurrency at a time, and returns the first
 // error once all are done.
