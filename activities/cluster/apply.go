@@ -152,6 +152,7 @@ type run struct {
 	started  time.Time
 	saved    time.Time // last write of the statuses
 	unsaved  bool      // statuses changed since
+	barrier  configBarrier
 }
 
 // heartbeatAfter is how long a cluster activity runs before it heartbeats: the first
@@ -372,7 +373,20 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 		}
 		return err
 	}
+	r.barrier.enter()
+	left := false
+	leave := func() {
+		if !left {
+			left = true
+			r.barrier.leave()
+		}
+	}
+	defer leave()
 	for _, group := range applyGroups(app.Objects) {
+		if workloads[app.Objects[group[0]].Kind] {
+			leave()
+			r.barrier.wait()
+		}
 		err := forEach(group, func(i int) error {
 			res := &p.Resources[i]
 			err := r.applyObject(&app.Objects[i], res)

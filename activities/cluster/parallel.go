@@ -38,6 +38,44 @@ func applyGroups(objs []appctx.Object) [][]int {
 	return out
 }
 
+// configBarrier holds a cluster's workloads back while any app applied there at the same
+// time still applies what workloads use, as Helm installs all the kinds of a release,
+// subcharts included, in one order: Pods start once every app's configuration is in, and
+// the Deployments' cascade (ReplicaSets, Pods, scheduling) does not compete with the
+// applies still in flight. An app waiting for a dependency holds nobody back.
+type configBarrier struct {
+	mu          sync.Mutex
+	cond        *sync.Cond
+	configuring int // apps applying what comes before their workloads
+}
+
+func (b *configBarrier) enter() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.configuring++
+}
+
+func (b *configBarrier) leave() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.configuring--; b.configuring == 0 && b.cond != nil {
+		b.cond.Broadcast()
+	}
+}
+
+// wait returns once no app is configuring. Every app that entered leaves: when it
+// reaches its workloads, or when it returns (done or failed).
+func (b *configBarrier) wait() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cond == nil {
+		b.cond = sync.NewCond(&b.mu)
+	}
+	for b.configuring > 0 {
+		b.cond.Wait()
+	}
+}
+
 // workloads are the kinds that run Pods.
 var workloads = map[string]bool{"Deployment": true, "StatefulSet": true, "DaemonSet": true, "ReplicaSet": true,
 	"ReplicationController": true, "Job": true, "CronJob": true, "Pod": true}

@@ -2,6 +2,8 @@ package cluster
 
 import (
 	"fmt"
+	"slices"
+	"sync"
 	"testing"
 
 	"github.com/temco/temco/internal/appctx"
@@ -27,4 +29,31 @@ func TestWorkloadsAreAppliedAfterWhatTheyUse(t *testing.T) {
 	if fmt.Sprint(got) != want {
 		t.Errorf("groups %v, want %s", got, want)
 	}
+}
+
+// An app's workloads wait for the configuration of every app being applied beside it.
+func TestWorkloadsWaitForEveryAppsConfiguration(t *testing.T) {
+	var b configBarrier
+	var mu sync.Mutex
+	var order []string
+	note := func(s string) { mu.Lock(); order = append(order, s); mu.Unlock() }
+	b.enter() // app a
+	b.enter() // app b
+	var wg sync.WaitGroup
+	wg.Go(func() { // a is done with its configuration first
+		b.leave()
+		b.wait()
+		note("a workloads")
+	})
+	wg.Go(func() {
+		note("b configuration")
+		b.leave()
+		b.wait()
+		note("b workloads")
+	})
+	wg.Wait()
+	if i := slices.Index(order, "b configuration"); i != 0 {
+		t.Fatalf("order %v: a's workloads went before b's configuration was in", order)
+	}
+	b.wait() // nobody configuring: returns at once
 }
