@@ -298,31 +298,47 @@ func replace[S any](c echo.Context, s *Server, k kind[S]) error {
 	if err := s.mustExist(ctx, r.parent); err != nil {
 		return err
 	}
-	old, err := s.Store.Get(ctx, id)
-	if err != nil && store.CodeOf(err) != store.ErrNotFound {
-		return err
+	// A replace names no revision, so a write that lost to another (a state change, a
+	// concurrent PUT or create) is not the caller's conflict: it is read, checked and
+	// written again, now on top of the other write, as if it had come after it.
+	for attempt := 1; ; attempt++ {
+		d, code, err := replaceOnce(ctx, s, k, r)
+		if c := store.CodeOf(err); (c == store.ErrConflict || c == store.ErrExists) && attempt < maxReplaceAttempts {
+			continue
+		}
+		if err != nil {
+			return fromStore(err)
+		}
+		if err := k.afterChange(ctx, s, d.ID); err != nil {
+			return err
+		}
+		return c.JSONBlob(code, []byte(d.Body))
 	}
-	r.old = old
+}
+
+// maxReplaceAttempts bounds how often a PUT that keeps losing to other writers is tried
+// before it answers 409.
+const maxReplaceAttempts = 10
+
+// replaceOnce reads the stored resource, validates r against it and writes r at the
+// revision it read (creating it if there is none).
+func replaceOnce[S any](ctx context.Context, s *Server, k kind[S], r *request[S]) (*store.Doc, int, error) {
+	old, err := s.Store.Get(ctx, r.id)
+	if err != nil && store.CodeOf(err) != store.ErrNotFound {
+		return nil, 0, err
+	}
+	r.old, r.refs, r.fields, r.blob, r.secret = old, nil, nil, nil, nil
 	if err := validate(ctx, s, k, r); err != nil {
-		return err
+		return nil, 0, err
 	}
 	d, err := r.doc(k)
 	if err != nil {
-		return err
+		return nil, 0, err
 	}
-	code := http.StatusOK
 	if old == nil {
-		err, code = s.Store.Create(ctx, d), http.StatusCreated
-	} else {
-		err = s.Store.Update(ctx, d)
+		return d, http.StatusCreated, s.Store.Create(ctx, d)
 	}
-	if err != nil {
-		return fromStore(err)
-	}
-	if err := k.afterChange(ctx, s, d.ID); err != nil {
-		return err
-	}
-	return c.JSONBlob(code, []byte(d.Body))
+	return d, http.StatusOK, s.Store.Update(ctx, d)
 }
 
 func remove[S any](c echo.Context, s *Server, k kind[S]) error {

@@ -30,8 +30,11 @@ func history(state, contextID string) string {
 func TestBeginInstantiateChecksTheLogicalCloudAndLeavesNothingWhenRefused(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Database(t, ferret, "operation")
-	a := &Activities{Store: store.New(db)}
+	a := &Activities{}
 	var err error
+	if a.Store, err = store.New(ctx, db); err != nil {
+		t.Fatal(err)
+	}
 	if a.Contexts, err = appctx.New(ctx, db); err != nil {
 		t.Fatal(err)
 	}

@@ -24,6 +24,22 @@ func (ix Index) name() string {
 // EnsureIndexes creates the indexes of coll that do not exist yet. Asking for existing
 // ones again is skipped on purpose: FerretDB 1.24 crashes the connection on it.
 func EnsureIndexes(ctx context.Context, coll *mongo.Collection, want []Index) error {
+	specs := make([]indexSpec, 0, len(want))
+	for _, ix := range want {
+		specs = append(specs, indexSpec{keys: bson.D(ix), name: ix.name()})
+	}
+	return ensureIndexSpecs(ctx, coll, specs)
+}
+
+// indexSpec is an index to create.
+type indexSpec struct {
+	keys   bson.D
+	name   string
+	unique bool
+}
+
+// ensureIndexSpecs creates the indexes of specs that coll does not have yet.
+func ensureIndexSpecs(ctx context.Context, coll *mongo.Collection, specs []indexSpec) error {
 	cur, err := coll.Indexes().List(ctx)
 	if err != nil {
 		return fmt.Errorf("list indexes of %s: %w", coll.Name(), err)
@@ -38,16 +54,16 @@ func EnsureIndexes(ctx context.Context, coll *mongo.Collection, want []Index) er
 	for _, h := range have {
 		exists[h.Name] = true
 	}
-	var models []mongo.IndexModel
-	for _, ix := range want {
-		if !exists[ix.name()] {
-			models = append(models, mongo.IndexModel{Keys: bson.D(ix), Options: options.Index().SetName(ix.name())})
+	var missing []mongo.IndexModel
+	for _, ix := range specs {
+		if !exists[ix.name] {
+			missing = append(missing, mongo.IndexModel{Keys: ix.keys, Options: options.Index().SetName(ix.name).SetUnique(ix.unique)})
 		}
 	}
-	if len(models) == 0 {
+	if len(missing) == 0 {
 		return nil
 	}
-	if _, err := coll.Indexes().CreateMany(ctx, models); err != nil {
+	if _, err := coll.Indexes().CreateMany(ctx, missing); err != nil {
 		return fmt.Errorf("create indexes of %s: %w", coll.Name(), err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -11,22 +12,24 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/testenv"
 )
 
 var (
-	ferret *devstack.FerretDB
-	dbSeq  atomic.Int64
+	backends []*testenv.Backend // SQLite first: the default of `make run`
+	dbSeq    atomic.Int64
 )
 
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+func TestMain(m *testing.M) { testenv.MainWithBackends(m, &backends) }
 
-func newStore(t *testing.T) *Store {
+// newStore opens a fresh database on the default backend.
+func newStore(t *testing.T) *Store { return newStoreOn(t, backends[0]) }
+
+func newStoreOn(t *testing.T, b *testenv.Backend) *Store {
 	t.Helper()
 	ctx := context.Background()
 	db := fmt.Sprintf("store%d", dbSeq.Add(1))
-	s, client, err := Open(ctx, ferret.URI(), db)
+	s, client, err := Open(ctx, b.URI(), db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,6 +38,16 @@ func newStore(t *testing.T) *Store {
 		_ = client.Disconnect(context.Background())
 	})
 	return s
+}
+
+// forEachBackend runs test as a parallel subtest on a fresh store of each backend.
+func forEachBackend(t *testing.T, name string, test func(t *testing.T, s *Store)) {
+	for _, b := range backends {
+		t.Run(strings.Trim(name+"/"+b.Name, "/"), func(t *testing.T) {
+			t.Parallel()
+			test(t, newStoreOn(t, b))
+		})
+	}
 }
 
 func doc(id, parent string, refs ...string) *Doc {

@@ -62,6 +62,92 @@ func StartFerretDB(dir string) (*devstack.FerretDB, error) {
 	return f, f.Start(ctx)
 }
 
+// Backends are the storage backends of FerretDB that temco supports.
+var Backends = []string{"sqlite", "postgresql"}
+
+// Backend is a private FerretDB on one of its storage backends.
+type Backend struct {
+	Name     string // "sqlite" or "postgresql"
+	Ferret   *devstack.FerretDB
+	Postgres *devstack.Postgres // nil on SQLite
+}
+
+// URI is the MongoDB connection string of the backend's FerretDB.
+func (b *Backend) URI() string { return b.Ferret.URI() }
+
+// Stop ends FerretDB and, on PostgreSQL, its server.
+func (b *Backend) Stop() {
+	b.Ferret.Stop()
+	if b.Postgres != nil {
+		b.Postgres.Stop()
+	}
+}
+
+// StartBackend runs a private FerretDB on backend name ("sqlite" or "postgresql") with
+// its data under dir.
+func StartBackend(dir, name string) (*Backend, error) {
+	if name == "sqlite" {
+		f, err := StartFerretDB(dir)
+		return &Backend{Name: name, Ferret: f}, err
+	}
+	bin, err := BinDir()
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil { // PostgreSQL, running as its own user, must reach its data
+		return nil, err
+	}
+	pgPort, err := devstack.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	port, err := devstack.FreePort()
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	pg := &devstack.Postgres{Dir: filepath.Join(dir, "postgres"), Port: pgPort}
+	if err := pg.Start(ctx); err != nil {
+		return nil, fmt.Errorf("start PostgreSQL: %w", err)
+	}
+	f := &devstack.FerretDB{Bin: filepath.Join(bin, "ferretdb"), Dir: filepath.Join(dir, "ferretdb"), Port: port, PostgresURL: pg.URL()}
+	if err := f.Start(ctx); err != nil {
+		pg.Stop()
+		return nil, err
+	}
+	return &Backend{Name: name, Ferret: f, Postgres: pg}, nil
+}
+
+// MainWithBackends runs a package's tests with a private FerretDB on each of Backends,
+// set into *bs in that order, and exits with their result.
+func MainWithBackends(m *testing.M, bs *[]*Backend) {
+	dir, err := os.MkdirTemp("", "temco-test-")
+	if err == nil {
+		err = os.Chmod(dir, 0o755) // PostgreSQL runs as its own user
+	}
+	for _, name := range Backends {
+		if err != nil {
+			break
+		}
+		var b *Backend
+		if b, err = StartBackend(filepath.Join(dir, name), name); err == nil {
+			*bs = append(*bs, b)
+		}
+	}
+	code := 1
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start FerretDB:", err)
+	} else {
+		code = m.Run()
+	}
+	for _, b := range *bs {
+		b.Stop()
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
 // MainWithFerretDB runs a package's tests with a private FerretDB, set into *f for them,
 // and exits with their result.
 func MainWithFerretDB(m *testing.M, f **devstack.FerretDB) {

@@ -1,0 +1,119 @@
+package store
+
+import (
+	"context"
+	crand "crypto/rand"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Why claims: FerretDB 1.x runs a conditional update as a read and then a write by _id, so
+// two writers can both pass the same filter and the later write silently replaces the
+// earlier (both "win"). An insert that breaks a unique index is refused atomically by
+// every backend (SQLite, PostgreSQL, MongoDB), so a writer first inserts a claim whose
+// key is the resource's _id; only the claim's holder reads, checks and writes the resource.
+//
+// A claim's own _id is random and never reused, so a stale claim is removed by that _id
+// alone and never anyone else's fresh claim with the same key.
+//
+// Failure modes:
+//   - The holder dies: its claim blocks writers of that one resource (they wait up to
+//     claimWait, then get ErrBusy) until it is older than the lease; the next writer then
+//     removes it.
+//   - The holder stalls: it may write only until its claim is lease/2 old (its context's
+//     deadline; the driver then abandons the request and FerretDB cancels it), while others
+//     take the claim over only once it is a lease old. Clocks of the processes sharing a
+//     database must agree to within lease/2.
+type claimDoc struct {
+	ID  string    `bson:"_id"` // random: identifies this claim alone
+	Key string    `bson:"key"` // the claimed resource's _id; unique
+	At  time.Time `bson:"at"`
+}
+
+const (
+	claimWait       = 2 * time.Second // how long a writer waits for another's claim
+	claimMaxBackoff = 20 * time.Millisecond
+)
+
+func ensureClaimIndex(ctx context.Context, claims *mongo.Collection) error {
+	return ensureIndexSpecs(ctx, claims, []indexSpec{{keys: bson.D{{Key: "key", Value: 1}}, name: "key_1", unique: true}})
+}
+
+// exclusive runs write while holding the claim on resource id. write's context ends when
+// the claim is lease/2 old and is not cancelled with ctx: a protocol under way finishes.
+func (s *Store) exclusive(ctx context.Context, id string, write func(ctx context.Context) error) error {
+	return s.exclusiveAt(ctx, id, 0, write)
+}
+
+// exclusiveAt is exclusive for a write conditional on revision rev (0: none): it stops
+// waiting for the claim with ErrConflict (ErrNotFound) once the resource has moved past
+// rev (is gone), as the write would fail anyway.
+func (s *Store) exclusiveAt(ctx context.Context, id string, rev int64, write func(ctx context.Context) error) error {
+	c, err := s.claim(ctx, id, rev)
+	if err != nil {
+		return err
+	}
+	wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), c.At.Add(lease/2))
+	defer cancel()
+	err = write(wctx)
+	// Released even when write failed: a leftover claim would hold writers off for a lease.
+	_, _ = s.claims.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: c.ID}})
+	return err
+}
+
+// claim inserts a claim on id, waiting while a live writer holds it and taking over one
+// whose holder died (older than the lease). Error: ErrBusy after waiting claimWait; with
+// rev > 0, ErrConflict or ErrNotFound once the resource is no longer at rev.
+func (s *Store) claim(ctx context.Context, id string, rev int64) (*claimDoc, error) {
+	giveUp := s.now().Add(s.claimWait)
+	backoff := time.Millisecond
+	for attempt := 0; ; attempt++ {
+		if attempt > 0 && s.now().After(giveUp) {
+			return nil, &Error{Code: ErrBusy, ID: id, Msg: "is being written by another request"}
+		}
+		c := &claimDoc{ID: crand.Text(), Key: id, At: s.now()}
+		_, err := s.claims.InsertOne(ctx, c)
+		if err == nil {
+			return c, nil
+		}
+		if !mongo.IsDuplicateKeyError(err) {
+			return nil, fmt.Errorf("claim %s: %w", id, err)
+		}
+		var held claimDoc
+		err = s.claims.FindOne(ctx, bson.D{{Key: "key", Value: id}}).Decode(&held)
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			continue // released meanwhile
+		case err != nil:
+			return nil, fmt.Errorf("claim %s: %w", id, err)
+		case s.now().Sub(held.At) >= lease:
+			if _, err := s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: held.ID}}); err != nil {
+				return nil, fmt.Errorf("claim %s: %w", id, err)
+			}
+			continue
+		}
+		if rev > 0 {
+			cur, err := s.byID(ctx, id, bson.D{{Key: "rev", Value: 1}})
+			if err != nil {
+				return nil, err
+			}
+			if cur.Rev != rev {
+				return nil, &Error{Code: ErrConflict, ID: id}
+			}
+		}
+		// Jittered, so that waiters released together do not collide again.
+		t := time.NewTimer(backoff/2 + rand.N(backoff))
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
+		case <-t.C:
+		}
+		backoff = min(2*backoff, claimMaxBackoff)
+	}
+}

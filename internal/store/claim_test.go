@@ -1,0 +1,69 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+)
+
+// A claim left by a process that died blocks writers of that resource, for a lease at
+// most: a live claim makes them wait and then answer busy; a stale one is taken over.
+func TestAClaimOfADeadWriterBlocksOnlyUntilItsLeaseEnds(t *testing.T) {
+	forEachBackend(t, "", func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		s.claimWait = 50 * time.Millisecond
+		if err := s.Create(ctx, doc("/p", "")); err != nil {
+			t.Fatal(err)
+		}
+		d, _ := s.Get(ctx, "/p")
+		if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "dead", Key: "/p", At: s.now()}); err != nil {
+			t.Fatal(err)
+		}
+		d.State = "blocked"
+		wantCode(t, s.SetState(ctx, d), ErrBusy)
+		wantCode(t, s.Delete(ctx, "/p"), ErrBusy)
+
+		if _, err := s.claims.UpdateOne(ctx, bson.D{{Key: "_id", Value: "dead"}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "at", Value: s.now().Add(-lease)}}}}); err != nil {
+			t.Fatal(err)
+		}
+		d.State = "taken over"
+		if err := s.SetState(ctx, d); err != nil {
+			t.Fatalf("a stale claim still blocks: %v", err)
+		}
+		if got, _ := s.Get(ctx, "/p"); got.State != "taken over" {
+			t.Fatalf("state %q after taking the claim over", got.State)
+		}
+		// Nothing is left claimed: the dead claim was removed and the writer released its own.
+		if n, err := s.claims.CountDocuments(ctx, bson.D{}); err != nil || n != 0 {
+			t.Fatalf("%d claims left (%v)", n, err)
+		}
+	})
+}
+
+// A conditional write waiting for a claim gives up with a conflict as soon as the
+// resource has moved past its revision, instead of waiting for the claim.
+func TestAConditionalWriteStopsWaitingOnceItHasLost(t *testing.T) {
+	forEachBackend(t, "", func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		s.claimWait = time.Hour
+		if err := s.Create(ctx, doc("/p", "")); err != nil {
+			t.Fatal(err)
+		}
+		stale, _ := s.Get(ctx, "/p")
+		cur, _ := s.Get(ctx, "/p")
+		if err := s.SetState(ctx, cur); err != nil {
+			t.Fatal(err)
+		}
+		// A live writer holds the claim (and would for an hour).
+		if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "live", Key: "/p", At: s.now()}); err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		wantCode(t, s.SetState(ctx, stale), ErrConflict)
+		wantCode(t, s.Update(ctx, stale), ErrConflict)
+	})
+}
