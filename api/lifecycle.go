@@ -189,12 +189,9 @@ func newContextID() string {
 	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10)
 }
 
-// deletable refuses to delete a DIG or logical cloud whose objects may still be on clusters.
-func (s *Server) deletable(ctx context.Context, id string) error {
-	d, err := s.Store.Get(ctx, id)
-	if err != nil {
-		return fromStore(err)
-	}
+// deletable refuses to delete a DIG or logical cloud d whose objects may still be on
+// clusters.
+func (s *Server) deletable(ctx context.Context, d *store.Doc) error {
 	info, err := digstate.Parse(d)
 	if err != nil {
 		return err
@@ -208,11 +205,11 @@ func (s *Server) deletable(ctx context.Context, id string) error {
 			return err
 		}
 		if c.Status == lifecycle.StatusTerminating {
-			return conflict("%s is still terminating; delete it once the terminate completed", describe(id))
+			return conflict("%s is still terminating; delete it once the terminate completed", describe(d.ID))
 		}
 		return nil
 	default:
-		return conflict("%s is %s: terminate it before deleting it", describe(id), cur)
+		return conflict("%s is %s: terminate it before deleting it", describe(d.ID), cur)
 	}
 }
 
@@ -228,15 +225,13 @@ func (s *Server) deleteWithContexts(c echo.Context, route string) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	if err := s.deletable(ctx, id); err != nil {
-		return err
-	}
-	d, err := s.Store.Get(ctx, id)
-	if err != nil {
-		return fromStore(err)
-	}
-	info, _ := digstate.Parse(d)
-	if err := s.Store.Delete(ctx, id); err != nil {
+	// Checked while no operation can record a transition: an instantiate that begins
+	// during the delete either comes first (and the delete is refused) or finds it gone.
+	var info lifecycle.StateInfo
+	if err := s.Store.DeleteIf(ctx, id, func(ctx context.Context, d *store.Doc) error {
+		info, _ = digstate.Parse(d)
+		return s.deletable(ctx, d)
+	}); err != nil {
 		return fromStore(err)
 	}
 	for _, a := range info.Actions {

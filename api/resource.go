@@ -299,11 +299,11 @@ func replace[S any](c echo.Context, s *Server, k kind[S]) error {
 		return err
 	}
 	// A replace names no revision, so a write that lost to another (a state change, a
-	// concurrent PUT or create) is not the caller's conflict: it is read, checked and
-	// written again, now on top of the other write, as if it had come after it.
+	// concurrent PUT, create or delete) is not the caller's conflict: it is read, checked
+	// and written again, now on top of the other write, as if it had come after it.
 	for attempt := 1; ; attempt++ {
 		d, code, err := replaceOnce(ctx, s, k, r)
-		if c := store.CodeOf(err); (c == store.ErrConflict || c == store.ErrExists) && attempt < maxReplaceAttempts {
+		if lostTo(err, code) && attempt < maxReplaceAttempts {
 			continue
 		}
 		if err != nil {
@@ -319,6 +319,18 @@ func replace[S any](c echo.Context, s *Server, k kind[S]) error {
 // maxReplaceAttempts bounds how often a PUT that keeps losing to other writers is tried
 // before it answers 409.
 const maxReplaceAttempts = 10
+
+// lostTo reports whether a replace answered code failed only because another write came
+// between its read and its write: the resource changed, was created or was deleted.
+func lostTo(err error, code int) bool {
+	switch store.CodeOf(err) {
+	case store.ErrConflict, store.ErrExists:
+		return true
+	case store.ErrNotFound:
+		return code == http.StatusOK // it was there when read
+	}
+	return false
+}
 
 // replaceOnce reads the stored resource, validates r against it and writes r at the
 // revision it read (creating it if there is none).

@@ -36,7 +36,7 @@ type claimDoc struct {
 }
 
 const (
-	claimWait       = 2 * time.Second // how long a writer waits for another's claim
+	claimWait       = 2 * time.Second // how long a writer waits for another (see poll)
 	claimMaxBackoff = 20 * time.Millisecond
 )
 
@@ -70,48 +70,65 @@ func (s *Store) exclusiveAt(ctx context.Context, id string, rev int64, write fun
 // whose holder died (older than the lease). Error: ErrBusy after waiting claimWait; with
 // rev > 0, ErrConflict or ErrNotFound once the resource is no longer at rev.
 func (s *Store) claim(ctx context.Context, id string, rev int64) (*claimDoc, error) {
-	giveUp := s.now().Add(s.claimWait)
-	backoff := time.Millisecond
-	for attempt := 0; ; attempt++ {
-		if attempt > 0 && s.now().After(giveUp) {
-			return nil, &Error{Code: ErrBusy, ID: id, Msg: "is being written by another request"}
-		}
-		c := &claimDoc{ID: crand.Text(), Key: id, At: s.now()}
+	var c *claimDoc
+	got, err := s.poll(ctx, func() (bool, error) {
+		c = &claimDoc{ID: crand.Text(), Key: id, At: s.now()}
 		_, err := s.claims.InsertOne(ctx, c)
 		if err == nil {
-			return c, nil
+			return true, nil
 		}
 		if !mongo.IsDuplicateKeyError(err) {
-			return nil, fmt.Errorf("claim %s: %w", id, err)
+			return false, fmt.Errorf("claim %s: %w", id, err)
 		}
 		var held claimDoc
 		err = s.claims.FindOne(ctx, bson.D{{Key: "key", Value: id}}).Decode(&held)
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
-			continue // released meanwhile
+			return false, nil // released meanwhile
 		case err != nil:
-			return nil, fmt.Errorf("claim %s: %w", id, err)
+			return false, fmt.Errorf("claim %s: %w", id, err)
 		case s.now().Sub(held.At) >= lease:
-			if _, err := s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: held.ID}}); err != nil {
-				return nil, fmt.Errorf("claim %s: %w", id, err)
-			}
-			continue
+			_, err := s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: held.ID}})
+			return false, err
 		}
 		if rev > 0 {
 			cur, err := s.byID(ctx, id, bson.D{{Key: "rev", Value: 1}})
-			if err != nil {
-				return nil, err
+			if err == nil && cur.Rev != rev {
+				err = &Error{Code: ErrConflict, ID: id}
 			}
-			if cur.Rev != rev {
-				return nil, &Error{Code: ErrConflict, ID: id}
-			}
+			return false, err
+		}
+		return false, nil
+	})
+	if err == nil && !got {
+		err = &Error{Code: ErrBusy, ID: id, Msg: "is being written by another request"}
+	}
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+// poll calls done until it reports true or fails, pausing between calls with a jittered,
+// growing backoff; after s.claimWait it gives up and reports false. It is how a writer
+// waits for another: FerretDB offers nothing to block on.
+func (s *Store) poll(ctx context.Context, done func() (bool, error)) (bool, error) {
+	giveUp := s.now().Add(s.claimWait)
+	backoff := time.Millisecond
+	for {
+		ok, err := done()
+		if ok || err != nil {
+			return ok, err
+		}
+		if s.now().After(giveUp) {
+			return false, nil
 		}
 		// Jittered, so that waiters released together do not collide again.
 		t := time.NewTimer(backoff/2 + rand.N(backoff))
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, ctx.Err()
+			return false, ctx.Err()
 		case <-t.C:
 		}
 		backoff = min(2*backoff, claimMaxBackoff)

@@ -27,6 +27,8 @@ type Error struct {
 	ID    string
 	Other string
 	Msg   string
+
+	deleting bool // ErrBusy because ID is being deleted
 }
 
 func (e *Error) Error() string {
@@ -56,6 +58,15 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return 0
+}
+
+// deletingOf returns the resource whose delete under way err reports, or "".
+func deletingOf(err error) string {
+	var e *Error
+	if errors.As(err, &e) && e.deleting {
+		return e.ID
+	}
+	return ""
 }
 
 // redactURI hides credentials of a connection string in messages.

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -132,9 +133,11 @@ func TestConcurrentCreatesHaveOneWinner(t *testing.T) {
 }
 
 // A delete racing creates and updates that add references to it, and an update of the
-// deleted resource itself: a delete that was accepted removed the resource and left
-// nothing referring to it; a refused delete removed nothing; every accepted write holds.
-func TestDeleteRacingReferrersLeavesNoDanglingReference(t *testing.T) {
+// deleted resource itself: every answer fits a serial order. An accepted delete came
+// first for every writer that needs the resource (they fail as missing) and left nothing
+// referring to it; a refused delete came after a writer that uses it, removed nothing,
+// and delayed no other writer's success.
+func TestDeleteRacingReferrersEndsAsSomeSerialOrder(t *testing.T) {
 	forEachBackend(t, "", func(t *testing.T, s *Store) {
 		ctx := context.Background()
 		for _, id := range []string{"/p", "/p/holder1", "/p/holder2"} {
@@ -147,72 +150,83 @@ func TestDeleteRacingReferrersLeavesNoDanglingReference(t *testing.T) {
 			if err := s.Create(ctx, doc(target, "/p")); err != nil {
 				t.Fatal(err)
 			}
-			holders := make([]*Doc, 2)
-			for i := range holders {
+			var users []*Doc // holders gaining a reference to target
+			for i := range 2 {
 				h, err := s.Get(ctx, fmt.Sprintf("/p/holder%d", i+1))
 				if err != nil {
 					t.Fatal(err)
 				}
 				h.Refs = []string{target}
-				holders[i] = h
+				users = append(users, h)
 			}
 			own, err := s.Get(ctx, target)
 			if err != nil {
 				t.Fatal(err)
 			}
 			own.Body = `{"updated":true}`
-			created := []string{target + "-user1", target + "-user2", target + "-user3", target + "/child"}
-			fns := []func() error{
-				func() error { return s.Delete(ctx, target) },
-				func() error { return s.Update(ctx, holders[0]) },
-				func() error { return s.Update(ctx, holders[1]) },
-				func() error { return s.Update(ctx, own) },
+			created := []*Doc{doc(target+"-user1", "/p", target), doc(target+"-user2", "/p", target), doc(target+"/child", target)}
+			fns := []func() error{func() error { return s.Delete(ctx, target) }, func() error { return s.Update(ctx, own) }}
+			for _, u := range users {
+				fns = append(fns, func() error { return s.Update(ctx, u) })
 			}
-			for _, id := range created {
-				if parentOf(id) == target {
-					fns = append(fns, func() error { return s.Create(ctx, doc(id, target)) })
-				} else {
-					fns = append(fns, func() error { return s.Create(ctx, doc(id, "/p", target)) })
-				}
+			for _, c := range created {
+				fns = append(fns, func() error { return s.Create(ctx, c) })
 			}
 			errs := race(fns...)
-			deleted := errs[0] == nil
-			if !deleted && !slices.Contains([]Code{ErrReferenced, ErrHasChildren, ErrBusy, ErrConflict}, CodeOf(errs[0])) {
-				t.Fatalf("round %d: delete: %v", round, errs[0])
-			}
+			deleteErr, ownErr, userErrs := errs[0], errs[1], errs[2:]
 			exists, err := s.Exists(ctx, target)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if exists == deleted {
-				t.Fatalf("round %d: delete answered %v but the target exists: %v", round, errs[0], exists)
+			if exists == (deleteErr == nil) {
+				t.Fatalf("round %d: delete answered %v and the target exists: %v", round, deleteErr, exists)
 			}
-			if deleted {
-				for _, k := range []string{"k"} {
-					users, err := s.Referrers(ctx, target, k)
-					if err != nil {
-						t.Fatal(err)
-					}
-					if len(users) > 0 {
-						t.Fatalf("round %d: %s was deleted but %s still refers to it", round, target, users[0].ID)
-					}
-				}
-				if kids, _ := s.List(ctx, Query{Parent: target, Kind: "k"}); len(kids) > 0 {
-					t.Fatalf("round %d: %s was deleted but its child %s lives", round, target, kids[0].ID)
+			someUse := false
+			for i, err := range userErrs {
+				switch {
+				case err == nil:
+					someUse = true
+				case deleteErr == nil && slices.Contains([]Code{ErrRefMissing, ErrParentMissing}, CodeOf(err)):
+				default:
+					t.Fatalf("round %d: writer %d using the target answered %v; the delete answered %v", round, i, err, deleteErr)
 				}
 			}
-			for i, h := range holders {
-				got, err := s.Get(ctx, h.ID)
+			switch {
+			case deleteErr == nil && someUse:
+				t.Fatalf("round %d: the target was deleted and a writer that uses it succeeded: %v", round, userErrs)
+			case deleteErr != nil && !someUse:
+				t.Fatalf("round %d: delete refused (%v) though nothing uses the target", round, deleteErr)
+			case deleteErr != nil && !slices.Contains([]Code{ErrReferenced, ErrHasChildren}, CodeOf(deleteErr)):
+				t.Fatalf("round %d: delete refused with %v, want referenced or has children", round, deleteErr)
+			case ownErr != nil && (deleteErr != nil || CodeOf(ownErr) != ErrNotFound):
+				t.Fatalf("round %d: update of the target answered %v; the delete answered %v", round, ownErr, deleteErr)
+			}
+			// What the store holds agrees with the answers.
+			for i, u := range users {
+				got, err := s.Get(ctx, u.ID)
 				if err != nil {
 					t.Fatal(err)
 				}
-				if has := slices.Contains(got.Refs, target); has != (errs[1+i] == nil) {
-					t.Fatalf("round %d: update of %s answered %v, stored refs %v", round, h.ID, errs[1+i], got.Refs)
+				if has := slices.Contains(got.Refs, target); has != (userErrs[i] == nil) {
+					t.Fatalf("round %d: update of %s answered %v, stored refs %v", round, u.ID, userErrs[i], got.Refs)
 				}
-				// Drop the reference again for the next round.
-				got.Refs = nil
+				got.Refs = nil // drop the reference for the clean-up below
 				if err := s.Update(ctx, got); err != nil {
 					t.Fatal(err)
+				}
+			}
+			for i, c := range created {
+				ok, err := s.Exists(ctx, c.ID)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if ok != (userErrs[len(users)+i] == nil) {
+					t.Fatalf("round %d: create of %s answered %v, exists %v", round, c.ID, userErrs[len(users)+i], ok)
+				}
+				if ok {
+					if err := s.Delete(ctx, c.ID); err != nil {
+						t.Fatal(err)
+					}
 				}
 			}
 			if exists {
@@ -220,29 +234,51 @@ func TestDeleteRacingReferrersLeavesNoDanglingReference(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if updated := got.Body == own.Body; updated != (errs[3] == nil) {
-					t.Fatalf("round %d: update of the target answered %v, stored body %s", round, errs[3], got.Body)
+				if updated := got.Body == own.Body; updated != (ownErr == nil) {
+					t.Fatalf("round %d: update of the target answered %v, stored body %s", round, ownErr, got.Body)
 				}
-			}
-			for i, id := range created {
-				ok, err := s.Exists(ctx, id)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if ok != (errs[4+i] == nil) {
-					t.Fatalf("round %d: create of %s answered %v, exists %v", round, id, errs[4+i], ok)
-				}
-				if ok {
-					if err := s.Delete(ctx, id); err != nil {
-						t.Fatal(err)
-					}
-				}
-			}
-			// Keep the collection small: FerretDB on SQLite scans it for each lookup by field.
-			if exists {
+				// Keep the collection small: FerretDB on SQLite scans it for each lookup by field.
 				if err := s.Delete(ctx, target); err != nil {
 					t.Fatalf("round %d: the target is left unused but cannot be deleted: %v", round, err)
 				}
+			}
+		}
+	})
+}
+
+// A delete allowed only in one state racing a change of that state: one of them wins.
+func TestDeleteIfRacingAStateChangeHasOneWinner(t *testing.T) {
+	errWrongState := errors.New("wrong state")
+	forEachBackend(t, "", func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		for round := range raceRounds {
+			id := fmt.Sprintf("/d%d", round)
+			d := doc(id, "")
+			d.State = "Created"
+			if err := s.Create(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+			d.State = "Instantiating"
+			errs := race(
+				func() error {
+					return s.DeleteIf(ctx, id, func(_ context.Context, cur *Doc) error {
+						if cur.State != "Created" {
+							return errWrongState
+						}
+						return nil
+					})
+				},
+				func() error { return s.SetState(ctx, d) },
+			)
+			deleted, changed := errs[0] == nil, errs[1] == nil
+			switch {
+			case deleted && !changed && CodeOf(errs[1]) == ErrConflict:
+			case changed && !deleted && errors.Is(errs[0], errWrongState):
+			default:
+				t.Fatalf("round %d: delete answered %v, the state change %v", round, errs[0], errs[1])
+			}
+			if ok, err := s.Exists(ctx, id); err != nil || ok == deleted {
+				t.Fatalf("round %d: delete answered %v and the document exists: %v (%v)", round, errs[0], ok, err)
 			}
 		}
 	})

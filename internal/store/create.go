@@ -1,0 +1,165 @@
+package store
+
+import (
+	"context"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+)
+
+// maxDeleteWaits bounds how many deletes of the resources it needs a create or an
+// update waits out before it answers ErrBusy.
+const maxDeleteWaits = 5
+
+// Create stores d (Rev becomes 1). Errors: ErrExists, ErrParentMissing, ErrRefMissing, ErrBusy.
+//
+// A create that finds its parent or a reference being deleted withdraws, waits until
+// that delete has ended and starts again, so that it fails as if it came after an
+// accepted delete and succeeds after a refused one. It never waits while pending: the
+// delete may be waiting for it.
+func (s *Store) Create(ctx context.Context, d *Doc) error {
+	for attempt := 1; ; attempt++ {
+		err := s.createOnce(ctx, d)
+		deleting := deletingOf(err)
+		if deleting == "" || attempt == maxDeleteWaits {
+			return err
+		}
+		if err := s.awaitDeleted(ctx, deleting); err != nil {
+			return err
+		}
+	}
+}
+
+// createOnce inserts d as pending, checks what it needs and commits it, or withdraws it.
+func (s *Store) createOnce(ctx context.Context, d *Doc) error {
+	now := s.now()
+	d.Rev, d.Created, d.Updated, d.PendingSince, d.DeletingSince = 1, now, now, &now, nil
+	// Only its creator writes a pending document, without a claim, and only until it is
+	// lease/2 old; others replace or sweep it, holding its claim, once it is a lease old.
+	ctx, cancel := context.WithDeadline(ctx, now.Add(lease/2))
+	defer cancel()
+	tooLong := &Error{Code: ErrBusy, ID: d.ID, Msg: "creation took too long; retry"}
+	if err := s.insertPending(ctx, d); err != nil {
+		if ctx.Err() != nil {
+			return tooLong
+		}
+		return err
+	}
+	mine := bson.D{{Key: "_id", Value: d.ID}, {Key: "pendingSince", Value: now}}
+	// Withdrawing the pending document lets a retry create it at once instead of finding
+	// it taken until the lease ends; once committed it no longer matches.
+	withdraw := func() {
+		wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), now.Add(lease/2))
+		defer cancel()
+		_, _ = s.coll.DeleteOne(wctx, mine)
+	}
+	if err := s.checkRefs(ctx, d.Parent, d.Refs); err != nil {
+		withdraw()
+		if ctx.Err() != nil {
+			return tooLong
+		}
+		return err
+	}
+	res, err := s.coll.UpdateOne(ctx, mine, bson.D{{Key: "$unset", Value: bson.D{{Key: "pendingSince", Value: ""}}}})
+	if err != nil {
+		withdraw()
+		if ctx.Err() != nil {
+			return tooLong
+		}
+		return fmt.Errorf("commit %s: %w", d.ID, err)
+	}
+	if res.MatchedCount == 0 { // swept as stale: only possible after a pause longer than the lease
+		return tooLong
+	}
+	d.PendingSince = nil
+	return nil
+}
+
+// insertPending inserts d, replacing a stale pending document of the same _id.
+func (s *Store) insertPending(ctx context.Context, d *Doc) error {
+	_, err := s.coll.InsertOne(ctx, d)
+	if !mongo.IsDuplicateKeyError(err) {
+		if err != nil {
+			return fmt.Errorf("insert %s: %w", d.ID, err)
+		}
+		return nil
+	}
+	// Only a stale pending document is replaced: anything else answers at once.
+	var cur Doc
+	err = s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: d.ID}}, options.FindOne().SetProjection(bson.D{{Key: "pendingSince", Value: 1}})).Decode(&cur)
+	if err == nil && (cur.PendingSince == nil || s.now().Sub(*cur.PendingSince) < lease) {
+		return &Error{Code: ErrExists, ID: d.ID}
+	}
+	return s.exclusive(ctx, d.ID, func(ctx context.Context) error {
+		res, err := s.coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "pendingSince", Value: bson.D{{Key: "$lt", Value: s.now().Add(-lease)}}}}, d)
+		if err != nil {
+			return fmt.Errorf("insert %s: %w", d.ID, err)
+		}
+		if res.MatchedCount == 0 {
+			return &Error{Code: ErrExists, ID: d.ID}
+		}
+		return nil
+	})
+}
+
+// checkRefs verifies that the parent and every ref exist, are committed and not being
+// deleted (ErrBusy, see deletingOf).
+func (s *Store) checkRefs(ctx context.Context, parent string, refs []string) error {
+	ids := refs
+	if parent != "" {
+		ids = append([]string{parent}, refs...)
+	}
+	// One lookup by _id each (see byID): an $in would scan the whole collection on every
+	// create.
+	for i, id := range ids {
+		f, err := s.byID(ctx, id, bson.D{{Key: "_id", Value: 1}, {Key: "deletingSince", Value: 1}})
+		switch {
+		case CodeOf(err) == ErrNotFound && i == 0 && parent != "":
+			return &Error{Code: ErrParentMissing, ID: id}
+		case CodeOf(err) == ErrNotFound:
+			return &Error{Code: ErrRefMissing, ID: id}
+		case err != nil:
+			return fmt.Errorf("check references: %w", err)
+		case s.beingDeleted(f):
+			return &Error{Code: ErrBusy, ID: id, Msg: "is being deleted", deleting: true}
+		}
+	}
+	return nil
+}
+
+// checkRefsAfterDeletes is checkRefs waiting out the deletes of the resources it finds
+// being deleted: it answers as if it came after them.
+func (s *Store) checkRefsAfterDeletes(ctx context.Context, refs []string) error {
+	for attempt := 1; ; attempt++ {
+		err := s.checkRefs(ctx, "", refs)
+		deleting := deletingOf(err)
+		if deleting == "" || attempt == maxDeleteWaits {
+			return err
+		}
+		if err := s.awaitDeleted(ctx, deleting); err != nil {
+			return err
+		}
+	}
+}
+
+// beingDeleted reports whether d carries the mark of a live deleter.
+func (s *Store) beingDeleted(d *Doc) bool {
+	return d.DeletingSince != nil && s.now().Sub(*d.DeletingSince) < lease
+}
+
+// awaitDeleted waits until the delete of id under way has ended, whatever its outcome.
+func (s *Store) awaitDeleted(ctx context.Context, id string) error {
+	ended, err := s.poll(ctx, func() (bool, error) {
+		d, err := s.byID(ctx, id, bson.D{{Key: "deletingSince", Value: 1}})
+		if CodeOf(err) == ErrNotFound {
+			return true, nil
+		}
+		return err == nil && !s.beingDeleted(d), err
+	})
+	if err == nil && !ended {
+		err = &Error{Code: ErrBusy, ID: id, Msg: "is being deleted"}
+	}
+	return err
+}
