@@ -10,11 +10,15 @@ import (
 )
 
 // rounds and writers of the race tests: the issue that made conditional writes atomic
-// asked for at least 200 rounds of at least 8 writers.
-const (
-	raceRounds  = 200
-	raceWriters = 8
-)
+// asked for at least 200 rounds of at least 8 writers (make test); make unit runs fewer.
+const raceWriters = 8
+
+func raceRounds() int {
+	if testing.Short() {
+		return 20
+	}
+	return 200
+}
 
 // race runs fns at once, released together, and returns their errors in order.
 func race(fns ...func() error) []error {
@@ -58,7 +62,7 @@ func TestConditionalWritesHaveOneWinner(t *testing.T) {
 			if err := s.Create(ctx, doc("/p", "")); err != nil {
 				t.Fatal(err)
 			}
-			for round := range raceRounds {
+			for round := range raceRounds() {
 				base, err := s.Get(ctx, "/p")
 				if err != nil {
 					t.Fatal(err)
@@ -103,7 +107,7 @@ func TestConditionalWritesHaveOneWinner(t *testing.T) {
 func TestConcurrentCreatesHaveOneWinner(t *testing.T) {
 	forEachBackend(t, "", func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		for round := range raceRounds {
+		for round := range raceRounds() {
 			id := fmt.Sprintf("/p%d", round)
 			fns := make([]func() error, raceWriters)
 			for i := range fns {
@@ -145,7 +149,7 @@ func TestDeleteRacingReferrersEndsAsSomeSerialOrder(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		for round := range raceRounds {
+		for round := range raceRounds() {
 			target := fmt.Sprintf("/p/t%d", round)
 			if err := s.Create(ctx, doc(target, "/p")); err != nil {
 				t.Fatal(err)
@@ -251,7 +255,7 @@ func TestDeleteIfRacingAStateChangeHasOneWinner(t *testing.T) {
 	errWrongState := errors.New("wrong state")
 	forEachBackend(t, "", func(t *testing.T, s *Store) {
 		ctx := context.Background()
-		for round := range raceRounds {
+		for round := range raceRounds() {
 			id := fmt.Sprintf("/d%d", round)
 			d := doc(id, "")
 			d.State = "Created"

@@ -25,7 +25,7 @@ func TestMain(m *testing.M) { testenv.MainWithBackends(m, &backends) }
 // newStore opens a fresh database on the default backend.
 func newStore(t *testing.T) *Store { return newStoreOn(t, backends[0]) }
 
-func newStoreOn(t *testing.T, b *testenv.Backend) *Store {
+func newStoreOn(t testing.TB, b *testenv.Backend) *Store {
 	t.Helper()
 	ctx := context.Background()
 	db := fmt.Sprintf("store%d", dbSeq.Add(1))
