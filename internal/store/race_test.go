@@ -5,8 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
+
+	"github.com/temco/temco/internal/testenv"
 )
 
 // rounds and writers of the race tests: the issue that made conditional writes atomic
@@ -18,22 +19,6 @@ func raceRounds() int {
 		return 20
 	}
 	return 200
-}
-
-// race runs fns at once, released together, and returns their errors in order.
-func race(fns ...func() error) []error {
-	errs := make([]error, len(fns))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, fn := range fns {
-		wg.Go(func() {
-			<-start
-			errs[i] = fn()
-		})
-	}
-	close(start)
-	wg.Wait()
-	return errs
 }
 
 // Conditional writes of one document at one revision: exactly one wins, every other
@@ -74,7 +59,7 @@ func TestConditionalWritesHaveOneWinner(t *testing.T) {
 					copies[i] = &c
 					fns[i] = func() error { return write(s, copies[i], i) }
 				}
-				errs := race(fns...)
+				errs := testenv.Race(fns...)
 				winner := -1
 				for i, err := range errs {
 					switch {
@@ -118,7 +103,7 @@ func TestConcurrentCreatesHaveOneWinner(t *testing.T) {
 				}
 			}
 			winner := -1
-			for i, err := range race(fns...) {
+			for i, err := range testenv.Race(fns...) {
 				switch {
 				case err == nil && winner >= 0:
 					t.Fatalf("round %d: creators %d and %d both created %s", round, winner, i, id)
@@ -176,7 +161,7 @@ func TestDeleteRacingReferrersEndsAsSomeSerialOrder(t *testing.T) {
 			for _, c := range created {
 				fns = append(fns, func() error { return s.Create(ctx, c) })
 			}
-			errs := race(fns...)
+			errs := testenv.Race(fns...)
 			deleteErr, ownErr, userErrs := errs[0], errs[1], errs[2:]
 			exists, err := s.Exists(ctx, target)
 			if err != nil {
@@ -263,7 +248,7 @@ func TestDeleteIfRacingAStateChangeHasOneWinner(t *testing.T) {
 				t.Fatal(err)
 			}
 			d.State = "Instantiating"
-			errs := race(
+			errs := testenv.Race(
 				func() error {
 					return s.DeleteIf(ctx, id, func(_ context.Context, cur *Doc) error {
 						if cur.State != "Created" {

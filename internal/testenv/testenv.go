@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 	"time"
 
@@ -179,4 +180,20 @@ func Database(t *testing.T, f *devstack.FerretDB, name string) *mongo.Database {
 		_ = client.Disconnect(context.Background())
 	})
 	return db
+}
+
+// Race runs fns at once, released together, and returns their results in order.
+func Race[T any](fns ...func() T) []T {
+	out := make([]T, len(fns))
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i, fn := range fns {
+		wg.Go(func() {
+			<-start
+			out[i] = fn()
+		})
+	}
+	close(start)
+	wg.Wait()
+	return out
 }

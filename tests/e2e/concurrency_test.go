@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"sync"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -13,27 +12,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
 )
 
 // concurrencyRounds of each race below (the issue that made store writes exclusive asked
 // for 50).
 const concurrencyRounds = 50
-
-// raceRequests sends every request at once and returns the answers in order.
-func raceRequests(reqs ...func() response) []response {
-	out := make([]response, len(reqs))
-	start := make(chan struct{})
-	var wg sync.WaitGroup
-	for i, req := range reqs {
-		wg.Go(func() {
-			<-start
-			out[i] = req()
-		})
-	}
-	close(start)
-	wg.Wait()
-	return out
-}
 
 // storedIDs returns which of ids the stack's MongoDB-wire server holds as resources in
 // any state, committed or not.
@@ -101,7 +85,7 @@ func TestPUTsRacingApproveEndAsSomeSerialOrder(t *testing.T) {
 		for _, p := range puts {
 			reqs = append(reqs, func() response { return c.do("PUT", dig, digBody("dig", p, "web")) })
 		}
-		answers := raceRequests(reqs...)
+		answers := testenv.Race(reqs...)
 		if answers[0].code != 202 {
 			t.Fatalf("round %d: approve answered %d %s", round, answers[0].code, answers[0].body)
 		}
@@ -163,7 +147,7 @@ func TestAppDeletesRacingDIGCreatesLeaveNoDanglingReference(t *testing.T) {
 				return c.do("POST", ca+"/deployment-intent-groups", digBody(d.name, "", d.apps...))
 			})
 		}
-		answers := raceRequests(reqs...)
+		answers := testenv.Race(reqs...)
 		delX, delY, putX, creates := answers[0].code, answers[1].code, answers[2].code, answers[3:]
 		seen[fmt.Sprintf("delete %d, delete %d, put %d", delX, delY, putX)]++
 		exists := map[string]bool{}
