@@ -83,7 +83,7 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 	wg.SetLimit(runtime.GOMAXPROCS(0))
 	for i, doc := range apps {
 		wg.Go(func() error {
-			objs, err := renderChart(ctx, chartInput{archive: doc.Blob, profile: profiles[doc.Name],
+			objs, err := renderChart(ctx, chartInput{app: doc.Name, archive: doc.Blob, profile: profiles[doc.Name],
 				overrides: overrides[doc.Name], release: dig.Spec.Version, namespace: header.Namespace,
 				labels: map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + doc.Name}})
 			if err != nil {

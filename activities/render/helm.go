@@ -1,7 +1,6 @@
 package render
 
 import (
-	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -15,7 +14,6 @@ import (
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
-	"helm.sh/helm/v3/pkg/chart/loader"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -23,12 +21,14 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/archive"
 	"github.com/temco/temco/internal/profile"
 )
 
 // chartInput is everything one app's rendering depends on.
 type chartInput struct {
-	archive   []byte            // the app's Helm chart (.tgz)
+	app       string            // the app's name: its chart's folder in the archive
+	archive   []byte            // the app's Helm chart archive, as uploaded
 	profile   *profile.Profile  // the app profile (nil: none)
 	overrides map[string]string // DIG overrideValues for the app ("a.b.c": "v")
 	release   string            // .Release.Name (EMCO: the DIG's spec.version)
@@ -39,7 +39,7 @@ type chartInput struct {
 // renderChart renders a chart client-side, as `helm template` does, and returns its
 // objects in apply order: Namespaces and CRDs first, then Helm's install order.
 func renderChart(ctx context.Context, in chartInput) ([]appctx.Object, error) {
-	ch, err := loader.LoadArchive(bytes.NewReader(in.archive))
+	ch, err := archive.LoadChart(in.archive, in.app)
 	if err != nil {
 		return nil, fmt.Errorf("load chart: %w", err)
 	}
@@ -86,7 +86,8 @@ func renderChart(ctx context.Context, in chartInput) ([]appctx.Object, error) {
 }
 
 // replaceTemplates swaps chart templates for profile-provided files; a profile names
-// them "<chart>/templates/<file>" as in EMCO.
+// them "<chart folder>/templates/<file>" as in EMCO. The folder is not checked, so a
+// chart at the archive root takes "<app>/templates/<file>" too.
 func replaceTemplates(ch *chart.Chart, files map[string][]byte) {
 	for p, data := range files {
 		_, rel, ok := strings.Cut(p, "/")

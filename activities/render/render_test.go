@@ -3,6 +3,7 @@ package render
 import (
 	"context"
 	"encoding/json"
+	"maps"
 	"strings"
 	"testing"
 
@@ -115,5 +116,52 @@ func BenchmarkRenderChart(b *testing.B) {
 		if _, err := renderChart(context.Background(), in); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// Rendering loads the chart from every layout the API accepts, and a profile's
+// replacement files land in it whichever folder, if any, holds it.
+func TestRenderLoadsEveryAcceptedChartLayout(t *testing.T) {
+	chart := func(prefix string) map[string]string {
+		return map[string]string{
+			prefix + "Chart.yaml":        "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+			prefix + "values.yaml":       "message: chart\n",
+			prefix + "templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\ndata:\n  message: {{ .Values.message }}\n",
+		}
+	}
+	both := chart("web/")
+	maps.Copy(both, chart("old/"))
+	p, err := profile.Parse(testenv.TarOf(map[string]string{
+		"./":                     "",
+		"./manifest.yaml":        "version: v1\ntype:\n  values: override_values.yaml\n  configresource:\n  - {filepath: extra.yaml, chartpath: web/templates/extra.yaml}\n",
+		"./override_values.yaml": "message: profile\n",
+		"./extra.yaml":           "apiVersion: v1\nkind: Secret\nmetadata:\n  name: extra\n",
+	}, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name, app string
+		archive   []byte
+	}{
+		{"folder named like the app", "web", testenv.TarOf(chart("web/"), true)},
+		{"./ prefix, plain tar", "web", testenv.TarOf(chart("./web/"), false)},
+		{"at the archive root", "web", testenv.TarOf(chart(""), true)},
+		{"the only chart folder, named otherwise", "frontend", testenv.TarOf(chart("web/"), true)},
+		{"the app's folder among others", "web", testenv.TarOf(both, true)},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			objs, err := renderChart(context.Background(), chartInput{app: tc.app, archive: tc.archive, profile: p, release: "r", namespace: "default"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(objs) != 2 || objs[0].Kind != "Secret" || objs[1].Kind != "ConfigMap" {
+				t.Fatalf("objects %v, want the profile's Secret and the chart's ConfigMap", objs)
+			}
+			if got := field(t, objs[1], "data", "message"); got != "profile" {
+				t.Errorf("message %v: the profile's values must apply", got)
+			}
+		})
 	}
 }

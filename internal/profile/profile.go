@@ -1,25 +1,16 @@
-// Package profile reads EMCO app profiles: a .tar.gz holding override values
-// (override_values.yaml, or the file named by manifest.yaml) and optional files that
-// replace chart templates (manifest.yaml "configresource" entries).
+// Package profile reads EMCO app profiles: a tar archive (gzip-compressed or not)
+// holding override values (override_values.yaml, or the file named by manifest.yaml)
+// and optional files that replace chart templates (manifest.yaml "configresource").
 package profile
 
 import (
-	"archive/tar"
-	"bytes"
-	"compress/gzip"
-	"errors"
 	"fmt"
-	"io"
 	"path"
 	"strings"
 
 	"sigs.k8s.io/yaml"
-)
 
-// Limits against hostile archives (zip bombs, entry floods).
-const (
-	MaxEntries   = 1000
-	MaxTotalSize = 32 << 20
+	"github.com/temco/temco/internal/archive"
 )
 
 // Profile is a parsed app profile.
@@ -40,12 +31,14 @@ type manifest struct {
 	} `json:"type"`
 }
 
-// Parse reads a profile archive.
+// Parse reads a profile archive. Its files may sit at the archive root, as EMCO needs,
+// or in one folder wrapping everything, as `tar -czf p.tgz profile` writes.
 func Parse(data []byte) (*Profile, error) {
-	files, err := readTarGz(data)
+	files, err := archive.Read(data)
 	if err != nil {
 		return nil, err
 	}
+	files = stripCommonDir(files)
 	valuesFile := "override_values.yaml"
 	var m manifest
 	if raw, ok := files["manifest.yaml"]; ok {
@@ -57,8 +50,11 @@ func Parse(data []byte) (*Profile, error) {
 		}
 	}
 	raw, ok := files[valuesFile]
-	if !ok {
-		return nil, fmt.Errorf("the profile has no %s", valuesFile)
+	switch {
+	case !ok && m.Type.Values != "":
+		return nil, fmt.Errorf("manifest.yaml names the values file %q, which the profile does not contain", m.Type.Values)
+	case !ok:
+		return nil, fmt.Errorf("the profile has no %s (nor a manifest.yaml naming another values file)", valuesFile)
 	}
 	p := &Profile{Values: map[string]any{}, Templates: map[string][]byte{}}
 	if err := yaml.Unmarshal(raw, &p.Values); err != nil {
@@ -72,57 +68,19 @@ func Parse(data []byte) (*Profile, error) {
 		if !ok {
 			return nil, fmt.Errorf("manifest.yaml names %q, which the profile does not contain", cr.FilePath)
 		}
-		if cr.ChartPath == "" {
+		chartPath := path.Clean(cr.ChartPath)
+		switch {
+		case cr.ChartPath == "":
 			return nil, fmt.Errorf("manifest.yaml entry %q has no chartpath", cr.FilePath)
+		case path.IsAbs(chartPath) || chartPath == ".." || strings.HasPrefix(chartPath, "../"):
+			return nil, fmt.Errorf("manifest.yaml chartpath %q leads outside the chart", cr.ChartPath)
 		}
-		p.Templates[path.Clean(cr.ChartPath)] = content
+		p.Templates[chartPath] = content
 	}
 	return p, nil
 }
 
-// readTarGz returns the regular files of the archive by clean relative path. A single
-// top-level directory wrapping everything is dropped, as `tar czf p.tgz dir` produces.
-func readTarGz(data []byte) (map[string][]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
-	if err != nil {
-		return nil, errors.New("the profile is not a gzip-compressed tar archive")
-	}
-	tr := tar.NewReader(io.LimitReader(zr, MaxTotalSize+1))
-	files := map[string][]byte{}
-	total := 0
-	for n := 0; ; n++ {
-		h, err := tr.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return nil, fmt.Errorf("the profile archive is corrupt: %v", err)
-		}
-		if n >= MaxEntries {
-			return nil, fmt.Errorf("the profile archive has more than %d entries", MaxEntries)
-		}
-		if h.Typeflag != tar.TypeReg {
-			continue // directories, links and devices carry no profile content
-		}
-		name := path.Clean(strings.TrimPrefix(h.Name, "./"))
-		if path.IsAbs(name) || name == ".." || strings.HasPrefix(name, "../") {
-			return nil, fmt.Errorf("the profile archive has an entry outside its root: %q", h.Name)
-		}
-		if h.Size > int64(MaxTotalSize-total) { // refused before unpacking anything of it
-			return nil, fmt.Errorf("the profile archive unpacks to more than %d MiB", MaxTotalSize>>20)
-		}
-		body, err := io.ReadAll(io.LimitReader(tr, MaxTotalSize-int64(total)+1))
-		if err != nil {
-			return nil, fmt.Errorf("the profile archive is corrupt: %v", err)
-		}
-		if total += len(body); total > MaxTotalSize {
-			return nil, fmt.Errorf("the profile archive unpacks to more than %d MiB", MaxTotalSize>>20)
-		}
-		files[name] = body
-	}
-	return stripCommonDir(files), nil
-}
-
+// stripCommonDir drops a single top-level folder wrapping every file.
 func stripCommonDir(files map[string][]byte) map[string][]byte {
 	var dir string
 	for name := range files {

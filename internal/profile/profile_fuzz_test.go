@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temco/temco/internal/archive"
 	"github.com/temco/temco/internal/testenv"
 )
 
@@ -34,7 +35,7 @@ func FuzzParse(f *testing.F) {
 			}
 			total += len(content)
 		}
-		if total > MaxTotalSize {
+		if total > archive.MaxSize {
 			t.Fatalf("%d bytes of templates accepted", total)
 		}
 	})
@@ -42,7 +43,8 @@ func FuzzParse(f *testing.F) {
 
 func TestHostileArchivesAreRefused(t *testing.T) {
 	want := map[string]string{"bomb": "unpacks to more than 32 MiB", "huge-header": "unpacks to more than 32 MiB",
-		"traversal": "outside its root", "symlink": "has no override_values.yaml", "flood": "more than 1000 entries"}
+		"traversal": `"../../etc/cron.d/x" leads outside the archive`, "symlink": `"p/values.yaml" is a symbolic link`,
+		"device": `"p/values.yaml" is a device`, "flood": "more than 1000 entries"}
 	for name, a := range testenv.HostileArchives("p") {
 		if _, err := Parse(a); err == nil || !strings.Contains(err.Error(), want[name]) {
 			t.Errorf("%s archive: %v, want an error saying %q", name, err, want[name])

@@ -6,25 +6,40 @@ import (
 	"compress/gzip"
 	"sort"
 	"strconv"
+	"strings"
 )
 
 // TarGz packs files (path -> content) into a .tar.gz, in path order.
-func TarGz(files map[string]string) []byte {
-	var buf bytes.Buffer
-	zw := gzip.NewWriter(&buf)
-	tw := tar.NewWriter(zw)
+func TarGz(files map[string]string) []byte { return TarOf(files, true) }
+
+// TarOf packs files (path -> content) into a tar archive, gzip-compressed or plain, in
+// path order. A path ending in "/" is a directory entry, as tar writes for the folders
+// it walks: `tar -czf web.tgz -C helm .` is TarOf({"./": "", "./web/": "",
+// "./web/Chart.yaml": ...}, true).
+func TarOf(files map[string]string, compress bool) []byte {
 	names := make([]string, 0, len(files))
 	for n := range files {
 		names = append(names, n)
 	}
 	sort.Strings(names)
-	for _, n := range names {
-		_ = tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg})
-		_, _ = tw.Write([]byte(files[n]))
+	write := func(tw *tar.Writer) {
+		for _, n := range names {
+			if strings.HasSuffix(n, "/") {
+				_ = tw.WriteHeader(&tar.Header{Name: n, Mode: 0o755, Typeflag: tar.TypeDir})
+				continue
+			}
+			_ = tw.WriteHeader(&tar.Header{Name: n, Mode: 0o644, Size: int64(len(files[n])), Typeflag: tar.TypeReg})
+			_, _ = tw.Write([]byte(files[n]))
+		}
 	}
-	_ = tw.Close()
-	_ = zw.Close()
-	return buf.Bytes()
+	if !compress {
+		var buf bytes.Buffer
+		tw := tar.NewWriter(&buf)
+		write(tw)
+		_ = tw.Close()
+		return buf.Bytes()
+	}
+	return tarGzOf(func(tw *tar.Writer) { write(tw); _ = tw.Close() })
 }
 
 // Chart packs a Helm chart named name whose templates are given by file name.
@@ -49,7 +64,7 @@ func Profile(values string) []byte {
 
 // HostileArchives are .tar.gz files built to hurt an unpacker, by what they attempt:
 // a gzip bomb (64 KiB unpacking to 64 MiB of zeros, over every limit), entries escaping the root, a
-// symlink to a host file, a header claiming a huge file, and an entry flood.
+// symlink to a host file, device and FIFO entries, a header claiming a huge file, and an entry flood.
 func HostileArchives(root string) map[string][]byte {
 	out := map[string][]byte{}
 	out["bomb"] = tarGzOf(func(tw *tar.Writer) {
@@ -65,6 +80,10 @@ func HostileArchives(root string) map[string][]byte {
 		_ = tw.WriteHeader(&tar.Header{Name: root + "/values.yaml", Linkname: "/etc/shadow", Typeflag: tar.TypeSymlink})
 		_ = tw.WriteHeader(&tar.Header{Name: root + "/templates", Linkname: "/", Typeflag: tar.TypeSymlink})
 		_ = tw.WriteHeader(&tar.Header{Name: root + "/override_values.yaml", Linkname: "/etc/passwd", Typeflag: tar.TypeLink})
+	})
+	out["device"] = tarGzOf(func(tw *tar.Writer) {
+		_ = tw.WriteHeader(&tar.Header{Name: root + "/values.yaml", Typeflag: tar.TypeChar, Devmajor: 1, Devminor: 1})
+		_ = tw.WriteHeader(&tar.Header{Name: root + "/Chart.yaml", Typeflag: tar.TypeFifo})
 	})
 	out["huge-header"] = tarGzOf(func(tw *tar.Writer) {
 		_ = tw.WriteHeader(&tar.Header{Name: root + "/values.yaml", Mode: 0o644, Size: 1 << 40, Typeflag: tar.TypeReg})
