@@ -1,6 +1,8 @@
 package main
 
 import (
+	"context"
+	"errors"
 	"net/http"
 	"os"
 	"time"
@@ -10,38 +12,72 @@ import (
 	"github.com/temco/temco/internal/emcoctl"
 )
 
-// clientCmds are emcoctl's commands: apply, update, delete and get of resource files.
+// defaultAPI is where the client goes without --api, TEMCO_API or --config: emcoctl's
+// default orchestrator port.
+const defaultAPI = "http://127.0.0.1:9015"
+
+// clientCmds are emcoctl's commands, with its flags: apply, update, delete and get of
+// resource files.
 func clientCmds() []*cobra.Command {
-	var files, values []string
-	r := &emcoctl.Runner{Out: os.Stdout, HTTP: &http.Client{Timeout: time.Minute}}
-	mk := func(use, short string, run func(*emcoctl.Runner, []*emcoctl.Document) error) *cobra.Command {
+	type runFunc func(*emcoctl.Runner, context.Context, []*emcoctl.Document) error
+	mk := func(use, short string, run runFunc, extra func(*cobra.Command, *emcoctl.Runner)) *cobra.Command {
+		var files, oldFiles, values []string
+		var config string
+		var waitTime int
+		r := &emcoctl.Runner{Out: os.Stdout, HTTP: &http.Client{Timeout: time.Minute}}
 		cmd := &cobra.Command{
 			Use:   use + " -f FILE [-v VALUES]",
 			Short: short,
 			Args:  cobra.NoArgs,
 			RunE: func(cmd *cobra.Command, _ []string) error {
+				files = append(files, oldFiles...)
+				if len(files) == 0 {
+					return errors.New("no resource file: name one with -f FILE")
+				}
+				if _, set := os.LookupEnv("TEMCO_API"); !set && !cmd.Flags().Changed("api") && config != "" {
+					api, err := emcoctl.APIFromConfig(config)
+					if err != nil {
+						return err
+					}
+					r.API = api
+				}
+				r.WaitTime = time.Duration(waitTime) * time.Second
 				docs, err := emcoctl.Load(files, values)
 				if err != nil {
 					return err
 				}
-				return run(r, docs)
+				return run(r, cmd.Context(), docs)
 			},
 		}
 		f := cmd.Flags()
-		f.StringArrayVarP(&files, "file", "f", nil, "emcoctl resource file (multi-document YAML, a Go template); repeatable")
-		f.StringArrayVarP(&values, "values", "v", nil, "values file for the templates; repeatable")
-		f.StringVar(&r.API, "api", env("TEMCO_API", "http://127.0.0.1:9015"), "temco API base URL [TEMCO_API]")
-		f.StringVar(&r.Token, "token", env("TEMCO_TOKEN", ""), "bearer token, when the API requires one (prefer the variable: flags show in ps) [TEMCO_TOKEN]")
-		f.BoolVar(&r.StopOnError, "stop-on-error", false, "stop at the first document that fails")
-		f.BoolVar(&r.Wait, "wait", false, "after a DIG's instantiate, update, rollback or terminate, wait until it ends")
-		f.DurationVar(&r.Timeout, "timeout", 5*time.Minute, "longest wait for one operation")
-		_ = cmd.MarkFlagRequired("file")
+		f.StringSliceVarP(&files, "filename", "f", nil, "emcoctl resource file (multi-document YAML); repeatable, all are read in order")
+		f.StringSliceVarP(&values, "values", "v", nil, "values file: renders the resource files as Go templates; repeatable, later files override earlier ones")
+		f.StringVar(&r.API, "api", env("TEMCO_API", defaultAPI), "temco API base URL [TEMCO_API]")
+		f.StringVar(&config, "config", "", "emcoctl config file: the API is its ingress, else its orchestrator (unless --api or TEMCO_API is given)")
+		f.StringVarP(&r.Token, "token", "t", env("TEMCO_TOKEN", ""), "bearer token, when the API requires one (prefer the variable: flags show in ps) [TEMCO_TOKEN]")
+		f.BoolVarP(&r.Stop, "stop", "s", false, "stop at the first document the API refuses")
+		f.IntVarP(&waitTime, "waitTime", "w", 0, "seconds to pause after a 202 answer before the next document")
+		// Older temco spellings of emcoctl's -f and -s.
+		f.StringSliceVar(&oldFiles, "file", nil, "same as --filename")
+		f.BoolVar(&r.Stop, "stop-on-error", false, "same as --stop")
+		_ = f.MarkHidden("file")
+		_ = f.MarkHidden("stop-on-error")
+		if extra != nil {
+			extra(cmd, r)
+		}
 		return cmd
 	}
+	timeout := func(cmd *cobra.Command, r *emcoctl.Runner) {
+		cmd.Flags().DurationVar(&r.Timeout, "timeout", 5*time.Minute, "longest wait for one awaited operation")
+	}
 	return []*cobra.Command{
-		mk("apply", "Create the resources of emcoctl files, in order", (*emcoctl.Runner).Apply),
-		mk("update", "Replace the resources of emcoctl files, in order", (*emcoctl.Runner).Update),
-		mk("delete", "Delete the resources of emcoctl files, in reverse (instantiate becomes terminate)", (*emcoctl.Runner).Delete),
-		mk("get", "Read the resources of emcoctl files", (*emcoctl.Runner).Get),
+		mk("apply", "Create the resources of emcoctl files, in order (a logical cloud's operations are awaited)", (*emcoctl.Runner).Apply,
+			func(cmd *cobra.Command, r *emcoctl.Runner) {
+				timeout(cmd, r)
+				cmd.Flags().BoolVar(&r.Wait, "wait", false, "also await a DIG's instantiate, update, rollback and terminate")
+			}),
+		mk("update", "Replace the resources of emcoctl files, in order (actions are skipped)", (*emcoctl.Runner).Update, nil),
+		mk("delete", "Delete the resources of emcoctl files, in reverse (instantiate and apply become an awaited terminate)", (*emcoctl.Runner).Delete, timeout),
+		mk("get", "Print the resources of emcoctl files (and status anchors)", (*emcoctl.Runner).Get, nil),
 	}
 }

@@ -1,87 +1,71 @@
-// Package emcoctl runs EMCO's emcoctl resource files against the API: multi-document
-// YAML rendered as a Go text/template with a values file, each document naming the API
-// path it belongs to (resourceContext.anchor).
+// Package emcoctl runs EMCO's emcoctl resource files against temco's API, as EMCO's own
+// emcoctl does: multi-document YAML, rendered as a Go text/template with values files,
+// each document naming the API path it belongs to (resourceContext.anchor).
 package emcoctl
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
-	"path"
 	"path/filepath"
-	"strings"
-	"text/template"
 
-	"sigs.k8s.io/yaml"
+	"go.yaml.in/yaml/v3"
 )
 
-// Document is one resource of a file.
+// Document is one resource of an emcoctl file, ready to send.
 type Document struct {
-	Version         string `json:"version"`
+	index  int    // 1-based, across every file loaded together
+	source string // the file it came from
+	anchor string
+	name   string
+	label  string         // clusterLabel: a cluster label document's resource name
+	spec   map[string]any // kept to find a composite app's version
+	file   string         // sent as the multipart part "file"
+	files  []string       // sent as multipart parts "files"; ignored when file is set
+	body   []byte         // the JSON body, as emcoctl builds it
+}
+
+// document is the YAML shape of a document. Keys it does not name are ignored, as
+// emcoctl ignores them; a known key with the wrong type is an error.
+type document struct {
+	Version         string `yaml:"version"` // read (a type error still counts) but unused, as in emcoctl
 	ResourceContext struct {
-		Anchor string `json:"anchor"`
-	} `json:"resourceContext"`
-	Metadata     map[string]any `json:"metadata,omitempty"`
-	Spec         any            `json:"spec,omitempty"`
-	File         string         `json:"file,omitempty"`
-	Files        []string       `json:"files,omitempty"`
+		Anchor string `yaml:"anchor"`
+	} `yaml:"resourceContext"`
+	Metadata     metadata       `yaml:"metadata"`
+	Spec         map[string]any `yaml:"spec"`
+	File         string         `yaml:"file"`
+	Files        []string       `yaml:"files"`
+	ClusterLabel string         `yaml:"clusterLabel"`
+	LabelName    string         `yaml:"label-name"` // older emcoctl files' clusterLabel
+}
+
+type metadata struct {
+	Name        string `yaml:"name" json:"name"`
+	Description string `yaml:"description" json:"description,omitempty"`
+	UserData1   string `yaml:"userData1" json:"userData1,omitempty"`
+	UserData2   string `yaml:"userData2" json:"userData2,omitempty"`
+}
+
+// body is the JSON every request carries: metadata always, the rest when set.
+type body struct {
+	Metadata     metadata       `json:"metadata"`
 	ClusterLabel string         `json:"clusterLabel,omitempty"`
-	LabelName    string         `json:"label-name,omitempty"` // older emcoctl files' clusterLabel
-
-	dir string // of the file it came from: relative file paths resolve there too
+	Spec         map[string]any `json:"spec,omitempty"`
 }
 
-// Name is the resource name (metadata.name, or the label for cluster labels).
-func (d *Document) Name() string {
-	if d.ClusterLabel != "" {
-		return d.ClusterLabel
-	}
-	name, _ := d.Metadata["name"].(string)
-	return name
-}
-
-// Path is the resource's own path: anchor/name, and the version for a composite app.
-func (d *Document) Path() string {
-	p := path.Join(d.ResourceContext.Anchor, d.Name())
-	if path.Base(d.ResourceContext.Anchor) == "composite-apps" {
-		spec, _ := d.Spec.(map[string]any)
-		v, ok := spec["compositeAppVersion"].(string)
-		if !ok {
-			v, _ = spec["version"].(string) // the field's name in older EMCO files
-		}
-		p = path.Join(p, v)
-	}
-	return p
-}
-
-// operations are anchors' last segments that are lifecycle actions, not collections.
-var operations = map[string]bool{"approve": true, "instantiate": true, "terminate": true, "update": true,
-	"stop": true, "rollback": true, "apply": true, "migrate": true, "status": true}
-
-// Operation returns the action a document's anchor ends in ("" for a collection).
-func (d *Document) Operation() string {
-	last := path.Base(strings.Trim(d.ResourceContext.Anchor, "/"))
-	if operations[last] {
-		return last
-	}
-	return ""
-}
-
-// Load renders files as templates with the values files and splits them into documents.
+// Load reads every file in order and returns its documents. With values files the files
+// are first rendered as templates (without them, {{ }} reaches the YAML parser as is).
+// Nothing is returned unless every document of every file is valid.
 func Load(files, values []string) ([]*Document, error) {
-	vals := map[string]any{}
-	for _, v := range values {
-		data, err := os.ReadFile(v)
-		if err != nil {
+	var vals any
+	if len(values) > 0 {
+		var err error
+		if vals, err = readValues(values); err != nil {
 			return nil, err
-		}
-		var m map[string]any
-		if err := yaml.Unmarshal(data, &m); err != nil {
-			return nil, fmt.Errorf("values file %s: %w", v, err)
-		}
-		for k, x := range m {
-			vals[k] = x
 		}
 	}
 	var docs []*Document
@@ -90,53 +74,116 @@ func Load(files, values []string) ([]*Document, error) {
 		if err != nil {
 			return nil, err
 		}
-		tmpl, err := template.New(filepath.Base(f)).Option("missingkey=error").Parse(string(data))
+		if len(values) > 0 {
+			if data, err = render(f, data, vals); err != nil {
+				return nil, err
+			}
+		}
+		ds, err := decode(data)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", f, err)
 		}
-		var out bytes.Buffer
-		if err := tmpl.Execute(&out, vals); err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
+		for _, d := range ds {
+			d.index, d.source = len(docs)+1, f
+			docs = append(docs, d)
 		}
-		ds, err := split(out.Bytes(), filepath.Dir(f))
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", f, err)
-		}
-		docs = append(docs, ds...)
 	}
 	return docs, nil
 }
 
-// split parses the YAML documents of a rendered file.
-func split(data []byte, dir string) ([]*Document, error) {
+// decode splits a rendered file into documents the way the YAML parser does, skipping
+// empty ones (a trailing "---", "---" followed by comments): emcoctl would send those
+// to an empty anchor and fail.
+func decode(data []byte) ([]*Document, error) {
 	var docs []*Document
-	for i, raw := range bytes.Split(append([]byte("\n"), data...), []byte("\n---")) {
-		if len(bytes.TrimSpace(raw)) == 0 {
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	for {
+		var node yaml.Node
+		err := dec.Decode(&node)
+		if errors.Is(err, io.EOF) {
+			return docs, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("document %d: %w", len(docs)+1, err)
+		}
+		if empty(&node) {
 			continue
 		}
-		d := &Document{dir: dir}
-		if err := yaml.UnmarshalStrict(raw, d); err != nil {
-			return nil, fmt.Errorf("document %d: %w", i+1, err)
-		}
-		if d.ClusterLabel == "" {
-			d.ClusterLabel = d.LabelName
-		}
-		if d.ResourceContext.Anchor == "" {
-			return nil, fmt.Errorf("document %d has no resourceContext.anchor", i+1)
+		d, err := convert(&node)
+		if err != nil {
+			return nil, fmt.Errorf("document %d (line %d): %w", len(docs)+1, node.Line, err)
 		}
 		docs = append(docs, d)
 	}
-	if len(docs) == 0 {
-		return nil, errors.New("no documents")
-	}
-	return docs, nil
 }
 
-// openFile reads a document's file: as given, or relative to the resource file.
-func (d *Document) openFile(name string) ([]byte, error) {
-	data, err := os.ReadFile(name)
-	if err != nil && !filepath.IsAbs(name) && errors.Is(err, os.ErrNotExist) {
-		data, err = os.ReadFile(filepath.Join(d.dir, name))
+func empty(n *yaml.Node) bool {
+	return n.Kind == yaml.DocumentNode && len(n.Content) == 1 &&
+		n.Content[0].Kind == yaml.ScalarNode && n.Content[0].ShortTag() == "!!null"
+}
+
+// convert turns a parsed document into one ready to send.
+func convert(node *yaml.Node) (*Document, error) {
+	var raw document
+	if err := node.Decode(&raw); err != nil {
+		return nil, err
 	}
-	return data, err
+	if raw.ResourceContext.Anchor == "" {
+		return nil, errors.New("no resourceContext.anchor")
+	}
+	label := raw.ClusterLabel
+	if label == "" {
+		label = raw.LabelName
+	}
+	spec, _ := stringKeys(raw.Spec).(map[string]any)
+	data, err := json.Marshal(body{Metadata: raw.Metadata, ClusterLabel: label, Spec: spec})
+	if err != nil {
+		return nil, fmt.Errorf("spec cannot be sent as JSON: %w", err)
+	}
+	return &Document{anchor: raw.ResourceContext.Anchor, name: raw.Metadata.Name, label: label,
+		spec: spec, file: raw.File, files: raw.Files, body: data}, nil
+}
+
+// stringKeys turns maps with non-string keys (ports: {80: http}) into JSON objects;
+// emcoctl cannot send those at all.
+func stringKeys(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		if x == nil {
+			return x
+		}
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[k] = stringKeys(e)
+		}
+		return out
+	case map[any]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[fmt.Sprint(k)] = stringKeys(e)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, e := range x {
+			out[i] = stringKeys(e)
+		}
+		return out
+	}
+	return v
+}
+
+// readFile reads a document's file: relative to the working directory, as emcoctl does,
+// else beside the resource file.
+func (d *Document) readFile(name string) ([]byte, error) {
+	data, err := os.ReadFile(name)
+	if err == nil || filepath.IsAbs(name) || !errors.Is(err, os.ErrNotExist) {
+		return data, err
+	}
+	dir := filepath.Dir(d.source)
+	data, err2 := os.ReadFile(filepath.Join(dir, name))
+	if errors.Is(err2, os.ErrNotExist) {
+		return nil, fmt.Errorf("%w (nor in %s)", err, dir)
+	}
+	return data, err2
 }

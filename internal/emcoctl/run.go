@@ -1,277 +1,164 @@
 package emcoctl
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
-	"path"
-	"path/filepath"
 	"strings"
 	"time"
 )
 
-// Runner sends documents to the API.
+// Runner sends documents to temco's API, printing one line per document.
 type Runner struct {
-	API         string // base URL, e.g. http://127.0.0.1:9015
-	Token       string // bearer token, when the API requires authentication
-	Out         io.Writer
-	StopOnError bool
-	Wait        bool          // after instantiate/terminate/update of a DIG, wait for it to end
-	Timeout     time.Duration // of each wait
-	HTTP        *http.Client
+	API      string        // base URL, e.g. http://127.0.0.1:9015 (requests go below /v2)
+	Token    string        // bearer token, when the API requires authentication
+	Out      io.Writer     // the lines, and what get reads
+	Stop     bool          // stop at the first document that fails (emcoctl's -s)
+	WaitTime time.Duration // after a 202, pause this long before the next document (emcoctl's -w)
+	Wait     bool          // apply: await a DIG's instantiate, update, rollback and terminate too
+	Timeout  time.Duration // longest await of one operation
+	HTTP     *http.Client  // nil: http.DefaultClient
+
+	pause func(time.Duration) // time.Sleep; tests record the pauses instead
 }
 
-// Result is one request made for a document.
-type Result struct {
-	Method, Path string
-	Status       int
-	Message      string
+// pollEvery is how often an awaited operation's status is read.
+const pollEvery = 250 * time.Millisecond
+
+// Apply POSTs every document to its anchor, in order.
+func (r *Runner) Apply(ctx context.Context, docs []*Document) error {
+	return r.run(ctx, planApply(docs, r.Wait))
 }
 
-func (r Result) failed() bool { return r.Status < 200 || r.Status >= 300 }
-
-func (r *Runner) url(p string) string {
-	return strings.TrimSuffix(r.API, "/") + "/v2/" + strings.TrimPrefix(p, "/")
+// Update PUTs every resource to its own path, in order, skipping actions.
+func (r *Runner) Update(ctx context.Context, docs []*Document) error {
+	return r.plan(ctx, planUpdate, docs)
 }
 
-// request is a request to API path p, carrying the token.
-func (r *Runner) request(method, p string, body io.Reader) (*http.Request, error) {
-	req, err := http.NewRequest(method, r.url(p), body)
-	if err == nil && r.Token != "" {
-		req.Header.Set("Authorization", "Bearer "+r.Token)
+// Delete removes the resources in reverse order, terminating what was instantiated.
+func (r *Runner) Delete(ctx context.Context, docs []*Document) error {
+	return r.plan(ctx, planDelete, docs)
+}
+
+// Get prints every resource (and status) the documents name.
+func (r *Runner) Get(ctx context.Context, docs []*Document) error {
+	return r.plan(ctx, planGet, docs)
+}
+
+func (r *Runner) plan(ctx context.Context, plan func([]*Document) ([]step, error), docs []*Document) error {
+	steps, err := plan(docs)
+	if err != nil {
+		return err
 	}
-	return req, err
+	return r.run(ctx, steps)
 }
 
-// Apply creates every document in order (lifecycle actions are posted as they come).
-func (r *Runner) Apply(docs []*Document) error {
-	return r.each(docs, func(d *Document) (Result, error) {
-		if op := d.Operation(); op != "" {
-			return r.operate(d.ResourceContext.Anchor, d)
-		}
-		return r.send(http.MethodPost, d.ResourceContext.Anchor, d)
-	})
-}
-
-// Update replaces every document in order (PUT anchor/name); actions are posted.
-func (r *Runner) Update(docs []*Document) error {
-	return r.each(docs, func(d *Document) (Result, error) {
-		if d.Operation() != "" {
-			return r.operate(d.ResourceContext.Anchor, d)
-		}
-		return r.send(http.MethodPut, d.Path(), d)
-	})
-}
-
-// Get reads every document's resource.
-func (r *Runner) Get(docs []*Document) error {
-	return r.each(docs, func(d *Document) (Result, error) {
-		p := d.Path()
-		if op := d.Operation(); op != "" {
-			p = path.Join(path.Dir(d.ResourceContext.Anchor), "status")
-		}
-		return r.do(http.MethodGet, p, nil, "")
-	})
-}
-
-// Delete removes the documents in reverse order: an instantiate or apply becomes a
-// terminate (waited for, so what follows can be deleted), other actions are skipped.
-func (r *Runner) Delete(docs []*Document) error {
-	rev := make([]*Document, len(docs))
-	for i, d := range docs {
-		rev[len(docs)-1-i] = d
-	}
-	return r.each(rev, func(d *Document) (Result, error) {
-		switch d.Operation() {
-		case "":
-			return r.do(http.MethodDelete, d.Path(), nil, "")
-		case "instantiate", "apply":
-			target := path.Dir(d.ResourceContext.Anchor)
-			res, err := r.do(http.MethodPost, target+"/terminate", nil, "")
-			if err == nil && !res.failed() {
-				err = r.awaitStatus(target, "Terminated", "TerminateFailed")
-			}
-			return res, err
-		}
-		return Result{}, errSkip
-	})
-}
-
-var errSkip = fmt.Errorf("skipped")
-
-// each runs fn for every document, printing one line per document.
-func (r *Runner) each(docs []*Document, fn func(*Document) (Result, error)) error {
-	failed := 0
-	for _, d := range docs {
-		res, err := fn(d)
-		if err == errSkip {
+// run executes the steps in order. A refusal by the API fails the document and the run
+// goes on unless Stop is set; no answer at all (an unreachable API, an unreadable file)
+// always stops it, as in emcoctl.
+func (r *Runner) run(ctx context.Context, steps []step) error {
+	failed, paused := 0, false
+	for _, s := range steps {
+		head := fmt.Sprintf("%d %s:", s.doc.index, s.doc.anchor)
+		if s.skip != "" {
+			fmt.Fprintf(r.Out, "%s skipped (%s)\n", head, s.skip)
 			continue
 		}
-		msg := res.Message
-		if err != nil {
-			msg, res.Status = err.Error(), 0
+		if paused {
+			r.sleep(r.WaitTime)
 		}
-		fmt.Fprintf(r.Out, "%-6s %s %d %s\n", res.Method, "/v2/"+strings.TrimPrefix(res.Path, "/"), res.Status, msg)
-		if err != nil || res.failed() {
+		a, err := r.execute(ctx, s)
+		if err != nil {
+			fmt.Fprintf(r.Out, "%s %s %s error: %v\n", head, s.method, shown(s.path), err)
+			return fmt.Errorf("stopped at document %d (%s): %w", s.doc.index, s.doc.anchor, err)
+		}
+		line := fmt.Sprintf("%s %s %s %d", head, s.method, shown(s.path), a.status)
+		if a.message != "" {
+			line += " " + a.message
+		}
+		fmt.Fprintln(r.Out, line)
+		if s.method == http.MethodGet && a.ok() && len(a.body) > 0 {
+			fmt.Fprintf(r.Out, "%s\n", a.body)
+		}
+		if a.failed() {
 			failed++
-			if r.StopOnError {
-				return fmt.Errorf("stopped at the first failure")
+			if r.Stop {
+				return fmt.Errorf("stopped at document %d (%s), which failed", s.doc.index, s.doc.anchor)
 			}
 		}
+		paused = a.status == http.StatusAccepted && r.WaitTime > 0
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d documents failed", failed, len(docs))
+		return fmt.Errorf("%d of %d documents failed", failed, len(steps))
 	}
 	return nil
 }
 
-// operate posts a lifecycle action; a logical cloud's (and, with Wait, a DIG's) outcome
-// is awaited: a DIG cannot be instantiated into a cloud still on its way.
-func (r *Runner) operate(anchor string, d *Document) (Result, error) {
-	var body any
-	if d.Spec != nil {
-		body = map[string]any{"metadata": d.Metadata, "spec": d.Spec}
+// shown is how a path appears in the output: as the API sees it.
+func shown(p string) string { return "/v2/" + strings.TrimPrefix(p, "/") }
+
+func (r *Runner) sleep(d time.Duration) {
+	if r.pause != nil {
+		r.pause(d)
+		return
 	}
-	res, err := r.do(http.MethodPost, anchor, body, "")
-	if err != nil || res.failed() {
-		return res, err
-	}
-	target, op := path.Dir(anchor), path.Base(anchor)
-	cloud := strings.Contains(target, "/logical-clouds/")
-	if !cloud && !r.Wait {
-		return res, nil
-	}
-	switch op {
-	case "instantiate", "update", "rollback":
-		return res, r.awaitStatus(target, "Instantiated", "InstantiateFailed", "UpdateFailed")
-	case "terminate":
-		return res, r.awaitStatus(target, "Terminated", "TerminateFailed")
-	}
-	return res, nil
+	time.Sleep(d)
 }
 
-// awaitStatus polls a target's status until it is one of want (the first is success).
-func (r *Runner) awaitStatus(target string, want ...string) error {
+// execute sends a step's request and, when it is to be awaited, waits for the outcome;
+// an operation that ends badly keeps its 2xx status with the failure as message.
+func (r *Runner) execute(ctx context.Context, s step) (answer, error) {
+	req, err := r.request(ctx, s)
+	if err != nil {
+		return answer{}, err
+	}
+	a, err := r.do(req)
+	if err != nil || !a.ok() || s.await == "" {
+		return a, err
+	}
+	a.message, err = r.await(ctx, s.await, s.want)
+	return a, err
+}
+
+// await polls target's status until it is one of want, and returns why it failed ("" when
+// it reached want[0]); an error means the API could not be asked.
+func (r *Runner) await(ctx context.Context, target string, want []string) (string, error) {
 	deadline := time.Now().Add(r.Timeout)
+	tick := time.NewTicker(pollEvery)
+	defer tick.Stop()
 	for {
+		req, err := r.newRequest(ctx, http.MethodGet, target+"/status?status=deployed&output=summary", nil)
+		if err != nil {
+			return "", err
+		}
+		a, err := r.do(req)
+		if err != nil {
+			return "", err
+		}
 		var s struct {
-			Status string `json:"status"`
+			Status string `json:"deployedStatus"` // the same for DIGs and logical clouds
 			Error  string `json:"error"`
 		}
-		req, err := r.request(http.MethodGet, target+"/status?output=summary", nil)
-		if err != nil {
-			return err
-		}
-		resp, err := r.HTTP.Do(req)
-		if err == nil {
-			err = json.NewDecoder(resp.Body).Decode(&s)
-			resp.Body.Close()
-		}
-		for i, w := range want {
-			if err == nil && s.Status == w {
-				if i > 0 {
-					return fmt.Errorf("%s ended %s: %s", target, w, s.Error)
+		if a.ok() && json.Unmarshal(a.body, &s) == nil {
+			for i, w := range want {
+				switch {
+				case s.Status != w:
+				case i == 0:
+					return "", nil
+				default:
+					return fmt.Sprintf("%s ended %s: %s", target, w, s.Error), nil
 				}
-				return nil
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s did not reach %s within %s (status %q)", target, want[0], r.Timeout, s.Status)
+			return fmt.Sprintf("%s did not reach %s within %s (status %q)", target, want[0], r.Timeout, s.Status), nil
 		}
-		time.Sleep(250 * time.Millisecond)
-	}
-}
-
-// send creates or replaces a document's resource: multipart when it carries a file.
-func (r *Runner) send(method, p string, d *Document) (Result, error) {
-	if d.ClusterLabel != "" {
-		return r.do(method, p, map[string]string{"clusterLabel": d.ClusterLabel}, "")
-	}
-	var body any
-	if d.Metadata != nil || d.Spec != nil {
-		body = map[string]any{"metadata": d.Metadata, "spec": orEmpty(d.Spec)}
-	}
-	files := d.Files
-	if d.File != "" {
-		files = append([]string{d.File}, files...)
-	}
-	if len(files) == 0 {
-		return r.do(method, p, body, "")
-	}
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	md, err := json.Marshal(body)
-	if err != nil {
-		return Result{}, err
-	}
-	if err := mw.WriteField("metadata", string(md)); err != nil {
-		return Result{}, err
-	}
-	for _, f := range files {
-		data, err := d.openFile(f)
-		if err != nil {
-			return Result{Method: method, Path: p}, err
-		}
-		fw, err := mw.CreateFormFile("file", filepath.Base(f))
-		if err != nil {
-			return Result{}, err
-		}
-		if _, err := fw.Write(data); err != nil {
-			return Result{}, err
+		select {
+		case <-ctx.Done():
+			return "", ctx.Err()
+		case <-tick.C:
 		}
 	}
-	if err := mw.Close(); err != nil {
-		return Result{}, err
-	}
-	return r.do(method, p, buf.Bytes(), mw.FormDataContentType())
-}
-
-func orEmpty(spec any) any {
-	if spec == nil {
-		return map[string]any{}
-	}
-	return spec
-}
-
-// do makes one request; body is JSON-encoded unless it is already bytes of contentType.
-func (r *Runner) do(method, p string, body any, contentType string) (Result, error) {
-	res := Result{Method: method, Path: p}
-	var rd io.Reader
-	switch b := body.(type) {
-	case nil:
-	case []byte:
-		rd = bytes.NewReader(b)
-	default:
-		data, err := json.Marshal(b)
-		if err != nil {
-			return res, err
-		}
-		rd, contentType = bytes.NewReader(data), "application/json"
-	}
-	req, err := r.request(method, p, rd)
-	if err != nil {
-		return res, err
-	}
-	if contentType != "" {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := r.HTTP.Do(req)
-	if err != nil {
-		return res, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	res.Status = resp.StatusCode
-	var m struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(data, &m) == nil && m.Message != "" {
-		res.Message = m.Message
-	} else if method == http.MethodGet {
-		res.Message = strings.TrimSpace(string(data))
-	}
-	return res, nil
 }

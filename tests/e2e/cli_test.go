@@ -185,8 +185,8 @@ func TestEmcoctlFileSession(t *testing.T) {
 	if len(lines) != 23 { // 2 + 2x2 clusters, 1 + 2 + 1 cloud, 1 + 2 + 1 + 2 apps, 1 + 1 + 2 + 1 + 2 DIG
 		t.Errorf("apply printed %d lines, want one per document (23)", len(lines))
 	}
-	for _, l := range lines {
-		if f := strings.Fields(l); len(f) < 3 || (f[2] != "201" && f[2] != "202") {
+	for _, l := range lines { // "N anchor: METHOD /v2/path STATUS"
+		if f := strings.Fields(l); len(f) < 5 || (f[4] != "201" && f[4] != "202") {
 			t.Errorf("apply line %q: want 201 or 202", l)
 		}
 	}
@@ -210,7 +210,7 @@ func TestEmcoctlFileSession(t *testing.T) {
 	}
 	// Applying the same file again creates nothing twice: every resource answers 409.
 	out, err = temco(t, dir, "apply", "-f", "session.yaml", "-v", "values.yaml", "--stop-on-error")
-	if err == nil || !strings.HasPrefix(out, "POST   /v2/projects 409 ") || strings.Count(out, "/v2/") != 1 {
+	if err == nil || !strings.HasPrefix(out, "1 projects: POST /v2/projects 409 ") || strings.Count(out, "/v2/") != 1 {
 		t.Errorf("re-apply with --stop-on-error: want one 409 line and a failure, got %v", err)
 	}
 
@@ -218,7 +218,7 @@ func TestEmcoctlFileSession(t *testing.T) {
 	if err != nil {
 		t.Fatalf("delete: %v", err)
 	}
-	if !strings.HasPrefix(out, "POST   /v2"+dig+"/terminate 202") {
+	if first, _, _ := strings.Cut(out, "\n"); !strings.HasPrefix(first, "23 ") || !strings.HasSuffix(first, ": POST /v2"+dig+"/terminate 202") {
 		t.Errorf("delete must begin by terminating the DIG:\n%s", out)
 	}
 	for _, cl := range stack.Clusters[:2] {
