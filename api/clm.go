@@ -44,22 +44,35 @@ func (s *Server) registerClm(g *echo.Group) {
 	s.route(g, opDoc{method: http.MethodDelete, path: routeCluster + "/labels/:label", summary: "Remove a cluster label",
 		code: http.StatusNoContent}, s.deleteLabel)
 
-	register(g, s, kind[model.KVSpec]{name: model.KindClusterKV,
+	register(g, s, kind[model.KVSpec]{name: model.KindClusterKV, kvKey: true,
 		coll: routeCluster + "/kv-pairs", item: routeCluster + "/kv-pairs/:kvPair"})
-	register(g, s, kind[model.ControllerSpec]{name: model.KindClmController, check: checkController,
+	register(g, s, kind[model.KVSpec]{name: model.KindClusterSyncObj, kvKey: true, check: checkSyncObject,
+		coll: "/cluster-providers/:clusterProvider/cluster-sync-objects", item: "/cluster-providers/:clusterProvider/cluster-sync-objects/:syncObject"})
+	register(g, s, kind[model.ControllerSpec]{name: model.KindClmController, check: checkClmController,
 		coll: "/clm-controllers", item: "/clm-controllers/:controller"})
 }
 
-// checkCluster requires a kubeconfig unless the cluster is reached through gitOps.
+// fieldGitOps marks clusters reached through GitOps (queried when placing apps).
+const fieldGitOps = "gitOps"
+
+// checkCluster requires a kubeconfig unless the cluster is reached through GitOps.
 func checkCluster(_ context.Context, _ *Server, r *request[model.ClusterSpec]) error {
-	if !r.hasFile && r.res.Spec.GitOps == nil {
+	if r.res.Spec.IsGitOps() {
+		r.field(fieldGitOps, "true")
+		return nil
+	}
+	if !r.hasFile {
 		return badRequest(`multipart part "file" (the cluster's kubeconfig) is missing`)
 	}
 	return nil
 }
 
-// attachKubeconfig validates the kubeconfig and stores it sealed, bound to the cluster's id.
+// attachKubeconfig validates the kubeconfig and stores it sealed, bound to the cluster's
+// id. A GitOps cluster's file is ignored, as EMCO does: its clients send a placeholder.
 func attachKubeconfig(_ context.Context, s *Server, r *request[model.ClusterSpec]) error {
+	if r.res.Spec.IsGitOps() {
+		return nil
+	}
 	if _, err := kubeconfig.Parse(r.file); err != nil {
 		return badRequest("invalid kubeconfig: %v", err)
 	}
@@ -194,15 +207,81 @@ func (s *Server) deleteLabel(c echo.Context) error {
 }
 
 // checkController validates a controller registration.
+// checkClmController: as in EMCO, cluster-lifecycle controllers need a host and a port.
+func checkClmController(ctx context.Context, s *Server, r *request[model.ControllerSpec]) error {
+	if r.res.Spec.Host == "" || r.res.Spec.Port == 0 {
+		return badRequest("spec.host and spec.port are required")
+	}
+	return checkController(ctx, s, r)
+}
+
 func checkController(_ context.Context, _ *Server, r *request[model.ControllerSpec]) error {
 	sp := r.res.Spec
+	// As in EMCO, any type is accepted (rsync registers with none); only placement and
+	// action controllers are run.
 	switch {
-	case sp.Type != "" && sp.Type != model.ControllerPlacement && sp.Type != model.ControllerAction:
-		return badRequest("spec.type %q is invalid: use %q or %q", sp.Type, model.ControllerPlacement, model.ControllerAction)
+	case len(sp.Type) > 48:
+		return badRequest("spec.type is longer than 48 characters")
 	case sp.Priority < 0 || sp.Priority > 100:
 		return badRequest("spec.priority %d is out of range 0..100", sp.Priority)
 	case sp.Port < 0 || sp.Port > 65535:
 		return badRequest("spec.port %d is out of range 0..65535", sp.Port)
 	}
 	return nil
+}
+
+// secretMask replaces secret values (git tokens, client secrets) in answers.
+const secretMask = "********"
+
+// checkSyncObject: as in EMCO, a cluster sync object's values are strings (a GitOps
+// repository's URL, branch, user and token, or a sync interval). Values of secret keys
+// (token, secret, password) are sealed at rest and masked in every answer; a PUT that
+// sends the mask back keeps the stored value.
+func checkSyncObject(_ context.Context, s *Server, r *request[model.KVSpec]) error {
+	if r.res.Spec.KV == nil {
+		return badRequest("spec.kv is required: a list of single-key objects, e.g. [{\"branch\": \"main\"}]")
+	}
+	var old map[string]string
+	if r.old != nil && len(r.old.Secret) > 0 {
+		plain, err := s.Keys.Open(r.old.Secret, []byte(r.id))
+		if err != nil {
+			return err
+		}
+		if err := json.Unmarshal(plain, &old); err != nil {
+			return err
+		}
+	}
+	secrets := map[string]string{}
+	for i, kv := range r.res.Spec.KV {
+		for k, v := range kv {
+			str, ok := v.(string)
+			if !ok {
+				return badRequest("spec.kv[%d].%s must be a string (quote numbers, e.g. \"60\")", i, k)
+			}
+			if !isSecretKey(k) {
+				continue
+			}
+			if str == secretMask {
+				if str, ok = old[k]; !ok {
+					return badRequest("spec.kv[%d].%s is the mask %q but no value is stored to keep", i, k, secretMask)
+				}
+			}
+			secrets[k] = str
+			kv[k] = secretMask
+		}
+	}
+	if len(secrets) == 0 {
+		return nil
+	}
+	plain, err := json.Marshal(secrets)
+	if err != nil {
+		return err
+	}
+	r.secret, err = s.Keys.Seal(plain, []byte(r.id))
+	return err
+}
+
+func isSecretKey(k string) bool {
+	k = strings.ToLower(k)
+	return strings.Contains(k, "token") || strings.Contains(k, "secret") || strings.Contains(k, "password")
 }

@@ -50,6 +50,7 @@ func tree(t testing.TB, c *client) {
 		testenv.Profile("replicas: 2\n")).must(t, 201)
 	c.do("POST", "/controllers", res("gac", map[string]any{"type": "action", "priority": 1})).must(t, 201)
 	c.do("POST", pP+"/logical-clouds", res("lc1", map[string]any{"level": "0"})).must(t, 201)
+	c.do("POST", pP+"/logical-clouds", res("lc2", map[string]any{"namespace": "team-b", "user": map[string]any{"userName": "bob"}})).must(t, 201)
 	c.do("POST", pCA+"/deployment-intent-groups", res("dig1", digSpec())).must(t, 201)
 	c.do("POST", pDIG+"/generic-placement-intents", res("gpi1", nil)).must(t, 201)
 }
@@ -109,10 +110,10 @@ func jsonKinds() []jsonKind {
 					"genericPlacementIntent": "gpi1", name: "i1"}})).must(c.t, 201)
 			},
 			unblock: func(c *client, _ string) { c.do("DELETE", pDIG+"/intents/ix", nil).must(c.t, 204) },
-			invalidSpecs: []map[string]any{{"type": "other"}, {"priority": 101}, {"priority": -1},
+			invalidSpecs: []map[string]any{{"type": strings.Repeat("t", 49)}, {"priority": 101}, {"priority": -1},
 				{"port": 70000}, {"priority": "high"}}},
 		{name: "clm controller", coll: "/clm-controllers", spec: map[string]any{"host": "h", "port": 9999, "priority": 3},
-			invalidSpecs: []map[string]any{{"type": "x"}}},
+			invalidSpecs: []map[string]any{{"host": "h"}, {"port": 9999}}},
 		{name: "cluster kv pair", coll: pCL + "/kv-pairs", spec: map[string]any{"kv": []any{map[string]any{"key1": "v1"}}},
 			orphanColl: "/cluster-providers/cp1/clusters/nope/kv-pairs", invalidSpecs: []map[string]any{{"kv": "x"}}},
 		{name: "deployment intent group", coll: pCA + "/deployment-intent-groups", spec: digSpec(),
@@ -138,7 +139,7 @@ func jsonKinds() []jsonKind {
 		{name: "deployment intent", coll: pDIG + "/intents",
 			spec:         map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi1", "gac": "gac-intent"}},
 			orphanColl:   pCA + "/deployment-intent-groups/nope/intents",
-			invalidSpecs: []map[string]any{{"intent": map[string]string{"gac": "x"}}, {"intent": map[string]string{"genericPlacementIntent": "a b"}}}},
+			invalidSpecs: []map[string]any{{"intent": map[string]string{"genericPlacementIntent": "a b"}}, {"intent": map[string]string{"a b": "x"}}}},
 		{name: "logical cloud", coll: pP + "/logical-clouds",
 			spec: map[string]any{"namespace": "team-a", "level": "1", "user": map[string]any{"userName": "alice", "type": "certificate"}},
 			child: func(c *client, item string) {
@@ -148,7 +149,8 @@ func jsonKinds() []jsonKind {
 			orphanColl: "/projects/nope/logical-clouds",
 			invalidSpecs: []map[string]any{{"level": "2"}, {"level": "1", "user": map[string]any{"userName": "a"}},
 				{"level": "1", "namespace": "Team_A", "user": map[string]any{"userName": "a"}}, {"level": "1", "namespace": "ns"},
-				{"level": "1", "namespace": "ns", "user": map[string]any{"userName": "a", "type": "token"}}}},
+				{"level": "1", "namespace": "ns", "user": map[string]any{"userName": strings.Repeat("u", 21)}},
+				{"namespace": "ns", "user": map[string]any{"userName": "a"}, "labels": map[string]string{"bad key!": "v"}}}},
 		{name: "cluster reference", coll: pP + "/logical-clouds/lc1/cluster-references",
 			spec:         map[string]any{"clusterProvider": "cp1", "cluster": "c1"},
 			orphanColl:   pP + "/logical-clouds/nope/cluster-references",
@@ -157,7 +159,7 @@ func jsonKinds() []jsonKind {
 			spec:         map[string]any{"namespace": "team-a", "apiGroups": []string{""}, "resources": []string{"configmaps"}, "verbs": []string{"get"}},
 			orphanColl:   pP + "/logical-clouds/nope/user-permissions",
 			invalidSpecs: []map[string]any{{"resources": []string{"pods"}}, {"namespace": "A B", "resources": []string{"pods"}, "verbs": []string{"get"}}}},
-		{name: "cluster quota", coll: pP + "/logical-clouds/lc1/cluster-quotas", spec: map[string]any{"pods": "10", "limits.cpu": "2"},
+		{name: "cluster quota", coll: pP + "/logical-clouds/lc2/cluster-quotas", spec: map[string]any{"pods": "10", "limits.cpu": "2"},
 			orphanColl: pP + "/logical-clouds/nope/cluster-quotas", invalidSpecs: []map[string]any{{}, {"pods": "ten"}}},
 		{name: "logical cloud kv pair", coll: pP + "/logical-clouds/lc1/kv-pairs", spec: map[string]any{"kv": []any{map[string]any{"k": "v"}}},
 			orphanColl: pP + "/logical-clouds/nope/kv-pairs"},

@@ -44,6 +44,9 @@ func namespaceErr(field, ns string) error {
 
 func checkLogicalCloud(_ context.Context, _ *Server, r *request[model.LogicalCloudSpec]) error {
 	sp := &r.res.Spec
+	if sp.Level == "" {
+		sp.Level = model.LevelStandard // as dcm: a cloud that names no level is a standard one
+	}
 	switch sp.Level {
 	case model.LevelAdmin:
 		if sp.Namespace != "" {
@@ -59,11 +62,19 @@ func checkLogicalCloud(_ context.Context, _ *Server, r *request[model.LogicalClo
 		if sp.User.UserName == "" {
 			return badRequest("spec.user.userName is required for a level 1 (standard or privileged) logical cloud")
 		}
-		if sp.User.Type != "" && sp.User.Type != "certificate" {
-			return badRequest("spec.user.type %q is not supported: use certificate", sp.User.Type)
+		if len(sp.User.UserName) > 20 { // dcm's limit
+			return badRequest("spec.user.userName %q is longer than 20 characters", sp.User.UserName)
 		}
 	default:
 		return badRequest("spec.level %q is invalid: use \"0\" (admin) or \"1\" (standard or privileged)", sp.Level)
+	}
+	for k, v := range sp.Labels {
+		if errs := validation.IsQualifiedName(k); len(errs) > 0 {
+			return badRequest("spec.labels key %q is invalid: %s", k, strings.Join(errs, "; "))
+		}
+		if errs := validation.IsValidLabelValue(v); len(errs) > 0 {
+			return badRequest("spec.labels[%q] value %q is invalid: %s", k, v, strings.Join(errs, "; "))
+		}
 	}
 	return nil
 }
@@ -94,7 +105,7 @@ func checkUserPermission(_ context.Context, _ *Server, r *request[model.UserPerm
 	return nil
 }
 
-func checkClusterQuota(_ context.Context, _ *Server, r *request[model.ClusterQuotaSpec]) error {
+func checkClusterQuota(ctx context.Context, s *Server, r *request[model.ClusterQuotaSpec]) error {
 	if len(r.res.Spec) == 0 {
 		return badRequest("spec must set at least one quota, e.g. {\"pods\": \"10\"}")
 	}
@@ -102,6 +113,17 @@ func checkClusterQuota(_ context.Context, _ *Server, r *request[model.ClusterQuo
 		if _, err := resource.ParseQuantity(v); err != nil {
 			return badRequest("spec.%s %q is not a quantity: %v", k, v, err)
 		}
+	}
+	cloud, err := s.Store.Get(ctx, r.parent)
+	if err != nil {
+		return fromStore(err)
+	}
+	lc, err := model.Decode[model.LogicalCloudSpec](cloud.Body)
+	if err != nil {
+		return err
+	}
+	if lc.Spec.Level == model.LevelAdmin { // dcm's rule: an admin cloud has the clusters' own limits
+		return badRequest("cluster quotas are not allowed in a level 0 (admin) logical cloud")
 	}
 	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -194,31 +195,34 @@ func TestAppProfiles(t *testing.T) {
 	if m := r.message(t); !strings.Contains(m, "prof2") {
 		t.Errorf("message %q", m)
 	}
-	c.multipart("POST", coll, res("prof4", map[string]any{"app": "nope"}), testenv.Profile("x: 1\n")).must(t, http.StatusNotFound)
+	// As in EMCO, a profile may name its app before the app exists.
+	c.multipart("POST", coll, res("prof4", map[string]any{"app": "later"}), testenv.Profile("x: 1\n")).must(t, 201)
 	r = c.do("GET", coll+"/prof2", nil, "Accept", "application/octet-stream").must(t, 200)
 	if !bytes.Equal(r.body, testenv.Profile("x: 1\n")) {
 		t.Error("profile download differs")
 	}
 }
 
-func TestReferencesAreEnforced(t *testing.T) {
+// References may name resources created later, as EMCO allows; once they exist, they
+// cannot be deleted while referenced.
+func TestReferencesMayComeFirstAndBlockDeletes(t *testing.T) {
 	c := newClient(t)
 	tree(t, c)
-	// A DIG intent naming an unregistered controller or a missing GPI is refused.
-	r := c.do("POST", pDIG+"/intents", res("i1", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi1", "nope": "x"}})).must(t, 404)
-	if m := r.message(t); !strings.Contains(m, `controller "nope"`) {
+	// DIG intents before their placement intent and controller.
+	c.do("POST", pDIG+"/intents", res("i1", map[string]any{"intent": map[string]string{"genericPlacementIntent": "later", "ctl": "x"}})).must(t, 201)
+	c.do("POST", "/controllers", res("ctl", map[string]any{"type": "action", "priority": 5})).must(t, 201)
+	r := c.do("DELETE", "/controllers/ctl", nil).must(t, http.StatusConflict)
+	if m := r.message(t); !strings.Contains(m, "i1") {
 		t.Errorf("message %q", m)
 	}
-	c.do("POST", pDIG+"/intents", res("i1", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gx"}})).must(t, 404)
-	// A DIG needs its composite profile; an app placement intent its app.
-	c.do("POST", pCA+"/deployment-intent-groups", res("d2", map[string]any{"compositeProfile": "nope", "version": "1", "logicalCloud": "lc1"})).must(t, 404)
-	c.do("POST", pCA+"/deployment-intent-groups", res("d2", map[string]any{"compositeProfile": "cprof", "version": "1", "logicalCloud": "nope"})).must(t, 404)
+	// A DIG before its composite profile and logical cloud; an app intent before its app.
+	c.do("POST", pCA+"/deployment-intent-groups", res("d2", map[string]any{"compositeProfile": "later", "version": "1", "logicalCloud": "later"})).must(t, 201)
+	c.do("POST", pGPI+"/app-intents", res("ai", appIntentSpec("later"))).must(t, 201)
 	// A cluster in a logical cloud cannot be deregistered; a cloud used by a DIG cannot be deleted.
 	c.do("POST", pP+"/logical-clouds/lc1/cluster-references", res("r1", map[string]any{"clusterProvider": "cp1", "cluster": "c1"})).must(t, 201)
 	c.do("DELETE", pCL, nil).must(t, http.StatusConflict)
 	c.do("DELETE", pP+"/logical-clouds/lc1/cluster-references/r1", nil).must(t, 204)
 	c.do("DELETE", pP+"/logical-clouds/lc1", nil).must(t, http.StatusConflict)
-	c.do("POST", pGPI+"/app-intents", res("ai", appIntentSpec("nope"))).must(t, 404)
 	// The composite profile is in use by the DIG.
 	c.do("DELETE", pCA+"/composite-profiles/cprof/profiles/prof1", nil).must(t, 204)
 	r = c.do("DELETE", pCA+"/composite-profiles/cprof", nil).must(t, http.StatusConflict)
@@ -308,5 +312,119 @@ func TestReadinessFollowsItsDependencies(t *testing.T) {
 	down = errors.New("temporal: connection refused")
 	if probe("/readyz") != http.StatusServiceUnavailable || probe("/healthz") != 200 {
 		t.Error("a dependency down must fail readiness only (liveness restarts would not help)")
+	}
+}
+
+// Charts are accepted in every layout EMCO's examples pack them in, and then some, and
+// stored as uploaded; a bad or hostile archive is answered 400 with the reason.
+func TestChartArchiveLayouts(t *testing.T) {
+	c := newClient(t)
+	tree(t, c)
+	coll := pCA + "/apps"
+	chart := func(prefix string) map[string]string {
+		return map[string]string{prefix + "Chart.yaml": "apiVersion: v2\nname: web\nversion: 0.1.0\n",
+			prefix + "templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: web\n"}
+	}
+	dotSlash := chart("./web/")
+	dotSlash["./"], dotSlash["./web/"], dotSlash["./web/templates/"] = "", "", ""
+	twoCharts := chart("a/")
+	maps.Copy(twoCharts, chart("b/"))
+	for _, tc := range []struct {
+		name    string
+		archive []byte
+	}{
+		{"tar -czf web.tgz -C helm web", testenv.TarOf(chart("web/"), true)},
+		{"tar -czf web.tgz -C helm .", testenv.TarOf(dotSlash, true)},
+		{"plain tar", testenv.TarOf(chart("web/"), false)},
+		{"chart at the archive root", testenv.TarOf(chart(""), true)},
+		{"chart at the root, ./ prefix", testenv.TarOf(chart("./"), false)},
+		{"the only chart, in a folder named otherwise", testenv.TarOf(chart("nginx/"), true)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := c.with(t)
+			c.multipart("POST", coll, res("web", nil), tc.archive).must(t, 201)
+			if r := c.do("GET", coll+"/web", nil, "Accept", "application/octet-stream").must(t, 200); !bytes.Equal(r.body, tc.archive) {
+				t.Error("the chart downloaded differs from the upload")
+			}
+			c.do("DELETE", coll+"/web", nil).must(t, 204)
+		})
+	}
+	type refusal struct {
+		name    string
+		archive []byte
+		want    string
+	}
+	rejected := []refusal{
+		{"not an archive", []byte("apiVersion: v2\nname: web\n"), "invalid Helm chart archive: the file is neither a tar nor a gzip-compressed tar archive"},
+		{"empty", testenv.TarOf(map[string]string{"./": ""}, true), "the archive is empty"},
+		{"no Chart.yaml", testenv.TarOf(map[string]string{"x/values.yaml": "a: 1"}, true),
+			"no Chart.yaml found at the archive root or in the top-level folders x (EMCO expects web/Chart.yaml)"},
+		{"several charts", testenv.TarOf(twoCharts, true), "the archive holds several charts, in folders a, b"},
+		{"invalid chart", testenv.TarOf(map[string]string{"web/Chart.yaml": "apiVersion: v2\nname: web\n"}, true),
+			`cannot load the chart in folder "web": validation: chart.metadata.version is required`},
+	}
+	want := map[string]string{"bomb": "unpacks to more than 32 MiB", "huge-header": "unpacks to more than 32 MiB",
+		"traversal": "leads outside the archive", "symlink": "is a symbolic link", "device": "is a device", "flood": "more than 1000 entries"}
+	for name, a := range testenv.HostileArchives("web") {
+		rejected = append(rejected, refusal{"hostile " + name, a, want[name]})
+	}
+	for _, tc := range rejected {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.with(t).multipart("POST", coll, res("web", nil), tc.archive).must(t, http.StatusBadRequest)
+			if m := r.message(t); !strings.Contains(m, tc.want) {
+				t.Errorf("message %q, want it to say %q", m, tc.want)
+			}
+		})
+	}
+}
+
+// Profiles are accepted at the archive root or wrapped in one folder, with or without
+// ./ and manifest.yaml, compressed or not, and stored as uploaded.
+func TestProfileArchiveLayouts(t *testing.T) {
+	c := newClient(t)
+	tree(t, c)
+	coll := pCA + "/composite-profiles/cprof/profiles"
+	manifest := "version: v1\ntype:\n  values: values/v.yaml\n  configresource:\n  - {filepath: cm.yaml, chartpath: web/templates/cm.yaml}\n"
+	for _, tc := range []struct {
+		name    string
+		archive []byte
+	}{
+		{"bare names", testenv.Profile("a: 1\n")},
+		{"tar -czf p.tgz -C profile .", testenv.TarOf(map[string]string{"./": "", "./manifest.yaml": "type: {values: override_values.yaml}\n",
+			"./override_values.yaml": "a: 1\n"}, true)},
+		{"plain tar", testenv.TarOf(map[string]string{"override_values.yaml": "a: 1\n"}, false)},
+		{"wrapped in a folder", testenv.TarOf(map[string]string{"profile/": "", "profile/override_values.yaml": "a: 1\n"}, true)},
+		{"values and resources named by the manifest", testenv.TarOf(map[string]string{"manifest.yaml": manifest,
+			"values/v.yaml": "a: 1\n", "cm.yaml": "kind: ConfigMap\n"}, true)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := c.with(t)
+			c.multipart("POST", coll, res("p", map[string]any{"app": "app2"}), tc.archive).must(t, 201)
+			if r := c.do("GET", coll+"/p", nil, "Accept", "application/octet-stream").must(t, 200); !bytes.Equal(r.body, tc.archive) {
+				t.Error("the profile downloaded differs from the upload")
+			}
+			c.do("DELETE", coll+"/p", nil).must(t, 204)
+		})
+	}
+	for _, tc := range []struct {
+		name    string
+		archive []byte
+		want    string
+	}{
+		{"not an archive", []byte("a: 1\n"), "invalid app profile archive: the file is neither a tar nor a gzip-compressed tar archive"},
+		{"no values file", testenv.TarOf(map[string]string{"./other.yaml": "a: 1"}, true), "the profile has no override_values.yaml"},
+		{"manifest naming a missing values file", testenv.TarOf(map[string]string{"manifest.yaml": manifest, "cm.yaml": ""}, true),
+			`manifest.yaml names the values file "values/v.yaml", which the profile does not contain`},
+		{"manifest naming a missing resource", testenv.TarOf(map[string]string{"manifest.yaml": manifest, "values/v.yaml": "a: 1\n"}, true),
+			`manifest.yaml names "cm.yaml", which the profile does not contain`},
+		{"a symbolic link", testenv.HostileArchives("p")["symlink"], `archive entry "p/values.yaml" is a symbolic link`},
+		{"path traversal", testenv.TarOf(map[string]string{"../override_values.yaml": "a: 1"}, true), "leads outside the archive"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := c.with(t).multipart("POST", coll, res("p", map[string]any{"app": "app2"}), tc.archive).must(t, http.StatusBadRequest)
+			if m := r.message(t); !strings.Contains(m, tc.want) {
+				t.Errorf("message %q, want it to say %q", m, tc.want)
+			}
+		})
 	}
 }

@@ -1,15 +1,14 @@
 package api
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"sort"
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"helm.sh/helm/v3/pkg/chart/loader"
 
+	"github.com/temco/temco/internal/archive"
 	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
@@ -82,17 +81,11 @@ func appRef(id, field, app string) (string, error) {
 	return caOf(id) + "/apps/" + app, nil
 }
 
-// Charts are kept in one MongoDB document (16 MiB); refuse charts unpacking beyond 32 MiB
-// before spending the 100 MiB Helm would allow per request.
-func init() { loader.MaxDecompressedChartSize = 32 << 20 }
-
+// attachChart accepts a chart archive Helm can load, in any layout EMCO accepts, and
+// stores it as uploaded.
 func attachChart(_ context.Context, _ *Server, r *request[model.Empty]) error {
-	ch, err := loader.LoadArchive(bytes.NewReader(r.file))
-	if err != nil {
-		return badRequest("the file is not a Helm chart archive (.tgz): %v", err)
-	}
-	if err := ch.Validate(); err != nil {
-		return badRequest("invalid Helm chart: %v", err)
+	if _, err := archive.LoadChart(r.file, r.res.Metadata.Name); err != nil {
+		return badRequest("invalid Helm chart archive: %v", err)
 	}
 	r.blob = r.file
 	return nil
@@ -172,14 +165,10 @@ func checkDIG(_ context.Context, _ *Server, r *request[model.DIGSpec]) error {
 	return nil
 }
 
-// checkDIGIntent: the generic placement intent must be one of this DIG's, and every
-// other key must name a registered controller.
+// checkDIGIntent: keys name controllers (or the generic placement intent), values name
+// intents. As in EMCO, none of them need exist yet: instantiate reports what is missing.
 func checkDIGIntent(_ context.Context, _ *Server, r *request[model.DIGIntentSpec]) error {
 	in := r.res.Spec.Intent
-	gpi, ok := in[model.GenericPlacementIntentKey]
-	if !ok {
-		return badRequest("spec.intent.%s is required", model.GenericPlacementIntentKey)
-	}
 	keys := make([]string, 0, len(in))
 	for k := range in {
 		keys = append(keys, k)
@@ -190,6 +179,7 @@ func checkDIGIntent(_ context.Context, _ *Server, r *request[model.DIGIntentSpec
 			return badRequest("%v", err)
 		}
 		if k == model.GenericPlacementIntentKey {
+			r.ref(r.parent + "/generic-placement-intents/" + in[k])
 			continue
 		}
 		if err := model.ValidateName("controller "+k+" in spec.intent", k); err != nil {
@@ -197,7 +187,6 @@ func checkDIGIntent(_ context.Context, _ *Server, r *request[model.DIGIntentSpec
 		}
 		r.ref("/controllers/" + k)
 	}
-	r.ref(r.parent + "/generic-placement-intents/" + gpi)
 	return nil
 }
 

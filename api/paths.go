@@ -51,7 +51,7 @@ var labels = map[string]string{
 	"deployment-intent-groups": "deployment intent group", "intents": "deployment intent",
 	"generic-placement-intents": "generic placement intent", "app-intents": "app placement intent",
 	"logical-clouds": "logical cloud", "cluster-references": "cluster reference", "user-permissions": "user permission",
-	"cluster-quotas": "cluster quota", "dtc-controllers": "dtc controller",
+	"cluster-quotas": "cluster quota", "dtc-controllers": "dtc controller", "cluster-sync-objects": "cluster sync object",
 }
 
 // describe turns an _id into words for messages: `app "web" of composite app "ca" version "v1"`

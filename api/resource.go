@@ -24,6 +24,7 @@ type kind[S any] struct {
 	check   func(context.Context, *Server, *request[S]) error
 	file    *fileSpec[S] // multipart kinds: what the "file" part is
 	noPut   bool         // EMCO has no PUT for this kind (clusters)
+	kvKey   bool         // kv kinds: GET item?key=K answers {"value": ...} (EMCO's lookup)
 	// state returns the initial lifecycle state of a new resource (DIGs).
 	state func() string
 	// changed runs after a successful create, replace or delete (un-approving DIGs).
@@ -140,8 +141,10 @@ func (r *request[S]) doc(k kind[S]) (*store.Doc, error) {
 	if err != nil {
 		return nil, err
 	}
+	// References may come later, as EMCO allows (a DIG before its logical cloud, intents
+	// before their placement intent); lifecycle operations check them when they are used.
 	d := &store.Doc{ID: r.id, Parent: r.parent, Scope: scopeOf(r.id), Kind: k.name, Name: r.res.Metadata.Name,
-		Refs: r.refs, Fields: r.fields, Body: string(body), Blob: r.blob, Secret: r.secret}
+		Refs: r.refs, LooseRefs: true, Fields: r.fields, Body: string(body), Blob: r.blob, Secret: r.secret}
 	switch {
 	case r.old != nil:
 		d.Rev, d.State = r.old.Rev, r.old.State
@@ -273,7 +276,24 @@ func get[S any](c echo.Context, s *Server, k kind[S]) error {
 	if k.file != nil && k.file.download && strings.Contains(c.Request().Header.Get(echo.HeaderAccept), echo.MIMEOctetStream) {
 		return c.Blob(http.StatusOK, echo.MIMEOctetStream, d.Blob)
 	}
+	if key := c.QueryParam("key"); k.kvKey && key != "" {
+		return kvValue(c, d, key)
+	}
 	return c.JSONBlob(http.StatusOK, []byte(d.Body))
+}
+
+// kvValue answers the value of key in a kv-pairs resource (the first entry holding it).
+func kvValue(c echo.Context, d *store.Doc, key string) error {
+	r, err := model.Decode[model.KVSpec](d.Body)
+	if err != nil {
+		return err
+	}
+	for _, kv := range r.Spec.KV {
+		if v, ok := kv[key]; ok {
+			return c.JSON(http.StatusOK, map[string]any{"value": v})
+		}
+	}
+	return httpErr(http.StatusNotFound, "%s has no key %q", describe(d.ID), key)
 }
 
 func replace[S any](c echo.Context, s *Server, k kind[S]) error {

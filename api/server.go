@@ -33,6 +33,10 @@ type Server struct {
 	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
 	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
 
+	// BuiltinControllers names the intent controllers temco's worker implements: a DIG may
+	// use those, or controllers registered with the taskQueue of an external worker.
+	BuiltinControllers []string
+
 	Codec        converter.PayloadCodec // served at /codec for the Temporal UI and CLI; nil: not served
 	CodecOrigins []string               // browser origins allowed to call /codec (the Temporal UI's)
 

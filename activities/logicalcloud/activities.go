@@ -48,7 +48,7 @@ func (a *Activities) load(ctx context.Context, id string) (cloud, []string, erro
 	if err != nil {
 		return cloud{}, nil, err
 	}
-	c := cloud{name: r.Metadata.Name, spec: r.Spec, permissions: map[string]model.UserPermissionSpec{}}
+	c := cloud{name: r.Metadata.Name, spec: r.Spec, permissions: map[string]model.UserPermissionSpec{}, quotas: map[string]model.ClusterQuotaSpec{}}
 	perms, err := a.Store.List(ctx, store.Query{Parent: id, Kind: model.KindUserPermission})
 	if err != nil {
 		return c, nil, err
@@ -69,7 +69,7 @@ func (a *Activities) load(ctx context.Context, id string) (cloud, []string, erro
 		if err != nil {
 			return c, nil, err
 		}
-		c.quotas = append(c.quotas, qr.Spec)
+		c.quotas[q.Name] = qr.Spec
 	}
 	clusters, err := Clusters(ctx, a.Store, id)
 	return c, clusters, err

@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"fmt"
 	"sort"
 
 	"github.com/temco/temco/internal/appctx"
@@ -16,54 +15,49 @@ type cloud struct {
 	name        string
 	spec        model.LogicalCloudSpec
 	permissions map[string]model.UserPermissionSpec // by resource name
-	quotas      []model.ClusterQuotaSpec
+	quotas      map[string]model.ClusterQuotaSpec   // by resource name
 }
 
-// objects renders what a standard or privileged cloud creates on each of its clusters:
-// its namespace, a ResourceQuota merging the cluster quotas, and for each user permission
-// a Role and RoleBinding in the namespace — or, for a cluster-wide permission (no
-// namespace), a ClusterRole and ClusterRoleBinding. Names derive from the cloud's.
+// objects renders what a standard or privileged cloud creates on each of its clusters,
+// as dcm does: its namespace (with the cloud's labels), a ResourceQuota per cluster
+// quota, and for each user permission a Role and RoleBinding in the permission's
+// namespace (the cloud's or another, e.g. kube-system) — or, for a cluster-wide
+// permission (no namespace), a ClusterRole and ClusterRoleBinding. Names derive from the
+// cloud's and the permission's (dcm numbers them by their order in its database).
 func (c cloud) objects(labels map[string]string) ([]appctx.Object, error) {
 	ns := c.spec.Namespace
 	var out []map[string]any
-	meta := func(name, namespace string) map[string]any {
-		m := map[string]any{"name": name, "labels": labels}
+	meta := func(name, namespace string, extra map[string]string) map[string]any {
+		l := map[string]string{}
+		for k, v := range extra {
+			l[k] = v
+		}
+		for k, v := range labels {
+			l[k] = v
+		}
+		m := map[string]any{"name": name, "labels": l}
 		if namespace != "" {
 			m["namespace"] = namespace
 		}
 		return m
 	}
-	out = append(out, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta(ns, "")})
-	if len(c.quotas) > 0 {
-		hard := map[string]any{}
-		for _, q := range c.quotas {
-			for k, v := range q {
-				hard[k] = v
-			}
-		}
+	out = append(out, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta(ns, "", c.spec.Labels)})
+	for _, n := range sortedNames(c.quotas) {
 		out = append(out, map[string]any{"apiVersion": "v1", "kind": "ResourceQuota",
-			"metadata": meta(c.name+"-quota", ns), "spec": map[string]any{"hard": hard}})
+			"metadata": meta(n, ns, nil), "spec": map[string]any{"hard": c.quotas[n]}})
 	}
-	names := make([]string, 0, len(c.permissions))
-	for n := range c.permissions {
-		names = append(names, n)
-	}
-	sort.Strings(names)
 	subject := []any{map[string]any{"kind": "User", "name": c.spec.User.UserName, "apiGroup": "rbac.authorization.k8s.io"}}
-	for _, n := range names {
+	for _, n := range sortedNames(c.permissions) {
 		p := c.permissions[n]
-		if p.Namespace != "" && p.Namespace != ns {
-			return nil, fmt.Errorf("user permission %q is for namespace %q: a logical cloud grants rights in its own namespace %q or cluster-wide (no namespace)", n, p.Namespace, ns)
-		}
 		rule := map[string]any{"apiGroups": orEmpty(p.APIGroups), "resources": p.Resources, "verbs": p.Verbs}
-		role, binding, roleNS := "Role", "RoleBinding", ns
+		role, binding := "Role", "RoleBinding"
 		if p.Namespace == "" {
-			role, binding, roleNS = "ClusterRole", "ClusterRoleBinding", ""
+			role, binding = "ClusterRole", "ClusterRoleBinding"
 		}
 		name := c.name + "-" + n
 		out = append(out,
-			map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": role, "metadata": meta(name, roleNS), "rules": []any{rule}},
-			map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": binding, "metadata": meta(name, roleNS),
+			map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": role, "metadata": meta(name, p.Namespace, nil), "rules": []any{rule}},
+			map[string]any{"apiVersion": "rbac.authorization.k8s.io/v1", "kind": binding, "metadata": meta(name, p.Namespace, nil),
 				"roleRef": map[string]any{"apiGroup": "rbac.authorization.k8s.io", "kind": role, "name": name}, "subjects": subject})
 	}
 	objs := make([]appctx.Object, 0, len(out))
@@ -80,6 +74,15 @@ func (c cloud) objects(labels map[string]string) ([]appctx.Object, error) {
 			Namespace: namespace, Name: m["name"].(string)}, Manifest: string(data), Hash: hex.EncodeToString(sum[:])})
 	}
 	return objs, nil
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	names := make([]string, 0, len(m))
+	for n := range m {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 func orEmpty(s []string) []string {

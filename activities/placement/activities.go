@@ -190,6 +190,9 @@ func (a *Activities) intents(ctx context.Context, dig lifecycle.Target) (string,
 			if err != nil {
 				return "", nil, err
 			}
+			if t := spec.Spec.Type; t != model.ControllerPlacement && t != model.ControllerAction {
+				continue // as in EMCO: a controller of another type (rsync has none) is not run
+			}
 			types[key] = spec.Spec.Type
 			ctrls = append(ctrls, lifecycle.Controller{Name: key, Intent: intent, Priority: spec.Spec.Priority, TaskQueue: spec.Spec.TaskQueue})
 		}

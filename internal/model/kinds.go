@@ -11,6 +11,7 @@ const (
 	KindCluster          = "cluster"
 	KindClusterLabel     = "clusterLabel"
 	KindClusterKV        = "clusterKV"
+	KindClusterSyncObj   = "clusterSyncObject"
 	KindClmController    = "clmController"
 	KindProject          = "project"
 	KindCompositeApp     = "compositeApp"

@@ -49,10 +49,14 @@ type CompositeAppSpec struct {
 	Version string `json:"compositeAppVersion"`
 }
 
-// ClusterSpec carries optional gitOps access data; the kubeconfig travels separately.
+// ClusterSpec carries gitOps access data (empty for a cluster reached with its
+// kubeconfig, which travels separately); always present, as in EMCO's answers.
 type ClusterSpec struct {
-	GitOps *GitOpsSpec `json:"gitOps,omitempty"`
+	GitOps GitOpsSpec `json:"gitOps"`
 }
+
+// IsGitOps reports whether the cluster is reached through a git repository.
+func (s ClusterSpec) IsGitOps() bool { return s.GitOps.GitOpsType != "" }
 
 // GitOpsSpec is EMCO's gitOps cluster access description, kept for compatibility.
 type GitOpsSpec struct {
@@ -160,9 +164,10 @@ type ClusterMatch struct {
 
 // LogicalCloudSpec describes a logical cloud: a namespace on a set of clusters.
 type LogicalCloudSpec struct {
-	Namespace string           `json:"namespace,omitempty"`
-	Level     string           `json:"level"` // "0": admin (cluster credentials), "1": standard or privileged
-	User      LogicalCloudUser `json:"user,omitzero"`
+	Namespace string            `json:"namespace,omitempty"`
+	Labels    map[string]string `json:"labels,omitempty"` // put on the cloud's namespace
+	Level     string            `json:"level"`            // "0": admin (cluster credentials), "1": standard or privileged
+	User      LogicalCloudUser  `json:"user,omitzero"`
 }
 
 // LogicalCloudUser is the identity a standard or privileged cloud's credential carries.
@@ -181,7 +186,7 @@ const (
 type ClusterReferenceSpec struct {
 	ClusterProvider string `json:"clusterProvider"`
 	Cluster         string `json:"cluster"`
-	LoadBalancerIP  string `json:"loadBalancerIp,omitempty"`
+	LoadBalancerIP  string `json:"loadBalancerIP,omitempty"` // EMCO's examples send loadbalancerIp: JSON names match regardless of case
 	Certificate     string `json:"certificate,omitempty"`
 }
 

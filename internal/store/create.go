@@ -55,7 +55,7 @@ func (s *Store) createOnce(ctx context.Context, d *Doc) error {
 		defer cancel()
 		_, _ = s.coll.DeleteOne(wctx, mine)
 	}
-	if err := s.checkRefs(ctx, d.Parent, d.Refs); err != nil {
+	if err := s.checkRefs(ctx, d.Parent, d.strictRefs()); err != nil {
 		withdraw()
 		if ctx.Err() != nil {
 			return tooLong
@@ -102,6 +102,14 @@ func (s *Store) insertPending(ctx context.Context, d *Doc) error {
 		}
 		return nil
 	})
+}
+
+// strictRefs are the references that must exist.
+func (d *Doc) strictRefs() []string {
+	if d.LooseRefs {
+		return nil
+	}
+	return d.Refs
 }
 
 // checkRefs verifies that the parent and every ref exist, are committed and not being

@@ -47,7 +47,7 @@ type Doc struct {
 	Kind   string            `bson:"kind"`             // resource kind, e.g. "app"
 	Name   string            `bson:"name"`             // last name in the path
 	Rev    int64             `bson:"rev"`              // bumped on every write: optimistic concurrency
-	Refs   []string          `bson:"refs,omitempty"`   // _ids this resource depends on (not its parent)
+	Refs   []string          `bson:"refs,omitempty"`   // _ids this resource depends on (not its parent): they cannot be deleted while it exists
 	Fields map[string]string `bson:"fields,omitempty"` // queryable attributes (e.g. app)
 	Body   string            `bson:"body"`             // the resource as JSON ({metadata, spec})
 	Blob   []byte            `bson:"blob,omitempty"`   // attached archive (Helm chart, profile)
@@ -58,6 +58,11 @@ type Doc struct {
 	Updated       time.Time  `bson:"updated"`
 	PendingSince  *time.Time `bson:"pendingSince,omitempty"`
 	DeletingSince *time.Time `bson:"deletingSince,omitempty"`
+
+	// LooseRefs lets Create and Update store Refs that do not exist (yet): EMCO lets a DIG
+	// name its logical cloud before the cloud is created, and the operation that uses them
+	// checks them. Not stored.
+	LooseRefs bool `bson:"-"`
 }
 
 // Store is the resource repository.

@@ -220,3 +220,31 @@ func TestDeadWritersAreRecovered(t *testing.T) {
 		t.Fatalf("%d documents left (%v)", n, err)
 	}
 }
+
+// Loose references may name resources that do not exist yet; once they exist, they
+// cannot be deleted while referenced.
+func TestLooseReferencesMayComeFirst(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.Create(ctx, doc("/p", "")); err != nil {
+		t.Fatal(err)
+	}
+	user := doc("/p/user", "/p", "/p/later")
+	user.LooseRefs = true
+	if err := s.Create(ctx, user); err != nil {
+		t.Fatalf("a loose reference to a missing resource: %v", err)
+	}
+	wantCode(t, s.Create(ctx, doc("/x/c", "/x")), ErrParentMissing) // parents stay strict
+	if err := s.Create(ctx, doc("/p/later", "/p")); err != nil {
+		t.Fatal(err)
+	}
+	wantCode(t, s.Delete(ctx, "/p/later"), ErrReferenced)
+	got, _ := s.Get(ctx, "/p/user")
+	got.Refs, got.LooseRefs = []string{"/p/other"}, true
+	if err := s.Update(ctx, got); err != nil {
+		t.Fatalf("an update adding a loose reference to a missing resource: %v", err)
+	}
+	if err := s.Delete(ctx, "/p/later"); err != nil {
+		t.Fatalf("no longer referenced: %v", err)
+	}
+}

@@ -25,7 +25,7 @@ func (s *Store) Update(ctx context.Context, d *Doc) error {
 		if old.Rev != d.Rev {
 			return &Error{Code: ErrConflict, ID: d.ID}
 		}
-		added := newRefs(old.Refs, d.Refs)
+		added := newRefs(old.Refs, d.strictRefs())
 		if err := s.checkRefsAfterDeletes(ctx, added); err != nil {
 			return err
 		}

@@ -16,6 +16,7 @@ import (
 
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
 )
 
 // snapshot maps "cluster/Kind/name" of every object of the instance to its
@@ -130,6 +131,8 @@ func TestUpdateAndRollback(t *testing.T) {
 
 	// 2. An app is added.
 	d.c.multipart("POST", d.ca()+"/apps", res("extra", nil), webChart("extra")).must(t, 201)
+	d.c.multipart("POST", d.ca()+"/composite-profiles/prof/profiles", res("extra-profile", map[string]any{"app": "extra"}),
+		testenv.Profile("message: from-extra-profile\n")).must(t, 201)
 	d.c.do("POST", d.dig()+"/generic-placement-intents/gpi/app-intents", res("extra-placement",
 		map[string]any{"app": "extra", "intent": clusterNamed("cluster1")})).must(t, 201)
 	d.update("update", nil)
@@ -193,7 +196,7 @@ func TestUpdateAndRollback(t *testing.T) {
 	// The history lists every revision with its context.
 	s := d.status("")
 	var revs []string
-	for _, a := range s.State.Actions {
+	for _, a := range s.States.Actions {
 		if a.ContextID != "" {
 			revs = append(revs, fmt.Sprintf("%s:%d", a.State, a.Revision))
 		}
@@ -254,6 +257,8 @@ func TestConcurrentUpdatesOneWins(t *testing.T) {
 func slowUpdate(t *testing.T, d *deployment) {
 	t.Helper()
 	d.c.multipart("POST", d.ca()+"/apps", res("slow", nil), webChart("slow")).must(t, 201)
+	d.c.multipart("POST", d.ca()+"/composite-profiles/prof/profiles", res("slow-profile", map[string]any{"app": "slow"}),
+		testenv.Profile("message: from-slow-profile\n")).must(t, 201)
 	d.c.do("POST", d.ca()+"/apps/slow/dependency", res("after-web", map[string]any{"app": "web", "opStatus": "Ready", "wait": 20})).must(t, 201)
 	d.c.do("POST", d.dig()+"/generic-placement-intents/gpi/app-intents", res("slow-placement",
 		map[string]any{"app": "slow", "intent": clusterLabel("edge")})).must(t, 201)

@@ -1,0 +1,284 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
+)
+
+// readyFor refuses (409) an instantiate or update whose target lacks a part or would
+// reach a cluster temco cannot deploy to, before anything is applied anywhere.
+func (s *Server) readyFor(ctx context.Context, t lifecycle.Target, op string) error {
+	if op != lifecycle.OpInstantiate && op != lifecycle.OpUpdate {
+		return nil
+	}
+	var missing []string
+	var err error
+	if t.IsLogicalCloud() {
+		missing, err = s.cloudNotReady(ctx, t)
+	} else {
+		missing, err = s.notReady(ctx, t)
+	}
+	if err != nil {
+		return fromStore(err)
+	}
+	if len(missing) > 0 {
+		return conflict("%s cannot be %sd yet: %s", t, op, strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// cloudNotReady names the cluster references of a logical cloud that temco cannot reach.
+func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]string, error) {
+	refs, err := s.Store.List(ctx, store.Query{Parent: cloud.ID(), Kind: model.KindClusterReference})
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, r := range refs {
+		sp, err := model.Decode[model.ClusterReferenceSpec](r.Body)
+		if err != nil {
+			return nil, err
+		}
+		c, err := s.Store.Get(ctx, "/cluster-providers/"+sp.Spec.ClusterProvider+"/clusters/"+sp.Spec.Cluster)
+		if store.CodeOf(err) == store.ErrNotFound {
+			out = append(out, fmt.Sprintf("cluster reference %q names cluster %s+%s, which is not registered", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster))
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if c.Fields[fieldGitOps] == "true" {
+			out = append(out, fmt.Sprintf("cluster reference %q names cluster %s+%s, which is reached through GitOps; "+
+				"temco cannot deploy through GitOps yet", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster))
+		}
+	}
+	return out, nil
+}
+
+// notReady lists what a DIG lacks to be deployed: EMCO lets its parts be created in
+// any order (intents before their placement intent, a DIG before its profile), so
+// instantiate and update are where missing parts are named. An empty list: ready.
+func (s *Server) notReady(ctx context.Context, dig lifecycle.Target) ([]string, error) {
+	d, err := s.Store.Get(ctx, dig.ID())
+	if err != nil {
+		return nil, err
+	}
+	spec, err := model.Decode[model.DIGSpec](d.Body)
+	if err != nil {
+		return nil, err
+	}
+	var missing []string
+	miss := func(format string, args ...any) { missing = append(missing, fmt.Sprintf(format, args...)) }
+	ca := caOf(dig.ID())
+	apps, err := s.Store.List(ctx, store.Query{Parent: ca, Kind: model.KindApp})
+	if err != nil {
+		return nil, err
+	}
+	appNames := map[string]bool{}
+	for _, a := range apps {
+		appNames[a.Name] = true
+	}
+	if len(apps) == 0 {
+		miss("composite app %s has no apps", describe(ca))
+	}
+	if ok, err := s.Store.Exists(ctx, lifecycle.LogicalCloudID(dig.Project, spec.Spec.LogicalCloud)); err != nil {
+		return nil, err
+	} else if !ok {
+		miss("logical cloud %q does not exist", spec.Spec.LogicalCloud)
+	}
+
+	profiles, err := s.forApps(ctx, ca+"/composite-profiles/"+spec.Spec.CompositeProfile, model.KindAppProfile)
+	if err != nil {
+		return nil, err
+	}
+	if profiles == nil {
+		miss("composite profile %q does not exist", spec.Spec.CompositeProfile)
+	}
+	gpi, ctrls, err := s.intentsOf(ctx, dig.ID())
+	if err != nil {
+		return nil, err
+	}
+	var placed map[string]bool
+	switch {
+	case gpi == "":
+		miss("no intents of the DIG name a %s", model.GenericPlacementIntentKey)
+	default:
+		if placed, err = s.forApps(ctx, dig.ID()+"/generic-placement-intents/"+gpi, model.KindAppIntent); err != nil {
+			return nil, err
+		}
+		if placed == nil {
+			miss("generic placement intent %q does not exist", gpi)
+		}
+	}
+	for _, a := range apps {
+		if profiles != nil && !profiles[a.Name] {
+			miss("app %q has no profile in composite profile %q", a.Name, spec.Spec.CompositeProfile)
+		}
+		if placed != nil && !placed[a.Name] {
+			miss("app %q has no app intent in generic placement intent %q", a.Name, gpi)
+		}
+		deps, err := s.Store.List(ctx, store.Query{Parent: a.ID, Kind: model.KindAppDependency})
+		if err != nil {
+			return nil, err
+		}
+		for _, dep := range deps {
+			sp, err := model.Decode[model.AppDependencySpec](dep.Body)
+			if err != nil {
+				return nil, err
+			}
+			if !appNames[sp.Spec.App] {
+				miss("app %q depends on app %q, which is not in the composite app", a.Name, sp.Spec.App)
+			}
+		}
+	}
+	for _, name := range sortedKeys(ctrls) {
+		c, err := s.Store.Get(ctx, "/controllers/"+name)
+		if store.CodeOf(err) == store.ErrNotFound {
+			miss("intent %q names controller %q, which is not registered", ctrls[name], name)
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		sp, err := model.Decode[model.ControllerSpec](c.Body)
+		if err != nil {
+			return nil, err
+		}
+		// As in EMCO, a controller of another type (rsync has none) is not run.
+		runs := sp.Spec.Type == model.ControllerPlacement || sp.Spec.Type == model.ControllerAction
+		if runs && sp.Spec.TaskQueue == "" && !slices.Contains(s.BuiltinControllers, name) {
+			miss("intent %q names %s controller %q, which temco does not implement yet; register it with a taskQueue "+
+				"served by an external controller worker", ctrls[name], sp.Spec.Type, name)
+		}
+	}
+	gitOps, err := s.gitOpsPlacements(ctx, dig.ID()+"/generic-placement-intents/"+gpi, placed != nil)
+	if err != nil {
+		return nil, err
+	}
+	return append(missing, gitOps...), nil
+}
+
+// forApps returns, for the resource parent (a composite profile or a generic placement
+// intent), which apps its children (profiles or app intents) are for; nil if parent does
+// not exist.
+func (s *Server) forApps(ctx context.Context, parent, kind string) (map[string]bool, error) {
+	if ok, err := s.Store.Exists(ctx, parent); err != nil || !ok {
+		return nil, err
+	}
+	docs, err := s.Store.List(ctx, store.Query{Parent: parent, Kind: kind})
+	if err != nil {
+		return nil, err
+	}
+	apps := map[string]bool{}
+	for _, d := range docs {
+		apps[d.Fields["app"]] = true
+	}
+	return apps, nil
+}
+
+// intentsOf merges the DIG's intents: the generic placement intent and, by controller,
+// the intent resource naming it.
+func (s *Server) intentsOf(ctx context.Context, digID string) (string, map[string]string, error) {
+	docs, err := s.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindDIGIntent})
+	if err != nil {
+		return "", nil, err
+	}
+	gpi, ctrls := "", map[string]string{}
+	for _, d := range docs {
+		sp, err := model.Decode[model.DIGIntentSpec](d.Body)
+		if err != nil {
+			return "", nil, err
+		}
+		for k, v := range sp.Spec.Intent {
+			if k == model.GenericPlacementIntentKey {
+				gpi = v
+			} else {
+				ctrls[k] = d.Name
+			}
+		}
+	}
+	return gpi, ctrls, nil
+}
+
+// gitOpsPlacements names the app intents that may place an app on a cluster reached
+// through GitOps, which temco cannot deploy to yet.
+func (s *Server) gitOpsPlacements(ctx context.Context, gpiID string, exists bool) ([]string, error) {
+	if !exists {
+		return nil, nil
+	}
+	docs, err := s.Store.List(ctx, store.Query{Parent: gpiID, Kind: model.KindAppIntent})
+	if err != nil {
+		return nil, err
+	}
+	gitOps := map[string][]string{} // by provider: its GitOps clusters
+	var out []string
+	for _, d := range docs {
+		sp, err := model.Decode[model.AppIntentSpec](d.Body)
+		if err != nil {
+			return nil, err
+		}
+		for _, m := range clusterMatches(sp.Spec.Intent) {
+			list, seen := gitOps[m.ClusterProvider]
+			if !seen {
+				if list, err = s.gitOpsClusters(ctx, m.ClusterProvider); err != nil {
+					return nil, err
+				}
+				gitOps[m.ClusterProvider] = list
+			}
+			for _, c := range list {
+				hit := m.Cluster == c
+				if m.ClusterLabel != "" {
+					if hit, err = s.Store.Exists(ctx, "/cluster-providers/"+m.ClusterProvider+"/clusters/"+c+"/labels/"+m.ClusterLabel); err != nil {
+						return nil, err
+					}
+				}
+				if hit {
+					out = append(out, fmt.Sprintf("app intent %q may place app %q on cluster %s+%s, which is reached through GitOps; "+
+						"temco cannot deploy through GitOps yet", d.Name, sp.Spec.App, m.ClusterProvider, c))
+				}
+			}
+		}
+	}
+	return out, nil
+}
+
+// gitOpsClusters lists the names of a provider's clusters registered with spec.gitOps.
+func (s *Server) gitOpsClusters(ctx context.Context, provider string) ([]string, error) {
+	docs, err := s.Store.List(ctx, store.Query{Parent: "/cluster-providers/" + provider, Kind: model.KindCluster,
+		Fields: map[string]string{fieldGitOps: "true"}})
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(docs))
+	for i, d := range docs {
+		names[i] = d.Name
+	}
+	return names, nil
+}
+
+func clusterMatches(in model.PlacementIntent) []model.ClusterMatch {
+	out := slices.Clone(in.AnyOf)
+	for _, a := range in.AllOf {
+		if a.ClusterMatch != (model.ClusterMatch{}) {
+			out = append(out, a.ClusterMatch)
+		}
+		out = append(out, a.AnyOf...)
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
