@@ -45,7 +45,7 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 		s.route(g, op(t.route+"/update", "Apply the changes of "+t.what+" as a new revision"), s.operate(t.target, lifecycle.OpUpdate, operation.CanUpdate))
 		s.route(g, op(t.route+"/stop", "Stop the running operation of "+t.what), s.stop(t.target))
 		s.route(g, opDoc{method: http.MethodGet, path: t.route + "/status", summary: "Status of " + t.what, code: http.StatusOK,
-			response: typeOf[statusResult](), query: []string{"type", "output", "app", "cluster", "resource", "instance"}}, s.status(t.target))
+			response: typeOf[statusResult](), query: statusQueryParams}, s.status(t.target))
 	}
 	rollback := op(routeDIG+"/rollback", "Return a DIG to a stored revision (as a new revision)")
 	rollback.body = typeOf[rollbackBody]()
@@ -115,6 +115,9 @@ func (s *Server) operate(target targetFunc, op string, allowed []string) echo.Ha
 		}
 		if cur := info.Current(); !slices.Contains(allowed, cur) {
 			return conflict("%s is %s: %s needs one of %v", dig, cur, op, allowed)
+		}
+		if err := s.readyFor(ctx, dig, op); err != nil {
+			return err
 		}
 		if _, ok := info.RevisionContext(req.Revision); op == lifecycle.OpRollback && !ok {
 			return badRequest("%s has no revision %d in its current instance (revisions 1 to %d)", dig, req.Revision, info.LatestRevision())

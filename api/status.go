@@ -1,7 +1,6 @@
 package api
 
 import (
-	"encoding/json"
 	"errors"
 	"net/http"
 	"slices"
@@ -15,86 +14,93 @@ import (
 	"github.com/temco/temco/internal/model"
 )
 
-// The DIG status answer, in the format of EMCO's resource lifecycle and status document.
-type statusResult struct {
-	Name                string              `json:"name"`
-	Project             string              `json:"project"`
-	CompositeApp        string              `json:"composite-app-name,omitempty"`
-	CompositeAppVersion string              `json:"composite-app-version,omitempty"`
-	CompositeProfile    string              `json:"composite-profile-name,omitempty"`
-	State               lifecycle.StateInfo `json:"state"`
-	Instance            string              `json:"instance,omitempty"` // the context shown
-	Revision            int64               `json:"revision,omitempty"`
-	Status              string              `json:"status,omitempty"` // the context's status
-	Error               string              `json:"error,omitempty"`
-	RsyncStatus         map[string]int      `json:"rsync-status"`
-	ClusterStatus       map[string]int      `json:"cluster-status,omitempty"`
-	Resources           []appStatus         `json:"resources,omitempty"`
-}
-
-type appStatus struct {
-	App      string          `json:"app-name"`
-	Clusters []clusterStatus `json:"clusters"`
-}
-
-type clusterStatus struct {
-	Name        string           `json:"name"` // provider+cluster
-	ReadyStatus string           `json:"readyStatus,omitempty"`
-	Resources   []resourceStatus `json:"resources"`
-}
-
-type gvk struct {
-	Group   string `json:"Group"`
-	Version string `json:"Version"`
-	Kind    string `json:"Kind"`
-}
-
-type resourceStatus struct {
-	GVK           gvk             `json:"GVK"`
-	Name          string          `json:"Name"`
-	Namespace     string          `json:"Namespace,omitempty"`
-	Metadata      json.RawMessage `json:"metadata,omitempty"`
-	Spec          json.RawMessage `json:"spec,omitempty"`
-	Status        json.RawMessage `json:"status,omitempty"`
-	RsyncStatus   string          `json:"rsync-status"`
-	Attempts      int32           `json:"attempts,omitempty"`
-	LastError     string          `json:"error,omitempty"`
-	ClusterStatus string          `json:"cluster-status,omitempty"`
-	Ready         *bool           `json:"ready,omitempty"`
-}
-
-// statusQuery is a parsed status request.
+// statusQuery is a parsed status request, read as EMCO 22.06+ reads it.
 type statusQuery struct {
-	cluster  bool   // type=cluster: read live from the clusters
+	ready    bool   // readiness (status=ready, type=cluster) rather than deployment
+	legacy   bool   // type=rsync|cluster field names (DIGs' default)
 	output   string // summary | all | detail
-	instance string
+	instance string // "" for the latest
+	list     string // apps | clusters | resources: list names instead of statuses
 	apps     []string
-	clusters []string
-	names    []string
+	clusters []string // provider+cluster
+	names    []string // resource names
 }
 
-func parseStatusQuery(c echo.Context) (statusQuery, error) {
-	q := statusQuery{output: "all"}
-	switch t := c.QueryParam("type"); t {
-	case "", "rsync":
-	case "cluster":
-		q.cluster = true
-	default:
-		return q, badRequest("type=%q is invalid: use rsync or cluster", t)
-	}
-	switch o := c.QueryParam("output"); o {
-	case "":
-	case "summary", "all", "detail":
-		q.output = o
-	default:
-		return q, badRequest("output=%q is invalid: use summary, all or detail", o)
-	}
+// statusQueryParams are the parameters a status request may carry.
+var statusQueryParams = []string{"instance", "type", "status", "output", "app", "cluster", "resource", "apps", "clusters", "resources"}
+
+// parseStatusQuery validates in EMCO's order: instance, type, status, output, then the
+// filters. Logical clouds have no type parameter, no app filter and no apps flag, and
+// default to status=ready, as dcm's status does.
+func parseStatusQuery(c echo.Context, cloud bool) (statusQuery, error) {
 	params := c.QueryParams()
-	q.instance = c.QueryParam("instance")
-	q.apps, q.names = params["app"], params["resource"]
+	first := func(k string) (string, bool) {
+		v, ok := params[k]
+		if !ok || len(v) == 0 {
+			return "", ok
+		}
+		return v[0], true
+	}
+	q := statusQuery{output: "all", legacy: !cloud, ready: cloud}
+	if v, ok := first("instance"); ok {
+		if v == "" {
+			return q, badRequest("instance is empty: name a context of the status history, or leave it out for the latest")
+		}
+		q.instance = v
+	}
+	if t, ok := first("type"); ok && !cloud {
+		switch t {
+		case "rsync":
+		case "cluster":
+			q.ready = true
+		default:
+			return q, badRequest("type=%q is invalid: use rsync or cluster (or status=deployed|ready)", t)
+		}
+	}
+	if st, ok := first("status"); ok {
+		switch st {
+		case "deployed", "ready":
+			q.legacy, q.ready = false, st == "ready"
+		default:
+			return q, badRequest("status=%q is invalid: use deployed or ready", st)
+		}
+	}
+	if o, ok := first("output"); ok {
+		switch o {
+		case "summary", "all", "detail":
+			q.output = o
+		default:
+			return q, badRequest("output=%q is invalid: use summary, all or detail", o)
+		}
+	}
+	if !cloud {
+		for _, a := range params["app"] {
+			if err := model.ValidateName("app filter", a); err != nil {
+				return q, badRequest("%v", err)
+			}
+			q.apps = append(q.apps, a)
+		}
+	}
 	for _, cl := range params["cluster"] {
-		// "provider+cluster": a '+' left unescaped in a query string arrives as a space.
-		q.clusters = append(q.clusters, strings.ReplaceAll(cl, " ", "+"))
+		cl = strings.ReplaceAll(cl, " ", "+") // a '+' left unescaped in a query arrives as a space
+		p, name, ok := strings.Cut(cl, "+")
+		if !ok || model.ValidateName("provider", p) != nil || model.ValidateName("cluster", name) != nil {
+			return q, badRequest("cluster=%q is invalid: use provider+cluster (send + as %%2B)", cl)
+		}
+		q.clusters = append(q.clusters, cl)
+	}
+	for _, r := range params["resource"] {
+		if err := model.ValidateName("resource filter", r); err != nil {
+			return q, badRequest("%v", err)
+		}
+		q.names = append(q.names, r)
+	}
+	// Flags count by presence, whatever their value, as in EMCO.
+	for _, flag := range []string{"apps", "clusters", "resources"} {
+		if _, ok := params[flag]; ok && !(cloud && flag == "apps") {
+			q.list = flag
+			break
+		}
 	}
 	return q, nil
 }
@@ -105,7 +111,7 @@ func (s *Server) status(target targetFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		q, err := parseStatusQuery(c)
+		q, err := parseStatusQuery(c, t.IsLogicalCloud())
 		if err != nil {
 			return err
 		}
@@ -119,112 +125,123 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 	if err != nil {
 		return fromStore(err)
 	}
-	out := &statusResult{Name: dig.DIG, Project: dig.Project, State: info, RsyncStatus: map[string]int{}}
+	id := identity{Project: dig.Project, Name: dig.DIG}
 	if dig.IsLogicalCloud() {
-		out.Name = dig.LogicalCloud
+		id.Name = dig.LogicalCloud
 	} else {
 		spec, err := model.Decode[model.DIGSpec](d.Body)
 		if err != nil {
 			return err
 		}
-		out.CompositeApp, out.CompositeAppVersion, out.CompositeProfile = dig.CompositeApp, dig.Version, spec.Spec.CompositeProfile
+		id.CompositeApp, id.CompositeAppVersion, id.CompositeProfile = dig.CompositeApp, dig.Version, spec.Spec.CompositeProfile
 	}
 	ctxID := q.instance
 	if ctxID == "" {
 		ctxID = info.ContextID()
 	} else if !slices.ContainsFunc(info.Actions, func(a lifecycle.Action) bool { return a.ContextID == ctxID }) {
-		return httpErr(http.StatusNotFound, "instance %q is not a context of %s", ctxID, dig)
+		return badRequest("instance %q is not a context in the status history of %s", ctxID, dig)
 	}
-	if ctxID == "" { // never instantiated
+	var header *appctx.Context
+	if ctxID != "" {
+		header, err = s.Contexts.Get(ctx, ctxID)
+		if errors.Is(err, appctx.ErrNotFound) {
+			return httpErr(http.StatusNotFound, "the context %q of %s no longer exists", ctxID, dig)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	if q.list != "" {
+		return s.writeList(c, id, header, q)
+	}
+	out := &statusResult{identity: id, States: states(info, header)}
+	if header == nil { // never instantiated: the identity and history only
 		return c.JSON(http.StatusOK, out)
 	}
-	header, err := s.Contexts.Get(ctx, ctxID)
-	if errors.Is(err, appctx.ErrNotFound) {
-		return httpErr(http.StatusNotFound, "the context %q of %s no longer exists", ctxID, dig)
+	for _, a := range q.apps {
+		if !slices.Contains(header.Apps, a) {
+			return badRequest("app filter %q: %s has no app %q in context %s", a, dig, a, ctxID)
+		}
 	}
-	if err != nil {
-		return err
-	}
-	out.Instance, out.Revision, out.Status, out.Error = ctxID, header.Revision, header.Status, header.Error
-	if q.cluster {
+	out.Instance, out.Revision, out.Error = ctxID, header.Revision, header.Error
+	if q.ready {
 		if err := s.Ops.ReadClusters(ctx, dig, ctxID, q.output == "detail"); err != nil {
 			return operationErr(err)
 		}
-		out.ClusterStatus = map[string]int{}
 	}
-	if q.output == "summary" && !q.cluster && len(q.clusters) == 0 && len(q.names) == 0 {
+	b := newStatusBuilder(q, header.Status)
+	if q.output == "summary" && !q.ready && len(q.clusters) == 0 && len(q.names) == 0 {
 		// The dashboard query, at any scale: per-batch counts, not every cluster's document.
-		if out.RsyncStatus, err = s.Contexts.Summary(ctx, ctxID, q.apps); err != nil {
+		if b.deployed, err = s.Contexts.Summary(ctx, ctxID, q.apps); err != nil {
 			return err
 		}
-		return c.JSON(http.StatusOK, out)
-	}
-	placements, err := s.Contexts.Placements(ctx, ctxID, appctx.Filter{Apps: q.apps, Clusters: q.clusters})
-	if err != nil {
-		return err
-	}
-	var apps map[string]*appctx.App
-	if q.output == "detail" && !q.cluster {
-		if apps, err = s.Contexts.Apps(ctx, header); err != nil {
+	} else {
+		placements, err := s.Contexts.Placements(ctx, ctxID, appctx.Filter{Apps: q.apps, Clusters: q.clusters})
+		if err != nil {
 			return err
 		}
+		var apps map[string]*appctx.App
+		if q.output == "detail" && !q.ready {
+			if apps, err = s.Contexts.Apps(ctx, header); err != nil {
+				return err
+			}
+		}
+		for _, p := range placements {
+			b.add(p, apps)
+		}
 	}
-	for _, p := range placements {
-		out.add(p, q, apps)
+	b.finish(out)
+	if dig.IsLogicalCloud() { // dcm lists the cloud's one app's clusters at the top
+		for _, a := range out.Apps {
+			out.Clusters = append(out.Clusters, a.Clusters...)
+		}
+		out.Apps = nil
 	}
 	return c.JSON(http.StatusOK, out)
 }
 
-// add counts (and, unless output=summary, lists) one placement's resources.
-func (out *statusResult) add(p *appctx.ClusterApp, q statusQuery, apps map[string]*appctx.App) {
-	cs := clusterStatus{Name: p.Cluster, Resources: []resourceStatus{}}
-	allReady := len(p.Live) > 0
-	for i, r := range p.Resources {
-		if len(q.names) > 0 && !slices.Contains(q.names, r.Name) {
-			continue
+// writeList answers the apps, clusters and resources flags: names, no statuses.
+func (s *Server) writeList(c echo.Context, id identity, header *appctx.Context, q statusQuery) error {
+	ctx := c.Request().Context()
+	if q.list == "apps" {
+		out := appsList{identity: id, Apps: []string{}}
+		if header != nil {
+			out.Apps = append(out.Apps, header.Apps...)
+			slices.Sort(out.Apps)
 		}
-		out.RsyncStatus[r.Status]++
-		rs := resourceStatus{GVK: gvk{r.Group, r.Version, r.Kind}, Name: r.Name, Namespace: r.Namespace,
-			RsyncStatus: r.Status, Attempts: r.Attempts, LastError: r.Error}
-		if q.cluster {
-			live := appctx.Live{State: appctx.LiveUnknown}
-			if i < len(p.Live) {
-				live = p.Live[i]
-			}
-			out.ClusterStatus[live.State]++
-			rs.ClusterStatus, allReady = live.State, allReady && live.Ready
-			if live.State == appctx.LivePresent {
-				rs.Ready = &live.Ready
-			}
-			if live.Error != "" && rs.LastError == "" {
-				rs.LastError = live.Error
-			}
-			if q.output == "detail" && live.Detail != "" {
-				var parts struct{ Metadata, Spec, Status json.RawMessage }
-				if json.Unmarshal([]byte(live.Detail), &parts) == nil {
-					rs.Metadata, rs.Spec, rs.Status = parts.Metadata, parts.Spec, parts.Status
-				}
-			}
-		} else if apps != nil && apps[p.App] != nil && i < len(apps[p.App].Objects) {
-			var parts struct{ Metadata, Spec json.RawMessage }
-			if json.Unmarshal([]byte(apps[p.App].Objects[i].Manifest), &parts) == nil {
-				rs.Metadata, rs.Spec = parts.Metadata, parts.Spec
-			}
+		return c.JSON(http.StatusOK, out)
+	}
+	var placements []*appctx.ClusterApp
+	if header != nil {
+		f := appctx.Filter{Apps: q.apps}
+		if q.list == "resources" {
+			f.Clusters = q.clusters
 		}
-		cs.Resources = append(cs.Resources, rs)
-	}
-	if q.output == "summary" || len(cs.Resources) == 0 {
-		return
-	}
-	if q.cluster {
-		cs.ReadyStatus = "NotReady"
-		if allReady {
-			cs.ReadyStatus = "Ready"
+		var err error
+		if placements, err = s.Contexts.Placements(ctx, header.ID, f); err != nil {
+			return err
 		}
 	}
-	if n := len(out.Resources); n == 0 || out.Resources[n-1].App != p.App {
-		out.Resources = append(out.Resources, appStatus{App: p.App})
+	if q.list == "clusters" {
+		out := clustersList{identity: id, ClustersByApp: []clustersOfApp{}}
+		for _, p := range placements {
+			if n := len(out.ClustersByApp); n == 0 || out.ClustersByApp[n-1].App != p.App {
+				out.ClustersByApp = append(out.ClustersByApp, clustersOfApp{App: p.App})
+			}
+			provider, cluster := lifecycle.SplitClusterKey(p.Cluster)
+			last := &out.ClustersByApp[len(out.ClustersByApp)-1]
+			last.Clusters = append(last.Clusters, clusterName{provider, cluster})
+		}
+		return c.JSON(http.StatusOK, out)
 	}
-	last := &out.Resources[len(out.Resources)-1]
-	last.Clusters = append(last.Clusters, cs)
+	out := resourcesList{identity: id, ResourcesByApp: []resourcesOfPlacement{}}
+	for _, p := range placements {
+		provider, cluster := lifecycle.SplitClusterKey(p.Cluster)
+		e := resourcesOfPlacement{App: p.App, ClusterProvider: provider, Cluster: cluster, Resources: []resourceName{}}
+		for _, r := range p.Resources {
+			e.Resources = append(e.Resources, resourceName{Name: r.Name, GVK: gvk{r.Group, r.Version, r.Kind}})
+		}
+		out.ResourcesByApp = append(out.ResourcesByApp, e)
+	}
+	return c.JSON(http.StatusOK, out)
 }

@@ -2,7 +2,6 @@ package cluster
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -49,8 +48,7 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 			default:
 				p.Live[i] = appctx.Live{State: appctx.LivePresent, Ready: Ready(u)}
 				if in.Detail {
-					d, _ := json.Marshal(map[string]any{"metadata": u.Object["metadata"], "spec": u.Object["spec"], "status": u.Object["status"]})
-					p.Live[i].Detail = string(d)
+					p.Live[i].Detail = appctx.DetailOf(u.Object)
 				}
 				res.Done++
 			}

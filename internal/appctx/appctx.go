@@ -124,7 +124,7 @@ type Live struct {
 	State  string `bson:"state"`            // Present, NotPresent or Unknown (cluster unreachable)
 	Ready  bool   `bson:"ready"`            // see cluster.Ready
 	Error  string `bson:"error,omitempty"`  // why the state is Unknown
-	Detail string `bson:"detail,omitempty"` // JSON {metadata, spec, status}, when asked for
+	Detail string `bson:"detail,omitempty"` // JSON, see DetailOf; when asked for
 }
 
 // Live states.

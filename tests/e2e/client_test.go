@@ -178,7 +178,7 @@ func (d *deployment) awaitCloud(name, want string) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var s status
-		d.c.do("GET", "/projects/"+d.project+"/logical-clouds/"+name+"/status", nil).must(d.t, 200).json(d.t, &s)
+		d.c.do("GET", "/projects/"+d.project+"/logical-clouds/"+name+"/status?status=deployed&output=summary", nil).must(d.t, 200).json(d.t, &s)
 		if s.Status == want {
 			return
 		}
@@ -235,36 +235,54 @@ func (d *deployment) operate(op string) lifecycle.OpAccepted {
 
 // status is the subset of the status answer the tests look at.
 type status struct {
-	State struct {
-		Actions []lifecycle.Action `json:"Actions"`
-	} `json:"state"`
-	Instance      string         `json:"instance"`
-	Status        string         `json:"status"`
-	Error         string         `json:"error"`
-	RsyncStatus   map[string]int `json:"rsync-status"`
-	ClusterStatus map[string]int `json:"cluster-status"`
-	Resources     []struct {
-		App      string `json:"app-name"`
+	States struct {
+		Actions []struct {
+			State     string `json:"state"`
+			ContextID string `json:"instance"`
+			Revision  int64  `json:"revision"`
+		} `json:"actions"`
+	} `json:"states"`
+	Instance       string         `json:"instance"`
+	Status         string         `json:"status"`         // DIGs' default (legacy) modes
+	DeployedStatus string         `json:"deployedStatus"` // status=deployed|ready, logical clouds
+	ReadyStatus    string         `json:"readyStatus"`
+	Error          string         `json:"error"`
+	RsyncStatus    map[string]int `json:"rsyncStatus"`
+	ClusterStatus  map[string]int `json:"clusterStatus"`
+	Apps           []struct {
+		Name     string `json:"name"`
 		Clusters []struct {
-			Name        string `json:"name"`
-			ReadyStatus string `json:"readyStatus"`
+			Cluster     string `json:"cluster"`
+			ReadyStatus string `json:"readyStatus"` // connectivity, in the legacy modes
 			Resources   []struct {
 				GVK           struct{ Kind string } `json:"GVK"`
-				Name          string                `json:"Name"`
-				RsyncStatus   string                `json:"rsync-status"`
-				ClusterStatus string                `json:"cluster-status"`
+				Name          string                `json:"name"`
+				RsyncStatus   string                `json:"rsyncStatus"`
+				ClusterStatus string                `json:"clusterStatus"`
 				Attempts      int                   `json:"attempts"`
 				Error         string                `json:"error"`
 			} `json:"resources"`
 		} `json:"clusters"`
-	} `json:"resources"`
+	} `json:"apps"`
+}
+
+// UnmarshalJSON reads the status of either mode into Status.
+func (s *status) UnmarshalJSON(b []byte) error {
+	type plain status
+	if err := json.Unmarshal(b, (*plain)(s)); err != nil {
+		return err
+	}
+	if s.Status == "" {
+		s.Status = s.DeployedStatus
+	}
+	return nil
 }
 
 func (s status) state() string {
-	if len(s.State.Actions) == 0 {
+	if len(s.States.Actions) == 0 {
 		return ""
 	}
-	return s.State.Actions[len(s.State.Actions)-1].State
+	return s.States.Actions[len(s.States.Actions)-1].State
 }
 
 func (d *deployment) status(query string) status {

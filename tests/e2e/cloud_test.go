@@ -99,7 +99,7 @@ func TestStandardLogicalCloud(t *testing.T) {
 		if _, err := cs.CoreV1().Namespaces().Get(ctx, "team-ns", metav1.GetOptions{}); err != nil {
 			t.Errorf("%s: namespace: %v", cl.Name, err)
 		}
-		if q, err := cs.CoreV1().ResourceQuotas("team-ns").Get(ctx, "team-quota", metav1.GetOptions{}); err != nil || q.Spec.Hard.Pods().String() != "20" {
+		if q, err := cs.CoreV1().ResourceQuotas("team-ns").Get(ctx, "q", metav1.GetOptions{}); err != nil || q.Spec.Hard.Pods().String() != "20" {
 			t.Errorf("%s: quota %v: %v", cl.Name, q, err)
 		}
 		if _, err := cs.RbacV1().Roles("team-ns").Get(ctx, "team-rw", metav1.GetOptions{}); err != nil {
@@ -189,9 +189,9 @@ func TestStandardLogicalCloud(t *testing.T) {
 	recordHistory(t, d.ref().WorkflowID(), "DIGLifecycle-in-standard-cloud")
 	cloud := lifecycle.Target{Project: d.project, LogicalCloud: "team"}
 	var s status
-	d.c.do("GET", cloudPath(d, "team")+"/status", nil).must(t, 200).json(t, &s)
+	d.c.do("GET", cloudPath(d, "team")+"/status?status=deployed&output=summary", nil).must(t, 200).json(t, &s)
 	first := ""
-	for _, a := range s.State.Actions {
+	for _, a := range s.States.Actions {
 		if a.ContextID != "" && first == "" {
 			first = a.ContextID
 		}
@@ -290,7 +290,7 @@ func TestLogicalCloudUpdate(t *testing.T) {
 	deadline := time.Now().Add(2 * time.Minute)
 	for {
 		var s status
-		d.c.do("GET", lc+"/status", nil).must(t, 200).json(t, &s)
+		d.c.do("GET", lc+"/status?status=deployed&output=summary", nil).must(t, 200).json(t, &s)
 		if s.Instance == acc.ContextID && s.Status == lifecycle.StatusInstantiated {
 			break
 		}
@@ -308,7 +308,7 @@ func TestLogicalCloudUpdate(t *testing.T) {
 	if _, err := issuedKubeconfig(t, d.project, "grow", "cluster1"); err == nil {
 		t.Error("cluster1 left the cloud but its credential remains")
 	}
-	if q, err := cs2.CoreV1().ResourceQuotas("grow-ns").Get(ctx, "grow-quota", metav1.GetOptions{}); err != nil || q.Spec.Hard.Pods().String() != "7" {
+	if q, err := cs2.CoreV1().ResourceQuotas("grow-ns").Get(ctx, "q", metav1.GetOptions{}); err != nil || q.Spec.Hard.Pods().String() != "7" {
 		t.Errorf("cluster2 quota: %v %v", q, err)
 	}
 	if _, err := issuedKubeconfig(t, d.project, "grow", "cluster2"); err != nil {

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os/exec"
 	"slices"
 	"sort"
@@ -105,7 +106,7 @@ func TestInstantiateThreeChartsThenTerminate(t *testing.T) {
 		}
 	}
 	s = d.await("Deployments Available", time.Minute, "?type=cluster", func(s status) bool {
-		return s.ClusterStatus["Present"] == 15 && allReady(s)
+		return s.ClusterStatus["Ready"] == 15 && s.ReadyStatus == "Ready"
 	})
 	for _, cl := range stack.Clusters {
 		for _, a := range want[cl.Name] {
@@ -115,7 +116,7 @@ func TestInstantiateThreeChartsThenTerminate(t *testing.T) {
 		}
 	}
 	sum := d.status("?output=summary&app=db")
-	if sum.RsyncStatus[lifecycle.ResApplied] != 3 || len(sum.Resources) != 0 {
+	if sum.RsyncStatus[lifecycle.ResApplied] != 3 || len(sum.Apps) != 0 {
 		t.Errorf("summary filtered to app db: %s", pretty(sum))
 	}
 
@@ -159,19 +160,6 @@ func TestInstantiateThreeChartsThenTerminate(t *testing.T) {
 	}
 }
 
-func allReady(s status) bool {
-	n := 0
-	for _, a := range s.Resources {
-		for _, c := range a.Clusters {
-			n++
-			if c.ReadyStatus != "Ready" {
-				return false
-			}
-		}
-	}
-	return n > 0
-}
-
 // A cluster whose apiserver is down shows Retrying with attempts and the last error;
 // stop ends the operation in the stopped state, through the API or the temporal CLI.
 func TestUnreachableClusterRetriesUntilStopped(t *testing.T) {
@@ -188,7 +176,7 @@ func TestUnreachableClusterRetriesUntilStopped(t *testing.T) {
 			d.create()
 			acc := d.operate(lifecycle.OpInstantiate)
 			d.await("Retrying with attempts", time.Minute, "", func(s status) bool {
-				for _, a := range s.Resources {
+				for _, a := range s.Apps {
 					for _, c := range a.Clusters {
 						for _, r := range c.Resources {
 							if r.RsyncStatus == lifecycle.ResRetrying && r.Attempts >= 2 && strings.Contains(r.Error, "connect") {
@@ -256,7 +244,7 @@ func TestRejectedManifestFailsWithoutRetry(t *testing.T) {
 	if s.RsyncStatus[lifecycle.ResFailed] != 1 || s.RsyncStatus[lifecycle.ResApplied] != 3 {
 		t.Errorf("rsync-status %v, want 1 Failed and the other app's 3 Applied", s.RsyncStatus)
 	}
-	for _, a := range s.Resources {
+	for _, a := range s.Apps {
 		for _, c := range a.Clusters {
 			for _, r := range c.Resources {
 				if r.RsyncStatus == lifecycle.ResFailed && (r.Attempts != 0 || !strings.Contains(r.Error, "Invalid value")) {
@@ -336,7 +324,7 @@ func TestRefusedTransitions(t *testing.T) {
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	c.do("GET", d.dig()+"/status?type=bogus", nil).must(t, 400)
-	c.do("GET", d.dig()+"/status?instance=123", nil).must(t, 404)
+	c.do("GET", d.dig()+"/status?instance=123", nil).must(t, 400) // as EMCO: a bad query
 }
 
 // Terminate during an instantiate cancels it (its cleanup runs), then deletes whatever
@@ -378,7 +366,7 @@ func TestStatusQueries(t *testing.T) {
 	d.operate(lifecycle.OpInstantiate)
 	d.await("Instantiated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
 	count := func(s status) (apps, clusters, resources int) {
-		for _, a := range s.Resources {
+		for _, a := range s.Apps {
 			apps++
 			for _, c := range a.Clusters {
 				clusters++
@@ -407,23 +395,55 @@ func TestStatusQueries(t *testing.T) {
 		}
 	}
 	var detail struct {
-		Resources []struct {
+		Apps []struct {
 			Clusters []struct {
 				Resources []struct {
-					Name   string         `json:"Name"`
-					Spec   map[string]any `json:"spec"`
-					Status map[string]any `json:"status"`
+					Name   string `json:"name"`
+					Detail struct {
+						Kind   string         `json:"kind"`
+						Spec   map[string]any `json:"spec"`
+						Status map[string]any `json:"status"`
+					} `json:"detail"`
+					ReadyStatus string `json:"readyStatus"`
 				} `json:"resources"`
 			} `json:"clusters"`
-		} `json:"resources"`
+		} `json:"apps"`
 	}
-	d.c.do("GET", d.dig()+"/status?app=db&output=detail", nil).must(t, 200).json(t, &detail)
-	if r := detail.Resources[0].Clusters[0].Resources; len(r) != 3 || r[2].Name != "db" || r[2].Spec == nil || r[2].Status != nil {
-		t.Errorf("rsync detail: want the spec from the AppContext and no live status: %s", pretty(detail))
+	d.c.do("GET", d.dig()+"/status?app=db&output=detail&status=deployed", nil).must(t, 200).json(t, &detail)
+	if r := detail.Apps[0].Clusters[0].Resources; len(r) != 3 || r[2].Name != "db" || r[2].Detail.Kind != "Deployment" ||
+		r[2].Detail.Spec == nil || r[2].Detail.Status != nil {
+		t.Errorf("deployed detail: want the manifest from the AppContext, no live status: %s", pretty(detail))
 	}
-	d.c.do("GET", d.dig()+"/status?app=db&output=detail&type=cluster", nil).must(t, 200).json(t, &detail)
-	if r := detail.Resources[0].Clusters[0].Resources; len(r) != 3 || r[2].Status == nil {
-		t.Errorf("cluster detail: want the live status: %s", pretty(detail))
+	d.c.do("GET", d.dig()+"/status?app=db&output=detail&status=ready", nil).must(t, 200).json(t, &detail)
+	if r := detail.Apps[0].Clusters[0].Resources; len(r) != 3 || r[2].Detail.Status == nil || r[2].ReadyStatus != "Ready" {
+		t.Errorf("ready detail: want the live object, Ready: %s", pretty(detail))
+	}
+	// The new modes: counts and overall statuses under their own names.
+	var sum struct {
+		DeployedStatus string         `json:"deployedStatus"`
+		ReadyStatus    string         `json:"readyStatus"`
+		DeployedCounts map[string]int `json:"deployedCounts"`
+		ReadyCounts    map[string]int `json:"readyCounts"`
+		Apps           []any          `json:"apps"`
+	}
+	d.c.do("GET", d.dig()+"/status?status=ready&output=summary", nil).must(t, 200).json(t, &sum)
+	if sum.DeployedStatus != lifecycle.StatusInstantiated || sum.ReadyStatus != "Ready" || sum.ReadyCounts["Ready"] != 9 || sum.Apps != nil {
+		t.Errorf("status=ready&output=summary: %s", pretty(sum))
+	}
+	var names struct {
+		Apps          []string `json:"apps"`
+		ClustersByApp []struct {
+			App      string `json:"app"`
+			Clusters []struct {
+				ClusterProvider, Cluster string
+			} `json:"clusters"`
+		} `json:"clustersByApp"`
+	}
+	d.c.do("GET", d.dig()+"/status?apps", nil).must(t, 200).json(t, &names)
+	d.c.do("GET", d.dig()+"/status?clusters&app=db", nil).must(t, 200).json(t, &names)
+	if fmt.Sprint(names.Apps) != "[db front]" || len(names.ClustersByApp) != 1 || len(names.ClustersByApp[0].Clusters) != 1 ||
+		names.ClustersByApp[0].Clusters[0].Cluster != "cluster3" {
+		t.Errorf("apps and clusters flags: %s", pretty(names))
 	}
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
