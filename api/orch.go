@@ -179,8 +179,7 @@ func checkDIGIntent(_ context.Context, _ *Server, r *request[model.DIGIntentSpec
 			return badRequest("%v", err)
 		}
 		if k == model.GenericPlacementIntentKey {
-			r.ref(r.parent + "/generic-placement-intents/" + in[k])
-			continue
+			continue // not a reference in EMCO: the placement intent may be deleted first
 		}
 		if err := model.ValidateName("controller "+k+" in spec.intent", k); err != nil {
 			return badRequest("%v", err)
