@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale histories fmt clean fuzz
+.PHONY: run test tools build unit bench bench-scale histories fmt clean fuzz emco-example
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -62,4 +62,13 @@ fuzz: tools
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "== $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \
 	  $(GO) test -run '^$$' -fuzz "^$${t#*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
+
+## emco-example: repack tests/emco's charts and profiles as EMCO's examples pack them
+## (a chart in a folder named like its app; a profile's files at the root, "./" first)
+EMCO_TAR := tar --sort=name --owner=0 --group=0 --numeric-owner --mtime=2026-01-01T00:00:00Z -cf -
+emco-example:
+	cd tests/emco && for app in web cache; do \
+	  $(EMCO_TAR) -C charts $$app | gzip -n > packed/$$app.tgz; \
+	  $(EMCO_TAR) -C profiles/$$app . | gzip -n > packed/$$app-profile.tar.gz; \
 	done
