@@ -3,8 +3,8 @@ package api
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/temco/temco/internal/lifecycle"
@@ -138,7 +138,7 @@ func (s *Server) notReady(ctx context.Context, dig lifecycle.Target) ([]string, 
 			}
 		}
 	}
-	for _, name := range sortedKeys(ctrls) {
+	for _, name := range slices.Sorted(maps.Keys(ctrls)) {
 		c, err := s.Store.Get(ctx, "/controllers/"+name)
 		if store.CodeOf(err) == store.ErrNotFound {
 			miss("intent %q names controller %q, which is not registered", ctrls[name], name)
@@ -272,13 +272,4 @@ func clusterMatches(in model.PlacementIntent) []model.ClusterMatch {
 		out = append(out, a.AnyOf...)
 	}
 	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

@@ -4,7 +4,8 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/model"
@@ -42,12 +43,12 @@ func (c cloud) objects(labels map[string]string) ([]appctx.Object, error) {
 		return m
 	}
 	out = append(out, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta(ns, "", c.spec.Labels)})
-	for _, n := range sortedNames(c.quotas) {
+	for _, n := range slices.Sorted(maps.Keys(c.quotas)) {
 		out = append(out, map[string]any{"apiVersion": "v1", "kind": "ResourceQuota",
 			"metadata": meta(n, ns, nil), "spec": map[string]any{"hard": c.quotas[n]}})
 	}
 	subject := []any{map[string]any{"kind": "User", "name": c.spec.User.UserName, "apiGroup": "rbac.authorization.k8s.io"}}
-	for _, n := range sortedNames(c.permissions) {
+	for _, n := range slices.Sorted(maps.Keys(c.permissions)) {
 		p := c.permissions[n]
 		rule := map[string]any{"apiGroups": orEmpty(p.APIGroups), "resources": p.Resources, "verbs": p.Verbs}
 		role, binding := "Role", "RoleBinding"
@@ -74,15 +75,6 @@ func (c cloud) objects(labels map[string]string) ([]appctx.Object, error) {
 			Namespace: namespace, Name: m["name"].(string)}, Manifest: string(data), Hash: hex.EncodeToString(sum[:])})
 	}
 	return objs, nil
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	names := make([]string, 0, len(m))
-	for n := range m {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	return names
 }
 
 func orEmpty(s []string) []string {
