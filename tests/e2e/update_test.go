@@ -14,13 +14,16 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/testenv"
 )
 
-// snapshot maps "cluster/Kind/name" of every object of the instance to its
-// resourceVersion and, for ConfigMaps, its data.
+// snapshot maps "cluster/Kind/name" of every object of the instance to what temco wrote:
+// its uid, generation and temco's managedFields entry (time and fields) and, for
+// ConfigMaps, its data. Not the resourceVersion: the cluster's controllers change status
+// and annotations of Deployments (kwok makes their pods Ready) at any moment.
 func snapshot(t *testing.T, instance string, apps ...string) map[string]string {
 	t.Helper()
 	out := map[string]string{}
@@ -39,9 +42,14 @@ func snapshot(t *testing.T, instance string, apps ...string) map[string]string {
 					t.Fatal(err)
 				}
 				for _, o := range list.Items {
-					v := o.GetResourceVersion()
+					v := fmt.Sprintf("uid=%s gen=%d", o.GetUID(), o.GetGeneration())
+					for _, m := range o.GetManagedFields() {
+						if m.Manager == cluster.FieldManager {
+							v += fmt.Sprintf(" %s %s", m.Time, m.FieldsV1.Raw)
+						}
+					}
 					if kind == "ConfigMap" {
-						v += fmt.Sprint(o.Object["data"])
+						v += dataMark + fmt.Sprint(o.Object["data"])
 					}
 					out[cl.Name+"/"+kind+"/"+o.GetName()] = v
 				}
@@ -188,7 +196,7 @@ func TestUpdateAndRollback(t *testing.T) {
 		t.Fatalf("after rollback to 1: %v, want %v", keys(restored), keys(original))
 	}
 	for k, v := range original {
-		if cut(restored[k]) != cut(v) { // same data (resourceVersions differ where objects were recreated)
+		if cut(restored[k]) != cut(v) {
 			t.Errorf("%s: %s after rollback, %s originally", k, restored[k], v)
 		}
 	}
@@ -215,12 +223,13 @@ func TestUpdateAndRollback(t *testing.T) {
 	}
 }
 
-// cut drops the resourceVersion from a snapshot value.
+// dataMark starts the data part of a snapshot value.
+const dataMark = " data="
+
+// cut keeps only the data of a snapshot value (uids and times differ where objects were recreated).
 func cut(v string) string {
-	if i := strings.IndexByte(v, 'm'); i >= 0 {
-		return v[i:]
-	}
-	return ""
+	_, data, _ := strings.Cut(v, dataMark)
+	return data
 }
 
 // Two updates at once: exactly one is accepted, the other is refused with 409.
