@@ -122,6 +122,13 @@ type multipartForm struct {
 	metadata []byte
 	file     []byte
 	hasFile  bool
+	files    []NamedFile // the "files" parts (gac customizations)
+}
+
+// NamedFile is one "files" part of a multipart body, by its file name.
+type NamedFile struct {
+	Name    string `json:"name"`
+	Content []byte `json:"content"`
 }
 
 func readMultipart(c echo.Context) (*multipartForm, error) {
@@ -157,6 +164,13 @@ func readMultipart(c echo.Context) (*multipartForm, error) {
 		f.file, f.hasFile = data, true
 	} else if v := r.MultipartForm.Value["file"]; len(v) > 0 {
 		f.file, f.hasFile = []byte(v[0]), true
+	}
+	for _, fh := range r.MultipartForm.File["files"] {
+		data, err := readPart(fh.Open)
+		if err != nil {
+			return nil, err
+		}
+		f.files = append(f.files, NamedFile{Name: fh.Filename, Content: data})
 	}
 	return f, nil
 }

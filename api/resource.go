@@ -23,6 +23,9 @@ type kind[S any] struct {
 	version func(*S) string // composite apps: the id ends in /{name}/{version}
 	check   func(context.Context, *Server, *request[S]) error
 	file    *fileSpec[S] // multipart kinds: what the "file" part is
+	// multipart: a multipart kind whose check handles the "file" and "files" parts itself
+	// (controllers' kinds).
+	multipart bool
 	noPut   bool         // EMCO has no PUT for this kind (clusters)
 	kvKey   bool         // kv kinds: GET item?key=K answers {"value": ...} (EMCO's lookup)
 	// state returns the initial lifecycle state of a new resource (DIGs).
@@ -50,8 +53,9 @@ type request[S any] struct {
 	fields     map[string]string // queryable attributes
 	blob       []byte
 	secret     []byte
-	file       []byte     // the multipart "file" part
-	hasFile    bool       // whether the request carried one
+	file       []byte      // the multipart "file" part
+	hasFile    bool        // whether the request carried one
+	files      []NamedFile // the multipart "files" parts
 	old        *store.Doc // the stored resource on a replace
 }
 
@@ -68,7 +72,7 @@ func (r *request[S]) field(k, v string) {
 // register adds (and documents) the five routes of k.
 func register[S any](g *echo.Group, s *Server, k kind[S]) {
 	res, many := typeOf[model.Resource[S]](), typeOf[[]model.Resource[S]]()
-	body, multipart := res, k.file != nil
+	body, multipart := res, k.file != nil || k.multipart
 	if multipart {
 		body = nil
 	}
@@ -96,12 +100,12 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 // decode reads the body (JSON, or multipart metadata + file) into a request.
 func decode[S any](c echo.Context, k kind[S]) (*request[S], error) {
 	r := &request[S]{}
-	if k.file != nil {
+	if k.file != nil || k.multipart {
 		f, err := readMultipart(c)
 		if err != nil {
 			return nil, err
 		}
-		r.file, r.hasFile = f.file, f.hasFile
+		r.file, r.hasFile, r.files = f.file, f.hasFile, f.files
 		if err := decodeJSON(f.metadata, `multipart part "metadata"`, &r.res); err != nil {
 			return nil, err
 		}

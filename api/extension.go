@@ -1,0 +1,99 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
+)
+
+// Controller is what the API needs of a built-in intent controller: its REST resources
+// under the DIG, and which registrations in /v2/controllers it serves.
+type Controller struct {
+	Name  string   // e.g. "gac"
+	Hosts []string // registration names or hosts that mean it (EMCO users name controllers freely)
+	Kinds []ResourceKind
+}
+
+// ResourceKind is a kind of REST resource an intent controller adds under the DIG; the API
+// serves it with the generic handlers (create, list, get, replace, delete, OpenAPI).
+type ResourceKind interface{ mount(g *echo.Group, s *Server) }
+
+// KindDef describes a controller's resource kind {metadata, spec: S}.
+type KindDef[S any] struct {
+	Name string // stored kind, unique across temco (e.g. "gac-intent")
+	// Path is the collection below the DIG and Param the item's path parameter, e.g.
+	// "/generic-k8s-intents/:genericK8sIntent/resources" and "genericK8sResource".
+	Path, Param string
+	// Multipart: the body is multipart/form-data with a "metadata" part and optional
+	// "file" and "files" parts, which Check reads from the request.
+	Multipart bool
+	Check     func(ctx context.Context, r *Request[S]) error
+}
+
+// DIGKind makes a ResourceKind of d.
+func DIGKind[S any](d KindDef[S]) ResourceKind { return d }
+
+func (d KindDef[S]) mount(g *echo.Group, s *Server) {
+	coll := routeDIG + d.Path
+	k := kind[S]{name: d.Name, coll: coll, item: coll + "/:" + d.Param, multipart: d.Multipart,
+		changed: func(ctx context.Context, s *Server, id string) error { return s.unapprove(ctx, digOf(id)) }}
+	if d.Check != nil {
+		k.check = func(ctx context.Context, s *Server, r *request[S]) error {
+			return d.Check(ctx, &Request[S]{r: r, s: s})
+		}
+	}
+	register(g, s, k)
+}
+
+// Request is a create or replace of a controller's resource, being validated.
+type Request[S any] struct {
+	r *request[S]
+	s *Server
+}
+
+// ID is the resource's store id; Parent its parent's; DIG the DIG's.
+func (q *Request[S]) ID() string     { return q.r.id }
+func (q *Request[S]) Parent() string { return q.r.parent }
+func (q *Request[S]) DIG() string    { return digOf(q.r.id) }
+
+// Resource is the decoded body; its Spec may be normalised in place.
+func (q *Request[S]) Resource() *model.Resource[S] { return &q.r.res }
+
+// Ref records a reference to another resource (loose: it may be created later).
+func (q *Request[S]) Ref(id string) { q.r.ref(id) }
+
+// Field records a queryable attribute.
+func (q *Request[S]) Field(k, v string) { q.r.field(k, v) }
+
+// File is the multipart "file" part, if sent.
+func (q *Request[S]) File() ([]byte, bool) { return q.r.file, q.r.hasFile }
+
+// Files are the multipart "files" parts.
+func (q *Request[S]) Files() []NamedFile { return q.r.files }
+
+// Old is the stored resource a replace replaces (nil on create).
+func (q *Request[S]) Old() *store.Doc { return q.r.old }
+
+// SetBlob stores data beside the resource (templates, files).
+func (q *Request[S]) SetBlob(data []byte) { q.r.blob = data }
+
+// Store is the resource store, for lookups.
+func (q *Request[S]) Store() *store.Store { return q.s.Store }
+
+// BadRequest and Conflict are the errors a check returns: 400 and 409 with the message.
+func BadRequest(format string, args ...any) error { return badRequest(format, args...) }
+func Conflict(format string, args ...any) error   { return conflict(format, args...) }
+
+// EncodeFiles and DecodeFiles store several files in one blob.
+func EncodeFiles(files []NamedFile) []byte { b, _ := json.Marshal(files); return b }
+func DecodeFiles(blob []byte) ([]NamedFile, error) {
+	var out []NamedFile
+	if len(blob) == 0 {
+		return nil, nil
+	}
+	return out, json.Unmarshal(blob, &out)
+}

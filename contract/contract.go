@@ -1,0 +1,141 @@
+// Package contract is what an intent controller sees of temco. A controller is a Temporal
+// activity named ActivityName; temco's lifecycle workflows call it once per intent named in
+// a DIG, placement controllers first, then action controllers, each group by priority.
+// Built-in controllers run in temco's worker; a controller outside this repository imports
+// only this package, runs a worker on its own task queue (see Serve) and is registered with
+// that queue in spec.taskQueue of /v2/controllers.
+//
+// A controller reads the new AppContext through Context and records edits there. temco
+// keeps each controller's edits as one layer of the context, replaced as a whole on every
+// attempt: a retried activity sees exactly what the first attempt saw, and the edits reach
+// the clusters only after every controller has succeeded.
+package contract
+
+import (
+	"context"
+	"encoding/json"
+)
+
+// ActivityName is the activity every controller implements.
+const ActivityName = "RunController"
+
+// Operations a controller is called for.
+const (
+	OpInstantiate = "instantiate"
+	OpUpdate      = "update"
+	OpTerminate   = "terminate"
+)
+
+// Controller types, as registered in /v2/controllers.
+const (
+	TypePlacement = "placement"
+	TypeAction    = "action"
+)
+
+// Input is what a controller activity gets: references, never the context itself.
+type Input struct {
+	Project               string `json:"project"`
+	CompositeApp          string `json:"compositeApp"`
+	CompositeAppVersion   string `json:"compositeAppVersion"`
+	DeploymentIntentGroup string `json:"deploymentIntentGroup"`
+	Controller            string `json:"controller"` // the name it is registered under
+	Type                  string `json:"type"`       // placement or action
+	Intent                string `json:"intent"`     // the intent the DIG names for it
+	ContextID             string `json:"contextId"`
+	// PreviousContextID is the running context an update replaces ("" on instantiate).
+	PreviousContextID string `json:"previousContextId,omitempty"`
+	Operation         string `json:"operation"`
+	// Step is the controller's place in this run: it sees the edits of the steps before.
+	Step int `json:"step"`
+}
+
+// Result is what a controller activity returns.
+type Result struct {
+	Edits int `json:"edits"`
+}
+
+// App is one app of the context and the clusters ("provider+cluster") it is placed on.
+type App struct {
+	Name     string   `json:"name"`
+	Clusters []string `json:"clusters"`
+	// Groups are the placement's choices before they are made, for placement controllers:
+	// each group ends on its first remaining cluster by name (an allOf cluster is a group
+	// of its own). Clusters is what the groups resolve to now.
+	Groups [][]string `json:"groups,omitempty"`
+}
+
+// Resource is one object of an app as it would be applied.
+type Resource struct {
+	APIVersion string          `json:"apiVersion"`
+	Kind       string          `json:"kind"`
+	Name       string          `json:"name"`
+	Namespace  string          `json:"namespace,omitempty"`
+	Manifest   json.RawMessage `json:"manifest"`
+}
+
+// Cluster describes a registered cluster.
+type Cluster struct {
+	Provider string   `json:"provider"`
+	Name     string   `json:"name"`
+	Labels   []string `json:"labels,omitempty"`
+}
+
+// Key is the cluster's key in a context: "provider+cluster".
+func (c Cluster) Key() string { return c.Provider + "+" + c.Name }
+
+// Patch types.
+const (
+	PatchJSON  = "json"  // RFC 6902
+	PatchMerge = "merge" // RFC 7386
+	// PatchStrategic is Kubernetes' strategic merge patch (built-in kinds; others get a
+	// JSON merge patch).
+	PatchStrategic = "strategic"
+)
+
+// Edit is one change a controller makes to the context. Clusters limits it to some of the
+// app's clusters; empty means all of them.
+type Edit struct {
+	Op       string          `json:"op"` // one of the Edit* constants
+	App      string          `json:"app"`
+	Clusters []string        `json:"clusters,omitempty"`
+	Kind     string          `json:"kind,omitempty"` // patch: the object's kind and name
+	Name     string          `json:"name,omitempty"`
+	Type     string          `json:"type,omitempty"` // patch: PatchJSON or PatchMerge
+	Data     json.RawMessage `json:"data,omitempty"` // add: the manifest; patch: the patch
+}
+
+// Edit operations. Placement controllers may only remove or add clusters; action
+// controllers may only add and patch resources.
+const (
+	EditAddResource    = "addResource"
+	EditPatch          = "patch"
+	EditRemoveClusters = "removeClusters"
+	EditAddClusters    = "addClusters"
+)
+
+// Context is the view of the new AppContext a controller works on.
+type Context interface {
+	Input() Input
+	// Apps lists the context's apps in apply order, with their clusters as the edits of
+	// the earlier steps left them. Reads never show this step's own edits.
+	Apps(ctx context.Context) ([]App, error)
+	// Resources returns an app's objects as they would be applied on cluster, with the
+	// edits so far.
+	Resources(ctx context.Context, app, cluster string) ([]Resource, error)
+	// Clusters describes the clusters of a provider (all of them when label is "", else
+	// those carrying the label).
+	Clusters(ctx context.Context, provider, label string) ([]Cluster, error)
+	// Edit records edits; they are checked and become visible to the later steps.
+	Edit(edits ...Edit) error
+}
+
+// Controller is a controller's code: it reads the context and records its edits.
+type Controller interface {
+	Run(ctx context.Context, c Context) error
+}
+
+// Func adapts a function to Controller.
+type Func func(ctx context.Context, c Context) error
+
+// Run calls f.
+func (f Func) Run(ctx context.Context, c Context) error { return f(ctx, c) }

@@ -1,0 +1,62 @@
+// Package controllers defines what a built-in intent controller is: its REST resources
+// (mounted under the DIG by the API), the registrations that mean it, and its code, which
+// runs as the RunController activity in temco's worker through the public contract. Each
+// controller lives in its own folder below; controllers/registry lists them.
+package controllers
+
+import (
+	"context"
+	"slices"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/contract"
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/store"
+)
+
+// Builtin is one intent controller built into temco.
+type Builtin struct {
+	Name string // temco's name for it, e.g. "gac"
+	Type string // contract.TypePlacement or contract.TypeAction
+	// Hosts are the registration names and hosts that mean this controller: EMCO users
+	// name their controllers freely (hpa-placement-controller-1) but give EMCO's service
+	// host (hpaplc).
+	Hosts []string
+	Kinds []api.ResourceKind
+	New   func(Deps) contract.Controller
+}
+
+// Deps are what built-in controllers may use beyond the contract.
+type Deps struct {
+	Store    *store.Store
+	Contexts *appctx.Store
+	// Admin returns a client configuration for a registered cluster ("provider+cluster")
+	// with its registered credentials (hpa-plc reads nodes and pods).
+	Admin func(ctx context.Context, cluster string) (*rest.Config, error)
+}
+
+// Means reports whether a registration (its name and spec.host) means b.
+func (b Builtin) Means(name, host string) bool {
+	return name == b.Name || slices.Contains(b.Hosts, name) || (host != "" && (host == b.Name || slices.Contains(b.Hosts, host)))
+}
+
+// Lookup returns the built-in controller a registration means.
+func Lookup(all []Builtin, name, host string) (Builtin, bool) {
+	for _, b := range all {
+		if b.Means(name, host) {
+			return b, true
+		}
+	}
+	return Builtin{}, false
+}
+
+// API describes the built-in controllers to the API server.
+func API(all []Builtin) []api.Controller {
+	out := make([]api.Controller, len(all))
+	for i, b := range all {
+		out[i] = api.Controller{Name: b.Name, Hosts: b.Hosts, Kinds: b.Kinds}
+	}
+	return out
+}

@@ -1,0 +1,10 @@
+// Package registry lists the intent controllers built into temco: the API mounts their
+// resources, the worker runs them, placement resolves registrations to them.
+package registry
+
+import (
+	"github.com/temco/temco/controllers"
+)
+
+// All is every built-in controller; adding one is one line here.
+var All = []controllers.Builtin{}
