@@ -24,25 +24,36 @@ type operation struct {
 	gates
 }
 
-// changeRelease is the one version gate of the workflows here since 2026-11-23 (version
-// 1). Every GetVersion in a new run records a marker and upserts the TemporalChangeVersion
-// search attribute, so a gate per change cost a run one of each per change; one gate,
-// recorded as the run starts, covers a whole release. Version 1 covers every change gated
-// on its own before it: has consults their own gates only when replaying older runs. A
-// later release raises the maximum version and tests release for its changes.
+// changeRelease is the one version gate of the workflows here since 2026-11-23. Every
+// GetVersion in a new run records a marker and upserts the TemporalChangeVersion search
+// attribute, so a gate per change cost a run one of each per change; one gate, recorded
+// as the run starts, covers a whole release. Version 1 covers every change gated on its
+// own before it: has consults their own gates only when replaying older runs. A later
+// release raises releaseLatest and tests release for its changes.
 const changeRelease = "release"
+
+// The releases of changeRelease.
+const (
+	// releaseGate (2026-11-23): one gate per run; finish is a local activity.
+	releaseGate workflow.Version = 1
+	// releaseLocalFirst (2026-11-23): finish tries locally a few times, then as a regular
+	// activity (localfirst).
+	releaseLocalFirst workflow.Version = 2
+
+	releaseLatest = releaseLocalFirst
+)
 
 // gates are a run's answers to version gates.
 type gates struct{ release workflow.Version }
 
 func newGates(ctx workflow.Context) gates {
-	return gates{release: workflow.GetVersion(ctx, changeRelease, workflow.DefaultVersion, 1)}
+	return gates{release: workflow.GetVersion(ctx, changeRelease, workflow.DefaultVersion, releaseLatest)}
 }
 
 // has reports whether this run makes change, which was gated on its own before the
 // release gate.
 func (g gates) has(ctx workflow.Context, change string) bool {
-	return g.release >= 1 || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
+	return g.release >= releaseGate || workflow.GetVersion(ctx, change, workflow.DefaultVersion, 1) == 1
 }
 
 // setup registers the progress query and the stop signal, and returns the context the
@@ -78,7 +89,7 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 	in := lifecycle.FinishInput{
 		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
 	}
-	if o.release >= 1 {
+	if o.release >= releaseLocalFirst {
 		return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.ActivityFinishOperation, in, nil)
 	}
 	if o.has(dctx, changeLocalFinish) {

@@ -440,9 +440,9 @@ func TestANewRunRecordsOnlyTheReleaseGate(t *testing.T) {
 			var gates []string
 			env := newEnv()
 			f.register(env)
-			env.OnGetVersion(mock.Anything, workflow.DefaultVersion, 1).Run(func(args mock.Arguments) {
+			env.OnGetVersion(mock.Anything, workflow.DefaultVersion, releaseLatest).Run(func(args mock.Arguments) {
 				gates = append(gates, args.String(0))
-			}).Return(workflow.Version(1))
+			}).Return(releaseLatest)
 			env.ExecuteWorkflow(c.wf, c.in)
 			if err := env.GetWorkflowError(); err != nil || !env.IsWorkflowCompleted() {
 				t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), err)

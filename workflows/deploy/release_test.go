@@ -1,0 +1,51 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/stretchr/testify/mock"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/workflows/localfirst"
+)
+
+// Runs started under release 1 retried finish only as a local activity: replaying one
+// with localfirst's switch to a regular activity would schedule an activity its history
+// does not have.
+func TestFinishOfAStoreThatKeepsRefusingFollowsTheRunsRelease(t *testing.T) {
+	failures := localfirst.Attempts // then the store answers
+	for name, c := range map[string]struct {
+		release workflow.Version
+		local   []bool // per attempt, whether it ran locally
+	}{
+		"release 1": {releaseGate, slices.Repeat([]bool{true}, failures+1)},
+		"release 2": {releaseLocalFirst, append(slices.Repeat([]bool{true}, localfirst.Attempts), false)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			var local []bool
+			err := run(t, newFakes(), Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
+				env.OnActivity(lifecycle.ActivityFinishOperation, mock.Anything, mock.Anything).Return(
+					func(ctx context.Context, _ lifecycle.FinishInput) error {
+						local = append(local, activity.GetInfo(ctx).IsLocalActivity)
+						if len(local) <= failures {
+							return errors.New("store unavailable")
+						}
+						return nil
+					})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(local, c.local) {
+				t.Errorf("finish attempts (local?) %v, want %v", local, c.local)
+			}
+		})
+	}
+}
