@@ -32,12 +32,12 @@ fmt:
 clean:
 	rm -rf .data
 
-## histories: record a new set of workflow histories for tests/replay (runs the e2e suite);
-## earlier sets stay: they prove workflow changes compatible with runs in flight
+## histories: record a new set of workflow histories for tests/replay (runs the e2e suite)
+## and append its sums to SHA256SUMS; earlier sets stay as they are: they prove workflow
+## changes compatible with runs in flight, so a set already in git is refused
 HISTORIES ?= $(shell date +%Y-%m-%d)
 histories: tools
-	mkdir -p tests/testdata/histories/$(HISTORIES) && rm -f tests/testdata/histories/$(HISTORIES)/*.json
-	TEMCO_RECORD_HISTORIES=$(CURDIR)/tests/testdata/histories/$(HISTORIES) $(GO) test -count=1 -timeout 30m ./tests/e2e/
+	GO=$(GO) tests/replay/record.sh $(HISTORIES)
 
 ## bench: instantiate 3 apps x 10 resources onto 3 local clusters vs a raw parallel server-side
 ## apply, BENCHN times (the median is reported)
