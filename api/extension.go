@@ -13,14 +13,17 @@ import (
 // Controller is what the API needs of a built-in intent controller: its REST resources
 // under the DIG, and which registrations in /v2/controllers it serves.
 type Controller struct {
-	Name  string   // e.g. "gac"
-	Hosts []string // registration names or hosts that mean it (EMCO users name controllers freely)
+	Name string
+	// Means reports whether a registration (its name and spec.host) means this controller.
+	Means func(name, host string) bool
 	Kinds []ResourceKind
 }
 
 // ResourceKind is a kind of REST resource an intent controller adds under the DIG; the API
 // serves it with the generic handlers (create, list, get, replace, delete, OpenAPI).
-type ResourceKind interface{ mount(g *echo.Group, s *Server) }
+type ResourceKind interface {
+	mount(g *echo.Group, s *Server)
+}
 
 // KindDef describes a controller's resource kind {metadata, spec: S}.
 type KindDef[S any] struct {

@@ -153,9 +153,13 @@ func (s *Server) notReady(ctx context.Context, dig lifecycle.Target) ([]string, 
 		}
 		// As in EMCO, a controller of another type (rsync has none) is not run.
 		runs := sp.Spec.Type == model.ControllerPlacement || sp.Spec.Type == model.ControllerAction
-		if runs && sp.Spec.TaskQueue == "" && !slices.Contains(s.BuiltinControllers, name) {
-			miss("intent %q names %s controller %q, which temco does not implement yet; register it with a taskQueue "+
-				"served by an external controller worker", ctrls[name], sp.Spec.Type, name)
+		if runs && sp.Spec.TaskQueue == "" && !s.builtin(name, sp.Spec.Host) {
+			what := fmt.Sprintf("%s controller %q", sp.Spec.Type, name)
+			if emco := notBuiltYet(name, sp.Spec.Host); emco != "" {
+				what += fmt.Sprintf(" (EMCO's %s)", emco)
+			}
+			miss("intent %q names %s, which temco does not implement yet; register it with a taskQueue "+
+				"served by an external controller worker", ctrls[name], what)
 		}
 	}
 	gitOps, err := s.gitOpsPlacements(ctx, dig.ID()+"/generic-placement-intents/"+gpi, placed != nil)
@@ -272,4 +276,26 @@ func clusterMatches(in model.PlacementIntent) []model.ClusterMatch {
 		out = append(out, a.AnyOf...)
 	}
 	return out
+}
+
+// builtin reports whether a registration (name, spec.host) means a built-in controller.
+func (s *Server) builtin(name, host string) bool {
+	for _, c := range s.Controllers {
+		if c.Means(name, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// notBuiltYet names the EMCO controller a registration means, among those temco has not
+// built yet, so that naming one fails clearly.
+func notBuiltYet(name, host string) string {
+	for _, n := range []string{name, host} {
+		switch n {
+		case "ovnaction", "dtc", "nps", "sds", "its", "swc", "sfc", "sfcclient", "tac", "ncm":
+			return n
+		}
+	}
+	return ""
 }

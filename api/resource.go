@@ -26,8 +26,8 @@ type kind[S any] struct {
 	// multipart: a multipart kind whose check handles the "file" and "files" parts itself
 	// (controllers' kinds).
 	multipart bool
-	noPut   bool         // EMCO has no PUT for this kind (clusters)
-	kvKey   bool         // kv kinds: GET item?key=K answers {"value": ...} (EMCO's lookup)
+	noPut     bool // EMCO has no PUT for this kind (clusters)
+	kvKey     bool // kv kinds: GET item?key=K answers {"value": ...} (EMCO's lookup)
 	// state returns the initial lifecycle state of a new resource (DIGs).
 	state func() string
 	// changed runs after a successful create, replace or delete (un-approving DIGs).
@@ -56,7 +56,7 @@ type request[S any] struct {
 	file       []byte      // the multipart "file" part
 	hasFile    bool        // whether the request carried one
 	files      []NamedFile // the multipart "files" parts
-	old        *store.Doc // the stored resource on a replace
+	old        *store.Doc  // the stored resource on a replace
 }
 
 // ref records a dependency on another resource, which must exist.

@@ -33,9 +33,10 @@ type Server struct {
 	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
 	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
 
-	// BuiltinControllers names the intent controllers temco's worker implements: a DIG may
-	// use those, or controllers registered with the taskQueue of an external worker.
-	BuiltinControllers []string
+	// Controllers are the intent controllers built into temco (controllers/registry): their
+	// resources are served under the DIG, and a DIG may use them or controllers registered
+	// with the taskQueue of an external worker.
+	Controllers []Controller
 
 	Codec        converter.PayloadCodec // served at /codec for the Temporal UI and CLI; nil: not served
 	CodecOrigins []string               // browser origins allowed to call /codec (the Temporal UI's)
@@ -88,6 +89,11 @@ func (s *Server) Handler() *echo.Echo {
 	g := e.Group("/v2")
 	s.registerClm(g)
 	s.registerOrchestrator(g)
+	for _, c := range s.Controllers {
+		for _, k := range c.Kinds {
+			k.mount(g, s)
+		}
+	}
 	s.registerDcm(g)
 	s.registerLifecycle(g)
 	return e

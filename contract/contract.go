@@ -14,6 +14,7 @@ package contract
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 )
 
 // ActivityName is the activity every controller implements.
@@ -139,3 +140,15 @@ type Func func(ctx context.Context, c Context) error
 
 // Run calls f.
 func (f Func) Run(ctx context.Context, c Context) error { return f(ctx, c) }
+
+// Refusal is a controller's verdict that the operation cannot go on as specified (no
+// cluster qualifies, an intent names a missing object): the operation fails at once with
+// its message, without retries. Any other error is retried.
+type Refusal struct{ Message string }
+
+func (r *Refusal) Error() string { return r.Message }
+
+// Refuse returns a Refusal.
+func Refuse(format string, args ...any) error {
+	return &Refusal{Message: fmt.Sprintf(format, args...)}
+}

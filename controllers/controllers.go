@@ -56,7 +56,7 @@ func Lookup(all []Builtin, name, host string) (Builtin, bool) {
 func API(all []Builtin) []api.Controller {
 	out := make([]api.Controller, len(all))
 	for i, b := range all {
-		out[i] = api.Controller{Name: b.Name, Hosts: b.Hosts, Kinds: b.Kinds}
+		out[i] = api.Controller{Name: b.Name, Means: b.Means, Kinds: b.Kinds}
 	}
 	return out
 }

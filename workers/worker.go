@@ -14,6 +14,7 @@ import (
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
 	"github.com/temco/temco/activities/render"
+	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
 	"github.com/temco/temco/internal/lifecycle"
@@ -30,7 +31,7 @@ type Deps struct {
 	Contexts    *appctx.Store
 	Credentials *credentials.Store
 	Keys        *seal.Keyring
-	Actions     map[string]actions.Controller // built-in action controllers by name
+	Controllers []controllers.Builtin // the built-in intent controllers (controllers/registry)
 	// ClustersPerBatch sizes the fan-out batches (0: the default).
 	ClustersPerBatch int
 	Metrics          *metrics.Clusters // nil: not recorded
@@ -78,7 +79,8 @@ func Register(w worker.Registry, d Deps) {
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
-	w.RegisterActivity(&actions.Activities{Builtin: d.Actions})
+	w.RegisterActivity(&actions.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers,
+		Deps: controllers.Deps{Store: d.Store, Contexts: d.Contexts, Admin: clients.Admin}})
 	w.RegisterActivity(onClusters)
 	w.RegisterActivity(&logicalcloud.Activities{Store: d.Store, Contexts: d.Contexts, Credentials: d.Credentials,
 		Clients: clients, Cluster: onClusters})

@@ -291,7 +291,7 @@ func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string
 	if err != nil {
 		return nil, err
 	}
-	return appliedHashes(placed, apps), nil
+	return appliedHashes(placed, appctx.ForCluster(apps, placed)), nil
 }
 
 // begin loads what a cluster activity needs; a cluster that can never work (unregistered,
@@ -334,6 +334,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	apps = appctx.ForCluster(apps, placements) // controllers may have edited this cluster's objects
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
 		applied: applied, cl: cl, attempt: activity.GetInfo(ctx).Attempt, started: time.Now(), saved: time.Now()}

@@ -5,6 +5,8 @@ package placement
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,6 +15,7 @@ import (
 
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/ctxedit"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
@@ -68,30 +71,47 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 		return lifecycle.Plan{}, err
 	}
 	reg := &storeRegistry{ctx: ctx, store: a.Store}
-	placedOn := map[string][]string{}
-	union := map[string]bool{}
+	groups := make(map[string][][]string, len(apps))
 	for _, app := range apps {
 		intents := appIntents[app]
 		if len(intents) == 0 {
 			return lifecycle.Plan{}, invalid("app %q has no app placement intent in generic placement intent %q", app, gpi)
 		}
-		clusters, err := Place(app, intents, reg)
+		g, err := Groups(app, intents, reg)
 		if err != nil {
 			if reg.err != nil {
 				return lifecycle.Plan{}, reg.err
 			}
 			return lifecycle.Plan{}, invalid("%v", err)
 		}
-		placedOn[app] = clusters
-		for _, cl := range clusters {
-			union[cl] = true
+		groups[app] = g
+	}
+	if len(controllers) > 0 { // they work on the groups; CommitControllers places
+		if err := a.Contexts.PutGroups(ctx, in.ContextID, groups); err != nil {
+			return lifecycle.Plan{}, err
+		}
+		return lifecycle.Plan{Apps: len(apps), Controllers: controllers}, nil
+	}
+	placedOn := make(map[string][]string, len(apps))
+	for app, g := range groups {
+		placedOn[app] = ctxedit.Resolve(g)
+	}
+	var placed []*appctx.ClusterApp
+	for _, app := range apps {
+		for _, cl := range placedOn[app] {
+			placed = append(placed, &appctx.ClusterApp{App: app, Cluster: cl, Unlisted: true})
 		}
 	}
-	all := make([]string, 0, len(union))
-	for cl := range union {
-		all = append(all, cl)
+	return a.store(ctx, in.ContextID, cloud, placed)
+}
+
+// store checks the placement against the logical cloud and stores it in batches.
+func (a *Activities) store(ctx context.Context, ctxID string, cloud *cloudMembers, placed []*appctx.ClusterApp) (lifecycle.Plan, error) {
+	union, apps := map[string]bool{}, map[string]bool{}
+	for _, p := range placed {
+		union[p.Cluster], apps[p.App] = true, true
 	}
-	sort.Strings(all)
+	all := slices.Sorted(maps.Keys(union))
 	if err := cloud.check(all); err != nil {
 		return lifecycle.Plan{}, err
 	}
@@ -103,21 +123,69 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 	for i, cl := range all {
 		batchOf[cl] = i / perBatch
 	}
-	var placed []*appctx.ClusterApp
-	for _, app := range apps {
-		for _, cl := range placedOn[app] {
-			placed = append(placed, &appctx.ClusterApp{App: app, Cluster: cl, Unlisted: true})
-		}
-	}
-	if err := a.Contexts.PutPlacement(ctx, in.ContextID, placed, batchOf); err != nil {
+	if err := a.Contexts.PutPlacement(ctx, ctxID, placed, batchOf); err != nil {
 		return lifecycle.Plan{}, err
 	}
 	batches := (len(all) + perBatch - 1) / perBatch
-	plan := lifecycle.Plan{Apps: len(apps), Clusters: len(all), Batches: batches, Controllers: controllers}
+	plan := lifecycle.Plan{Apps: len(apps), Clusters: len(all), Batches: batches}
 	if batches == 1 {
 		plan.FirstBatch = all
 	}
 	return plan, nil
+}
+
+// CommitControllers makes the controllers' edits the context: each app goes to what its
+// groups resolve to, with the objects the edits left (per cluster where they differ).
+// It starts from the stored rendering and placement every time, so a retry commits the
+// same context.
+func (a *Activities) CommitControllers(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
+	s, err := ctxedit.Load(ctx, a.Contexts, in.ContextID, -1)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	cloud, err := a.cloudOf(ctx, in.DIG)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	h, err := a.Contexts.Get(ctx, in.ContextID)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	rendered, err := a.Contexts.Apps(ctx, h)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	var placed []*appctx.ClusterApp
+	var edited []*appctx.App
+	for _, name := range s.Order {
+		app := s.Apps[name]
+		clusters := app.Clusters()
+		if len(clusters) == 0 {
+			return lifecycle.Plan{}, invalid("no cluster is left for app %q after the placement controllers", name)
+		}
+		for _, cl := range clusters {
+			ca := &appctx.ClusterApp{App: name, Cluster: cl, Unlisted: true}
+			if own, ok := app.PerCluster[cl]; ok {
+				ca.Unlisted, ca.Objects = false, own
+				for _, o := range own {
+					ca.Resources = append(ca.Resources, appctx.ResourceStatus{Ref: o.Ref, Status: lifecycle.ResPending})
+				}
+			}
+			placed = append(placed, ca)
+		}
+		if app.Edited {
+			r := rendered[name]
+			base := r.Base
+			if base == nil {
+				base = r.Objects
+			}
+			edited = append(edited, &appctx.App{Name: name, Objects: app.Objects, Base: base})
+		}
+	}
+	if err := a.Contexts.PutCommitted(ctx, in.ContextID, edited); err != nil {
+		return lifecycle.Plan{}, err
+	}
+	return a.store(ctx, in.ContextID, cloud, placed)
 }
 
 // cloudMembers are the clusters of the DIG's logical cloud.
@@ -194,7 +262,8 @@ func (a *Activities) intents(ctx context.Context, dig lifecycle.Target) (string,
 				continue // as in EMCO: a controller of another type (rsync has none) is not run
 			}
 			types[key] = spec.Spec.Type
-			ctrls = append(ctrls, lifecycle.Controller{Name: key, Intent: intent, Priority: spec.Spec.Priority, TaskQueue: spec.Spec.TaskQueue})
+			ctrls = append(ctrls, lifecycle.Controller{Name: key, Type: spec.Spec.Type, Intent: intent, Priority: spec.Spec.Priority,
+				TaskQueue: spec.Spec.TaskQueue})
 		}
 	}
 	if gpi == "" {

@@ -2,8 +2,10 @@ package placement
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
+	"github.com/temco/temco/internal/ctxedit"
 	"github.com/temco/temco/internal/model"
 )
 
@@ -18,15 +20,27 @@ type Registry interface {
 // every anyOf list contributes exactly one cluster — the first match by name, so the
 // choice is stable from one revision to the next.
 func Place(app string, intents []model.PlacementIntent, reg Registry) ([]string, error) {
-	set := map[string]bool{}
+	groups, err := Groups(app, intents, reg)
+	if err != nil {
+		return nil, err
+	}
+	return ctxedit.Resolve(groups), nil
+}
+
+// Groups resolves one app's intents to groups of clusters before any choice is made: each
+// cluster an allOf entry selects is a group of its own, each anyOf list one group of all
+// its matches (placement controllers may remove clusters from groups first, as EMCO's
+// filter before it picks).
+func Groups(app string, intents []model.PlacementIntent, reg Registry) ([][]string, error) {
+	var groups [][]string
 	for _, in := range intents {
 		for i, all := range in.AllOf {
 			if len(all.AnyOf) > 0 {
-				c, err := pickOne(app, fmt.Sprintf("allOf[%d].anyOf", i), all.AnyOf, reg)
+				g, err := anyOf(app, fmt.Sprintf("allOf[%d].anyOf", i), all.AnyOf, reg)
 				if err != nil {
 					return nil, err
 				}
-				set[c] = true
+				groups = append(groups, g)
 				continue
 			}
 			matches, err := match(app, all.ClusterMatch, reg)
@@ -34,42 +48,37 @@ func Place(app string, intents []model.PlacementIntent, reg Registry) ([]string,
 				return nil, err
 			}
 			for _, m := range matches {
-				set[m] = true
+				groups = append(groups, []string{m})
 			}
 		}
 		if len(in.AnyOf) > 0 {
-			c, err := pickOne(app, "anyOf", in.AnyOf, reg)
+			g, err := anyOf(app, "anyOf", in.AnyOf, reg)
 			if err != nil {
 				return nil, err
 			}
-			set[c] = true
+			groups = append(groups, g)
 		}
 	}
-	if len(set) == 0 {
+	if len(groups) == 0 {
 		return nil, fmt.Errorf("the placement of app %q selects no cluster", app)
 	}
-	out := make([]string, 0, len(set))
-	for c := range set {
-		out = append(out, c)
-	}
-	sort.Strings(out)
-	return out, nil
+	return groups, nil
 }
 
-func pickOne(app, where string, ms []model.ClusterMatch, reg Registry) (string, error) {
+func anyOf(app, where string, ms []model.ClusterMatch, reg Registry) ([]string, error) {
 	var all []string
 	for _, m := range ms {
 		found, err := match(app, m, reg)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		all = append(all, found...)
 	}
 	if len(all) == 0 {
-		return "", fmt.Errorf("no cluster matches %s of app %q", where, app)
+		return nil, fmt.Errorf("no cluster matches %s of app %q", where, app)
 	}
 	sort.Strings(all)
-	return all[0], nil
+	return slices.Compact(all), nil
 }
 
 // match returns the clusters one entry selects; naming an unregistered cluster is an error.

@@ -12,6 +12,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/temco/temco/api"
+	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/auth"
 	"github.com/temco/temco/internal/codec"
@@ -80,7 +82,8 @@ func apiCmd() *cobra.Command {
 			}
 			defer tc.Close()
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
-				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc), CodecOrigins: codecOrigins}
+				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc), CodecOrigins: codecOrigins,
+				Controllers: controllers.API(registry.All)}
 			if tf.encryptPayloads {
 				server.Codec = codec.Codec{Keys: keys}
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
 	"github.com/temco/temco/internal/metrics"
@@ -80,7 +81,7 @@ func workerCmd() *cobra.Command {
 				return err
 			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
-				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg)})
+				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg), Controllers: registry.All})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)

@@ -73,6 +73,9 @@ type App struct {
 	Name    string                    `bson:"app"`
 	Deps    []model.AppDependencySpec `bson:"deps,omitempty"`
 	Objects []Object                  `bson:"objects"` // in apply order
+	// Base is what rendering produced, kept once controllers' edits replaced Objects: a
+	// retried commit starts from it again.
+	Base []Object `bson:"base,omitempty"`
 }
 
 // ResourceStatus is the status of one object of an app on one cluster.
@@ -92,6 +95,9 @@ type ClusterApp struct {
 	// Unlisted: no status was recorded yet, every object of the app is Pending and only
 	// the rendered app lists them (placement runs beside rendering). See List.
 	Unlisted bool `bson:"unlisted,omitempty"`
+	// Objects replaces the app's objects on this cluster alone (controllers' cluster-
+	// specific edits); index-aligned with Resources.
+	Objects []Object `bson:"objects,omitempty"`
 	// Live is what the cluster showed at LiveAt, index-aligned with Resources.
 	Live   []Live    `bson:"live,omitempty"`
 	LiveAt time.Time `bson:"liveAt,omitempty"`
@@ -137,13 +143,15 @@ const (
 // Store is the AppContext repository.
 type Store struct {
 	contexts, apps, clusters, batches *mongo.Collection
+	edits, groups                     *mongo.Collection // controllers' layers, placement before controllers
 }
 
 // New prepares the collections of db.
 func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 	s := &Store{contexts: db.Collection("contexts"), apps: db.Collection("ctxapps"),
-		clusters: db.Collection("ctxclusters"), batches: db.Collection("ctxbatches")}
-	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.batches} {
+		clusters: db.Collection("ctxclusters"), batches: db.Collection("ctxbatches"),
+		edits: db.Collection("ctxedits"), groups: db.Collection("ctxgroups")}
+	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.batches, s.edits, s.groups} {
 		if err := store.EnsureIndexes(ctx, c, []store.Index{store.Index(bson.D{{Key: "ctx", Value: 1}})}); err != nil {
 			return nil, err
 		}
@@ -637,7 +645,7 @@ func (s *Store) Copy(ctx context.Context, from, to string) (lifecycle.Plan, erro
 
 // DeleteContext removes a context and everything in it.
 func (s *Store) DeleteContext(ctx context.Context, ctxID string) error {
-	for _, c := range []*mongo.Collection{s.clusters, s.batches, s.apps} {
+	for _, c := range []*mongo.Collection{s.clusters, s.batches, s.apps, s.edits, s.groups} {
 		if _, err := c.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}}); err != nil {
 			return err
 		}

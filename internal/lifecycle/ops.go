@@ -104,6 +104,7 @@ type Plan struct {
 type Controller struct {
 	Name      string `json:"name"`
 	Intent    string `json:"intent"`
+	Type      string `json:"type,omitempty"` // placement or action
 	Priority  int    `json:"priority"`
 	TaskQueue string `json:"taskQueue,omitempty"` // external controllers run on their own queue
 }
@@ -112,12 +113,6 @@ type Controller struct {
 type ContextRef struct {
 	DIG       Target `json:"dig"`
 	ContextID string `json:"contextId"`
-}
-
-// ActionInput invokes one action controller over a context.
-type ActionInput struct {
-	ContextRef
-	Controller Controller `json:"controller"`
 }
 
 // BatchInput names one batch of clusters of a context.
@@ -187,7 +182,8 @@ const (
 	ActivityFinishOperation      = "FinishOperation"
 	ActivityRenderApps           = "RenderApps"
 	ActivityPlaceApps            = "PlaceApps"
-	ActivityRunController        = "RunController"
+	ActivityRunController        = "RunController" // contract.ActivityName
+	ActivityCommitControllers    = "CommitControllers"
 	ActivityContextBatches       = "ContextBatches"
 	ActivityListBatch            = "ListBatch"
 	ActivityCountBatch           = "CountBatch"

@@ -8,6 +8,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/lifecycle"
 )
 
@@ -48,17 +49,35 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 		return plan, err
 	}
 	o.progress.ClustersTotal = plan.Clusters
-	for _, c := range plan.Controllers {
+	if len(plan.Controllers) == 0 {
+		return plan, nil
+	}
+	return o.control(ctx, ref, plan.Controllers)
+}
+
+// control runs the controllers, each as its own activity (on its own task queue when
+// external), then commits their edits: where the apps go and what they are. Only then is
+// any cluster touched, so a failing controller leaves them all as they were. No history
+// recorded before controllers existed has any, so this needs no version gate.
+func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrls []lifecycle.Controller) (lifecycle.Plan, error) {
+	for step, c := range ctrls {
 		o.progress.Phase = "controller " + c.Name
-		actx := preparing(ctx)
+		actx := controlling(ctx)
 		if c.TaskQueue != "" {
 			actx = workflow.WithTaskQueue(actx, c.TaskQueue)
 		}
-		if err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, lifecycle.ActionInput{ContextRef: ref, Controller: c}).Get(ctx, nil); err != nil {
-			return plan, err
+		in := contract.Input{Project: ref.DIG.Project, CompositeApp: ref.DIG.CompositeApp, CompositeAppVersion: ref.DIG.Version,
+			DeploymentIntentGroup: ref.DIG.DIG, Controller: c.Name, Type: c.Type, Intent: c.Intent, ContextID: ref.ContextID,
+			PreviousContextID: o.in.Previous, Operation: o.progress.Op, Step: step}
+		if err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, in).Get(ctx, nil); err != nil {
+			return lifecycle.Plan{}, fmt.Errorf("controller %s: %w", c.Name, err)
 		}
 	}
-	return plan, nil
+	o.progress.Phase = "commit controllers' edits"
+	var plan lifecycle.Plan
+	err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCommitControllers, ref).Get(ctx, &plan)
+	o.progress.ClustersTotal = plan.Clusters
+	return plan, err
 }
 
 // renderAndPlace renders the apps and places them. Version gate (2026-11-23): placement

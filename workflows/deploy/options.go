@@ -55,6 +55,15 @@ func preparing(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// controlling is for controller activities: built-in and external ones heartbeat while
+// they run, so a controller worker that dies is retried within a minute, not after the
+// ten-minute limit; with no worker on its queue the activity waits, visible as pending.
+func controlling(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: 30 * time.Second, RetryPolicy: retryForever,
+	})
+}
+
 // onCluster is for the per-cluster activities. Once they have run a few seconds they
 // heartbeat after every object, so a worker that dies is noticed within the heartbeat
 // timeout and the cluster is retried elsewhere; waits for dependencies keep heartbeating. A cancelled operation waits for

@@ -19,6 +19,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/lifecycle"
 )
 
@@ -41,6 +42,7 @@ type fakes struct {
 
 	render   func() error
 	place    func() error
+	control  func(contract.Input) error
 	plan     lifecycle.Plan
 	apply    func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
 	clusters func(batch int) []string
@@ -49,9 +51,10 @@ type fakes struct {
 func newFakes() *fakes {
 	return &fakes{
 		applied: map[string]int{}, deleted: map[string]int{}, previous: map[string]string{}, deletedC: map[string][]string{},
-		render: func() error { return nil },
-		place:  func() error { return nil },
-		plan:   lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 1},
+		render:  func() error { return nil },
+		place:   func() error { return nil },
+		control: func(contract.Input) error { return nil },
+		plan:    lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 1},
 		apply: func(string, int32) (lifecycle.ClusterResult, error) {
 			return lifecycle.ClusterResult{Done: 3}, nil
 		},
@@ -66,11 +69,17 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
 	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
 	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, f.place() })
-	reg(lifecycle.ActivityRunController, func(_ context.Context, in lifecycle.ActionInput) error {
+	reg(lifecycle.ActivityRunController, func(_ context.Context, in contract.Input) error {
 		f.mu.Lock()
-		f.ran = append(f.ran, in.Controller.Name)
+		f.ran = append(f.ran, in.Controller)
 		f.mu.Unlock()
-		return nil
+		return f.control(in)
+	})
+	reg(lifecycle.ActivityCommitControllers, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) {
+		f.mu.Lock()
+		f.ran = append(f.ran, "commit")
+		f.mu.Unlock()
+		return f.plan, nil
 	})
 	reg(lifecycle.ActivityContextBatches, func(context.Context, string) (int, error) { return f.plan.Batches, nil })
 	reg(lifecycle.ActivityListBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
@@ -176,14 +185,43 @@ func TestInstantiateSucceeds(t *testing.T) {
 	if err := run(t, f, Instantiate, nil); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(f.ran, ",") != "hpa-plc,gac,dtc" {
-		t.Errorf("controllers ran %v, want the plan's order", f.ran)
+	if strings.Join(f.ran, ",") != "hpa-plc,gac,dtc,commit" {
+		t.Errorf("controllers ran %v, want the plan's order, then the commit of their edits", f.ran)
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || fin.Stopped {
 		t.Errorf("finished %+v", fin)
 	}
 	if f.applied["cp+c1"] != 1 || f.applied["cp+c2"] != 1 {
 		t.Errorf("applied %v", f.applied)
+	}
+}
+
+// A controller that refuses fails the operation with its message before any cluster is
+// touched; the controllers after it do not run. Each gets its step and the DIG.
+func TestFailingControllerStopsBeforeApply(t *testing.T) {
+	f := newFakes()
+	f.plan.Controllers = []lifecycle.Controller{{Name: "hpa-plc", Type: "placement", Intent: "h"}, {Name: "gac", Intent: "i"}}
+	var seen []contract.Input
+	f.control = func(in contract.Input) error {
+		seen = append(seen, in)
+		if in.Controller == "hpa-plc" {
+			return temporal.NewNonRetryableApplicationError("no cluster qualifies for app web", lifecycle.ErrInvalidInput, nil)
+		}
+		return nil
+	}
+	err := run(t, f, Instantiate, nil)
+	if err == nil || !strings.Contains(err.Error(), "no cluster qualifies for app web") {
+		t.Fatalf("workflow error %v, want the controller's message", err)
+	}
+	if len(seen) != 1 || seen[0].Step != 0 || seen[0].Type != "placement" || seen[0].DeploymentIntentGroup != "d" ||
+		seen[0].CompositeAppVersion != "v1" || seen[0].Operation != lifecycle.OpInstantiate {
+		t.Errorf("controller inputs %+v", seen)
+	}
+	if len(f.applied) != 0 || slices.Contains(f.ran, "commit") {
+		t.Errorf("applied %v, ran %v after a failing controller", f.applied, f.ran)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || !strings.Contains(fin.Error, "no cluster qualifies") {
+		t.Errorf("finished %+v", fin)
 	}
 }
 
