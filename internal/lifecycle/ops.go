@@ -20,13 +20,6 @@ const (
 	QueryProgress         = "progress"
 )
 
-// Error types of non-retryable application errors the API maps to HTTP answers.
-const (
-	ErrInvalidState = "InvalidState" // 409: the DIG's state does not allow the operation
-	ErrBusy         = "Busy"         // 409: another operation is running
-	ErrInvalidInput = "InvalidInput" // the DIG cannot be deployed as specified (bad placement, chart...)
-)
-
 // OpRequest asks the DIG lifecycle workflow to run an operation.
 type OpRequest struct {
 	Op        string `json:"op"`

@@ -116,7 +116,7 @@ func (o *operation) apply(ctx workflow.Context, plan lifecycle.Plan) error {
 	}
 	o.progress.Phase = "done"
 	if res.Failed > 0 {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d resources failed to apply", res.Failed), "ApplyFailed", nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d resources failed to apply", res.Failed), lifecycle.ErrApplyFailed, nil)
 	}
 	return nil
 }

@@ -49,7 +49,7 @@ func (o *operation) terminate(ctx workflow.Context) error {
 	}
 	o.progress.Phase = "done"
 	if res.Failed > 0 {
-		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d resources failed to delete", res.Failed), "DeleteFailed", nil)
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d resources failed to delete", res.Failed), lifecycle.ErrDeleteFailed, nil)
 	}
 	return nil
 }

@@ -70,7 +70,7 @@ func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
 		return true, applyErr
 	}
 	if res.Failed > 0 {
-		return true, temporal.NewNonRetryableApplicationError("some objects of the previous revision could not be deleted", "PruneFailed", nil)
+		return true, temporal.NewNonRetryableApplicationError("some objects of the previous revision could not be deleted", lifecycle.ErrPruneFailed, nil)
 	}
 	return true, nil
 }

@@ -1,0 +1,23 @@
+package lifecycle
+
+// Types of the non-retryable application errors temco's activities and workflows return:
+// a retry would fail the same way. Every such error names one of these.
+const (
+	// ErrInvalidState: the DIG's or logical cloud's state does not allow the operation
+	// (the api answers 409).
+	ErrInvalidState = "InvalidState"
+	// ErrBusy: another operation of the DIG is running (409).
+	ErrBusy = "Busy"
+	// ErrInvalidInput: the DIG cannot be deployed as specified — a bad placement, chart,
+	// kubeconfig or controller — or the request names what is not there, such as a
+	// revision (400 when it refuses a request).
+	ErrInvalidInput = "InvalidInput"
+	// ErrApplyFailed: clusters rejected objects of an instantiate, update or rollback;
+	// the rejections are in the context's statuses.
+	ErrApplyFailed = "ApplyFailed"
+	// ErrDeleteFailed: terminate could not delete some objects.
+	ErrDeleteFailed = "DeleteFailed"
+	// ErrPruneFailed: an update could not delete objects its previous revision had and
+	// the new one has not.
+	ErrPruneFailed = "PruneFailed"
+)
