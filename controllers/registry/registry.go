@@ -4,7 +4,10 @@ package registry
 
 import (
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/gac"
 )
 
 // All is every built-in controller; adding one is one line here.
-var All = []controllers.Builtin{}
+var All = []controllers.Builtin{
+	gac.Controller,
+}
