@@ -5,9 +5,12 @@ package registry
 import (
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/gac"
+	"github.com/temco/temco/controllers/hpa"
 )
 
 // All is every built-in controller; adding one is one line here.
 var All = []controllers.Builtin{
 	gac.Controller,
+	hpa.Placement,
+	hpa.Action,
 }
