@@ -77,17 +77,25 @@ func (s *Store) Layers(ctx context.Context, ctxID string, step int) ([]*Layer, e
 
 // groupsDoc is the placement of one app before placement controllers ran.
 type groupsDoc struct {
-	ID      string     `bson:"_id"` // <ctx>/<app>
-	Context string     `bson:"ctx"`
-	App     string     `bson:"app"`
-	Groups  [][]string `bson:"groups"`
+	ID      string  `bson:"_id"` // <ctx>/<app>
+	Context string  `bson:"ctx"`
+	App     string  `bson:"app"`
+	Groups  []group `bson:"groups"` // not [][]string: FerretDB stores no nested arrays
+}
+
+type group struct {
+	Clusters []string `bson:"clusters"`
 }
 
 // PutGroups stores the placement groups of each app, for the controllers to work on.
 func (s *Store) PutGroups(ctx context.Context, ctxID string, groups map[string][][]string) error {
 	docs := make([]any, 0, len(groups))
 	for _, app := range slices.Sorted(maps.Keys(groups)) {
-		docs = append(docs, &groupsDoc{ID: ctxID + "/" + app, Context: ctxID, App: app, Groups: groups[app]})
+		gs := make([]group, len(groups[app]))
+		for i, g := range groups[app] {
+			gs[i].Clusters = g
+		}
+		docs = append(docs, &groupsDoc{ID: ctxID + "/" + app, Context: ctxID, App: app, Groups: gs})
 	}
 	return s.replaceAll(ctx, s.groups, ctxID, docs)
 }
@@ -107,7 +115,11 @@ func (s *Store) Groups(ctx context.Context, ctxID string) (map[string][][]string
 	}
 	out := make(map[string][][]string, len(docs))
 	for _, d := range docs {
-		out[d.App] = d.Groups
+		gs := make([][]string, len(d.Groups))
+		for i, g := range d.Groups {
+			gs[i] = g.Clusters
+		}
+		out[d.App] = gs
 	}
 	return out, nil
 }
