@@ -22,19 +22,8 @@ type action struct {
 }
 
 func (a *action) Run(ctx context.Context, c contract.Context) error {
-	if c.Input().Operation == contract.OpTerminate {
-		return nil
-	}
-	all, err := a.intents.Intents(ctx, c.Input())
-	if err != nil || len(all) == 0 {
-		return err
-	}
-	apps, err := c.Apps(ctx)
-	if err != nil {
-		return err
-	}
-	intents, err := byApp(all, apps)
-	if err != nil {
+	apps, intents, err := load(ctx, a.intents, c)
+	if err != nil || intents == nil {
 		return err
 	}
 	for _, app := range apps {

@@ -104,6 +104,24 @@ func (s storeIntents) list(ctx context.Context, parent, kind string) ([]*store.D
 
 // byApp groups intents by the app they name. An intent naming an app the context does not
 // have is refused: EMCO ignores it, which hides a misspelt app name.
+// load reads what both controllers work on: the context's apps and the DIG's hpa intents
+// by app (nil when there are none, or on terminate, where neither has work).
+func load(ctx context.Context, src intentSource, c contract.Context) ([]contract.App, map[string][]intent, error) {
+	if c.Input().Operation == contract.OpTerminate {
+		return nil, nil, nil
+	}
+	all, err := src.Intents(ctx, c.Input())
+	if err != nil || len(all) == 0 {
+		return nil, nil, err
+	}
+	apps, err := c.Apps(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	intents, err := byApp(all, apps)
+	return apps, intents, err
+}
+
 func byApp(intents []intent, apps []contract.App) (map[string][]intent, error) {
 	known := map[string]bool{}
 	for _, a := range apps {

@@ -17,19 +17,8 @@ type placement struct {
 }
 
 func (p *placement) Run(ctx context.Context, c contract.Context) error {
-	if c.Input().Operation == contract.OpTerminate {
-		return nil
-	}
-	all, err := p.intents.Intents(ctx, c.Input())
-	if err != nil || len(all) == 0 {
-		return err
-	}
-	apps, err := c.Apps(ctx)
-	if err != nil {
-		return err
-	}
-	intents, err := byApp(all, apps)
-	if err != nil {
+	apps, intents, err := load(ctx, p.intents, c)
+	if err != nil || intents == nil {
 		return err
 	}
 	nodes := map[string][]node{} // read each cluster once per run
