@@ -233,7 +233,6 @@ func (a *Activities) intents(ctx context.Context, dig lifecycle.Target) (string,
 	}
 	gpi := ""
 	var ctrls []lifecycle.Controller
-	types := map[string]string{}
 	for _, d := range docs {
 		r, err := model.Decode[model.DIGIntentSpec](d.Body)
 		if err != nil {
@@ -261,7 +260,6 @@ func (a *Activities) intents(ctx context.Context, dig lifecycle.Target) (string,
 			if t := spec.Spec.Type; t != model.ControllerPlacement && t != model.ControllerAction {
 				continue // as in EMCO: a controller of another type (rsync has none) is not run
 			}
-			types[key] = spec.Spec.Type
 			ctrls = append(ctrls, lifecycle.Controller{Name: key, Type: spec.Spec.Type, Intent: intent, Priority: spec.Spec.Priority,
 				TaskQueue: spec.Spec.TaskQueue})
 		}
@@ -269,15 +267,15 @@ func (a *Activities) intents(ctx context.Context, dig lifecycle.Target) (string,
 	if gpi == "" {
 		return "", nil, invalid("no intent of the DIG names a %s", model.GenericPlacementIntentKey)
 	}
-	byPriority(ctrls, types)
+	byPriority(ctrls)
 	return gpi, ctrls, nil
 }
 
 // byPriority orders controllers as EMCO runs them: placement controllers before action
 // controllers, each by priority (lower first), ties by name.
-func byPriority(ctrls []lifecycle.Controller, types map[string]string) {
+func byPriority(ctrls []lifecycle.Controller) {
 	sort.SliceStable(ctrls, func(i, j int) bool {
-		pi, pj := types[ctrls[i].Name] == model.ControllerPlacement, types[ctrls[j].Name] == model.ControllerPlacement
+		pi, pj := ctrls[i].Type == model.ControllerPlacement, ctrls[j].Type == model.ControllerPlacement
 		if pi != pj {
 			return pi
 		}

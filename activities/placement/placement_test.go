@@ -82,9 +82,9 @@ func TestPlace(t *testing.T) {
 }
 
 func TestControllersRunPlacementFirstThenByPriority(t *testing.T) {
-	ctrls := []lifecycle.Controller{{Name: "ovnaction", Priority: 5}, {Name: "hpa-plc", Priority: 9}, {Name: "gac", Priority: 1},
-		{Name: "dtc", Priority: 1}, {Name: "sfc", Priority: 3}}
-	byPriority(ctrls, map[string]string{"hpa-plc": model.ControllerPlacement, "gac": model.ControllerAction})
+	ctrls := []lifecycle.Controller{{Name: "ovnaction", Priority: 5}, {Name: "hpa-plc", Type: model.ControllerPlacement, Priority: 9},
+		{Name: "gac", Type: model.ControllerAction, Priority: 1}, {Name: "dtc", Priority: 1}, {Name: "sfc", Priority: 3}}
+	byPriority(ctrls)
 	var names []string
 	for _, c := range ctrls {
 		names = append(names, c.Name)
