@@ -6,6 +6,8 @@ package model
 import (
 	"fmt"
 	"regexp"
+
+	"github.com/temco/temco/contract"
 )
 
 // Metadata is common to every EMCO resource.
@@ -86,10 +88,10 @@ type ControllerSpec struct {
 	TaskQueue string `json:"taskQueue,omitempty"`
 }
 
-// Controller types.
+// Controller types: the contract's, one spelling for both.
 const (
-	ControllerPlacement = "placement"
-	ControllerAction    = "action"
+	ControllerPlacement = contract.TypePlacement
+	ControllerAction    = contract.TypeAction
 )
 
 // AppProfileSpec names the app an app profile belongs to.
