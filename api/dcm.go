@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"strings"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -19,10 +18,8 @@ const routeLC = "/projects/:project/logical-clouds/:logicalCloud"
 
 func (s *Server) registerDcm(g *echo.Group) {
 	register(g, s, kind[model.LogicalCloudSpec]{name: model.KindLogicalCloud, check: checkLogicalCloud,
-		coll: "/projects/:project/logical-clouds", item: routeLC, remove: s.deleteOperated(routeLC),
-		state: func() string {
-			return digstate.Encode(lifecycle.StateInfo{Actions: []lifecycle.Action{{State: lifecycle.StateCreated, TimeStamp: time.Now().UTC()}}})
-		}})
+		coll: "/projects/:project/logical-clouds", item: routeLC,
+		remove: s.deleteOperated(routeLC, digstate.LogicalCloud), state: digstate.LogicalCloud.NewHistory})
 	register(g, s, kind[model.ClusterReferenceSpec]{name: model.KindClusterReference, check: checkClusterReference,
 		coll: routeLC + "/cluster-references", item: routeLC + "/cluster-references/:clusterReference"})
 	register(g, s, kind[model.UserPermissionSpec]{name: model.KindUserPermission, check: checkUserPermission,

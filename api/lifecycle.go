@@ -7,13 +7,11 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"slices"
 	"strconv"
 	"time"
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/store"
@@ -27,9 +25,6 @@ type Operator interface {
 	ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) error
 }
 
-// CanApprove lists the states approve starts from (approving an Approved DIG is a no-op).
-var CanApprove = []string{lifecycle.StateCreated, lifecycle.StateTerminated, lifecycle.StateUpdated}
-
 func (s *Server) registerLifecycle(g *echo.Group) {
 	op := func(path, summary string) opDoc {
 		return opDoc{method: http.MethodPost, path: path, summary: summary, code: http.StatusAccepted, response: typeOf[opAccepted]()}
@@ -38,18 +33,17 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 	for _, t := range []struct {
 		route, what string
 		target      targetFunc
-		instantiate []string
-	}{{routeDIG, "a DIG", digRef, operation.CanInstantiate}, {routeLC, "a logical cloud", cloudRef, operation.CanInstantiateCloud}} {
-		s.route(g, op(t.route+"/instantiate", "Instantiate "+t.what), s.operate(t.target, lifecycle.OpInstantiate, t.instantiate))
-		s.route(g, op(t.route+"/terminate", "Terminate "+t.what), s.operate(t.target, lifecycle.OpTerminate, operation.CanTerminate))
-		s.route(g, op(t.route+"/update", "Apply the changes of "+t.what+" as a new revision"), s.operate(t.target, lifecycle.OpUpdate, operation.CanUpdate))
+	}{{routeDIG, "a DIG", digRef}, {routeLC, "a logical cloud", cloudRef}} {
+		s.route(g, op(t.route+"/instantiate", "Instantiate "+t.what), s.operate(t.target, lifecycle.OpInstantiate))
+		s.route(g, op(t.route+"/terminate", "Terminate "+t.what), s.operate(t.target, lifecycle.OpTerminate))
+		s.route(g, op(t.route+"/update", "Apply the changes of "+t.what+" as a new revision"), s.operate(t.target, lifecycle.OpUpdate))
 		s.route(g, op(t.route+"/stop", "Stop the running operation of "+t.what), s.stop(t.target))
 		s.route(g, opDoc{method: http.MethodGet, path: t.route + "/status", summary: "Status of " + t.what, code: http.StatusOK,
 			response: typeOf[statusResult](), query: statusQueryParams}, s.status(t.target))
 	}
 	rollback := op(routeDIG+"/rollback", "Return a DIG to a stored revision (as a new revision)")
 	rollback.body = typeOf[rollbackBody]()
-	s.route(g, rollback, s.operate(digRef, lifecycle.OpRollback, operation.CanUpdate))
+	s.route(g, rollback, s.operate(digRef, lifecycle.OpRollback))
 	s.route(g, opDoc{method: http.MethodGet, path: "/openapi.yaml", summary: "This document", code: http.StatusOK}, s.serveOpenAPI)
 }
 
@@ -79,14 +73,14 @@ func (s *Server) approve(c echo.Context) error {
 		return err
 	}
 	_, err = digstate.Change(c.Request().Context(), s.Store, dig.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
-		cur := info.Current()
-		if cur == lifecycle.StateApproved {
+		t, err := digstate.DIG.Start(dig.String(), digstate.Approve, info.Current())
+		if err != nil {
+			return nil, conflict("%v", err)
+		}
+		if t.To == "" { // already approved
 			return nil, nil
 		}
-		if !slices.Contains(CanApprove, cur) {
-			return nil, conflict("%s is %s: approve needs one of %v", dig, cur, CanApprove)
-		}
-		return []lifecycle.Action{{State: lifecycle.StateApproved}}, nil
+		return []lifecycle.Action{{State: t.To}}, nil
 	})
 	if err != nil {
 		return fromStore(err)
@@ -96,7 +90,7 @@ func (s *Server) approve(c echo.Context) error {
 
 // operate starts an operation after a quick check of the DIG's state; the lifecycle
 // workflow checks again, authoritatively, before it records the transition.
-func (s *Server) operate(target targetFunc, op string, allowed []string) echo.HandlerFunc {
+func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		dig, err := target(c)
 		if err != nil {
@@ -113,8 +107,8 @@ func (s *Server) operate(target targetFunc, op string, allowed []string) echo.Ha
 		if err != nil {
 			return fromStore(err)
 		}
-		if cur := info.Current(); !slices.Contains(allowed, cur) {
-			return conflict("%s is %s: %s needs one of %v", dig, cur, op, allowed)
+		if _, err := digstate.For(dig).Start(dig.String(), op, info.Current()); err != nil {
+			return conflict("%v", err)
 		}
 		if err := s.readyFor(ctx, dig, op); err != nil {
 			return err
@@ -194,35 +188,36 @@ func newContextID() string {
 
 // deletable refuses to delete a DIG or logical cloud d whose objects may still be on
 // clusters.
-func (s *Server) deletable(ctx context.Context, d *store.Doc) error {
+func (s *Server) deletable(ctx context.Context, m *digstate.Machine, d *store.Doc) error {
 	info, err := digstate.Parse(d)
 	if err != nil {
 		return err
 	}
-	switch cur := info.Current(); cur {
-	case lifecycle.StateCreated, lifecycle.StateApproved:
-		return nil
-	case lifecycle.StateTerminated:
-		c, err := s.Contexts.Get(ctx, info.ContextID())
-		if err != nil {
-			return err
-		}
-		if c.Status == lifecycle.StatusTerminating {
-			return conflict("%s is still terminating; delete it once the terminate completed", describe(d.ID))
-		}
-		return nil
-	default:
-		return conflict("%s is %s: terminate it before deleting it", describe(d.ID), cur)
+	t, err := m.Start(describe(d.ID), digstate.Delete, info.Current())
+	if err != nil {
+		return conflict("%v", err)
 	}
+	if t.Unless == "" {
+		return nil
+	}
+	c, err := s.Contexts.Get(ctx, info.ContextID())
+	if err != nil {
+		return err
+	}
+	if err := t.Settle(c.Status); err != nil {
+		return conflict("%v", err)
+	}
+	return nil
 }
 
-// deleteOperated returns the delete handler of a DIG or logical cloud at route: it
-// refuses while the target may have objects on clusters and takes its AppContexts along.
-func (s *Server) deleteOperated(route string) echo.HandlerFunc {
-	return func(c echo.Context) error { return s.deleteWithContexts(c, route) }
+// deleteOperated returns the delete handler of a DIG or logical cloud at route, whose
+// lifecycle is m: it refuses while the target may have objects on clusters and takes
+// its AppContexts along.
+func (s *Server) deleteOperated(route string, m *digstate.Machine) echo.HandlerFunc {
+	return func(c echo.Context) error { return s.deleteWithContexts(c, route, m) }
 }
 
-func (s *Server) deleteWithContexts(c echo.Context, route string) error {
+func (s *Server) deleteWithContexts(c echo.Context, route string, m *digstate.Machine) error {
 	id, err := fill(c, route)
 	if err != nil {
 		return err
@@ -233,7 +228,7 @@ func (s *Server) deleteWithContexts(c echo.Context, route string) error {
 	var info lifecycle.StateInfo
 	if err := s.Store.DeleteIf(ctx, id, func(ctx context.Context, d *store.Doc) error {
 		info, _ = digstate.Parse(d)
-		return s.deletable(ctx, d)
+		return s.deletable(ctx, m, d)
 	}); err != nil {
 		return fromStore(err)
 	}
@@ -247,13 +242,15 @@ func (s *Server) deleteWithContexts(c echo.Context, route string) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// unapprove puts an Approved DIG back to Created after it or one of its intents changed.
+// unapprove records what a change of a DIG or one of its intents does to its state: an
+// approved DIG goes back to Created.
 func (s *Server) unapprove(ctx context.Context, digID string) error {
 	_, err := digstate.Change(ctx, s.Store, digID, func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
-		if info.Current() != lifecycle.StateApproved {
-			return nil, nil
+		t, err := digstate.DIG.Start(describe(digID), digstate.Modify, info.Current())
+		if err != nil || t.To == "" {
+			return nil, err
 		}
-		return []lifecycle.Action{{State: lifecycle.StateCreated}}, nil
+		return []lifecycle.Action{{State: t.To}}, nil
 	})
 	if store.CodeOf(err) == store.ErrNotFound {
 		return nil // the DIG itself was deleted

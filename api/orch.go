@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -40,12 +39,12 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 		file: &fileSpec[model.AppProfileSpec]{required: true, attach: attachProfile, download: true}})
 	register(g, s, kind[model.ControllerSpec]{name: model.KindController, check: checkController,
 		coll: "/controllers", item: "/controllers/:controller"})
-	// Changing an Approved DIG or its intents puts it back to Created.
+	// A change of a DIG or its intents is a modify of its lifecycle: an approved DIG
+	// goes back to Created.
 	unapprove := func(ctx context.Context, s *Server, id string) error { return s.unapprove(ctx, digOf(id)) }
-	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: unapprove, remove: s.deleteOperated(routeDIG),
-		coll: routeCA + "/deployment-intent-groups", item: routeDIG, state: func() string {
-			return digstate.Encode(lifecycle.StateInfo{Actions: []lifecycle.Action{{State: lifecycle.StateCreated, TimeStamp: time.Now().UTC()}}})
-		}})
+	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: unapprove,
+		remove: s.deleteOperated(routeDIG, digstate.DIG), state: digstate.DIG.NewHistory,
+		coll: routeCA + "/deployment-intent-groups", item: routeDIG})
 	register(g, s, kind[model.DIGIntentSpec]{name: model.KindDIGIntent, check: checkDIGIntent, changed: unapprove,
 		coll: routeDIG + "/intents", item: routeDIG + "/intents/:intent"})
 	register(g, s, kind[model.GenericPlacementIntentSpec]{name: model.KindGPI, changed: unapprove,

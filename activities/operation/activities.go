@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -26,19 +25,21 @@ type Activities struct {
 	Contexts *appctx.Store
 }
 
-// The DIG states each operation starts from.
-var (
-	CanInstantiate = []string{lifecycle.StateApproved, lifecycle.StateTerminated}
-	// Logical clouds have no approval step.
-	CanInstantiateCloud = []string{lifecycle.StateCreated, lifecycle.StateTerminated}
-	CanTerminate        = []string{lifecycle.StateInstantiated, lifecycle.StateInstantiateStopped, lifecycle.StateTerminateStopped}
-	CanUpdate           = []string{lifecycle.StateInstantiated}
-)
+// start asks the target's machine whether op may start from state; a refusal is final.
+func start(t lifecycle.Target, op, state string) (digstate.Transition, error) {
+	tr, err := digstate.For(t).Start(t.String(), op, state)
+	if err != nil {
+		return tr, temporal.NewNonRetryableApplicationError(err.Error(), lifecycle.ErrInvalidState, nil)
+	}
+	return tr, nil
+}
 
-// InvalidState is the error for a transition the DIG's state does not allow.
-func InvalidState(dig lifecycle.Target, op, state string, allowed []string) error {
-	return temporal.NewNonRetryableApplicationError(
-		fmt.Sprintf("%s is %s: %s needs one of %v", dig, state, op, allowed), lifecycle.ErrInvalidState, nil)
+// last is the newest action of a history (zero when there is none).
+func last(info lifecycle.StateInfo) lifecycle.Action {
+	if len(info.Actions) == 0 {
+		return lifecycle.Action{}
+	}
+	return info.Actions[len(info.Actions)-1]
 }
 
 // BeginOperation checks the transition, records it in the DIG's history and prepares
@@ -89,14 +90,11 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 		if info.ContextID() == in.ContextID {
 			return nil, nil // recorded by an earlier attempt
 		}
-		allowed := CanInstantiate
-		if in.DIG.IsLogicalCloud() {
-			allowed = CanInstantiateCloud
+		t, err := start(in.DIG, in.Op, info.Current())
+		if err != nil {
+			return nil, err
 		}
-		if cur := info.Current(); !slices.Contains(allowed, cur) {
-			return nil, InvalidState(in.DIG, in.Op, cur, allowed)
-		}
-		return []lifecycle.Action{{State: lifecycle.StateInstantiated, ContextID: in.ContextID, Revision: 1}}, nil
+		return []lifecycle.Action{{State: t.To, ContextID: in.ContextID, Revision: 1}}, nil
 	})
 	if err != nil {
 		_ = a.Contexts.DeleteContext(context.WithoutCancel(ctx), in.ContextID)
@@ -111,19 +109,20 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 	var res lifecycle.BeginResult
 	_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
-		last := info.Actions[len(info.Actions)-1]
-		if last.ContextID == in.ContextID { // recorded by an earlier attempt
+		cur := last(info)
+		if cur.ContextID == in.ContextID { // recorded by an earlier attempt
 			prev := info.Actions[len(info.Actions)-2]
-			res = lifecycle.BeginResult{ContextID: in.ContextID, Revision: last.Revision, Previous: prev.ContextID}
+			res = lifecycle.BeginResult{ContextID: in.ContextID, Revision: cur.Revision, Previous: prev.ContextID}
 			if in.Op == lifecycle.OpRollback {
 				res.Source, _ = info.RevisionContext(in.Revision)
 			}
 			return nil, nil
 		}
-		if !slices.Contains(CanUpdate, last.State) {
-			return nil, InvalidState(in.DIG, in.Op, last.State, CanUpdate)
+		t, err := start(in.DIG, in.Op, cur.State)
+		if err != nil {
+			return nil, err
 		}
-		res = lifecycle.BeginResult{ContextID: in.ContextID, Revision: info.LatestRevision() + 1, Previous: last.ContextID}
+		res = lifecycle.BeginResult{ContextID: in.ContextID, Revision: info.LatestRevision() + 1, Previous: cur.ContextID}
 		if in.Op == lifecycle.OpRollback {
 			src, ok := info.RevisionContext(in.Revision)
 			if !ok {
@@ -133,8 +132,8 @@ func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput)
 			res.Source = src
 		}
 		return []lifecycle.Action{
-			{State: lifecycle.StateUpdated, ContextID: last.ContextID, Revision: last.Revision},
-			{State: lifecycle.StateInstantiated, ContextID: in.ContextID, Revision: res.Revision},
+			{State: t.Replaced, ContextID: cur.ContextID, Revision: cur.Revision},
+			{State: t.To, ContextID: in.ContextID, Revision: res.Revision},
 		}, nil
 	})
 	if err != nil {
@@ -156,17 +155,18 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 		}
 	}
 	_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
-		last := info.Actions[len(info.Actions)-1]
-		res = lifecycle.BeginResult{ContextID: last.ContextID, Revision: last.Revision}
-		if last.State == lifecycle.StateTerminated {
-			if c, err := a.Contexts.Get(ctx, last.ContextID); err == nil && c.Status == lifecycle.StatusTerminating {
+		cur := last(info)
+		res = lifecycle.BeginResult{ContextID: cur.ContextID, Revision: cur.Revision}
+		if cur.State == lifecycle.StateTerminated {
+			if c, err := a.Contexts.Get(ctx, cur.ContextID); err == nil && c.Status == lifecycle.StatusTerminating {
 				return nil, nil // recorded by an earlier attempt
 			}
 		}
-		if !slices.Contains(CanTerminate, last.State) {
-			return nil, InvalidState(in.DIG, in.Op, last.State, CanTerminate)
+		t, err := start(in.DIG, in.Op, cur.State)
+		if err != nil {
+			return nil, err
 		}
-		return []lifecycle.Action{{State: lifecycle.StateTerminated, ContextID: last.ContextID, Revision: last.Revision}}, nil
+		return []lifecycle.Action{{State: t.To, ContextID: cur.ContextID, Revision: cur.Revision}}, nil
 	})
 	if err != nil {
 		return res, err
@@ -220,7 +220,7 @@ func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *stor
 		} else if !errors.Is(err, appctx.ErrNotFound) {
 			return err
 		}
-		if info.Current() != lifecycle.StateInstantiated || status != lifecycle.StatusInstantiated {
+		if !digstate.LogicalCloud.Allows(digstate.Host, info.Current()) || status != lifecycle.StatusInstantiated {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s uses logical cloud %q, which is not instantiated (state %s, status %s)",
 				t, lc.Metadata.Name, info.Current(), cmp.Or(status, "none")), lifecycle.ErrInvalidState, nil)
 		}
@@ -240,7 +240,7 @@ func (a *Activities) unused(ctx context.Context, cloud lifecycle.Target) error {
 		if err != nil {
 			return err
 		}
-		if cur := info.Current(); slices.Contains(CanTerminate, cur) {
+		if cur := info.Current(); digstate.DIG.Allows(digstate.Terminate, cur) { // it may have objects on clusters
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is used by deployment intent group %s, which is %s: terminate it first",
 				cloud, d.ID, cur), lifecycle.ErrInvalidState, nil)
 		}
@@ -282,16 +282,13 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 		}
 	}
 	if in.Stopped {
-		stopped := lifecycle.StateInstantiateStopped // a stopped update too: terminate is the way on
-		if in.Status == lifecycle.StatusTerminateStopped {
-			stopped = lifecycle.StateTerminateStopped
-		}
+		stopped := digstate.For(in.DIG).StoppedState(in.Status)
 		_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
-			last := info.Actions[len(info.Actions)-1]
-			if last.State == stopped && last.ContextID == in.ContextID {
+			cur := last(info)
+			if cur.State == stopped && cur.ContextID == in.ContextID {
 				return nil, nil
 			}
-			return []lifecycle.Action{{State: stopped, ContextID: in.ContextID, Revision: last.Revision}}, nil
+			return []lifecycle.Action{{State: stopped, ContextID: in.ContextID, Revision: cur.Revision}}, nil
 		})
 		if err != nil {
 			return err

@@ -1,5 +1,10 @@
-// Package digstate reads and changes a DIG's state history in the resource store with
-// optimistic concurrency, so concurrent API replicas and workflows never lose an entry.
+// Package digstate owns the lifecycle state of DIGs and logical clouds: the machines
+// that say which operation may start from which state and what it records
+// (machine.go), and the state history in the resource store, read and changed with
+// optimistic concurrency so concurrent API replicas and workflows never lose an entry.
+// Both live here because every check is made on a history just read from the store,
+// by the api or by an activity; workflows never check a state (they cannot read it
+// deterministically), BeginOperation does it for them.
 package digstate
 
 import (

@@ -10,7 +10,8 @@ import (
 	"time"
 )
 
-// DIG states: the lifecycle action last requested, as in EMCO's state history.
+// DIG states: the lifecycle action last requested, as in EMCO's state history. Which
+// operation may start from which, and what it records, is digstate's (DIG, LogicalCloud).
 const (
 	StateCreated            = "Created"
 	StateApproved           = "Approved"
@@ -18,7 +19,7 @@ const (
 	StateInstantiateStopped = "InstantiateStopped"
 	StateTerminated         = "Terminated"
 	StateTerminateStopped   = "TerminateStopped"
-	StateUpdated            = "Updated"
+	StateUpdated            = "Updated" // a context a newer revision replaced; never current
 )
 
 // AppContext statuses: how far an operation on one context (instance revision) got.

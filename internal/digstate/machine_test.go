@@ -1,0 +1,232 @@
+package digstate
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/store"
+)
+
+// What a cell of the expected tables says: refused, starts and records no state, starts
+// and records none once a running terminate ended, or the state it records.
+const (
+	no    = "refused"
+	keep  = "records no state"
+	after = "records no state, once a running terminate ended"
+)
+
+// The columns of the expected tables: every state, none (an empty history) and one no
+// machine knows (Created, Approved, Instantiated, InstantiateStopped, Terminated,
+// TerminateStopped, Updated, none, Bogus).
+var columns = []string{created, approved, instantiated, instantiateStopped, terminated, terminateStopped, updated, "", "Bogus"}
+
+// Written out by hand from EMCO's rules as temco implements them, not from the tables.
+var wantDIG = map[string][]string{
+	Approve:     {approved, keep, no, no, approved, no, approved, no, no},
+	Instantiate: {no, instantiated, no, no, instantiated, no, no, no, no},
+	Terminate:   {no, no, terminated, terminated, no, terminated, no, no, no},
+	Update:      {no, no, instantiated, no, no, no, no, no, no},
+	Rollback:    {no, no, instantiated, no, no, no, no, no, no},
+	Modify:      {keep, created, keep, keep, keep, keep, keep, keep, keep},
+	Delete:      {keep, keep, no, no, after, no, no, no, no},
+}
+
+var wantCloud = map[string][]string{
+	Instantiate: {instantiated, no, no, no, instantiated, no, no, no, no},
+	Terminate:   {no, no, terminated, terminated, no, terminated, no, no, no},
+	Update:      {no, no, instantiated, no, no, no, no, no, no},
+	Delete:      {keep, no, no, no, after, no, no, no, no},
+	Host:        {no, no, keep, no, no, no, no, no, no},
+}
+
+// The states each operation's refusal lists, in the order of the messages callers
+// have always given.
+var wantNeeds = map[*Machine]map[string][]string{
+	DIG: {
+		Approve:     {created, terminated, updated},
+		Instantiate: {approved, terminated},
+		Terminate:   {instantiated, instantiateStopped, terminateStopped},
+		Update:      {instantiated},
+		Rollback:    {instantiated},
+		Delete:      {created, approved, terminated},
+	},
+	LogicalCloud: {
+		Instantiate: {created, terminated},
+		Terminate:   {instantiated, instantiateStopped, terminateStopped},
+		Update:      {instantiated},
+		Delete:      {created, terminated},
+		Host:        {instantiated},
+	},
+}
+
+// What a running operation records beside To: the replaced context's state and the
+// state a stop records.
+var wantRunning = map[string]struct{ replaced, stopped string }{
+	Instantiate: {"", instantiateStopped},
+	Terminate:   {"", terminateStopped},
+	Update:      {updated, instantiateStopped},
+	Rollback:    {updated, instantiateStopped},
+}
+
+func TestEveryOperationFromEveryState(t *testing.T) {
+	for _, m := range []*Machine{DIG, LogicalCloud} {
+		want := wantDIG
+		if m == LogicalCloud {
+			want = wantCloud
+		}
+		if got := slices.Sorted(maps.Keys(want)); !slices.Equal(got, slices.Sorted(slices.Values(m.Ops))) {
+			t.Fatalf("%s: operations %v, the expected table has %v", m.Kind, m.Ops, got)
+		}
+		for _, op := range m.Ops {
+			for i, state := range columns {
+				name := fmt.Sprintf("%s/%s from %q", m.Kind, op, state)
+				tr, err := m.Start("T", op, state)
+				if m.Allows(op, state) != (err == nil) {
+					t.Errorf("%s: Allows disagrees with Start (%v)", name, err)
+				}
+				switch w := want[op][i]; w {
+				case no:
+					var r *Refused
+					if !errors.As(err, &r) || r.Op != op || r.State != state || !slices.Equal(r.Needs, wantNeeds[m][op]) {
+						t.Errorf("%s: %+v, %v; want refused, needing %v", name, tr, err, wantNeeds[m][op])
+					}
+				case keep, after:
+					if err != nil || tr.To != "" || tr.Replaced != "" || tr.Stopped != "" || (tr.Unless == Terminate) != (w == after) {
+						t.Errorf("%s: %+v, %v; want it to start and %s", name, tr, err, w)
+					}
+				default:
+					r := wantRunning[op]
+					if err != nil || tr.To != w || tr.Replaced != r.replaced || tr.Stopped != r.stopped || tr.Unless != "" {
+						t.Errorf("%s: %+v, %v; want it to record %s (replaced %q, stopped %q)", name, tr, err, w, r.replaced, r.stopped)
+					}
+				}
+				if err == nil && (tr.Target != "T" || tr.Op != op || tr.From != state) {
+					t.Errorf("%s: transition %+v does not say what it is", name, tr)
+				}
+			}
+		}
+	}
+}
+
+// The refusals read as the api and the activities have always worded them (tests/e2e
+// and EMCO users read them).
+func TestRefusalsNameTheStateAndWhatTheOperationNeeds(t *testing.T) {
+	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
+	cloud := lifecycle.Target{Project: "p", LogicalCloud: "lc"}
+	for _, c := range []struct {
+		m                *Machine
+		target, op, from string
+		want             string
+	}{
+		{DIG, dig.String(), Approve, instantiated,
+			`deployment intent group "d" (project "p", composite app "ca" "v1") is Instantiated: approve needs one of [Created Terminated Updated]`},
+		{DIG, dig.String(), Instantiate, created,
+			`deployment intent group "d" (project "p", composite app "ca" "v1") is Created: instantiate needs one of [Approved Terminated]`},
+		{DIG, dig.String(), Terminate, approved,
+			`deployment intent group "d" (project "p", composite app "ca" "v1") is Approved: terminate needs one of [Instantiated InstantiateStopped TerminateStopped]`},
+		{DIG, dig.String(), Update, terminated,
+			`deployment intent group "d" (project "p", composite app "ca" "v1") is Terminated: update needs one of [Instantiated]`},
+		{DIG, dig.String(), Rollback, instantiateStopped,
+			`deployment intent group "d" (project "p", composite app "ca" "v1") is InstantiateStopped: rollback needs one of [Instantiated]`},
+		{DIG, `deployment intent group "d"`, Delete, instantiated, `deployment intent group "d" is Instantiated: terminate it before deleting it`},
+		{LogicalCloud, cloud.String(), Instantiate, instantiated,
+			`logical cloud "lc" (project "p") is Instantiated: instantiate needs one of [Created Terminated]`},
+		{LogicalCloud, `logical cloud "lc"`, Delete, terminateStopped, `logical cloud "lc" is TerminateStopped: terminate it before deleting it`},
+	} {
+		if _, err := c.m.Start(c.target, c.op, c.from); err == nil || err.Error() != c.want {
+			t.Errorf("%s from %s: %v\nwant %s", c.op, c.from, err, c.want)
+		}
+	}
+}
+
+// A delete from Terminated waits for that terminate: refused while its context is
+// Terminating, whatever else it says.
+func TestDeleteWaitsForTheTerminate(t *testing.T) {
+	for _, m := range []*Machine{DIG, LogicalCloud} {
+		tr, err := m.Start(`logical cloud "lc"`, Delete, terminated)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = tr.Settle(lifecycle.StatusTerminating)
+		if want := `logical cloud "lc" is still terminating; delete it once the terminate completed`; err == nil || err.Error() != want {
+			t.Errorf("%s: delete while terminating: %v, want %s", m.Kind, err, want)
+		}
+		for _, status := range []string{lifecycle.StatusTerminated, lifecycle.StatusTerminateFailed, lifecycle.StatusTerminateStopped, ""} {
+			if err := tr.Settle(status); err != nil {
+				t.Errorf("%s: delete once the context is %q: %v", m.Kind, status, err)
+			}
+		}
+		tr, _ = m.Start("x", Delete, created)
+		if err := tr.Settle(lifecycle.StatusTerminating); err != nil {
+			t.Errorf("%s: a delete from Created waits for nothing: %v", m.Kind, err)
+		}
+	}
+}
+
+// Operations a machine does not have are errors, not refusals by state.
+func TestUnknownOperations(t *testing.T) {
+	for _, c := range []struct {
+		m  *Machine
+		op string
+	}{{DIG, Host}, {DIG, lifecycle.OpStop}, {LogicalCloud, Approve}, {LogicalCloud, Rollback}, {LogicalCloud, Modify}, {LogicalCloud, lifecycle.OpStop}} {
+		_, err := c.m.Start("T", c.op, created)
+		var r *Refused
+		if err == nil || errors.As(err, &r) {
+			t.Errorf("%s %s: %v, want an unknown operation", c.m.Kind, c.op, err)
+		}
+	}
+}
+
+// A stop records the stopped variant of the operation it ended, told by the status
+// the operation's context ended in.
+func TestStoppedState(t *testing.T) {
+	for _, m := range []*Machine{DIG, LogicalCloud} {
+		for status, want := range map[string]string{
+			lifecycle.StatusInstantiateStopped: instantiateStopped,
+			lifecycle.StatusUpdateStopped:      instantiateStopped, // terminate is the way on
+			lifecycle.StatusTerminateStopped:   terminateStopped,
+			// stopped, then cancelled: the failed status
+			lifecycle.StatusInstantiateFailed: instantiateStopped,
+			lifecycle.StatusUpdateFailed:      instantiateStopped,
+			lifecycle.StatusTerminateFailed:   instantiateStopped,
+		} {
+			if got := m.StoppedState(status); got != want {
+				t.Errorf("%s: stopped with status %s records %s, want %s", m.Kind, status, got, want)
+			}
+		}
+	}
+}
+
+// The tables name only their machine's states and operations, and every state an
+// operation records is one of them.
+func TestTablesAreClosed(t *testing.T) {
+	for _, m := range []*Machine{DIG, LogicalCloud} {
+		for _, r := range m.Rules {
+			if !slices.Contains(m.Ops, r.Op) {
+				t.Errorf("%s: rule for unknown operation %s", m.Kind, r.Op)
+			}
+			for _, s := range append(slices.Clone(r.From), r.To, r.Replaced, r.Stopped) {
+				if s != "" && !slices.Contains(m.States, s) {
+					t.Errorf("%s: %s names state %s, which is not one of %v", m.Kind, r.Op, s, m.States)
+				}
+			}
+		}
+	}
+}
+
+func TestNewHistoryIsCreatedNow(t *testing.T) {
+	for _, m := range []*Machine{DIG, LogicalCloud} {
+		info, err := Parse(&store.Doc{State: m.NewHistory()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Actions) != 1 || info.Current() != created || time.Since(info.Actions[0].TimeStamp) > time.Minute {
+			t.Errorf("%s: new history %+v", m.Kind, info)
+		}
+	}
+}
