@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"strings"
+	"unicode"
 
 	"github.com/labstack/echo/v4"
 
@@ -226,6 +227,8 @@ func checkController(_ context.Context, _ *Server, r *request[model.ControllerSp
 		return badRequest("spec.priority %d is out of range 0..100", sp.Priority)
 	case sp.Port < 0 || sp.Port > 65535:
 		return badRequest("spec.port %d is out of range 0..65535", sp.Port)
+	case len(sp.TaskQueue) > 200 || strings.ContainsFunc(sp.TaskQueue, unicode.IsSpace):
+		return badRequest("spec.taskQueue %q: a Temporal task queue name of at most 200 characters without spaces", sp.TaskQueue)
 	}
 	return nil
 }

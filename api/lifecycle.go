@@ -23,6 +23,8 @@ type Operator interface {
 	Operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error)
 	Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpAccepted, error)
 	ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) error
+	// Running describes the operation running on a context with a status (nil: none).
+	Running(ctx context.Context, dig lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error)
 }
 
 func (s *Server) registerLifecycle(g *echo.Group) {

@@ -23,6 +23,9 @@ func (o *operations) Stop(context.Context, lifecycle.Target) (lifecycle.OpAccept
 }
 
 func (o *operations) ReadClusters(context.Context, lifecycle.Target, string, bool) error { return nil }
+func (o *operations) Running(context.Context, lifecycle.Target, string, string) (*lifecycle.RunningOp, error) {
+	return nil, nil
+}
 
 // Parts of a DIG may be created in any order, as in EMCO; instantiate then names every
 // part still missing in one 409 and starts nothing, and starts once all are there.

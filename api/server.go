@@ -96,6 +96,7 @@ func (s *Server) Handler() *echo.Echo {
 	}
 	s.registerDcm(g)
 	s.registerLifecycle(g)
+	s.registerControlView(g)
 	return e
 }
 

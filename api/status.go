@@ -164,6 +164,9 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		}
 	}
 	out.Instance, out.Revision, out.Error = ctxID, header.Revision, header.Error
+	if out.Operation, err = s.Ops.Running(ctx, dig, header.Status, ctxID); err != nil {
+		return operationErr(err)
+	}
 	if q.ready {
 		if err := s.Ops.ReadClusters(ctx, dig, ctxID, q.output == "detail"); err != nil {
 			return operationErr(err)

@@ -38,6 +38,9 @@ type statusResult struct {
 	Instance string `json:"instance,omitempty"`
 	Revision int64  `json:"revision,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Operation is the context's running operation: its workflow, and the controller
+	// steps and retried steps it waits on.
+	Operation *lifecycle.RunningOp `json:"operation,omitempty"`
 }
 
 type statusStates struct {

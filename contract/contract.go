@@ -2,8 +2,8 @@
 // activity named ActivityName; temco's lifecycle workflows call it once per intent named in
 // a DIG, placement controllers first, then action controllers, each group by priority.
 // Built-in controllers run in temco's worker; a controller outside this repository imports
-// only this package, runs a worker on its own task queue (see Serve) and is registered with
-// that queue in spec.taskQueue of /v2/controllers.
+// this package and contract/remote, runs a worker on its own task queue (remote.Serve) and
+// is registered with that queue in spec.taskQueue of /v2/controllers.
 //
 // A controller reads the new AppContext through Context and records edits there. temco
 // keeps each controller's edits as one layer of the context, replaced as a whole on every
@@ -19,6 +19,10 @@ import (
 
 // ActivityName is the activity every controller implements.
 const ActivityName = "RunController"
+
+// ErrorRefused is the type of the non-retryable error a refusal becomes: the operation
+// fails with its message.
+const ErrorRefused = "InvalidInput"
 
 // Operations a controller is called for.
 const (
@@ -48,6 +52,56 @@ type Input struct {
 	Operation         string `json:"operation"`
 	// Step is the controller's place in this run: it sees the edits of the steps before.
 	Step int `json:"step"`
+	// Hook is what this call is for: HookRun (the controller's Run) or one of the hooks
+	// that see the deployed context and may not edit it.
+	Hook string `json:"hook,omitempty"`
+}
+
+// Hooks: what a call of a controller is for (Input.Hook).
+const (
+	// HookRun calls Run to edit the new context of an instantiate or update.
+	HookRun = ""
+	// HookTerminate calls Terminator.Terminate before a terminate deletes anything:
+	// action controllers, in priority order. An error stops the terminate (a Refusal
+	// fails it; any other error is retried).
+	HookTerminate = "terminate"
+	// HookFinished calls Observer.Finished once Operation's apply (or deletion) has
+	// finished on the clusters, for every controller of the context in order. Its errors
+	// are logged and do not change the operation's outcome; it is tried for a few minutes.
+	HookFinished = "finished"
+)
+
+// Terminator is a controller with work to do before a deployment is deleted (EMCO's
+// TerminateAppContext).
+type Terminator interface {
+	Terminate(ctx context.Context, c Context) error
+}
+
+// Observer is a controller told when an operation has finished on the clusters (EMCO's
+// PostEvent, sent here after the apply has finished rather than when it was accepted).
+type Observer interface {
+	Finished(ctx context.Context, c Context) error
+}
+
+// Dispatch calls what c.Input().Hook asks of ctrl; a controller without that hook has
+// nothing to do.
+func Dispatch(ctx context.Context, ctrl Controller, c Context) error {
+	switch c.Input().Hook {
+	case HookRun:
+		return ctrl.Run(ctx, c)
+	case HookTerminate:
+		if t, ok := ctrl.(Terminator); ok {
+			return t.Terminate(ctx, c)
+		}
+	case HookFinished:
+		if o, ok := ctrl.(Observer); ok {
+			return o.Finished(ctx, c)
+		}
+	default:
+		return Refuse("temco called controller %s with hook %q, which this controller does not know: upgrade it",
+			c.Input().Controller, c.Input().Hook)
+	}
+	return nil
 }
 
 // Result is what a controller activity returns.
@@ -126,7 +180,8 @@ type Context interface {
 	// Clusters describes the clusters of a provider (all of them when label is "", else
 	// those carrying the label).
 	Clusters(ctx context.Context, provider, label string) ([]Cluster, error)
-	// Edit records edits; they are checked and become visible to the later steps.
+	// Edit records edits; they are checked and become visible to the later steps. Hooks
+	// see the deployed context and may not edit it.
 	Edit(edits ...Edit) error
 }
 

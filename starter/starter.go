@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -120,4 +121,65 @@ func refused(err error) error {
 		}
 	}
 	return err
+}
+
+// opsOfStatus names the operations whose workflow runs while a context has a status.
+var opsOfStatus = map[string][]string{
+	lifecycle.StatusInstantiating: {lifecycle.OpInstantiate},
+	lifecycle.StatusTerminating:   {lifecycle.OpTerminate},
+	lifecycle.StatusUpdating:      {lifecycle.OpUpdate, lifecycle.OpRollback},
+}
+
+// clusterActivities are shown by the per-resource statuses, not as waiting steps.
+var clusterActivities = []string{lifecycle.ActivityApplyCluster, lifecycle.ActivityDeleteCluster,
+	lifecycle.ActivityPruneCluster, lifecycle.ActivityReadCluster}
+
+// Running describes the operation running on a context with the given status (nil when
+// none runs): its workflow, and its controller steps and retried steps. It reads only
+// Temporal's record of the run, so it answers while every worker is down.
+func (s *Starter) Running(ctx context.Context, dig lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error) {
+	for _, op := range opsOfStatus[status] {
+		id := dig.OpWorkflowID(op, ctxID)
+		d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		info := d.GetWorkflowExecutionInfo()
+		if info.GetStatus() != enumspb.WORKFLOW_EXECUTION_STATUS_RUNNING {
+			continue
+		}
+		run := &lifecycle.RunningOp{WorkflowID: id, RunID: info.GetExecution().GetRunId()}
+		for _, p := range d.GetPendingActivities() {
+			ctrl := lifecycle.ControllerOfActivity(p.GetActivityId())
+			typ := p.GetActivityType().GetName()
+			if ctrl == "" && (p.GetAttempt() < 2 || slices.Contains(clusterActivities, typ)) {
+				continue
+			}
+			w := lifecycle.WaitingStep{Activity: typ, Controller: ctrl, State: pendingState(p.GetState()),
+				Attempt: p.GetAttempt(), LastError: p.GetLastFailure().GetMessage(), Worker: p.GetLastWorkerIdentity()}
+			if t := p.GetScheduledTime(); t != nil {
+				at := t.AsTime()
+				w.Scheduled = &at
+			}
+			run.Waiting = append(run.Waiting, w)
+		}
+		return run, nil
+	}
+	return nil, nil
+}
+
+func pendingState(s enumspb.PendingActivityState) string {
+	switch s {
+	case enumspb.PENDING_ACTIVITY_STATE_SCHEDULED:
+		return "Scheduled"
+	case enumspb.PENDING_ACTIVITY_STATE_STARTED:
+		return "Started"
+	case enumspb.PENDING_ACTIVITY_STATE_CANCEL_REQUESTED:
+		return "CancelRequested"
+	}
+	return s.String()
 }

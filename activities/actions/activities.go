@@ -8,8 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/activity"
@@ -42,15 +40,45 @@ func (a *Activities) RunController(ctx context.Context, in contract.Input) (cont
 	if err != nil {
 		return contract.Result{}, Refused(err)
 	}
-	v := ctxedit.NewView(in, s, ClusterSource(a.Store))
+	v := ctxedit.NewView(in, s, ctxedit.StoreClusters(a.Store))
 	stop := heartbeat(ctx)
-	err = b.New(a.Deps).Run(ctx, v)
+	err = contract.Dispatch(ctx, b.New(a.Deps), v)
 	stop()
 	if err != nil {
 		return contract.Result{}, Refused(err)
 	}
-	l := &appctx.Layer{Context: in.ContextID, Step: in.Step, Controller: in.Controller, Type: in.Type, Edits: v.Edits}
+	if in.Hook != contract.HookRun {
+		return contract.Result{}, nil
+	}
+	l := &appctx.Layer{Context: in.ContextID, Step: in.Step, Attempt: activity.GetInfo(ctx).Attempt, Controller: in.Controller,
+		Intent: in.Intent, Type: in.Type, Edits: v.Edits}
 	return contract.Result{Edits: len(v.Edits)}, a.Contexts.PutLayer(ctx, l)
+}
+
+// ContextControllers lists the controllers that edited a context, in the order they ran,
+// for its terminate and finished hooks; a controller no longer registered is left out.
+func (a *Activities) ContextControllers(ctx context.Context, ctxID string) (lifecycle.Hooked, error) {
+	layers, err := a.Contexts.Layers(ctx, ctxID, -1)
+	if err != nil || len(layers) == 0 {
+		return lifecycle.Hooked{}, err
+	}
+	out := lifecycle.Hooked{Steps: layers[len(layers)-1].Step + 1}
+	for _, l := range layers {
+		d, err := a.Store.Get(ctx, "/controllers/"+l.Controller)
+		if store.CodeOf(err) == store.ErrNotFound {
+			continue
+		}
+		if err != nil {
+			return out, err
+		}
+		sp, err := model.Decode[model.ControllerSpec](d.Body)
+		if err != nil {
+			return out, err
+		}
+		out.Controllers = append(out.Controllers, lifecycle.Controller{Name: l.Controller, Intent: l.Intent, Type: l.Type, Priority: sp.Spec.Priority,
+			TaskQueue: sp.Spec.TaskQueue})
+	}
+	return out, nil
 }
 
 // builtin finds the built-in controller a registration means.
@@ -102,32 +130,4 @@ func heartbeat(ctx context.Context) func() {
 		}
 	}()
 	return func() { close(done) }
-}
-
-// ClusterSource answers the view's cluster questions from the resource store.
-func ClusterSource(st *store.Store) ctxedit.Clusters {
-	return func(ctx context.Context, provider, label string) ([]contract.Cluster, error) {
-		scope := "/cluster-providers/" + provider
-		labels, err := st.List(ctx, store.Query{Scope: scope, Kind: model.KindClusterLabel})
-		if err != nil {
-			return nil, err
-		}
-		byCluster := map[string][]string{}
-		for _, d := range labels {
-			name := d.Parent[strings.LastIndex(d.Parent, "/")+1:]
-			byCluster[name] = append(byCluster[name], d.Name)
-		}
-		docs, err := st.List(ctx, store.Query{Parent: scope, Kind: model.KindCluster})
-		if err != nil {
-			return nil, err
-		}
-		var out []contract.Cluster
-		for _, d := range docs {
-			c := contract.Cluster{Provider: provider, Name: d.Name, Labels: byCluster[d.Name]}
-			if label == "" || slices.Contains(c.Labels, label) {
-				out = append(out, c)
-			}
-		}
-		return out, nil
-	}
 }

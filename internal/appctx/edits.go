@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -37,21 +38,32 @@ type Layer struct {
 	ID         string          `bson:"_id"` // <ctx>/step/<n>
 	Context    string          `bson:"ctx"`
 	Step       int             `bson:"step"`
+	Attempt    int32           `bson:"attempt"` // the activity attempt that recorded it
 	Controller string          `bson:"controller"`
+	Intent     string          `bson:"intent"`
 	Type       string          `bson:"type"`
 	Edits      []contract.Edit `bson:"-"`
 	Raw        string          `bson:"edits"` // JSON of Edits: manifests and patches are JSON
 }
 
+// ErrStaleAttempt: a layer was recorded by a later attempt of the step's activity than the
+// one writing (an external controller whose activity timed out and was retried elsewhere).
+var ErrStaleAttempt = errors.New("a later attempt of this controller step already recorded its edits")
+
 // PutLayer replaces the edits of one step: a retried controller's new attempt replaces
-// what an earlier one recorded.
+// what an earlier one recorded, never the reverse.
 func (s *Store) PutLayer(ctx context.Context, l *Layer) error {
 	raw, err := json.Marshal(l.Edits)
 	if err != nil {
 		return err
 	}
 	l.ID, l.Raw = fmt.Sprintf("%s/step/%d", l.Context, l.Step), string(raw)
-	_, err = s.edits.ReplaceOne(ctx, bson.D{{Key: "_id", Value: l.ID}}, l, options.Replace().SetUpsert(true))
+	// A later attempt's layer does not match the filter, so the upsert's insert collides.
+	filter := bson.D{{Key: "_id", Value: l.ID}, {Key: "attempt", Value: bson.D{{Key: "$lte", Value: l.Attempt}}}}
+	_, err = s.edits.ReplaceOne(ctx, filter, l, options.Replace().SetUpsert(true))
+	if mongo.IsDuplicateKeyError(err) {
+		return ErrStaleAttempt
+	}
 	return err
 }
 

@@ -3,6 +3,7 @@ package ctxedit
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -11,6 +12,9 @@ import (
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/lifecycle"
 )
+
+// ErrNoControllers: the context was placed without controllers, so it has no steps.
+var ErrNoControllers = errors.New("no controller works on this context")
 
 // Load computes a context as the controller at step sees it: rendering and placement with
 // the edits of the steps before (every step's when step < 0).
@@ -28,7 +32,7 @@ func Load(ctx context.Context, contexts *appctx.Store, ctxID string, step int) (
 		return nil, err
 	}
 	if groups == nil {
-		return nil, fmt.Errorf("context %s has no placement for controllers to work on", ctxID)
+		return nil, fmt.Errorf("%w: %s", ErrNoControllers, ctxID)
 	}
 	layers, err := contexts.Layers(ctx, ctxID, step)
 	if err != nil {
@@ -129,6 +133,9 @@ func (v *View) Clusters(ctx context.Context, provider, label string) ([]contract
 
 // Edit checks the edits against a copy of the state and collects them.
 func (v *View) Edit(edits ...contract.Edit) error {
+	if v.in.Hook != contract.HookRun {
+		return errorf("controller %s: the %s hook sees the deployed context and may not edit it", v.in.Controller, v.in.Hook)
+	}
 	if v.next == nil {
 		v.next = v.seen.Clone()
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/temco/temco/contract"
 )
 
 // errorTypeArg is the argument naming the error type, per constructor.
@@ -81,4 +83,12 @@ func selector(e ast.Expr) string {
 		}
 	}
 	return ""
+}
+
+// A refusal of an external controller (contract.ErrorRefused) is the operation's invalid
+// input, as a built-in controller's is.
+func TestContractRefusalIsInvalidInput(t *testing.T) {
+	if contract.ErrorRefused != ErrInvalidInput {
+		t.Errorf("contract.ErrorRefused = %q, lifecycle.ErrInvalidInput = %q", contract.ErrorRefused, ErrInvalidInput)
+	}
 }

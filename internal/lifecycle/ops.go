@@ -1,5 +1,11 @@
 package lifecycle
 
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
 // Names of workflows, queries, signals and updates (stable: they are part of recorded
 // histories and of what operators type into the temporal CLI).
 const (
@@ -177,6 +183,7 @@ const (
 	ActivityPlaceApps            = "PlaceApps"
 	ActivityRunController        = "RunController" // contract.ActivityName
 	ActivityCommitControllers    = "CommitControllers"
+	ActivityContextControllers   = "ContextControllers"
 	ActivityContextBatches       = "ContextBatches"
 	ActivityListBatch            = "ListBatch"
 	ActivityCountBatch           = "CountBatch"
@@ -190,6 +197,56 @@ const (
 	ActivityTearDownLogicalCloud = "TearDownLogicalCloud"
 	ActivityPruneLogicalCloud    = "PruneLogicalCloud"
 )
+
+// Hooked is what the hooks of a context's controllers need: the controllers that ran on
+// it, in order, and how many steps it had (a hook sees every step's edits).
+type Hooked struct {
+	Controllers []Controller `json:"controllers,omitempty"`
+	Steps       int          `json:"steps"`
+}
+
+// ControllerActivityID is the activity id of a controller step of an operation.
+func ControllerActivityID(step int, controller string) string {
+	return fmt.Sprintf("controller/%d/%s", step, controller)
+}
+
+// HookActivityID is the activity id of a controller's hook call.
+func HookActivityID(hook, controller string) string {
+	return "controller/" + hook + "/" + controller
+}
+
+// ControllerOfActivity is the controller a controller step's or hook's activity id names
+// ("" for other activities).
+func ControllerOfActivity(id string) string {
+	rest, ok := strings.CutPrefix(id, "controller/")
+	if !ok {
+		return ""
+	}
+	_, name, _ := strings.Cut(rest, "/")
+	return name
+}
+
+// RunningOp is what Temporal says of a target's running operation: its workflow, and the
+// steps it waits on or retries that the per-cluster statuses do not show.
+type RunningOp struct {
+	WorkflowID string        `json:"workflowId"`
+	RunID      string        `json:"runId"`
+	Waiting    []WaitingStep `json:"waiting,omitempty"`
+}
+
+// WaitingStep is a pending activity of an operation: a controller step (scheduled on a
+// queue no worker polls, running, or between attempts) or another step being retried.
+type WaitingStep struct {
+	Activity   string `json:"activity"`
+	Controller string `json:"controller,omitempty"`
+	// State is Scheduled (no worker has taken it yet: for an external controller, its
+	// process is down), Started, or CancelRequested.
+	State     string     `json:"state"`
+	Attempt   int32      `json:"attempt"`
+	LastError string     `json:"lastError,omitempty"`
+	Scheduled *time.Time `json:"scheduled,omitempty"` // when the current attempt was (or will be) scheduled
+	Worker    string     `json:"lastWorker,omitempty"`
+}
 
 // CopyInput copies a stored revision into a new context (rollback).
 type CopyInput struct {

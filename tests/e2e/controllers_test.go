@@ -93,8 +93,9 @@ func TestGenericActionController(t *testing.T) {
 	c.do("GET", gi+"/resources/bad", nil).must(t, 404)
 	d.useController("gac", "action", "gi")
 
-	d.operate(lifecycle.OpInstantiate)
+	inst := d.operate(lifecycle.OpInstantiate)
 	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	recordHistory(t, inst.WorkflowID, "Instantiate-with-gac")
 	for i := range 2 {
 		cm := liveObject(t, i, configMaps, "extra")
 		if cm == nil {
@@ -112,7 +113,8 @@ func TestGenericActionController(t *testing.T) {
 	}
 
 	patch("PUT", gi+"/resources/web-deployment/customizations/scale", 5).must(t, 200)
-	d.update("update", nil)
+	upd := d.update("update", nil)
+	recordHistory(t, upd.WorkflowID, "Update-with-gac")
 	if r1, r2 := replicas(liveObject(t, 0, deployments, "web")), replicas(liveObject(t, 1, deployments, "web")); r1 != "1" || r2 != "5" {
 		t.Errorf("after the update: replicas cluster1 %s, cluster2 %s; want 1 and 5", r1, r2)
 	}

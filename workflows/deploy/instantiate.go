@@ -30,7 +30,10 @@ func (o *operation) instantiate(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.apply(ctx, plan)
+	if err := o.apply(ctx, plan); err != nil {
+		return err
+	}
+	return o.hook(ctx, contract.HookFinished, lifecycle.Hooked{Controllers: plan.Controllers, Steps: len(plan.Controllers)})
 }
 
 // prepare renders the apps, places them and runs the controllers: the new context is
@@ -62,14 +65,8 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrls []lifecycle.Controller) (lifecycle.Plan, error) {
 	for step, c := range ctrls {
 		o.progress.Phase = "controller " + c.Name
-		actx := controlling(ctx)
-		if c.TaskQueue != "" {
-			actx = workflow.WithTaskQueue(actx, c.TaskQueue)
-		}
-		in := contract.Input{Project: ref.DIG.Project, CompositeApp: ref.DIG.CompositeApp, CompositeAppVersion: ref.DIG.Version,
-			DeploymentIntentGroup: ref.DIG.DIG, Controller: c.Name, Type: c.Type, Intent: c.Intent, ContextID: ref.ContextID,
-			PreviousContextID: o.in.Previous, Operation: o.progress.Op, Step: step}
-		if err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, in).Get(ctx, nil); err != nil {
+		actx := controlling(ctx, c, lifecycle.ControllerActivityID(step, c.Name))
+		if err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, o.controllerInput(c, step, contract.HookRun)).Get(ctx, nil); err != nil {
 			return lifecycle.Plan{}, fmt.Errorf("controller %s: %w", c.Name, err)
 		}
 	}
@@ -77,7 +74,45 @@ func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrl
 	var plan lifecycle.Plan
 	err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCommitControllers, ref).Get(ctx, &plan)
 	o.progress.ClustersTotal = plan.Clusters
+	plan.Controllers = ctrls // for their finished hooks
 	return plan, err
+}
+
+func (o *operation) controllerInput(c lifecycle.Controller, step int, hook string) contract.Input {
+	dig := o.in.DIG
+	return contract.Input{Project: dig.Project, CompositeApp: dig.CompositeApp, CompositeAppVersion: dig.Version,
+		DeploymentIntentGroup: dig.DIG, Controller: c.Name, Type: c.Type, Intent: c.Intent, ContextID: o.in.ContextID,
+		PreviousContextID: o.in.Previous, Operation: o.progress.Op, Step: step, Hook: hook}
+}
+
+// hook calls a hook of the context's controllers in order, each as its own activity: the
+// terminate hook of action controllers (its error stops the operation), or the finished
+// hook of all of them (tried for a few minutes; its error is logged, as EMCO ignores
+// PostEvent's). Runs before releaseHooks call none.
+func (o *operation) hook(ctx workflow.Context, hook string, h lifecycle.Hooked) error {
+	if o.release < releaseHooks {
+		return nil
+	}
+	for _, c := range h.Controllers {
+		if hook == contract.HookTerminate && c.Type != contract.TypeAction {
+			continue
+		}
+		o.progress.Phase = hook + " hook of controller " + c.Name
+		actx := controlling(ctx, c, lifecycle.HookActivityID(hook, c.Name))
+		if hook == contract.HookFinished {
+			actx = observing(actx)
+		}
+		err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, o.controllerInput(c, h.Steps, hook)).Get(ctx, nil)
+		switch {
+		case err == nil:
+		case hook == contract.HookTerminate || ctx.Err() != nil:
+			return fmt.Errorf("controller %s: %w", c.Name, err)
+		default:
+			workflow.GetLogger(ctx).Warn("a controller's finished hook failed", "controller", c.Name, "op", o.progress.Op,
+				"context", o.in.ContextID, "error", message(err))
+		}
+	}
+	return nil
 }
 
 // renderAndPlace renders the apps and places them. Version gate (2026-11-23): placement

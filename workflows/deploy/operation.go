@@ -40,7 +40,11 @@ const (
 	// activity (localfirst).
 	releaseLocalFirst workflow.Version = 2
 
-	releaseLatest = releaseLocalFirst
+	// releaseHooks (2026-11-24): controllers' terminate hooks before a terminate deletes
+	// anything, and their finished hooks after an instantiate, update or terminate.
+	releaseHooks workflow.Version = 3
+
+	releaseLatest = releaseHooks
 )
 
 // gates are a run's answers to version gates.

@@ -6,6 +6,7 @@ package deploy
 import (
 	"time"
 
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
@@ -58,10 +59,26 @@ func preparing(ctx workflow.Context) workflow.Context {
 // controlling is for controller activities: built-in and external ones heartbeat while
 // they run, so a controller worker that dies is retried within a minute, not after the
 // ten-minute limit; with no worker on its queue the activity waits, visible as pending.
-func controlling(ctx workflow.Context) workflow.Context {
+// The activity id names the controller (lifecycle.ControllerOfActivity reads it), for
+// the status and the Temporal UI. External controllers run on their own task queue, and
+// their input (names and ids, no secret) is sent unencrypted: they hold no key of temco's
+// payload codec.
+func controlling(ctx workflow.Context, c lifecycle.Controller, id string) workflow.Context {
+	if c.TaskQueue != "" {
+		ctx = workflow.WithDataConverter(ctx, converter.GetDefaultDataConverter())
+	}
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		ActivityID: id, TaskQueue: c.TaskQueue,
 		StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: 30 * time.Second, RetryPolicy: retryForever,
 	})
+}
+
+// observing bounds a controller's finished hook: it does not change the operation's
+// outcome, so a controller that is down must not hold the operation for long.
+func observing(ctx workflow.Context) workflow.Context {
+	opts := workflow.GetActivityOptions(ctx)
+	opts.ScheduleToCloseTimeout = 5 * time.Minute
+	return workflow.WithActivityOptions(ctx, opts)
 }
 
 // onCluster is for the per-cluster activities. Once they have run a few seconds they

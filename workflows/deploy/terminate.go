@@ -6,6 +6,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/lifecycle"
 )
 
@@ -22,6 +23,16 @@ func Terminate(ctx workflow.Context, in lifecycle.OpInput) error {
 }
 
 func (o *operation) terminate(ctx workflow.Context) error {
+	var hooked lifecycle.Hooked
+	if o.release >= releaseHooks {
+		o.progress.Phase = "controllers' terminate hooks"
+		if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextControllers, o.in.ContextID).Get(ctx, &hooked); err != nil {
+			return err
+		}
+		if err := o.hook(ctx, contract.HookTerminate, hooked); err != nil {
+			return err
+		}
+	}
 	var batches int
 	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, o.in.ContextID).Get(ctx, &batches); err != nil {
 		return err
@@ -47,9 +58,12 @@ func (o *operation) terminate(ctx workflow.Context) error {
 			res.Failed += r.Failed
 		}
 	}
-	o.progress.Phase = "done"
 	if res.Failed > 0 {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d resources failed to delete", res.Failed), lifecycle.ErrDeleteFailed, nil)
 	}
+	if err := o.hook(ctx, contract.HookFinished, hooked); err != nil {
+		return err
+	}
+	o.progress.Phase = "done"
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/lifecycle"
 )
 
@@ -72,5 +73,5 @@ func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
 	if res.Failed > 0 {
 		return true, temporal.NewNonRetryableApplicationError("some objects of the previous revision could not be deleted", lifecycle.ErrPruneFailed, nil)
 	}
-	return true, nil
+	return true, o.hook(ctx, contract.HookFinished, lifecycle.Hooked{Controllers: plan.Controllers, Steps: len(plan.Controllers)})
 }

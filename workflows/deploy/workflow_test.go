@@ -44,6 +44,7 @@ type fakes struct {
 	place    func() error
 	control  func(contract.Input) error
 	plan     lifecycle.Plan
+	hooked   lifecycle.Hooked // ContextControllers' answer
 	apply    func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
 	clusters func(batch int) []string
 }
@@ -71,7 +72,7 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, f.place() })
 	reg(lifecycle.ActivityRunController, func(_ context.Context, in contract.Input) error {
 		f.mu.Lock()
-		f.ran = append(f.ran, in.Controller)
+		f.ran = append(f.ran, strings.TrimSpace(in.Controller+" "+in.Hook))
 		f.mu.Unlock()
 		return f.control(in)
 	})
@@ -79,8 +80,11 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Lock()
 		f.ran = append(f.ran, "commit")
 		f.mu.Unlock()
-		return f.plan, nil
+		p := f.plan
+		p.Controllers = nil // as the activity: the workflow already has them
+		return p, nil
 	})
+	reg(lifecycle.ActivityContextControllers, func(context.Context, string) (lifecycle.Hooked, error) { return f.hooked, nil })
 	reg(lifecycle.ActivityContextBatches, func(context.Context, string) (int, error) { return f.plan.Batches, nil })
 	reg(lifecycle.ActivityListBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
 		f.mu.Lock()
@@ -185,8 +189,8 @@ func TestInstantiateSucceeds(t *testing.T) {
 	if err := run(t, f, Instantiate, nil); err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(f.ran, ",") != "hpa-plc,gac,dtc,commit" {
-		t.Errorf("controllers ran %v, want the plan's order, then the commit of their edits", f.ran)
+	if strings.Join(f.ran, ",") != "hpa-plc,gac,dtc,commit,hpa-plc finished,gac finished,dtc finished" {
+		t.Errorf("controllers ran %v, want the plan's order, the commit of their edits, then their finished hooks", f.ran)
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || fin.Stopped {
 		t.Errorf("finished %+v", fin)
@@ -222,6 +226,87 @@ func TestFailingControllerStopsBeforeApply(t *testing.T) {
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || !strings.Contains(fin.Error, "no cluster qualifies") {
 		t.Errorf("finished %+v", fin)
+	}
+}
+
+// hookCall is one hook call a test saw, with how many clusters were applied or deleted
+// by then.
+type hookCall struct {
+	controller, hook string
+	step, done       int
+}
+
+// recordHooks makes f's controllers record their hook calls; fail fails a hook call.
+func recordHooks(f *fakes, fail func(contract.Input) error) *[]hookCall {
+	var calls []hookCall
+	f.control = func(in contract.Input) error {
+		if in.Hook == contract.HookRun {
+			return nil
+		}
+		f.mu.Lock()
+		calls = append(calls, hookCall{in.Controller, in.Hook, in.Step, len(f.applied) + len(f.deleted)})
+		f.mu.Unlock()
+		if fail != nil {
+			return fail(in)
+		}
+		return nil
+	}
+	return &calls
+}
+
+// Controllers hear that an instantiate finished once every cluster was applied (EMCO
+// tells them when rsync accepted it); a failing finished hook changes nothing.
+func TestFinishedHooksRunAfterTheApply(t *testing.T) {
+	f := newFakes()
+	f.plan.Controllers = []lifecycle.Controller{{Name: "plc", Type: "placement"}, {Name: "gac", Type: "action"}}
+	calls := recordHooks(f, func(in contract.Input) error {
+		return temporal.NewNonRetryableApplicationError("observer down", lifecycle.ErrInvalidInput, nil)
+	})
+	if err := run(t, f, Instantiate, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []hookCall{{"plc", contract.HookFinished, 2, 2}, {"gac", contract.HookFinished, 2, 2}}
+	if !slices.Equal(*calls, want) {
+		t.Errorf("hook calls %+v, want %+v", *calls, want)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+// Terminate calls the action controllers' terminate hooks before deleting anything (a
+// refusal fails it with nothing deleted), and every controller's finished hook after.
+func TestTerminateHooks(t *testing.T) {
+	f := newFakes()
+	f.hooked = lifecycle.Hooked{Controllers: []lifecycle.Controller{{Name: "plc", Type: "placement"}, {Name: "gac", Type: "action"}}, Steps: 2}
+	calls := recordHooks(f, nil)
+	if err := run(t, f, Terminate, nil); err != nil {
+		t.Fatal(err)
+	}
+	want := []hookCall{{"gac", contract.HookTerminate, 2, 0}, {"plc", contract.HookFinished, 2, 2}, {"gac", contract.HookFinished, 2, 2}}
+	if !slices.Equal(*calls, want) {
+		t.Errorf("hook calls %+v, want %+v", *calls, want)
+	}
+
+	f = newFakes()
+	f.hooked = lifecycle.Hooked{Controllers: []lifecycle.Controller{{Name: "gac", Type: "action"}}, Steps: 1}
+	recordHooks(f, func(in contract.Input) error {
+		return temporal.NewNonRetryableApplicationError("certificates still in use", lifecycle.ErrInvalidInput, nil)
+	})
+	err := run(t, f, Terminate, nil)
+	if err == nil || !strings.Contains(err.Error(), "certificates still in use") || len(f.deleted) != 0 {
+		t.Errorf("refused terminate hook: error %v, deleted %v", err, f.deleted)
+	}
+
+	// Runs of earlier releases call no hook: replaying them must not schedule one.
+	f = newFakes()
+	f.hooked = lifecycle.Hooked{Controllers: []lifecycle.Controller{{Name: "gac", Type: "action"}}, Steps: 1}
+	calls = recordHooks(f, nil)
+	err = run(t, f, Terminate, func(env *testsuite.TestWorkflowEnvironment) {
+		env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(releaseLocalFirst)
+	})
+	if err != nil || len(*calls) != 0 {
+		t.Errorf("release 2 terminate: error %v, hook calls %+v", err, *calls)
 	}
 }
 
