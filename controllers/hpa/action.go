@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"maps"
 	"slices"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -69,6 +70,7 @@ func consumerPatch(app string, it intent, cs consumer, objs []contract.Resource)
 	}
 	selector := map[string]string{}
 	requests, limits := map[string]resource.Quantity{}, map[string]resource.Quantity{}
+	requirementOf := map[string]string{} // resource name -> requirement name, for messages
 	for _, r := range cs.Requirements {
 		res := r.Spec.Resource
 		if !r.Spec.IsAllocatable() {
@@ -76,6 +78,7 @@ func consumerPatch(app string, it intent, cs consumer, objs []contract.Resource)
 			continue
 		}
 		requests[res.Name] = quantity(res.Name, res.Requests)
+		requirementOf[res.Name] = r.Name
 		if res.Limits > 0 {
 			limits[res.Name] = quantity(res.Name, res.Limits)
 		}
@@ -89,7 +92,7 @@ func consumerPatch(app string, it intent, cs consumer, objs []contract.Resource)
 		if err != nil {
 			return nil, contract.Refuse("%s: %v", cs.where(it), err)
 		}
-		if err := checkLimits(ctr, requests, limits); err != nil {
+		if err := checkLimits(ctr, requests, limits, requirementOf); err != nil {
 			return nil, contract.Refuse("%s: %v", cs.where(it), err)
 		}
 		resources := map[string]any{"requests": requests}
@@ -137,20 +140,40 @@ func findContainer(dep *appsv1.Deployment, name string) (*corev1.Container, erro
 	return nil, fmt.Errorf("Deployment %q has no container %q (its containers: %v)", dep.Name, name, names)
 }
 
-// checkLimits refuses a request above a limit the container keeps: the API server would
-// reject the Deployment's pods only once applied.
-func checkLimits(ctr *corev1.Container, requests, limits map[string]resource.Quantity) error {
+// checkLimits refuses what the API server would reject only once the Deployment is
+// applied: a request above a limit the container keeps, and a request of a resource
+// Kubernetes does not overcommit (extended resources such as GPUs, hugepages) whose limit
+// is missing or differs from it. EMCO writes these as they are and the apply fails.
+func checkLimits(ctr *corev1.Container, requests, limits map[string]resource.Quantity, requirementOf map[string]string) error {
 	for _, r := range slices.Sorted(maps.Keys(requests)) {
-		if _, set := limits[r]; set {
-			continue
+		req := requests[r]
+		lim, fromRequirement := limits[r]
+		kept, inContainer := ctr.Resources.Limits[corev1.ResourceName(r)]
+		if !fromRequirement {
+			lim = kept
 		}
-		lim, ok := ctr.Resources.Limits[corev1.ResourceName(r)]
-		if !ok {
-			continue
-		}
-		if req := requests[r]; req.Cmp(lim) > 0 {
+		which := fmt.Sprintf("resource requirement %q", requirementOf[r])
+		switch {
+		case !overcommitAllowed(r) && !fromRequirement && !inContainer:
+			return fmt.Errorf("%s requests %s %s without limits, which Kubernetes requires of a resource it does not overcommit: give it limits %s",
+				which, req.String(), r, req.String())
+		case !overcommitAllowed(r) && req.Cmp(lim) != 0 && fromRequirement:
+			return fmt.Errorf("%s requests %s %s with limits %s; Kubernetes does not overcommit %s: its limits must equal its requests",
+				which, req.String(), r, lim.String(), r)
+		case !overcommitAllowed(r) && req.Cmp(lim) != 0:
+			return fmt.Errorf("%s requests %s %s, but container %q limits it to %s; Kubernetes does not overcommit %s: give the requirement limits %s",
+				which, req.String(), r, ctr.Name, lim.String(), r, req.String())
+		case !fromRequirement && inContainer && req.Cmp(lim) > 0:
 			return fmt.Errorf("container %q limits %s to %s, below the requested %s: give the requirement limits too", ctr.Name, r, lim.String(), req.String())
 		}
 	}
 	return nil
+}
+
+// overcommitAllowed is Kubernetes' rule (helper.IsOvercommitAllowed): native resources
+// (no domain, or a kubernetes.io domain) other than hugepages may have requests below
+// their limits; everything else must request exactly its limit.
+func overcommitAllowed(name string) bool {
+	native := !strings.Contains(name, "/") || strings.Contains(name, corev1.ResourceDefaultNamespacePrefix)
+	return native && !strings.HasPrefix(name, corev1.ResourceHugePagesPrefix)
 }

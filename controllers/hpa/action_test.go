@@ -137,6 +137,12 @@ func TestActionRefusesWhatItCannotPatch(t *testing.T) {
 		{"missing deployment", ConsumerSpec{Name: "api", Container: "app"}, alloc("cpu", 1, 0), `app "web" has no Deployment "api"`},
 		{"request above the container's limit", ConsumerSpec{Name: "web", Container: "app"}, alloc("cpu", 9, 0),
 			`container "app" limits cpu to 8, below the requested 9`},
+		{"extended resource without limits", ConsumerSpec{Name: "web", Container: "app"}, alloc("example.com/gpu", 1, 0),
+			`resource requirement "r" requests 1 example.com/gpu without limits, which Kubernetes requires of a resource it does not overcommit: give it limits 1`},
+		{"extended resource below its limits", ConsumerSpec{Name: "web", Container: "app"}, alloc("example.com/gpu", 1, 2),
+			`resource requirement "r" requests 1 example.com/gpu with limits 2; Kubernetes does not overcommit example.com/gpu`},
+		{"hugepages without limits", ConsumerSpec{Name: "web", Container: "app"}, alloc("hugepages-2Mi", 2, 0),
+			`requests 2 hugepages-2Mi without limits`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -173,5 +179,53 @@ func TestActionRequirementLimitsReplaceTheContainers(t *testing.T) {
 	if app.Resources.Limits.Cpu().String() != "2" || app.Resources.Requests.Cpu().String() != "1" ||
 		app.Resources.Limits.StorageEphemeral().String() != "2Gi" {
 		t.Fatalf("app resources = %+v", app.Resources)
+	}
+}
+
+// Kubernetes takes a resource it does not overcommit only at its limit: the requirement's,
+// or the one the container keeps. Native resources may stay below theirs.
+func TestActionRequestsUncommittableResourcesAtTheirLimits(t *testing.T) {
+	withGPULimit := strings.Replace(webDeployment, `"limits":{"cpu":"8",`, `"limits":{"example.com/gpu":"1","cpu":"8",`, 1)
+	cases := []struct {
+		name     string
+		req      RequirementSpec
+		want     string // a part of the refusal; "" when it patches
+		requests string // the container's example.com/gpu after the patch
+	}{
+		{"at the container's limit", alloc("example.com/gpu", 1, 0), "", "1"},
+		{"above the container's limit", alloc("example.com/gpu", 2, 0), `resource requirement "r" requests 2 example.com/gpu, but container "app" limits it to 1`, ""},
+		{"with its own limits", alloc("example.com/gpu", 2, 2), "", "2"},
+		{"native resource below the container's limit", alloc("cpu", 2, 0), "", ""},
+		{"kubernetes.io resource without limits", alloc("kubernetes.io/batteries", 1, 0), "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f, err := runAction(t, withGPULimit, webIntent(requirement{Name: "r", Spec: c.req}))
+			if c.want != "" {
+				if err == nil || !strings.Contains(err.Error(), c.want) || len(f.Edits) != 0 {
+					t.Fatalf("err = %v, edits = %+v; want a refusal saying %q", err, f.Edits, c.want)
+				}
+				return
+			}
+			if err != nil || len(f.Edits) != 1 {
+				t.Fatalf("err = %v, edits = %+v; want one patch", err, f.Edits)
+			}
+			if c.requests == "" {
+				return
+			}
+			doc, err := strategicpatch.StrategicMergePatch([]byte(withGPULimit), f.Edits[0].Data, &appsv1.Deployment{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			d := &appsv1.Deployment{}
+			if err := json.Unmarshal(doc, d); err != nil {
+				t.Fatal(err)
+			}
+			res := d.Spec.Template.Spec.Containers[1].Resources
+			req, lim := res.Requests["example.com/gpu"], res.Limits["example.com/gpu"]
+			if req.String() != c.requests || lim.String() != c.requests {
+				t.Fatalf("example.com/gpu requests %s, limits %s; want both %s", req.String(), lim.String(), c.requests)
+			}
+		})
 	}
 }
