@@ -9,9 +9,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
@@ -26,7 +23,12 @@ type Cluster struct {
 	BinDir   string // holds etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok
 	Dir      string // data, keys, logs and kubeconfig of this cluster
 	BasePort int
-	procs    map[string]*Proc
+	// The node's hardware, as node feature discovery and device plugins would report it:
+	// extra labels, and extra capacity (extended resources such as example.com/gpu), which
+	// is also allocatable. Both are set on an existing node too, so a restart converges.
+	NodeLabels    map[string]string
+	NodeResources corev1.ResourceList
+	procs         map[string]*Proc
 }
 
 // NodeName is the fake node kwok keeps Ready.
@@ -155,52 +157,6 @@ func (c *Cluster) startControllers(pki clusterPKI) error {
 		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
 		"--node-ip=10.244.0.1", "--node-lease-duration-seconds=40", "--cidr=10.244.0.0/16", "--server-address=")
 	return err
-}
-
-// ensureNode registers the fake node that kwok keeps Ready.
-func (c *Cluster) ensureNode(ctx context.Context) error {
-	cs, err := c.Clientset()
-	if err != nil {
-		return err
-	}
-	capacity := corev1.ResourceList{
-		corev1.ResourceCPU: resource.MustParse("32"), corev1.ResourceMemory: resource.MustParse("256Gi"),
-		corev1.ResourcePods: resource.MustParse("110"),
-	}
-	node := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{
-			Name:        NodeName,
-			Annotations: map[string]string{"kwok.x-k8s.io/node": "fake", "node.alpha.kubernetes.io/ttl": "0"},
-			Labels: map[string]string{"type": "kwok", "kubernetes.io/hostname": NodeName,
-				"kubernetes.io/os": "linux", "kubernetes.io/arch": "amd64"},
-		},
-		Status: corev1.NodeStatus{Capacity: capacity, Allocatable: capacity},
-	}
-	_, err = cs.CoreV1().Nodes().Create(ctx, node, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("cluster %s: create node: %w", c.Name, err)
-	}
-	return nil
-}
-
-// WaitNodeReady waits until kwok reports the fake node Ready.
-func (c *Cluster) WaitNodeReady(ctx context.Context, timeout time.Duration) error {
-	cs, err := c.Clientset()
-	if err != nil {
-		return err
-	}
-	return WaitReady(ctx, c.procs["kwok"], timeout, func(ctx context.Context) error {
-		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
-		if err != nil {
-			return err
-		}
-		for _, cond := range n.Status.Conditions {
-			if cond.Type == corev1.NodeReady && cond.Status == corev1.ConditionTrue {
-				return nil
-			}
-		}
-		return errNotReady
-	})
 }
 
 // Clientset is an admin client of this cluster.

@@ -17,6 +17,8 @@ import (
 	taskqueuepb "go.temporal.io/api/taskqueue/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 
 	"github.com/temco/temco/internal/seal"
 )
@@ -42,6 +44,18 @@ type Config struct {
 	SearchAttributes map[string]string
 	Out              io.Writer // progress and the summary
 	Env              []string  // extra environment of temco api and worker
+}
+
+// nodeHardware sets the first clusters' nodes apart, so that hardware-aware placement
+// (hpa) has a choice to make: cluster1 has AVX-512, cluster2 QuickAssist and two GPUs,
+// the others nothing beyond CPU and memory.
+var nodeHardware = []struct {
+	labels    map[string]string
+	resources corev1.ResourceList
+}{
+	{labels: map[string]string{"feature.node.kubernetes.io/cpu-cpuid.AVX512F": "true"}},
+	{labels: map[string]string{"feature.node.kubernetes.io/intel_qat": "true"},
+		resources: corev1.ResourceList{"example.com/gpu": resource.MustParse("2")}},
 }
 
 // Stack is a running local stack.
@@ -74,8 +88,12 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	for i := range cfg.Clusters {
 		name := "cluster" + strconv.Itoa(i+1)
-		s.Clusters = append(s.Clusters, &Cluster{Name: name, BinDir: cfg.BinDir,
-			Dir: filepath.Join(cfg.DataDir, "clusters", name), BasePort: cfg.ClusterBasePort + 10*i})
+		c := &Cluster{Name: name, BinDir: cfg.BinDir,
+			Dir: filepath.Join(cfg.DataDir, "clusters", name), BasePort: cfg.ClusterBasePort + 10*i}
+		if i < len(nodeHardware) {
+			c.NodeLabels, c.NodeResources = nodeHardware[i].labels, nodeHardware[i].resources
+		}
+		s.Clusters = append(s.Clusters, c)
 	}
 	if err := s.checkPorts(); err != nil {
 		return nil, err
