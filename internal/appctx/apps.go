@@ -1,0 +1,63 @@
+// A context's rendered apps: storing and reading them.
+
+package appctx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"golang.org/x/sync/errgroup"
+)
+
+// PutApps stores the rendered apps of a context, replacing those of an earlier attempt.
+func (s *Store) PutApps(ctx context.Context, ctxID string, apps []*App) error {
+	docs := make([]any, len(apps))
+	for i, a := range apps {
+		a.ID, a.Context = ctxID+"/"+a.Name, ctxID
+		docs[i] = a
+	}
+	return s.replaceAll(ctx, s.apps, ctxID, docs)
+}
+
+// Apps returns the rendered apps of a context (those its header lists), by name.
+func (s *Store) Apps(ctx context.Context, c *Context) (map[string]*App, error) {
+	apps, err := s.rendered(ctx, c.ID, c.Apps)
+	if err == nil && len(apps) < len(c.Apps) {
+		err = fmt.Errorf("context %s: some of its apps %v are not rendered", c.ID, c.Apps)
+	}
+	return apps, err
+}
+
+// rendered reads the named rendered apps of a context, by name; one not rendered (yet) is
+// left out.
+func (s *Store) rendered(ctx context.Context, ctxID string, names []string) (map[string]*App, error) {
+	apps := make([]*App, len(names))
+	var g errgroup.Group
+	for i, name := range names {
+		g.Go(func() error {
+			var a App
+			err := s.apps.FindOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + name}}).Decode(&a)
+			if errors.Is(err, mongo.ErrNoDocuments) {
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("rendered app %s of context %s: %w", name, ctxID, err)
+			}
+			apps[i] = &a
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := make(map[string]*App, len(apps))
+	for _, a := range apps {
+		if a != nil {
+			out[a.Name] = a
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,127 @@
+// The stored documents of an AppContext: header, rendered apps, placements and statuses, batches.
+
+package appctx
+
+import (
+	"time"
+
+	"github.com/temco/temco/internal/model"
+)
+
+// Context is the header of one AppContext.
+type Context struct {
+	ID        string `bson:"_id"`
+	DIG       string `bson:"dig"`      // the DIG's store _id
+	Instance  string `bson:"instance"` // the context that began this instance (its instantiate)
+	Revision  int64  `bson:"revision"`
+	Status    string `bson:"status"`
+	Error     string `bson:"error,omitempty"`
+	Namespace string `bson:"namespace"`
+	// Credentials names the logical cloud whose issued credentials the apply uses ("" for
+	// the clusters' registered ones: admin clouds, and logical clouds' own set-up).
+	Credentials string `bson:"credentials,omitempty"`
+	// Apps is written by rendering alone. A MongoDB-wire server may apply two concurrent
+	// updates of one document as read-modify-write (FerretDB does), so placement, which
+	// runs beside it, keeps its results out of the header: see Store.Batches.
+	Apps    []string  `bson:"apps"` // in dependency order
+	Created time.Time `bson:"created"`
+	Updated time.Time `bson:"updated"`
+}
+
+// Ref identifies a Kubernetes object.
+type Ref struct {
+	Group     string `bson:"group" json:"Group"`
+	Version   string `bson:"version" json:"Version"`
+	Kind      string `bson:"kind" json:"Kind"`
+	Namespace string `bson:"namespace,omitempty" json:"Namespace,omitempty"`
+	Name      string `bson:"name" json:"Name"`
+}
+
+func (r Ref) String() string {
+	s := r.Kind + "/" + r.Name
+	if r.Namespace != "" {
+		s = r.Namespace + "/" + s
+	}
+	return s
+}
+
+// Object is one rendered manifest of an app.
+type Object struct {
+	Ref      `bson:",inline"`
+	Manifest string `bson:"manifest"` // JSON
+	Hash     string `bson:"hash"`     // sha256 of Manifest
+}
+
+// App is the rendered content of one app in a context.
+type App struct {
+	ID      string                    `bson:"_id"` // <ctx>/<app>
+	Context string                    `bson:"ctx"`
+	Name    string                    `bson:"app"`
+	Deps    []model.AppDependencySpec `bson:"deps,omitempty"`
+	Objects []Object                  `bson:"objects"` // in apply order
+	// Base is what rendering produced, kept once controllers' edits replaced Objects: a
+	// retried commit starts from it again.
+	Base []Object `bson:"base,omitempty"`
+}
+
+// ResourceStatus is the status of one object of an app on one cluster.
+type ResourceStatus struct {
+	Ref      `bson:",inline"`
+	Status   string    `bson:"status"`
+	Attempts int32     `bson:"attempts,omitempty"`
+	Error    string    `bson:"error,omitempty"`
+	Updated  time.Time `bson:"updated,omitempty"`
+}
+
+// ClusterApp is one app placed on one cluster, with its resources' statuses.
+type ClusterApp struct {
+	App       string           `bson:"app"`
+	Cluster   string           `bson:"-"` // provider+cluster, from the enclosing document
+	Resources []ResourceStatus `bson:"resources"`
+	// Unlisted: no status was recorded yet, every object of the app is Pending and only
+	// the rendered app lists them (placement runs beside rendering). See List.
+	Unlisted bool `bson:"unlisted,omitempty"`
+	// Objects replaces the app's objects on this cluster alone (controllers' cluster-
+	// specific edits); index-aligned with Resources.
+	Objects []Object `bson:"objects,omitempty"`
+	// Live is what the cluster showed at LiveAt, index-aligned with Resources.
+	Live   []Live    `bson:"live,omitempty"`
+	LiveAt time.Time `bson:"liveAt,omitempty"`
+}
+
+// clusterDoc holds every app of a context placed on one cluster: the unit a cluster
+// activity reads and writes, found by _id (the one lookup every MongoDB-wire server
+// serves from an index).
+type clusterDoc struct {
+	ID      string        `bson:"_id"` // <ctx>/<provider+cluster>
+	Context string        `bson:"ctx"`
+	Cluster string        `bson:"cluster"`
+	Batch   int           `bson:"batch"`
+	Apps    []*ClusterApp `bson:"apps"`
+}
+
+// batchDoc lists the clusters of one batch.
+type batchDoc struct {
+	ID       string   `bson:"_id"` // <ctx>/batch/<n>
+	Context  string   `bson:"ctx"`
+	Batch    int      `bson:"batch"`
+	Clusters []string `bson:"clusters"`
+	// Counts (app -> resource status -> objects) is the batch's status as counted when
+	// its batch workflow ended; absent while one runs. See CountBatch.
+	Counts map[string]map[string]int `bson:"counts,omitempty"`
+}
+
+// Live is an object as last read from its cluster.
+type Live struct {
+	State  string `bson:"state"`            // Present, NotPresent or Unknown (cluster unreachable)
+	Ready  bool   `bson:"ready"`            // see cluster.Ready
+	Error  string `bson:"error,omitempty"`  // why the state is Unknown
+	Detail string `bson:"detail,omitempty"` // JSON, see DetailOf; when asked for
+}
+
+// Live states.
+const (
+	LivePresent    = "Present"
+	LiveNotPresent = "NotPresent"
+	LiveUnknown    = "Unknown"
+)
