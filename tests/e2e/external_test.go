@@ -168,8 +168,9 @@ func TestExternalController(t *testing.T) {
 	}
 	recordHistory(t, acc.WorkflowID, "Instantiate-external-controller-restarted")
 
-	d.operate(lifecycle.OpTerminate)
+	term := d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	recordHistory(t, term.WorkflowID, "Terminate-with-hooks")
 	second.awaitLog(t, "msg=finished context="+acc.ContextID+" operation=terminate", time.Second)
 
 	// With the controller down, the step waits on its queue; a stop ends the operation.

@@ -279,11 +279,13 @@ func TestHPAPlacesTheAppOnTheNodesItNeedsAndAnUpdateMovesIt(t *testing.T) {
 		}
 	}
 	awaitReadyReplicas(t, c2, h.app)
+	recordHistory(t, acc.WorkflowID, "Instantiate-with-hpa")
 
 	// Only cluster1 has AVX-512: the update moves the app there and removes it from cluster2.
 	h.c.do("DELETE", h.consumer()+"/resource-requirements/gpu", nil).must(t, 204)
 	h.c.do("PUT", h.consumer()+"/resource-requirements/feature", res("feature", labelRequirement(avx512Label))).must(t, 200)
-	h.update("update", nil)
+	upd := h.update("update", nil)
+	recordHistory(t, upd.WorkflowID, "Update-hpa-moves-the-app")
 	s = h.status("")
 	if got := placedOn(s, h.app); !slices.Equal(got, []string{"cluster1"}) {
 		t.Errorf("after the update, status places %s on %v, want [cluster1]", h.app, got)
@@ -322,6 +324,7 @@ func TestHPARefusesRequirementsNoNodeMeets(t *testing.T) {
 			t.Errorf("status error %q does not say %q", s.Error, part)
 		}
 	}
+	recordHistory(t, acc.WorkflowID, "Instantiate-hpa-refused")
 	werr := workflowError(t, acc.WorkflowID)
 	for _, part := range want {
 		if !strings.Contains(werr, part) {
