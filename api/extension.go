@@ -3,10 +3,12 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 )
 
@@ -83,6 +85,44 @@ func (q *Request[S]) Old() *store.Doc { return q.r.old }
 
 // SetBlob stores data beside the resource (templates, files).
 func (q *Request[S]) SetBlob(data []byte) { q.r.blob = data }
+
+// SetSealed stores data beside the resource sealed with the server's keys, bound to the
+// resource's id: templates and files that may hold secrets (a Secret's data).
+func (q *Request[S]) SetSealed(data []byte) error {
+	if len(data) == 0 {
+		q.r.blob, q.r.secret = nil, nil
+		return nil
+	}
+	if q.s.Keys == nil {
+		return fmt.Errorf("%s holds data stored sealed, and the API has no encryption key", q.r.id)
+	}
+	sealed, err := q.s.Keys.Seal(data, []byte(q.r.id))
+	if err != nil {
+		return err
+	}
+	q.r.blob, q.r.secret = nil, sealed
+	return nil
+}
+
+// OldSealed is what SetSealed stored with the resource a replace replaces (nil on create).
+func (q *Request[S]) OldSealed() ([]byte, error) {
+	if q.r.old == nil {
+		return nil, nil
+	}
+	return OpenSealed(q.s.Keys, q.r.old)
+}
+
+// OpenSealed returns what a check stored with SetSealed; a document stored before its kind
+// was sealed has it in its blob.
+func OpenSealed(keys *seal.Keyring, d *store.Doc) ([]byte, error) {
+	if len(d.Secret) == 0 {
+		return d.Blob, nil
+	}
+	if keys == nil {
+		return nil, fmt.Errorf("%s is sealed and no key is configured to open it", d.ID)
+	}
+	return keys.Open(d.Secret, []byte(d.ID))
+}
 
 // Store is the resource store, for lookups.
 func (q *Request[S]) Store() *store.Store { return q.s.Store }

@@ -13,6 +13,7 @@ import (
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 )
 
@@ -32,6 +33,7 @@ type Builtin struct {
 type Deps struct {
 	Store    *store.Store
 	Contexts *appctx.Store
+	Keys     *seal.Keyring // opens what the API stored sealed (api.OpenSealed)
 	// Admin returns a client configuration for a registered cluster ("provider+cluster")
 	// with its registered credentials (hpa-plc reads nodes and pods).
 	Admin func(ctx context.Context, cluster string) (*rest.Config, error)

@@ -80,7 +80,7 @@ func Register(w worker.Registry, d Deps) {
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
 	w.RegisterActivity(&actions.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers,
-		Deps: controllers.Deps{Store: d.Store, Contexts: d.Contexts, Admin: clients.Admin}})
+		Deps: controllers.Deps{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Admin: clients.Admin}})
 	w.RegisterActivity(onClusters)
 	w.RegisterActivity(&logicalcloud.Activities{Store: d.Store, Contexts: d.Contexts, Credentials: d.Credentials,
 		Clients: clients, Cluster: onClusters})

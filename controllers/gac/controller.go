@@ -11,6 +11,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 )
 
@@ -21,7 +22,10 @@ type docs interface {
 }
 
 // controller creates and patches the objects of the generic k8s intent a DIG names.
-type controller struct{ store docs }
+type controller struct {
+	store docs
+	keys  *seal.Keyring // templates and files are stored sealed: they may hold a Secret's data
+}
 
 // Run plans every resource of the intent and records the edits at once.
 func (c *controller) Run(ctx context.Context, v contract.Context) error {
@@ -30,7 +34,7 @@ func (c *controller) Run(ctx context.Context, v contract.Context) error {
 		return nil // the objects go with the context, as in EMCO
 	}
 	dig := lifecycle.Target{Project: in.Project, CompositeApp: in.CompositeApp, Version: in.CompositeAppVersion, DIG: in.DeploymentIntentGroup}.ID()
-	resources, err := loadIntent(ctx, c.store, dig+"/generic-k8s-intents/"+in.Intent)
+	resources, err := loadIntent(ctx, c.store, c.keys, dig+"/generic-k8s-intents/"+in.Intent)
 	if err != nil {
 		return err
 	}
@@ -55,7 +59,7 @@ func (c *controller) Run(ctx context.Context, v contract.Context) error {
 }
 
 // loadIntent reads an intent's resources and their customizations, in name order.
-func loadIntent(ctx context.Context, st docs, id string) ([]*resource, error) {
+func loadIntent(ctx context.Context, st docs, keys *seal.Keyring, id string) ([]*resource, error) {
 	if _, err := st.Get(ctx, id); err != nil {
 		if store.CodeOf(err) == store.ErrNotFound {
 			return nil, contract.Refuse("the deployment intent group has no generic-k8s-intent %q", id[strings.LastIndex(id, "/")+1:])
@@ -72,7 +76,11 @@ func loadIntent(ctx context.Context, st docs, id string) ([]*resource, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", d.ID, err)
 		}
-		r := &resource{Name: d.Name, Spec: rs.Spec, Template: d.Blob}
+		template, err := api.OpenSealed(keys, d)
+		if err != nil {
+			return nil, err
+		}
+		r := &resource{Name: d.Name, Spec: rs.Spec, Template: template}
 		cdocs, err := st.List(ctx, store.Query{Parent: d.ID, Kind: KindCustomization, Full: true})
 		if err != nil {
 			return nil, err
@@ -82,7 +90,11 @@ func loadIntent(ctx context.Context, st docs, id string) ([]*resource, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", cd.ID, err)
 			}
-			files, err := api.DecodeFiles(cd.Blob)
+			blob, err := api.OpenSealed(keys, cd)
+			if err != nil {
+				return nil, err
+			}
+			files, err := api.DecodeFiles(blob)
 			if err != nil {
 				return nil, fmt.Errorf("files of %s: %w", cd.ID, err)
 			}

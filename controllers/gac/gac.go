@@ -44,5 +44,5 @@ var Controller = controllers.Builtin{
 		api.DIGKind(api.KindDef[CustomizationSpec]{Name: KindCustomization, Path: customizationsPath, Param: "customization",
 			Multipart: true, Check: checkCustomization}),
 	},
-	New: func(d controllers.Deps) contract.Controller { return &controller{store: d.Store} },
+	New: func(d controllers.Deps) contract.Controller { return &controller{store: d.Store, keys: d.Keys} },
 }

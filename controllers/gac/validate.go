@@ -22,15 +22,17 @@ import (
 func checkResource(_ context.Context, q *api.Request[ResourceSpec]) error {
 	sp := q.Resource().Spec
 	template, sent := q.File()
-	if !sent && q.Old() != nil {
-		template = q.Old().Blob
+	if !sent {
+		var err error
+		if template, err = q.OldSealed(); err != nil {
+			return err
+		}
 	}
 	if err := validateResource(sp, template); err != nil {
 		return api.BadRequest("%v", err)
 	}
 	q.Ref(appID(q.DIG(), sp.App))
-	q.SetBlob(template)
-	return nil
+	return q.SetSealed(template)
 }
 
 // appID is the store id of an app of the DIG's composite app.
@@ -100,8 +102,11 @@ func checkData(obj object, class string) error {
 func checkCustomization(ctx context.Context, q *api.Request[CustomizationSpec]) error {
 	files := slices.DeleteFunc(slices.Clone(q.Files()), func(f api.NamedFile) bool { return len(f.Content) == 0 })
 	if len(q.Files()) == 0 && q.Old() != nil {
-		var err error
-		if files, err = api.DecodeFiles(q.Old().Blob); err != nil {
+		old, err := q.OldSealed()
+		if err != nil {
+			return err
+		}
+		if files, err = api.DecodeFiles(old); err != nil {
 			return fmt.Errorf("stored files of %s: %w", q.ID(), err)
 		}
 	}
@@ -116,10 +121,10 @@ func checkCustomization(ctx context.Context, q *api.Request[CustomizationSpec]) 
 	if err := validateCustomization(q.Resource().Spec, files, res.Spec); err != nil {
 		return api.BadRequest("%v", err)
 	}
-	if len(files) > 0 {
-		q.SetBlob(api.EncodeFiles(files))
+	if len(files) == 0 {
+		return nil
 	}
-	return nil
+	return q.SetSealed(api.EncodeFiles(files))
 }
 
 func validateCustomization(sp CustomizationSpec, files []api.NamedFile, res ResourceSpec) error {
