@@ -244,6 +244,18 @@ func (a *Activities) unused(ctx context.Context, cloud lifecycle.Target) error {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is used by deployment intent group %s, which is %s: terminate it first",
 				cloud, d.ID, cur), lifecycle.ErrInvalidState, nil)
 		}
+		// Terminated, but its objects may still be being deleted, with the cloud's
+		// credentials and in its namespace.
+		if id := info.ContextID(); info.Current() == lifecycle.StateTerminated && id != "" {
+			c, err := a.Contexts.Get(ctx, id)
+			if err != nil && !errors.Is(err, appctx.ErrNotFound) {
+				return err
+			}
+			if c != nil && c.Status == lifecycle.StatusTerminating {
+				return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is used by deployment intent group %s, which is still terminating: terminate the cloud once it has finished",
+					cloud, d.ID), lifecycle.ErrInvalidState, nil)
+			}
+		}
 	}
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 	"github.com/temco/temco/internal/testenv"
 )
@@ -78,5 +79,47 @@ func TestBeginInstantiateChecksTheLogicalCloudAndLeavesNothingWhenRefused(t *tes
 	_, info, err := digstate.Load(ctx, a.Store, dig.ID())
 	if err != nil || info.Current() != lifecycle.StateInstantiated || info.ContextID() != "new" || len(info.Actions) != 2 {
 		t.Fatalf("state %+v, %v: want one Instantiated entry naming the new context", info, err)
+	}
+}
+
+// A logical cloud is not terminated while a DIG in it is still terminating: its objects
+// are being deleted with the cloud's credentials, in the cloud's namespace.
+func TestCloudTerminateWaitsForATerminatingDIG(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Database(t, ferret, "cloudterminate")
+	a := &Activities{}
+	var err error
+	if a.Store, err = store.New(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	if a.Contexts, err = appctx.New(ctx, db); err != nil {
+		t.Fatal(err)
+	}
+	cloud := lifecycle.Target{Project: "p", LogicalCloud: "lc"}
+	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
+	for _, d := range []*store.Doc{
+		{ID: cloud.ID(), Kind: "logical-cloud", Name: "lc", Body: `{"metadata":{"name":"lc"},"spec":{"level":"0"}}`,
+			State: history(lifecycle.StateInstantiated, "lc-1")},
+		{ID: dig.ID(), Kind: model.KindDIG, Name: "d", Refs: []string{cloud.ID()}, Body: `{"metadata":{"name":"d"},"spec":{"logicalCloud":"lc"}}`,
+			State: history(lifecycle.StateTerminated, "d-1")},
+	} {
+		if err := a.Store.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []*appctx.Context{{ID: "lc-1", Status: lifecycle.StatusInstantiated}, {ID: "d-1", Status: lifecycle.StatusTerminating}} {
+		if err := a.Contexts.Create(ctx, c); err != nil {
+			t.Fatal(err)
+		}
+	}
+	in := lifecycle.BeginInput{DIG: cloud, Op: lifecycle.OpTerminate}
+	if _, err := a.BeginOperation(ctx, in); err == nil || !strings.Contains(err.Error(), "still terminating") {
+		t.Fatalf("cloud terminate while its DIG terminates: %v", err)
+	}
+	if err := a.Contexts.SetStatus(ctx, "d-1", lifecycle.StatusTerminated, ""); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.BeginOperation(ctx, in); err != nil {
+		t.Fatalf("cloud terminate once its DIG is terminated: %v", err)
 	}
 }
