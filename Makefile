@@ -40,11 +40,13 @@ histories: tools
 	GO=$(GO) tests/replay/record.sh $(HISTORIES)
 
 ## bench: instantiate 3 apps x 10 resources onto 3 local clusters vs a raw parallel server-side
-## apply, BENCHN times (the median is reported)
+## apply, then the same with gac and hpa on the DIG (the controllers' share of the time),
+## BENCHN times each (medians are reported); BENCH='Instantiate$' runs the first alone
 BENCHN ?= 10
+BENCH ?= Instantiate
 bench: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
-	  $(GO) test -count=1 -run '^$$' -bench Instantiate -benchtime $(BENCHN)x -timeout 30m ./tests/e2e/
+	  $(GO) test -count=1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHN)x -timeout 30m ./tests/e2e/
 
 ## bench-scale: instantiate and terminate a 3-chart app on CLUSTERS clusters (namespaces of
 ## three local API servers), twice, against a raw parallel server-side apply

@@ -81,12 +81,9 @@ func rawApply(b *testing.B, clients []dynamic.Interface, waves [][]*unstructured
 // `make bench`.
 func BenchmarkInstantiate(b *testing.B) {
 	t := &testing.T{}
-	d := &deployment{t: t, c: &client{}, project: "bench"}
-	every := map[string]any{"allOf": []any{map[string]any{"clusterProvider": provider, "clusterLabel": "edge"},
-		map[string]any{"clusterProvider": provider, "clusterLabel": "core"}}}
+	d, _ := benchDeployment(t, "bench")
 	var raw, config, workloads []*unstructured.Unstructured
-	for _, n := range []string{"a1", "a2", "a3"} {
-		d.apps = append(d.apps, app{name: n, chart: testenv.Chart(n, "", map[string]string{"all.yaml": tenObjects(n)}), placement: every})
+	for _, n := range benchApps {
 		for _, doc := range strings.Split(tenObjects(n+"-raw"), "---\n")[1:] {
 			u := &unstructured.Unstructured{}
 			if err := yaml.Unmarshal([]byte(doc), &u.Object); err != nil {
@@ -99,11 +96,6 @@ func BenchmarkInstantiate(b *testing.B) {
 				config = append(config, u)
 			}
 		}
-	}
-	d.t = nil
-	if r := d.c.do("GET", "/projects/bench", nil); r.code == 404 {
-		d.t = t
-		d.create()
 	}
 	var clients []dynamic.Interface
 	for _, cl := range stack.Clusters {
@@ -118,24 +110,8 @@ func BenchmarkInstantiate(b *testing.B) {
 		}
 		clients = append(clients, dc)
 	}
-	poll := func(want string) {
-		deadline := time.Now().Add(2 * time.Minute)
-		for time.Now().Before(deadline) {
-			var s status
-			if r := d.c.do("GET", d.dig()+"/status?output=summary", nil); r.code == 200 {
-				r.json(t, &s)
-				if s.Status == want {
-					return
-				}
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-		b.Fatalf("not %s within 2 minutes", want)
-	}
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	poll := func(want string) { awaitState(b, t, d, want) }
+	tc := dialTemporal(b)
 	defer tc.Close()
 	var temco, direct, ordered []time.Duration
 	var split [][]time.Duration
@@ -206,6 +182,51 @@ func BenchmarkInstantiate(b *testing.B) {
 	b.Logf("temco's phases (medians): %s", phaseMedians(split))
 	b.Logf("CPU ms per instantiate by process: %s", cpuReport(cpuTemco, b.N))
 	b.Logf("CPU ms per raw apply by process: %s", cpuReport(cpuRaw, b.N))
+}
+
+// benchApps are the bench's apps; each renders tenObjects and goes to every cluster.
+var benchApps = []string{"a1", "a2", "a3"}
+
+// benchDeployment is the bench's deployment of benchApps in project; it onboards it
+// (and reports so) unless an earlier run of the benchmark did. t is a bare testing.T:
+// benchmarks have no *testing.T, and a failed step stops the benchmark's goroutine.
+func benchDeployment(t *testing.T, project string) (*deployment, bool) {
+	d := &deployment{t: t, c: &client{}, project: project}
+	every := map[string]any{"allOf": []any{map[string]any{"clusterProvider": provider, "clusterLabel": "edge"},
+		map[string]any{"clusterProvider": provider, "clusterLabel": "core"}}}
+	for _, n := range benchApps {
+		d.apps = append(d.apps, app{name: n, chart: testenv.Chart(n, "", map[string]string{"all.yaml": tenObjects(n)}), placement: every})
+	}
+	if r := d.c.do("GET", "/projects/"+project, nil); r.code != 404 {
+		return d, false
+	}
+	d.create()
+	return d, true
+}
+
+// awaitState polls the DIG's status until it is want, for at most 2 minutes.
+func awaitState(b *testing.B, t *testing.T, d *deployment, want string) {
+	deadline := time.Now().Add(2 * time.Minute)
+	for time.Now().Before(deadline) {
+		var s status
+		if r := d.c.do("GET", d.dig()+"/status?output=summary", nil); r.code == 200 {
+			r.json(t, &s)
+			if s.Status == want {
+				return
+			}
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	b.Fatalf("%s: not %s within 2 minutes", d.dig(), want)
+}
+
+// dialTemporal connects to the stack's Temporal, to wait on and read operations' workflows.
+func dialTemporal(b *testing.B) temporalclient.Client {
+	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return tc
 }
 
 type quiet struct{}
