@@ -11,7 +11,10 @@ import (
 
 type hooked struct{ called []string }
 
-func (h *hooked) Run(context.Context, contract.Context) error { h.called = append(h.called, "run"); return nil }
+func (h *hooked) Run(context.Context, contract.Context) error {
+	h.called = append(h.called, "run")
+	return nil
+}
 func (h *hooked) Terminate(context.Context, contract.Context) error {
 	h.called = append(h.called, "terminate")
 	return nil
