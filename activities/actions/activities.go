@@ -8,12 +8,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/contract/remote"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/ctxedit"
@@ -41,7 +41,7 @@ func (a *Activities) RunController(ctx context.Context, in contract.Input) (cont
 		return contract.Result{}, Refused(err)
 	}
 	v := ctxedit.NewView(in, s, ctxedit.StoreClusters(a.Store))
-	stop := heartbeat(ctx)
+	stop := remote.Heartbeat(ctx)
 	err = contract.Dispatch(ctx, b.New(a.Deps), v)
 	stop()
 	if err != nil {
@@ -109,25 +109,4 @@ func Refused(err error) error {
 		return temporal.NewNonRetryableApplicationError(err.Error(), lifecycle.ErrInvalidInput, nil)
 	}
 	return err
-}
-
-// heartbeat keeps a long controller run alive for the heartbeat timeout, so that a worker
-// that dies is noticed quickly; the returned func stops it.
-func heartbeat(ctx context.Context) func() {
-	done := make(chan struct{})
-	go func() {
-		t := time.NewTicker(5 * time.Second)
-		defer t.Stop()
-		for {
-			select {
-			case <-done:
-				return
-			case <-ctx.Done():
-				return
-			case <-t.C:
-				activity.RecordHeartbeat(ctx)
-			}
-		}
-	}()
-	return func() { close(done) }
 }

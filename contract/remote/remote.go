@@ -76,7 +76,7 @@ func Register(w worker.ActivityRegistry, api API, ctrl contract.Controller) {
 func Activity(api API, ctrl contract.Controller) func(context.Context, contract.Input) (contract.Result, error) {
 	return func(ctx context.Context, in contract.Input) (contract.Result, error) {
 		v := &view{api: api, in: in}
-		stop := heartbeat(ctx)
+		stop := Heartbeat(ctx)
 		err := contract.Dispatch(ctx, ctrl, v)
 		stop()
 		if err != nil {
@@ -106,9 +106,9 @@ func refused(err error) error {
 	return err
 }
 
-// heartbeat keeps a long run alive for the heartbeat timeout, so that a controller process
-// that dies is noticed quickly; the returned func stops it.
-func heartbeat(ctx context.Context) func() {
+// Heartbeat heartbeats a controller activity every 5 s until the returned func is called,
+// so that a controller process that dies is noticed within the heartbeat timeout.
+func Heartbeat(ctx context.Context) func() {
 	done := make(chan struct{})
 	go func() {
 		t := time.NewTicker(5 * time.Second)
