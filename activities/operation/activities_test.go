@@ -21,6 +21,21 @@ var ferret *devstack.FerretDB
 
 func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
+// newActivities gives the activities a database of their own.
+func newActivities(t *testing.T, name string) *Activities {
+	t.Helper()
+	db := testenv.Database(t, ferret, name)
+	a := &Activities{}
+	var err error
+	if a.Store, err = store.New(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	if a.Contexts, err = appctx.New(context.Background(), db); err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
 func history(state, contextID string) string {
 	return digstate.Encode(lifecycle.StateInfo{Actions: []lifecycle.Action{{State: state, ContextID: contextID}}})
 }
@@ -30,15 +45,7 @@ func history(state, contextID string) string {
 // returns the same result.
 func TestBeginInstantiateChecksTheLogicalCloudAndLeavesNothingWhenRefused(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.Database(t, ferret, "operation")
-	a := &Activities{}
-	var err error
-	if a.Store, err = store.New(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if a.Contexts, err = appctx.New(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	a := newActivities(t, "operation")
 	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
 	cloud := &store.Doc{ID: lifecycle.LogicalCloudID("p", "lc"), Kind: "logical-cloud", Name: "lc",
 		Body: `{"metadata":{"name":"lc"},"spec":{"namespace":"team","level":"1"}}`, State: history(lifecycle.StateInstantiated, "lc-1")}
@@ -53,7 +60,7 @@ func TestBeginInstantiateChecksTheLogicalCloudAndLeavesNothingWhenRefused(t *tes
 		t.Fatal(err)
 	}
 	in := lifecycle.BeginInput{DIG: dig, Op: lifecycle.OpInstantiate, ContextID: "new"}
-	_, err = a.BeginOperation(ctx, in)
+	_, err := a.BeginOperation(ctx, in)
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != lifecycle.ErrInvalidState || !appErr.NonRetryable() ||
 		!strings.Contains(err.Error(), "which is not instantiated") {
@@ -86,15 +93,7 @@ func TestBeginInstantiateChecksTheLogicalCloudAndLeavesNothingWhenRefused(t *tes
 // are being deleted with the cloud's credentials, in the cloud's namespace.
 func TestCloudTerminateWaitsForATerminatingDIG(t *testing.T) {
 	ctx := context.Background()
-	db := testenv.Database(t, ferret, "cloudterminate")
-	a := &Activities{}
-	var err error
-	if a.Store, err = store.New(ctx, db); err != nil {
-		t.Fatal(err)
-	}
-	if a.Contexts, err = appctx.New(ctx, db); err != nil {
-		t.Fatal(err)
-	}
+	a := newActivities(t, "cloudterminate")
 	cloud := lifecycle.Target{Project: "p", LogicalCloud: "lc"}
 	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
 	for _, d := range []*store.Doc{
