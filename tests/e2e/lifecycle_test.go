@@ -414,6 +414,8 @@ func TestStatusQueries(t *testing.T) {
 		r[2].Detail.Spec == nil || r[2].Detail.Status != nil {
 		t.Errorf("deployed detail: want the manifest from the AppContext, no live status: %s", pretty(detail))
 	}
+	// Instantiated means applied; the pods become Ready a little later.
+	d.await("Ready", time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
 	d.c.do("GET", d.dig()+"/status?app=db&output=detail&status=ready", nil).must(t, 200).json(t, &detail)
 	if r := detail.Apps[0].Clusters[0].Resources; len(r) != 3 || r[2].Detail.Status == nil || r[2].ReadyStatus != "Ready" {
 		t.Errorf("ready detail: want the live object, Ready: %s", pretty(detail))
