@@ -20,6 +20,7 @@ const (
 	StateTerminated         = "Terminated"
 	StateTerminateStopped   = "TerminateStopped"
 	StateUpdated            = "Updated" // a context a newer revision replaced; never current
+	StateApplied            = "Applied" // a cluster's network intents (ncm), instantiated
 )
 
 // AppContext statuses: how far an operation on one context (instance revision) got.
