@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/kubeconfig"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
@@ -32,8 +33,9 @@ func (s *Server) registerClm(g *echo.Group) {
 		code: http.StatusOK, response: typeOf[[]model.Resource[model.ClusterSpec]](), query: []string{"label", "withLabels"}}, s.listClusters)
 	s.route(g, opDoc{method: http.MethodGet, path: clusters.item, summary: "Get a cluster (never its kubeconfig)", code: http.StatusOK, response: res},
 		func(c echo.Context) error { return get(c, s, clusters) })
+	// Refused while its network intents may have objects on it (ncm), with their contexts.
 	s.route(g, opDoc{method: http.MethodDelete, path: clusters.item, summary: "Delete a cluster", code: http.StatusNoContent},
-		func(c echo.Context) error { return remove(c, s, clusters) })
+		s.deleteOperated(routeCluster, digstate.ClusterNetwork))
 
 	label := typeOf[model.ClusterLabel]()
 	s.route(g, opDoc{method: http.MethodPost, path: routeCluster + "/labels", summary: "Label a cluster", body: label,

@@ -42,6 +42,47 @@ type KindDef[S any] struct {
 // DIGKind makes a ResourceKind of d.
 func DIGKind[S any](d KindDef[S]) ResourceKind { return d }
 
+// ClusterKind makes a ResourceKind of d mounted below a cluster (ncm's networks). guard,
+// if set, may refuse any create, replace or delete below the cluster (its store id) with
+// its error (Conflict, BadRequest): the cluster's lifecycle state decides.
+func ClusterKind[S any](d KindDef[S], guard func(ctx context.Context, st *store.Store, cluster string) error) ResourceKind {
+	return clusterKind[S]{def: d, guard: guard}
+}
+
+type clusterKind[S any] struct {
+	def   KindDef[S]
+	guard func(context.Context, *store.Store, string) error
+}
+
+func (d clusterKind[S]) mount(g *echo.Group, s *Server) {
+	coll := routeCluster + d.def.Path
+	k := kind[S]{name: d.def.Name, coll: coll, item: coll + "/:" + d.def.Param}
+	k.check = func(ctx context.Context, s *Server, r *request[S]) error {
+		if d.guard != nil {
+			if err := d.guard(ctx, s.Store, r.parent); err != nil {
+				return err
+			}
+		}
+		if d.def.Check == nil {
+			return nil
+		}
+		return d.def.Check(ctx, &Request[S]{r: r, s: s})
+	}
+	if d.guard != nil {
+		k.remove = func(c echo.Context) error {
+			id, err := fill(c, k.item)
+			if err != nil {
+				return err
+			}
+			if err := d.guard(c.Request().Context(), s.Store, parentOf(parentOf(id))); err != nil {
+				return fromStore(err)
+			}
+			return remove(c, s, k)
+		}
+	}
+	register(g, s, k)
+}
+
 func (d KindDef[S]) mount(g *echo.Group, s *Server) {
 	coll := routeDIG + d.Path
 	k := kind[S]{name: d.Name, coll: coll, item: coll + "/:" + d.Param, multipart: d.Multipart,
@@ -60,7 +101,7 @@ type Request[S any] struct {
 	s *Server
 }
 
-// ID is the resource's store id; Parent its parent's; DIG the DIG's.
+// ID is the resource's store id; Parent its parent's; DIG the DIG's (DIG kinds).
 func (q *Request[S]) ID() string     { return q.r.id }
 func (q *Request[S]) Parent() string { return q.r.parent }
 func (q *Request[S]) DIG() string    { return digOf(q.r.id) }

@@ -43,6 +43,12 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 		s.route(g, opDoc{method: http.MethodGet, path: t.route + "/status", summary: "Status of " + t.what, code: http.StatusOK,
 			response: typeOf[statusResult](), query: statusQueryParams}, s.status(t.target))
 	}
+	// A cluster's network intents (ncm): apply is their instantiate, and there is no update.
+	s.route(g, op(routeCluster+"/apply", "Apply a cluster's networks and provider networks"), s.operate(clusterNetRef, lifecycle.OpInstantiate))
+	s.route(g, op(routeCluster+"/terminate", "Remove a cluster's networks from it"), s.operate(clusterNetRef, lifecycle.OpTerminate))
+	s.route(g, op(routeCluster+"/stop", "Stop the running apply or terminate of a cluster's networks"), s.stop(clusterNetRef))
+	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/status", summary: "Status of a cluster's network intents", code: http.StatusOK,
+		response: typeOf[statusResult](), query: statusQueryParams}, s.status(clusterNetRef))
 	rollback := op(routeDIG+"/rollback", "Return a DIG to a stored revision (as a new revision)")
 	rollback.body = typeOf[rollbackBody]()
 	s.route(g, rollback, s.operate(digRef, lifecycle.OpRollback))
@@ -67,6 +73,14 @@ func cloudRef(c echo.Context) (lifecycle.Target, error) {
 		return lifecycle.Target{}, err
 	}
 	return lifecycle.Target{Project: c.Param("project"), LogicalCloud: c.Param("logicalCloud")}, nil
+}
+
+// clusterNetRef reads the cluster whose network intents the path names.
+func clusterNetRef(c echo.Context) (lifecycle.Target, error) {
+	if _, err := fill(c, routeCluster); err != nil {
+		return lifecycle.Target{}, err
+	}
+	return lifecycle.Target{ClusterNetwork: lifecycle.ClusterKey(c.Param("clusterProvider"), c.Param("cluster"))}, nil
 }
 
 func (s *Server) approve(c echo.Context) error {
@@ -109,8 +123,12 @@ func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 		if err != nil {
 			return fromStore(err)
 		}
-		if _, err := digstate.For(dig).Start(dig.String(), op, info.Current()); err != nil {
+		t, err := digstate.For(dig).Start(dig.String(), op, info.Current())
+		if err != nil {
 			return conflict("%v", err)
+		}
+		if t.To == "" { // nothing to do: applying applied network intents (as EMCO's ncm)
+			return c.JSON(http.StatusAccepted, lifecycle.OpAccepted{Op: op, ContextID: info.ContextID()})
 		}
 		if err := s.readyFor(ctx, dig, op); err != nil {
 			return err

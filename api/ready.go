@@ -20,9 +20,12 @@ func (s *Server) readyFor(ctx context.Context, t lifecycle.Target, op string) er
 	}
 	var missing []string
 	var err error
-	if t.IsLogicalCloud() {
+	switch {
+	case t.IsLogicalCloud():
 		missing, err = s.cloudNotReady(ctx, t)
-	} else {
+	case t.IsClusterNetwork():
+		missing, err = s.clusterNotReady(ctx, t)
+	default:
 		missing, err = s.notReady(ctx, t)
 	}
 	if err != nil {
@@ -32,6 +35,18 @@ func (s *Server) readyFor(ctx context.Context, t lifecycle.Target, op string) er
 		return conflict("%s cannot be %sd yet: %s", t, op, strings.Join(missing, "; "))
 	}
 	return nil
+}
+
+// clusterNotReady refuses to apply network intents to a cluster temco cannot reach.
+func (s *Server) clusterNotReady(ctx context.Context, t lifecycle.Target) ([]string, error) {
+	c, err := s.Store.Get(ctx, t.ID())
+	if err != nil {
+		return nil, err
+	}
+	if c.Fields[fieldGitOps] == "true" {
+		return []string{"the cluster is reached through GitOps; temco cannot deploy through GitOps yet"}, nil
+	}
+	return nil, nil
 }
 
 // cloudNotReady names the cluster references of a logical cloud that temco cannot reach.

@@ -37,6 +37,9 @@ type Server struct {
 	// resources are served under the DIG, and a DIG may use them or controllers registered
 	// with the taskQueue of an external worker.
 	Controllers []Controller
+	// Kinds are the resources of temco's other built-in services (ncm's networks below
+	// clusters).
+	Kinds []ResourceKind
 
 	Codec        converter.PayloadCodec // served at /codec for the Temporal UI and CLI; nil: not served
 	CodecOrigins []string               // browser origins allowed to call /codec (the Temporal UI's)
@@ -93,6 +96,9 @@ func (s *Server) Handler() *echo.Echo {
 		for _, k := range c.Kinds {
 			k.mount(g, s)
 		}
+	}
+	for _, k := range s.Kinds {
+		k.mount(g, s)
 	}
 	s.registerDcm(g)
 	s.registerLifecycle(g)

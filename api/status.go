@@ -126,9 +126,12 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		return fromStore(err)
 	}
 	id := identity{Project: dig.Project, Name: dig.DIG}
-	if dig.IsLogicalCloud() {
+	switch {
+	case dig.IsLogicalCloud():
 		id.Name = dig.LogicalCloud
-	} else {
+	case dig.IsClusterNetwork():
+		id.Name = dig.ClusterNetwork
+	default:
 		spec, err := model.Decode[model.DIGSpec](d.Body)
 		if err != nil {
 			return err
@@ -194,9 +197,15 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		}
 	}
 	b.finish(out)
-	if dig.IsLogicalCloud() { // dcm lists the cloud's one app's clusters at the top
+	switch {
+	case dig.IsLogicalCloud(): // dcm lists the cloud's one app's clusters at the top
 		for _, a := range out.Apps {
 			out.Clusters = append(out.Clusters, a.Clusters...)
+		}
+		out.Apps = nil
+	case dig.IsClusterNetwork(): // ncm shows its one app's one cluster
+		if len(out.Apps) > 0 && len(out.Apps[0].Clusters) > 0 {
+			out.Cluster = &out.Apps[0].Clusters[0]
 		}
 		out.Apps = nil
 	}

@@ -12,7 +12,8 @@ import (
 // The status answers, in the shapes of EMCO 22.06+'s orchestrator and dcm (field names,
 // which fields each mode sets), plus a few fields of temco's own, marked below.
 
-// identity names what a status answer is about: a DIG (all fields) or a logical cloud.
+// identity names what a status answer is about: a DIG (all fields), a logical cloud, or
+// a cluster's network intents (Name "provider+cluster" alone, as ncm answers).
 type identity struct {
 	Project             string `json:"project,omitempty"`
 	CompositeApp        string `json:"compositeApp,omitempty"`
@@ -33,6 +34,7 @@ type statusResult struct {
 	ReadyCounts    map[string]int  `json:"readyCounts,omitempty"`
 	Apps           []appStatus     `json:"apps,omitempty"`
 	Clusters       []clusterStatus `json:"clusters,omitempty"` // logical clouds: their clusters
+	Cluster        *clusterStatus  `json:"cluster,omitempty"`  // a cluster's network intents: it
 
 	// temco's own: the context shown, its revision, and why its operation failed.
 	Instance string `json:"instance,omitempty"`

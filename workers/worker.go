@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/activities/placement"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
 	"github.com/temco/temco/internal/lifecycle"
@@ -84,4 +85,5 @@ func Register(w worker.Registry, d Deps) {
 	w.RegisterActivity(onClusters)
 	w.RegisterActivity(&logicalcloud.Activities{Store: d.Store, Contexts: d.Contexts, Credentials: d.Credentials,
 		Clients: clients, Cluster: onClusters})
+	w.RegisterActivity(&ncm.Activities{Store: d.Store, Contexts: d.Contexts})
 }

@@ -25,11 +25,16 @@ type Activities struct {
 	Contexts *appctx.Store
 }
 
-// start asks the target's machine whether op may start from state; a refusal is final.
+// start asks the target's machine whether op may start from state; a refusal is final,
+// and so is an operation with nothing to do (applying applied network intents: the api
+// answers those itself, so only a race with another operation gets here).
 func start(t lifecycle.Target, op, state string) (digstate.Transition, error) {
 	tr, err := digstate.For(t).Start(t.String(), op, state)
 	if err != nil {
 		return tr, temporal.NewNonRetryableApplicationError(err.Error(), lifecycle.ErrInvalidState, nil)
+	}
+	if tr.To == "" {
+		return tr, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is %s already: nothing to %s", t, state, op), lifecycle.ErrInvalidState, nil)
 	}
 	return tr, nil
 }
@@ -183,6 +188,9 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 // instantiated, which ready checks (nil for a logical cloud): a read of its own, so that
 // it can run beside the next step.
 func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *store.Doc) (namespace, creds string, ready func(context.Context) error, err error) {
+	if t.IsClusterNetwork() { // EMCO's ncm context has no meta: objects go to "default"
+		return "default", "", nil, nil
+	}
 	cloudID, d := t.ID(), target
 	if !t.IsLogicalCloud() {
 		dig, err := model.Decode[model.DIGSpec](target.Body)

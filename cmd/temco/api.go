@@ -13,6 +13,7 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/auth"
@@ -83,7 +84,7 @@ func apiCmd() *cobra.Command {
 			defer tc.Close()
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
 				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc), CodecOrigins: codecOrigins,
-				Controllers: controllers.API(registry.All)}
+				Controllers: controllers.API(registry.All), Kinds: ncm.Kinds}
 			if tf.encryptPayloads {
 				server.Codec = codec.Codec{Keys: keys}
 			}

@@ -8,7 +8,6 @@ package ncm
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
@@ -60,12 +59,6 @@ type ProviderNetworkSpec struct {
 	Vlan            Vlan     `json:"vlan"`
 }
 
-// ClusterID is the store id of a cluster ("provider+cluster" as in AppContexts).
-func ClusterID(clusterKey string) string {
-	p, c := lifecycle.SplitClusterKey(clusterKey)
-	return fmt.Sprintf("/cluster-providers/%s/clusters/%s", p, c)
-}
-
 // Network kinds as the cluster's objects name them.
 const (
 	CRNetwork         = "Network"
@@ -82,7 +75,7 @@ type ClusterNetworks struct {
 
 // Networks reads the networks and provider networks of a cluster ("provider+cluster").
 func Networks(ctx context.Context, st *store.Store, clusterKey string) (ClusterNetworks, error) {
-	id := ClusterID(clusterKey)
+	id := lifecycle.ClusterID(clusterKey)
 	_, info, err := digstate.Load(ctx, st, id)
 	if err != nil {
 		return ClusterNetworks{}, err
@@ -92,13 +85,14 @@ func Networks(ctx context.Context, st *store.Store, clusterKey string) (ClusterN
 		out.State = lifecycle.StateCreated
 	}
 	out.Applied = out.State == lifecycle.StateApplied
-	for kind, cr := range map[string]string{KindNetwork: CRNetwork, KindProviderNetwork: CRProviderNetwork} {
-		docs, err := st.List(ctx, store.Query{Parent: id, Kind: kind})
-		if err != nil {
-			return ClusterNetworks{}, err
-		}
-		for _, d := range docs {
-			out.Networks[d.Name] = cr
+	nets, err := load(ctx, st, id)
+	if err != nil {
+		return ClusterNetworks{}, err
+	}
+	for _, n := range nets {
+		out.Networks[n.name] = CRNetwork
+		if n.provider != nil {
+			out.Networks[n.name] = CRProviderNetwork
 		}
 	}
 	return out, nil

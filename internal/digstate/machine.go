@@ -35,6 +35,7 @@ const (
 	terminated         = lifecycle.StateTerminated
 	terminateStopped   = lifecycle.StateTerminateStopped
 	updated            = lifecycle.StateUpdated
+	applied            = lifecycle.StateApplied
 )
 
 // Rule lets Op start from each state of From; a rule with no From, the last of its
@@ -59,6 +60,9 @@ type Rule struct {
 type Machine struct {
 	Kind   string   // what the target is, for errors about the machine itself
 	States []string // every state a target of this kind can be in
+	// Initial is the state of a target with no history (clusters registered before
+	// their network intents had a lifecycle); "" when every target starts with one.
+	Initial string
 	Ops    []string // every operation Rules rule on
 	Rules  []Rule
 }
@@ -104,10 +108,35 @@ var LogicalCloud = &Machine{
 	},
 }
 
-// For is the machine of t: a DIG's or a logical cloud's.
+// ClusterNetwork is the lifecycle of a cluster's network intents (ncm), EMCO's: apply
+// from Created or Terminated records Applied, terminate records Terminated, each with its
+// stopped variant. As in EMCO, applying what is applied and terminating what is
+// terminated change nothing; unlike EMCO, an apply that was stopped must be terminated
+// before it is applied again (EMCO answers success and does nothing). Networks are
+// changed (Modify) only while nothing of them is on the cluster.
+var ClusterNetwork = &Machine{
+	Kind:    "cluster's network intents",
+	States:  []string{created, applied, instantiateStopped, terminated, terminateStopped},
+	Initial: created,
+	Ops:     []string{Instantiate, Terminate, Modify, Delete},
+	Rules: []Rule{
+		{Op: Instantiate, From: []string{created, terminated}, To: applied, Stopped: instantiateStopped},
+		{Op: Instantiate, From: []string{applied}},
+		{Op: Terminate, From: []string{applied, instantiateStopped, terminateStopped}, To: terminated, Stopped: terminateStopped},
+		{Op: Terminate, From: []string{terminated}},
+		{Op: Modify, From: []string{created, terminated}}, // a running terminate uses its own context
+		{Op: Delete, From: []string{created}},
+		{Op: Delete, From: []string{terminated}, Unless: Terminate},
+	},
+}
+
+// For is the machine of t: a DIG's, a logical cloud's or a cluster's network intents'.
 func For(t lifecycle.Target) *Machine {
-	if t.IsLogicalCloud() {
+	switch {
+	case t.IsLogicalCloud():
 		return LogicalCloud
+	case t.IsClusterNetwork():
+		return ClusterNetwork
 	}
 	return DIG
 }
@@ -124,6 +153,9 @@ type Transition struct {
 func (m *Machine) Start(target, op, state string) (Transition, error) {
 	if !slices.Contains(m.Ops, op) {
 		return Transition{}, fmt.Errorf("%s: a %s has no %s operation", target, m.Kind, op)
+	}
+	if state == "" && m.Initial != "" {
+		state = m.Initial
 	}
 	for _, r := range m.Rules {
 		if r.Op == op && (r.From == nil || slices.Contains(r.From, state)) {

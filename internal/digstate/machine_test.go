@@ -205,7 +205,7 @@ func TestStoppedState(t *testing.T) {
 // The tables name only their machine's states and operations, and every state an
 // operation records is one of them.
 func TestTablesAreClosed(t *testing.T) {
-	for _, m := range []*Machine{DIG, LogicalCloud} {
+	for _, m := range []*Machine{DIG, LogicalCloud, ClusterNetwork} {
 		for _, r := range m.Rules {
 			if !slices.Contains(m.Ops, r.Op) {
 				t.Errorf("%s: rule for unknown operation %s", m.Kind, r.Op)
@@ -228,5 +228,62 @@ func TestNewHistoryIsCreatedNow(t *testing.T) {
 		if len(info.Actions) != 1 || info.Current() != created || time.Since(info.Actions[0].TimeStamp) > time.Minute {
 			t.Errorf("%s: new history %+v", m.Kind, info)
 		}
+	}
+}
+
+// A cluster's network intents, EMCO's ncm: its own columns (Applied; an empty history is
+// Created, as clusters have none until their first apply).
+func TestClusterNetworkFromEveryState(t *testing.T) {
+	m := ClusterNetwork
+	cols := []string{created, applied, instantiateStopped, terminated, terminateStopped, "", instantiated, "Bogus"}
+	want := map[string][]string{
+		Instantiate: {applied, keep, no, applied, no, applied, no, no},
+		Terminate:   {no, terminated, terminated, keep, terminated, no, no, no},
+		Modify:      {keep, no, no, keep, no, keep, no, no},
+		Delete:      {keep, no, no, after, no, keep, no, no},
+	}
+	needs := map[string][]string{
+		Instantiate: {created, terminated},
+		Terminate:   {applied, instantiateStopped, terminateStopped},
+		Modify:      {created, terminated},
+		Delete:      {created, terminated},
+	}
+	if got := slices.Sorted(maps.Keys(want)); !slices.Equal(got, slices.Sorted(slices.Values(m.Ops))) {
+		t.Fatalf("operations %v, the expected table has %v", m.Ops, got)
+	}
+	for _, op := range m.Ops {
+		for i, state := range cols {
+			name := fmt.Sprintf("%s from %q", op, state)
+			tr, err := m.Start("T", op, state)
+			switch w := want[op][i]; w {
+			case no:
+				var r *Refused
+				if !errors.As(err, &r) || !slices.Equal(r.Needs, needs[op]) {
+					t.Errorf("%s: %+v, %v; want refused, needing %v", name, tr, err, needs[op])
+				}
+			case keep, after:
+				if err != nil || tr.To != "" || tr.Stopped != "" || (tr.Unless == Terminate) != (w == after) {
+					t.Errorf("%s: %+v, %v; want it to start and %s", name, tr, err, w)
+				}
+			default:
+				r := wantRunning[op]
+				if err != nil || tr.To != w || tr.Stopped != r.stopped || tr.Unless != "" {
+					t.Errorf("%s: %+v, %v; want it to record %s (stopped %q)", name, tr, err, w, r.stopped)
+				}
+			}
+		}
+	}
+	for status, want := range map[string]string{lifecycle.StatusInstantiateStopped: instantiateStopped, lifecycle.StatusTerminateStopped: terminateStopped} {
+		if got := m.StoppedState(status); got != want {
+			t.Errorf("stopped with status %s records %s, want %s", status, got, want)
+		}
+	}
+	cluster := lifecycle.Target{ClusterNetwork: "p+c"}
+	if _, err := m.Start(cluster.String(), Modify, applied); err == nil || err.Error() !=
+		`network intents of cluster "c" (provider "p") is Applied: modify needs one of [Created Terminated]` {
+		t.Errorf("modify while applied: %v", err)
+	}
+	if For(cluster) != ClusterNetwork || cluster.ID() != "/cluster-providers/p/clusters/c" || cluster.WorkflowID() != "cluster-network/p/c" {
+		t.Errorf("target %+v: machine %s, id %s, workflow %s", cluster, For(cluster).Kind, cluster.ID(), cluster.WorkflowID())
 	}
 }

@@ -122,23 +122,32 @@ func (s StateInfo) RevisionContext(n int64) (string, bool) {
 	return "", false
 }
 
-// Target names what a lifecycle operation works on: a deployment intent group, or a
-// logical cloud (LogicalCloud set, the composite app fields empty).
+// Target names what a lifecycle operation works on: a deployment intent group, a logical
+// cloud (LogicalCloud set, the composite app fields empty), or a cluster's network
+// intents (ClusterNetwork set to "provider+cluster", nothing else: ncm's apply).
 type Target struct {
-	Project      string `json:"project"`
-	CompositeApp string `json:"compositeApp,omitempty"`
-	Version      string `json:"version,omitempty"`
-	DIG          string `json:"dig,omitempty"`
-	LogicalCloud string `json:"logicalCloud,omitempty"`
+	Project        string `json:"project"`
+	CompositeApp   string `json:"compositeApp,omitempty"`
+	Version        string `json:"version,omitempty"`
+	DIG            string `json:"dig,omitempty"`
+	LogicalCloud   string `json:"logicalCloud,omitempty"`
+	ClusterNetwork string `json:"clusterNetwork,omitempty"`
 }
 
 // IsLogicalCloud tells a logical cloud from a DIG.
 func (d Target) IsLogicalCloud() bool { return d.LogicalCloud != "" }
 
-// ID is the target's store _id (its REST path).
+// IsClusterNetwork tells a cluster's network intents from the other targets.
+func (d Target) IsClusterNetwork() bool { return d.ClusterNetwork != "" }
+
+// ID is the target's store _id (its REST path; a cluster's network intents keep their
+// state in the cluster's document, as EMCO's ncm does).
 func (d Target) ID() string {
-	if d.IsLogicalCloud() {
+	switch {
+	case d.IsLogicalCloud():
 		return LogicalCloudID(d.Project, d.LogicalCloud)
+	case d.IsClusterNetwork():
+		return ClusterID(d.ClusterNetwork)
 	}
 	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s/deployment-intent-groups/%s", d.Project, d.CompositeApp, d.Version, d.DIG)
 }
@@ -146,6 +155,12 @@ func (d Target) ID() string {
 // LogicalCloudID is the store _id of a logical cloud.
 func LogicalCloudID(project, name string) string {
 	return fmt.Sprintf("/projects/%s/logical-clouds/%s", project, name)
+}
+
+// ClusterID is the store _id of a cluster ("provider+cluster").
+func ClusterID(key string) string {
+	p, c := SplitClusterKey(key)
+	return fmt.Sprintf("/cluster-providers/%s/clusters/%s", p, c)
 }
 
 // CompositeAppID is the store _id of the DIG's composite app.
@@ -156,8 +171,12 @@ func (d Target) CompositeAppID() string {
 // WorkflowID is the id of the target's lifecycle workflow, which runs its operations one
 // at a time.
 func (d Target) WorkflowID() string {
-	if d.IsLogicalCloud() {
+	switch {
+	case d.IsLogicalCloud():
 		return "logical-cloud/" + d.Project + "/" + d.LogicalCloud
+	case d.IsClusterNetwork():
+		p, c := SplitClusterKey(d.ClusterNetwork)
+		return "cluster-network/" + p + "/" + c
 	}
 	return "dig/" + strings.Join([]string{d.Project, d.CompositeApp, d.Version, d.DIG}, "/")
 }
@@ -170,8 +189,12 @@ func (d Target) OpWorkflowID(op, contextID string) string {
 
 // String is the target's human-readable name.
 func (d Target) String() string {
-	if d.IsLogicalCloud() {
+	switch {
+	case d.IsLogicalCloud():
 		return fmt.Sprintf("logical cloud %q (project %q)", d.LogicalCloud, d.Project)
+	case d.IsClusterNetwork():
+		p, c := SplitClusterKey(d.ClusterNetwork)
+		return fmt.Sprintf("network intents of cluster %q (provider %q)", c, p)
 	}
 	return fmt.Sprintf("deployment intent group %q (project %q, composite app %q %q)", d.DIG, d.Project, d.CompositeApp, d.Version)
 }

@@ -177,25 +177,26 @@ type Progress struct {
 
 // Activity names (the method names of the activity structs the worker registers).
 const (
-	ActivityBeginOperation       = "BeginOperation"
-	ActivityFinishOperation      = "FinishOperation"
-	ActivityRenderApps           = "RenderApps"
-	ActivityPlaceApps            = "PlaceApps"
-	ActivityRunController        = "RunController" // contract.ActivityName
-	ActivityCommitControllers    = "CommitControllers"
-	ActivityContextControllers   = "ContextControllers"
-	ActivityContextBatches       = "ContextBatches"
-	ActivityListBatch            = "ListBatch"
-	ActivityCountBatch           = "CountBatch"
-	ActivityApplyCluster         = "ApplyCluster"
-	ActivityDeleteCluster        = "DeleteCluster"
-	ActivityReadCluster          = "ReadCluster"
-	ActivityPruneCluster         = "PruneCluster"
-	ActivityCopyContext          = "CopyContext"
-	ActivityPrepareLogicalCloud  = "PrepareLogicalCloud"
-	ActivitySetUpLogicalCloud    = "SetUpLogicalCloud"
-	ActivityTearDownLogicalCloud = "TearDownLogicalCloud"
-	ActivityPruneLogicalCloud    = "PruneLogicalCloud"
+	ActivityBeginOperation        = "BeginOperation"
+	ActivityFinishOperation       = "FinishOperation"
+	ActivityRenderApps            = "RenderApps"
+	ActivityPlaceApps             = "PlaceApps"
+	ActivityRunController         = "RunController" // contract.ActivityName
+	ActivityCommitControllers     = "CommitControllers"
+	ActivityContextControllers    = "ContextControllers"
+	ActivityContextBatches        = "ContextBatches"
+	ActivityListBatch             = "ListBatch"
+	ActivityCountBatch            = "CountBatch"
+	ActivityApplyCluster          = "ApplyCluster"
+	ActivityDeleteCluster         = "DeleteCluster"
+	ActivityReadCluster           = "ReadCluster"
+	ActivityPruneCluster          = "PruneCluster"
+	ActivityCopyContext           = "CopyContext"
+	ActivityPrepareLogicalCloud   = "PrepareLogicalCloud"
+	ActivitySetUpLogicalCloud     = "SetUpLogicalCloud"
+	ActivityTearDownLogicalCloud  = "TearDownLogicalCloud"
+	ActivityPruneLogicalCloud     = "PruneLogicalCloud"
+	ActivityPrepareClusterNetwork = "PrepareClusterNetwork"
 )
 
 // Hooked is what the hooks of a context's controllers need: the controllers that ran on

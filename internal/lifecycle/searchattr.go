@@ -13,13 +13,17 @@ var (
 	AttrDIG          = temporal.NewSearchAttributeKeyKeyword("dig")
 	AttrOperation    = temporal.NewSearchAttributeKeyKeyword("operation")
 	AttrLogicalCloud = temporal.NewSearchAttributeKeyKeyword("logicalCloud")
+	AttrCluster      = temporal.NewSearchAttributeKeyKeyword("cluster") // "provider+cluster": network intents
 )
 
 // SearchAttributes of an operation on a target (those that apply to it).
 func SearchAttributes(d Target, op string) temporal.SearchAttributes {
-	if d.IsLogicalCloud() {
+	switch {
+	case d.IsLogicalCloud():
 		return temporal.NewSearchAttributes(AttrProject.ValueSet(d.Project), AttrLogicalCloud.ValueSet(d.LogicalCloud),
 			AttrOperation.ValueSet(op))
+	case d.IsClusterNetwork():
+		return temporal.NewSearchAttributes(AttrCluster.ValueSet(d.ClusterNetwork), AttrOperation.ValueSet(op))
 	}
 	return temporal.NewSearchAttributes(
 		AttrProject.ValueSet(d.Project), AttrCompositeApp.ValueSet(d.CompositeApp), AttrVersion.ValueSet(d.Version),
@@ -29,7 +33,7 @@ func SearchAttributes(d Target, op string) temporal.SearchAttributes {
 // SearchAttributeTypes lists the attributes to register on the Temporal server.
 func SearchAttributeTypes() map[string]string {
 	out := map[string]string{}
-	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrProject, AttrCompositeApp, AttrVersion, AttrDIG, AttrOperation, AttrLogicalCloud} {
+	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrProject, AttrCompositeApp, AttrVersion, AttrDIG, AttrOperation, AttrLogicalCloud, AttrCluster} {
 		out[k.GetName()] = "Keyword"
 	}
 	return out

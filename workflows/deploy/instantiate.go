@@ -40,10 +40,11 @@ func (o *operation) instantiate(ctx workflow.Context) error {
 // then complete in MongoDB.
 func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 	ref := lifecycle.ContextRef{DIG: o.in.DIG, ContextID: o.in.ContextID}
-	if o.in.DIG.IsLogicalCloud() { // its objects are built from the cloud's own resources
+	// A logical cloud's objects and a cluster's networks are built from their own resources.
+	if prepare := o.preparer(); prepare != "" {
 		o.progress.Phase = "prepare"
 		var plan lifecycle.Plan
-		err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPrepareLogicalCloud, ref).Get(ctx, &plan)
+		err := workflow.ExecuteActivity(preparing(ctx), prepare, ref).Get(ctx, &plan)
 		o.progress.ClustersTotal = plan.Clusters
 		return plan, err
 	}
@@ -56,6 +57,18 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 		return plan, nil
 	}
 	return o.control(ctx, ref, plan.Controllers)
+}
+
+// preparer is the activity that builds a target's context from its own resources ("" for
+// DIGs: rendering, placement and controllers).
+func (o *operation) preparer() string {
+	switch {
+	case o.in.DIG.IsLogicalCloud():
+		return lifecycle.ActivityPrepareLogicalCloud
+	case o.in.DIG.IsClusterNetwork():
+		return lifecycle.ActivityPrepareClusterNetwork
+	}
+	return ""
 }
 
 // control runs the controllers, each as its own activity (on its own task queue when
