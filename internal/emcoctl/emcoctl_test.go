@@ -274,6 +274,7 @@ func TestDeleteWalksBackwardsTerminatingWhatWasInstantiated(t *testing.T) {
 	}
 	equal(t, "requests", api.requests(), []string{
 		"POST /v2/cluster-providers/cp/clusters/c1/terminate",
+		"GET /v2/cluster-providers/cp/clusters/c1/status?status=deployed&output=summary",
 		"POST /v2/" + dig + "/terminate",
 		"GET /v2/" + dig + "/status?status=deployed&output=summary", // awaited before anything else goes
 		"DELETE /v2/projects/p/composite-apps/ca/v1",
@@ -281,7 +282,7 @@ func TestDeleteWalksBackwardsTerminatingWhatWasInstantiated(t *testing.T) {
 		"DELETE /v2/cluster-providers/cp/clusters/c1",
 		"DELETE /v2/projects/p",
 	})
-	if s := api.received()[1]; s.contentType != "application/json" || s.body != "" {
+	if s := api.received()[2]; s.contentType != "application/json" || s.body != "" {
 		t.Errorf("terminate sent %q %q, want an empty JSON request", s.contentType, s.body)
 	}
 	if got := lines(&out); len(got) != 7 || !strings.HasPrefix(got[0], "7 ") || !strings.HasPrefix(got[2], "5 "+dig+"/approve: skipped") ||

@@ -48,10 +48,11 @@ func (d *Document) target() string {
 	return path.Dir(strings.Trim(p, "/"))
 }
 
-// lifecycled says whether target has a lifecycle status to await: DIGs and logical clouds.
-func lifecycled(target string) (dig, cloud bool) {
+// lifecycled says whether target has a lifecycle status to await: a DIG, or what DIGs
+// need first and is therefore always awaited (a logical cloud, a cluster's networks).
+func lifecycled(target string) (dig, prerequisite bool) {
 	parent := path.Base(path.Dir(target))
-	return parent == "deployment-intent-groups", parent == "logical-clouds"
+	return parent == "deployment-intent-groups", parent == "logical-clouds" || parent == "clusters"
 }
 
 // resourcePath is where update, delete and get find the document's own resource, as
@@ -89,15 +90,15 @@ func (d *Document) compositeAppVersion() (string, error) {
 }
 
 // planApply POSTs every document to its anchor, in order, actions included. A logical
-// cloud's operations are awaited (a DIG cannot deploy into a cloud still on its way);
-// with wait, a DIG's too.
+// cloud's and a cluster's networks' operations are awaited (a DIG cannot deploy into a
+// cloud, or attach to networks, still on their way); with wait, a DIG's too.
 func planApply(docs []*Document, wait bool) []step {
 	steps := make([]step, len(docs))
 	for i, d := range docs {
 		s := step{doc: d, method: http.MethodPost, path: d.anchor, send: true}
-		if dig, cloud := lifecycled(d.target()); cloud || (dig && wait) {
+		if dig, prerequisite := lifecycled(d.target()); prerequisite || (dig && wait) {
 			switch d.action() {
-			case "instantiate", "update", "rollback":
+			case "instantiate", "apply", "update", "rollback":
 				s.await, s.want = d.target(), untilInstantiated
 			case "terminate":
 				s.await, s.want = d.target(), untilTerminated
@@ -134,7 +135,7 @@ func planDelete(docs []*Document) ([]step, error) {
 			return step{method: http.MethodDelete, path: p}, err
 		case "instantiate", "apply":
 			s := step{method: http.MethodPost, path: d.target() + "/terminate"}
-			if dig, cloud := lifecycled(d.target()); dig || cloud {
+			if dig, prerequisite := lifecycled(d.target()); dig || prerequisite {
 				s.await, s.want = d.target(), untilTerminated
 			}
 			return s, nil

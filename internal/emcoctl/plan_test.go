@@ -124,7 +124,9 @@ func TestOperationsAreAwaitedOnlyWhereTemcoCanTell(t *testing.T) {
 		{"a resource in a cloud, never", planApply([]*Document{{anchor: cloud + "/cluster-references", name: "c"}}, true), "", ""},
 		{"delete's terminate of a DIG", mustPlan(t, planDelete, &Document{anchor: dig + "/instantiate"}), dig, "Terminated"},
 		{"delete's terminate of a cloud", mustPlan(t, planDelete, &Document{anchor: cloud + "/instantiate"}), cloud, "Terminated"},
-		{"delete's terminate of an NCM cluster: no status to await", mustPlan(t, planDelete, &Document{anchor: "cluster-providers/cp/clusters/c/apply"}), "", ""},
+		{"a cluster's networks' apply, always", planApply([]*Document{{anchor: "cluster-providers/cp/clusters/c/apply"}}, false), "cluster-providers/cp/clusters/c", "Instantiated"},
+		{"delete's terminate of a cluster's networks", mustPlan(t, planDelete, &Document{anchor: "cluster-providers/cp/clusters/c/apply"}), "cluster-providers/cp/clusters/c", "Terminated"},
+		{"a cluster's label, never", planApply([]*Document{{anchor: "cluster-providers/cp/clusters/c/labels", label: "edge"}}, true), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tc.steps[0]
