@@ -70,6 +70,13 @@ func instantiated(t *testing.T, c *client, reads *liveReads, target, ctxID strin
 	}); err != nil {
 		t.Fatal(err)
 	}
+	putContext(t, reads, target, ctxID, apps, placed)
+}
+
+// putContext stores a context of target, Instantiated, with apps placed as given.
+func putContext(t *testing.T, reads *liveReads, target, ctxID string, apps map[string][]appctx.Object, placed []*appctx.ClusterApp) {
+	t.Helper()
+	ctx := context.Background()
 	var names []string
 	var rendered []*appctx.App
 	for name, objs := range apps {
@@ -224,5 +231,37 @@ func TestLogicalCloudStatusAnswersAsDCM(t *testing.T) {
 		"lc-resources-flag":   "?resources",
 	} {
 		golden(t, name, c.do("GET", lc+"/status"+query, nil).must(t, 200).body)
+	}
+}
+
+// A cluster's network intents answer as ncm does: DIG-style parameters (legacy rsync by
+// default), the name "provider+cluster", and the one app's one cluster under "cluster".
+func TestClusterNetworkStatusAnswersAsNCM(t *testing.T) {
+	reads := &liveReads{}
+	c := newClient(t, func(s *Server) { reads.contexts = s.Contexts; s.Ops = reads })
+	tree(t, c)
+	cluster := "/cluster-providers/cp1/clusters/c1"
+	golden(t, "ncm-never-applied", c.do("GET", cluster+"/status", nil).must(t, 200).body)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	if _, err := digstate.Change(context.Background(), c.store, cluster, func(lifecycle.StateInfo) ([]lifecycle.Action, error) {
+		return []lifecycle.Action{{State: lifecycle.StateApplied, ContextID: "ctx-net", TimeStamp: at}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	net := appctx.Ref{Group: "k8s.plugin.opnfv.org", Version: "v1alpha1", Kind: "Network", Namespace: "default", Name: "blue"}
+	putContext(t, reads, cluster, "ctx-net", map[string][]appctx.Object{
+		"network-intents": {{Ref: net, Manifest: manifest("k8s.plugin.opnfv.org/v1alpha1", "Network", "blue", nil)}},
+	}, []*appctx.ClusterApp{{App: "network-intents", Cluster: "cp1+c1", Resources: []appctx.ResourceStatus{{Ref: net, Status: "Applied"}}}})
+	reads.live = map[string][]appctx.Live{"network-intents/cp1+c1": {{State: appctx.LivePresent, Ready: true}}}
+	for name, query := range map[string]string{
+		"ncm-default":          "",
+		"ncm-deployed-summary": "?status=deployed&output=summary",
+		"ncm-ready-all":        "?status=ready",
+		"ncm-deployed-detail":  "?status=deployed&output=detail",
+	} {
+		golden(t, name, c.do("GET", cluster+"/status"+query, nil).must(t, 200).body)
+	}
+	if m := c.do("GET", cluster+"/status?type=bogus", nil).must(t, http.StatusBadRequest).message(t); !strings.Contains(m, `type="bogus" is invalid`) {
+		t.Errorf("bad type: %q", m)
 	}
 }
