@@ -6,6 +6,9 @@ import (
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/hpa"
+	"github.com/temco/temco/controllers/ovnaction"
+	"github.com/temco/temco/controllers/sfc"
+	"github.com/temco/temco/controllers/sfcclient"
 )
 
 // All is every built-in controller; adding one is one line here.
@@ -13,4 +16,7 @@ var All = []controllers.Builtin{
 	gac.Controller,
 	hpa.Placement,
 	hpa.Action,
+	ovnaction.Controller,
+	sfc.Controller,
+	sfcclient.Controller,
 }
