@@ -9,7 +9,9 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
@@ -47,7 +49,8 @@ func (c *Cluster) Ports() map[string]int {
 	}
 }
 
-// Start brings the cluster up and returns once the apiserver is ready and the node exists.
+// Start brings the cluster up and returns once the apiserver is ready, the node exists
+// and the apiserver serves the custom resources of crds/.
 func (c *Cluster) Start(ctx context.Context) error {
 	c.procs = map[string]*Proc{}
 	pki := clusterPKI{dir: filepath.Join(c.Dir, "pki")}
@@ -64,11 +67,22 @@ func (c *Cluster) Start(ctx context.Context) error {
 		c.Stop()
 		return err
 	}
+	// The definitions are applied first, so the apiserver establishes them while the
+	// controllers start and the node is registered.
+	crds, err := c.applyCRDs(ctx)
+	if err != nil {
+		c.Stop()
+		return err
+	}
 	if err := c.startControllers(pki); err != nil {
 		c.Stop()
 		return err
 	}
 	if err := c.ensureNode(ctx); err != nil {
+		c.Stop()
+		return err
+	}
+	if err := c.awaitCRDs(ctx, crds); err != nil {
 		c.Stop()
 		return err
 	}
@@ -161,6 +175,23 @@ func (c *Cluster) startControllers(pki clusterPKI) error {
 
 // Clientset is an admin client of this cluster.
 func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return kubernetes.NewForConfig(cfg)
+}
+
+// Dynamic is an admin client of this cluster for objects of any kind, custom ones included.
+func (c *Cluster) Dynamic() (*dynamic.DynamicClient, error) {
+	cfg, err := c.restConfig()
+	if err != nil {
+		return nil, err
+	}
+	return dynamic.NewForConfig(cfg)
+}
+
+func (c *Cluster) restConfig() (*rest.Config, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", c.Kubeconfig())
 	if err != nil {
 		return nil, err
@@ -168,7 +199,7 @@ func (c *Cluster) Clientset() (*kubernetes.Clientset, error) {
 	// A local test cluster needs no client-side throttle: client-go's default (5 requests/s)
 	// made preparing 10,000 namespaces take half an hour.
 	cfg.QPS, cfg.Burst = -1, 0
-	return kubernetes.NewForConfig(cfg)
+	return cfg, nil
 }
 
 func (c *Cluster) writeKubeconfig(pki clusterPKI) error {

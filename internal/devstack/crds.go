@@ -1,0 +1,154 @@
+package devstack
+
+import (
+	"bytes"
+	"context"
+	"embed"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"path"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+)
+
+// crdFiles are the CustomResourceDefinitions every local cluster holds, so that it can
+// store the custom objects temco's controllers produce (Nodus networks, Multus network
+// attachments, ...). One file per API group, named after the group.
+//
+//go:embed crds/*.yaml
+var crdFiles embed.FS
+
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// crdFieldManager owns the fields of the definitions the dev stack applies.
+const crdFieldManager = "temco-devstack"
+
+// CRDFile is one file of crds/ and the definitions it holds, in order.
+type CRDFile struct {
+	Name string
+	CRDs []*unstructured.Unstructured
+}
+
+// CRDFiles reads the embedded definitions.
+func CRDFiles() ([]CRDFile, error) {
+	names, err := fs.Glob(crdFiles, "crds/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	var out []CRDFile
+	for _, name := range names {
+		data, err := crdFiles.ReadFile(name)
+		if err != nil {
+			return nil, err
+		}
+		crds, err := decodeCRDs(data)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
+		}
+		out = append(out, CRDFile{Name: path.Base(name), CRDs: crds})
+	}
+	return out, nil
+}
+
+// decodeCRDs reads a stream of YAML documents, each a CustomResourceDefinition; documents
+// holding only comments are skipped.
+func decodeCRDs(data []byte) ([]*unstructured.Unstructured, error) {
+	dec := utilyaml.NewYAMLOrJSONDecoder(bytes.NewReader(data), 4096)
+	var out []*unstructured.Unstructured
+	for i := 1; ; i++ {
+		var obj map[string]any
+		if err := dec.Decode(&obj); errors.Is(err, io.EOF) {
+			return out, nil
+		} else if err != nil {
+			return nil, fmt.Errorf("document %d: %w", i, err)
+		}
+		if obj == nil {
+			continue
+		}
+		crd := &unstructured.Unstructured{Object: obj}
+		if crd.GetAPIVersion() != "apiextensions.k8s.io/v1" || crd.GetKind() != "CustomResourceDefinition" || crd.GetName() == "" {
+			return nil, fmt.Errorf("document %d: not a named apiextensions.k8s.io/v1 CustomResourceDefinition", i)
+		}
+		out = append(out, crd)
+	}
+}
+
+// InstallCRDs applies the definitions of crds/ to the running cluster and waits until
+// the apiserver has established each. Start does it on every start; again, it changes
+// nothing.
+func (c *Cluster) InstallCRDs(ctx context.Context) error {
+	names, err := c.applyCRDs(ctx)
+	if err != nil {
+		return err
+	}
+	return c.awaitCRDs(ctx, names)
+}
+
+// applyCRDs server-side applies the definitions of crds/ and returns their names.
+// Unknown fields in a definition are refused, not dropped.
+func (c *Cluster) applyCRDs(ctx context.Context) ([]string, error) {
+	files, err := CRDFiles()
+	if err != nil {
+		return nil, err
+	}
+	dc, err := c.Dynamic()
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, f := range files {
+		for _, crd := range f.CRDs {
+			body, err := json.Marshal(crd.Object)
+			if err != nil {
+				return nil, err
+			}
+			force := true
+			_, err = dc.Resource(crdResource).Patch(ctx, crd.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
+				FieldManager: crdFieldManager, Force: &force, FieldValidation: metav1.FieldValidationStrict})
+			if err != nil {
+				return nil, fmt.Errorf("cluster %s: apply %s from %s: %w", c.Name, crd.GetName(), f.Name, err)
+			}
+			names = append(names, crd.GetName())
+		}
+	}
+	return names, nil
+}
+
+// awaitCRDs waits until the apiserver serves the resources of the named definitions.
+func (c *Cluster) awaitCRDs(ctx context.Context, names []string) error {
+	dc, err := c.Dynamic()
+	if err != nil {
+		return err
+	}
+	return WaitReady(ctx, c.procs["kube-apiserver"], 30*time.Second, func(ctx context.Context) error {
+		for _, name := range names {
+			crd, err := dc.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				return err
+			}
+			if !established(crd) {
+				return fmt.Errorf("CustomResourceDefinition %s is not established", name)
+			}
+		}
+		return nil
+	})
+}
+
+// established reports whether the apiserver serves the definition's resource.
+func established(crd *unstructured.Unstructured) bool {
+	conditions, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+	for _, c := range conditions {
+		if m, ok := c.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+			return true
+		}
+	}
+	return false
+}

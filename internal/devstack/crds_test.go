@@ -1,0 +1,123 @@
+package devstack
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// The custom resources every local cluster serves; a file added to crds/ adds its kinds here.
+var wantCRDs = []struct {
+	file, group, version, kind, plural string
+	shortNames                         []string
+	openSpec                           bool // spec and status kept as sent, status a subresource
+}{
+	{file: "k8s.cni.cncf.io.yaml", group: "k8s.cni.cncf.io", version: "v1", kind: "NetworkAttachmentDefinition",
+		plural: "network-attachment-definitions", shortNames: []string{"net-attach-def"}},
+	{file: "k8s.plugin.opnfv.org.yaml", group: "k8s.plugin.opnfv.org", version: "v1alpha1", kind: "Network", plural: "networks", openSpec: true},
+	{file: "k8s.plugin.opnfv.org.yaml", group: "k8s.plugin.opnfv.org", version: "v1alpha1", kind: "ProviderNetwork", plural: "providernetworks", openSpec: true},
+	{file: "k8s.plugin.opnfv.org.yaml", group: "k8s.plugin.opnfv.org", version: "v1alpha1", kind: "NetworkChaining", plural: "networkchainings", openSpec: true},
+}
+
+func TestCRDFilesDefineTheExpectedNamespacedKinds(t *testing.T) {
+	files, err := CRDFiles()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]*unstructured.Unstructured{} // by file and kind
+	for _, f := range files {
+		for _, crd := range f.CRDs {
+			group := str(t, crd, "spec", "group")
+			if f.Name != group+".yaml" {
+				t.Errorf("%s defines %s in group %s: one file per group, named after it", f.Name, crd.GetName(), group)
+			}
+			got[f.Name+" "+str(t, crd, "spec", "names", "kind")] = crd
+		}
+	}
+	if len(got) != len(wantCRDs) {
+		t.Errorf("crds/ defines %d kinds, want %d", len(got), len(wantCRDs))
+	}
+	for _, w := range wantCRDs {
+		crd := got[w.file+" "+w.kind]
+		if crd == nil {
+			t.Errorf("%s does not define %s", w.file, w.kind)
+			continue
+		}
+		if want := w.plural + "." + w.group; crd.GetName() != want {
+			t.Errorf("%s is named %s, want %s", w.kind, crd.GetName(), want)
+		}
+		if s := str(t, crd, "spec", "names", "plural"); s != w.plural {
+			t.Errorf("%s plural %q, want %q", w.kind, s, w.plural)
+		}
+		if s := str(t, crd, "spec", "scope"); s != "Namespaced" {
+			t.Errorf("%s scope %q, want Namespaced", w.kind, s)
+		}
+		short, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
+		if !slices.Equal(short, w.shortNames) {
+			t.Errorf("%s short names %v, want %v", w.kind, short, w.shortNames)
+		}
+		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
+		if len(versions) != 1 {
+			t.Errorf("%s has %d versions, want 1", w.kind, len(versions))
+			continue
+		}
+		v := &unstructured.Unstructured{Object: versions[0].(map[string]any)}
+		served, _, _ := unstructured.NestedBool(v.Object, "served")
+		storage, _, _ := unstructured.NestedBool(v.Object, "storage")
+		if str(t, v, "name") != w.version || !served || !storage {
+			t.Errorf("%s version %v, want %s served and stored", w.kind, v.Object["name"], w.version)
+		}
+		props := []string{"schema", "openAPIV3Schema", "properties"}
+		if w.openSpec {
+			for _, field := range []string{"spec", "status"} {
+				open, _, _ := unstructured.NestedBool(v.Object, append(props, field, "x-kubernetes-preserve-unknown-fields")...)
+				if !open {
+					t.Errorf("%s drops unknown fields of %s", w.kind, field)
+				}
+			}
+			if _, ok, _ := unstructured.NestedMap(v.Object, "subresources", "status"); !ok {
+				t.Errorf("%s has no status subresource", w.kind)
+			}
+		}
+		if w.kind == "NetworkAttachmentDefinition" {
+			if s := str(t, v, append(props, "spec", "properties", "config", "type")...); s != "string" {
+				t.Errorf("NetworkAttachmentDefinition spec.config has type %q, want string", s)
+			}
+		}
+	}
+}
+
+func TestDecodeCRDsRefusesOtherKinds(t *testing.T) {
+	_, err := decodeCRDs([]byte("# header\n---\napiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: x\n"))
+	if err == nil || !strings.Contains(err.Error(), "document 2") {
+		t.Fatalf("got %v, want an error naming document 2", err)
+	}
+}
+
+func TestEstablishedNeedsTheConditionTrue(t *testing.T) {
+	for _, tc := range []struct {
+		conditions []any
+		want       bool
+	}{
+		{nil, false},
+		{[]any{map[string]any{"type": "NamesAccepted", "status": "True"}}, false},
+		{[]any{map[string]any{"type": "Established", "status": "False"}}, false},
+		{[]any{map[string]any{"type": "NamesAccepted", "status": "True"}, map[string]any{"type": "Established", "status": "True"}}, true},
+	} {
+		crd := &unstructured.Unstructured{Object: map[string]any{"status": map[string]any{"conditions": tc.conditions}}}
+		if got := established(crd); got != tc.want {
+			t.Errorf("established(%v) = %v, want %v", tc.conditions, got, tc.want)
+		}
+	}
+}
+
+func str(t *testing.T, u *unstructured.Unstructured, fields ...string) string {
+	t.Helper()
+	s, _, err := unstructured.NestedString(u.Object, fields...)
+	if err != nil {
+		t.Errorf("%s: %v", strings.Join(fields, "."), err)
+	}
+	return s
+}
