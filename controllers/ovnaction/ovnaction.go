@@ -15,7 +15,7 @@
 //   - An interface whose network (spec.name) is not a network or provider network of a
 //     cluster the workload goes to, or whose cluster's network intents are not applied, is
 //     refused naming the interface, network and cluster; EMCO annotates the pods anyway and
-//     Nodus fails them on the cluster.
+//     they cannot start there.
 //   - Errors are errors: a workload or annotation that cannot be decoded is refused with
 //     the reason, and kv-pairs or networks that cannot be read fail the step (retried);
 //     EMCO skips the cluster or falls back to its defaults.
