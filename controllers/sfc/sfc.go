@@ -5,24 +5,27 @@
 // chain, and labels each function's pods with its link label so Nodus finds them.
 //
 // As in EMCO, sfc works on every network chain of the DIG, whatever intent name the DIG
-// gives it, and recomputes everything on each instantiate and update. Where temco departs
-// from EMCO:
+// gives it, recomputes everything on each instantiate and update, labels the functions'
+// pods only on the chain's clusters, and reads records in the order they were created
+// (MongoDB's natural order; those created in the same millisecond by name). The
+// NetworkChaining's ends are "left" and "right", as Nodus's Go type, which EMCO
+// marshals, names them. Where temco departs from EMCO:
 //   - A pod template without labels gets them (EMCO panics).
 //   - What cannot be deployed is refused before anything is applied, with a message
 //     naming the cause: links that do not form one linear chain, a chain end with neither
 //     client selector nor provider network, a link naming an app the deployment does not
 //     have, no cluster running every app of a chain, a link whose workload is missing on
-//     one of those clusters, or a link label contradicting the workload's selector. EMCO
-//     fails on most of these too, but with a less specific error, and ignores failures to
-//     write the labels.
+//     one of those clusters, or a link label contradicting the workload's selector (the
+//     API server would refuse the workload mid-apply). EMCO fails on most of these too,
+//     less specifically, and ignores failures to write the labels.
 //   - The API refuses link resource types without a pod template (EMCO accepts them and
-//     adds no label), and an empty subnet of a provider network is accepted, as EMCO's
-//     schema means it (its validation refuses it).
-//   - Records are read in the order they were created (EMCO: MongoDB's natural order).
+//     adds no label), a link joining a network to itself and a namespace Kubernetes would
+//     refuse; it accepts a provider network without subnet, as EMCO's schema means (EMCO's
+//     validation of the re-marshalled body refuses it).
 //   - temco's contract does not let a controller add an app yet, so each chain's
 //     NetworkChaining is added to the app of its leftmost link, on the chain's clusters,
-//     instead of to EMCO's extra app "network-chain-intents"; it is applied and deleted
-//     with that app.
+//     instead of to EMCO's extra app "network-chain-intents"; it is applied, shown in the
+//     status and deleted with that app.
 package sfc
 
 import (

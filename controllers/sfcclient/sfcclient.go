@@ -5,8 +5,9 @@
 // the selector's pod labels, on every cluster of the workload's app, so Nodus finds them.
 //
 // As in EMCO, sfcclient works on every sfc-client of the DIG, whatever intent name the
-// DIG gives it, and recomputes everything on each instantiate and update. Where temco
-// departs from EMCO:
+// DIG gives it, recomputes everything on each instantiate and update, matches only the
+// selectors' matchLabels, and tries selectors in the order they were created (MongoDB's
+// natural order). Where temco departs from EMCO:
 //   - A pod template without labels gets them (EMCO panics).
 //   - What cannot be deployed is refused before anything is applied, with a message
 //     naming the cause: a missing chain, no client selector of that end matching the
@@ -16,7 +17,6 @@
 //     labels.
 //   - The API refuses resource types without a pod template (EMCO accepts them and adds
 //     no label).
-//   - Selectors are tried in the order they were created (EMCO: MongoDB's natural order).
 package sfcclient
 
 import (
