@@ -80,8 +80,17 @@ func (s *Starter) Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpA
 		return lifecycle.OpAccepted{}, refused(err)
 	}
 	var acc lifecycle.OpAccepted
-	return acc, refused(h.Get(ctx, &acc))
+	err = h.Get(ctx, &acc)
+	// The operation ended between the update's validation and its signal to it.
+	var appErr *temporal.ApplicationError
+	if errors.As(err, &appErr) && appErr.Type() == unknownExternalWorkflow {
+		return lifecycle.OpAccepted{}, &Refused{Message: fmt.Sprintf("%s has no running operation to stop: it has just ended", dig)}
+	}
+	return acc, refused(err)
 }
+
+// unknownExternalWorkflow is the error type of a signal to a workflow that has ended.
+const unknownExternalWorkflow = "UnknownExternalWorkflowExecutionError"
 
 // ReadClusters reads the live state of a context's objects into the AppContext and
 // returns when done. Concurrent reads of the same context share one workflow run.

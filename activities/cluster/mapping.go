@@ -5,6 +5,7 @@ package cluster
 import (
 	"cmp"
 	"fmt"
+	"time"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -31,13 +32,21 @@ func (m mapped) path(name string) []string {
 	return append(p, m.gvr.Resource, name)
 }
 
+// unservedGrace is how long a kind discovery does not find is looked for again.
+const unservedGrace = 5 * time.Second
+
 // mapping resolves the API resource of ref and the namespace to use for it.
 func (c *client) mapping(ref appctx.Ref, defaultNS string) (mapped, error) {
 	gvk := schema.GroupVersionKind{Group: ref.Group, Version: ref.Version, Kind: ref.Kind}
 	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
-	if meta.IsNoMatchError(err) {
-		c.mapper.Reset() // discovery may predate a CRD: look once more
-		m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	// Discovery may predate a CRD, and an API server that has just started serves its
+	// CRDs' kinds a moment after it answers: look again for a few seconds (less than the
+	// activity's heartbeat timeout) before calling the kind unserved.
+	for deadline := time.Now().Add(unservedGrace); meta.IsNoMatchError(err) && time.Now().Before(deadline); {
+		c.mapper.Reset()
+		if m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+			time.Sleep(unservedGrace / 10)
+		}
 	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
