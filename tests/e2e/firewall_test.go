@@ -2,6 +2,8 @@ package e2e
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -17,36 +19,33 @@ import (
 // ncm terminate; every object and annotation read back from the clusters at each step.
 func TestFirewallFlowAfterEMCOsVFW(t *testing.T) {
 	clusters := []*devstack.Cluster{stack.Clusters[0], stack.Clusters[1]}
-	nets := map[string]map[string]any{
-		"unprotected-private-net": network(subnet("unprotected-subnet", "192.168.110.0/24", "192.168.110.1/24")),
-		"protected-private-net":   network(subnet("protected-subnet", "192.168.120.0/24", "192.168.120.1/24")),
+	// The networks as an EMCO user's emcoctl file, applied and later deleted with temco.
+	dir := t.TempDir()
+	for name, data := range map[string]string{"networks.yaml": vfwNetworks, "vfw.yaml": vfwIntents,
+		"values.yaml": "Provider: " + provider + "\nClusters: [" + clusters[0].Name + ", " + clusters[1].Name + "]\n"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
 	}
-	pnet := map[string]any{"cniType": "ovn4nfv", "ipv4Subnets": []any{subnet("subnet1", "10.10.120.0/24", "10.10.120.1/24")},
-		"providerNetType": "VLAN", "vlan": map[string]any{"vlanID": "120", "providerInterfaceName": "eth1",
-			"logicalInterfaceName": "eth1.120", "vlanNodeSelector": "any"}}
 	var ncm []clusterNet
 	for _, cl := range clusters {
 		n := clusterNet{t: t, c: &client{t: t}, cl: cl}
 		ncm = append(ncm, n)
-		for name, spec := range nets {
-			n.c.do("POST", n.path()+"/networks", res(name, spec)).must(t, 201)
-		}
-		n.c.do("POST", n.path()+"/provider-networks", res("emco-private-net", pnet)).must(t, 201)
-		t.Cleanup(func() {
-			for _, p := range []string{"/networks/unprotected-private-net", "/networks/protected-private-net", "/provider-networks/emco-private-net"} {
-				if r := n.c.do("DELETE", n.path()+p, nil); r.code != 204 {
-					t.Errorf("clean-up: DELETE %s: %d %s", p, r.code, r.body)
-				}
-			}
-		})
-		n.c.do("POST", n.path()+"/apply", nil).must(t, 202)
-		t.Cleanup(func() { // runs first: the networks go only once nothing of them is applied
-			if s := n.status("?status=deployed&output=summary"); s.state() != lifecycle.StateTerminated {
+		t.Cleanup(func() { // after a failure: nothing of the networks is left behind
+			if s := n.status("?status=deployed&output=summary"); s.state() == lifecycle.StateApplied {
 				n.c.do("POST", n.path()+"/terminate", nil).must(t, 202)
 				n.await("networks of "+n.cl.Name+" terminated", "?status=deployed&output=summary",
 					func(s netStatus) bool { return s.DeployedStatus == lifecycle.StatusTerminated })
 			}
+			for _, p := range []string{"/networks/unprotected-private-net", "/networks/protected-private-net", "/provider-networks/emco-private-net"} {
+				if r := n.c.do("DELETE", n.path()+p, nil); r.code != 204 && r.code != 404 {
+					t.Errorf("clean-up: DELETE %s: %d %s", p, r.code, r.body)
+				}
+			}
 		})
+	}
+	if out, err := temco(t, dir, "apply", "-f", "networks.yaml", "-v", "values.yaml"); err != nil {
+		t.Fatalf("temco apply networks: %v\n%s", err, out)
 	}
 	for _, n := range ncm {
 		s := n.await("networks of "+n.cl.Name+" applied", "?status=deployed", func(s netStatus) bool { return s.DeployedStatus == lifecycle.StatusInstantiated })
@@ -72,20 +71,18 @@ func TestFirewallFlowAfterEMCOsVFW(t *testing.T) {
 	t.Cleanup(d.terminateIfRunning)
 	c := d.c
 	nci := d.dig() + "/network-controller-intent/vfw"
-	c.do("POST", d.dig()+"/network-controller-intent", res("vfw", nil)).must(t, 201)
 	type iface struct{ name, ifname, network, ip string }
-	interfaces := map[string][]iface{
+	interfaces := map[string][]iface{ // as vfwIntents declares them
 		"packetgen": {{"pg-unprotected", "eth1", "unprotected-private-net", "192.168.110.2"}, {"pg-emco", "eth2", "emco-private-net", "10.10.120.2"}},
 		"firewall": {{"fw-unprotected", "eth1", "unprotected-private-net", "192.168.110.3"}, {"fw-protected", "eth2", "protected-private-net", "192.168.120.2"},
 			{"fw-emco", "eth3", "emco-private-net", "10.10.120.3"}},
 		"sink": {{"sink-protected", "eth1", "protected-private-net", "192.168.120.3"}, {"sink-emco", "eth2", "emco-private-net", "10.10.120.4"}},
 	}
-	for app, ifs := range interfaces {
-		c.do("POST", nci+"/workload-intents", res(app+"-wi", map[string]any{"app": app, "workloadResource": app, "type": "Deployment"})).must(t, 201)
-		for _, i := range ifs {
-			c.do("POST", nci+"/workload-intents/"+app+"-wi/interfaces", res(i.name, map[string]any{
-				"interface": i.ifname, "name": i.network, "ipAddress": i.ip, "defaultGateway": "false"})).must(t, 201)
-		}
+	if err := os.WriteFile(filepath.Join(dir, "dig.yaml"), []byte("DIG: "+d.dig()+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := temco(t, dir, "apply", "-f", "vfw.yaml", "-v", "values.yaml", "-v", "dig.yaml"); err != nil {
+		t.Fatalf("temco apply vfw intents: %v\n%s", err, out)
 	}
 	d.useController("ovnaction", "action", "vfw")
 	// checkInterfaces reads each workload's pod template on both clusters: the interfaces
@@ -143,11 +140,188 @@ func TestFirewallFlowAfterEMCOsVFW(t *testing.T) {
 			}
 		}
 	}
+	// temco delete of the networks' file: the apply becomes an awaited terminate, then the
+	// networks go.
+	if out, err := temco(t, dir, "delete", "-f", "networks.yaml", "-v", "values.yaml"); err != nil {
+		t.Fatalf("temco delete networks: %v\n%s", err, out)
+	}
 	for _, n := range ncm {
-		n.c.do("POST", n.path()+"/terminate", nil).must(t, 202)
-		n.await("networks of "+n.cl.Name+" terminated", "?status=deployed", func(s netStatus) bool { return s.DeployedStatus == lifecycle.StatusTerminated })
+		if s := n.status("?status=deployed"); s.DeployedStatus != lifecycle.StatusTerminated {
+			t.Errorf("networks of %s after temco delete: %s", n.cl.Name, pretty(s))
+		}
 		if n.live(gvrNetwork, "protected-private-net") != nil || n.live(gvrProviderNetwork, "emco-private-net") != nil {
 			t.Errorf("%s keeps its networks after ncm terminate", n.cl.Name)
 		}
+		n.c.do("GET", n.path()+"/networks/protected-private-net", nil).must(t, 404)
 	}
 }
+
+// vfwNetworks declares the vFW's networks on every cluster of the values, as EMCO's
+// examples do (a licence header first).
+const vfwNetworks = `# SPDX-License-Identifier: Apache-2.0
+---
+{{- range .Clusters }}
+version: emco/v2
+resourceContext:
+  anchor: cluster-providers/{{ $.Provider }}/clusters/{{ . }}/networks
+metadata:
+  name: unprotected-private-net
+spec:
+  cniType: ovn4nfv
+  ipv4Subnets:
+  - name: unprotected-subnet
+    subnet: 192.168.110.0/24
+    gateway: 192.168.110.1/24
+---
+version: emco/v2
+resourceContext:
+  anchor: cluster-providers/{{ $.Provider }}/clusters/{{ . }}/networks
+metadata:
+  name: protected-private-net
+spec:
+  cniType: ovn4nfv
+  ipv4Subnets:
+  - name: protected-subnet
+    subnet: 192.168.120.0/24
+    gateway: 192.168.120.1/24
+---
+version: emco/v2
+resourceContext:
+  anchor: cluster-providers/{{ $.Provider }}/clusters/{{ . }}/provider-networks
+metadata:
+  name: emco-private-net
+spec:
+  cniType: ovn4nfv
+  ipv4Subnets:
+  - name: subnet1
+    subnet: 10.10.120.0/24
+    gateway: 10.10.120.1/24
+  providerNetType: VLAN
+  vlan:
+    vlanID: "120"
+    providerInterfaceName: eth1
+    logicalInterfaceName: eth1.120
+    vlanNodeSelector: any
+    nodeLabelList: []
+---
+version: emco/v2
+resourceContext:
+  anchor: cluster-providers/{{ $.Provider }}/clusters/{{ . }}/apply
+---
+{{- end }}
+`
+
+// vfwIntents declares the ovnaction intents of the vFW's three workloads.
+const vfwIntents = `version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent
+metadata:
+  name: vfw
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents
+metadata:
+  name: packetgen-wi
+spec:
+  app: packetgen
+  workloadResource: packetgen
+  type: Deployment
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents/packetgen-wi/interfaces
+metadata:
+  name: pg-unprotected
+spec:
+  interface: eth1
+  name: unprotected-private-net
+  ipAddress: 192.168.110.2
+  defaultGateway: "false"
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents/packetgen-wi/interfaces
+metadata:
+  name: pg-emco
+spec:
+  interface: eth2
+  name: emco-private-net
+  ipAddress: 10.10.120.2
+  defaultGateway: "false"
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents
+metadata:
+  name: firewall-wi
+spec:
+  app: firewall
+  workloadResource: firewall
+  type: Deployment
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents/firewall-wi/interfaces
+metadata:
+  name: fw-unprotected
+spec:
+  interface: eth1
+  name: unprotected-private-net
+  ipAddress: 192.168.110.3
+  defaultGateway: "false"
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents/firewall-wi/interfaces
+metadata:
+  name: fw-protected
+spec:
+  interface: eth2
+  name: protected-private-net
+  ipAddress: 192.168.120.2
+  defaultGateway: "false"
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents/firewall-wi/interfaces
+metadata:
+  name: fw-emco
+spec:
+  interface: eth3
+  name: emco-private-net
+  ipAddress: 10.10.120.3
+  defaultGateway: "false"
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents
+metadata:
+  name: sink-wi
+spec:
+  app: sink
+  workloadResource: sink
+  type: Deployment
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents/sink-wi/interfaces
+metadata:
+  name: sink-protected
+spec:
+  interface: eth1
+  name: protected-private-net
+  ipAddress: 192.168.120.3
+  defaultGateway: "false"
+---
+version: emco/v2
+resourceContext:
+  anchor: {{ .DIG }}/network-controller-intent/vfw/workload-intents/sink-wi/interfaces
+metadata:
+  name: sink-emco
+spec:
+  interface: eth2
+  name: emco-private-net
+  ipAddress: 10.10.120.4
+  defaultGateway: "false"
+`
