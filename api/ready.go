@@ -308,7 +308,7 @@ func (s *Server) builtin(name, host string) bool {
 func notBuiltYet(name, host string) string {
 	for _, n := range []string{name, host} {
 		switch n {
-		case "ovnaction", "dtc", "nps", "sds", "its", "swc", "sfc", "sfcclient", "tac", "ncm":
+		case "dtc", "nps", "sds", "its", "swc", "tac", "ncm":
 			return n
 		}
 	}
