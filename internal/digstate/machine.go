@@ -63,8 +63,8 @@ type Machine struct {
 	// Initial is the state of a target with no history (clusters registered before
 	// their network intents had a lifecycle); "" when every target starts with one.
 	Initial string
-	Ops    []string // every operation Rules rule on
-	Rules  []Rule
+	Ops     []string // every operation Rules rule on
+	Rules   []Rule
 }
 
 // DIG is the lifecycle of a deployment intent group, EMCO's: Created → Approved →
