@@ -3,34 +3,29 @@
 package apitest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
 	"k8s.io/client-go/rest"
 
-	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/hpa"
-	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/store"
 	"github.com/temco/temco/internal/testenv"
 )
 
 var ferret *devstack.FerretDB
 
 func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+
+var body = apiharness.Body
 
 const (
 	dig       = "/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig"
@@ -39,82 +34,40 @@ const (
 	resources = consumer + "/resource-requirements"
 )
 
-type server struct {
-	t     *testing.T
-	h     http.Handler
-	store *store.Store
-}
-
-func newServer(t *testing.T) *server {
+func newServer(t *testing.T) *apiharness.Server {
 	t.Helper()
-	db := testenv.Database(t, ferret, strings.ToLower(t.Name()))
-	st, err := store.New(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	contexts, err := appctx.New(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &api.Server{Store: st, Contexts: contexts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Controllers: controllers.API([]controllers.Builtin{hpa.Placement, hpa.Action})}
-	s := &server{t: t, h: srv.Handler(), store: st}
-	s.want("POST", "/projects", body("p", nil), 201)
-	s.want("POST", "/projects/p/composite-apps", body("ca", map[string]any{"compositeAppVersion": "v1"}), 201)
-	s.want("POST", "/projects/p/composite-apps/ca/v1/deployment-intent-groups",
-		body("dig", map[string]any{"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}), 201)
+	s := apiharness.New(t, ferret, []controllers.Builtin{hpa.Placement, hpa.Action})
+	s.TreeWithDIG()
 	return s
-}
-
-// want sends a request and checks its status; it returns the body.
-func (s *server) want(method, path string, v any, code int) string {
-	s.t.Helper()
-	var rd io.Reader
-	if v != nil {
-		data, _ := json.Marshal(v)
-		rd = bytes.NewReader(data)
-	}
-	req := httptest.NewRequest(method, "/v2"+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	s.h.ServeHTTP(rec, req)
-	if rec.Code != code {
-		s.t.Fatalf("%s %s: status %d, want %d: %s", method, path, rec.Code, code, rec.Body)
-	}
-	return rec.Body.String()
-}
-
-func body(name string, spec any) map[string]any {
-	return map[string]any{"metadata": map[string]any{"name": name}, "spec": spec}
 }
 
 func TestResourcesValidateAsEMCOAndMore(t *testing.T) {
 	s := newServer(t)
-	s.want("POST", dig+"/hpa-intents", body("i1", map[string]any{"app": "-web"}), 400)
-	s.want("POST", dig+"/hpa-intents", body("i1", map[string]any{"app": "web"}), 201)
-	s.want("POST", dig+"/hpa-intents", body("i1", map[string]any{"app": "web"}), 409)
-	s.want("POST", intent+"/hpa-resource-consumers", body("c1", map[string]any{"kind": "Deployment"}), 400)
-	s.want("POST", intent+"/hpa-resource-consumers", body("c1", map[string]any{"name": "web", "kind": "Deployment", "apiVersion": "apps/v1"}), 201)
-	s.want("POST", dig+"/hpa-intents/nope/hpa-resource-consumers/c1/resource-requirements", body("r", nil), 404)
+	s.Want("POST", dig+"/hpa-intents", body("i1", map[string]any{"app": "-web"}), 400)
+	s.Want("POST", dig+"/hpa-intents", body("i1", map[string]any{"app": "web"}), 201)
+	s.Want("POST", dig+"/hpa-intents", body("i1", map[string]any{"app": "web"}), 409)
+	s.Want("POST", intent+"/hpa-resource-consumers", body("c1", map[string]any{"kind": "Deployment"}), 400)
+	s.Want("POST", intent+"/hpa-resource-consumers", body("c1", map[string]any{"name": "web", "kind": "Deployment", "apiVersion": "apps/v1"}), 201)
+	s.Want("POST", dig+"/hpa-intents/nope/hpa-resource-consumers/c1/resource-requirements", body("r", nil), 404)
 
 	cpu := map[string]any{"allocatable": true, "resource": map[string]any{"name": "cpu", "requests": 2, "limits": 4}}
-	msg := s.want("POST", resources, body("cpu", cpu), 400)
+	msg := s.Want("POST", resources, body("cpu", cpu), 400)
 	if !strings.Contains(msg, "has no spec.container") {
 		t.Fatalf("allocatable requirement of a consumer without container: %s", msg)
 	}
-	s.want("PUT", consumer, body("c1", map[string]any{"name": "web", "container": "app", "replicas": 2}), 200)
-	s.want("POST", resources, body("cpu", cpu), 201)
-	s.want("POST", resources, body("cpu2", cpu), 409) // a second cpu request for the container
-	s.want("POST", resources, body("zero", map[string]any{"allocatable": true, "resource": map[string]any{"name": "gpu.example.com/v", "requests": 0}}), 400)
-	s.want("POST", resources, body("over", map[string]any{"allocatable": true, "resource": map[string]any{"name": "memory", "requests": 5, "limits": 4}}), 400)
-	s.want("POST", resources, body("qat", map[string]any{"allocatable": false, "resource": map[string]any{"key": "qat", "value": "true"}}), 201)
-	s.want("PUT", consumer, body("c1", map[string]any{"name": "web"}), 409) // cpu needs the container
+	s.Want("PUT", consumer, body("c1", map[string]any{"name": "web", "container": "app", "replicas": 2}), 200)
+	s.Want("POST", resources, body("cpu", cpu), 201)
+	s.Want("POST", resources, body("cpu2", cpu), 409) // a second cpu request for the container
+	s.Want("POST", resources, body("zero", map[string]any{"allocatable": true, "resource": map[string]any{"name": "gpu.example.com/v", "requests": 0}}), 400)
+	s.Want("POST", resources, body("over", map[string]any{"allocatable": true, "resource": map[string]any{"name": "memory", "requests": 5, "limits": 4}}), 400)
+	s.Want("POST", resources, body("qat", map[string]any{"allocatable": false, "resource": map[string]any{"key": "qat", "value": "true"}}), 201)
+	s.Want("PUT", consumer, body("c1", map[string]any{"name": "web"}), 409) // cpu needs the container
 
-	got := s.want("GET", resources+"/qat", nil, 200)
+	got := s.Want("GET", resources+"/qat", nil, 200)
 	if !strings.Contains(got, `"resource":{"key":"qat","value":"true"}`) {
 		t.Fatalf("stored non-allocatable requirement = %s, want EMCO's flat resource with key and value only", got)
 	}
-	list := s.want("GET", resources, nil, 200)
+	list := s.Want("GET", resources, nil, 200)
 	if strings.Count(list, `"metadata"`) != 2 {
 		t.Fatalf("list = %s, want cpu and qat", list)
 	}
@@ -122,16 +75,16 @@ func TestResourcesValidateAsEMCOAndMore(t *testing.T) {
 
 func TestControllersReadWhatTheAPIStored(t *testing.T) {
 	s := newServer(t)
-	s.want("POST", dig+"/hpa-intents", body("i1", map[string]any{"app": "web"}), 201)
-	s.want("POST", intent+"/hpa-resource-consumers", body("c1", map[string]any{"name": "web", "container": "app", "replicas": 3}), 201)
-	s.want("POST", resources, body("mem", map[string]any{"allocatable": true, "resource": map[string]any{"name": "memory", "requests": 256, "units": "MB"}}), 201)
+	s.Want("POST", dig+"/hpa-intents", body("i1", map[string]any{"app": "web"}), 201)
+	s.Want("POST", intent+"/hpa-resource-consumers", body("c1", map[string]any{"name": "web", "container": "app", "replicas": 3}), 201)
+	s.Want("POST", resources, body("mem", map[string]any{"allocatable": true, "resource": map[string]any{"name": "memory", "requests": 256, "units": "MB"}}), 201)
 
 	in := contract.Input{Project: "p", CompositeApp: "ca", CompositeAppVersion: "v1", DeploymentIntentGroup: "dig",
 		Intent: "whatever-the-dig-says", Operation: contract.OpInstantiate}
 	dep := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app"}]}}}}`
 	f := &contracttest.Fake{In: in, AppList: []contract.App{{Name: "web", Clusters: []string{"p+c1"}, Groups: [][]string{{"p+c1", "p+c2"}}}},
 		Objects: map[string][]contract.Resource{"web": {{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Manifest: json.RawMessage(dep)}}}}
-	deps := controllers.Deps{Store: s.store, Admin: func(_ context.Context, cluster string) (*rest.Config, error) {
+	deps := controllers.Deps{Store: s.Store, Admin: func(_ context.Context, cluster string) (*rest.Config, error) {
 		return nil, fmt.Errorf("no kubeconfig for %s", cluster)
 	}}
 

@@ -4,24 +4,18 @@
 package apitest
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/ovnaction"
-	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
@@ -34,6 +28,8 @@ var ferret *devstack.FerretDB
 
 func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
+var body = apiharness.Body
+
 const (
 	dig      = "/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig"
 	nci      = dig + "/network-controller-intent/nci"
@@ -41,107 +37,53 @@ const (
 	cluster  = "/cluster-providers/local/clusters/c1"
 )
 
-type server struct {
-	t     *testing.T
-	h     http.Handler
-	store *store.Store
-}
-
-func newServer(t *testing.T) *server {
+func newServer(t *testing.T) *apiharness.Server {
 	t.Helper()
-	db := testenv.Database(t, ferret, strings.ToLower(t.Name()))
-	st, err := store.New(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	contexts, err := appctx.New(context.Background(), db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &api.Server{Store: st, Contexts: contexts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Controllers: controllers.API([]controllers.Builtin{ovnaction.Controller})}
-	s := &server{t: t, h: srv.Handler(), store: st}
-	s.want("POST", "/projects", body("p", nil), 201)
-	s.want("POST", "/projects/p/composite-apps", body("ca", map[string]any{"compositeAppVersion": "v1"}), 201)
-	s.want("POST", "/projects/p/composite-apps/ca/v1/deployment-intent-groups",
-		body("dig", map[string]any{"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}), 201)
+	s := apiharness.New(t, ferret, []controllers.Builtin{ovnaction.Controller})
+	s.TreeWithDIG()
 	return s
-}
-
-// want sends a request and checks its status; it returns the body.
-func (s *server) want(method, path string, v any, code int) string {
-	s.t.Helper()
-	var rd io.Reader
-	if v != nil {
-		data, _ := json.Marshal(v)
-		rd = bytes.NewReader(data)
-	}
-	req := httptest.NewRequest(method, "/v2"+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	s.h.ServeHTTP(rec, req)
-	if rec.Code != code {
-		s.t.Fatalf("%s %s: status %d, want %d: %s", method, path, rec.Code, code, rec.Body)
-	}
-	return rec.Body.String()
-}
-
-// refused sends a request that must be answered 400 with a message saying want.
-func (s *server) refused(method, path string, v any, want string) {
-	s.t.Helper()
-	var answer struct{ Message string }
-	if err := json.Unmarshal([]byte(s.want(method, path, v, 400)), &answer); err != nil {
-		s.t.Fatal(err)
-	}
-	if !strings.Contains(answer.Message, want) {
-		s.t.Errorf("%s %s: message %q does not say %q", method, path, answer.Message, want)
-	}
-}
-
-func body(name string, spec any) map[string]any {
-	return map[string]any{"metadata": map[string]any{"name": name}, "spec": spec}
 }
 
 // EMCO's paths and bodies; bad bodies are refused with the reason and store nothing.
 func TestResourcesAsEMCOServesThem(t *testing.T) {
 	s := newServer(t)
-	s.want("POST", dig+"/network-controller-intent", body("nci", nil), 201)
-	s.want("POST", dig+"/network-controller-intent", body("nci", nil), 409)
+	s.Want("POST", dig+"/network-controller-intent", body("nci", nil), 201)
+	s.Want("POST", dig+"/network-controller-intent", body("nci", nil), 409)
 
 	wl := map[string]any{"app": "web", "workloadResource": "r1-web", "type": "Deployment"}
-	s.refused("POST", nci+"/workload-intents", body("web", map[string]any{"app": "web", "type": "Deployment"}), "spec.workloadResource is required")
-	s.refused("POST", nci+"/workload-intents", body("web", map[string]any{"app": "web", "workloadResource": "r1-web"}), "spec.type is required")
-	s.refused("POST", nci+"/workload-intents", body("web", map[string]any{"app": "-web", "workloadResource": "w", "type": "Deployment"}), `spec.app "-web" is invalid`)
-	s.want("POST", nci+"/workload-intents", body("web", wl), 201)
-	s.want("GET", dig+"/network-controller-intent/nope/workload-intents", nil, 404)
+	s.Refused("POST", nci+"/workload-intents", body("web", map[string]any{"app": "web", "type": "Deployment"}), "spec.workloadResource is required")
+	s.Refused("POST", nci+"/workload-intents", body("web", map[string]any{"app": "web", "workloadResource": "r1-web"}), "spec.type is required")
+	s.Refused("POST", nci+"/workload-intents", body("web", map[string]any{"app": "-web", "workloadResource": "w", "type": "Deployment"}), `spec.app "-web" is invalid`)
+	s.Want("POST", nci+"/workload-intents", body("web", wl), 201)
+	s.Want("GET", dig+"/network-controller-intent/nope/workload-intents", nil, 404)
 
 	ifs := workload + "/interfaces"
-	s.refused("POST", ifs, body("eth1", map[string]any{"name": "net1"}), "spec.interface is required")
-	s.refused("POST", ifs, body("eth1", map[string]any{"interface": "eth1"}), "spec.name is required")
-	s.refused("POST", ifs, body("eth1", map[string]any{"interface": "eth1", "name": "net1", "ipAddress": "10.0.0.300"}), `spec.ipAddress "10.0.0.300" is not an IP address`)
-	s.refused("POST", ifs, body("eth1", map[string]any{"interface": "eth1", "name": "net1", "macAddress": "0a:58"}), `spec.macAddress "0a:58" is not a MAC address`)
-	s.refused("POST", ifs, body("eth1", map[string]any{"interface": "eth1", "name": "net1", "defaultGateway": false}), `field "spec.defaultGateway" must be string`)
-	s.want("GET", ifs+"/eth1", nil, 404)
+	s.Refused("POST", ifs, body("eth1", map[string]any{"name": "net1"}), "spec.interface is required")
+	s.Refused("POST", ifs, body("eth1", map[string]any{"interface": "eth1"}), "spec.name is required")
+	s.Refused("POST", ifs, body("eth1", map[string]any{"interface": "eth1", "name": "net1", "ipAddress": "10.0.0.300"}), `spec.ipAddress "10.0.0.300" is not an IP address`)
+	s.Refused("POST", ifs, body("eth1", map[string]any{"interface": "eth1", "name": "net1", "macAddress": "0a:58"}), `spec.macAddress "0a:58" is not a MAC address`)
+	s.Refused("POST", ifs, body("eth1", map[string]any{"interface": "eth1", "name": "net1", "defaultGateway": false}), `field "spec.defaultGateway" must be string`)
+	s.Want("GET", ifs+"/eth1", nil, 404)
 
 	// defaultGateway is stored as EMCO stores it: "false" unless given.
-	got := s.want("POST", ifs, body("eth1", map[string]any{"interface": "eth1", "name": "net1", "ipAddress": "172.16.33.5"}), 201)
+	got := s.Want("POST", ifs, body("eth1", map[string]any{"interface": "eth1", "name": "net1", "ipAddress": "172.16.33.5"}), 201)
 	if !strings.Contains(got, `"spec":{"interface":"eth1","name":"net1","defaultGateway":"false","ipAddress":"172.16.33.5"}`) {
 		t.Errorf("created interface = %s, want defaultGateway \"false\" and the IP address", got)
 	}
-	s.refused("PUT", ifs+"/eth1", body("eth1", map[string]any{"interface": "eth1", "name": "net1", "macAddress": "nope"}), "spec.macAddress")
-	got = s.want("PUT", ifs+"/eth1", body("eth1", map[string]any{"interface": "eth1", "name": "net1", "defaultGateway": "true",
+	s.Refused("PUT", ifs+"/eth1", body("eth1", map[string]any{"interface": "eth1", "name": "net1", "macAddress": "nope"}), "spec.macAddress")
+	got = s.Want("PUT", ifs+"/eth1", body("eth1", map[string]any{"interface": "eth1", "name": "net1", "defaultGateway": "true",
 		"macAddress": "0a:58:ac:10:21:05"}), 200)
 	if !strings.Contains(got, `"defaultGateway":"true","macAddress":"0a:58:ac:10:21:05"`) {
 		t.Errorf("replaced interface = %s", got)
 	}
-	if list := s.want("GET", ifs, nil, 200); strings.Count(list, `"metadata"`) != 1 {
+	if list := s.Want("GET", ifs, nil, 200); strings.Count(list, `"metadata"`) != 1 {
 		t.Errorf("interfaces = %s, want eth1 only", list)
 	}
 	// What a workload intent names blocks its deletion; the intent goes after its children.
-	s.want("DELETE", nci, nil, 409)
-	s.want("DELETE", ifs+"/eth1", nil, 204)
-	s.want("DELETE", workload, nil, 204)
-	s.want("DELETE", nci, nil, 204)
+	s.Want("DELETE", nci, nil, 409)
+	s.Want("DELETE", ifs+"/eth1", nil, 204)
+	s.Want("DELETE", workload, nil, 204)
+	s.Want("DELETE", nci, nil, 204)
 }
 
 // The controller reads the intent the API stored and the cluster's kv-pairs and
@@ -156,15 +98,15 @@ func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 		{ID: cluster + "/networks/net1", Parent: cluster, Kind: ncm.KindNetwork, Name: "net1",
 			Body: `{"metadata":{"name":"net1"},"spec":{"cniType":"ovn4nfv","ipv4Subnets":[{"name":"s","subnet":"172.16.33.0/24"}]}}`},
 	} {
-		if err := s.store.Create(ctx, d); err != nil {
+		if err := s.Store.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.want("POST", cluster+"/kv-pairs", body("cni", map[string]any{"kv": []any{
+	s.Want("POST", cluster+"/kv-pairs", body("cni", map[string]any{"kv": []any{
 		map[string]any{"CNI-Networking-Nodus-CNI-For-all-interfaces": "true"}}}), 201)
-	s.want("POST", dig+"/network-controller-intent", body("nci", nil), 201)
-	s.want("POST", nci+"/workload-intents", body("web", map[string]any{"app": "web", "workloadResource": "web", "type": "Deployment"}), 201)
-	s.want("POST", workload+"/interfaces", body("eth1", map[string]any{"interface": "eth1", "name": "net1"}), 201)
+	s.Want("POST", dig+"/network-controller-intent", body("nci", nil), 201)
+	s.Want("POST", nci+"/workload-intents", body("web", map[string]any{"app": "web", "workloadResource": "web", "type": "Deployment"}), 201)
+	s.Want("POST", workload+"/interfaces", body("eth1", map[string]any{"interface": "eth1", "name": "net1"}), 201)
 
 	dep := `{"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web"},"spec":{"template":{"spec":{"containers":[{"name":"app"}]}}}}`
 	f := func() *contracttest.Fake {
@@ -173,7 +115,7 @@ func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 			AppList: []contract.App{{Name: "web", Clusters: []string{"local+c1"}}},
 			Objects: map[string][]contract.Resource{"web": {{APIVersion: "apps/v1", Kind: "Deployment", Name: "web", Manifest: json.RawMessage(dep)}}}}
 	}
-	ctrl := ovnaction.Controller.New(controllers.Deps{Store: s.store})
+	ctrl := ovnaction.Controller.New(controllers.Deps{Store: s.Store})
 
 	err := ctrl.Run(ctx, f())
 	var refusal *contract.Refusal
@@ -181,7 +123,7 @@ func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 		t.Fatalf("before the networks are applied: err = %v, want a refusal naming the interface and the state", err)
 	}
 
-	if _, err := digstate.Change(ctx, s.store, cluster, func(lifecycle.StateInfo) ([]lifecycle.Action, error) {
+	if _, err := digstate.Change(ctx, s.Store, cluster, func(lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		return []lifecycle.Action{{State: lifecycle.StateApplied}}, nil
 	}); err != nil {
 		t.Fatal(err)

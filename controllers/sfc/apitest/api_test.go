@@ -3,24 +3,18 @@
 package apitest
 
 import (
-	"bytes"
 	"cmp"
 	"context"
 	"encoding/json"
-	"io"
-	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/sfc"
-	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/store"
 	"github.com/temco/temco/internal/testenv"
@@ -30,74 +24,30 @@ var ferret *devstack.FerretDB
 
 func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
+var body = apiharness.Body
+
 const (
 	ca    = "/projects/p/composite-apps/ca/v1"
 	dig   = ca + "/deployment-intent-groups/dig"
 	chain = dig + "/network-chains/ch"
 )
 
-type server struct {
-	t     *testing.T
-	h     http.Handler
-	store *store.Store
-}
-
 // newServer serves sfc's resources over a store holding project p, composite app ca with
 // apps slb and ngfw, and DIG dig.
-func newServer(t *testing.T) *server {
+func newServer(t *testing.T) *apiharness.Server {
 	t.Helper()
 	ctx := context.Background()
-	db := testenv.Database(t, ferret, strings.ToLower(t.Name()))
-	st, err := store.New(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	contexts, err := appctx.New(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &api.Server{Store: st, Contexts: contexts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Controllers: controllers.API([]controllers.Builtin{sfc.Controller})}
-	s := &server{t: t, h: srv.Handler(), store: st}
-	s.want("POST", "/projects", body("p", nil), 201)
-	s.want("POST", "/projects/p/composite-apps", body("ca", map[string]any{"compositeAppVersion": "v1"}), 201)
+	s := apiharness.New(t, ferret, []controllers.Builtin{sfc.Controller})
+	st := s.Store
+	s.Want("POST", "/projects", body("p", nil), 201)
+	s.Want("POST", "/projects/p/composite-apps", body("ca", map[string]any{"compositeAppVersion": "v1"}), 201)
 	for _, app := range []string{"slb", "ngfw"} { // apps come with charts: stored directly
 		if err := st.Create(ctx, &store.Doc{ID: ca + "/apps/" + app, Parent: ca, Kind: "app", Name: app, Body: `{"metadata":{"name":"` + app + `"}}`}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.want("POST", ca+"/deployment-intent-groups", body("dig", map[string]any{"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}), 201)
+	s.Want("POST", ca+"/deployment-intent-groups", body("dig", map[string]any{"compositeProfile": "cp", "version": "r1", "logicalCloud": "lc"}), 201)
 	return s
-}
-
-// want sends a request and checks its status; it returns the body.
-func (s *server) want(method, path string, v any, code int) string {
-	s.t.Helper()
-	var rd io.Reader
-	if v != nil {
-		data, _ := json.Marshal(v)
-		rd = bytes.NewReader(data)
-	}
-	req := httptest.NewRequest(method, "/v2"+path, rd)
-	req.Header.Set("Content-Type", "application/json")
-	rec := httptest.NewRecorder()
-	s.h.ServeHTTP(rec, req)
-	if rec.Code != code {
-		s.t.Fatalf("%s %s: status %d, want %d: %s", method, path, rec.Code, code, rec.Body)
-	}
-	return rec.Body.String()
-}
-
-// refused sends a request that must answer 400 saying msg.
-func (s *server) refused(method, path string, v any, msg string) {
-	s.t.Helper()
-	if got := s.want(method, path, v, 400); !strings.Contains(got, msg) {
-		s.t.Errorf("%s %s answered %s, want it to say %q", method, path, got, msg)
-	}
-}
-
-func body(name string, spec any) map[string]any {
-	return map[string]any{"metadata": map[string]any{"name": name}, "spec": spec}
 }
 
 func linkSpec(left, right, app string) map[string]any {
@@ -113,49 +63,49 @@ func selectorSpec(end, label string) map[string]any {
 // EMCO's paths, bodies and validation, answered with what is wrong.
 func TestResourcesValidateAsEMCO(t *testing.T) {
 	s := newServer(t)
-	s.refused("POST", dig+"/network-chains", body("ch", map[string]any{"namespace": "default"}), `spec.chainType must be \"Routing\"`)
-	s.refused("POST", dig+"/network-chains", body("ch", map[string]any{"chainType": "Routing", "namespace": "Not_A_Namespace"}), "is not a namespace name")
-	s.want("POST", dig+"/network-chains", body("ch", map[string]any{"chainType": "Routing", "namespace": "default"}), 201)
-	s.want("POST", dig+"/network-chains", body("ch", map[string]any{"chainType": "Routing", "namespace": "default"}), 409)
+	s.Refused("POST", dig+"/network-chains", body("ch", map[string]any{"namespace": "default"}), `spec.chainType must be "Routing"`)
+	s.Refused("POST", dig+"/network-chains", body("ch", map[string]any{"chainType": "Routing", "namespace": "Not_A_Namespace"}), "is not a namespace name")
+	s.Want("POST", dig+"/network-chains", body("ch", map[string]any{"chainType": "Routing", "namespace": "default"}), 201)
+	s.Want("POST", dig+"/network-chains", body("ch", map[string]any{"chainType": "Routing", "namespace": "default"}), 409)
 
-	s.refused("POST", chain+"/links", body("l1", map[string]any{"leftNet": "a", "rightNet": "b", "linkLabel": "slb", "app": "slb",
-		"workloadResource": "slb", "resourceType": "Deployment"}), `spec.linkLabel \"slb\" is not a label key=value`)
+	s.Refused("POST", chain+"/links", body("l1", map[string]any{"leftNet": "a", "rightNet": "b", "linkLabel": "slb", "app": "slb",
+		"workloadResource": "slb", "resourceType": "Deployment"}), `spec.linkLabel "slb" is not a label key=value`)
 	bad := linkSpec("a", "b", "slb")
 	bad["resourceType"] = "Service"
-	s.refused("POST", chain+"/links", body("l1", bad), `spec.resourceType \"Service\" is not a kind of workload`)
-	s.want("POST", dig+"/network-chains/nope/links", body("l1", linkSpec("a", "b", "slb")), 404)
-	s.want("POST", chain+"/links", body("l1", linkSpec("left-net", "dyn1", "slb")), 201)
+	s.Refused("POST", chain+"/links", body("l1", bad), `spec.resourceType "Service" is not a kind of workload`)
+	s.Want("POST", dig+"/network-chains/nope/links", body("l1", linkSpec("a", "b", "slb")), 404)
+	s.Want("POST", chain+"/links", body("l1", linkSpec("left-net", "dyn1", "slb")), 201)
 
-	s.refused("POST", chain+"/client-selectors", body("s1", map[string]any{"chainEnd": "left",
+	s.Refused("POST", chain+"/client-selectors", body("s1", map[string]any{"chainEnd": "left",
 		"podSelector": map[string]any{}, "namespaceSelector": map[string]any{"matchLabels": map[string]string{"sfc": "head"}}}),
 		"spec.podSelector.matchLabels is required")
-	s.refused("POST", chain+"/client-selectors", body("s1", selectorSpec("up", "head")), `spec.chainEnd must be \"left\" or \"right\"`)
-	s.want("POST", chain+"/client-selectors", body("s1", selectorSpec("left", "head")), 201)
+	s.Refused("POST", chain+"/client-selectors", body("s1", selectorSpec("up", "head")), `spec.chainEnd must be "left" or "right"`)
+	s.Want("POST", chain+"/client-selectors", body("s1", selectorSpec("left", "head")), 201)
 
-	s.refused("POST", chain+"/provider-networks", body("pn", map[string]any{"chainEnd": "right", "providerNetwork": "pnet", "gatewayIp": "172.30.20"}),
-		`spec.gatewayIp \"172.30.20\" is not an IPv4 address`)
-	s.want("POST", chain+"/provider-networks", body("pn", map[string]any{"chainEnd": "right", "providerNetwork": "pnet", "gatewayIp": "172.30.20.2"}), 201)
+	s.Refused("POST", chain+"/provider-networks", body("pn", map[string]any{"chainEnd": "right", "providerNetwork": "pnet", "gatewayIp": "172.30.20"}),
+		`spec.gatewayIp "172.30.20" is not an IPv4 address`)
+	s.Want("POST", chain+"/provider-networks", body("pn", map[string]any{"chainEnd": "right", "providerNetwork": "pnet", "gatewayIp": "172.30.20.2"}), 201)
 
-	got := s.want("GET", chain+"/provider-networks/pn", nil, 200)
+	got := s.Want("GET", chain+"/provider-networks/pn", nil, 200)
 	if !strings.Contains(got, `"spec":{"chainEnd":"right","providerNetwork":"pnet","gatewayIp":"172.30.20.2","subnet":""}`) {
 		t.Errorf("stored provider network = %s, want EMCO's fields", got)
 	}
-	if list := s.want("GET", chain+"/links", nil, 200); strings.Count(list, `"metadata"`) != 1 {
+	if list := s.Want("GET", chain+"/links", nil, 200); strings.Count(list, `"metadata"`) != 1 {
 		t.Errorf("links = %s, want l1", list)
 	}
 	// A link names its app, which cannot go while the link is there (as in EMCO).
-	s.want("DELETE", ca+"/apps/slb", nil, 409)
-	s.want("DELETE", chain+"/links/l1", nil, 204)
+	s.Want("DELETE", ca+"/apps/slb", nil, 409)
+	s.Want("DELETE", chain+"/links/l1", nil, 204)
 }
 
 func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 	s := newServer(t)
-	s.want("POST", dig+"/network-chains", body("ch", map[string]any{"chainType": "Routing", "namespace": "default"}), 201)
-	s.want("POST", chain+"/links", body("b-ngfw", linkSpec("dyn1", "right-net", "ngfw")), 201)
-	s.want("POST", chain+"/links", body("a-slb", linkSpec("left-net", "dyn1", "slb")), 201)
-	s.want("POST", chain+"/client-selectors", body("z-head", selectorSpec("left", "head")), 201)
-	s.want("POST", chain+"/client-selectors", body("a-head2", selectorSpec("left", "head2")), 201)
-	s.want("POST", chain+"/provider-networks", body("pn", map[string]any{"chainEnd": "right", "providerNetwork": "pnet",
+	s.Want("POST", dig+"/network-chains", body("ch", map[string]any{"chainType": "Routing", "namespace": "default"}), 201)
+	s.Want("POST", chain+"/links", body("b-ngfw", linkSpec("dyn1", "right-net", "ngfw")), 201)
+	s.Want("POST", chain+"/links", body("a-slb", linkSpec("left-net", "dyn1", "slb")), 201)
+	s.Want("POST", chain+"/client-selectors", body("z-head", selectorSpec("left", "head")), 201)
+	s.Want("POST", chain+"/client-selectors", body("a-head2", selectorSpec("left", "head2")), 201)
+	s.Want("POST", chain+"/provider-networks", body("pn", map[string]any{"chainEnd": "right", "providerNetwork": "pnet",
 		"gatewayIp": "172.30.20.2", "subnet": "172.30.20.0/24"}), 201)
 
 	dep := func(name string) []contract.Resource {
@@ -166,7 +116,7 @@ func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 		Controller: "sfc", Intent: "whatever-the-dig-says", Operation: contract.OpInstantiate},
 		AppList: []contract.App{{Name: "slb", Clusters: []string{"p+c1"}}, {Name: "ngfw", Clusters: []string{"p+c1"}}},
 		Objects: map[string][]contract.Resource{"slb": dep("slb"), "ngfw": dep("ngfw")}}
-	if err := sfc.Controller.New(controllers.Deps{Store: s.store}).Run(context.Background(), f); err != nil {
+	if err := sfc.Controller.New(controllers.Deps{Store: s.Store}).Run(context.Background(), f); err != nil {
 		t.Fatal(err)
 	}
 	if len(f.Edits) != 3 || f.Edits[0].Op != contract.EditAddResource || f.Edits[0].App != "slb" {
@@ -175,7 +125,7 @@ func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 	// The selectors in the order they were created, whatever their names (by name when
 	// created within the same millisecond); the provider network on the right.
 	first, second := "head", "head2"
-	if sels := s.createdOrder(chain, sfc.KindClientSelector); sels[0] != "z-head" {
+	if sels := createdOrder(s, chain, sfc.KindClientSelector); sels[0] != "z-head" {
 		first, second = second, first
 	}
 	want := `{"apiVersion":"k8s.plugin.opnfv.org/v1alpha1","kind":"NetworkChaining","metadata":{"name":"ch"},"spec":{"chainType":"Routing",
@@ -199,20 +149,20 @@ func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 
 // createdOrder lists the names of a parent's children of kind by creation time as
 // stored, then by name.
-func (s *server) createdOrder(parent, kind string) []string {
-	s.t.Helper()
-	docs, err := s.store.List(context.Background(), store.Query{Parent: parent, Kind: kind})
+func createdOrder(s *apiharness.Server, parent, kind string) []string {
+	s.T.Helper()
+	docs, err := s.Store.List(context.Background(), store.Query{Parent: parent, Kind: kind})
 	if err != nil {
-		s.t.Fatal(err)
+		s.T.Fatal(err)
 	}
 	slices.SortStableFunc(docs, func(a, b *store.Doc) int {
 		return cmp.Or(a.Created.Compare(b.Created), strings.Compare(a.Name, b.Name))
 	})
 	if len(docs) == 0 || docs[0].Created.IsZero() {
-		s.t.Fatalf("%s's %ss listed without their creation time: %v", parent, kind, docs)
+		s.T.Fatalf("%s's %ss listed without their creation time: %v", parent, kind, docs)
 	}
 	if len(docs) > 1 && docs[0].Created.Equal(docs[1].Created) {
-		s.t.Logf("%s and %s were created in the same millisecond", docs[0].Name, docs[1].Name)
+		s.T.Logf("%s and %s were created in the same millisecond", docs[0].Name, docs[1].Name)
 	}
 	names := make([]string, len(docs))
 	for i, d := range docs {
