@@ -12,7 +12,6 @@ import (
 	"github.com/temco/temco/contract/remote"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/ctxedit"
-	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
@@ -111,18 +110,14 @@ func (s *Server) putStepEdits(c echo.Context) error {
 		return badRequest("controller is required: the name the controller is registered under")
 	}
 	ctx := c.Request().Context()
-	reg := lifecycle.RegistrationID(body.Controller, body.Parent)
-	if err := model.ValidateName("parent", body.Parent); body.Parent != "" && err != nil {
-		return badRequest("%v", err)
-	}
-	d, err := s.Store.Get(ctx, reg)
+	d, err := s.Store.Get(ctx, "/controllers/"+body.Controller)
 	if store.CodeOf(err) == store.ErrNotFound {
-		return badRequest("controller %q is not registered (%s)", body.Controller, reg)
+		return badRequest("controller %q is not registered", body.Controller)
 	}
 	if err != nil {
 		return fromStore(err)
 	}
-	sp, err := model.Decode[model.ControllerSpec](d.Body)
+	reg, err := model.Decode[model.ControllerSpec](d.Body)
 	if err != nil {
 		return err
 	}
@@ -130,7 +125,7 @@ func (s *Server) putStepEdits(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := st.Apply(body.Controller, sp.Spec.Type, body.Edits); err != nil {
+	if err := st.Apply(body.Controller, reg.Spec.Type, body.Edits); err != nil {
 		var e *ctxedit.Error
 		if errors.As(err, &e) {
 			return badRequest("%v", err)
@@ -138,7 +133,7 @@ func (s *Server) putStepEdits(c echo.Context) error {
 		return err
 	}
 	err = s.Contexts.PutLayer(ctx, &appctx.Layer{Context: c.Param("context"), Step: step, Attempt: body.Attempt,
-		Controller: body.Controller, Parent: body.Parent, Intent: body.Intent, Type: sp.Spec.Type, Edits: body.Edits})
+		Controller: body.Controller, Intent: body.Intent, Type: reg.Spec.Type, Edits: body.Edits})
 	if errors.Is(err, appctx.ErrStaleAttempt) {
 		return conflict("%v (attempt %d)", err, body.Attempt)
 	}

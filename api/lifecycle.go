@@ -49,6 +49,21 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 	s.route(g, op(routeCluster+"/stop", "Stop the running apply or terminate of a cluster's networks"), s.stop(clusterNetRef))
 	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/status", summary: "Status of a cluster's network intents", code: http.StatusOK,
 		response: typeOf[statusResult](), query: statusQueryParams}, s.status(clusterNetRef))
+	// A CA certificate intent's enrolment and distribution (ca-certs), each a lifecycle.
+	for _, owner := range []struct{ route, what string }{
+		{"/cluster-providers/:clusterProvider/ca-certs/:caCert", "a cluster provider's CA certificate intent"},
+		{"/projects/:project/ca-certs/:caCert", "a project's CA certificate intent"},
+	} {
+		for _, stage := range []string{lifecycle.CertEnrollment, lifecycle.CertDistribution} {
+			route, what, ref := owner.route+"/"+stage, "the "+stage+" of "+owner.what, certRef(owner.route, stage)
+			s.route(g, op(route+"/instantiate", "Instantiate "+what), s.operate(ref, lifecycle.OpInstantiate))
+			s.route(g, op(route+"/terminate", "Terminate "+what), s.operate(ref, lifecycle.OpTerminate))
+			s.route(g, op(route+"/update", "Apply the changes of "+what+" as a new revision"), s.operate(ref, lifecycle.OpUpdate))
+			s.route(g, op(route+"/stop", "Stop the running operation of "+what), s.stop(ref))
+			s.route(g, opDoc{method: http.MethodGet, path: route + "/status", summary: "Status of " + what, code: http.StatusOK,
+				response: typeOf[statusResult](), query: statusQueryParams}, s.status(ref))
+		}
+	}
 	rollback := op(routeDIG+"/rollback", "Return a DIG to a stored revision (as a new revision)")
 	rollback.body = typeOf[rollbackBody]()
 	s.route(g, rollback, s.operate(digRef, lifecycle.OpRollback))
@@ -81,6 +96,17 @@ func clusterNetRef(c echo.Context) (lifecycle.Target, error) {
 		return lifecycle.Target{}, err
 	}
 	return lifecycle.Target{ClusterNetwork: lifecycle.ClusterKey(c.Param("clusterProvider"), c.Param("cluster"))}, nil
+}
+
+// certRef reads the CA certificate intent (at route) whose stage the path names.
+func certRef(route, stage string) targetFunc {
+	return func(c echo.Context) (lifecycle.Target, error) {
+		if _, err := fill(c, route); err != nil {
+			return lifecycle.Target{}, err
+		}
+		return lifecycle.Target{ClusterProvider: c.Param("clusterProvider"), Project: c.Param("project"),
+			CACert: c.Param("caCert"), CertStage: stage}, nil
+	}
 }
 
 func (s *Server) approve(c echo.Context) error {

@@ -2,11 +2,13 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"slices"
 	"strings"
 
+	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
@@ -25,6 +27,8 @@ func (s *Server) readyFor(ctx context.Context, t lifecycle.Target, op string) er
 		missing, err = s.cloudNotReady(ctx, t)
 	case t.IsClusterNetwork():
 		missing, err = s.clusterNotReady(ctx, t)
+	case t.IsCACert():
+		missing, err = s.certNotReady(ctx, t)
 	default:
 		missing, err = s.notReady(ctx, t)
 	}
@@ -45,6 +49,54 @@ func (s *Server) clusterNotReady(ctx context.Context, t lifecycle.Target) ([]str
 	}
 	if c.Fields[fieldGitOps] == "true" {
 		return []string{"the cluster is reached through GitOps; temco cannot deploy through GitOps yet"}, nil
+	}
+	return nil, nil
+}
+
+// certNotReady refuses a CA certificate intent's distribution before its enrolment is
+// instantiated (EMCO's "enrollment is not ready"), and an enrolment whose issuing cluster
+// is not registered or is reached through GitOps.
+func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string, error) {
+	if t.CertStage == lifecycle.CertDistribution {
+		e := t.Stage(lifecycle.CertEnrollment)
+		_, info, err := digstate.Load(ctx, s.Store, e.ID())
+		if err != nil {
+			return nil, err
+		}
+		status := ""
+		if c, err := s.Contexts.Get(ctx, info.ContextID()); err == nil {
+			status = c.Status
+		}
+		if info.Current() != lifecycle.StateInstantiated || status != lifecycle.StatusInstantiated {
+			return []string{fmt.Sprintf("its enrollment is %s (status %q): instantiate the enrollment (POST %s/instantiate) and let it finish first",
+				info.Current(), status, e.ID())}, nil
+		}
+		return nil, nil
+	}
+	d, err := s.Store.Get(ctx, t.CertID())
+	if err != nil {
+		return nil, err
+	}
+	var cert struct {
+		Spec struct {
+			IssuingCluster struct {
+				Cluster, ClusterProvider string
+			} `json:"issuingCluster"`
+		} `json:"spec"`
+	}
+	if err := json.Unmarshal([]byte(d.Body), &cert); err != nil {
+		return nil, err
+	}
+	ic := cert.Spec.IssuingCluster
+	c, err := s.Store.Get(ctx, lifecycle.ClusterID(lifecycle.ClusterKey(ic.ClusterProvider, ic.Cluster)))
+	if store.CodeOf(err) == store.ErrNotFound {
+		return []string{fmt.Sprintf("its issuing cluster %q of provider %q is not registered", ic.Cluster, ic.ClusterProvider)}, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if c.Fields[fieldGitOps] == "true" {
+		return []string{fmt.Sprintf("its issuing cluster %q is reached through GitOps; temco cannot deploy through GitOps yet", ic.Cluster)}, nil
 	}
 	return nil, nil
 }
@@ -169,8 +221,12 @@ func (s *Server) notReady(ctx context.Context, dig lifecycle.Target) ([]string, 
 		// As in EMCO, a controller of another type (rsync has none) is not run.
 		runs := sp.Spec.Type == model.ControllerPlacement || sp.Spec.Type == model.ControllerAction
 		if runs && sp.Spec.TaskQueue == "" && !s.builtin(name, sp.Spec.Host) {
-			miss("intent %q names %s controller %q, which temco does not implement%s", ctrls[name], sp.Spec.Type, name,
-				emcoHint(name, sp.Spec.Host))
+			what := fmt.Sprintf("%s controller %q", sp.Spec.Type, name)
+			if emco := notBuiltYet(name, sp.Spec.Host); emco != "" {
+				what += fmt.Sprintf(" (EMCO's %s)", emco)
+			}
+			miss("intent %q names %s, which temco does not implement yet; register it with a taskQueue "+
+				"served by an external controller worker", ctrls[name], what)
 		}
 	}
 	gitOps, err := s.gitOpsPlacements(ctx, dig.ID()+"/generic-placement-intents/"+gpi, placed != nil)
@@ -299,16 +355,14 @@ func (s *Server) builtin(name, host string) bool {
 	return false
 }
 
-// emcoHint tells a user who names an EMCO controller temco does not run as a DIG's
-// controller what to do instead.
-func emcoHint(name, host string) string {
+// notBuiltYet names the EMCO controller a registration means, among those temco has not
+// built yet, so that naming one fails clearly.
+func notBuiltYet(name, host string) string {
 	for _, n := range []string{name, host} {
 		switch n {
-		case "nps", "sds", "its", "swc":
-			return fmt.Sprintf(" (EMCO's %s is a sub-controller of dtc: register it in /v2/dtc-controllers and name dtc in the DIG's intents)", n)
-		case "tac":
-			return fmt.Sprintf(" yet (EMCO's %s); register it with a taskQueue served by an external controller worker", n)
+		case "dtc", "nps", "sds", "its", "swc", "tac", "ncm":
+			return n
 		}
 	}
-	return " yet; register it with a taskQueue served by an external controller worker"
+	return ""
 }

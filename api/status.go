@@ -111,7 +111,7 @@ func (s *Server) status(target targetFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		q, err := parseStatusQuery(c, t.IsLogicalCloud())
+		q, err := parseStatusQuery(c, t.IsLogicalCloud() || t.IsCACert()) // ca-certs answers as dcm does
 		if err != nil {
 			return err
 		}
@@ -131,6 +131,8 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		id.Name = dig.LogicalCloud
 	case dig.IsClusterNetwork():
 		id.Name = dig.ClusterNetwork
+	case dig.IsCACert():
+		id.Name, id.ClusterProvider = dig.CACert, dig.ClusterProvider
 	default:
 		spec, err := model.Decode[model.DIGSpec](d.Body)
 		if err != nil {
@@ -198,7 +200,7 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 	}
 	b.finish(out)
 	switch {
-	case dig.IsLogicalCloud(): // dcm lists the cloud's one app's clusters at the top
+	case dig.IsLogicalCloud(), dig.IsCACert(): // dcm and ca-certs list the one app's clusters at the top
 		for _, a := range out.Apps {
 			out.Clusters = append(out.Clusters, a.Clusters...)
 		}

@@ -15,6 +15,7 @@ import (
 // identity names what a status answer is about: a DIG (all fields), a logical cloud, or
 // a cluster's network intents (Name "provider+cluster" alone, as ncm answers).
 type identity struct {
+	ClusterProvider     string `json:"clusterProvider,omitempty"` // a cluster provider's CA certificate intent
 	Project             string `json:"project,omitempty"`
 	CompositeApp        string `json:"compositeApp,omitempty"`
 	CompositeAppVersion string `json:"compositeAppVersion,omitempty"`
@@ -201,8 +202,12 @@ func (b *statusBuilder) add(p *appctx.ClusterApp, apps map[string]*appctx.App) {
 		} else {
 			b.deployed[r.Status]++
 			rs.setStatus(b.q, r.Status)
-			if a := apps[p.App]; a != nil && i < len(a.Objects) {
-				rs.Detail = appctx.Detail(a.Objects[i].Manifest)
+			objs := p.Objects // a cluster's own objects, if it has any (controllers' edits, ca-certs)
+			if a := apps[p.App]; a != nil && objs == nil {
+				objs = a.Objects
+			}
+			if i < len(objs) {
+				rs.Detail = appctx.Detail(objs[i].Manifest)
 			}
 		}
 		cs.Resources = append(cs.Resources, rs)

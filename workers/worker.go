@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/activities/placement"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/cacerts"
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
@@ -79,12 +80,13 @@ func Register(w worker.Registry, d Deps) {
 	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.report}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
-	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
-		FanOut: controllers.FanOuts(d.Controllers)})
+	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
 	w.RegisterActivity(&actions.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers,
 		Deps: controllers.Deps{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Admin: clients.Admin}})
 	w.RegisterActivity(onClusters)
 	w.RegisterActivity(&logicalcloud.Activities{Store: d.Store, Contexts: d.Contexts, Credentials: d.Credentials,
 		Clients: clients, Cluster: onClusters})
 	w.RegisterActivity(&ncm.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&cacerts.Activities{Store: d.Store, Contexts: d.Contexts, Keys: cacerts.NewKeys(d.Store, d.Keys),
+		Clients: clients, Cluster: onClusters})
 }

@@ -188,7 +188,7 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 // instantiated, which ready checks (nil for a logical cloud): a read of its own, so that
 // it can run beside the next step.
 func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *store.Doc) (namespace, creds string, ready func(context.Context) error, err error) {
-	if t.IsClusterNetwork() { // EMCO's ncm context has no meta: objects go to "default"
+	if t.IsClusterNetwork() || t.IsCACert() { // EMCO's ncm and ca-certs contexts have no meta: objects go to "default"
 		return "default", "", nil, nil
 	}
 	cloudID, d := t.ID(), target

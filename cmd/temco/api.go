@@ -7,12 +7,14 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/cacerts"
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/internal/appctx"
@@ -84,7 +86,7 @@ func apiCmd() *cobra.Command {
 			defer tc.Close()
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
 				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc), CodecOrigins: codecOrigins,
-				Controllers: controllers.API(registry.All), Kinds: ncm.Kinds}
+				Controllers: controllers.API(registry.All), Kinds: append(slices.Clone(ncm.Kinds), cacerts.Kinds...)}
 			if tf.encryptPayloads {
 				server.Codec = codec.Codec{Keys: keys}
 			}

@@ -4,7 +4,6 @@ package registry
 
 import (
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/controllers/dtc"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/hpa"
 	"github.com/temco/temco/controllers/ovnaction"
@@ -20,5 +19,4 @@ var All = []controllers.Builtin{
 	ovnaction.Controller,
 	sfc.Controller,
 	sfcclient.Controller,
-	dtc.Controller,
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/temco/temco/controllers"
 )
 
 // chain is a network chain of the DIG with its records, each list in creation order.
@@ -22,7 +20,10 @@ type chain struct {
 }
 
 // Named is a stored record's name and spec.
-type Named[S any] = controllers.Named[S]
+type Named[S any] struct {
+	Name string
+	Spec S
+}
 
 // orderLinks puts the links in chain order, leftmost first: each link's right network is
 // the next one's left network, every network and label appears once per side, and every

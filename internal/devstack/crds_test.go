@@ -13,15 +13,22 @@ var wantCRDs = []struct {
 	file, group, version, kind, plural string
 	shortNames                         []string
 	openSpec                           bool // spec and status kept as sent, status a subresource
+	clusterScoped                      bool
 }{
 	{file: "k8s.cni.cncf.io.yaml", group: "k8s.cni.cncf.io", version: "v1", kind: "NetworkAttachmentDefinition",
 		plural: "network-attachment-definitions", shortNames: []string{"net-attach-def"}},
 	{file: "k8s.plugin.opnfv.org.yaml", group: "k8s.plugin.opnfv.org", version: "v1alpha1", kind: "Network", plural: "networks", openSpec: true},
 	{file: "k8s.plugin.opnfv.org.yaml", group: "k8s.plugin.opnfv.org", version: "v1alpha1", kind: "ProviderNetwork", plural: "providernetworks", openSpec: true},
 	{file: "k8s.plugin.opnfv.org.yaml", group: "k8s.plugin.opnfv.org", version: "v1alpha1", kind: "NetworkChaining", plural: "networkchainings", openSpec: true},
+	// ca-certs' distribution
+	{file: "cert-manager.io.yaml", group: "cert-manager.io", version: "v1", kind: "ClusterIssuer", plural: "clusterissuers",
+		openSpec: true, clusterScoped: true},
+	{file: "networking.istio.io.yaml", group: "networking.istio.io", version: "v1beta1", kind: "ProxyConfig", plural: "proxyconfigs"},
+	{file: "kncc.k8sappconfig.com.gitlab.com.yaml", group: "kncc.k8sappconfig.com.gitlab.com", version: "v1alpha1", kind: "ConfigCtrl",
+		plural: "configctrls"},
 }
 
-func TestCRDFilesDefineTheExpectedNamespacedKinds(t *testing.T) {
+func TestCRDFilesDefineTheExpectedKinds(t *testing.T) {
 	files, err := CRDFiles()
 	if err != nil {
 		t.Fatal(err)
@@ -51,8 +58,12 @@ func TestCRDFilesDefineTheExpectedNamespacedKinds(t *testing.T) {
 		if s := str(t, crd, "spec", "names", "plural"); s != w.plural {
 			t.Errorf("%s plural %q, want %q", w.kind, s, w.plural)
 		}
-		if s := str(t, crd, "spec", "scope"); s != "Namespaced" {
-			t.Errorf("%s scope %q, want Namespaced", w.kind, s)
+		scope := "Namespaced"
+		if w.clusterScoped {
+			scope = "Cluster"
+		}
+		if s := str(t, crd, "spec", "scope"); s != scope {
+			t.Errorf("%s scope %q, want %s", w.kind, s, scope)
 		}
 		short, _, _ := unstructured.NestedStringSlice(crd.Object, "spec", "names", "shortNames")
 		if !slices.Equal(short, w.shortNames) {

@@ -130,13 +130,36 @@ var ClusterNetwork = &Machine{
 	},
 }
 
-// For is the machine of t: a DIG's, a logical cloud's or a cluster's network intents'.
+// CACert is the lifecycle of each of a CA certificate intent's enrolment and distribution
+// (EMCO's ca-certs): a logical cloud's. Modify is a change of the certificate intent
+// itself, allowed while neither has anything on clusters (EMCO allows it only before the
+// first instantiate).
+var CACert = &Machine{
+	Kind:    "CA certificate intent's lifecycle",
+	States:  []string{created, instantiated, instantiateStopped, terminated, terminateStopped, updated},
+	Initial: created,
+	Ops:     []string{Instantiate, Terminate, Update, Modify, Delete},
+	Rules: []Rule{
+		{Op: Instantiate, From: []string{created, terminated}, To: instantiated, Stopped: instantiateStopped},
+		{Op: Terminate, From: []string{instantiated, instantiateStopped, terminateStopped}, To: terminated, Stopped: terminateStopped},
+		{Op: Update, From: []string{instantiated}, To: instantiated, Replaced: updated, Stopped: instantiateStopped},
+		{Op: Modify, From: []string{created}},
+		{Op: Modify, From: []string{terminated}, Unless: Terminate},
+		{Op: Delete, From: []string{created}},
+		{Op: Delete, From: []string{terminated}, Unless: Terminate},
+	},
+}
+
+// For is the machine of t: a DIG's, a logical cloud's, a cluster's network intents' or a
+// CA certificate intent's enrolment's or distribution's.
 func For(t lifecycle.Target) *Machine {
 	switch {
 	case t.IsLogicalCloud():
 		return LogicalCloud
 	case t.IsClusterNetwork():
 		return ClusterNetwork
+	case t.IsCACert():
+		return CACert
 	}
 	return DIG
 }

@@ -205,7 +205,7 @@ func TestStoppedState(t *testing.T) {
 // The tables name only their machine's states and operations, and every state an
 // operation records is one of them.
 func TestTablesAreClosed(t *testing.T) {
-	for _, m := range []*Machine{DIG, LogicalCloud, ClusterNetwork} {
+	for _, m := range []*Machine{DIG, LogicalCloud, ClusterNetwork, CACert} {
 		for _, r := range m.Rules {
 			if !slices.Contains(m.Ops, r.Op) {
 				t.Errorf("%s: rule for unknown operation %s", m.Kind, r.Op)
@@ -285,5 +285,33 @@ func TestClusterNetworkFromEveryState(t *testing.T) {
 	}
 	if For(cluster) != ClusterNetwork || cluster.ID() != "/cluster-providers/p/clusters/c" || cluster.WorkflowID() != "cluster-network/p/c" {
 		t.Errorf("target %+v: machine %s, id %s, workflow %s", cluster, For(cluster).Kind, cluster.ID(), cluster.WorkflowID())
+	}
+}
+
+// A CA certificate intent's enrolment and distribution each have a logical cloud's
+// lifecycle, kept in a child of the intent, with a workflow per intent and stage.
+func TestCACertTargets(t *testing.T) {
+	cp := lifecycle.Target{ClusterProvider: "local", CACert: "edge", CertStage: lifecycle.CertEnrollment}
+	pr := lifecycle.Target{Project: "p1", CACert: "edge", CertStage: lifecycle.CertDistribution}
+	for _, c := range []struct {
+		t            lifecycle.Target
+		id, wf, name string
+	}{
+		{cp, "/cluster-providers/local/ca-certs/edge/enrollment", "ca-cert/cluster-provider/local/edge/enrollment",
+			`enrollment of CA certificate intent "edge" (cluster provider "local")`},
+		{pr, "/projects/p1/ca-certs/edge/distribution", "ca-cert/project/p1/edge/distribution",
+			`distribution of CA certificate intent "edge" (project "p1")`},
+	} {
+		if For(c.t) != CACert || c.t.ID() != c.id || c.t.WorkflowID() != c.wf || c.t.String() != c.name {
+			t.Errorf("%+v: machine %s, id %s, workflow %s, name %s", c.t, For(c.t).Kind, c.t.ID(), c.t.WorkflowID(), c.t.String())
+		}
+	}
+	if got := cp.Stage(lifecycle.CertDistribution).ID(); got != "/cluster-providers/local/ca-certs/edge/distribution" {
+		t.Errorf("the distribution of %s is %s", cp, got)
+	}
+	for state, ok := range map[string]bool{created: true, "": true, terminated: true, instantiated: false, instantiateStopped: false} {
+		if CACert.Allows(Modify, state) != ok {
+			t.Errorf("modify from %q: allowed %v, want %v", state, !ok, ok)
+		}
 	}
 }

@@ -48,11 +48,15 @@ func (d *Document) target() string {
 	return path.Dir(strings.Trim(p, "/"))
 }
 
-// lifecycled says whether target has a lifecycle status to await: a DIG, or what DIGs
-// need first and is therefore always awaited (a logical cloud, a cluster's networks).
+// lifecycled says whether target has a lifecycle status to await: a DIG, or what other
+// steps need first and is therefore always awaited (a logical cloud, a cluster's
+// networks, a CA certificate intent's enrollment or distribution: a distribution needs
+// its enrollment done).
 func lifecycled(target string) (dig, prerequisite bool) {
 	parent := path.Base(path.Dir(target))
-	return parent == "deployment-intent-groups", parent == "logical-clouds" || parent == "clusters"
+	certStage := path.Base(path.Dir(path.Dir(target))) == "ca-certs" &&
+		(path.Base(target) == "enrollment" || path.Base(target) == "distribution")
+	return parent == "deployment-intent-groups", parent == "logical-clouds" || parent == "clusters" || certStage
 }
 
 // resourcePath is where update, delete and get find the document's own resource, as

@@ -126,6 +126,13 @@ func TestOperationsAreAwaitedOnlyWhereTemcoCanTell(t *testing.T) {
 		{"delete's terminate of a cloud", mustPlan(t, planDelete, &Document{anchor: cloud + "/instantiate"}), cloud, "Terminated"},
 		{"a cluster's networks' apply, always", planApply([]*Document{{anchor: "cluster-providers/cp/clusters/c/apply"}}, false), "cluster-providers/cp/clusters/c", "Instantiated"},
 		{"delete's terminate of a cluster's networks", mustPlan(t, planDelete, &Document{anchor: "cluster-providers/cp/clusters/c/apply"}), "cluster-providers/cp/clusters/c", "Terminated"},
+		{"a CA certificate intent's enrollment, always", planApply([]*Document{{anchor: "cluster-providers/cp/ca-certs/ca/enrollment/instantiate"}}, false),
+			"cluster-providers/cp/ca-certs/ca/enrollment", "Instantiated"},
+		{"a project's certificate distribution update, always", planApply([]*Document{{anchor: "projects/p/ca-certs/ca/distribution/update"}}, false),
+			"projects/p/ca-certs/ca/distribution", "Instantiated"},
+		{"delete's terminate of a certificate distribution", mustPlan(t, planDelete, &Document{anchor: "projects/p/ca-certs/ca/distribution/instantiate"}),
+			"projects/p/ca-certs/ca/distribution", "Terminated"},
+		{"a certificate intent's cluster group, never", planApply([]*Document{{anchor: "cluster-providers/cp/ca-certs/ca/clusters", name: "g"}}, true), "", ""},
 		{"a cluster's label, never", planApply([]*Document{{anchor: "cluster-providers/cp/clusters/c/labels", label: "edge"}}, true), "", ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -123,8 +123,10 @@ func (s StateInfo) RevisionContext(n int64) (string, bool) {
 }
 
 // Target names what a lifecycle operation works on: a deployment intent group, a logical
-// cloud (LogicalCloud set, the composite app fields empty), or a cluster's network
-// intents (ClusterNetwork set to "provider+cluster", nothing else: ncm's apply).
+// cloud (LogicalCloud set, the composite app fields empty), a cluster's network
+// intents (ClusterNetwork set to "provider+cluster", nothing else: ncm's apply), or the
+// enrolment or distribution of a CA certificate intent (CACert and CertStage set, with
+// ClusterProvider for a cluster provider's certificate or Project for a project's).
 type Target struct {
 	Project        string `json:"project"`
 	CompositeApp   string `json:"compositeApp,omitempty"`
@@ -132,6 +134,37 @@ type Target struct {
 	DIG            string `json:"dig,omitempty"`
 	LogicalCloud   string `json:"logicalCloud,omitempty"`
 	ClusterNetwork string `json:"clusterNetwork,omitempty"`
+
+	ClusterProvider string `json:"clusterProvider,omitempty"`
+	CACert          string `json:"caCert,omitempty"`
+	CertStage       string `json:"certStage,omitempty"` // CertEnrollment or CertDistribution
+}
+
+// The two lifecycles of a CA certificate intent (EMCO's ca-certs), as its paths name them.
+const (
+	CertEnrollment   = "enrollment"
+	CertDistribution = "distribution"
+)
+
+// IsCACert tells a CA certificate intent's enrolment or distribution from the other targets.
+func (d Target) IsCACert() bool { return d.CACert != "" }
+
+// CertOwner is the store _id of what a CA certificate intent belongs to: its cluster
+// provider or its project.
+func (d Target) CertOwner() string {
+	if d.ClusterProvider != "" {
+		return "/cluster-providers/" + d.ClusterProvider
+	}
+	return "/projects/" + d.Project
+}
+
+// CertID is the store _id of a CA certificate intent.
+func (d Target) CertID() string { return d.CertOwner() + "/ca-certs/" + d.CACert }
+
+// Stage is the same certificate intent's other lifecycle: its enrolment or distribution.
+func (d Target) Stage(stage string) Target {
+	d.CertStage = stage
+	return d
 }
 
 // IsLogicalCloud tells a logical cloud from a DIG.
@@ -148,6 +181,8 @@ func (d Target) ID() string {
 		return LogicalCloudID(d.Project, d.LogicalCloud)
 	case d.IsClusterNetwork():
 		return ClusterID(d.ClusterNetwork)
+	case d.IsCACert(): // the state of each lifecycle is a child of the certificate intent
+		return d.CertID() + "/" + d.CertStage
 	}
 	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s/deployment-intent-groups/%s", d.Project, d.CompositeApp, d.Version, d.DIG)
 }
@@ -177,6 +212,12 @@ func (d Target) WorkflowID() string {
 	case d.IsClusterNetwork():
 		p, c := SplitClusterKey(d.ClusterNetwork)
 		return "cluster-network/" + p + "/" + c
+	case d.IsCACert(): // e.g. ca-cert/cluster-provider/local/edge-ca/enrollment
+		owner := "project/" + d.Project
+		if d.ClusterProvider != "" {
+			owner = "cluster-provider/" + d.ClusterProvider
+		}
+		return "ca-cert/" + owner + "/" + d.CACert + "/" + d.CertStage
 	}
 	return "dig/" + strings.Join([]string{d.Project, d.CompositeApp, d.Version, d.DIG}, "/")
 }
@@ -195,6 +236,12 @@ func (d Target) String() string {
 	case d.IsClusterNetwork():
 		p, c := SplitClusterKey(d.ClusterNetwork)
 		return fmt.Sprintf("network intents of cluster %q (provider %q)", c, p)
+	case d.IsCACert():
+		owner := fmt.Sprintf("project %q", d.Project)
+		if d.ClusterProvider != "" {
+			owner = fmt.Sprintf("cluster provider %q", d.ClusterProvider)
+		}
+		return fmt.Sprintf("%s of CA certificate intent %q (%s)", d.CertStage, d.CACert, owner)
 	}
 	return fmt.Sprintf("deployment intent group %q (project %q, composite app %q %q)", d.DIG, d.Project, d.CompositeApp, d.Version)
 }

@@ -14,6 +14,10 @@ var (
 	AttrOperation    = temporal.NewSearchAttributeKeyKeyword("operation")
 	AttrLogicalCloud = temporal.NewSearchAttributeKeyKeyword("logicalCloud")
 	AttrCluster      = temporal.NewSearchAttributeKeyKeyword("cluster") // "provider+cluster": network intents
+	// A CA certificate intent's name, and the cluster provider of a provider's certificate
+	// (a project's carries project); the workflow id says enrolment or distribution.
+	AttrCACert          = temporal.NewSearchAttributeKeyKeyword("caCert")
+	AttrClusterProvider = temporal.NewSearchAttributeKeyKeyword("clusterProvider")
 )
 
 // SearchAttributes of an operation on a target (those that apply to it).
@@ -24,6 +28,12 @@ func SearchAttributes(d Target, op string) temporal.SearchAttributes {
 			AttrOperation.ValueSet(op))
 	case d.IsClusterNetwork():
 		return temporal.NewSearchAttributes(AttrCluster.ValueSet(d.ClusterNetwork), AttrOperation.ValueSet(op))
+	case d.IsCACert():
+		owner := AttrProject.ValueSet(d.Project)
+		if d.ClusterProvider != "" {
+			owner = AttrClusterProvider.ValueSet(d.ClusterProvider)
+		}
+		return temporal.NewSearchAttributes(owner, AttrCACert.ValueSet(d.CACert), AttrOperation.ValueSet(op))
 	}
 	return temporal.NewSearchAttributes(
 		AttrProject.ValueSet(d.Project), AttrCompositeApp.ValueSet(d.CompositeApp), AttrVersion.ValueSet(d.Version),
@@ -33,7 +43,8 @@ func SearchAttributes(d Target, op string) temporal.SearchAttributes {
 // SearchAttributeTypes lists the attributes to register on the Temporal server.
 func SearchAttributeTypes() map[string]string {
 	out := map[string]string{}
-	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrProject, AttrCompositeApp, AttrVersion, AttrDIG, AttrOperation, AttrLogicalCloud, AttrCluster} {
+	for _, k := range []temporal.SearchAttributeKeyKeyword{AttrProject, AttrCompositeApp, AttrVersion, AttrDIG, AttrOperation, AttrLogicalCloud, AttrCluster,
+		AttrCACert, AttrClusterProvider} {
 		out[k.GetName()] = "Keyword"
 	}
 	return out

@@ -29,6 +29,7 @@ const (
 	KindUserPermission   = "userPermission"
 	KindClusterQuota     = "clusterQuota"
 	KindLogicalCloudKV   = "logicalCloudKV"
+	KindDTCController    = "dtcController"
 )
 
 // Decode parses a stored resource body.

@@ -40,7 +40,8 @@ func (o *operation) instantiate(ctx workflow.Context) error {
 // then complete in MongoDB.
 func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 	ref := lifecycle.ContextRef{DIG: o.in.DIG, ContextID: o.in.ContextID}
-	// A logical cloud's objects and a cluster's networks are built from their own resources.
+	// A logical cloud's objects, a cluster's networks and a certificate intent's requests
+	// or certificates are built from their own resources.
 	if prepare := o.preparer(); prepare != "" {
 		o.progress.Phase = "prepare"
 		var plan lifecycle.Plan
@@ -67,6 +68,10 @@ func (o *operation) preparer() string {
 		return lifecycle.ActivityPrepareLogicalCloud
 	case o.in.DIG.IsClusterNetwork():
 		return lifecycle.ActivityPrepareClusterNetwork
+	case o.in.DIG.IsCACert() && o.in.DIG.CertStage == lifecycle.CertEnrollment:
+		return lifecycle.ActivityPrepareCertEnrollment
+	case o.in.DIG.IsCACert():
+		return lifecycle.ActivityPrepareCertDistribution
 	}
 	return ""
 }
@@ -94,7 +99,7 @@ func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrl
 func (o *operation) controllerInput(c lifecycle.Controller, step int, hook string) contract.Input {
 	dig := o.in.DIG
 	return contract.Input{Project: dig.Project, CompositeApp: dig.CompositeApp, CompositeAppVersion: dig.Version,
-		DeploymentIntentGroup: dig.DIG, Controller: c.Name, Parent: c.Parent, Type: c.Type, Intent: c.Intent, ContextID: o.in.ContextID,
+		DeploymentIntentGroup: dig.DIG, Controller: c.Name, Type: c.Type, Intent: c.Intent, ContextID: o.in.ContextID,
 		PreviousContextID: o.in.Previous, Operation: o.progress.Op, Step: step, Hook: hook}
 }
 

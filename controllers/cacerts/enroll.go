@@ -1,0 +1,223 @@
+package cacerts
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/temco/temco/activities/cluster"
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
+)
+
+// Activities run the enrolment and distribution of certificate intents: each builds its
+// context from the intent (Prepare...), and replaces the usual per-cluster apply, delete
+// and prune with one that also signs, installs or forgets the keys.
+type Activities struct {
+	Store    *store.Store
+	Contexts *appctx.Store
+	Keys     *Keys
+	Clients  *cluster.Clients
+	Cluster  *cluster.Activities // applies, deletes and prunes the contexts' objects
+}
+
+func invalid(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), lifecycle.ErrInvalidInput, nil)
+}
+
+// loadCert reads the certificate intent of t.
+func (a *Activities) loadCert(ctx context.Context, t lifecycle.Target) (model.Resource[CertSpec], error) {
+	d, err := a.Store.Get(ctx, t.CertID())
+	if store.CodeOf(err) == store.ErrNotFound {
+		return model.Resource[CertSpec]{}, invalid("%s: the certificate intent no longer exists", t)
+	}
+	if err != nil {
+		return model.Resource[CertSpec]{}, err
+	}
+	return model.Decode[CertSpec](d.Body)
+}
+
+// PrepareCertEnrollment builds an enrolment's context: per member cluster a new key
+// (stored sealed) and its CertificateSigningRequest, all placed on the issuing cluster.
+// What EMCO would only find out while enrolling (no key size or duration, an issuer temco
+// cannot use, no member, an SGX cluster) fails it here, before anything is applied.
+func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
+	t := in.DIG
+	cert, err := a.loadCert(ctx, t)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	sp := &cert.Spec
+	switch {
+	case sp.CSRInfo.KeySize == 0:
+		return lifecycle.Plan{}, invalid("%s: spec.csrInfo.keySize is not set (EMCO applies no default): set it, e.g. to 4096", t)
+	case sp.Duration == "":
+		return lifecycle.Plan{}, invalid("%s: spec.duration is not set (EMCO applies no default): set it, e.g. to 8760h", t)
+	case sp.IssuerRef.Group != GroupKubernetes:
+		return lifecycle.Plan{}, invalid("%s: issuers of group %s (cert-manager) are not supported by temco: use issuerRef {group: %s, kind: %s, name: %s}, the issuing cluster's own signer",
+			t, sp.IssuerRef.Group, GroupKubernetes, KindSigner, SignerAPIServerClient)
+	}
+	duration, _ := time.ParseDuration(sp.Duration) // checked when stored
+	issuing := lifecycle.ClusterKey(sp.IssuingCluster.ClusterProvider, sp.IssuingCluster.Cluster)
+	if ok, err := a.Store.Exists(ctx, lifecycle.ClusterID(issuing)); err != nil {
+		return lifecycle.Plan{}, err
+	} else if !ok {
+		return lifecycle.Plan{}, invalid("%s: the issuing cluster %s is not registered", t, issuing)
+	}
+	ms, err := members(ctx, a.Store, t)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	if len(ms) == 0 {
+		return lifecycle.Plan{}, invalid("%s selects no cluster: add cluster groups (and, for a project's intent, logical clouds referencing their clusters)", t)
+	}
+	header, err := a.Contexts.Get(ctx, in.ContextID)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	labels := map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + AppEnrollment}
+	objs := make([]appctx.Object, 0, len(ms))
+	for _, m := range ms {
+		if sgx, err := kvValue(ctx, a.Store, m.cluster, "sgx", "enabled"); err != nil {
+			return lifecycle.Plan{}, err
+		} else if sgx == "true" {
+			return lifecycle.Plan{}, invalid("%s: cluster %s is SGX-enabled (kv-pair sgx.enabled); temco does not support Intel TCS issuers", t, m.cluster)
+		}
+		cn, err := kvValue(ctx, a.Store, m.cluster, "csrData", "commonName")
+		if err != nil {
+			return lifecycle.Plan{}, err
+		}
+		if cn == "" {
+			cn = commonName(cert.Metadata.Name, m.cluster, sp.CSRInfo.Subject.Names.CommonNamePrefix)
+		}
+		activity.RecordHeartbeat(ctx, "key of "+m.cluster)
+		name := requestName(in.ContextID, cert.Metadata.Name, m.cluster)
+		e, err := a.Keys.Get(ctx, in.ContextID, m.cluster) // an earlier attempt's key is signed, not a new one
+		if err != nil {
+			keyPEM, kerr := newKey(sp.CSRInfo.KeySize)
+			if kerr != nil {
+				return lifecycle.Plan{}, invalid("%s: %v", t, kerr)
+			}
+			if e, err = a.Keys.Put(ctx, in.ContextID, m.cluster, name, keyPEM); err != nil {
+				return lifecycle.Plan{}, err
+			}
+		}
+		keyPEM, err := a.Keys.Key(e)
+		if err != nil {
+			return lifecycle.Plan{}, err
+		}
+		csr, err := certificateRequest(sp, cn, keyPEM)
+		if err != nil {
+			return lifecycle.Plan{}, invalid("%s: %v", t, err)
+		}
+		obj, err := requestObject(name, csr, int64(duration/time.Second), labels)
+		if err != nil {
+			return lifecycle.Plan{}, err
+		}
+		objs = append(objs, obj)
+	}
+	if err := a.Contexts.PutApps(ctx, in.ContextID, []*appctx.App{{Name: AppEnrollment, Objects: objs}}); err != nil {
+		return lifecycle.Plan{}, err
+	}
+	return a.place(ctx, in.ContextID, AppEnrollment, []*appctx.ClusterApp{{App: AppEnrollment, Cluster: issuing, Resources: pending(objs)}})
+}
+
+// place stores where a context's one app goes, in one batch.
+func (a *Activities) place(ctx context.Context, ctxID, app string, placed []*appctx.ClusterApp) (lifecycle.Plan, error) {
+	batchOf := map[string]int{}
+	clusters := make([]string, len(placed))
+	for i, p := range placed {
+		batchOf[p.Cluster], clusters[i] = 0, p.Cluster
+	}
+	if err := a.Contexts.PutPlacement(ctx, ctxID, placed, batchOf); err != nil {
+		return lifecycle.Plan{}, err
+	}
+	if err := a.Contexts.Set(ctx, ctxID, bson.D{{Key: "apps", Value: []string{app}}}); err != nil {
+		return lifecycle.Plan{}, err
+	}
+	return lifecycle.Plan{Apps: 1, Clusters: len(placed), Batches: 1, FirstBatch: clusters}, nil
+}
+
+func pending(objs []appctx.Object) []appctx.ResourceStatus {
+	res := make([]appctx.ResourceStatus, len(objs))
+	for i, o := range objs {
+		res[i] = appctx.ResourceStatus{Ref: o.Ref, Status: lifecycle.ResPending}
+	}
+	return res
+}
+
+// EnrollCertificates applies an enrolment's requests to the issuing cluster, approves
+// each and waits for its certificate, which it records with the issuing CA beside the key.
+func (a *Activities) EnrollCertificates(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	res, err := a.Cluster.ApplyCluster(ctx, in)
+	if err != nil || res.Failed > 0 {
+		return res, err
+	}
+	enrolled, err := a.Keys.List(ctx, in.ContextID)
+	if err != nil {
+		return res, err
+	}
+	cfg, err := a.Clients.Admin(ctx, in.Cluster)
+	if err != nil {
+		return res, err
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return res, err
+	}
+	for _, e := range enrolled {
+		if len(e.Certificate) > 0 {
+			continue
+		}
+		cert, err := approveAndWait(ctx, cs, e.Request)
+		if err != nil {
+			return res, fmt.Errorf("enrol %s on %s: %w", e.Cluster, in.Cluster, err)
+		}
+		keyPEM, err := a.Keys.Key(e)
+		if err != nil {
+			return res, err
+		}
+		ca, err := issuingCA(ctx, cs, cfg, cert, keyPEM)
+		if err != nil {
+			return res, err
+		}
+		if err := a.Keys.Signed(ctx, in.ContextID, e.Cluster, cert, ca); err != nil {
+			return res, err
+		}
+	}
+	return res, nil
+}
+
+// WithdrawCertificates deletes an enrolment's requests from the issuing cluster, then
+// forgets its keys.
+func (a *Activities) WithdrawCertificates(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	res, err := a.Cluster.DeleteCluster(ctx, in)
+	if err != nil || res.Failed > 0 {
+		return res, err
+	}
+	return res, a.Keys.DeleteContext(ctx, in.ContextID)
+}
+
+// PruneCertificates removes, after an enrolment's update, the requests of the enrolment
+// it replaced, then forgets that enrolment's keys: the new one made new keys.
+func (a *Activities) PruneCertificates(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	res, err := a.Cluster.PruneCluster(ctx, in)
+	if err != nil || res.Failed > 0 {
+		return res, err
+	}
+	return res, a.Keys.DeleteContext(ctx, in.ContextID)
+}
+
+// describeCluster is "cluster c of provider p" for messages.
+func describeCluster(key string) string {
+	p, c := lifecycle.SplitClusterKey(key)
+	return fmt.Sprintf("cluster %q of provider %q", c, strings.TrimSpace(p))
+}
