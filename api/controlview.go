@@ -12,6 +12,7 @@ import (
 	"github.com/temco/temco/contract/remote"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/ctxedit"
+	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
@@ -110,14 +111,18 @@ func (s *Server) putStepEdits(c echo.Context) error {
 		return badRequest("controller is required: the name the controller is registered under")
 	}
 	ctx := c.Request().Context()
-	d, err := s.Store.Get(ctx, "/controllers/"+body.Controller)
+	reg := lifecycle.RegistrationID(body.Controller, body.Parent)
+	if err := model.ValidateName("parent", body.Parent); body.Parent != "" && err != nil {
+		return badRequest("%v", err)
+	}
+	d, err := s.Store.Get(ctx, reg)
 	if store.CodeOf(err) == store.ErrNotFound {
-		return badRequest("controller %q is not registered", body.Controller)
+		return badRequest("controller %q is not registered (%s)", body.Controller, reg)
 	}
 	if err != nil {
 		return fromStore(err)
 	}
-	reg, err := model.Decode[model.ControllerSpec](d.Body)
+	sp, err := model.Decode[model.ControllerSpec](d.Body)
 	if err != nil {
 		return err
 	}
@@ -125,7 +130,7 @@ func (s *Server) putStepEdits(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := st.Apply(body.Controller, reg.Spec.Type, body.Edits); err != nil {
+	if err := st.Apply(body.Controller, sp.Spec.Type, body.Edits); err != nil {
 		var e *ctxedit.Error
 		if errors.As(err, &e) {
 			return badRequest("%v", err)
@@ -133,7 +138,7 @@ func (s *Server) putStepEdits(c echo.Context) error {
 		return err
 	}
 	err = s.Contexts.PutLayer(ctx, &appctx.Layer{Context: c.Param("context"), Step: step, Attempt: body.Attempt,
-		Controller: body.Controller, Intent: body.Intent, Type: reg.Spec.Type, Edits: body.Edits})
+		Controller: body.Controller, Parent: body.Parent, Intent: body.Intent, Type: sp.Spec.Type, Edits: body.Edits})
 	if errors.Is(err, appctx.ErrStaleAttempt) {
 		return conflict("%v (attempt %d)", err, body.Attempt)
 	}

@@ -163,7 +163,6 @@ func jsonKinds() []jsonKind {
 			orphanColl: pP + "/logical-clouds/nope/cluster-quotas", invalidSpecs: []map[string]any{{}, {"pods": "ten"}}},
 		{name: "logical cloud kv pair", coll: pP + "/logical-clouds/lc1/kv-pairs", spec: map[string]any{"kv": []any{map[string]any{"k": "v"}}},
 			orphanColl: pP + "/logical-clouds/nope/kv-pairs"},
-		{name: "dtc controller", coll: "/dtc-controllers", spec: map[string]any{"host": "its", "port": 9040, "type": "action", "priority": 1}},
 		{name: "app dependency", coll: pCA + "/apps/app1/dependency", spec: map[string]any{"app": "app2", "opStatus": "Ready", "wait": 5},
 			orphanColl: pCA + "/apps/nope/dependency",
 			invalidSpecs: []map[string]any{{"app": "app1", "opStatus": "Ready"}, {"app": "app2", "opStatus": "Done"},

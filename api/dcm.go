@@ -28,8 +28,6 @@ func (s *Server) registerDcm(g *echo.Group) {
 		coll: routeLC + "/cluster-quotas", item: routeLC + "/cluster-quotas/:clusterQuota"})
 	register(g, s, kind[model.KVSpec]{name: model.KindLogicalCloudKV,
 		coll: routeLC + "/kv-pairs", item: routeLC + "/kv-pairs/:kvPair"})
-	register(g, s, kind[model.ControllerSpec]{name: model.KindDTCController, check: checkController,
-		coll: "/dtc-controllers", item: "/dtc-controllers/:controller"})
 }
 
 func namespaceErr(field, ns string) error {

@@ -221,12 +221,8 @@ func (s *Server) notReady(ctx context.Context, dig lifecycle.Target) ([]string, 
 		// As in EMCO, a controller of another type (rsync has none) is not run.
 		runs := sp.Spec.Type == model.ControllerPlacement || sp.Spec.Type == model.ControllerAction
 		if runs && sp.Spec.TaskQueue == "" && !s.builtin(name, sp.Spec.Host) {
-			what := fmt.Sprintf("%s controller %q", sp.Spec.Type, name)
-			if emco := notBuiltYet(name, sp.Spec.Host); emco != "" {
-				what += fmt.Sprintf(" (EMCO's %s)", emco)
-			}
-			miss("intent %q names %s, which temco does not implement yet; register it with a taskQueue "+
-				"served by an external controller worker", ctrls[name], what)
+			miss("intent %q names %s controller %q, which temco does not implement%s", ctrls[name], sp.Spec.Type, name,
+				emcoHint(name, sp.Spec.Host))
 		}
 	}
 	gitOps, err := s.gitOpsPlacements(ctx, dig.ID()+"/generic-placement-intents/"+gpi, placed != nil)
@@ -355,14 +351,16 @@ func (s *Server) builtin(name, host string) bool {
 	return false
 }
 
-// notBuiltYet names the EMCO controller a registration means, among those temco has not
-// built yet, so that naming one fails clearly.
-func notBuiltYet(name, host string) string {
+// emcoHint tells a user who names an EMCO controller temco does not run as a DIG's
+// controller what to do instead.
+func emcoHint(name, host string) string {
 	for _, n := range []string{name, host} {
 		switch n {
-		case "dtc", "nps", "sds", "its", "swc", "tac", "ncm":
-			return n
+		case "nps", "sds", "its", "swc":
+			return fmt.Sprintf(" (EMCO's %s is a sub-controller of dtc: register it in /v2/dtc-controllers and name dtc in the DIG's intents)", n)
+		case "tac":
+			return fmt.Sprintf(" yet (EMCO's %s); register it with a taskQueue served by an external controller worker", n)
 		}
 	}
-	return ""
+	return " yet; register it with a taskQueue served by an external controller worker"
 }

@@ -44,6 +44,11 @@ type Input struct {
 	CompositeAppVersion   string `json:"compositeAppVersion"`
 	DeploymentIntentGroup string `json:"deploymentIntentGroup"`
 	Controller            string `json:"controller"` // the name it is registered under
+	// Parent is the controller that runs this one as a sub-controller, for its intent (dtc
+	// for nps, its, sds and swc: Intent is then dtc's traffic group intent); this one is
+	// registered in the parent's own registry (/v2/dtc-controllers). "" for a controller
+	// the DIG names.
+	Parent string `json:"parent,omitempty"`
 	Type                  string `json:"type"`       // placement or action
 	Intent                string `json:"intent"`     // the intent the DIG names for it
 	ContextID             string `json:"contextId"`

@@ -27,6 +27,12 @@ type Builtin struct {
 	Hosts []string
 	Kinds []api.ResourceKind
 	New   func(Deps) contract.Controller
+	// FanOut: the controller's step runs as the sub-controllers registered in its own
+	// registry, /v2/<Name>-controllers (dtc), each as its own step (New is not used).
+	FanOut bool
+	// Parent is the fan-out controller whose registry this sub-controller is registered
+	// in ("" for a controller registered in /v2/controllers).
+	Parent string
 }
 
 // Deps are what built-in controllers may use beyond the contract.
@@ -44,14 +50,24 @@ func (b Builtin) Means(name, host string) bool {
 	return name == b.Name || slices.Contains(b.Hosts, name) || (host != "" && (host == b.Name || slices.Contains(b.Hosts, host)))
 }
 
-// Lookup returns the built-in controller a registration means.
-func Lookup(all []Builtin, name, host string) (Builtin, bool) {
+// Lookup returns the built-in controller a registration means: one in /v2/controllers
+// when parent is "", else one of parent's sub-controllers.
+func Lookup(all []Builtin, parent, name, host string) (Builtin, bool) {
 	for _, b := range all {
-		if b.Means(name, host) {
+		if b.Parent == parent && b.Means(name, host) {
 			return b, true
 		}
 	}
 	return Builtin{}, false
+}
+
+// FanOuts returns the fan-out controller a registration in /v2/controllers means, if
+// any: placement expands its step into its sub-controllers.
+func FanOuts(all []Builtin) func(name, host string) (string, bool) {
+	return func(name, host string) (string, bool) {
+		b, ok := Lookup(all, "", name, host)
+		return b.Name, ok && b.FanOut
+	}
 }
 
 // API describes the built-in controllers to the API server.
@@ -59,6 +75,9 @@ func API(all []Builtin) []api.Controller {
 	out := make([]api.Controller, len(all))
 	for i, b := range all {
 		out[i] = api.Controller{Name: b.Name, Means: b.Means, Kinds: b.Kinds}
+		if b.Parent != "" { // registered in its parent's registry, never named by a DIG
+			out[i].Means = func(string, string) bool { return false }
+		}
 	}
 	return out
 }

@@ -80,7 +80,8 @@ func Register(w worker.Registry, d Deps) {
 	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.report}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
-	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
+	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
+		FanOut: controllers.FanOuts(d.Controllers)})
 	w.RegisterActivity(&actions.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers,
 		Deps: controllers.Deps{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Admin: clients.Admin}})
 	w.RegisterActivity(onClusters)

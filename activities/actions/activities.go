@@ -32,7 +32,7 @@ type Activities struct {
 
 // RunController runs the controller registered as in.Controller over the context.
 func (a *Activities) RunController(ctx context.Context, in contract.Input) (contract.Result, error) {
-	b, err := a.builtin(ctx, in.Controller)
+	b, err := a.builtin(ctx, in.Controller, in.Parent)
 	if err != nil {
 		return contract.Result{}, err
 	}
@@ -51,7 +51,7 @@ func (a *Activities) RunController(ctx context.Context, in contract.Input) (cont
 		return contract.Result{}, nil
 	}
 	l := &appctx.Layer{Context: in.ContextID, Step: in.Step, Attempt: activity.GetInfo(ctx).Attempt, Controller: in.Controller,
-		Intent: in.Intent, Type: in.Type, Edits: v.Edits}
+		Parent: in.Parent, Intent: in.Intent, Type: in.Type, Edits: v.Edits}
 	return contract.Result{Edits: len(v.Edits)}, a.Contexts.PutLayer(ctx, l)
 }
 
@@ -64,7 +64,7 @@ func (a *Activities) ContextControllers(ctx context.Context, ctxID string) (life
 	}
 	out := lifecycle.Hooked{Steps: layers[len(layers)-1].Step + 1}
 	for _, l := range layers {
-		d, err := a.Store.Get(ctx, "/controllers/"+l.Controller)
+		d, err := a.Store.Get(ctx, lifecycle.RegistrationID(l.Controller, l.Parent))
 		if store.CodeOf(err) == store.ErrNotFound {
 			continue
 		}
@@ -76,14 +76,14 @@ func (a *Activities) ContextControllers(ctx context.Context, ctxID string) (life
 			return out, err
 		}
 		out.Controllers = append(out.Controllers, lifecycle.Controller{Name: l.Controller, Intent: l.Intent, Type: l.Type, Priority: sp.Spec.Priority,
-			TaskQueue: sp.Spec.TaskQueue})
+			TaskQueue: sp.Spec.TaskQueue, Parent: l.Parent})
 	}
 	return out, nil
 }
 
 // builtin finds the built-in controller a registration means.
-func (a *Activities) builtin(ctx context.Context, name string) (controllers.Builtin, error) {
-	d, err := a.Store.Get(ctx, "/controllers/"+name)
+func (a *Activities) builtin(ctx context.Context, name, parent string) (controllers.Builtin, error) {
+	d, err := a.Store.Get(ctx, lifecycle.RegistrationID(name, parent))
 	if err != nil {
 		return controllers.Builtin{}, err
 	}
@@ -91,11 +91,11 @@ func (a *Activities) builtin(ctx context.Context, name string) (controllers.Buil
 	if err != nil {
 		return controllers.Builtin{}, err
 	}
-	b, ok := controllers.Lookup(a.Builtin, name, sp.Spec.Host)
-	if !ok {
+	b, ok := controllers.Lookup(a.Builtin, parent, name, sp.Spec.Host)
+	if !ok || b.FanOut {
 		return b, temporal.NewNonRetryableApplicationError(fmt.Sprintf(
-			"controller %q is not built into temco and its registration names no taskQueue of an external controller worker",
-			name), lifecycle.ErrInvalidInput, nil)
+			"controller %q (%s) is not built into temco and its registration names no taskQueue of an external controller worker",
+			name, lifecycle.RegistrationID(name, parent)), lifecycle.ErrInvalidInput, nil)
 	}
 	return b, nil
 }

@@ -30,6 +30,9 @@ type Activities struct {
 	Store            *store.Store
 	Contexts         *appctx.Store
 	ClustersPerBatch int // 0: DefaultClustersPerBatch
+	// FanOut names the built-in fan-out controller (dtc) a registration means, if any: its
+	// step becomes the steps of its sub-controllers.
+	FanOut func(name, host string) (string, bool)
 }
 
 func invalid(format string, args ...any) error {
@@ -260,15 +263,61 @@ func (a *Activities) intents(ctx context.Context, dig lifecycle.Target) (string,
 			if t := spec.Spec.Type; t != model.ControllerPlacement && t != model.ControllerAction {
 				continue // as in EMCO: a controller of another type (rsync has none) is not run
 			}
-			ctrls = append(ctrls, lifecycle.Controller{Name: key, Type: spec.Spec.Type, Intent: intent, Priority: spec.Spec.Priority,
-				TaskQueue: spec.Spec.TaskQueue})
+			c := lifecycle.Controller{Name: key, Type: spec.Spec.Type, Intent: intent, Priority: spec.Spec.Priority,
+				TaskQueue: spec.Spec.TaskQueue}
+			if a.FanOut != nil && spec.Spec.TaskQueue == "" {
+				if parent, ok := a.FanOut(key, spec.Spec.Host); ok {
+					c.Parent = parent // marks the step to expand, below
+				}
+			}
+			ctrls = append(ctrls, c)
 		}
 	}
 	if gpi == "" {
 		return "", nil, invalid("no intent of the DIG names a %s", model.GenericPlacementIntentKey)
 	}
 	byPriority(ctrls)
-	return gpi, ctrls, nil
+	ctrls, err = a.expand(ctx, ctrls)
+	return gpi, ctrls, err
+}
+
+// expand replaces each fan-out controller's step by its sub-controllers (bySubPriority),
+// each with the fan-out's intent. With none registered the step runs nothing, as in EMCO.
+func (a *Activities) expand(ctx context.Context, ctrls []lifecycle.Controller) ([]lifecycle.Controller, error) {
+	var out []lifecycle.Controller
+	for _, c := range ctrls {
+		if c.Parent == "" {
+			out = append(out, c)
+			continue
+		}
+		docs, err := a.Store.List(ctx, store.Query{Kind: lifecycle.SubcontrollerKind(c.Parent)})
+		if err != nil {
+			return nil, err
+		}
+		var subs []lifecycle.Controller
+		for _, d := range docs {
+			sp, err := model.Decode[model.ControllerSpec](d.Body)
+			if err != nil {
+				return nil, err
+			}
+			subs = append(subs, lifecycle.Controller{Name: d.Name, Type: model.ControllerAction, Intent: c.Intent,
+				Priority: sp.Spec.Priority, TaskQueue: sp.Spec.TaskQueue, Parent: c.Parent})
+		}
+		bySubPriority(subs)
+		out = append(out, subs...)
+	}
+	return out, nil
+}
+
+// bySubPriority orders sub-controllers as EMCO's dtc calls them: higher priority first
+// (the reverse of the DIG's controllers), ties by name.
+func bySubPriority(subs []lifecycle.Controller) {
+	sort.SliceStable(subs, func(i, j int) bool {
+		if subs[i].Priority != subs[j].Priority {
+			return subs[i].Priority > subs[j].Priority
+		}
+		return subs[i].Name < subs[j].Name
+	})
 }
 
 // byPriority orders controllers as EMCO runs them: placement controllers before action

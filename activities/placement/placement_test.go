@@ -93,3 +93,15 @@ func TestControllersRunPlacementFirstThenByPriority(t *testing.T) {
 		t.Errorf("order %s", got)
 	}
 }
+
+func TestSubcontrollersRunHigherPriorityFirst(t *testing.T) {
+	subs := []lifecycle.Controller{{Name: "nps", Priority: 1}, {Name: "sds", Priority: 2}, {Name: "its", Priority: 1}, {Name: "swc", Priority: 50}}
+	bySubPriority(subs)
+	var names []string
+	for _, c := range subs {
+		names = append(names, c.Name)
+	}
+	if got := strings.Join(names, ","); got != "swc,sds,its,nps" {
+		t.Errorf("order %s", got)
+	}
+}

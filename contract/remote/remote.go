@@ -42,6 +42,7 @@ type API struct {
 // edits of one controller step, replacing what an earlier attempt recorded.
 type StepEdits struct {
 	Controller string          `json:"controller"`
+	Parent     string          `json:"parent,omitempty"` // contract.Input.Parent
 	Intent     string          `json:"intent,omitempty"`
 	Attempt    int32           `json:"attempt"`
 	Edits      []contract.Edit `json:"edits"`
@@ -85,7 +86,7 @@ func Activity(api API, ctrl contract.Controller) func(context.Context, contract.
 		if in.Hook != contract.HookRun {
 			return contract.Result{}, nil
 		}
-		body := StepEdits{Controller: in.Controller, Intent: in.Intent, Attempt: activity.GetInfo(ctx).Attempt, Edits: v.edits}
+		body := StepEdits{Controller: in.Controller, Parent: in.Parent, Intent: in.Intent, Attempt: activity.GetInfo(ctx).Attempt, Edits: v.edits}
 		if body.Edits == nil {
 			body.Edits = []contract.Edit{}
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 	"github.com/temco/temco/internal/testenv"
 )
@@ -30,6 +31,7 @@ type Server struct {
 	Handler  http.Handler
 	Store    *store.Store
 	Contexts *appctx.Store
+	Keys     *seal.Keyring // seals what checks store with SetSealed
 }
 
 // New serves the controllers' resources (and extra kinds, e.g. ncm's) over a fresh
@@ -45,9 +47,13 @@ func New(t *testing.T, f *devstack.FerretDB, builtins []controllers.Builtin, kin
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := &api.Server{Store: st, Contexts: contexts, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	keys, err := seal.NewKeyring([]string{"test"}, [][]byte{bytes.Repeat([]byte{7}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Controllers: controllers.API(builtins), Kinds: kinds}
-	return &Server{T: t, Handler: srv.Handler(), Store: st, Contexts: contexts}
+	return &Server{T: t, Handler: srv.Handler(), Store: st, Contexts: contexts, Keys: keys}
 }
 
 // TreeWithDIG creates project p, composite app ca v1 and its DIG dig.

@@ -4,6 +4,7 @@ package registry
 
 import (
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/dtc"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/hpa"
 	"github.com/temco/temco/controllers/ovnaction"
@@ -19,4 +20,5 @@ var All = []controllers.Builtin{
 	ovnaction.Controller,
 	sfc.Controller,
 	sfcclient.Controller,
+	dtc.Controller,
 }

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/temco/temco/controllers"
 )
 
 // chain is a network chain of the DIG with its records, each list in creation order.
@@ -20,10 +22,7 @@ type chain struct {
 }
 
 // Named is a stored record's name and spec.
-type Named[S any] struct {
-	Name string
-	Spec S
-}
+type Named[S any] = controllers.Named[S]
 
 // orderLinks puts the links in chain order, leftmost first: each link's right network is
 // the next one's left network, every network and label appears once per side, and every

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/sfc"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
@@ -26,7 +27,7 @@ func (c *controller) Run(ctx context.Context, v contract.Context) error {
 		return nil // the labels go with the context
 	}
 	dig := lifecycle.Target{Project: in.Project, CompositeApp: in.CompositeApp, Version: in.CompositeAppVersion, DIG: in.DeploymentIntentGroup}
-	clients, err := sfc.List[ClientSpec](ctx, c.store, store.Query{Parent: dig.ID(), Kind: KindClient})
+	clients, err := controllers.List[ClientSpec](ctx, c.store, store.Query{Parent: dig.ID(), Kind: KindClient})
 	if err != nil {
 		return err
 	}

@@ -40,6 +40,7 @@ type Layer struct {
 	Step       int             `bson:"step"`
 	Attempt    int32           `bson:"attempt"` // the activity attempt that recorded it
 	Controller string          `bson:"controller"`
+	Parent     string          `bson:"parent,omitempty"` // contract.Input.Parent
 	Intent     string          `bson:"intent"`
 	Type       string          `bson:"type"`
 	Edits      []contract.Edit `bson:"-"`

@@ -106,7 +106,22 @@ type Controller struct {
 	Type      string `json:"type,omitempty"` // placement or action
 	Priority  int    `json:"priority"`
 	TaskQueue string `json:"taskQueue,omitempty"` // external controllers run on their own queue
+	Parent    string `json:"parent,omitempty"`    // contract.Input.Parent
 }
+
+// RegistrationID is the store id of a controller's registration: /controllers/<name>, or
+// for a sub-controller of the built-in fan-out controller parent, the parent's own
+// registry (/dtc-controllers/<name>).
+func RegistrationID(name, parent string) string {
+	if parent == "" {
+		return "/controllers/" + name
+	}
+	return "/" + parent + "-controllers/" + name
+}
+
+// SubcontrollerKind is the stored kind of the registrations in a fan-out controller's
+// registry ("dtcController", as temco stored /v2/dtc-controllers before dtc was built).
+func SubcontrollerKind(parent string) string { return parent + "Controller" }
 
 // ContextRef names a context for activities that work on all of it.
 type ContextRef struct {

@@ -29,7 +29,6 @@ const (
 	KindUserPermission   = "userPermission"
 	KindClusterQuota     = "clusterQuota"
 	KindLogicalCloudKV   = "logicalCloudKV"
-	KindDTCController    = "dtcController"
 )
 
 // Decode parses a stored resource body.

@@ -99,7 +99,7 @@ func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrl
 func (o *operation) controllerInput(c lifecycle.Controller, step int, hook string) contract.Input {
 	dig := o.in.DIG
 	return contract.Input{Project: dig.Project, CompositeApp: dig.CompositeApp, CompositeAppVersion: dig.Version,
-		DeploymentIntentGroup: dig.DIG, Controller: c.Name, Type: c.Type, Intent: c.Intent, ContextID: o.in.ContextID,
+		DeploymentIntentGroup: dig.DIG, Controller: c.Name, Parent: c.Parent, Type: c.Type, Intent: c.Intent, ContextID: o.in.ContextID,
 		PreviousContextID: o.in.Previous, Operation: o.progress.Op, Step: step, Hook: hook}
 }
 
