@@ -5,6 +5,7 @@ package registry
 import (
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/dtc"
+	"github.com/temco/temco/controllers/dtc/its"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/hpa"
 	"github.com/temco/temco/controllers/ovnaction"
@@ -21,4 +22,5 @@ var All = []controllers.Builtin{
 	sfc.Controller,
 	sfcclient.Controller,
 	dtc.Controller,
+	its.Controller,
 }
