@@ -14,6 +14,7 @@ var wantCRDs = []struct {
 	shortNames                         []string
 	openSpec                           bool // spec and status kept as sent, status a subresource
 	clusterScoped                      bool
+	alsoServed                         []string // versions served besides version, which is stored
 }{
 	{file: "k8s.cni.cncf.io.yaml", group: "k8s.cni.cncf.io", version: "v1", kind: "NetworkAttachmentDefinition",
 		plural: "network-attachment-definitions", shortNames: []string{"net-attach-def"}},
@@ -26,6 +27,21 @@ var wantCRDs = []struct {
 	{file: "networking.istio.io.yaml", group: "networking.istio.io", version: "v1beta1", kind: "ProxyConfig", plural: "proxyconfigs"},
 	{file: "kncc.k8sappconfig.com.gitlab.com.yaml", group: "kncc.k8sappconfig.com.gitlab.com", version: "v1alpha1", kind: "ConfigCtrl",
 		plural: "configctrls"},
+	// dtc's swc
+	{file: "batch.sdewan.akraino.org.yaml", group: "batch.sdewan.akraino.org", version: "v1alpha1", kind: "CNFService", plural: "cnfservices"},
+	{file: "batch.sdewan.akraino.org.yaml", group: "batch.sdewan.akraino.org", version: "v1alpha1", kind: "SdewanApplication",
+		plural: "sdewanapplications"},
+	// dtc's its
+	{file: "networking.istio.io.yaml", group: "networking.istio.io", version: "v1beta1", kind: "Gateway", plural: "gateways",
+		shortNames: []string{"gw"}, openSpec: true, alsoServed: []string{"v1alpha3", "v1"}},
+	{file: "networking.istio.io.yaml", group: "networking.istio.io", version: "v1beta1", kind: "ServiceEntry", plural: "serviceentries",
+		shortNames: []string{"se"}, openSpec: true, alsoServed: []string{"v1alpha3", "v1"}},
+	{file: "networking.istio.io.yaml", group: "networking.istio.io", version: "v1beta1", kind: "DestinationRule", plural: "destinationrules",
+		shortNames: []string{"dr"}, openSpec: true, alsoServed: []string{"v1alpha3", "v1"}},
+	{file: "networking.istio.io.yaml", group: "networking.istio.io", version: "v1beta1", kind: "VirtualService", plural: "virtualservices",
+		shortNames: []string{"vs"}, openSpec: true, alsoServed: []string{"v1alpha3", "v1"}},
+	{file: "security.istio.io.yaml", group: "security.istio.io", version: "v1beta1", kind: "AuthorizationPolicy", plural: "authorizationpolicies",
+		openSpec: true, alsoServed: []string{"v1"}},
 }
 
 func TestCRDFilesDefineTheExpectedKinds(t *testing.T) {
@@ -70,15 +86,26 @@ func TestCRDFilesDefineTheExpectedKinds(t *testing.T) {
 			t.Errorf("%s short names %v, want %v", w.kind, short, w.shortNames)
 		}
 		versions, _, _ := unstructured.NestedSlice(crd.Object, "spec", "versions")
-		if len(versions) != 1 {
-			t.Errorf("%s has %d versions, want 1", w.kind, len(versions))
+		if len(versions) != 1+len(w.alsoServed) {
+			t.Errorf("%s has %d versions, want %d", w.kind, len(versions), 1+len(w.alsoServed))
 			continue
 		}
-		v := &unstructured.Unstructured{Object: versions[0].(map[string]any)}
-		served, _, _ := unstructured.NestedBool(v.Object, "served")
-		storage, _, _ := unstructured.NestedBool(v.Object, "storage")
-		if str(t, v, "name") != w.version || !served || !storage {
-			t.Errorf("%s version %v, want %s served and stored", w.kind, v.Object["name"], w.version)
+		var v *unstructured.Unstructured // the stored version
+		for _, ver := range versions {
+			ver := &unstructured.Unstructured{Object: ver.(map[string]any)}
+			served, _, _ := unstructured.NestedBool(ver.Object, "served")
+			storage, _, _ := unstructured.NestedBool(ver.Object, "storage")
+			name := str(t, ver, "name")
+			switch {
+			case name == w.version && served && storage:
+				v = ver
+			case !served || storage || !slices.Contains(w.alsoServed, name):
+				t.Errorf("%s version %s (served %v, stored %v), want %s stored and %v served", w.kind, name, served, storage, w.version, w.alsoServed)
+			}
+		}
+		if v == nil {
+			t.Errorf("%s does not serve and store %s", w.kind, w.version)
+			continue
 		}
 		props := []string{"schema", "openAPIV3Schema", "properties"}
 		if w.openSpec {
