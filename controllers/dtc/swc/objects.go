@@ -108,8 +108,8 @@ func plan(g *dtc.TrafficGroup, placed map[string][]string, kvs map[string][]mode
 			p, missing := portsOf(kvs[cluster])
 			if len(missing) > 0 {
 				provider, name := lifecycle.SplitClusterKey(cluster)
-				return nil, contract.Refuse("%s (edgeCNF sdewan): cluster %s, where server app %q runs, has no kv-pair %s: "+
-					"add them under /v2/cluster-providers/%s/clusters/%s/kv-pairs", where, cluster, sp.App,
+				return nil, contract.Refuse("%s (edgeCNF sdewan): cluster %s, where server app %q runs, lacks kv-pair %s: "+
+					"add it under /v2/cluster-providers/%s/clusters/%s/kv-pairs", where, cluster, sp.App,
 					strings.Join(missing, ", "), provider, name)
 			}
 			if first == nil {
