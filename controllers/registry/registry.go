@@ -7,8 +7,6 @@ import (
 	"github.com/temco/temco/controllers/dtc"
 	"github.com/temco/temco/controllers/dtc/its"
 	"github.com/temco/temco/controllers/dtc/nps"
-	"github.com/temco/temco/controllers/dtc/sds"
-	"github.com/temco/temco/controllers/dtc/swc"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/hpa"
 	"github.com/temco/temco/controllers/ovnaction"
@@ -26,7 +24,5 @@ var All = []controllers.Builtin{
 	sfcclient.Controller,
 	dtc.Controller,
 	its.Controller,
-	sds.Controller,
-	swc.Controller,
 	nps.Controller,
 }
