@@ -7,6 +7,8 @@ import (
 	"github.com/temco/temco/controllers/dtc"
 	"github.com/temco/temco/controllers/dtc/its"
 	"github.com/temco/temco/controllers/dtc/nps"
+	"github.com/temco/temco/controllers/dtc/sds"
+	"github.com/temco/temco/controllers/dtc/swc"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/hpa"
 	"github.com/temco/temco/controllers/ovnaction"
@@ -24,5 +26,7 @@ var All = []controllers.Builtin{
 	sfcclient.Controller,
 	dtc.Controller,
 	its.Controller,
+	sds.Controller,
+	swc.Controller,
 	nps.Controller,
 }
