@@ -49,22 +49,6 @@ func ClusterKind[S any](d KindDef[S], guard func(ctx context.Context, st *store.
 	return clusterKind[S]{def: d, guard: guard}
 }
 
-// TopKind makes a ResourceKind of d mounted at the top of the API (dtc's
-// /dtc-controllers): Path is the collection, e.g. "/dtc-controllers".
-func TopKind[S any](d KindDef[S]) ResourceKind { return topKind[S]{def: d} }
-
-type topKind[S any] struct{ def KindDef[S] }
-
-func (d topKind[S]) mount(g *echo.Group, s *Server) {
-	k := kind[S]{name: d.def.Name, coll: d.def.Path, item: d.def.Path + "/:" + d.def.Param}
-	if d.def.Check != nil {
-		k.check = func(ctx context.Context, s *Server, r *request[S]) error {
-			return d.def.Check(ctx, &Request[S]{r: r, s: s})
-		}
-	}
-	register(g, s, k)
-}
-
 type clusterKind[S any] struct {
 	def   KindDef[S]
 	guard func(context.Context, *store.Store, string) error

@@ -55,7 +55,7 @@ var Controller = controllers.Builtin{
 		api.DIGKind(api.KindDef[ClientSpec]{Name: KindClient, Path: clientsPath, Param: "inboundClientsIntent", Check: checkClient}),
 		api.DIGKind(api.KindDef[AccessPointSpec]{Name: KindAccessPoint, Path: accessPointsPath, Param: "inboundClientsAccessIntent",
 			Check: checkAccessPoint}),
-		api.TopKind(api.KindDef[model.ControllerSpec]{Name: KindSubcontroller, Path: "/dtc-controllers", Param: "dtcController",
-			Check: checkSubcontroller}),
+		api.OwnKind[model.ControllerSpec]{KindDef: api.KindDef[model.ControllerSpec]{Name: KindSubcontroller, Path: "/dtc-controllers",
+			Param: "dtcController", Check: checkSubcontroller}}.Mount(),
 	},
 }
