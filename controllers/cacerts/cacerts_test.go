@@ -25,7 +25,9 @@ func TestCertSpecChecks(t *testing.T) {
 		want   string // "" valid, else a part of the message
 	}{
 		{"the issuing cluster's signer", func(*CertSpec) {}, ""},
-		{"EMCO's cert-manager issuer", func(s *CertSpec) { s.IssuerRef = IssuerRef{Name: "ca-issuer", Kind: "ClusterIssuer", Group: GroupCertManager} }, ""},
+		{"EMCO's cert-manager issuer", func(s *CertSpec) {
+			s.IssuerRef = IssuerRef{Name: "ca-issuer", Kind: "ClusterIssuer", Group: GroupCertManager}
+		}, ""},
 		{"no key size or duration: the enrolment says so", func(s *CertSpec) { s.CSRInfo.KeySize, s.Duration = 0, "" }, ""},
 		{"no issuer name", func(s *CertSpec) { s.IssuerRef.Name = "" }, "spec.issuerRef.name is required"},
 		{"no issuer group", func(s *CertSpec) { s.IssuerRef.Group = "" }, "spec.issuerRef.group is required"},

@@ -3,7 +3,6 @@ package cacerts
 import (
 	"context"
 	"fmt"
-	"strings"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -214,10 +213,4 @@ func (a *Activities) PruneCertificates(ctx context.Context, in lifecycle.Cluster
 		return res, err
 	}
 	return res, a.Keys.DeleteContext(ctx, in.ContextID)
-}
-
-// describeCluster is "cluster c of provider p" for messages.
-func describeCluster(key string) string {
-	p, c := lifecycle.SplitClusterKey(key)
-	return fmt.Sprintf("cluster %q of provider %q", c, strings.TrimSpace(p))
 }
