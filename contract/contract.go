@@ -48,10 +48,10 @@ type Input struct {
 	// for nps, its, sds and swc: Intent is then dtc's traffic group intent); this one is
 	// registered in the parent's own registry (/v2/dtc-controllers). "" for a controller
 	// the DIG names.
-	Parent string `json:"parent,omitempty"`
-	Type                  string `json:"type"`       // placement or action
-	Intent                string `json:"intent"`     // the intent the DIG names for it
-	ContextID             string `json:"contextId"`
+	Parent    string `json:"parent,omitempty"`
+	Type      string `json:"type"`   // placement or action
+	Intent    string `json:"intent"` // the intent the DIG names for it
+	ContextID string `json:"contextId"`
 	// PreviousContextID is the running context an update replaces ("" on instantiate).
 	PreviousContextID string `json:"previousContextId,omitempty"`
 	Operation         string `json:"operation"`
