@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -15,6 +14,7 @@ import (
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
+	"github.com/temco/temco/controllers/storetest"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
@@ -25,25 +25,7 @@ const (
 )
 
 // memStore is an in-memory docs.
-type memStore map[string]*store.Doc
-
-func (m memStore) Get(_ context.Context, id string) (*store.Doc, error) {
-	if d, ok := m[id]; ok {
-		return d, nil
-	}
-	return nil, &store.Error{Code: store.ErrNotFound, ID: id}
-}
-
-func (m memStore) List(_ context.Context, q store.Query) ([]*store.Doc, error) {
-	var out []*store.Doc
-	for _, d := range m {
-		if d.Parent == q.Parent && d.Kind == q.Kind {
-			out = append(out, d)
-		}
-	}
-	slices.SortFunc(out, func(a, b *store.Doc) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
-}
+type memStore struct{ storetest.Docs }
 
 // put stores a resource as the API does: its id is the collection's path and its name,
 // its parent the collection's owner.
@@ -52,13 +34,13 @@ func (m memStore) put(t *testing.T, coll, kind, name string, spec any, blob []by
 	body, err := json.Marshal(model.Resource[any]{Metadata: model.Metadata{Name: name}, Spec: spec})
 	require.NoError(t, err)
 	id := coll + "/" + name
-	m[id] = &store.Doc{ID: id, Parent: coll[:strings.LastIndex(coll, "/")], Kind: kind, Name: name, Body: string(body), Blob: blob}
+	m.Docs[id] = &store.Doc{ID: id, Parent: coll[:strings.LastIndex(coll, "/")], Kind: kind, Name: name, Body: string(body), Blob: blob}
 	return id
 }
 
 // intent starts a store holding the intent "gi".
 func intent(t *testing.T) memStore {
-	m := memStore{}
+	m := memStore{storetest.Docs{}}
 	m.put(t, testDIG+"/generic-k8s-intents", KindIntent, "gi", model.Empty{}, nil)
 	return m
 }
@@ -369,7 +351,7 @@ func TestRefusals(t *testing.T) {
 		setup func(t *testing.T, st memStore)
 		want  string
 	}{
-		{"missing intent", func(t *testing.T, st memStore) { delete(st, testIntent) }, `no generic-k8s-intent "gi"`},
+		{"missing intent", func(t *testing.T, st memStore) { delete(st.Docs, testIntent) }, `no generic-k8s-intent "gi"`},
 		{"unknown app", func(t *testing.T, st memStore) {
 			sp := newObject("ConfigMap", "cm")
 			sp.App = "db"

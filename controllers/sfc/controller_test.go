@@ -15,6 +15,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
+	"github.com/temco/temco/controllers/storetest"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/ctxedit"
 	"github.com/temco/temco/internal/model"
@@ -24,28 +25,7 @@ import (
 const testDIG = "/projects/p/composite-apps/ca/v1/deployment-intent-groups/d"
 
 // memStore is an in-memory Docs; documents are created a second apart, in put order.
-type memStore map[string]*store.Doc
-
-func (m memStore) Get(_ context.Context, id string) (*store.Doc, error) {
-	if d, ok := m[id]; ok {
-		return d, nil
-	}
-	return nil, &store.Error{Code: store.ErrNotFound, ID: id}
-}
-
-func (m memStore) List(_ context.Context, q store.Query) ([]*store.Doc, error) {
-	var out []*store.Doc
-	for _, d := range m {
-		matches := d.Parent == q.Parent && d.Kind == q.Kind
-		for k, v := range q.Fields {
-			matches = matches && d.Fields[k] == v
-		}
-		if matches {
-			out = append(out, d)
-		}
-	}
-	return out, nil
-}
+type memStore struct{ storetest.Docs }
 
 // Put stores a resource as the API does; fields are its queryable attributes.
 func (m memStore) Put(t *testing.T, coll, kind, name string, spec any, fields map[string]string) string {
@@ -53,11 +33,11 @@ func (m memStore) Put(t *testing.T, coll, kind, name string, spec any, fields ma
 	body, err := json.Marshal(model.Resource[any]{Metadata: model.Metadata{Name: name}, Spec: spec})
 	require.NoError(t, err)
 	id := coll + "/" + name
-	created := time.Unix(int64(len(m)), 0)
-	if old, ok := m[id]; ok { // a replace keeps the creation time, as the store does
+	created := time.Unix(int64(len(m.Docs)), 0)
+	if old, ok := m.Docs[id]; ok { // a replace keeps the creation time, as the store does
 		created = old.Created
 	}
-	m[id] = &store.Doc{ID: id, Parent: coll[:strings.LastIndex(coll, "/")], Kind: kind, Name: name, Body: string(body),
+	m.Docs[id] = &store.Doc{ID: id, Parent: coll[:strings.LastIndex(coll, "/")], Kind: kind, Name: name, Body: string(body),
 		Fields: fields, Created: created}
 	return id
 }
@@ -65,7 +45,7 @@ func (m memStore) Put(t *testing.T, coll, kind, name string, spec any, fields ma
 // chainStore holds chain "ch": links slb (left-net → dyn1) and ngfw (dyn1 → right-net),
 // a client selector per end and a left provider network.
 func chainStore(t *testing.T) memStore {
-	m := memStore{}
+	m := memStore{storetest.Docs{}}
 	ch := m.Put(t, testDIG+"/network-chains", KindChain, "ch", ChainSpec{ChainType: ChainTypeRouting, Namespace: "default"}, nil)
 	m.Put(t, ch+"/links", KindLink, "to-ngfw", link("ngfw", "dyn1", "right-net", "sfc-link=ngfw").Spec, nil)
 	m.Put(t, ch+"/links", KindLink, "from-slb", link("slb", "left-net", "dyn1", "sfc-link=slb").Spec, nil)
@@ -194,7 +174,7 @@ func TestRefusals(t *testing.T) {
 			`network chain "ch": its links form 2 separate chains, starting at networks left-net, x: they must form one`},
 		{"an end with nothing", func(t *testing.T) memStore {
 			m := chainStore(t)
-			delete(m, ChainID(testDIG, "ch")+"/client-selectors/tail")
+			delete(m.Docs, ChainID(testDIG, "ch")+"/client-selectors/tail")
 			return m
 		}, func() contract.Context { return fake(both...) },
 			`network chain "ch": its right end has neither client selectors nor provider networks`},

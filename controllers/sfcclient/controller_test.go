@@ -16,6 +16,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/sfc"
+	"github.com/temco/temco/controllers/storetest"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
@@ -26,39 +27,18 @@ const (
 )
 
 // memStore is an in-memory sfc.Docs; documents are created a second apart, in put order.
-type memStore map[string]*store.Doc
-
-func (m memStore) Get(_ context.Context, id string) (*store.Doc, error) {
-	if d, ok := m[id]; ok {
-		return d, nil
-	}
-	return nil, &store.Error{Code: store.ErrNotFound, ID: id}
-}
-
-func (m memStore) List(_ context.Context, q store.Query) ([]*store.Doc, error) {
-	var out []*store.Doc
-	for _, d := range m {
-		matches := d.Parent == q.Parent && d.Kind == q.Kind
-		for k, v := range q.Fields {
-			matches = matches && d.Fields[k] == v
-		}
-		if matches {
-			out = append(out, d)
-		}
-	}
-	return out, nil
-}
+type memStore struct{ storetest.Docs }
 
 func (m memStore) put(t *testing.T, id, kind string, spec any, fields map[string]string) {
 	t.Helper()
 	name := id[strings.LastIndex(id, "/")+1:]
 	body, err := json.Marshal(model.Resource[any]{Metadata: model.Metadata{Name: name}, Spec: spec})
 	require.NoError(t, err)
-	created := time.Unix(int64(len(m)), 0)
-	if old, ok := m[id]; ok { // a replace keeps the creation time, as the store does
+	created := time.Unix(int64(len(m.Docs)), 0)
+	if old, ok := m.Docs[id]; ok { // a replace keeps the creation time, as the store does
 		created = old.Created
 	}
-	m[id] = &store.Doc{ID: id, Parent: id[:strings.LastIndex(id[:strings.LastIndex(id, "/")], "/")], Kind: kind, Name: name,
+	m.Docs[id] = &store.Doc{ID: id, Parent: id[:strings.LastIndex(id[:strings.LastIndex(id, "/")], "/")], Kind: kind, Name: name,
 		Body: string(body), Fields: fields, Created: created}
 }
 
@@ -73,7 +53,7 @@ func (m memStore) selector(t *testing.T, name, end string, pod, ns map[string]st
 // client DIG in logical cloud "left" (labels sfc=head, team=a) and its sfc client "web"
 // on the chain's left end.
 func world(t *testing.T) memStore {
-	m := memStore{}
+	m := memStore{storetest.Docs{}}
 	m.put(t, "/projects/p/logical-clouds/left", model.KindLogicalCloud, model.LogicalCloudSpec{Level: "0",
 		Labels: map[string]string{"sfc": "head", "team": "a"}}, nil)
 	m.put(t, clientDIG, model.KindDIG, model.DIGSpec{LogicalCloud: "left"}, nil)
@@ -134,20 +114,20 @@ func TestRefusals(t *testing.T) {
 		where string
 		want  string
 	}{
-		{"no sfc clients", func(_ *testing.T, m memStore) { delete(m, clientDIG+"/sfc-clients/web") }, nil, "",
+		{"no sfc clients", func(_ *testing.T, m memStore) { delete(m.Docs, clientDIG+"/sfc-clients/web") }, nil, "",
 			`the deployment intent group names controller sfcclient (intent "clients") but has no sfc-clients`},
 		{"no such chain", func(t *testing.T, m memStore) {
 			sp := client(sfc.EndLeft)
 			sp.SfcIntent = "nope"
 			m.put(t, clientDIG+"/sfc-clients/web", KindClient, sp, nil)
 		}, nil, "", `sfc client "web": the left end of network chain "nope" (composite app chain version v1, deployment intent group d): there is no such network chain`},
-		{"no selector of the end", func(_ *testing.T, m memStore) { delete(m, sfc.ChainID(chainDIG, "ch")+"/client-selectors/right") }, nil, "right",
+		{"no selector of the end", func(_ *testing.T, m memStore) { delete(m.Docs, sfc.ChainID(chainDIG, "ch")+"/client-selectors/right") }, nil, "right",
 			`sfc client "web": the right end of network chain "ch" (composite app chain version v1, deployment intent group d) has no client selectors`},
 		{"no selector matches", func(t *testing.T, m memStore) {
 			m.put(t, "/projects/p/logical-clouds/left", model.KindLogicalCloud, model.LogicalCloudSpec{Level: "0", Labels: map[string]string{"team": "c"}}, nil)
 		}, nil, "", `sfc client "web": the left end of network chain "ch" (composite app chain version v1, deployment intent group d): ` +
 			`no client selector's namespace labels (other {team=b}, wider {sfc=head}, exact {sfc=head,team=a}) are all among the labels of logical cloud "left" {team=c}`},
-		{"no logical cloud", func(_ *testing.T, m memStore) { delete(m, "/projects/p/logical-clouds/left") }, nil, "",
+		{"no logical cloud", func(_ *testing.T, m memStore) { delete(m.Docs, "/projects/p/logical-clouds/left") }, nil, "",
 			`the deployment intent group's logical cloud "left" does not exist`},
 		{"an app the deployment lacks", nil, []contract.App{{Name: "db", Clusters: []string{"p+c1"}}}, "",
 			`sfc client "web" names app "web", which the deployment does not have`},

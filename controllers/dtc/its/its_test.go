@@ -11,6 +11,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/dtc"
+	"github.com/temco/temco/controllers/storetest"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
@@ -18,24 +19,7 @@ import (
 
 // memStore is an in-memory controllers.Docs; documents are created a second apart, in
 // put order.
-type memStore map[string]*store.Doc
-
-func (m memStore) Get(_ context.Context, id string) (*store.Doc, error) {
-	if d, ok := m[id]; ok {
-		return d, nil
-	}
-	return nil, &store.Error{Code: store.ErrNotFound, ID: id}
-}
-
-func (m memStore) List(_ context.Context, q store.Query) ([]*store.Doc, error) {
-	var out []*store.Doc
-	for _, d := range m {
-		if d.Parent == q.Parent && d.Kind == q.Kind {
-			out = append(out, d)
-		}
-	}
-	return out, nil
-}
+type memStore struct{ storetest.Docs }
 
 func (m memStore) put(t *testing.T, parent, collection, name, kind string, spec any) string {
 	t.Helper()
@@ -44,7 +28,7 @@ func (m memStore) put(t *testing.T, parent, collection, name, kind string, spec 
 	if err != nil {
 		t.Fatal(err)
 	}
-	m[id] = &store.Doc{ID: id, Parent: parent, Kind: kind, Name: name, Body: string(body), Created: time.Unix(int64(len(m)), 0)}
+	m.Docs[id] = &store.Doc{ID: id, Parent: parent, Kind: kind, Name: name, Body: string(body), Created: time.Unix(int64(len(m.Docs)), 0)}
 	return id
 }
 
@@ -54,11 +38,11 @@ var runInput = contract.Input{Project: "p", CompositeApp: "ca", CompositeAppVers
 // deployed is a DIG in logical cloud "apps" (namespace "apps-ns") whose traffic group tg
 // lets client app cli on cluster1 reach server app srv on cluster2.
 func deployed(t *testing.T) (memStore, *contracttest.Fake) {
-	m := memStore{}
+	m := memStore{storetest.Docs{}}
 	dig := dtc.DIG(runInput)
-	m[dig] = &store.Doc{ID: dig, Kind: model.KindDIG, Body: `{"metadata":{"name":"dig"},"spec":{"logicalCloud":"apps"}}`}
+	m.Docs[dig] = &store.Doc{ID: dig, Kind: model.KindDIG, Body: `{"metadata":{"name":"dig"},"spec":{"logicalCloud":"apps"}}`}
 	lc := lifecycle.LogicalCloudID("p", "apps")
-	m[lc] = &store.Doc{ID: lc, Kind: model.KindLogicalCloud, Body: `{"metadata":{"name":"apps"},"spec":{"namespace":"apps-ns","level":"1"}}`}
+	m.Docs[lc] = &store.Doc{ID: lc, Kind: model.KindLogicalCloud, Body: `{"metadata":{"name":"apps"},"spec":{"namespace":"apps-ns","level":"1"}}`}
 	tg := m.put(t, dig, "traffic-group-intents", "tg", dtc.KindTrafficGroup, nil)
 	isi := m.put(t, tg, "inbound-intents", "s", dtc.KindInbound, dtc.InboundSpec{App: "srv", AppLabel: "app=srv", ServiceName: "web",
 		Port: 80, Protocol: "TCP", ServiceMesh: "istio"})
@@ -102,7 +86,7 @@ func TestRunAddsTheObjectsToTheirAppAndCluster(t *testing.T) {
 
 func TestRunRefusesBeforeEditingAndTerminateDoesNothing(t *testing.T) {
 	m, f := deployed(t)
-	delete(m, lifecycle.ClusterID(c2)+"/kv-pairs/istio")
+	delete(m.Docs, lifecycle.ClusterID(c2)+"/kv-pairs/istio")
 	err := (&controller{store: m}).Run(context.Background(), f)
 	var r *contract.Refusal
 	if !errors.As(err, &r) || !strings.Contains(r.Message, "istioIngressGatewayPort of cluster local+cluster2") || len(f.Edits) > 0 {

@@ -3,7 +3,6 @@ package nps
 import (
 	"context"
 	"encoding/json"
-	"slices"
 	"strings"
 	"testing"
 
@@ -13,6 +12,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/dtc"
+	"github.com/temco/temco/controllers/storetest"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
@@ -149,31 +149,13 @@ func TestPlan(t *testing.T) {
 }
 
 // memStore holds dtc's records as the API stores them.
-type memStore map[string]*store.Doc
-
-func (m memStore) Get(_ context.Context, id string) (*store.Doc, error) {
-	if d, ok := m[id]; ok {
-		return d, nil
-	}
-	return nil, &store.Error{Code: store.ErrNotFound, ID: id}
-}
-
-func (m memStore) List(_ context.Context, q store.Query) ([]*store.Doc, error) {
-	var out []*store.Doc
-	for _, d := range m {
-		if d.Parent == q.Parent && d.Kind == q.Kind {
-			out = append(out, d)
-		}
-	}
-	slices.SortFunc(out, func(a, b *store.Doc) int { return strings.Compare(a.ID, b.ID) })
-	return out, nil
-}
+type memStore struct{ storetest.Docs }
 
 func (m memStore) put(t *testing.T, parent, coll, kind, name string, spec any) string {
 	body, err := json.Marshal(model.Resource[any]{Metadata: model.Metadata{Name: name}, Spec: spec})
 	require.NoError(t, err)
 	id := parent + coll + "/" + name
-	m[id] = &store.Doc{ID: id, Parent: parent, Kind: kind, Name: name, Body: string(body)}
+	m.Docs[id] = &store.Doc{ID: id, Parent: parent, Kind: kind, Name: name, Body: string(body)}
 	return id
 }
 
@@ -181,7 +163,7 @@ func (m memStore) put(t *testing.T, parent, coll, kind, name string, spec any) s
 func TestRun(t *testing.T) {
 	in := contract.Input{Project: "p", CompositeApp: "ca", CompositeAppVersion: "v1", DeploymentIntentGroup: "d",
 		Controller: "nps", Parent: "dtc", Type: contract.TypeAction, Intent: "tg", Operation: contract.OpInstantiate}
-	st := memStore{}
+	st := memStore{storetest.Docs{}}
 	tg := st.put(t, dtc.DIG(in), "/traffic-group-intents", dtc.KindTrafficGroup, "tg", model.Empty{})
 	isi := st.put(t, tg, "/inbound-intents", dtc.KindInbound, "serverin", example.Spec)
 	st.put(t, isi, "/clients", dtc.KindClient, "client1", example.Clients[0].Spec)
