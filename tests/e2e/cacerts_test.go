@@ -353,6 +353,7 @@ func TestCACertsClusterProvider(t *testing.T) {
 		t.Errorf("distribution before enrolment: %s", refused.body)
 	}
 	enrol := r.operate(lifecycle.CertEnrollment, "instantiate", lifecycle.StatusInstantiated)
+	recordHistory(t, enrol.WorkflowID, "Instantiate-cacert-enrollment")
 	cs1, _ := cl1.Clientset()
 	for _, cl := range []string{"cluster1", "cluster2"} {
 		name := enrol.ContextID + "-edge-ca-local-" + cl + "-cr"
@@ -366,6 +367,7 @@ func TestCACertsClusterProvider(t *testing.T) {
 	r.do("DELETE", r.path, nil).must(t, 409)
 
 	dist := r.operate(lifecycle.CertDistribution, "instantiate", lifecycle.StatusInstantiated)
+	recordHistory(t, dist.WorkflowID, "Instantiate-cacert-distribution")
 	var keys [][]byte
 	check := func(ctxID string) {
 		t.Helper()
@@ -415,7 +417,8 @@ func TestCACertsClusterProvider(t *testing.T) {
 		gone(t, cl, gvrClusterIssuer, "", prefix+"-issuer")
 		gone(t, cl, gvrConfigCtrl, "istio-system", prefix+"-kncc")
 	}
-	r.operate(lifecycle.CertEnrollment, "terminate", lifecycle.StatusTerminated)
+	withdraw := r.operate(lifecycle.CertEnrollment, "terminate", lifecycle.StatusTerminated)
+	recordHistory(t, withdraw.WorkflowID, "Terminate-cacert-enrollment")
 	list, err := cs1.CertificatesV1().CertificateSigningRequests().List(context.Background(), metav1.ListOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -468,6 +471,7 @@ func TestCACertsLogicalCloud(t *testing.T) {
 
 	r.operate(lifecycle.CertEnrollment, "instantiate", lifecycle.StatusInstantiated)
 	dist := r.operate(lifecycle.CertDistribution, "instantiate", lifecycle.StatusInstantiated)
+	recordHistory(t, dist.WorkflowID, "Instantiate-cacert-distribution")
 	var keys [][]byte
 	for _, cl := range []*devstack.Cluster{cl1, cl2} {
 		prefix := dist.ContextID + "-mesh-ca-local-" + cl.Name
@@ -689,4 +693,64 @@ resourceContext:
 		t.Fatalf("delete: %v\n%s", err, out)
 	}
 	c.do("GET", path, nil).must(t, 404)
+}
+
+// A stop ends an enrolment that cannot reach its issuing cluster: the request's apply is
+// Retrying while cluster1's API server is down, the stop ends the operation
+// (InstantiateStopped), and once the cluster is back a terminate removes what it left.
+func TestCACertsStop(t *testing.T) {
+	c := &client{}
+	cl1 := stack.Clusters[0]
+	certs := "/cluster-providers/" + provider + "/ca-certs"
+	r := &certRun{t: t, c: c, path: certs + "/stop-ca", name: "stop-ca",
+		target: lifecycle.Target{ClusterProvider: provider, CACert: "stop-ca"}}
+	r.do("POST", certs, certIntent("stop-ca")).must(t, 201)
+	r.do("POST", r.path+"/clusters", res("two", map[string]any{"scope": "name", "cluster": "cluster2", "clusterProvider": provider})).must(t, 201)
+	apiUp := true
+	t.Cleanup(func() {
+		if !apiUp {
+			_ = cl1.StartAPIServer(context.Background())
+		}
+		for _, p := range []string{r.path + "/clusters/two", r.path} {
+			if resp := c.do("DELETE", p, nil); resp.code != 204 && resp.code != 404 {
+				t.Errorf("clean-up: DELETE %s: %d %s", p, resp.code, resp.body)
+			}
+		}
+	})
+
+	cl1.StopAPIServer()
+	apiUp = false
+	r.do("POST", r.path+"/enrollment/instantiate", nil).must(t, 202)
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		var s struct {
+			Clusters []struct {
+				Resources []struct {
+					DeployedStatus string `json:"deployedStatus"`
+					Attempts       int    `json:"attempts"`
+				} `json:"resources"`
+			} `json:"clusters"`
+		}
+		r.do("GET", r.path+"/enrollment/status?status=deployed&output=all", nil).must(t, 200).json(t, &s)
+		retrying := false
+		for _, cl := range s.Clusters {
+			for _, res := range cl.Resources {
+				retrying = retrying || res.DeployedStatus == lifecycle.ResRetrying && res.Attempts >= 2
+			}
+		}
+		if retrying {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the enrolment's request never showed Retrying: %s", pretty(s))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	r.do("POST", r.path+"/enrollment/stop", nil).must(t, 202)
+	r.await(lifecycle.CertEnrollment, lifecycle.StatusInstantiateStopped)
+	if err := cl1.StartAPIServer(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	apiUp = true
+	r.operate(lifecycle.CertEnrollment, "terminate", lifecycle.StatusTerminated)
 }

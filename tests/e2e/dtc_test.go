@@ -197,8 +197,9 @@ func TestDTC(t *testing.T) {
 	g := newMeshTrafficGroup(t, map[string][]any{"cluster2": istioGateway})
 	c1, c2 := stack.Clusters[0], stack.Clusters[1]
 
-	g.operate(lifecycle.OpInstantiate)
+	acc := g.operate(lifecycle.OpInstantiate)
 	s := g.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	recordHistory(t, acc.WorkflowID, "Instantiate-dtc-subcontrollers")
 	if meshObject(t, c1, gvrServiceEntry, "default", "dtc-server-se-client0") == nil {
 		t.Fatalf("cluster1 has no ServiceEntry dtc-server-se-client0; status %s", pretty(s))
 	}
@@ -252,8 +253,9 @@ func TestDTC(t *testing.T) {
 		t.Errorf("after the update, cluster2: NetworkPolicy tg-serverin admits %v, want dtc-client and dtc-client2", np)
 	}
 
-	g.operate(lifecycle.OpTerminate)
+	term := g.operate(lifecycle.OpTerminate)
 	g.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	recordHistory(t, term.WorkflowID, "Terminate-dtc-subcontroller-hooks")
 	eventually(t, "the mesh objects and the NetworkPolicy gone", time.Minute, func() error {
 		var left []string
 		for _, cl := range []*devstack.Cluster{c1, c2} {
