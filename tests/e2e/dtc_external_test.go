@@ -72,4 +72,3 @@ func TestDTCExternalSubcontroller(t *testing.T) {
 	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	p.awaitLog(t, "msg=finished context="+acc.ContextID+" operation=terminate", 10*time.Second)
 }
-
