@@ -42,18 +42,10 @@ func (a *Activities) PrepareCertDistribution(ctx context.Context, in lifecycle.C
 	if info.Current() != lifecycle.StateInstantiated || status != lifecycle.StatusInstantiated {
 		return lifecycle.Plan{}, notReady(t, info.Current(), status)
 	}
-	ms, err := members(ctx, a.Store, t)
+	ms, labels, err := a.prepare(ctx, t, in.ContextID, AppDistribution)
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
-	if len(ms) == 0 {
-		return lifecycle.Plan{}, invalid("%s selects no cluster: add cluster groups (and, for a project's intent, logical clouds referencing their clusters)", t)
-	}
-	header, err := a.Contexts.Get(ctx, in.ContextID)
-	if err != nil {
-		return lifecycle.Plan{}, err
-	}
-	labels := map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + AppDistribution}
 	placed := make([]*appctx.ClusterApp, 0, len(ms))
 	for _, m := range ms {
 		e, err := a.Keys.Get(ctx, eCtx, m.cluster)

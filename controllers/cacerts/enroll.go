@@ -71,18 +71,10 @@ func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.Con
 	} else if !ok {
 		return lifecycle.Plan{}, invalid("%s: the issuing cluster %s is not registered", t, issuing)
 	}
-	ms, err := members(ctx, a.Store, t)
+	ms, labels, err := a.prepare(ctx, t, in.ContextID, AppEnrollment)
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
-	if len(ms) == 0 {
-		return lifecycle.Plan{}, invalid("%s selects no cluster: add cluster groups (and, for a project's intent, logical clouds referencing their clusters)", t)
-	}
-	header, err := a.Contexts.Get(ctx, in.ContextID)
-	if err != nil {
-		return lifecycle.Plan{}, err
-	}
-	labels := map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + AppEnrollment}
 	objs := make([]appctx.Object, 0, len(ms))
 	for _, m := range ms {
 		if sgx, err := kvValue(ctx, a.Store, m.cluster, "sgx", "enabled"); err != nil {

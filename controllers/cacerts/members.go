@@ -152,3 +152,20 @@ func kvValue(ctx context.Context, st *store.Store, cluster, name, key string) (s
 	}
 	return "", nil
 }
+
+// prepare reads what enrolment and distribution both start from: the intent's member
+// clusters (none is the user's mistake) and the labels of app's objects in the context.
+func (a *Activities) prepare(ctx context.Context, t lifecycle.Target, ctxID, app string) ([]member, map[string]string, error) {
+	ms, err := members(ctx, a.Store, t)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(ms) == 0 {
+		return nil, nil, invalid("%s selects no cluster: add cluster groups (and, for a project's intent, logical clouds referencing their clusters)", t)
+	}
+	header, err := a.Contexts.Get(ctx, ctxID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return ms, map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + app}, nil
+}
