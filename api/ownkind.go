@@ -24,6 +24,8 @@ type OwnKind[S any] struct {
 	// Remove, if set, replaces the generic delete of an item: it deletes what belongs to
 	// the item with it, after Guard allowed it.
 	Remove func(ctx context.Context, st *store.Store, contexts *appctx.Store, id string) error
+	// Actions are routes below an item (workflowmgr's start, status and cancel).
+	Actions []Action
 }
 
 // Mount makes a ResourceKind of d.
@@ -75,4 +77,7 @@ func (d ownKind[S]) mount(g *echo.Group, s *Server) {
 		}
 	}
 	register(g, s, k)
+	for _, a := range def.Actions {
+		a.mount(g, s, k.item)
+	}
 }

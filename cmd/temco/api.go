@@ -11,12 +11,15 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
+	temporallog "go.temporal.io/sdk/log"
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/cacerts"
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/registry"
+	"github.com/temco/temco/controllers/workflowmgr"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/auth"
 	"github.com/temco/temco/internal/codec"
@@ -84,9 +87,16 @@ func apiCmd() *cobra.Command {
 				return err
 			}
 			defer tc.Close()
+			// Users' workflows (workflowmgr) are read by users' workers: plain payloads, not
+			// sealed with temco's keys. The client shares tc's connection.
+			users, err := client.NewClientFromExisting(tc, client.Options{Namespace: tf.namespace, Logger: temporallog.NewStructuredLogger(log)})
+			if err != nil {
+				return err
+			}
+			defer users.Close()
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
 				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc), CodecOrigins: codecOrigins,
-				Controllers: controllers.API(registry.All), Kinds: append(slices.Clone(ncm.Kinds), cacerts.Kinds...)}
+				Controllers: controllers.API(registry.All), Kinds: slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(&workflowmgr.Temporal{Own: users, Log: log}))}
 			if tf.encryptPayloads {
 				server.Codec = codec.Codec{Keys: keys}
 			}
