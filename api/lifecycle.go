@@ -2,8 +2,6 @@ package api
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"net/http"
@@ -163,7 +161,7 @@ func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 			return badRequest("%s has no revision %d in its current instance (revisions 1 to %d)", dig, req.Revision, info.LatestRevision())
 		}
 		if op != lifecycle.OpTerminate {
-			req.ContextID = newContextID()
+			req.ContextID = starter.NewContextID()
 		}
 		acc, err := s.Ops.Operate(ctx, dig, req)
 		if err != nil {
@@ -223,13 +221,6 @@ func operationErr(err error) error {
 		return httpErr(http.StatusServiceUnavailable, "the workflow service did not answer in time; the operation may still start: check the DIG's status")
 	}
 	return err
-}
-
-// newContextID draws an AppContext id: a positive 63-bit number in decimal, as EMCO's.
-func newContextID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10)
 }
 
 // deletable refuses to delete a DIG or logical cloud d whose objects may still be on

@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/starter"
 )
 
 // Builtin is one intent controller built into temco.
@@ -43,6 +44,9 @@ type Deps struct {
 	// Admin returns a client configuration for a registered cluster ("provider+cluster")
 	// with its registered credentials (hpa-plc reads nodes and pods).
 	Admin func(ctx context.Context, cluster string) (*rest.Config, error)
+	// Ops runs lifecycle operations on other DIGs and reads their readiness (tac's
+	// worker DIGs), as the API does.
+	Ops *starter.Starter
 }
 
 // Means reports whether a registration (its name and spec.host) means b.

@@ -5,9 +5,12 @@ package starter
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -66,6 +69,30 @@ func (s *Starter) operate(ctx context.Context, dig lifecycle.Target, req lifecyc
 	return acc, refused(h.Get(ctx, &acc))
 }
 
+// Start runs op on dig as the API's route does, for the processes that operate on other
+// DIGs (tac's worker DIGs, migrate, relocate): a new context for anything but terminate.
+// The DIG's lifecycle workflow checks its state and refuses what it does not allow.
+func (s *Starter) Start(ctx context.Context, dig lifecycle.Target, op string) (lifecycle.OpAccepted, error) {
+	req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
+	if op != lifecycle.OpTerminate {
+		req.ContextID = NewContextID()
+	}
+	return s.Operate(ctx, dig, req)
+}
+
+// Await waits until an accepted operation's workflow has ended: a failed or cancelled
+// operation is an error, a stopped one is not (the DIG's state tells).
+func (s *Starter) Await(ctx context.Context, acc lifecycle.OpAccepted) error {
+	return s.Client.GetWorkflow(ctx, acc.WorkflowID, "").Get(ctx, nil)
+}
+
+// NewContextID draws an AppContext id: a positive 63-bit number in decimal, as EMCO's.
+func NewContextID() string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10)
+}
+
 // Stop stops the running operation of a DIG; without one it is refused.
 func (s *Starter) Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpAccepted, error) {
 	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
@@ -95,6 +122,17 @@ const unknownExternalWorkflow = "UnknownExternalWorkflowExecutionError"
 // ReadClusters reads the live state of a context's objects into the AppContext and
 // returns when done. Concurrent reads of the same context share one workflow run.
 func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) error {
+	_, err := s.read(ctx, dig, ctxID, detail)
+	return err
+}
+
+// Readiness reads the live state of a context's objects, as ReadClusters, and counts them:
+// NotReady is what is missing, not Ready or on a cluster that did not answer.
+func (s *Starter) Readiness(ctx context.Context, dig lifecycle.Target, ctxID string) (lifecycle.BatchResult, error) {
+	return s.read(ctx, dig, ctxID, false)
+}
+
+func (s *Starter) read(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) (lifecycle.BatchResult, error) {
 	kind := "read"
 	if detail {
 		kind = "read-detail"
@@ -108,9 +146,10 @@ func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID 
 		StaticSummary:            "cluster status of " + dig.String(),
 	}, lifecycle.WorkflowReadStatus, lifecycle.ReadInput{ContextID: ctxID, Detail: detail})
 	if err != nil {
-		return err
+		return lifecycle.BatchResult{}, err
 	}
-	return run.Get(ctx, nil)
+	var res lifecycle.BatchResult
+	return res, run.Get(ctx, &res)
 }
 
 // Invalid is an operation the request itself got wrong (HTTP 400), e.g. an unknown revision.

@@ -23,6 +23,7 @@ import (
 	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
 )
@@ -37,7 +38,10 @@ type Deps struct {
 	// ClustersPerBatch sizes the fan-out batches (0: the default).
 	ClustersPerBatch int
 	Metrics          *metrics.Clusters // nil: not recorded
-	report           func(context.Context, string, string, lifecycle.ClusterRetry) error
+	// Ops operates on DIGs from activities (tac's worker DIGs, migrate, relocate); New
+	// sets it from the worker's client when nil.
+	Ops    *starter.Starter
+	report func(context.Context, string, string, lifecycle.ClusterRetry) error
 }
 
 // Workflows maps each workflow type name to its function; replay tests use it too.
@@ -64,6 +68,9 @@ var Options = worker.Options{
 // retrying clusters to their workflows through c.
 func New(c client.Client, taskQueue string, d Deps) worker.Worker {
 	w := worker.New(c, taskQueue, Options)
+	if d.Ops == nil {
+		d.Ops = &starter.Starter{Client: c, TaskQueue: taskQueue}
+	}
 	d.report = func(ctx context.Context, workflowID, runID string, r lifecycle.ClusterRetry) error {
 		return c.SignalWorkflow(ctx, workflowID, runID, lifecycle.SignalClusterRetrying, r)
 	}
@@ -83,7 +90,7 @@ func Register(w worker.Registry, d Deps) {
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
 		FanOut: controllers.FanOuts(d.Controllers)})
 	w.RegisterActivity(&actions.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers,
-		Deps: controllers.Deps{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Admin: clients.Admin}})
+		Deps: controllers.Deps{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Admin: clients.Admin, Ops: d.Ops}})
 	w.RegisterActivity(onClusters)
 	w.RegisterActivity(&logicalcloud.Activities{Store: d.Store, Contexts: d.Contexts, Credentials: d.Credentials,
 		Clients: clients, Cluster: onClusters})

@@ -35,6 +35,7 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 		for i, r := range p.Resources {
 			if cl == nil {
 				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: appErr.Message()}
+				res.NotReady++
 				continue
 			}
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
@@ -43,10 +44,15 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 			switch {
 			case err != nil:
 				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: err.Error()}
+				res.NotReady++
 			case u == nil:
 				p.Live[i] = appctx.Live{State: appctx.LiveNotPresent}
+				res.NotReady++
 			default:
 				p.Live[i] = appctx.Live{State: appctx.LivePresent, Ready: Ready(u)}
+				if !p.Live[i].Ready {
+					res.NotReady++
+				}
 				if in.Detail {
 					p.Live[i].Detail = appctx.DetailOf(u.Object)
 				}

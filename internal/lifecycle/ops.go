@@ -159,6 +159,8 @@ type ReadInput struct {
 type ClusterResult struct {
 	Done   int `json:"done"`
 	Failed int `json:"failed"`
+	// NotReady (reads) counts the objects missing, not Ready or unreadable.
+	NotReady int `json:"notReady,omitempty"`
 }
 
 // BatchResult aggregates a batch.
@@ -166,6 +168,7 @@ type BatchResult struct {
 	Clusters int `json:"clusters"`
 	Done     int `json:"done"`
 	Failed   int `json:"failed"`
+	NotReady int `json:"notReady,omitempty"` // reads: see ClusterResult
 }
 
 // ClusterRetry reports a cluster Temporal keeps retrying (unreachable or overloaded).

@@ -205,6 +205,7 @@ func sum(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
 	total.Clusters += r.Clusters
 	total.Done += r.Done
 	total.Failed += r.Failed
+	total.NotReady += r.NotReady
 }
 
 func (o *operation) add(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
@@ -272,6 +273,7 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind strin
 			}
 			res.Done += r.Done
 			res.Failed += r.Failed
+			res.NotReady += r.NotReady
 			if settled != nil {
 				settled(ctx, c)
 			}
