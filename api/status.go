@@ -168,7 +168,7 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 			return badRequest("app filter %q: %s has no app %q in context %s", a, dig, a, ctxID)
 		}
 	}
-	out.Instance, out.Revision, out.Error = ctxID, header.Revision, header.Error
+	out.Instance, out.Revision, out.Error, out.Hooks = ctxID, header.Revision, header.Error, header.Hooks
 	if out.Operation, err = s.Ops.Running(ctx, dig, header.Status, ctxID); err != nil {
 		return operationErr(err)
 	}

@@ -41,6 +41,9 @@ type statusResult struct {
 	Instance string `json:"instance,omitempty"`
 	Revision int64  `json:"revision,omitempty"`
 	Error    string `json:"error,omitempty"`
+	// Hooks are the workflows the context's last operation ran for its controllers (tac's
+	// hooks), once it has ended; a running operation's are in Operation.
+	Hooks []lifecycle.HookRun `json:"hooks,omitempty"`
 	// Operation is the context's running operation: its workflow, and the controller
 	// steps and retried steps it waits on.
 	Operation *lifecycle.RunningOp `json:"operation,omitempty"`

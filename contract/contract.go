@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 )
 
 // ActivityName is the activity every controller implements.
@@ -112,6 +113,57 @@ func Dispatch(ctx context.Context, ctrl Controller, c Context) error {
 // Result is what a controller activity returns.
 type Result struct {
 	Edits int `json:"edits"`
+	// Workflows are what the call asked the operation to run (Context.StartWorkflows).
+	Workflows []Workflow `json:"workflows,omitempty"`
+}
+
+// Workflow is a Temporal workflow a controller asks the operation to run as its child
+// (EMCO's tac hooks): temco starts it in its own namespace, with the DIG's search
+// attributes, so that it shows beside the operation in the Temporal UI, and reports its
+// workflow and run ids in the DIG's status.
+type Workflow struct {
+	Name string `json:"name"`           // for status and errors, e.g. the hook intent's name
+	Kind string `json:"kind,omitempty"` // what it is for, shown in status (e.g. "pre-install")
+	When string `json:"when"`           // WhenNow, WhenApplied or WhenReady
+	Type string `json:"type"`           // the workflow type
+	// TaskQueue is where the workflow's worker polls; ID its workflow id ("" for
+	// "<operation's workflow id>/hook/<Name>").
+	TaskQueue string `json:"taskQueue"`
+	ID        string `json:"id,omitempty"`
+	// Arg is the workflow's one argument, as JSON (none when empty).
+	Arg json.RawMessage `json:"arg,omitempty"`
+	// Blocking: the operation waits until the workflow ends, at most Timeout (0: as long
+	// as it takes); its failure or timeout fails the operation, and a stop of the operation
+	// cancels it. A workflow that does not block is started and left to run on its own.
+	Blocking bool          `json:"blocking,omitempty"`
+	Timeout  time.Duration `json:"timeout,omitempty"`
+	// Temporal's start options (client.StartWorkflowOptions).
+	ExecutionTimeout time.Duration `json:"executionTimeout,omitempty"`
+	RunTimeout       time.Duration `json:"runTimeout,omitempty"`
+	TaskTimeout      time.Duration `json:"taskTimeout,omitempty"`
+	IDReusePolicy    int32         `json:"idReusePolicy,omitempty"` // enums.WorkflowIdReusePolicy
+	Retry            *RetryPolicy  `json:"retry,omitempty"`
+}
+
+// When a Workflow runs.
+const (
+	// WhenNow: right after the controller's call, before the next controller runs, so
+	// before anything is applied (Run) or deleted (Terminate).
+	WhenNow = "now"
+	// WhenApplied: once the operation's apply, or deletion, has finished on the clusters.
+	WhenApplied = "applied"
+	// WhenReady: as WhenApplied, once every object is also Ready on its clusters (waiting
+	// at most Timeout, or ten minutes); instantiate and update only.
+	WhenReady = "ready"
+)
+
+// RetryPolicy is Temporal's retry policy of a Workflow.
+type RetryPolicy struct {
+	InitialInterval        time.Duration `json:"initialInterval,omitempty"`
+	BackoffCoefficient     float64       `json:"backoffCoefficient,omitempty"`
+	MaximumInterval        time.Duration `json:"maximumInterval,omitempty"`
+	MaximumAttempts        int32         `json:"maximumAttempts,omitempty"`
+	NonRetryableErrorTypes []string      `json:"nonRetryableErrorTypes,omitempty"`
 }
 
 // App is one app of the context and the clusters ("provider+cluster") it is placed on.
@@ -188,6 +240,30 @@ type Context interface {
 	// Edit records edits; they are checked and become visible to the later steps. Hooks
 	// see the deployed context and may not edit it.
 	Edit(edits ...Edit) error
+	// StartWorkflows asks the operation to run workflows as its children, each at its
+	// When (Run and the terminate hook only; a retried call replaces what the earlier
+	// attempt asked).
+	StartWorkflows(w ...Workflow) error
+}
+
+// CheckWorkflows refuses what StartWorkflows may not be asked in a call of in.
+func CheckWorkflows(in Input, w []Workflow) error {
+	if in.Hook != HookRun && in.Hook != HookTerminate {
+		return Refuse("controller %s: the %s hook may not start workflows", in.Controller, in.Hook)
+	}
+	for _, x := range w {
+		switch {
+		case x.Name == "" || x.Type == "" || x.TaskQueue == "":
+			return Refuse("controller %s: a workflow needs a name, a type and a task queue (got %q, %q, %q)", in.Controller, x.Name, x.Type, x.TaskQueue)
+		case x.When != WhenNow && x.When != WhenApplied && x.When != WhenReady:
+			return Refuse("controller %s: workflow %s: when is %q, not %s, %s or %s", in.Controller, x.Name, x.When, WhenNow, WhenApplied, WhenReady)
+		case x.When == WhenReady && in.Hook == HookTerminate:
+			return Refuse("controller %s: workflow %s: a terminate has nothing to wait Ready for", in.Controller, x.Name)
+		case x.Timeout < 0:
+			return Refuse("controller %s: workflow %s: negative timeout", in.Controller, x.Name)
+		}
+	}
+	return nil
 }
 
 // Controller is a controller's code: it reads the context and records its edits.

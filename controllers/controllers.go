@@ -12,6 +12,7 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/controllers/workflowmgr"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
@@ -27,7 +28,10 @@ type Builtin struct {
 	// host (hpaplc).
 	Hosts []string
 	Kinds []api.ResourceKind
-	New   func(Deps) contract.Controller
+	// Routes, if set, adds resources whose routes need the API process's services (tac's
+	// status and cancel routes reach Temporal).
+	Routes func(APIDeps) []api.ResourceKind
+	New    func(Deps) contract.Controller
 	// FanOut: the controller's step runs as the sub-controllers registered in its own
 	// registry, /v2/<Name>-controllers (dtc), each as its own step (New is not used).
 	FanOut bool
@@ -74,11 +78,20 @@ func FanOuts(all []Builtin) func(name, host string) (string, bool) {
 	}
 }
 
+// APIDeps are the API process's services a controller's routes may use.
+type APIDeps struct {
+	// Workflows reaches users' workflows on temco's Temporal (or one a request names).
+	Workflows *workflowmgr.Temporal
+}
+
 // API describes the built-in controllers to the API server.
-func API(all []Builtin) []api.Controller {
+func API(all []Builtin, d APIDeps) []api.Controller {
 	out := make([]api.Controller, len(all))
 	for i, b := range all {
 		out[i] = api.Controller{Name: b.Name, Means: b.Means, Kinds: b.Kinds}
+		if b.Routes != nil {
+			out[i].Kinds = append(slices.Clone(b.Kinds), b.Routes(d)...)
+		}
 		if b.Parent != "" { // registered in its parent's registry, never named by a DIG
 			out[i].Means = func(string, string) bool { return false }
 		}

@@ -182,6 +182,10 @@ var opsOfStatus = map[string][]string{
 var clusterActivities = []string{lifecycle.ActivityApplyCluster, lifecycle.ActivityDeleteCluster,
 	lifecycle.ActivityPruneCluster, lifecycle.ActivityReadCluster}
 
+// batchWorkflows are an operation's own children; the others run for its controllers.
+var batchWorkflows = []string{lifecycle.WorkflowApplyBatch, lifecycle.WorkflowDeleteBatch, lifecycle.WorkflowPruneBatch,
+	lifecycle.WorkflowReadBatch}
+
 // Running describes the operation running on a context with the given status (nil when
 // none runs): its workflow, and its controller steps and retried steps. It reads only
 // Temporal's record of the run, so it answers while every worker is down.
@@ -214,6 +218,13 @@ func (s *Starter) Running(ctx context.Context, dig lifecycle.Target, status, ctx
 				w.Scheduled = &at
 			}
 			run.Waiting = append(run.Waiting, w)
+		}
+		for _, c := range d.GetPendingChildren() {
+			if slices.Contains(batchWorkflows, c.GetWorkflowTypeName()) {
+				continue
+			}
+			run.Hooks = append(run.Hooks, lifecycle.HookRun{Type: c.GetWorkflowTypeName(), WorkflowID: c.GetWorkflowId(),
+				RunID: c.GetRunId(), State: "Running"})
 		}
 		return run, nil
 	}

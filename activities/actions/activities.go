@@ -48,11 +48,11 @@ func (a *Activities) RunController(ctx context.Context, in contract.Input) (cont
 		return contract.Result{}, Refused(err)
 	}
 	if in.Hook != contract.HookRun {
-		return contract.Result{}, nil
+		return contract.Result{Workflows: v.Workflows}, nil
 	}
 	l := &appctx.Layer{Context: in.ContextID, Step: in.Step, Attempt: activity.GetInfo(ctx).Attempt, Controller: in.Controller,
 		Parent: in.Parent, Intent: in.Intent, Type: in.Type, Edits: v.Edits}
-	return contract.Result{Edits: len(v.Edits)}, a.Contexts.PutLayer(ctx, l)
+	return contract.Result{Edits: len(v.Edits), Workflows: v.Workflows}, a.Contexts.PutLayer(ctx, l)
 }
 
 // ContextControllers lists the controllers that edited a context, in the order they ran,

@@ -317,6 +317,11 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 			return err
 		}
 	}
+	if len(in.Hooks) > 0 {
+		if err := a.Contexts.SetHooks(ctx, in.ContextID, in.Hooks); err != nil {
+			return err
+		}
+	}
 	return a.Contexts.SetStatus(ctx, in.ContextID, in.Status, in.Error)
 }
 

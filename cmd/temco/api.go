@@ -94,9 +94,11 @@ func apiCmd() *cobra.Command {
 				return err
 			}
 			defer users.Close()
+			workflows := &workflowmgr.Temporal{Own: users, Log: log}
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
 				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc), CodecOrigins: codecOrigins,
-				Controllers: controllers.API(registry.All), Kinds: slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(&workflowmgr.Temporal{Own: users, Log: log}))}
+				Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
+				Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
 			if tf.encryptPayloads {
 				server.Codec = codec.Codec{Keys: keys}
 			}

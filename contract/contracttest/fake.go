@@ -16,6 +16,7 @@ type Fake struct {
 	Objects   map[string][]contract.Resource // by app (every cluster)
 	ClusterOf map[string][]contract.Cluster  // by provider
 	Edits     []contract.Edit
+	Workflows []contract.Workflow
 }
 
 var _ contract.Context = (*Fake)(nil)
@@ -45,6 +46,14 @@ func (f *Fake) Clusters(_ context.Context, provider, label string) ([]contract.C
 
 func (f *Fake) Edit(edits ...contract.Edit) error {
 	f.Edits = append(f.Edits, edits...)
+	return nil
+}
+
+func (f *Fake) StartWorkflows(w ...contract.Workflow) error {
+	if err := contract.CheckWorkflows(f.In, w); err != nil {
+		return err
+	}
+	f.Workflows = append(f.Workflows, w...)
 	return nil
 }
 

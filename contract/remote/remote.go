@@ -84,7 +84,7 @@ func Activity(api API, ctrl contract.Controller) func(context.Context, contract.
 			return contract.Result{}, refused(err)
 		}
 		if in.Hook != contract.HookRun {
-			return contract.Result{}, nil
+			return contract.Result{Workflows: v.workflows}, nil
 		}
 		body := StepEdits{Controller: in.Controller, Parent: in.Parent, Intent: in.Intent, Attempt: activity.GetInfo(ctx).Attempt, Edits: v.edits}
 		if body.Edits == nil {
@@ -93,7 +93,7 @@ func Activity(api API, ctrl contract.Controller) func(context.Context, contract.
 		if err := api.do(ctx, http.MethodPut, stepPath(in.ContextID, in.Step)+"/edits", nil, body, nil); err != nil {
 			return contract.Result{}, refused(err)
 		}
-		return contract.Result{Edits: len(v.edits)}, nil
+		return contract.Result{Edits: len(v.edits), Workflows: v.workflows}, nil
 	}
 }
 
@@ -131,9 +131,10 @@ func Heartbeat(ctx context.Context) func() {
 // view is the contract.Context of one run, read through the API. Edits are checked by the
 // API when the run records them, so an edit temco refuses fails the run at its end.
 type view struct {
-	api   API
-	in    contract.Input
-	edits []contract.Edit
+	api       API
+	in        contract.Input
+	edits     []contract.Edit
+	workflows []contract.Workflow
 }
 
 func (v *view) Input() contract.Input { return v.in }
@@ -167,6 +168,14 @@ func (v *view) Edit(edits ...contract.Edit) error {
 		return contract.Refuse("controller %s: the %s hook sees the deployed context and may not edit it", v.in.Controller, v.in.Hook)
 	}
 	v.edits = append(v.edits, edits...)
+	return nil
+}
+
+func (v *view) StartWorkflows(w ...contract.Workflow) error {
+	if err := contract.CheckWorkflows(v.in, w); err != nil {
+		return err
+	}
+	v.workflows = append(v.workflows, w...)
 	return nil
 }
 

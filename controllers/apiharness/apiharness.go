@@ -52,7 +52,7 @@ func New(t *testing.T, f *devstack.FerretDB, builtins []controllers.Builtin, kin
 		t.Fatal(err)
 	}
 	srv := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Controllers: controllers.API(builtins), Kinds: kinds}
+		Controllers: controllers.API(builtins, controllers.APIDeps{}), Kinds: kinds}
 	return &Server{T: t, Handler: srv.Handler(), Store: st, Contexts: contexts, Keys: keys}
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/temco/temco/controllers/ovnaction"
 	"github.com/temco/temco/controllers/sfc"
 	"github.com/temco/temco/controllers/sfcclient"
+	"github.com/temco/temco/controllers/tac"
 )
 
 // All is every built-in controller; adding one is one line here.
@@ -29,4 +30,5 @@ var All = []controllers.Builtin{
 	sds.Controller,
 	swc.Controller,
 	nps.Controller,
+	tac.Controller,
 }

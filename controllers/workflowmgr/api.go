@@ -29,13 +29,23 @@ func Kinds(t *Temporal) []api.ResourceKind {
 		Actions: []api.Action{
 			{Method: http.MethodPost, Path: "/start", Summary: "Start the workflow of a workflow intent",
 				Code: http.StatusNoContent, Handle: h.start},
-			{Method: http.MethodGet, Path: "/status", Summary: "Status of the workflow of a workflow intent",
-				Code: http.StatusOK, Response: reflect.TypeFor[Status](), Handle: h.status,
-				Query: []string{"temporalServer", "workflowID", "runID", "waitForResult", "runDescribeWfExec", "getWfHistory", "queryType", "queryParams"}},
-			{Method: http.MethodPost, Path: "/cancel", Summary: "Cancel or terminate the workflow of a workflow intent",
-				Code: http.StatusNoContent, Body: reflect.TypeFor[CancelRequest](), Handle: h.cancel},
+			StatusAction(t, "workflow intent"), CancelAction(t, "workflow intent"),
 		},
 	}.Mount()}
+}
+
+// StatusAction is the status route of an intent whose body has EMCO's spec.temporal
+// (workflow intents, tac's hook intents), with what for its summary.
+func StatusAction(t *Temporal, what string) api.Action {
+	return api.Action{Method: http.MethodGet, Path: "/status", Summary: "Status of the workflow of a " + what,
+		Code: http.StatusOK, Response: reflect.TypeFor[Status](), Handle: handlers{t: t}.status,
+		Query: []string{"temporalServer", "workflowID", "runID", "waitForResult", "runDescribeWfExec", "getWfHistory", "queryType", "queryParams"}}
+}
+
+// CancelAction is the cancel route of an intent, as StatusAction.
+func CancelAction(t *Temporal, what string) api.Action {
+	return api.Action{Method: http.MethodPost, Path: "/cancel", Summary: "Cancel or terminate the workflow of a " + what,
+		Code: http.StatusNoContent, Body: reflect.TypeFor[CancelRequest](), Handle: handlers{t: t}.cancel}
 }
 
 func check(_ context.Context, r *api.Request[Spec]) error {
@@ -54,7 +64,7 @@ func (h handlers) start(c echo.Context, d *store.Doc) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.t.start(c.Request().Context(), spec, defaultWorkflowID(d.ID))
+	run, err := h.t.start(c.Request().Context(), spec, DefaultWorkflowID(d.ID))
 	if err != nil {
 		return h.fail(err, "start the workflow of "+d.Name)
 	}
@@ -122,7 +132,7 @@ func workflowIDOf(d *store.Doc) (string, error) {
 	if id := s.Temporal.StartOptions.ID; id != "" {
 		return id, nil
 	}
-	return defaultWorkflowID(d.ID), nil
+	return DefaultWorkflowID(d.ID), nil
 }
 
 // fail turns what Temporal or a workflow client answered into the API's errors: the

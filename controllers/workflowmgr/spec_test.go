@@ -114,7 +114,7 @@ func TestStartOptionsNameTheWorkflowAndDefaultTheID(t *testing.T) {
 	if opts, typ := startOptions(s, "x"); typ != "Relocate" || opts.ID != "mine" {
 		t.Errorf("options %+v, type %q", opts, typ)
 	}
-	if id := defaultWorkflowID("/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/temporal-workflow-intents/wi"); id != "p.ca.v1.dig.wi" {
+	if id := DefaultWorkflowID("/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/temporal-workflow-intents/wi"); id != "p.ca.v1.dig.wi" {
 		t.Errorf("default id %q", id)
 	}
 }

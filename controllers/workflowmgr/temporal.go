@@ -229,12 +229,12 @@ func (t *Temporal) cancel(ctx context.Context, r CancelSpec) error {
 	return c.CancelWorkflow(ctx, r.WorkflowID, r.RunID)
 }
 
-// defaultWorkflowID is the workflow id of an intent that names none, so that status and
+// DefaultWorkflowID is the workflow id of an intent that names none, so that status and
 // cancel find the run without being told: <project>.<compositeApp>.<version>.<dig>.<intent>,
 // in EMCO's name syntax. intentID is the intent's store id.
-func defaultWorkflowID(intentID string) string {
+func DefaultWorkflowID(intentID string) string {
 	seg := strings.Split(strings.TrimPrefix(intentID, "/"), "/")
-	if len(seg) != 9 { // projects/p/composite-apps/ca/v/deployment-intent-groups/dig/temporal-workflow-intents/name
+	if len(seg) != 9 { // projects/p/composite-apps/ca/v/deployment-intent-groups/dig/<intents>/name
 		return strings.ReplaceAll(strings.TrimPrefix(intentID, "/"), "/", ".")
 	}
 	return strings.Join([]string{seg[1], seg[3], seg[4], seg[6], seg[8]}, ".")

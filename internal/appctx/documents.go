@@ -5,6 +5,7 @@ package appctx
 import (
 	"time"
 
+	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 )
 
@@ -23,9 +24,11 @@ type Context struct {
 	// Apps is written by rendering alone. A MongoDB-wire server may apply two concurrent
 	// updates of one document as read-modify-write (FerretDB does), so placement, which
 	// runs beside it, keeps its results out of the header: see Store.Batches.
-	Apps    []string  `bson:"apps"` // in dependency order
-	Created time.Time `bson:"created"`
-	Updated time.Time `bson:"updated"`
+	Apps []string `bson:"apps"` // in dependency order
+	// Hooks are the workflows the context's operation ran for its controllers (tac's hooks).
+	Hooks   []lifecycle.HookRun `bson:"hooks,omitempty"`
+	Created time.Time           `bson:"created"`
+	Updated time.Time           `bson:"updated"`
 }
 
 // Ref identifies a Kubernetes object.

@@ -10,6 +10,8 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/temco/temco/internal/lifecycle"
 )
 
 // ErrNotFound is returned for a missing context.
@@ -45,4 +47,9 @@ func (s *Store) Set(ctx context.Context, id string, fields bson.D) error {
 // SetStatus sets the context status (and its error message, cleared when empty).
 func (s *Store) SetStatus(ctx context.Context, id, status, errMsg string) error {
 	return s.Set(ctx, id, bson.D{{Key: "status", Value: status}, {Key: "error", Value: errMsg}})
+}
+
+// SetHooks records the workflows the context's operation ran for its controllers.
+func (s *Store) SetHooks(ctx context.Context, id string, hooks []lifecycle.HookRun) error {
+	return s.Set(ctx, id, bson.D{{Key: "hooks", Value: hooks}})
 }

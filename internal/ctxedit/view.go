@@ -74,11 +74,12 @@ type Clusters func(ctx context.Context, provider, label string) ([]contract.Clus
 // View is a contract.Context over a state: reads show the steps before, edits are checked
 // against a copy and collected.
 type View struct {
-	in       contract.Input
-	seen     *State
-	next     *State
-	clusters Clusters
-	Edits    []contract.Edit
+	in        contract.Input
+	seen      *State
+	next      *State
+	clusters  Clusters
+	Edits     []contract.Edit
+	Workflows []contract.Workflow
 }
 
 // NewView makes the view of the controller step in over s.
@@ -143,5 +144,14 @@ func (v *View) Edit(edits ...contract.Edit) error {
 		return err
 	}
 	v.Edits = append(v.Edits, edits...)
+	return nil
+}
+
+// StartWorkflows collects the workflows the controller asks the operation to run.
+func (v *View) StartWorkflows(w ...contract.Workflow) error {
+	if err := contract.CheckWorkflows(v.in, w); err != nil {
+		return err
+	}
+	v.Workflows = append(v.Workflows, w...)
 	return nil
 }

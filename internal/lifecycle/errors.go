@@ -20,4 +20,7 @@ const (
 	// ErrPruneFailed: an update could not delete objects its previous revision had and
 	// the new one has not.
 	ErrPruneFailed = "PruneFailed"
+	// ErrHookFailed: a blocking workflow a controller asked for (a tac hook) failed or
+	// timed out, or the apps were not Ready in time for the ones waiting for Ready.
+	ErrHookFailed = "HookFailed"
 )

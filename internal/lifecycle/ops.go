@@ -86,6 +86,23 @@ type FinishInput struct {
 	Error     string `json:"error,omitempty"`
 	// Superseded: the previous context, now fully replaced on the clusters (Updated).
 	Superseded string `json:"superseded,omitempty"`
+	// Hooks are the workflows the operation ran for its controllers (tac's hooks).
+	Hooks []HookRun `json:"hooks,omitempty"`
+}
+
+// HookRun is a workflow an operation ran for a controller (contract.Workflow: tac's
+// hooks), for the status: where to find it in Temporal and how it went.
+type HookRun struct {
+	Name       string `json:"name"`
+	Kind       string `json:"kind,omitempty"` // e.g. pre-install
+	Controller string `json:"controller,omitempty"`
+	Type       string `json:"type,omitempty"` // the workflow type
+	WorkflowID string `json:"workflowId"`
+	RunID      string `json:"runId,omitempty"`
+	// State is Running, Started (not blocking: left to run on its own), Completed,
+	// Failed, TimedOut or Cancelled.
+	State string `json:"state"`
+	Error string `json:"error,omitempty"`
 }
 
 // Plan is what rendering, placement and the action controllers produced: everything
@@ -191,6 +208,8 @@ type Progress struct {
 	Stopped         bool   `json:"stopped"`
 	// Retrying lists the clusters being retried, with their last error.
 	Retrying []ClusterRetry `json:"retrying,omitempty"`
+	// Hooks are the workflows run for controllers so far.
+	Hooks []HookRun `json:"hooks,omitempty"`
 }
 
 // Activity names (the method names of the activity structs the worker registers).
@@ -260,6 +279,8 @@ type RunningOp struct {
 	WorkflowID string        `json:"workflowId"`
 	RunID      string        `json:"runId"`
 	Waiting    []WaitingStep `json:"waiting,omitempty"`
+	// Hooks are the workflows it runs for its controllers now (tac's hooks).
+	Hooks []HookRun `json:"hooks,omitempty"`
 }
 
 // WaitingStep is a pending activity of an operation: a controller step (scheduled on a

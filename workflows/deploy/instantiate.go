@@ -33,6 +33,9 @@ func (o *operation) instantiate(ctx workflow.Context) error {
 	if err := o.apply(ctx, plan); err != nil {
 		return err
 	}
+	if err := o.runLater(ctx); err != nil {
+		return err
+	}
 	return o.hook(ctx, contract.HookFinished, lifecycle.Hooked{Controllers: plan.Controllers, Steps: len(plan.Controllers)})
 }
 
@@ -84,8 +87,12 @@ func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrl
 	for step, c := range ctrls {
 		o.progress.Phase = "controller " + c.Name
 		actx := controlling(ctx, c, lifecycle.ControllerActivityID(step, c.Name))
-		if err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, o.controllerInput(c, step, contract.HookRun)).Get(ctx, nil); err != nil {
+		var res contract.Result
+		if err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, o.controllerInput(c, step, contract.HookRun)).Get(ctx, &res); err != nil {
 			return lifecycle.Plan{}, fmt.Errorf("controller %s: %w", c.Name, err)
+		}
+		if err := o.asked(ctx, c, res.Workflows); err != nil {
+			return lifecycle.Plan{}, err
 		}
 	}
 	o.progress.Phase = "commit controllers' edits"
@@ -120,8 +127,13 @@ func (o *operation) hook(ctx workflow.Context, hook string, h lifecycle.Hooked) 
 		if hook == contract.HookFinished {
 			actx = observing(actx)
 		}
-		err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, o.controllerInput(c, h.Steps, hook)).Get(ctx, nil)
+		var res contract.Result
+		err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, o.controllerInput(c, h.Steps, hook)).Get(ctx, &res)
 		switch {
+		case err == nil && hook == contract.HookTerminate:
+			if err := o.asked(ctx, c, res.Workflows); err != nil {
+				return err
+			}
 		case err == nil:
 		case hook == contract.HookTerminate || ctx.Err() != nil:
 			return fmt.Errorf("controller %s: %w", c.Name, err)

@@ -3,6 +3,7 @@ package deploy
 import (
 	"cmp"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -21,6 +22,8 @@ type operation struct {
 	// superseded is the previous context once an update removed what only it had.
 	superseded string
 	retrying   retryList
+	// later are the workflows controllers asked to run after the apply (or deletion).
+	later []askedBy
 	gates
 }
 
@@ -43,8 +46,11 @@ const (
 	// releaseHooks (2026-11-24): controllers' terminate hooks before a terminate deletes
 	// anything, and their finished hooks after an instantiate, update or terminate.
 	releaseHooks workflow.Version = 3
+	// releaseWorkflows (2026-11-24): workflows controllers ask for (tac's hooks) run as
+	// children of the operation.
+	releaseWorkflows workflow.Version = 4
 
-	releaseLatest = releaseHooks
+	releaseLatest = releaseWorkflows
 )
 
 // gates are a run's answers to version gates.
@@ -72,6 +78,7 @@ func (o *operation) setup(ctx workflow.Context, op string) (workflow.Context, er
 	if err := workflow.SetQueryHandler(ctx, lifecycle.QueryProgress, func() (lifecycle.Progress, error) {
 		p := o.progress
 		p.Retrying = o.retrying.sorted()
+		p.Hooks = slices.Clone(p.Hooks)
 		return p, nil
 	}); err != nil {
 		return nil, err
@@ -92,6 +99,7 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	in := lifecycle.FinishInput{
 		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
+		Hooks: o.progress.Hooks,
 	}
 	if o.release >= releaseLocalFirst {
 		return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.ActivityFinishOperation, in, nil)

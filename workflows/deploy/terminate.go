@@ -61,6 +61,9 @@ func (o *operation) terminate(ctx workflow.Context) error {
 	if res.Failed > 0 {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d resources failed to delete", res.Failed), lifecycle.ErrDeleteFailed, nil)
 	}
+	if err := o.runLater(ctx); err != nil {
+		return err
+	}
 	if err := o.hook(ctx, contract.HookFinished, hooked); err != nil {
 		return err
 	}

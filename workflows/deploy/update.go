@@ -73,5 +73,8 @@ func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
 	if res.Failed > 0 {
 		return true, temporal.NewNonRetryableApplicationError("some objects of the previous revision could not be deleted", lifecycle.ErrPruneFailed, nil)
 	}
+	if err := o.runLater(ctx); err != nil {
+		return true, err
+	}
 	return true, o.hook(ctx, contract.HookFinished, lifecycle.Hooked{Controllers: plan.Controllers, Steps: len(plan.Controllers)})
 }

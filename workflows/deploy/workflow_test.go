@@ -43,6 +43,9 @@ type fakes struct {
 	render   func() error
 	place    func() error
 	control  func(contract.Input) error
+	asks     func(contract.Input) []contract.Workflow // what a controller call asks to run
+	read     func(round int) lifecycle.ClusterResult  // ReadCluster's answer per call
+	reads    int
 	plan     lifecycle.Plan
 	hooked   lifecycle.Hooked // ContextControllers' answer
 	apply    func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
@@ -70,11 +73,15 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
 	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
 	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, f.place() })
-	reg(lifecycle.ActivityRunController, func(_ context.Context, in contract.Input) error {
+	reg(lifecycle.ActivityRunController, func(_ context.Context, in contract.Input) (contract.Result, error) {
 		f.mu.Lock()
 		f.ran = append(f.ran, strings.TrimSpace(in.Controller+" "+in.Hook))
 		f.mu.Unlock()
-		return f.control(in)
+		var res contract.Result
+		if f.asks != nil {
+			res.Workflows = f.asks(in)
+		}
+		return res, f.control(in)
 	})
 	reg(lifecycle.ActivityCommitControllers, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) {
 		f.mu.Lock()
@@ -114,6 +121,12 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		return lifecycle.ClusterResult{Done: 3}, nil
 	})
 	reg(lifecycle.ActivityReadCluster, func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.reads++
+		if f.read != nil {
+			return f.read(f.reads), nil
+		}
 		return lifecycle.ClusterResult{Done: 1}, nil
 	})
 	reg(lifecycle.ActivityPruneCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {

@@ -85,7 +85,7 @@ func TestSecretDataIsStoredSealed(t *testing.T) {
 		t.Fatal(err)
 	}
 	srv := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Controllers: controllers.API([]controllers.Builtin{gac.Controller})}
+		Controllers: controllers.API([]controllers.Builtin{gac.Controller}, controllers.APIDeps{})}
 	for _, d := range []*store.Doc{
 		{ID: "/projects/p", Kind: "project", Name: "p", Body: `{"metadata":{"name":"p"}}`},
 		{ID: "/projects/p/composite-apps/ca/v1", Parent: "/projects/p", Kind: "composite-app", Name: "ca", Body: `{"metadata":{"name":"ca"}}`},
