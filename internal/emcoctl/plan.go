@@ -29,9 +29,10 @@ var (
 	untilTerminated   = []string{"Terminated", "TerminateFailed"}
 )
 
-// actions are the anchor endings that name a lifecycle action rather than a collection.
+// actions are the anchor endings that name a lifecycle action rather than a collection
+// (start and cancel: a workflow intent's or hook intent's workflow).
 var actions = map[string]bool{"instantiate": true, "apply": true, "approve": true, "terminate": true,
-	"migrate": true, "update": true, "rollback": true, "stop": true, "status": true}
+	"migrate": true, "update": true, "rollback": true, "stop": true, "status": true, "start": true, "cancel": true}
 
 // action returns the lifecycle action the document's anchor ends in, or "".
 func (d *Document) action() string {
