@@ -358,8 +358,6 @@ func emcoHint(name, host string) string {
 		switch n {
 		case "nps", "sds", "its", "swc":
 			return fmt.Sprintf(" (EMCO's %s is a sub-controller of dtc: register it in /v2/dtc-controllers and name dtc in the DIG's intents)", n)
-		case "tac":
-			return fmt.Sprintf(" yet (EMCO's %s); register it with a taskQueue served by an external controller worker", n)
 		}
 	}
 	return " yet; register it with a taskQueue served by an external controller worker"
