@@ -70,11 +70,11 @@ func TestEMCOsHookBecomesTheWorkflowTheOperationRuns(t *testing.T) {
 
 func TestBadHookIntentsAreRefusedWithTheField(t *testing.T) {
 	for body, want := range map[string]string{
-		`{"hookType": "pre-deploy", "workflowClient": {}, "temporal": {"workflowStartOptions": {"TaskQueue": "q"}}}`: "spec.hookType",
-		`{"hookType": "pre-install", "waitForReady": true, "workflowClient": {}, "temporal": {"workflowStartOptions": {"TaskQueue": "q"}}}`: "waitForReady applies to",
+		`{"hookType": "pre-deploy", "workflowClient": {}, "temporal": {"workflowStartOptions": {"TaskQueue": "q"}}}`:                               "spec.hookType",
+		`{"hookType": "pre-install", "waitForReady": true, "workflowClient": {}, "temporal": {"workflowStartOptions": {"TaskQueue": "q"}}}`:        "waitForReady applies to",
 		`{"hookType": "pre-install", "hookBlockingTimeout": "5m", "workflowClient": {}, "temporal": {"workflowStartOptions": {"TaskQueue": "q"}}}`: "needs spec.hookBlocking",
-		`{"hookType": "pre-install", "workflowClient": {}, "temporal": {"workflowStartOptions": {}}}`: "TaskQueue is required",
-		`{"hookType": "pre-install", "temporal": {"workflowStartOptions": {"TaskQueue": "q"}}}`: "spec.workflowClient is required",
+		`{"hookType": "pre-install", "workflowClient": {}, "temporal": {"workflowStartOptions": {}}}`:                                              "TaskQueue is required",
+		`{"hookType": "pre-install", "temporal": {"workflowStartOptions": {"TaskQueue": "q"}}}`:                                                    "spec.workflowClient is required",
 	} {
 		s := decode(t, body)
 		if err := s.Validate(); err == nil || !strings.Contains(err.Error(), want) {
