@@ -134,13 +134,15 @@ func (o *operation) runWorkflow(ctx workflow.Context, controller string, w contr
 		StaticSummary:         fmt.Sprintf("%s of %s, %s context %s", what, o.in.DIG, o.progress.Op, o.in.ContextID),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 	}
-	cctx := ctx
-	if !w.Blocking { // outlives a stop and the operation itself
+	// A blocking hook is cancelled with the operation, or by cancel on a timeout; one that
+	// does not block outlives a stop and the operation itself (cancelling its context
+	// would cancel it: cancel is then a no-op).
+	cctx, cancel := workflow.WithCancel(ctx)
+	if !w.Blocking {
 		cctx, _ = workflow.NewDisconnectedContext(ctx)
+		cancel = func() {}
 		opts.ParentClosePolicy = enumspb.PARENT_CLOSE_POLICY_ABANDON
 	}
-	cctx, cancel := workflow.WithCancel(cctx)
-	defer cancel()
 	// Users' workers hold no key of temco's payload codec.
 	cctx = workflow.WithDataConverter(workflow.WithChildOptions(cctx, opts), converter.GetDefaultDataConverter())
 	var args []any
