@@ -23,6 +23,8 @@ type Operator interface {
 	ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) error
 	// Running describes the operation running on a context with a status (nil: none).
 	Running(ctx context.Context, dig lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error)
+	// Migrate asks the target DIG to take over the running deployment of req.Origin.
+	Migrate(ctx context.Context, target lifecycle.Target, req lifecycle.MigrateRequest) (lifecycle.OpAccepted, error)
 }
 
 func (s *Server) registerLifecycle(g *echo.Group) {
@@ -65,6 +67,7 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 	rollback := op(routeDIG+"/rollback", "Return a DIG to a stored revision (as a new revision)")
 	rollback.body = typeOf[rollbackBody]()
 	s.route(g, rollback, s.operate(digRef, lifecycle.OpRollback))
+	s.registerMigrate(g)
 	s.route(g, opDoc{method: http.MethodGet, path: "/openapi.yaml", summary: "This document", code: http.StatusOK}, s.serveOpenAPI)
 }
 

@@ -87,7 +87,7 @@ func TestInstantiatedDIGRefusesApproveAndDelete(t *testing.T) {
 	for _, p := range []string{pDIG, dig2} {
 		record(t, srv, p, lifecycle.StateInstantiated, "ctx-"+p[len(p)-1:], lifecycle.StatusInstantiated)
 	}
-	refused(t, c.do("POST", pDIG+"/approve", nil), digName+" is Instantiated: approve needs one of [Created Terminated Updated]")
+	refused(t, c.do("POST", pDIG+"/approve", nil), digName+" is Instantiated: approve needs one of [Created Terminated Updated Migrated]")
 	refused(t, c.do("DELETE", dig2, nil), `deployment intent group "dig2" is Instantiated: terminate it before deleting it`)
 	c.do("PUT", pGPI, res("gpi1", nil)).must(t, http.StatusOK)
 	if got := stateOf(t, srv, pDIG).Current(); got != lifecycle.StateInstantiated {

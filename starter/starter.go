@@ -173,7 +173,7 @@ func refused(err error) error {
 
 // opsOfStatus names the operations whose workflow runs while a context has a status.
 var opsOfStatus = map[string][]string{
-	lifecycle.StatusInstantiating: {lifecycle.OpInstantiate},
+	lifecycle.StatusInstantiating: {lifecycle.OpInstantiate, lifecycle.OpMigrate},
 	lifecycle.StatusTerminating:   {lifecycle.OpTerminate},
 	lifecycle.StatusUpdating:      {lifecycle.OpUpdate, lifecycle.OpRollback},
 }

@@ -51,6 +51,7 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowTerminate:   deploy.Terminate,
 	lifecycle.WorkflowUpdate:      deploy.Update,
 	lifecycle.WorkflowRollback:    deploy.Rollback,
+	lifecycle.WorkflowMigrate:     deploy.Migrate,
 	lifecycle.WorkflowPruneBatch:  deploy.PruneBatch,
 	lifecycle.WorkflowApplyBatch:  deploy.ApplyBatch,
 	lifecycle.WorkflowDeleteBatch: deploy.DeleteBatch,
@@ -86,6 +87,7 @@ func Register(w worker.Registry, d Deps) {
 	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials}
 	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.report}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&operation.Holds{Ops: d.Ops})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
 		FanOut: controllers.FanOuts(d.Controllers)})

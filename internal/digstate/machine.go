@@ -16,6 +16,10 @@ const (
 	Terminate   = lifecycle.OpTerminate
 	Update      = lifecycle.OpUpdate
 	Rollback    = lifecycle.OpRollback
+	// Migrate moves a DIG's running deployment to another DIG (MigrateInto, on the
+	// target): the target's workflow runs it; the origin records Migrated at the end.
+	Migrate     = lifecycle.OpMigrate
+	MigrateInto = "migrate into"
 	Approve     = "approve"
 	Modify      = "modify" // a change of a DIG or one of its intents
 	Delete      = "delete"
@@ -36,6 +40,7 @@ const (
 	terminateStopped   = lifecycle.StateTerminateStopped
 	updated            = lifecycle.StateUpdated
 	applied            = lifecycle.StateApplied
+	migrated           = lifecycle.StateMigrated
 )
 
 // Rule lets Op start from each state of From; a rule with no From, the last of its
@@ -71,23 +76,33 @@ type Machine struct {
 // Instantiated ⇄ Terminated, with the stopped variants. Updated is recorded for a
 // context an update or rollback replaced, in the same write as the new revision's
 // Instantiated, so it is never current; approve accepts it, as EMCO's does.
+//
+// A migrate starts on the target (MigrateInto), which records Instantiated at once as an
+// instantiate does, and it may start only while the origin allows Migrate. The origin's
+// Migrated is recorded when the migrate has moved everything, so that a migrate that
+// fails, and is rolled back, leaves the origin as it was; the rolled-back target records
+// Approved again (EMCO records Updated for the origin, which temco keeps for replaced
+// revisions, and cannot undo a failed migrate). A migrated DIG has nothing on clusters:
+// it may be approved and instantiated again, or deleted.
 var DIG = &Machine{
 	Kind:   "deployment intent group",
-	States: []string{created, approved, instantiated, instantiateStopped, terminated, terminateStopped, updated},
-	Ops:    []string{Approve, Instantiate, Terminate, Update, Rollback, Modify, Delete},
+	States: []string{created, approved, instantiated, instantiateStopped, terminated, terminateStopped, updated, migrated},
+	Ops:    []string{Approve, Instantiate, Terminate, Update, Rollback, Migrate, MigrateInto, Modify, Delete},
 	Rules: []Rule{
-		{Op: Approve, From: []string{created, terminated, updated}, To: approved},
+		{Op: Approve, From: []string{created, terminated, updated, migrated}, To: approved},
 		{Op: Approve, From: []string{approved}}, // approving twice is harmless
 		{Op: Instantiate, From: []string{approved, terminated}, To: instantiated, Stopped: instantiateStopped},
 		{Op: Terminate, From: []string{instantiated, instantiateStopped, terminateStopped}, To: terminated, Stopped: terminateStopped},
 		{Op: Update, From: []string{instantiated}, To: instantiated, Replaced: updated, Stopped: instantiateStopped},
 		{Op: Rollback, From: []string{instantiated}, To: instantiated, Replaced: updated, Stopped: instantiateStopped},
+		{Op: Migrate, From: []string{instantiated, instantiateStopped}, To: migrated},
+		{Op: MigrateInto, From: []string{approved}, To: instantiated, Stopped: instantiateStopped},
 		// Changing an approved DIG or its intents withdraws the approval; an instantiated
 		// one takes the change through update.
 		{Op: Modify, From: []string{approved}, To: created},
 		{Op: Modify}, // any other state: the change alone
 		// Nothing of it may be left on clusters.
-		{Op: Delete, From: []string{created, approved}},
+		{Op: Delete, From: []string{created, approved, migrated}},
 		{Op: Delete, From: []string{terminated}, Unless: Terminate},
 	},
 }

@@ -22,38 +22,42 @@ const (
 
 // The columns of the expected tables: every state, none (an empty history) and one no
 // machine knows (Created, Approved, Instantiated, InstantiateStopped, Terminated,
-// TerminateStopped, Updated, none, Bogus).
-var columns = []string{created, approved, instantiated, instantiateStopped, terminated, terminateStopped, updated, "", "Bogus"}
+// TerminateStopped, Updated, Migrated, none, Bogus).
+var columns = []string{created, approved, instantiated, instantiateStopped, terminated, terminateStopped, updated, migrated, "", "Bogus"}
 
 // Written out by hand from EMCO's rules as temco implements them, not from the tables.
 var wantDIG = map[string][]string{
-	Approve:     {approved, keep, no, no, approved, no, approved, no, no},
-	Instantiate: {no, instantiated, no, no, instantiated, no, no, no, no},
-	Terminate:   {no, no, terminated, terminated, no, terminated, no, no, no},
-	Update:      {no, no, instantiated, no, no, no, no, no, no},
-	Rollback:    {no, no, instantiated, no, no, no, no, no, no},
-	Modify:      {keep, created, keep, keep, keep, keep, keep, keep, keep},
-	Delete:      {keep, keep, no, no, after, no, no, no, no},
+	Approve:     {approved, keep, no, no, approved, no, approved, approved, no, no},
+	Instantiate: {no, instantiated, no, no, instantiated, no, no, no, no, no},
+	Terminate:   {no, no, terminated, terminated, no, terminated, no, no, no, no},
+	Update:      {no, no, instantiated, no, no, no, no, no, no, no},
+	Rollback:    {no, no, instantiated, no, no, no, no, no, no, no},
+	Migrate:     {no, no, migrated, migrated, no, no, no, no, no, no},
+	MigrateInto: {no, instantiated, no, no, no, no, no, no, no, no},
+	Modify:      {keep, created, keep, keep, keep, keep, keep, keep, keep, keep},
+	Delete:      {keep, keep, no, no, after, no, no, keep, no, no},
 }
 
 var wantCloud = map[string][]string{
-	Instantiate: {instantiated, no, no, no, instantiated, no, no, no, no},
-	Terminate:   {no, no, terminated, terminated, no, terminated, no, no, no},
-	Update:      {no, no, instantiated, no, no, no, no, no, no},
-	Delete:      {keep, no, no, no, after, no, no, no, no},
-	Host:        {no, no, keep, no, no, no, no, no, no},
+	Instantiate: {instantiated, no, no, no, instantiated, no, no, no, no, no},
+	Terminate:   {no, no, terminated, terminated, no, terminated, no, no, no, no},
+	Update:      {no, no, instantiated, no, no, no, no, no, no, no},
+	Delete:      {keep, no, no, no, after, no, no, no, no, no},
+	Host:        {no, no, keep, no, no, no, no, no, no, no},
 }
 
 // The states each operation's refusal lists, in the order of the messages callers
 // have always given.
 var wantNeeds = map[*Machine]map[string][]string{
 	DIG: {
-		Approve:     {created, terminated, updated},
+		Approve:     {created, terminated, updated, migrated},
 		Instantiate: {approved, terminated},
 		Terminate:   {instantiated, instantiateStopped, terminateStopped},
 		Update:      {instantiated},
 		Rollback:    {instantiated},
-		Delete:      {created, approved, terminated},
+		Migrate:     {instantiated, instantiateStopped},
+		MigrateInto: {approved},
+		Delete:      {created, approved, migrated, terminated},
 	},
 	LogicalCloud: {
 		Instantiate: {created, terminated},
@@ -71,6 +75,8 @@ var wantRunning = map[string]struct{ replaced, stopped string }{
 	Terminate:   {"", terminateStopped},
 	Update:      {updated, instantiateStopped},
 	Rollback:    {updated, instantiateStopped},
+	Migrate:     {"", ""}, // recorded at the end, once the objects have moved
+	MigrateInto: {"", instantiateStopped},
 }
 
 func TestEveryOperationFromEveryState(t *testing.T) {
@@ -124,7 +130,11 @@ func TestRefusalsNameTheStateAndWhatTheOperationNeeds(t *testing.T) {
 		want             string
 	}{
 		{DIG, dig.String(), Approve, instantiated,
-			`deployment intent group "d" (project "p", composite app "ca" "v1") is Instantiated: approve needs one of [Created Terminated Updated]`},
+			`deployment intent group "d" (project "p", composite app "ca" "v1") is Instantiated: approve needs one of [Created Terminated Updated Migrated]`},
+		{DIG, dig.String(), Migrate, terminated,
+			`deployment intent group "d" (project "p", composite app "ca" "v1") is Terminated: migrate needs one of [Instantiated InstantiateStopped]`},
+		{DIG, dig.String(), MigrateInto, created,
+			`deployment intent group "d" (project "p", composite app "ca" "v1") is Created: migrate into needs one of [Approved]`},
 		{DIG, dig.String(), Instantiate, created,
 			`deployment intent group "d" (project "p", composite app "ca" "v1") is Created: instantiate needs one of [Approved Terminated]`},
 		{DIG, dig.String(), Terminate, approved,

@@ -44,6 +44,9 @@ func Lifecycle(ctx workflow.Context, in lifecycle.DIGInput) error {
 		workflow.UpdateHandlerOptions{Validator: w.validate}); err != nil {
 		return err
 	}
+	if err := w.setUpMigrate(ctx); err != nil {
+		return err
+	}
 	for {
 		active, err := workflow.AwaitWithTimeout(ctx, IdleTimeout, func() bool { return w.current != nil })
 		if err != nil {
@@ -79,7 +82,8 @@ func (w *digWorkflow) busy() string {
 }
 
 // validate refuses an operation that would interleave with the running one; terminate
-// may preempt anything but another terminate, stop needs something to stop.
+// may preempt anything but another terminate or a migrate (whose objects are both DIGs'
+// until it ends), stop needs something to stop.
 func (w *digWorkflow) validate(req lifecycle.OpRequest) error {
 	busy := w.busy()
 	switch req.Op {
@@ -88,7 +92,7 @@ func (w *digWorkflow) validate(req lifecycle.OpRequest) error {
 			return w.busyErr(req.Op, busy)
 		}
 	case lifecycle.OpTerminate:
-		if busy == lifecycle.OpTerminate {
+		if busy == lifecycle.OpTerminate || busy == lifecycle.OpMigrate {
 			return w.busyErr(req.Op, busy)
 		}
 	case lifecycle.OpStop:
@@ -116,7 +120,12 @@ func (w *digWorkflow) operate(ctx workflow.Context, req lifecycle.OpRequest) (li
 		if cur == nil {
 			return lifecycle.OpAccepted{}, temporal.NewApplicationError(fmt.Sprintf("%s has no running operation to stop", w.dig), lifecycle.ErrInvalidState)
 		}
-		err := cur.child.SignalChildWorkflow(ctx, lifecycle.SignalStop, nil).Get(ctx, nil)
+		var err error
+		if cur.child != nil {
+			err = cur.child.SignalChildWorkflow(ctx, lifecycle.SignalStop, nil).Get(ctx, nil)
+		} else { // held by a migrate into another DIG: stop that
+			err = workflow.SignalExternalWorkflow(ctx, cur.workflowID, "", lifecycle.SignalStop, nil).Get(ctx, nil)
+		}
 		return lifecycle.OpAccepted{Op: req.Op, ContextID: cur.contextID, WorkflowID: cur.workflowID}, err
 	}
 	w.starting = req.Op
@@ -157,21 +166,28 @@ var workflowOf = map[string]string{
 	lifecycle.OpTerminate:   lifecycle.WorkflowTerminate,
 	lifecycle.OpUpdate:      lifecycle.WorkflowUpdate,
 	lifecycle.OpRollback:    lifecycle.WorkflowRollback,
+	lifecycle.OpMigrate:     lifecycle.WorkflowMigrate,
 }
 
 // start launches the operation's child workflow and returns once it runs.
 func (w *digWorkflow) start(ctx workflow.Context, op string, begun lifecycle.BeginResult) (lifecycle.OpAccepted, error) {
+	return w.launch(ctx, op, begun, lifecycle.OpInput{DIG: w.dig, ContextID: begun.ContextID,
+		Previous: begun.Previous, Source: begun.Source, Leftovers: begun.Leftovers},
+		fmt.Sprintf("%s %s, context %s", op, w.dig, begun.ContextID))
+}
+
+// launch starts op's child workflow with input in and returns once it runs.
+func (w *digWorkflow) launch(ctx workflow.Context, op string, begun lifecycle.BeginResult, in any, summary string) (lifecycle.OpAccepted, error) {
 	wfType := workflowOf[op]
 	id := w.dig.OpWorkflowID(op, begun.ContextID)
 	cctx, cancel := workflow.WithCancel(ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
 		TypedSearchAttributes: lifecycle.SearchAttributes(w.dig, op),
-		StaticSummary:         fmt.Sprintf("%s %s, context %s", op, w.dig, begun.ContextID),
+		StaticSummary:         summary,
 		WaitForCancellation:   true, // terminate waits for the instantiate's cleanup
 	})
-	child := workflow.ExecuteChildWorkflow(cctx, wfType, lifecycle.OpInput{DIG: w.dig, ContextID: begun.ContextID,
-		Previous: begun.Previous, Source: begun.Source, Leftovers: begun.Leftovers})
+	child := workflow.ExecuteChildWorkflow(cctx, wfType, in)
 	if err := child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		cancel()
 		return lifecycle.OpAccepted{}, err
