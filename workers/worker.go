@@ -13,6 +13,7 @@ import (
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
+	relocations "github.com/temco/temco/activities/relocate"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/cacerts"
@@ -26,6 +27,7 @@ import (
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
+	"github.com/temco/temco/workflows/relocate"
 )
 
 // Deps are what the activities need.
@@ -57,6 +59,7 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowDeleteBatch: deploy.DeleteBatch,
 	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
+	lifecycle.WorkflowRelocate:    relocate.Relocate,
 }
 
 // Options tune the worker: cluster activities mostly wait on the network, so many run at once.
@@ -88,6 +91,7 @@ func Register(w worker.Registry, d Deps) {
 	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.report}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&operation.Holds{Ops: d.Ops})
+	w.RegisterActivity(&relocations.Activities{Store: d.Store, Contexts: d.Contexts, Ops: d.Ops})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
 		FanOut: controllers.FanOuts(d.Controllers)})

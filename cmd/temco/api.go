@@ -88,8 +88,14 @@ func apiCmd() *cobra.Command {
 			}
 			defer tc.Close()
 			// Users' workflows (workflowmgr) are read by users' workers: plain payloads, not
-			// sealed with temco's keys. The client shares tc's connection.
-			users, err := client.NewClientFromExisting(tc, client.Options{Namespace: tf.namespace, Logger: temporallog.NewStructuredLogger(log)})
+			// sealed with temco's keys; it reads temco's built-in ones (Relocate) too. The
+			// client shares tc's connection.
+			userOpts := client.Options{Namespace: tf.namespace, Logger: temporallog.NewStructuredLogger(log)}
+			if tf.encryptPayloads {
+				userOpts.DataConverter = codec.ReadingConverter(keys)
+				userOpts.FailureConverter = codec.ReadingFailureConverter(userOpts.DataConverter)
+			}
+			users, err := client.NewClientFromExisting(tc, userOpts)
 			if err != nil {
 				return err
 			}

@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"context"
 	"slices"
 	"strings"
 	"testing"
 	"time"
-
-	"go.temporal.io/api/workflowservice/v1"
-	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/testenv"
@@ -126,7 +122,7 @@ func TestMigrateMovesTheDeploymentAndRollsBackAFailure(t *testing.T) {
 	}
 	recordHistory(t, acc.WorkflowID, "Migrate-moves-the-deployment")
 	recordHistory(t, d.ref().WorkflowID(), "DIGLifecycle-held-by-a-migrate")
-	if ids := migrateRuns(t, d.project, "dig2"); !slices.Contains(ids, acc.WorkflowID) {
+	if ids := runsOf(t, "project = '"+d.project+"' AND dig = 'dig2' AND operation = 'migrate'"); !slices.Contains(ids, acc.WorkflowID) {
 		t.Errorf("workflows with the target's search attributes and operation migrate: %v, want %s", ids, acc.WorkflowID)
 	}
 	// Nothing else runs on either DIG now that it is over, and the origin has nothing left.
@@ -164,26 +160,4 @@ func TestMigrateMovesTheDeploymentAndRollsBackAFailure(t *testing.T) {
 	d.c.do("POST", v2+"/update", nil).must(t, 202)
 	d.awaitStatus(v2, "updated", func(s status) bool { return s.Status == lifecycle.StatusInstantiated && s.Instance != acc.ContextID })
 	recordHistory(t, target.WorkflowID(), "DIGLifecycle-migrated-into-then-held")
-}
-
-// migrateRuns lists the migrate workflows of a DIG of project, found by search attributes.
-func migrateRuns(t *testing.T, project, dig string) []string {
-	t.Helper()
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer tc.Close()
-	q := "project = '" + project + "' AND dig = '" + dig + "' AND operation = 'migrate'"
-	var ids []string
-	for deadline := time.Now().Add(30 * time.Second); len(ids) == 0 && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {
-		resp, err := tc.ListWorkflow(context.Background(), &workflowservice.ListWorkflowExecutionsRequest{Query: q})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, e := range resp.GetExecutions() {
-			ids = append(ids, e.GetExecution().GetWorkflowId())
-		}
-	}
-	return ids
 }

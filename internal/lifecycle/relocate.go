@@ -1,0 +1,58 @@
+package lifecycle
+
+import "time"
+
+// Relocate is a built-in workflow that moves one app of an instantiated DIG from one
+// cluster to another without downtime: the app is placed on the new cluster too, and
+// removed from the old one only once it is Ready on the new one. Operators start it
+// through a workflow intent (workflowmgr), with the intent's workflowParams as argument.
+const (
+	WorkflowRelocate = "Relocate"
+	QueryStep        = "step"
+
+	ActivityPlanRelocation = "PlanRelocation"
+	ActivityPlaceApp       = "PlaceApp"
+	ActivityUpdateDIG      = "UpdateDIG"
+	ActivityAwaitAppReady  = "AwaitAppReady"
+)
+
+// RelocateRequest is one move: App of DIG, from cluster From to cluster To
+// ("provider+cluster" both).
+type RelocateRequest struct {
+	DIG  Target `json:"dig"`
+	App  string `json:"app"`
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// RelocationPlan is where the app runs now, in the DIG's running context.
+type RelocationPlan struct {
+	ContextID string   `json:"contextId"`
+	Clusters  []string `json:"clusters"` // sorted
+}
+
+// PlaceAppInput pins App of DIG to exactly Clusters, through its app placement intent.
+type PlaceAppInput struct {
+	DIG      Target   `json:"dig"`
+	App      string   `json:"app"`
+	Clusters []string `json:"clusters"`
+}
+
+// UpdateDIGInput runs an update of DIG to the new context ContextID and waits for it.
+type UpdateDIGInput struct {
+	DIG       Target `json:"dig"`
+	ContextID string `json:"contextId"`
+}
+
+// AwaitAppReadyInput waits until every object of App on Cluster, in context ContextID of
+// DIG, is Ready on the live cluster, for at most Timeout.
+type AwaitAppReadyInput struct {
+	DIG       Target        `json:"dig"`
+	ContextID string        `json:"contextId"`
+	App       string        `json:"app"`
+	Cluster   string        `json:"cluster"`
+	Timeout   time.Duration `json:"timeout"`
+}
+
+// ErrNotReady: an app did not become Ready on a cluster in time.
+const ErrNotReady = "NotReady"
