@@ -30,6 +30,9 @@ const (
 	OpInstantiate = "instantiate"
 	OpUpdate      = "update"
 	OpTerminate   = "terminate"
+	// OpMigrate moves a running deployment to another DIG (POST <DIG>/migrate): Run is
+	// called for the target DIG, PreviousContextID is the origin DIG's running context.
+	OpMigrate = "migrate"
 )
 
 // Controller types, as registered in /v2/controllers.

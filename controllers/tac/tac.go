@@ -93,6 +93,7 @@ type tac struct {
 var hooksOf = map[string][2]string{
 	contract.OpInstantiate: {PreInstall, PostInstall},
 	contract.OpUpdate:      {PreUpdate, PostUpdate},
+	contract.OpMigrate:     {PreUpdate, PostUpdate}, // as EMCO's tac sees a migrate
 	contract.OpTerminate:   {PreTermination, PostTermination},
 }
 
