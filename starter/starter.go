@@ -38,35 +38,7 @@ func (e *Refused) Error() string { return e.Message }
 // after a while without operations; a request that meets it ending is sent again, to the
 // next run.
 func (s *Starter) Operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
-	for attempt := 1; ; attempt++ {
-		acc, err := s.operate(ctx, dig, req)
-		var notFound *serviceerror.NotFound
-		if attempt < 3 && errors.As(err, &notFound) {
-			continue
-		}
-		return acc, err
-	}
-}
-
-func (s *Starter) operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
-	start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-		ID:                       dig.WorkflowID(),
-		TaskQueue:                s.TaskQueue,
-		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-		TypedSearchAttributes:    lifecycle.SearchAttributes(dig, "lifecycle"),
-		StaticSummary:            "lifecycle of " + dig.String(),
-	}, lifecycle.WorkflowDIG, lifecycle.DIGInput{DIG: dig})
-	h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
-		StartWorkflowOperation: start,
-		UpdateOptions: client.UpdateWorkflowOptions{
-			UpdateName: lifecycle.UpdateOperate, Args: []any{req}, WaitForStage: client.WorkflowUpdateStageCompleted,
-		},
-	})
-	if err != nil {
-		return lifecycle.OpAccepted{}, refused(err)
-	}
-	var acc lifecycle.OpAccepted
-	return acc, refused(h.Get(ctx, &acc))
+	return s.updateWithStart(ctx, dig, lifecycle.UpdateOperate, req)
 }
 
 // Start runs op on dig as the API's route does, for the processes that operate on other
