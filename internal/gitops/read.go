@@ -1,0 +1,145 @@
+package gitops
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// ReadFile returns the content of path on a fresh fetch of r's branch, and the head it was
+// read at. An absent file, or an absent branch, is nil content and no error.
+func (w *Writer) ReadFile(ctx context.Context, r Remote, path string) ([]byte, string, error) {
+	var data []byte
+	head, err := w.read(ctx, r, func(root *object.Tree) error {
+		f, err := root.File(path)
+		if errors.Is(err, object.ErrFileNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		s, err := f.Contents()
+		data = []byte(s)
+		return err
+	})
+	return data, head, err
+}
+
+// ReadDir returns the files below dir (at any depth, keyed by their path relative to dir)
+// on a fresh fetch of r's branch, and the head they were read at. An absent directory or
+// branch is an empty map and no error.
+func (w *Writer) ReadDir(ctx context.Context, r Remote, dir string) (map[string][]byte, string, error) {
+	files := map[string][]byte{}
+	head, err := w.read(ctx, r, func(root *object.Tree) error {
+		t := root
+		if d := strings.Trim(dir, "/"); d != "" {
+			var err error
+			if t, err = root.Tree(d); err != nil {
+				if errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrEntryNotFound) {
+					return nil
+				}
+				return err
+			}
+		}
+		return t.Files().ForEach(func(f *object.File) error {
+			s, err := f.Contents()
+			files[f.Name] = []byte(s)
+			return err
+		})
+	})
+	return files, head, err
+}
+
+// read fetches r's branch and calls fn with its tree (not at all when the branch is absent).
+func (w *Writer) read(ctx context.Context, r Remote, fn func(*object.Tree) error) (string, error) {
+	r, err := r.normalized()
+	if err != nil {
+		return "", err
+	}
+	cl, release, err := w.acquire(ctx, r)
+	if err != nil {
+		return "", safeError(err, r.Token)
+	}
+	defer release()
+	head, err := cl.fetch(ctx, r)
+	if err != nil || head.IsZero() {
+		return "", safeError(err, r.Token)
+	}
+	c, err := object.GetCommit(cl.repo.Storer, head)
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", r, err)
+	}
+	root, err := c.Tree()
+	if err != nil {
+		return "", fmt.Errorf("read %s: %w", r, err)
+	}
+	if err := fn(root); err != nil {
+		return "", safeError(fmt.Errorf("read %s: %w", r, err), r.Token)
+	}
+	return head.String(), nil
+}
+
+var revisionHash = regexp.MustCompile(`(?:^|[@/:])([0-9a-f]{40})$`)
+
+// ParseRevision returns the commit hash of a revision as written by git ("<hash>") or
+// by Flux in a status ("<branch>@sha1:<hash>", or "<branch>/<hash>" before Flux 2.0).
+func ParseRevision(rev string) (plumbing.Hash, error) {
+	m := revisionHash.FindStringSubmatch(strings.TrimSpace(rev))
+	if m == nil {
+		return plumbing.ZeroHash, fmt.Errorf("%w: %q", ErrInvalidRevision, rev)
+	}
+	return plumbing.NewHash(m[1]), nil
+}
+
+// Contains reports whether commit ancestor is descendant or one of its ancestors, that is
+// whether a cluster that applied descendant applied ancestor's change. Both may be given
+// as Flux writes revisions. Unknown commits are fetched (r's branch) first; a commit the
+// branch does not hold is not contained.
+func (w *Writer) Contains(ctx context.Context, r Remote, ancestor, descendant string) (bool, error) {
+	a, err := ParseRevision(ancestor)
+	if err != nil {
+		return false, err
+	}
+	d, err := ParseRevision(descendant)
+	if err != nil {
+		return false, err
+	}
+	r, err = r.normalized()
+	if err != nil {
+		return false, err
+	}
+	cl, release, err := w.acquire(ctx, r)
+	if err != nil {
+		return false, safeError(err, r.Token)
+	}
+	defer release()
+	s := cl.repo.Storer
+	if s.HasEncodedObject(a) != nil || s.HasEncodedObject(d) != nil {
+		if _, err := cl.fetch(ctx, r); err != nil {
+			return false, safeError(err, r.Token)
+		}
+	}
+	dc, err := object.GetCommit(s, d)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", d, err)
+	}
+	if a == d {
+		return true, nil
+	}
+	ac, err := object.GetCommit(s, a)
+	if errors.Is(err, plumbing.ErrObjectNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, fmt.Errorf("read commit %s: %w", a, err)
+	}
+	return ac.IsAncestor(dc)
+}
