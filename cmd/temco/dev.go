@@ -29,7 +29,11 @@ func devCmd() *cobra.Command {
 				return err
 			}
 			cfg.Self, cfg.SearchAttributes = self, lifecycle.SearchAttributeTypes()
-			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters, api, worker (data in %s)\n", cfg.Clusters, cfg.DataDir)
+			gitops := ""
+			if cfg.GitOps {
+				gitops = ", a GitOps cluster with Flux and a git server"
+			}
+			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters%s, api, worker (data in %s)\n", cfg.Clusters, gitops, cfg.DataDir)
 			stack, err := devstack.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -53,6 +57,9 @@ func devCmd() *cobra.Command {
 	f.IntVar(&cfg.APIPort, "api-port", 9015, "temco REST API port")
 	f.IntVar(&cfg.MetricsPort, "metrics-port", 9016, "temco worker /metrics port")
 	f.IntVar(&cfg.ClusterBasePort, "cluster-base-port", 20000, "first port of the clusters (each uses 3 ports, 10 apart)")
+	f.BoolVar(&cfg.GitOps, "gitops", true, "add one more cluster that Flux reconciles from the stack's git server (temco reaches it through git only)")
+	f.StringVar(&cfg.GitOpsProvider, "gitops-provider", "local", "cluster provider of the GitOps cluster in its git paths (<provider>+<cluster>)")
+	f.IntVar(&cfg.GitPort, "git-port", 0, "git server port (0: the GitOps cluster's first port + 8)")
 	f.StringVar(&cfg.Namespace, "namespace", "default", "Temporal namespace")
 	f.StringVar(&cfg.TaskQueue, "task-queue", "temco", "Temporal task queue")
 	return cmd

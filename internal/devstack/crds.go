@@ -93,12 +93,17 @@ func (c *Cluster) InstallCRDs(ctx context.Context) error {
 }
 
 // applyCRDs server-side applies the definitions of crds/ and returns their names.
-// Unknown fields in a definition are refused, not dropped.
 func (c *Cluster) applyCRDs(ctx context.Context) ([]string, error) {
 	files, err := CRDFiles()
 	if err != nil {
 		return nil, err
 	}
+	return c.applyCRDFiles(ctx, files)
+}
+
+// applyCRDFiles server-side applies the definitions of files and returns their names.
+// Unknown fields in a definition are refused, not dropped.
+func (c *Cluster) applyCRDFiles(ctx context.Context, files []CRDFile) ([]string, error) {
 	dc, err := c.Dynamic()
 	if err != nil {
 		return nil, err

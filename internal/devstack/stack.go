@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -20,6 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/temco/temco/internal/gitserver"
 	"github.com/temco/temco/internal/seal"
 )
 
@@ -38,6 +40,13 @@ type Config struct {
 	APIPort         int
 	MetricsPort     int // the worker's /metrics and /healthz
 	ClusterBasePort int // cluster i uses ClusterBasePort+10*i .. +2
+
+	// GitOps adds cluster<Clusters+1>, which temco reaches only through git: Flux applies
+	// what the stack's git server holds under clusters/<GitOpsProvider>+<cluster>. Its
+	// range of ten ports also holds Flux's (+3 .. +7) and, by default, the git server's (+8).
+	GitOps         bool
+	GitOpsProvider string // default "local"
+	GitPort        int    // the git server's port; 0: the GitOps cluster's base port + 8
 
 	Namespace        string
 	TaskQueue        string
@@ -65,6 +74,8 @@ type Stack struct {
 	Postgres *Postgres // nil with the SQLite backend
 	Mongo    *FerretDB
 	Clusters []*Cluster
+	Git      *gitserver.Server // with GitOps: the git server, run in this process
+	GitOps   *GitOps           // with GitOps: the cluster temco reaches through Git
 	API      *Proc
 	Worker   *Proc
 	KeyFile  string
@@ -95,6 +106,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		}
 		s.Clusters = append(s.Clusters, c)
 	}
+	if cfg.GitOps {
+		s.configureGitOps()
+	}
 	if err := s.checkPorts(); err != nil {
 		return nil, err
 	}
@@ -119,15 +133,21 @@ func (s *Stack) checkPorts() error {
 		ports["postgres"] = s.Postgres.Port
 	}
 	for _, c := range s.Clusters {
-		for k, v := range c.Ports() {
-			ports[k] = v
-		}
+		maps.Copy(ports, c.Ports())
+	}
+	if s.GitOps != nil {
+		maps.Copy(ports, s.GitOps.ports())
+		ports["git server"] = s.gitPort()
 	}
 	return CheckPortsFree(ports)
 }
 
 func (s *Stack) checkBinaries() error {
-	for _, b := range []string{"temporal", "ferretdb", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"} {
+	bins := []string{"temporal", "ferretdb", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+	if s.GitOps != nil {
+		bins = append(bins, gitOpsBinaries...)
+	}
+	for _, b := range bins {
 		if _, err := os.Stat(filepath.Join(s.cfg.BinDir, b)); err != nil {
 			return fmt.Errorf("%s is missing from %s: run `make tools`", b, s.cfg.BinDir)
 		}
@@ -157,6 +177,9 @@ func (s *Stack) startInfrastructure(ctx context.Context) error {
 			}
 			return c.WaitNodeReady(ctx, 60*time.Second)
 		})
+	}
+	if s.GitOps != nil {
+		starters = append(starters, s.startGitOps)
 	}
 	errs := make([]error, len(starters))
 	var wg sync.WaitGroup
@@ -283,6 +306,9 @@ func (s *Stack) Procs() []*Proc {
 	for _, c := range s.Clusters {
 		out = append(out, c.Procs()...)
 	}
+	if s.GitOps != nil {
+		out = append(out, s.GitOps.Procs()...)
+	}
 	return out
 }
 
@@ -317,6 +343,9 @@ func (s *Stack) Stop() {
 	for _, c := range s.Clusters {
 		wg.Go(c.Stop)
 	}
+	if s.GitOps != nil {
+		wg.Go(s.stopGitOps)
+	}
 	wg.Go(func() {
 		if s.Mongo.Proc() != nil {
 			s.Mongo.Stop()
@@ -345,6 +374,9 @@ func (s *Stack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "  MongoDB wire      %s (FerretDB, %s)\n", s.Mongo.URI(), backend)
 	for _, c := range s.Clusters {
 		fmt.Fprintf(w, "  cluster %-9s https://127.0.0.1:%d  kubeconfig %s\n", c.Name, c.APIPort(), c.Kubeconfig())
+	}
+	if s.GitOps != nil {
+		s.gitOpsSummary(w)
 	}
 	fmt.Fprintf(w, "  metrics           http://127.0.0.1:%d/metrics (api), http://127.0.0.1:%d/metrics (worker)\n", s.cfg.APIPort, s.cfg.MetricsPort)
 	fmt.Fprintf(w, "  logs              %s\n", filepath.Join(s.cfg.DataDir, "logs"))

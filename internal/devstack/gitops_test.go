@@ -1,0 +1,162 @@
+package devstack
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// startGitOpsAlone starts the git server and the GitOps cluster of a stack on dataDir,
+// without Temporal, FerretDB or temco, and stops them when the test ends.
+func startGitOpsAlone(t *testing.T, dataDir string, base int) *Stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a local cluster and Flux")
+	}
+	bin, err := filepath.Abs("../../.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &Stack{cfg: Config{BinDir: bin, DataDir: dataDir, ClusterBasePort: base, GitOps: true}}
+	s.configureGitOps()
+	if err := s.checkBinaries(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.checkPorts(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	t.Cleanup(s.stopGitOps)
+	if err := s.startGitOps(ctx); err != nil {
+		t.Fatalf("start: %v (logs under %s)", err, dataDir)
+	}
+	return s
+}
+
+// freeClusterBase finds the first port of a cluster's range of ten, all free.
+func freeClusterBase(t *testing.T) int {
+	t.Helper()
+	for range 50 {
+		base := 20000 + 10*rand.IntN(1200) // below the ephemeral range: no outgoing connection takes one
+		ports := map[string]int{}
+		for i := range 10 {
+			ports[fmt.Sprint(i)] = base + i
+		}
+		if CheckPortsFree(ports) == nil {
+			return base
+		}
+	}
+	t.Fatal("no free range of ten ports")
+	return 0
+}
+
+// eventually polls check every 200 ms until it succeeds or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, check func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	for {
+		err := check(ctx)
+		if err == nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("not after %s: %v", timeout, err)
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// A deployment written as EMCO's rsync writes it — a Flux Kustomization kust<cid>.yaml
+// next to the bootstrap's files, its manifests under context/<cid>/ — reaches the cluster
+// through Flux, applied by its own Kustomization only: the seeded context/kustomization.yaml
+// keeps the bootstrap Kustomization out of context/.
+func TestGitOpsClusterAppliesWhatIsPushed(t *testing.T) {
+	s := startGitOpsAlone(t, t.TempDir(), freeClusterBase(t))
+	g := s.GitOps
+	ctx := context.Background()
+	dc, err := g.Cluster.Dynamic()
+	if err != nil {
+		t.Fatal(err)
+	}
+	boot, err := dc.Resource(KustomizationResource).Namespace(fluxNamespace).Get(ctx, fluxName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status, message := readyCondition(boot); status != "True" {
+		t.Fatalf("the bootstrap Kustomization is not Ready after Start: %s %s", status, message)
+	}
+
+	kust := `apiVersion: kustomize.toolkit.fluxcd.io/v1
+kind: Kustomization
+metadata:
+  name: kust123
+  namespace: flux-system
+spec:
+  interval: 10s
+  path: ./` + g.Path() + `/context/123
+  prune: true
+  sourceRef:
+    kind: GitRepository
+    name: flux-system
+`
+	configMap := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"hello","namespace":"default"},"data":{"greeting":"hi"}}`
+	if err := g.Commit(ctx, map[string]string{
+		g.Path() + "/kust123.yaml":                             kust,
+		g.Path() + "/context/123/app/web/hello+ConfigMap.yaml": configMap,
+	}, "Commit for "+g.Path()+"/context/123/app/web/"); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.WaitApplied(ctx, 2*time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	cs, err := g.Cluster.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 2*time.Minute, func(ctx context.Context) error {
+		cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "hello", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if owner := cm.Labels["kustomize.toolkit.fluxcd.io/name"]; owner != "kust123" || cm.Data["greeting"] != "hi" {
+			return fmt.Errorf("ConfigMap hello applied by %q with data %v, want kust123's", owner, cm.Data)
+		}
+		return nil
+	})
+}
+
+// A restart on the same data keeps the git password, seeds nothing twice and finds
+// Flux's bootstrap applied again.
+func TestGitOpsClusterRestartsOnItsData(t *testing.T) {
+	dir, base := t.TempDir(), freeClusterBase(t)
+	first := startGitOpsAlone(t, dir, base)
+	password := first.GitOps.Password
+	ctx := context.Background()
+	head, err := first.Git.Git(ctx, gitOpsRepo, "rev-parse", gitOpsBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first.stopGitOps()
+
+	second := startGitOpsAlone(t, dir, base)
+	if second.GitOps.Password != password {
+		t.Error("the git password changed with the restart")
+	}
+	again, err := second.Git.Git(ctx, gitOpsRepo, "rev-parse", gitOpsBranch)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if again != head {
+		log, _ := second.Git.Git(ctx, gitOpsRepo, "log", "--oneline", gitOpsBranch)
+		t.Errorf("the restart committed again:\n%s", strings.TrimSpace(log))
+	}
+}
