@@ -62,7 +62,7 @@ const fieldGitOps = "gitOps"
 func checkCluster(_ context.Context, _ *Server, r *request[model.ClusterSpec]) error {
 	if r.res.Spec.IsGitOps() {
 		r.field(fieldGitOps, "true")
-		return nil
+		return checkGitOps(r.res.Spec.GitOps)
 	}
 	if !r.hasFile {
 		return badRequest(`multipart part "file" (the cluster's kubeconfig) is missing`)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,7 +49,7 @@ func (s *Server) clusterNotReady(ctx context.Context, t lifecycle.Target) ([]str
 		return nil, err
 	}
 	if c.Fields[fieldGitOps] == "true" {
-		return []string{"the cluster is reached through GitOps; temco cannot deploy through GitOps yet"}, nil
+		return []string{"the cluster is reached through GitOps; temco applies network intents only to clusters it reaches with a kubeconfig"}, nil
 	}
 	return nil, nil
 }
@@ -96,17 +97,28 @@ func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string
 		return nil, err
 	}
 	if c.Fields[fieldGitOps] == "true" {
-		return []string{fmt.Sprintf("its issuing cluster %q is reached through GitOps; temco cannot deploy through GitOps yet", ic.Cluster)}, nil
+		return []string{fmt.Sprintf("its issuing cluster %q is reached through GitOps; the issuing cluster must be reachable with a kubeconfig (temco reads the signed certificate from it)", ic.Cluster)}, nil
 	}
 	return nil, nil
 }
 
 // cloudNotReady names the cluster references of a logical cloud that temco cannot reach.
+// An admin cloud changes nothing on its clusters, so GitOps clusters are fine there; a
+// standard cloud's namespace, quotas and credentials are not written through git yet.
 func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]string, error) {
 	refs, err := s.Store.List(ctx, store.Query{Parent: cloud.ID(), Kind: model.KindClusterReference})
 	if err != nil {
 		return nil, err
 	}
+	lc, err := s.Store.Get(ctx, cloud.ID())
+	if err != nil {
+		return nil, err
+	}
+	lcSpec, err := model.Decode[model.LogicalCloudSpec](lc.Body)
+	if err != nil {
+		return nil, err
+	}
+	admin := cmp.Or(lcSpec.Spec.Level, model.LevelAdmin) == model.LevelAdmin
 	var out []string
 	for _, r := range refs {
 		sp, err := model.Decode[model.ClusterReferenceSpec](r.Body)
@@ -121,9 +133,9 @@ func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]s
 		if err != nil {
 			return nil, err
 		}
-		if c.Fields[fieldGitOps] == "true" {
+		if c.Fields[fieldGitOps] == "true" && !admin {
 			out = append(out, fmt.Sprintf("cluster reference %q names cluster %s+%s, which is reached through GitOps; "+
-				"temco cannot deploy through GitOps yet", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster))
+				"temco sets up only admin (level 0) logical clouds on GitOps clusters", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster))
 		}
 	}
 	return out, nil
@@ -274,8 +286,8 @@ func (s *Server) intentsOf(ctx context.Context, digID string) (string, map[strin
 	return gpi, ctrls, nil
 }
 
-// gitOpsPlacements names the app intents that may place an app on a cluster reached
-// through GitOps, which temco cannot deploy to yet.
+// gitOpsPlacements names what GitOps clusters the app intents may place apps on lack to
+// be deployed to (their sync objects, or the keys these must hold).
 func (s *Server) gitOpsPlacements(ctx context.Context, gpiID string, exists bool) ([]string, error) {
 	if !exists {
 		return nil, nil
@@ -285,6 +297,7 @@ func (s *Server) gitOpsPlacements(ctx context.Context, gpiID string, exists bool
 		return nil, err
 	}
 	gitOps := map[string][]string{} // by provider: its GitOps clusters
+	checked := map[string]bool{}    // GitOps clusters whose access was checked
 	var out []string
 	for _, d := range docs {
 		sp, err := model.Decode[model.AppIntentSpec](d.Body)
@@ -306,9 +319,17 @@ func (s *Server) gitOpsPlacements(ctx context.Context, gpiID string, exists bool
 						return nil, err
 					}
 				}
-				if hit {
-					out = append(out, fmt.Sprintf("app intent %q may place app %q on cluster %s+%s, which is reached through GitOps; "+
-						"temco cannot deploy through GitOps yet", d.Name, sp.Spec.App, m.ClusterProvider, c))
+				key := lifecycle.ClusterKey(m.ClusterProvider, c)
+				if !hit || checked[key] {
+					continue
+				}
+				checked[key] = true
+				problems, err := s.gitOpsAccessProblems(ctx, m.ClusterProvider, c)
+				if err != nil {
+					return nil, err
+				}
+				for _, p := range problems {
+					out = append(out, fmt.Sprintf("app intent %q may place app %q on GitOps cluster %s: %s", d.Name, sp.Spec.App, key, p))
 				}
 			}
 		}

@@ -63,13 +63,19 @@ func TestInstantiateNamesEveryMissingPart(t *testing.T) {
 }
 
 // A GitOps cluster is registered with whatever file its client sends (EMCO's send a
-// placeholder); an instantiate that could place an app on it is refused before
-// anything is applied.
-func TestInstantiateRefusesGitOpsClusters(t *testing.T) {
+// placeholder) and a known gitOpsType; an instantiate that could place an app on it is
+// refused, naming what is missing, until its sync objects give the repository's access.
+// An admin logical cloud may reference it; a standard one may not (yet).
+func TestInstantiateChecksGitOpsClusters(t *testing.T) {
 	ops := &operations{}
 	c := newClient(t, func(s *Server) { s.Ops = ops })
 	tree(t, c)
-	gitops := res("g1", map[string]any{"gitOps": map[string]string{"gitOpsType": "fluxcd", "gitOpsReferenceObject": "r", "gitOpsResourceObject": "o"}})
+	bad := res("g0", map[string]any{"gitOps": map[string]string{"gitOpsType": "azureArc", "gitOpsReferenceObject": "r"}})
+	m := c.multipart("POST", "/cluster-providers/cp1/clusters", bad, []byte("x")).must(t, 400).message(t)
+	if !strings.Contains(m, `gitOpsType "azureArc" is not supported`) {
+		t.Errorf("message %q", m)
+	}
+	gitops := res("g1", map[string]any{"gitOps": map[string]string{"gitOpsType": "fluxv2", "gitOpsReferenceObject": "r", "gitOpsResourceObject": "o"}})
 	c.multipart("POST", "/cluster-providers/cp1/clusters", gitops, []byte("placeholder: not a kubeconfig\n")).must(t, 201)
 	c.do("POST", "/cluster-providers/cp1/clusters/g1/labels", map[string]string{"clusterLabel": "edge"}).must(t, 201)
 	c.do("POST", pDIG+"/intents", res("i1", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi1"}})).must(t, 201)
@@ -78,17 +84,36 @@ func TestInstantiateRefusesGitOpsClusters(t *testing.T) {
 	c.do("POST", pGPI+"/app-intents", res("a2", map[string]any{"app": "app2", "intent": map[string]any{
 		"allOf": []any{map[string]any{"clusterProvider": "cp1", "clusterLabel": "edge"}}}})).must(t, 201)
 	c.do("POST", pDIG+"/approve", nil).must(t, 202)
-	m := c.do("POST", pDIG+"/instantiate", nil).must(t, http.StatusConflict).message(t)
-	if !strings.Contains(m, `app intent "a2" may place app "app2" on cluster cp1+g1, which is reached through GitOps`) {
-		t.Errorf("message %q", m)
+	m = c.do("POST", pDIG+"/instantiate", nil).must(t, http.StatusConflict).message(t)
+	for _, want := range []string{`app intent "a2" may place app "app2" on GitOps cluster cp1+g1: its gitOpsReferenceObject "r" is not a cluster sync object`,
+		`its gitOpsResourceObject "o" is not a cluster sync object`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("message %q lacks %q", m, want)
+		}
 	}
-	// A logical cloud over it is refused too.
-	c.do("POST", pP+"/logical-clouds/lc1/cluster-references", res("g1", map[string]any{"clusterProvider": "cp1", "cluster": "g1"})).must(t, 201)
-	m = c.do("POST", pP+"/logical-clouds/lc1/instantiate", nil).must(t, http.StatusConflict).message(t)
-	if !strings.Contains(m, "cp1+g1, which is reached through GitOps") {
-		t.Errorf("message %q", m)
+	sync := "/cluster-providers/cp1/cluster-sync-objects"
+	c.do("POST", sync, res("r", map[string]any{"kv": []any{map[string]string{"url": "http://git/r.git"}, map[string]string{"gitToken": "t0k"}}})).must(t, 201)
+	c.do("POST", sync, res("o", map[string]any{"kv": []any{map[string]string{"timeOut": "soon"}}})).must(t, 201)
+	m = c.do("POST", pDIG+"/instantiate", nil).must(t, http.StatusConflict).message(t)
+	for _, want := range []string{`its gitOpsReferenceObject "r" lacks userName, repoName, branch`, `its gitOpsResourceObject "o": timeOut "soon" is not a positive number of seconds`} {
+		if !strings.Contains(m, want) {
+			t.Errorf("message %q lacks %q", m, want)
+		}
 	}
 	if len(ops.started) != 0 {
 		t.Fatalf("operations started: %v", ops.started)
+	}
+	c.do("PUT", sync+"/r", res("r", map[string]any{"kv": []any{map[string]string{"url": "http://git/r.git"}, map[string]string{"gitToken": "********"},
+		map[string]string{"userName": "u"}, map[string]string{"repoName": "r"}, map[string]string{"branch": "main"}}})).must(t, 200)
+	c.do("PUT", sync+"/o", res("o", map[string]any{"kv": []any{map[string]string{"timeOut": "30"}}})).must(t, 200)
+	c.do("POST", pDIG+"/instantiate", nil).must(t, http.StatusAccepted)
+
+	// Logical clouds: an admin one may reference it, a standard one not.
+	c.do("POST", pP+"/logical-clouds/lc1/cluster-references", res("g1", map[string]any{"clusterProvider": "cp1", "cluster": "g1"})).must(t, 201)
+	c.do("POST", pP+"/logical-clouds/lc1/instantiate", nil).must(t, http.StatusAccepted)
+	c.do("POST", pP+"/logical-clouds/lc2/cluster-references", res("g1", map[string]any{"clusterProvider": "cp1", "cluster": "g1"})).must(t, 201)
+	m = c.do("POST", pP+"/logical-clouds/lc2/instantiate", nil).must(t, http.StatusConflict).message(t)
+	if !strings.Contains(m, "cp1+g1, which is reached through GitOps; temco sets up only admin (level 0) logical clouds on GitOps clusters") {
+		t.Errorf("message %q", m)
 	}
 }

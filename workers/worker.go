@@ -20,6 +20,7 @@ import (
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
+	"github.com/temco/temco/internal/gitops"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
@@ -42,7 +43,9 @@ type Deps struct {
 	Metrics          *metrics.Clusters // nil: not recorded
 	// Ops operates on DIGs from activities (tac's worker DIGs, migrate, relocate); New
 	// sets it from the worker's client when nil.
-	Ops    *starter.Starter
+	Ops *starter.Starter
+	// Git commits the desired state of clusters reached through GitOps (nil: they fail).
+	Git    *gitops.Writer
 	report func(context.Context, string, string, lifecycle.ClusterRetry) error
 }
 
@@ -87,7 +90,7 @@ func Register(w worker.Registry, d Deps) {
 	for name, fn := range Workflows {
 		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
 	}
-	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials}
+	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials, Git: d.Git}
 	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.report}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&operation.Holds{Ops: d.Ops})

@@ -26,14 +26,10 @@ func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
-	if r.cl == nil { // permanently unusable cluster: already marked Failed
+	if r.target == nil { // permanently unusable cluster: already marked Failed
 		return r.result, nil
 	}
-	// Apps run concurrently, each after the apps it depends on.
-	err = inOrder(r.placedApps(), func(app string) []string { return depNames(r.apps[app]) }, func(app string) error {
-		return r.applyApp(r.byApp[app])
-	})
-	if err != nil {
+	if err = r.target.apply(r); err != nil {
 		r.markRetrying(err)
 		if serr := r.save(context.WithoutCancel(ctx)); serr != nil {
 			return r.result, serr
@@ -41,6 +37,13 @@ func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput
 		return r.result, err
 	}
 	return r.result, r.flush(ctx)
+}
+
+// apply server-side applies the apps, concurrently, each after the apps it depends on.
+func (c *client) apply(r *run) error {
+	return inOrder(r.placedApps(), func(app string) []string { return depNames(r.apps[app]) }, func(app string) error {
+		return r.applyApp(r.byApp[app])
+	})
 }
 
 // markRetrying records a transient failure on every object not yet applied.

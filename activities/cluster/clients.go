@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/restmapper"
 
 	"github.com/temco/temco/internal/credentials"
+	"github.com/temco/temco/internal/gitops"
 	"github.com/temco/temco/internal/kubeconfig"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/seal"
@@ -49,6 +50,7 @@ type Clients struct {
 	Store       *store.Store
 	Keys        *seal.Keyring
 	Credentials *credentials.Store
+	Git         *gitops.Writer // commits GitOps clusters' desired state (nil: GitOps clusters fail)
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -66,6 +68,11 @@ func (c *Clients) For(ctx context.Context, key, cloud string) (*client, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.client(key, cloud, raw, sealed)
+}
+
+// client returns the cached client of a cluster's credentials, made anew when they changed.
+func (c *Clients) client(key, cloud string, raw, sealed []byte) (*client, error) {
 	version := sha256.Sum256(sealed)
 	cacheKey := key + "|" + cloud
 	c.mu.Lock()
@@ -150,7 +157,6 @@ func connKey(cfg *rest.Config) [32]byte {
 // kubeconfig loads (and opens) the credentials to use; sealed is their stored form, which
 // changes whenever they do.
 func (c *Clients) kubeconfig(ctx context.Context, key, cloud string) (raw, sealed []byte, err error) {
-	provider, name := lifecycle.SplitClusterKey(key)
 	if cloud != "" {
 		raw, sealed, err = c.Credentials.Get(ctx, cloud, key)
 		if errors.Is(err, credentials.ErrNotFound) {
@@ -158,17 +164,29 @@ func (c *Clients) kubeconfig(ctx context.Context, key, cloud string) (raw, seale
 		}
 		return raw, sealed, err
 	}
-	// By _id: the one lookup per cluster and operation must not scan the collection.
-	doc, err := c.Store.Get(ctx, "/cluster-providers/"+provider+"/clusters/"+name)
-	if store.CodeOf(err) == store.ErrNotFound {
-		return nil, nil, permanentf("cluster %q of provider %q is no longer registered", name, provider)
-	}
+	doc, err := c.clusterDoc(ctx, key)
 	if err != nil {
 		return nil, nil, err
 	}
+	return c.open(key, doc)
+}
+
+// clusterDoc reads a cluster's registration; one that is gone is a permanent error.
+func (c *Clients) clusterDoc(ctx context.Context, key string) (*store.Doc, error) {
+	provider, name := lifecycle.SplitClusterKey(key)
+	// By _id: the one lookup per cluster and operation must not scan the collection.
+	doc, err := c.Store.Get(ctx, "/cluster-providers/"+provider+"/clusters/"+name)
+	if store.CodeOf(err) == store.ErrNotFound {
+		return nil, permanentf("cluster %q of provider %q is no longer registered", name, provider)
+	}
+	return doc, err
+}
+
+// open opens the kubeconfig sealed in a cluster's registration.
+func (c *Clients) open(key string, doc *store.Doc) (raw, sealed []byte, err error) {
 	sealed = doc.Secret
 	if len(sealed) == 0 {
-		return nil, nil, permanentf("cluster %q of provider %q has no kubeconfig (gitOps access is not supported by temco)", name, provider)
+		return nil, nil, permanentf("cluster %q has no kubeconfig", key)
 	}
 	raw, err = c.Keys.Open(sealed, []byte(doc.ID))
 	if err != nil {

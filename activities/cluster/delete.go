@@ -23,11 +23,11 @@ func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInpu
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
-	if r.cl == nil { // the cluster is gone or unusable: nothing can be deleted there
+	if r.target == nil { // the cluster is gone or unusable: nothing can be deleted there
 		return r.result, nil
 	}
 	r.result = lifecycle.ClusterResult{}
-	err = r.deleteApps(ctx, nil)
+	err = r.remove(ctx, nil, nil)
 	return r.result, err
 }
 
@@ -41,7 +41,7 @@ func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
-	if r.cl == nil {
+	if r.target == nil {
 		return r.result, nil
 	}
 	next, err := a.Contexts.ClusterApps(ctx, in.Next, in.Cluster)
@@ -53,20 +53,36 @@ func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput
 	if len(prune) == 0 {
 		return r.result, nil
 	}
-	err = r.deleteApps(ctx, prune)
+	nextHeader, nextApps, err := a.context(ctx, in.Next)
+	if err != nil {
+		return lifecycle.ClusterResult{}, err
+	}
+	err = r.remove(ctx, prune, &placed{header: nextHeader, placements: next, apps: appctx.ForCluster(nextApps, next)})
 	return r.result, err
 }
 
-// deleteApps deletes the objects of the placed apps (only those listed in only, when it
-// is not nil), an app after every app that depends on it, and saves their statuses.
-func (r *run) deleteApps(ctx context.Context, only map[string][]int) error {
+// remove deletes the placed objects (only those listed in only, when it is not nil) and
+// saves their statuses; next is what the cluster keeps (nil: nothing).
+func (r *run) remove(ctx context.Context, only map[string][]int, next *placed) error {
+	if err := r.target.remove(r, only, next); err != nil {
+		r.markRetryingDelete(err, only)
+		if serr := r.save(context.WithoutCancel(ctx)); serr != nil {
+			return serr
+		}
+		return err
+	}
+	return r.flush(ctx)
+}
+
+// remove deletes the objects, an app after every app that depends on it.
+func (c *client) remove(r *run, only map[string][]int, _ *placed) error {
 	dependents := map[string][]string{}
 	for _, name := range r.placedApps() {
 		for _, d := range depNames(r.apps[name]) {
 			dependents[d] = append(dependents[d], name)
 		}
 	}
-	err := inOrder(r.placedApps(), func(app string) []string { return dependents[app] }, func(app string) error {
+	return inOrder(r.placedApps(), func(app string) []string { return dependents[app] }, func(app string) error {
 		var idx []int
 		if only != nil {
 			if idx = only[app]; len(idx) == 0 {
@@ -75,14 +91,6 @@ func (r *run) deleteApps(ctx context.Context, only map[string][]int) error {
 		}
 		return r.deleteApp(r.byApp[app], idx)
 	})
-	if err != nil {
-		r.markRetryingDelete(err, only)
-		if serr := r.save(context.WithoutCancel(ctx)); serr != nil {
-			return serr
-		}
-		return err
-	}
-	return r.flush(ctx)
 }
 
 // deleteApp deletes an app's objects (those at the indices in only, when given):

@@ -12,8 +12,8 @@ func object(kind, name, hash string) appctx.Object {
 	return appctx.Object{Ref: appctx.Ref{Version: "v1", Kind: kind, Name: name}, Hash: hash}
 }
 
-// placed builds an app's placement on a cluster with the given statuses, in namespace ns.
-func placed(app string, objs []appctx.Object, status string) *appctx.ClusterApp {
+// placedApp builds an app's placement on a cluster with the given statuses, in namespace ns.
+func placedApp(app string, objs []appctx.Object, status string) *appctx.ClusterApp {
 	p := &appctx.ClusterApp{App: app, Cluster: "cp+c1"}
 	for _, o := range objs {
 		ns := "default"
@@ -30,7 +30,7 @@ func placed(app string, objs []appctx.Object, status string) *appctx.ClusterApp 
 func TestUnchangedObjectsAreNotReapplied(t *testing.T) {
 	prevObjs := []appctx.Object{object("ConfigMap", "cfg", "h1"), object("Deployment", "web", "h2"), object("Service", "web", "h3")}
 	prevApps := map[string]*appctx.App{"web": {Name: "web", Objects: prevObjs}}
-	prev := []*appctx.ClusterApp{placed("web", prevObjs, lifecycle.ResApplied)}
+	prev := []*appctx.ClusterApp{placedApp("web", prevObjs, lifecycle.ResApplied)}
 	applied := appliedHashes(prev, prevApps)
 	cases := []struct {
 		name string
@@ -50,7 +50,7 @@ func TestUnchangedObjectsAreNotReapplied(t *testing.T) {
 		}
 	}
 	// Only Applied objects count as being there.
-	failed := []*appctx.ClusterApp{placed("web", prevObjs, lifecycle.ResFailed)}
+	failed := []*appctx.ClusterApp{placedApp("web", prevObjs, lifecycle.ResFailed)}
 	if unchanged(appliedHashes(failed, prevApps), &prevObjs[0], "default") {
 		t.Error("an object that failed to apply was taken as applied")
 	}
@@ -59,24 +59,24 @@ func TestUnchangedObjectsAreNotReapplied(t *testing.T) {
 func TestPrunePlansDeletionsOfObjectsAppsAndClusters(t *testing.T) {
 	web := []appctx.Object{object("ConfigMap", "cfg", "h1"), object("Deployment", "web", "h2"), object("Service", "web", "h3")}
 	db := []appctx.Object{object("StatefulSet", "db", "h4")}
-	prev := []*appctx.ClusterApp{placed("web", web, lifecycle.ResApplied), placed("db", db, lifecycle.ResApplied)}
+	prev := []*appctx.ClusterApp{placedApp("web", web, lifecycle.ResApplied), placedApp("db", db, lifecycle.ResApplied)}
 	cases := []struct {
 		name string
 		next []*appctx.ClusterApp
 		want map[string][]int
 	}{
-		{"nothing removed", []*appctx.ClusterApp{placed("web", web, lifecycle.ResApplied), placed("db", db, lifecycle.ResApplied)},
+		{"nothing removed", []*appctx.ClusterApp{placedApp("web", web, lifecycle.ResApplied), placedApp("db", db, lifecycle.ResApplied)},
 			map[string][]int{}},
-		{"an object removed", []*appctx.ClusterApp{placed("web", web[:2], lifecycle.ResApplied), placed("db", db, lifecycle.ResApplied)},
+		{"an object removed", []*appctx.ClusterApp{placedApp("web", web[:2], lifecycle.ResApplied), placedApp("db", db, lifecycle.ResApplied)},
 			map[string][]int{"web": {2}}},
-		{"an app removed", []*appctx.ClusterApp{placed("web", web, lifecycle.ResApplied)},
+		{"an app removed", []*appctx.ClusterApp{placedApp("web", web, lifecycle.ResApplied)},
 			map[string][]int{"db": {0}}},
 		{"the cluster no longer used", nil,
 			map[string][]int{"web": {0, 1, 2}, "db": {0}}},
-		{"an object moved to another app is kept", []*appctx.ClusterApp{placed("web", web[:2], lifecycle.ResApplied),
-			placed("db", append(slices.Clone(db), web[2]), lifecycle.ResApplied)}, map[string][]int{}},
-		{"a new revision that failed to apply still owns the object", []*appctx.ClusterApp{placed("web", web, lifecycle.ResFailed),
-			placed("db", db, lifecycle.ResPending)}, map[string][]int{}},
+		{"an object moved to another app is kept", []*appctx.ClusterApp{placedApp("web", web[:2], lifecycle.ResApplied),
+			placedApp("db", append(slices.Clone(db), web[2]), lifecycle.ResApplied)}, map[string][]int{}},
+		{"a new revision that failed to apply still owns the object", []*appctx.ClusterApp{placedApp("web", web, lifecycle.ResFailed),
+			placedApp("db", db, lifecycle.ResPending)}, map[string][]int{}},
 	}
 	for _, c := range cases {
 		got := toPrune(prev, c.next)
@@ -91,7 +91,7 @@ func TestPrunePlansDeletionsOfObjectsAppsAndClusters(t *testing.T) {
 		}
 	}
 	// What was never applied, or is already gone, is not deleted again.
-	gone := []*appctx.ClusterApp{placed("web", web[:1], lifecycle.ResDeleted), placed("db", db, lifecycle.ResPending)}
+	gone := []*appctx.ClusterApp{placedApp("web", web[:1], lifecycle.ResDeleted), placedApp("db", db, lifecycle.ResPending)}
 	if got := toPrune(gone, nil); len(got) != 0 {
 		t.Errorf("prune of deleted and pending objects: %v", got)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/readiness"
 )
 
 // ReadCluster reads the live state of every object of the context on one cluster. An
@@ -23,23 +24,35 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
-	cl, err := a.Clients.For(ctx, in.Cluster, header.Credentials)
+	tg, err := a.Clients.target(ctx, in.Cluster, header)
 	var appErr *temporal.ApplicationError
 	if err != nil && !(errors.As(err, &appErr) && appErr.NonRetryable()) {
 		return lifecycle.ClusterResult{}, err
 	}
+	var res lifecycle.ClusterResult
+	if tg == nil {
+		for _, p := range placements {
+			p.Live, p.LiveAt = make([]appctx.Live, len(p.Resources)), time.Now().UTC()
+			for i := range p.Live {
+				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: appErr.Message()}
+				res.NotReady++
+			}
+		}
+	} else {
+		res = tg.read(ctx, header, placements, in.Detail)
+	}
+	return res, a.Contexts.SaveClusters(ctx, in.ContextID, placements)
+}
+
+// read gets every object from the API server, one request each.
+func (c *client) read(ctx context.Context, _ *appctx.Context, placements []*appctx.ClusterApp, detail bool) lifecycle.ClusterResult {
 	now := time.Now().UTC()
 	var res lifecycle.ClusterResult
 	for _, p := range placements {
 		p.Live, p.LiveAt = make([]appctx.Live, len(p.Resources)), now
 		for i, r := range p.Resources {
-			if cl == nil {
-				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: appErr.Message()}
-				res.NotReady++
-				continue
-			}
 			rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-			u, err := cl.get(rctx, r.Ref)
+			u, err := c.get(rctx, r.Ref)
 			cancel()
 			switch {
 			case err != nil:
@@ -49,16 +62,16 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 				p.Live[i] = appctx.Live{State: appctx.LiveNotPresent}
 				res.NotReady++
 			default:
-				p.Live[i] = appctx.Live{State: appctx.LivePresent, Ready: Ready(u)}
+				p.Live[i] = appctx.Live{State: appctx.LivePresent, Ready: readiness.Ready(u)}
 				if !p.Live[i].Ready {
 					res.NotReady++
 				}
-				if in.Detail {
+				if detail {
 					p.Live[i].Detail = appctx.DetailOf(u.Object)
 				}
 				res.Done++
 			}
 		}
 	}
-	return res, a.Contexts.SaveClusters(ctx, in.ContextID, placements)
+	return res
 }

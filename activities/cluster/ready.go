@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/readiness"
 )
 
 // get reads an object as applied (ref carries the namespace used); nil when absent.
@@ -32,48 +33,5 @@ func (c *client) ready(ctx context.Context, ref appctx.Ref) (bool, error) {
 	if err != nil || u == nil {
 		return false, err
 	}
-	return Ready(u), nil
-}
-
-// Ready judges readiness from an object's status: Deployments Available with all replicas
-// updated, StatefulSets and DaemonSets fully ready, Jobs complete, Pods Ready, CRDs
-// Established; objects without such a status are ready once they exist.
-func Ready(u *unstructured.Unstructured) bool {
-	gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
-	switch u.GetKind() {
-	case "Deployment":
-		want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-		if !found {
-			want = 1 // the apiserver's default
-		}
-		avail, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
-		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
-		return gen >= u.GetGeneration() && condition(u, "Available") && avail >= want && updated >= want
-	case "StatefulSet":
-		want, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
-		return gen >= u.GetGeneration() && ready >= want
-	case "DaemonSet":
-		want, _, _ := unstructured.NestedInt64(u.Object, "status", "desiredNumberScheduled")
-		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "numberReady")
-		return gen >= u.GetGeneration() && ready >= want
-	case "Job":
-		return condition(u, "Complete")
-	case "Pod":
-		return condition(u, "Ready")
-	case "CustomResourceDefinition":
-		return condition(u, "Established")
-	}
-	return true
-}
-
-func condition(u *unstructured.Unstructured, typ string) bool {
-	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
-	for _, c := range conds {
-		m, ok := c.(map[string]any)
-		if ok && m["type"] == typ && m["status"] == "True" {
-			return true
-		}
-	}
-	return false
+	return readiness.Ready(u), nil
 }

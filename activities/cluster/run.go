@@ -24,9 +24,11 @@ type run struct {
 	writeMu  sync.Mutex // one write of the statuses at a time
 	contexts *appctx.Store
 	ctx      context.Context
-	cl       *client
+	target   target  // nil: the cluster cannot be used (its objects are marked Failed)
+	cl       *client // the target when reached through its Kubernetes API
 	header   *appctx.Context
 	applied  map[string]string // update: what the previous revision has applied here (objectKey -> hash)
+	previous bool              // an update (the context follows a previous revision)
 	apps     map[string]*appctx.App
 	byApp    map[string]*appctx.ClusterApp
 	attempt  int32
@@ -59,7 +61,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 		apps       map[string]*appctx.App
 		placements []*appctx.ClusterApp
 		applied    map[string]string
-		cl         *client
+		tg         target
 		clErr      error // kept apart: a permanently unusable cluster is recorded, not returned
 	)
 	g, gctx := errgroup.WithContext(ctx)
@@ -73,7 +75,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 			_, apps, err = a.context(gctx, in.ContextID)
 			return err
 		})
-		cl, clErr = a.Clients.For(gctx, in.Cluster, header.Credentials)
+		tg, clErr = a.Clients.target(gctx, in.Cluster, header)
 		return apl.Wait()
 	})
 	g.Go(func() (err error) {
@@ -92,10 +94,11 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	apps = appctx.ForCluster(apps, placements) // controllers may have edited this cluster's objects
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
-		applied: applied, cl: cl, attempt: activity.GetInfo(ctx).Attempt, started: time.Now(), saved: time.Now()}
+		applied: applied, previous: in.Previous != "", target: tg, attempt: activity.GetInfo(ctx).Attempt, started: time.Now(), saved: time.Now()}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}
+	r.cl, _ = tg.(*client)
 	var appErr *temporal.ApplicationError
 	if errors.As(clErr, &appErr) && appErr.NonRetryable() {
 		for _, p := range placements {
@@ -103,7 +106,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 				r.setFailed(&p.Resources[i], appErr.Message())
 			}
 		}
-		r.cl = nil
+		r.target, r.cl = nil, nil
 		return r, r.save(ctx)
 	}
 	return r, clErr

@@ -50,7 +50,7 @@ func (a *Activities) PlanRelocation(ctx context.Context, req lifecycle.RelocateR
 		return lifecycle.RelocationPlan{}, err
 	}
 	if spec, err := model.Decode[model.ClusterSpec](cl.Body); err == nil && spec.Spec.IsGitOps() {
-		return lifecycle.RelocationPlan{}, permanent(lifecycle.ErrInvalidInput, "cluster %s is reached through GitOps; temco cannot deploy through GitOps yet", req.To)
+		return lifecycle.RelocationPlan{}, permanent(lifecycle.ErrInvalidInput, "cluster %s is reached through GitOps; relocate moves apps only to clusters temco reaches with a kubeconfig (it checks the app ready there before leaving the old cluster)", req.To)
 	}
 	placed, err := a.Contexts.Placements(ctx, ctxID, appctx.Filter{Apps: []string{req.App}})
 	if err != nil {

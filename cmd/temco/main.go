@@ -21,7 +21,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(apiCmd(), workerCmd(), devCmd())
+	root.AddCommand(apiCmd(), workerCmd(), devCmd(), monitorCmd())
 	root.AddCommand(clientCmds()...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()

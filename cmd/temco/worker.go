@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"os"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,6 +16,7 @@ import (
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
+	"github.com/temco/temco/internal/gitops"
 	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/tlsconfig"
 	"github.com/temco/temco/workers"
@@ -46,7 +48,7 @@ func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var perBatch int
-	var metricsAddr string
+	var metricsAddr, gitCache string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
@@ -80,8 +82,16 @@ func workerCmd() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			gitDir := gitCache
+			if gitDir == "" { // a worker's own: two workers must not share one (gitops.Writer)
+				if gitDir, err = os.MkdirTemp("", "temco-git-"); err != nil {
+					return err
+				}
+				defer os.RemoveAll(gitDir)
+			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
-				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg), Controllers: registry.All})
+				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg), Controllers: registry.All,
+				Git: &gitops.Writer{Dir: gitDir}})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)
@@ -93,6 +103,8 @@ func workerCmd() *cobra.Command {
 	tf.bind(cmd)
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", env("TEMCO_METRICS_ADDR", ":9016"),
 		"listen address of the worker's /metrics and /healthz [TEMCO_METRICS_ADDR]")
+	cmd.Flags().StringVar(&gitCache, "git-cache", env("TEMCO_GIT_CACHE", ""),
+		"directory of this worker's clones of GitOps repositories, not shared with another worker; empty: a temporary one [TEMCO_GIT_CACHE]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),
 		"clusters per fan-out batch (child workflow); 0 for the default [TEMCO_CLUSTERS_PER_BATCH]")
 	return cmd

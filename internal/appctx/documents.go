@@ -117,7 +117,7 @@ type batchDoc struct {
 // Live is an object as last read from its cluster.
 type Live struct {
 	State  string `bson:"state"`            // Present, NotPresent or Unknown (cluster unreachable)
-	Ready  bool   `bson:"ready"`            // see cluster.Ready
+	Ready  bool   `bson:"ready"`            // see readiness.Ready
 	Error  string `bson:"error,omitempty"`  // why the state is Unknown
 	Detail string `bson:"detail,omitempty"` // JSON, see DetailOf; when asked for
 }

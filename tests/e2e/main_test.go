@@ -65,7 +65,8 @@ func runSuite(m *testing.M) (int, error) {
 	if err := build.Run(); err != nil {
 		return 0, fmt.Errorf("build temco: %w", err)
 	}
-	cfg := devstack.Config{BinDir: binDir, DataDir: filepath.Join(tmpRoot, "data"), Self: self, Clusters: 3,
+	// GitOps: one more cluster, cluster4, that Flux reconciles from the stack's git server.
+	cfg := devstack.Config{BinDir: binDir, DataDir: filepath.Join(tmpRoot, "data"), Self: self, Clusters: 3, GitOps: true,
 		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes(), Out: os.Stdout,
 		// Two clusters per batch, so three clusters fan out through batch child workflows.
 		Env: []string{"TEMCO_CLUSTERS_PER_BATCH=2"}, MongoBackend: os.Getenv("TEMCO_E2E_MONGO_BACKEND")}
@@ -102,15 +103,17 @@ func runSuite(m *testing.M) (int, error) {
 	return code, nil
 }
 
-// freeClusterPorts finds a base port with the ports of n clusters free.
+// freeClusterPorts finds a base port with the ports of n clusters, and of the GitOps
+// cluster after them, free: a range of ten each (the GitOps cluster's also holds Flux's
+// and the git server's ports).
 func freeClusterPorts(n int) (int, error) {
 	for range 50 {
 		// Below Linux's ephemeral range (32768+): an outgoing connection cannot take the
 		// port between this check and the apiserver's bind.
 		base := 20000 + 10*rand.IntN(1200)
 		ports := map[string]int{}
-		for i := range n {
-			for j := range 3 {
+		for i := range n + 1 {
+			for j := range 10 {
 				ports[fmt.Sprintf("cluster %d port %d", i, j)] = base + 10*i + j
 			}
 		}

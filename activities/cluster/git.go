@@ -1,0 +1,351 @@
+// Reaching a cluster through git (GitOps): the cluster's desired state is committed to the
+// repository its Flux controllers pull from, and Flux's report comes back through the same
+// repository, written by temco gitops-monitor next to the cluster.
+
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/gitops"
+	"github.com/temco/temco/internal/gitops/layout"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/syncobject"
+)
+
+// gitOpsField marks a cluster registered with spec.gitOps (set by the api).
+const gitOpsField = "gitOps"
+
+// gitCluster is a cluster reached through git.
+type gitCluster struct {
+	key    string // provider+cluster: verbatim in the repository's paths and the status branch, as EMCO
+	typ    string // syncobject.FluxCD, AzureArcV2 or Anthos
+	git    syncobject.Git
+	timers syncobject.Timers
+	writer *gitops.Writer
+}
+
+// gitCluster reads a GitOps cluster's access from its registration and sync objects;
+// what cannot work without the user's change is a permanent error.
+func (c *Clients) gitCluster(ctx context.Context, key string, doc *store.Doc) (*gitCluster, error) {
+	spec, err := model.Decode[model.ClusterSpec](doc.Body)
+	if err != nil {
+		return nil, err
+	}
+	g := spec.Spec.GitOps
+	typ, ok := syncobject.Type(g.GitOpsType)
+	if !ok {
+		return nil, permanentf("cluster %q: gitOpsType %q is not supported", key, g.GitOpsType)
+	}
+	if c.Git == nil {
+		return nil, permanentf("cluster %q is reached through GitOps, but this worker has no git cache directory", key)
+	}
+	provider, _ := lifecycle.SplitClusterKey(key)
+	ref, err := c.syncObject(ctx, provider, g.GitOpsReferenceObject)
+	if err != nil {
+		return nil, err
+	}
+	access, err := syncobject.GitOf(ref)
+	if err != nil {
+		return nil, permanentf("cluster %q: gitOpsReferenceObject %q: %v", key, g.GitOpsReferenceObject, err)
+	}
+	timers, err := syncobject.TimersOf(nil)
+	if g.GitOpsResourceObject != "" {
+		res, rerr := c.syncObject(ctx, provider, g.GitOpsResourceObject)
+		if rerr != nil {
+			return nil, rerr
+		}
+		if timers, err = syncobject.TimersOf(res); err != nil {
+			return nil, permanentf("cluster %q: gitOpsResourceObject %q: %v", key, g.GitOpsResourceObject, err)
+		}
+	}
+	return &gitCluster{key: key, typ: typ, git: access, timers: timers, writer: c.Git}, nil
+}
+
+// syncObject reads a cluster sync object's values, its secret ones opened.
+func (c *Clients) syncObject(ctx context.Context, provider, name string) (map[string]string, error) {
+	doc, err := c.Store.Get(ctx, "/cluster-providers/"+provider+"/cluster-sync-objects/"+name)
+	if store.CodeOf(err) == store.ErrNotFound {
+		return nil, permanentf("cluster sync object %q of provider %q does not exist", name, provider)
+	}
+	if err != nil {
+		return nil, err
+	}
+	kv, err := model.Decode[model.KVSpec](doc.Body)
+	if err != nil {
+		return nil, err
+	}
+	var secrets map[string]string
+	if len(doc.Secret) > 0 {
+		plain, err := c.Keys.Open(doc.Secret, []byte(doc.ID))
+		if err != nil {
+			return nil, permanentf("cluster sync object %q: its secret values cannot be decrypted with the configured keys", name)
+		}
+		if err := json.Unmarshal(plain, &secrets); err != nil {
+			return nil, err
+		}
+	}
+	return syncobject.Values(kv.Spec.KV, secrets), nil
+}
+
+func (g *gitCluster) remote() gitops.Remote {
+	return gitops.Remote{URL: g.git.URL, Branch: g.git.Branch, User: g.git.User, Token: g.git.Token}
+}
+
+// statusRemote is the branch the cluster's monitor reports on, named after the cluster (EMCO's).
+func (g *gitCluster) statusRemote() gitops.Remote {
+	r := g.remote()
+	r.Branch = g.key
+	return r
+}
+
+// apply commits every app placed on the cluster and waits until Flux applied the commit.
+func (g *gitCluster) apply(r *run) error {
+	verb := "instantiate"
+	if r.previous {
+		verb = "update"
+	}
+	all := map[string][]int{}
+	for _, p := range r.placements() {
+		for i := range p.Resources {
+			all[p.App] = append(all[p.App], i)
+		}
+	}
+	dep := g.deployment(&placed{header: r.header, placements: r.placements(), apps: r.apps})
+	return g.sync(r, dep, verb, all, lifecycle.ResApplied)
+}
+
+// remove commits the cluster's deployment without the objects that go (everything, or
+// next's content in an update) and waits until Flux has removed them.
+func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
+	verb := "update"
+	if next == nil {
+		verb, next = "terminate", &placed{header: r.header}
+	}
+	if only == nil {
+		only = map[string][]int{}
+		for _, p := range r.placements() {
+			for i, res := range p.Resources {
+				if res.Status != lifecycle.ResDeleted {
+					only[p.App] = append(only[p.App], i)
+				}
+			}
+		}
+	}
+	return g.sync(r, g.deployment(next), verb, only, lifecycle.ResDeleted)
+}
+
+// sync commits the deployment's files (one commit, none when git already holds them),
+// waits for Flux where it reports back, and settles the objects in which to status.
+// A push the repository refuses (credentials, a protected branch) fails those objects:
+// retrying cannot fix it, and nothing was committed.
+func (g *gitCluster) sync(r *run, dep layout.Deployment, verb string, which map[string][]int, status string) error {
+	change, err := layout.For(g.typ, dep)
+	if err != nil {
+		return permanentErr{err}
+	}
+	change.Message = fmt.Sprintf("temco: %s of deployment intent group %s, revision %d, on cluster %s",
+		verb, r.header.DIG, r.header.Revision, g.key)
+	out, err := g.writer.Commit(r.ctx, g.remote(), change)
+	if gitops.IsPermanent(err) {
+		r.forEach(which, func(res *appctx.ResourceStatus) { r.setFailed(res, err.Error()) })
+		return r.progress(r.ctx)
+	}
+	if err != nil {
+		return err
+	}
+	r.heartbeat("committed " + out.Commit)
+	if err := g.awaitFlux(r, dep, out.Commit, len(dep.Apps) > 0); err != nil {
+		return err
+	}
+	r.forEach(which, func(res *appctx.ResourceStatus) {
+		if status == lifecycle.ResApplied {
+			r.mu.Lock()
+			res.Namespace = layout.NamespaceOf(dep, res.Ref)
+			r.mu.Unlock()
+		}
+		r.settle(res, status, "")
+	})
+	return r.progress(r.ctx)
+}
+
+// deployment is the layout's view of what a context places on this cluster.
+func (g *gitCluster) deployment(p *placed) layout.Deployment {
+	d := layout.Deployment{Cluster: g.key, Instance: p.header.Instance, Namespace: p.header.Namespace,
+		Flux: layout.FluxOptions{Interval: g.timers.Interval, RetryInterval: g.timers.RetryInterval, Timeout: g.timers.Timeout}}
+	for _, pl := range p.placements {
+		app := layout.App{Name: pl.App}
+		for _, o := range p.apps[pl.App].Objects {
+			app.Objects = append(app.Objects, layout.Object{Group: o.Group, Version: o.Version, Kind: o.Kind,
+				Namespace: o.Namespace, Name: o.Name, Manifest: []byte(o.Manifest)})
+		}
+		d.Apps = append(d.Apps, app)
+	}
+	return d
+}
+
+// fluxWait bounds one attempt's wait for Flux: a source poll, a reconcile and its
+// timeout, and the monitor's report, with room; the activity is then retried, the
+// cluster shown as Retrying with the reason.
+func (g *gitCluster) fluxWait() time.Duration {
+	return min(max(2*(g.timers.Interval+g.timers.Timeout), 30*time.Second), 10*time.Minute)
+}
+
+// awaitFlux waits until the cluster's monitor reports that Flux applied commit: the
+// deployment's Kustomization Ready at a revision that contains it or, when the deployment
+// has no apps left (present false), no such Kustomization while Flux has applied the commit.
+// Only Flux clusters report back: for the others, committed is deployed.
+func (g *gitCluster) awaitFlux(r *run, dep layout.Deployment, commit string, present bool) error {
+	if g.typ != syncobject.FluxCD {
+		return nil
+	}
+	ns, name := layout.KustomizationOf(dep)
+	deadline := time.Now().Add(g.fluxWait())
+	for {
+		done, why, err := g.fluxApplied(r.ctx, ns, name, commit, present)
+		if err != nil {
+			return fmt.Errorf("read the status cluster %s reports through git: %w", g.key, err)
+		}
+		if done {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("Flux has not applied commit %s on cluster %s within %s: %s", short(commit), g.key, g.fluxWait(), why)
+		}
+		r.heartbeat("waiting for Flux: " + why)
+		if err := sleep(r.ctx, 2*time.Second); err != nil {
+			return err
+		}
+	}
+}
+
+// fluxApplied judges the monitor's report; why says what is still awaited.
+func (g *gitCluster) fluxApplied(ctx context.Context, ns, name, commit string, present bool) (bool, string, error) {
+	reports, err := g.reports(ctx)
+	if err != nil {
+		return false, "", err
+	}
+	if len(reports) == 0 {
+		if !present { // nothing on the cluster ever reported: the removal from git is all there is to wait for
+			return true, "", nil
+		}
+		return false, "no status reported on branch " + g.key + " (is temco gitops-monitor running beside the cluster's Flux?)", nil
+	}
+	own, found := reports[ns+"/"+name]
+	if present {
+		if !found {
+			return false, fmt.Sprintf("Kustomization %s/%s does not exist yet (the cluster's bootstrap Kustomization has not applied it)", ns, name), nil
+		}
+		has, err := g.writer.Contains(ctx, g.remote(), commit, own.LastAppliedRevision)
+		if err != nil {
+			return false, "", err
+		}
+		if has && own.Ready == "True" {
+			return true, "", nil
+		}
+		return false, describe(own), nil
+	}
+	if found {
+		return false, fmt.Sprintf("Kustomization %s/%s still exists (%s)", ns, name, describe(own)), nil
+	}
+	for _, k := range reports { // the removal itself is applied by the Kustomization holding the cluster's folder
+		if has, err := g.writer.Contains(ctx, g.remote(), commit, k.LastAppliedRevision); err != nil {
+			return false, "", err
+		} else if has {
+			return true, "", nil
+		}
+	}
+	return false, "no Kustomization of the cluster has applied the commit yet", nil
+}
+
+// reports reads every Kustomization status the cluster's monitor reported, by namespace/name.
+func (g *gitCluster) reports(ctx context.Context) (map[string]gitops.KustomizationStatus, error) {
+	files, _, err := g.writer.ReadDir(ctx, g.statusRemote(), gitops.StatusDir(g.key))
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[string]gitops.KustomizationStatus, len(files))
+	for path, b := range files {
+		var k gitops.KustomizationStatus
+		if err := json.Unmarshal(b, &k); err != nil {
+			return nil, fmt.Errorf("status file %s: %w", path, err)
+		}
+		out[k.Namespace+"/"+k.Name] = k
+	}
+	return out, nil
+}
+
+func describe(k gitops.KustomizationStatus) string {
+	s := fmt.Sprintf("Kustomization %s/%s: Ready=%s", k.Namespace, k.Name, k.Ready)
+	if k.Reason != "" {
+		s += " " + k.Reason
+	}
+	if k.Message != "" {
+		s += ": " + k.Message
+	}
+	if k.LastAppliedRevision != "" {
+		s += "; last applied " + k.LastAppliedRevision
+	}
+	return s
+}
+
+func short(commit string) string { return commit[:min(len(commit), 12)] }
+
+// read reports the objects as the monitor last saw them: present and ready by their own
+// status, from the deployment's Kustomization inventory.
+func (g *gitCluster) read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, _ bool) lifecycle.ClusterResult {
+	now := time.Now().UTC()
+	var res lifecycle.ClusterResult
+	reports, err := g.reports(ctx)
+	ns, name := layout.KustomizationOf(layout.Deployment{Cluster: g.key, Instance: header.Instance})
+	own, found := reports[ns+"/"+name]
+	seen := map[string]gitops.ResourceStatus{}
+	for _, o := range own.Resources {
+		seen[refKey(o.Group, o.Kind, o.Namespace, o.Name)] = o
+	}
+	for _, p := range placements {
+		p.Live, p.LiveAt = make([]appctx.Live, len(p.Resources)), now
+		for i, r := range p.Resources {
+			o, ok := seen[refKey(r.Group, r.Kind, r.Namespace, r.Name)]
+			switch {
+			case err != nil:
+				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: "read the status reported through git: " + err.Error()}
+			case !found && len(reports) == 0:
+				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: "no status reported on branch " + g.key}
+			case !ok || !o.Present:
+				p.Live[i] = appctx.Live{State: appctx.LiveNotPresent}
+			default:
+				p.Live[i] = appctx.Live{State: appctx.LivePresent, Ready: o.Ready, Error: o.Message}
+				res.Done++
+			}
+			if !p.Live[i].Ready {
+				res.NotReady++
+			}
+		}
+	}
+	return res
+}
+
+func refKey(group, kind, ns, name string) string {
+	return strings.Join([]string{group, kind, ns, name}, "/")
+}
+
+// forEach calls fn for the objects at the indices of which, per app.
+func (r *run) forEach(which map[string][]int, fn func(res *appctx.ResourceStatus)) {
+	for app, idx := range which {
+		p := r.byApp[app]
+		if p == nil {
+			continue
+		}
+		for _, i := range idx {
+			fn(&p.Resources[i])
+		}
+	}
+}
