@@ -41,12 +41,14 @@ histories: tools
 
 ## bench: instantiate 3 apps x 10 resources onto 3 local clusters vs a raw parallel server-side
 ## apply, then the same with gac and hpa on the DIG (the controllers' share of the time),
-## BENCHN times each (medians are reported); BENCH='Instantiate$' runs the first alone
+## BENCHN times each (medians are reported); BENCH='Instantiate$' runs the first alone;
+## then one GitOps commit (30 files) into a repository of 1000 clusters' deployments
 BENCHN ?= 10
 BENCH ?= Instantiate
 bench: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
 	  $(GO) test -count=1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHN)x -timeout 30m ./tests/e2e/
+	$(GO) test -count=1 -run '^$$' -bench Commit -benchtime 100x ./internal/gitops/
 
 ## bench-scale: instantiate and terminate a 3-chart app on CLUSTERS clusters (namespaces of
 ## three local API servers), twice, against a raw parallel server-side apply

@@ -168,7 +168,7 @@ func (g *gitCluster) sync(r *run, dep layout.Deployment, verb string, which map[
 	r.forEach(which, func(res *appctx.ResourceStatus) {
 		if status == lifecycle.ResApplied {
 			r.mu.Lock()
-			res.Namespace = layout.NamespaceOf(dep, res.Ref)
+			res.Namespace = layout.NamespaceOf(dep, res.Group, res.Kind, res.Namespace)
 			r.mu.Unlock()
 		}
 		r.settle(res, status, "")

@@ -24,7 +24,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/gitops"
 	"github.com/temco/temco/internal/syncobject"
 )
@@ -191,10 +190,10 @@ func fileName(used map[string]bool, o Object) string {
 	return n + ".yaml"
 }
 
-// NamespaceOf is the namespace object ref lands in on the cluster: its own, none for
-// cluster-scoped kinds, else the deployment's.
-func NamespaceOf(dep Deployment, ref appctx.Ref) string {
-	return scopesOf(dep).namespaceOf(dep, ref.Group, ref.Kind, ref.Namespace)
+// NamespaceOf is the namespace an object of group and kind naming namespace (or none)
+// lands in on the cluster: its own, none for cluster-scoped kinds, else the deployment's.
+func NamespaceOf(dep Deployment, group, kind, namespace string) string {
+	return scopesOf(dep).namespaceOf(dep, group, kind, namespace)
 }
 
 // scopes knows which kinds are cluster-scoped: Kubernetes' own, and those whose

@@ -9,7 +9,6 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/syncobject"
 )
 
@@ -149,17 +148,17 @@ func TestAzureArcAndAnthosLayouts(t *testing.T) {
 func TestNamespaceOf(t *testing.T) {
 	dep := deployment()
 	for _, c := range []struct {
-		ref  appctx.Ref
-		want string
+		group, kind, namespace string
+		want                   string
 	}{
-		{appctx.Ref{Kind: "ConfigMap", Name: "x"}, "apps"},
-		{appctx.Ref{Kind: "ConfigMap", Namespace: "own", Name: "x"}, "own"},
-		{appctx.Ref{Kind: "Namespace", Name: "x"}, ""},
-		{appctx.Ref{Group: "example.com", Kind: "Widget", Name: "x"}, ""},
-		{appctx.Ref{Group: "example.com", Kind: "Gadget", Name: "x"}, "apps"},
+		{"", "ConfigMap", "", "apps"},
+		{"", "ConfigMap", "own", "own"},
+		{"", "Namespace", "", ""},
+		{"example.com", "Widget", "", ""},
+		{"example.com", "Gadget", "", "apps"},
 	} {
-		if got := NamespaceOf(dep, c.ref); got != c.want {
-			t.Errorf("%v: %q, want %q", c.ref, got, c.want)
+		if got := NamespaceOf(dep, c.group, c.kind, c.namespace); got != c.want {
+			t.Errorf("%+v: %q, want %q", c, got, c.want)
 		}
 	}
 }
