@@ -5,6 +5,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -108,9 +109,9 @@ func (g *gitCluster) statusRemote() gitops.Remote {
 
 // apply commits every app placed on the cluster and waits until Flux applied the commit.
 func (g *gitCluster) apply(r *run) error {
-	verb := "instantiate"
+	verb := lifecycle.OpInstantiate
 	if r.previous {
-		verb = "update"
+		verb = cmp.Or(r.header.Op, lifecycle.OpUpdate)
 	}
 	all := map[string][]int{}
 	for _, p := range r.placements() {
@@ -119,15 +120,17 @@ func (g *gitCluster) apply(r *run) error {
 		}
 	}
 	dep := g.deployment(&placed{header: r.header, placements: r.placements(), apps: r.apps})
-	return g.sync(r, dep, verb, all, lifecycle.ResApplied)
+	return g.sync(r, dep, message(verb, r.header, g.key), all, lifecycle.ResApplied)
 }
 
 // remove commits the cluster's deployment without the objects that go (everything, or
 // next's content in an update) and waits until Flux has removed them.
 func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
-	verb := "update"
+	msg := ""
 	if next == nil {
-		verb, next = "terminate", &placed{header: r.header}
+		msg, next = message(lifecycle.OpTerminate, r.header, g.key), &placed{header: r.header}
+	} else { // the prune of an update: named after the revision that follows
+		msg = message(cmp.Or(next.header.Op, lifecycle.OpUpdate), next.header, g.key)
 	}
 	if only == nil {
 		only = map[string][]int{}
@@ -139,20 +142,19 @@ func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
 			}
 		}
 	}
-	return g.sync(r, g.deployment(next), verb, only, lifecycle.ResDeleted)
+	return g.sync(r, g.deployment(next), msg, only, lifecycle.ResDeleted)
 }
 
 // sync commits the deployment's files (one commit, none when git already holds them),
 // waits for Flux where it reports back, and settles the objects in which to status.
 // A push the repository refuses (credentials, a protected branch) fails those objects:
 // retrying cannot fix it, and nothing was committed.
-func (g *gitCluster) sync(r *run, dep layout.Deployment, verb string, which map[string][]int, status string) error {
+func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[string][]int, status string) error {
 	change, err := layout.For(g.typ, dep)
 	if err != nil {
 		return permanentErr{err}
 	}
-	change.Message = fmt.Sprintf("temco: %s of deployment intent group %s, revision %d, on cluster %s",
-		verb, r.header.DIG, r.header.Revision, g.key)
+	change.Message = msg
 	out, err := g.writer.Commit(r.ctx, g.remote(), change)
 	if gitops.IsPermanent(err) {
 		r.forEach(which, func(res *appctx.ResourceStatus) { r.setFailed(res, err.Error()) })
@@ -174,6 +176,11 @@ func (g *gitCluster) sync(r *run, dep layout.Deployment, verb string, which map[
 		r.settle(res, status, "")
 	})
 	return r.progress(r.ctx)
+}
+
+// message is a commit's message: the operation, DIG, revision and cluster.
+func message(op string, h *appctx.Context, cluster string) string {
+	return fmt.Sprintf("temco: %s of deployment intent group %s, revision %d, on cluster %s", op, h.DIG, h.Revision, cluster)
 }
 
 // deployment is the layout's view of what a context places on this cluster.

@@ -149,7 +149,7 @@ func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput)
 		return res, err
 	}
 	return res, a.Contexts.Create(ctx, &appctx.Context{ID: res.ContextID, DIG: in.DIG.ID(), Instance: prev.Instance,
-		Revision: res.Revision, Status: lifecycle.StatusUpdating, Namespace: prev.Namespace, Credentials: prev.Credentials})
+		Revision: res.Revision, Op: in.Op, Status: lifecycle.StatusUpdating, Namespace: prev.Namespace, Credentials: prev.Credentials})
 }
 
 func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {

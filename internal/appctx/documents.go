@@ -15,6 +15,7 @@ type Context struct {
 	DIG       string `bson:"dig"`      // the DIG's store _id
 	Instance  string `bson:"instance"` // the context that began this instance (its instantiate)
 	Revision  int64  `bson:"revision"`
+	Op        string `bson:"op,omitempty"` // the operation that made a later revision (update, rollback)
 	Status    string `bson:"status"`
 	Error     string `bson:"error,omitempty"`
 	Namespace string `bson:"namespace"`

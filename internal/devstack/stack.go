@@ -206,6 +206,8 @@ func (s *Stack) env() []string {
 		"TEMCO_MONGO_URI=" + s.Mongo.URI(), "TEMCO_MONGO_DB=temco", "TEMCO_KEY_FILE=" + s.KeyFile,
 		"TEMCO_TEMPORAL_ADDRESS=" + s.Temporal.Address(), "TEMCO_TEMPORAL_NAMESPACE=" + s.namespace(),
 		"TEMCO_TASK_QUEUE=" + s.cfg.TaskQueue,
+		// The worker's clones of GitOps repositories outlive it, as its other data does.
+		"TEMCO_GIT_CACHE=" + filepath.Join(s.cfg.DataDir, "git", "cache"),
 		"TEMCO_API_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.APIPort),
 		"TEMCO_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.MetricsPort),
 		fmt.Sprintf("TEMCO_CODEC_CORS_ORIGINS=http://127.0.0.1:%d,http://localhost:%d", s.cfg.UIPort, s.cfg.UIPort),

@@ -125,8 +125,8 @@ func presentOnGitOps(t *testing.T, gvr schema.GroupVersionResource, name string,
 // git: instantiate applies the first directly and commits the second's objects, which
 // Flux applies; status says deployed once Flux reports the commit applied, ready from the
 // objects' own status as the cluster's monitor reports it; an update commits the
-// difference (a removed object leaves git and the cluster) and terminate removes the
-// deployment. One commit per cluster and operation, naming the DIG, operation and revision.
+// difference (a removed object leaves git and the cluster), a rollback brings it back, and
+// terminate removes the deployment. One commit per cluster and operation, naming the DIG, operation and revision.
 func TestGitOpsDeploysThroughFlux(t *testing.T) {
 	gc := registerGitOps(t)
 	d := newDeployment(t, app{name: "gweb", chart: webChart("gweb"), placement: map[string]any{"allOf": []any{
@@ -190,6 +190,16 @@ func TestGitOpsDeploysThroughFlux(t *testing.T) {
 		t.Errorf("commits after the update: %q", log)
 	}
 
+	// Rollback to revision 1: the Service comes back.
+	d.update(lifecycle.OpRollback, map[string]any{"metadata": map[string]any{"name": "back"}, "spec": map[string]any{"revision": "1"}})
+	eventually(t, "the Service back through Flux", time.Minute, presentOnGitOps(t, gvrService, "gweb", true))
+	if files := gitFiles(t, folder); !slices.Equal(files, want) {
+		t.Errorf("files after the rollback: %v", files)
+	}
+	if log := gitLog(t, folder); len(log) != 3 || !strings.Contains(log[0], "rollback") || !strings.Contains(log[0], "revision 3") {
+		t.Errorf("commits after the rollback: %q", log)
+	}
+
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	for _, o := range []struct {
@@ -203,7 +213,7 @@ func TestGitOpsDeploysThroughFlux(t *testing.T) {
 	if files := gitFiles(t, folder); len(files) != 0 {
 		t.Errorf("files left after terminate: %v", files)
 	}
-	if log := gitLog(t, folder); len(log) != 3 || !strings.Contains(log[0], "terminate") {
+	if log := gitLog(t, folder); len(log) != 4 || !strings.Contains(log[0], "terminate") {
 		t.Errorf("commits after terminate: %q", log)
 	}
 	other.operate(lifecycle.OpTerminate)
@@ -278,6 +288,32 @@ func TestGitOpsFailures(t *testing.T) {
 		restarted = true
 		d.await("Instantiated once the server is back", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
 		eventually(t, "Flux applied the deployment", time.Minute, presentOnGitOps(t, gvrDeployment, "gweb", true))
+		d.operate(lifecycle.OpTerminate)
+		d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+		eventually(t, "Flux removed the deployment", time.Minute, presentOnGitOps(t, gvrDeployment, "gweb", false))
+	})
+
+	t.Run("worker killed while Flux applies", func(t *testing.T) {
+		d := one(t, gc)
+		inst := d.operate(lifecycle.OpInstantiate).ContextID
+		folder := stack.GitOps.Path() + "/context/" + inst
+		eventually(t, "the instantiate committed", time.Minute, func() error {
+			if log := gitLog(t, folder); len(log) != 1 {
+				return fmt.Errorf("commits %q", log)
+			}
+			return nil
+		})
+		stack.Worker.Kill()
+		if err := stack.StartWorker(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		d.await("Instantiated after the restart", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+		if log := gitLog(t, folder); len(log) != 1 {
+			t.Errorf("the retried apply committed again: %q", log)
+		}
+		if err := presentOnGitOps(t, gvrDeployment, "gweb", true)(); err != nil {
+			t.Error(err)
+		}
 		d.operate(lifecycle.OpTerminate)
 		d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 		eventually(t, "Flux removed the deployment", time.Minute, presentOnGitOps(t, gvrDeployment, "gweb", false))
