@@ -3,7 +3,6 @@ package devstack
 import (
 	"context"
 	"fmt"
-	"math/rand/v2"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -40,21 +39,13 @@ func startGitOpsAlone(t *testing.T, dataDir string, base int) *Stack {
 	return s
 }
 
-// freeClusterBase finds the first port of a cluster's range of ten, all free.
-func freeClusterBase(t *testing.T) int {
+func freeBase(t *testing.T) int {
 	t.Helper()
-	for range 50 {
-		base := 20000 + 10*rand.IntN(1200) // below the ephemeral range: no outgoing connection takes one
-		ports := map[string]int{}
-		for i := range 10 {
-			ports[fmt.Sprint(i)] = base + i
-		}
-		if CheckPortsFree(ports) == nil {
-			return base
-		}
+	base, err := FreeClusterBase(1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free range of ten ports")
-	return 0
+	return base
 }
 
 // eventually polls check every 200 ms until it succeeds or timeout passes.
@@ -80,7 +71,7 @@ func eventually(t *testing.T, timeout time.Duration, check func(ctx context.Cont
 // through Flux, applied by its own Kustomization only: the seeded context/kustomization.yaml
 // keeps the bootstrap Kustomization out of context/.
 func TestGitOpsClusterAppliesWhatIsPushed(t *testing.T) {
-	s := startGitOpsAlone(t, t.TempDir(), freeClusterBase(t))
+	s := startGitOpsAlone(t, t.TempDir(), freeBase(t))
 	g := s.GitOps
 	ctx := context.Background()
 	dc, err := g.Cluster.Dynamic()
@@ -137,7 +128,7 @@ spec:
 // A restart on the same data keeps the git password, seeds nothing twice and finds
 // Flux's bootstrap applied again.
 func TestGitOpsClusterRestartsOnItsData(t *testing.T) {
-	dir, base := t.TempDir(), freeClusterBase(t)
+	dir, base := t.TempDir(), freeBase(t)
 	first := startGitOpsAlone(t, dir, base)
 	password := first.GitOps.Password
 	ctx := context.Background()

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -152,3 +153,21 @@ func dialable(ctx context.Context, addr string) error {
 }
 
 var errNotReady = errors.New("not ready")
+
+// FreeClusterBase finds a first port from which clusters ranges of ten ports (a cluster's,
+// with room for the GitOps cluster's Flux and git server) are all free. The ports are below
+// Linux's ephemeral range (32768+): no outgoing connection takes one between this check
+// and the bind.
+func FreeClusterBase(clusters int) (int, error) {
+	for range 50 {
+		base := 20000 + 10*rand.IntN(1200)
+		ports := map[string]int{}
+		for i := range 10 * clusters {
+			ports[strconv.Itoa(i)] = base + i
+		}
+		if CheckPortsFree(ports) == nil {
+			return base, nil
+		}
+	}
+	return 0, fmt.Errorf("no free range of ports for %d clusters", clusters)
+}

@@ -29,7 +29,7 @@ func devCmd(t *testing.T, data string, apiPort int) *exec.Cmd {
 		}
 		ports = append(ports, flag, strconv.Itoa(p))
 	}
-	base, err := freeClusterPorts(1)
+	base, err := devstack.FreeClusterBase(2)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,7 +8,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"math/rand/v2"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -78,7 +77,8 @@ func runSuite(m *testing.M) (int, error) {
 			return 0, err
 		}
 	}
-	if cfg.ClusterBasePort, err = freeClusterPorts(cfg.Clusters); err != nil {
+	// The clusters and, after them, the GitOps cluster.
+	if cfg.ClusterBasePort, err = devstack.FreeClusterBase(cfg.Clusters + 1); err != nil {
 		return 0, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -101,27 +101,6 @@ func runSuite(m *testing.M) (int, error) {
 		_ = exec.Command("cp", "-r", filepath.Join(cfg.DataDir, "logs"), keep).Run()
 	}
 	return code, nil
-}
-
-// freeClusterPorts finds a base port with the ports of n clusters, and of the GitOps
-// cluster after them, free: a range of ten each (the GitOps cluster's also holds Flux's
-// and the git server's ports).
-func freeClusterPorts(n int) (int, error) {
-	for range 50 {
-		// Below Linux's ephemeral range (32768+): an outgoing connection cannot take the
-		// port between this check and the apiserver's bind.
-		base := 20000 + 10*rand.IntN(1200)
-		ports := map[string]int{}
-		for i := range n + 1 {
-			for j := range 10 {
-				ports[fmt.Sprintf("cluster %d port %d", i, j)] = base + 10*i + j
-			}
-		}
-		if devstack.CheckPortsFree(ports) == nil {
-			return base, nil
-		}
-	}
-	return 0, fmt.Errorf("no free port range for %d clusters", n)
 }
 
 // registerClusters onboards the stack's clusters, as an operator does with curl.

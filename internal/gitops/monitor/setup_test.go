@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -78,7 +77,7 @@ func startCluster(t *testing.T) *rest.Config {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &devstack.Cluster{Name: "gitops1", BinDir: bin, Dir: t.TempDir(), BasePort: freeClusterBase(t)}
+	c := &devstack.Cluster{Name: "gitops1", BinDir: bin, Dir: t.TempDir(), BasePort: freeBase(t)}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	t.Cleanup(c.Stop)
@@ -144,22 +143,13 @@ func installCRDs(t *testing.T, dc dynamic.Interface, yaml []byte) {
 	}
 }
 
-// freeClusterBase finds the first port of a cluster's range of ten, all free (as
-// internal/devstack's tests do).
-func freeClusterBase(t *testing.T) int {
+func freeBase(t *testing.T) int {
 	t.Helper()
-	for range 50 {
-		base := 20000 + 10*rand.IntN(1200) // below the ephemeral range: no outgoing connection takes one
-		ports := map[string]int{}
-		for i := range 10 {
-			ports[fmt.Sprint(i)] = base + i
-		}
-		if devstack.CheckPortsFree(ports) == nil {
-			return base
-		}
+	base, err := devstack.FreeClusterBase(1)
+	if err != nil {
+		t.Fatal(err)
 	}
-	t.Fatal("no free range of ten ports")
-	return 0
+	return base
 }
 
 // eventually polls check every 200 ms until it succeeds or timeout passes.
