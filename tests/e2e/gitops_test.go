@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -361,6 +363,17 @@ func TestGitOpsFailures(t *testing.T) {
 		}
 		if after := gitHead(t); after != before {
 			t.Errorf("the branch moved from %s to %s", before, after)
+		}
+		for _, secret := range []string{badToken, g.Password} {
+			for _, log := range []string{"logs/worker.log", "logs/api.log", "clusters/" + g.Cluster.Name + "/gitops-monitor.log"} {
+				b, err := os.ReadFile(filepath.Join(stack.DataDir(), log))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if strings.Contains(string(b), secret) {
+					t.Errorf("%s shows a git token", log)
+				}
+			}
 		}
 	})
 
