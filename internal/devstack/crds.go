@@ -38,14 +38,17 @@ type CRDFile struct {
 }
 
 // CRDFiles reads the embedded definitions.
-func CRDFiles() ([]CRDFile, error) {
-	names, err := fs.Glob(crdFiles, "crds/*.yaml")
+func CRDFiles() ([]CRDFile, error) { return readCRDFiles(crdFiles, "crds/*.yaml") }
+
+// readCRDFiles reads the definitions in the files of fsys matching pattern, in name order.
+func readCRDFiles(fsys fs.FS, pattern string) ([]CRDFile, error) {
+	names, err := fs.Glob(fsys, pattern)
 	if err != nil {
 		return nil, err
 	}
 	var out []CRDFile
 	for _, name := range names {
-		data, err := crdFiles.ReadFile(name)
+		data, err := fs.ReadFile(fsys, name)
 		if err != nil {
 			return nil, err
 		}

@@ -27,26 +27,12 @@ var (
 // fluxCRDFiles reads the definitions of Flux's kinds that tools/build.sh copied from
 // the controllers' modules.
 func fluxCRDFiles(binDir string) ([]CRDFile, error) {
-	names, err := filepath.Glob(filepath.Join(binDir, "crds", "flux", "*.yaml"))
-	if err != nil {
-		return nil, err
+	dir := filepath.Join(binDir, "crds", "flux")
+	files, err := readCRDFiles(os.DirFS(dir), "*.yaml")
+	if err == nil && len(files) == 0 {
+		err = fmt.Errorf("no Flux CustomResourceDefinitions in %s: run `make tools`", dir)
 	}
-	if len(names) == 0 {
-		return nil, fmt.Errorf("no Flux CustomResourceDefinitions in %s: run `make tools`", filepath.Join(binDir, "crds", "flux"))
-	}
-	var out []CRDFile
-	for _, name := range names {
-		data, err := os.ReadFile(name)
-		if err != nil {
-			return nil, err
-		}
-		crds, err := decodeCRDs(data)
-		if err != nil {
-			return nil, fmt.Errorf("%s: %w", name, err)
-		}
-		out = append(out, CRDFile{Name: filepath.Base(name), CRDs: crds})
-	}
-	return out, nil
+	return files, err
 }
 
 // bootstrap does on the cluster what `flux bootstrap` would, minus deploying the
