@@ -29,6 +29,8 @@ const (
 	KindUserPermission   = "userPermission"
 	KindClusterQuota     = "clusterQuota"
 	KindLogicalCloudKV   = "logicalCloudKV"
+	// KindRolloutStrategy is temco's own: a DIG's staged rollout (internal/rollout).
+	KindRolloutStrategy = "rolloutStrategy"
 )
 
 // Decode parses a stored resource body.

@@ -1,0 +1,163 @@
+// Package rollout holds temco's rollout strategies: the resource an operator puts under a
+// DIG (ordered stages of clusters with their gates), its validation, and the pure
+// functions that lay a context's clusters out in stages and tell when a maintenance
+// window opens. It does no I/O, so the operation workflows can import it.
+package rollout
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Spec is the spec of a rollout strategy resource.
+type Spec struct {
+	// Stages run in order; a cluster belongs to the first stage that selects it.
+	Stages []Stage `json:"stages"`
+	// Rollback says what a failed stage does: auto (default) returns every cluster the
+	// operation changed to the previous revision (removes the apps after a first
+	// instantiate) and fails the operation; manual waits for an operator's decision.
+	Rollback string `json:"rollback,omitempty"`
+}
+
+// Rollback policies.
+const (
+	RollbackAuto   = "auto"
+	RollbackManual = "manual"
+)
+
+// Stage is one step of a rollout: a set of clusters changed together, under its gates.
+type Stage struct {
+	Name string `json:"name"`
+	// Clusters selects clusters by name ("cluster" in any provider, or "provider+cluster");
+	// ClusterLabels selects the clusters that have every one of these labels. A cluster
+	// either selects is in the stage; a stage with neither takes every cluster left.
+	Clusters      []string `json:"clusters,omitempty"`
+	ClusterLabels []string `json:"clusterLabels,omitempty"`
+	// SortByLabel orders the stage's clusters by the value of their label "<key>=<value>"
+	// (numerically when both are numbers); clusters without it go last; ties by name.
+	// Without it clusters go by name.
+	SortByLabel string `json:"sortByLabel,omitempty"`
+
+	// MaxConcurrency is how many of the stage's clusters are changed at once (a count or a
+	// percentage of the stage; default 100%).
+	MaxConcurrency *IntOrPercent `json:"maxConcurrency,omitempty"`
+	// MaxUnavailable is how many of the stage's changed clusters may be not Ready before
+	// the next group of MaxConcurrency starts (default: no wait between groups).
+	MaxUnavailable *IntOrPercent `json:"maxUnavailable,omitempty"`
+	// MaxFailures is the stage's failure budget: how many of its clusters may fail to
+	// apply or to become Ready before the deadline, or fall out of Ready during the bake,
+	// without failing the stage (default 0).
+	MaxFailures *IntOrPercent `json:"maxFailures,omitempty"`
+	// ProgressDeadline bounds the stage from its first apply until every cluster is Ready
+	// (default 10m). MinSuccessTime is the bake: how long the stage must then stay
+	// Ready before the rollout goes on (default 0).
+	ProgressDeadline Duration `json:"progressDeadline,omitempty"`
+	MinSuccessTime   Duration `json:"minSuccessTime,omitempty"`
+
+	// Before and After are tasks run before the stage starts and after it succeeded.
+	Before []Task `json:"before,omitempty"`
+	After  []Task `json:"after,omitempty"`
+	// Window, when set, is when the stage may start.
+	Window *Window `json:"window,omitempty"`
+}
+
+// Task is a stage's before or after task: an approval (an operator's signal) or a wait.
+type Task struct {
+	Type     string   `json:"type"`
+	Duration Duration `json:"duration,omitempty"` // wait
+}
+
+// Task types.
+const (
+	TaskApproval = "approval"
+	TaskWait     = "wait"
+)
+
+// Window is a recurring maintenance window: it opens at each time the cron expression
+// (five fields, as crontab) names in TimeZone (an IANA name; default UTC) and stays open
+// for Duration.
+type Window struct {
+	Cron     string   `json:"cron"`
+	Duration Duration `json:"duration"`
+	TimeZone string   `json:"timeZone,omitempty"`
+}
+
+// DefaultProgressDeadline bounds a stage whose strategy sets no progressDeadline.
+const DefaultProgressDeadline = 10 * time.Minute
+
+// Duration is a time.Duration written as Go writes it ("90s", "10m", "1h30m").
+type Duration time.Duration
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
+
+// UnmarshalJSON reads "10m"-style strings.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("a duration is a string such as \"90s\" or \"10m\", not %s", b)
+	}
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("%q is not a duration (such as \"90s\" or \"10m\")", s)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// IntOrPercent is a count (5) or a share of a stage ("25%").
+type IntOrPercent struct {
+	Value   int
+	Percent bool
+}
+
+// MarshalJSON writes a count as a number and a share as "N%".
+func (v IntOrPercent) MarshalJSON() ([]byte, error) {
+	if v.Percent {
+		return json.Marshal(strconv.Itoa(v.Value) + "%")
+	}
+	return json.Marshal(v.Value)
+}
+
+// UnmarshalJSON reads 5, "5" or "25%".
+func (v *IntOrPercent) UnmarshalJSON(b []byte) error {
+	var n int
+	if err := json.Unmarshal(b, &n); err == nil {
+		*v = IntOrPercent{Value: n}
+		return nil
+	}
+	var s string
+	if err := json.Unmarshal(b, &s); err != nil {
+		return fmt.Errorf("expected a count or a percentage such as \"25%%\", not %s", b)
+	}
+	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
+	n, err := strconv.Atoi(num)
+	if err != nil {
+		return fmt.Errorf("%q is not a count or a percentage such as \"25%%\"", s)
+	}
+	*v = IntOrPercent{Value: n, Percent: pct}
+	return nil
+}
+
+// Of resolves v against a stage of n clusters (a share rounds up: "10%" of 5 is 1);
+// def is used when v is nil.
+func (v *IntOrPercent) Of(n, def int) int {
+	if v == nil {
+		return def
+	}
+	if !v.Percent {
+		return v.Value
+	}
+	return int(math.Ceil(float64(v.Value) * float64(n) / 100))
+}
+
+func (v *IntOrPercent) String() string {
+	if v.Percent {
+		return strconv.Itoa(v.Value) + "%"
+	}
+	return strconv.Itoa(v.Value)
+}
