@@ -118,6 +118,16 @@ type DIGSpec struct {
 	Version          string           `json:"version"`
 	LogicalCloud     string           `json:"logicalCloud"`
 	OverrideValues   []OverrideValues `json:"overrideValues,omitempty"`
+	// DriftDetection (temco's own; EMCO has none) checks the DIG's objects on its clusters
+	// against what it applied, every Interval.
+	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
+}
+
+// DriftDetection schedules drift checks of an instantiated DIG: Interval is a duration
+// ("10m", at least a minute); CorrectDrift re-applies what drifted.
+type DriftDetection struct {
+	Interval     string `json:"interval"`
+	CorrectDrift bool   `json:"correctDrift,omitempty"`
 }
 
 // OverrideValues sets Helm values ("a.b.c": "v") of one app of the DIG.
