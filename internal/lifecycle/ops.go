@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/temco/temco/internal/rollout"
 )
 
 // Names of workflows, queries, signals and updates (stable: they are part of recorded
@@ -20,8 +22,16 @@ const (
 	WorkflowReadStatus  = "ReadClusterStatus"
 	WorkflowReadBatch   = "ReadBatch"
 
-	UpdateOperate         = "operate"
-	SignalStop            = "stop"
+	UpdateOperate = "operate"
+	SignalStop    = "stop"
+	// A rollout (see RolloutCommand) takes its commands as signals of these names, for
+	// `temporal workflow signal`, or as the update UpdateRollout, which the API uses: its
+	// validator refuses what the rollout cannot do now.
+	SignalApprove         = "approve"
+	SignalPause           = "pause"
+	SignalResume          = "resume"
+	SignalRollback        = "rollback"
+	UpdateRollout         = "rollout"
 	SignalClusterRetrying = "cluster-retrying"
 	QueryProgress         = "progress"
 )
@@ -88,6 +98,11 @@ type FinishInput struct {
 	Superseded string `json:"superseded,omitempty"`
 	// Hooks are the workflows the operation ran for its controllers (tac's hooks).
 	Hooks []HookRun `json:"hooks,omitempty"`
+	// Restored is the previous context, current again: a failed rollout returned every
+	// cluster it had changed to it.
+	Restored string `json:"restored,omitempty"`
+	// Rollout is where the operation's rollout ended (nil without a rollout strategy).
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // HookRun is a workflow an operation ran for a controller (contract.Workflow: tac's
@@ -114,6 +129,9 @@ type Plan struct {
 	Controllers []Controller `json:"controllers,omitempty"`
 	// FirstBatch lists the clusters when there is a single batch, sparing a lookup.
 	FirstBatch []string `json:"firstBatch,omitempty"`
+	// Rollout lays the batches out in the stages of the DIG's rollout strategy (nil: the
+	// DIG has none, and every batch is applied at once).
+	Rollout *rollout.Plan `json:"rollout,omitempty"`
 }
 
 // Controller is an action controller invocation, in priority order.
@@ -155,15 +173,18 @@ type BatchInput struct {
 	Next      string `json:"next,omitempty"`     // prune: the context that replaces this one
 	// Activity replaces the batch kind's usual per-cluster activity (logical clouds').
 	Activity string `json:"activity,omitempty"`
+	// Drift: a drift check's batch (DriftBatch).
+	Drift *DriftCheck `json:"drift,omitempty"`
 }
 
 // ClusterInput names one cluster of a context.
 type ClusterInput struct {
-	ContextID string `json:"contextId"`
-	Cluster   string `json:"cluster"` // ClusterKey
-	Detail    bool   `json:"detail,omitempty"`
-	Previous  string `json:"previous,omitempty"`
-	Next      string `json:"next,omitempty"`
+	ContextID string      `json:"contextId"`
+	Cluster   string      `json:"cluster"` // ClusterKey
+	Detail    bool        `json:"detail,omitempty"`
+	Previous  string      `json:"previous,omitempty"`
+	Next      string      `json:"next,omitempty"`
+	Drift     *DriftCheck `json:"drift,omitempty"`
 }
 
 // ReadInput asks for the live state of a context's objects on its clusters.
@@ -186,6 +207,10 @@ type BatchResult struct {
 	Done     int `json:"done"`
 	Failed   int `json:"failed"`
 	NotReady int `json:"notReady,omitempty"` // reads: see ClusterResult
+	// Clusters with a failed resource or a failed activity, and (reads) clusters with an
+	// object not Ready: what a rollout's gates count.
+	ClustersFailed   int `json:"clustersFailed,omitempty"`
+	ClustersNotReady int `json:"clustersNotReady,omitempty"`
 }
 
 // ClusterRetry reports a cluster Temporal keeps retrying (unreachable or overloaded).
@@ -210,6 +235,8 @@ type Progress struct {
 	Retrying []ClusterRetry `json:"retrying,omitempty"`
 	// Hooks are the workflows run for controllers so far.
 	Hooks []HookRun `json:"hooks,omitempty"`
+	// Rollout is where a staged rollout stands (nil without a rollout strategy).
+	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
 // Activity names (the method names of the activity structs the worker registers).
@@ -234,6 +261,8 @@ const (
 	ActivityTearDownLogicalCloud  = "TearDownLogicalCloud"
 	ActivityPruneLogicalCloud     = "PruneLogicalCloud"
 	ActivityPrepareClusterNetwork = "PrepareClusterNetwork"
+	ActivityRecordRollout         = "RecordRollout"
+	ActivityRolloutWindow         = "RolloutWindow"
 
 	// ca-certs: enrolment signs a key per member cluster on the issuing cluster,
 	// distribution puts the issued certificates and their keys on the member clusters.
