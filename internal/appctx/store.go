@@ -21,14 +21,15 @@ import (
 type Store struct {
 	contexts, apps, clusters, batches *mongo.Collection
 	edits, groups                     *mongo.Collection // controllers' layers, placement before controllers
+	drift                             *mongo.Collection // drift checks: per cluster, and each check's summary
 }
 
 // New prepares the collections of db.
 func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 	s := &Store{contexts: db.Collection("contexts"), apps: db.Collection("ctxapps"),
 		clusters: db.Collection("ctxclusters"), batches: db.Collection("ctxbatches"),
-		edits: db.Collection("ctxedits"), groups: db.Collection("ctxgroups")}
-	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.batches, s.edits, s.groups} {
+		edits: db.Collection("ctxedits"), groups: db.Collection("ctxgroups"), drift: db.Collection("ctxdrift")}
+	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.batches, s.edits, s.groups, s.drift} {
 		if err := store.EnsureIndexes(ctx, c, []store.Index{store.Index(bson.D{{Key: "ctx", Value: 1}})}); err != nil {
 			return nil, err
 		}
@@ -66,7 +67,7 @@ func insertChunks(ctx context.Context, c *mongo.Collection, docs []any) error {
 
 // DeleteContext removes a context and everything in it.
 func (s *Store) DeleteContext(ctx context.Context, ctxID string) error {
-	for _, c := range []*mongo.Collection{s.clusters, s.batches, s.apps, s.edits, s.groups} {
+	for _, c := range []*mongo.Collection{s.clusters, s.batches, s.apps, s.edits, s.groups, s.drift} {
 		if _, err := c.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}}); err != nil {
 			return err
 		}
