@@ -144,10 +144,17 @@ func (st *Stage) sort(ms []Member) {
 		case !oka:
 			return 0
 		}
+		// Numbers first, in numeric order, then other values in lexical order: comparing
+		// a number with a word lexically would not be a total order ("9" < "10" < "1a" < "9").
 		na, ea := strconv.ParseFloat(va, 64)
 		nb, eb := strconv.ParseFloat(vb, 64)
-		if ea == nil && eb == nil {
+		switch {
+		case ea == nil && eb == nil:
 			return cmp.Compare(na, nb)
+		case ea == nil:
+			return -1
+		case eb == nil:
+			return 1
 		}
 		return strings.Compare(va, vb)
 	})

@@ -6,8 +6,11 @@ package rollout
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"maps"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -21,6 +24,39 @@ type Spec struct {
 	// operation changed to the previous revision (removes the apps after a first
 	// instantiate) and fails the operation; manual waits for an operator's decision.
 	Rollback string `json:"rollback,omitempty"`
+}
+
+// UnmarshalJSON decodes as encoding/json does, but names the stage and field at fault,
+// which encoding/json does not do for a field whose own decoder (a Duration, an
+// IntOrPercent) refused its value.
+func (s *Spec) UnmarshalJSON(b []byte) error {
+	type plain Spec
+	err := json.Unmarshal(b, (*plain)(s))
+	if err == nil {
+		return nil
+	}
+	var raw struct {
+		Stages []map[string]json.RawMessage `json:"stages"`
+	}
+	if json.Unmarshal(b, &raw) != nil {
+		return err // not within a stage: encoding/json's error names the field
+	}
+	for i, st := range raw.Stages {
+		for _, k := range slices.Sorted(maps.Keys(st)) {
+			one, _ := json.Marshal(map[string]json.RawMessage{k: st[k]})
+			var field Stage
+			if e := json.Unmarshal(one, &field); e != nil {
+				// Not wrapped: the message is complete, and a wrapped type error would be
+				// re-labelled by the caller's decoder.
+				var te *json.UnmarshalTypeError
+				if errors.As(e, &te) {
+					return fmt.Errorf("spec.stages[%d]: %s: expected %s, not %s", i, te.Field, te.Type, te.Value)
+				}
+				return fmt.Errorf("spec.stages[%d]: %s: %v", i, k, e)
+			}
+		}
+	}
+	return err
 }
 
 // Rollback policies.
@@ -38,7 +74,8 @@ type Stage struct {
 	Clusters      []string `json:"clusters,omitempty"`
 	ClusterLabels []string `json:"clusterLabels,omitempty"`
 	// SortByLabel orders the stage's clusters by the value of their label "<key>=<value>"
-	// (numerically when both are numbers); clusters without it go last; ties by name.
+	// (numbers first, numerically, then other values lexically); clusters without it go
+	// last; ties by name.
 	// Without it clusters go by name.
 	SortByLabel string `json:"sortByLabel,omitempty"`
 
@@ -95,8 +132,11 @@ type Duration time.Duration
 // MarshalJSON writes the duration as a string.
 func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
 
-// UnmarshalJSON reads "10m"-style strings.
+// UnmarshalJSON reads "10m"-style strings; null leaves d unchanged.
 func (d *Duration) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var s string
 	if err := json.Unmarshal(b, &s); err != nil {
 		return fmt.Errorf("a duration is a string such as \"90s\" or \"10m\", not %s", b)
@@ -123,8 +163,11 @@ func (v IntOrPercent) MarshalJSON() ([]byte, error) {
 	return json.Marshal(v.Value)
 }
 
-// UnmarshalJSON reads 5, "5" or "25%".
+// UnmarshalJSON reads 5, "5" or "25%"; null leaves v unchanged.
 func (v *IntOrPercent) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	var n int
 	if err := json.Unmarshal(b, &n); err == nil {
 		*v = IntOrPercent{Value: n}
@@ -153,6 +196,21 @@ func (v *IntOrPercent) Of(n, def int) int {
 		return v.Value
 	}
 	return int(math.Ceil(float64(v.Value) * float64(n) / 100))
+}
+
+// JSONSchema describes a Duration in the API's OpenAPI document.
+func (Duration) JSONSchema() map[string]any {
+	return map[string]any{"type": "string", "example": "10m",
+		"description": `a duration as Go writes it: "90s", "10m", "1h30m"`}
+}
+
+// JSONSchema describes an IntOrPercent in the API's OpenAPI document.
+func (IntOrPercent) JSONSchema() map[string]any {
+	return map[string]any{"description": `a count (5) or a percentage of the stage's clusters ("25%")`,
+		"oneOf": []any{
+			map[string]any{"type": "integer", "minimum": 0},
+			map[string]any{"type": "string", "pattern": `^[0-9]+%?$`},
+		}}
 }
 
 func (v *IntOrPercent) String() string {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/robfig/cron/v3"
@@ -59,10 +60,12 @@ func (st *Stage) validate() error {
 			return fmt.Errorf("%s: %s is above 100%%", c.field, c.v)
 		}
 	}
-	if st.ProgressDeadline < 0 || st.MinSuccessTime < 0 {
-		return errors.New("progressDeadline and minSuccessTime cannot be negative")
-	}
-	if st.ProgressDeadline != 0 && time.Duration(st.ProgressDeadline) < time.Second {
+	switch {
+	case st.ProgressDeadline < 0:
+		return fmt.Errorf("progressDeadline: %s is negative", time.Duration(st.ProgressDeadline))
+	case st.MinSuccessTime < 0:
+		return fmt.Errorf("minSuccessTime: %s is negative", time.Duration(st.MinSuccessTime))
+	case st.ProgressDeadline != 0 && time.Duration(st.ProgressDeadline) < time.Second:
 		return fmt.Errorf("progressDeadline: %s is shorter than a second", time.Duration(st.ProgressDeadline))
 	}
 	for _, tasks := range []struct {
@@ -89,13 +92,19 @@ func (st *Stage) validate() error {
 }
 
 func (w *Window) validate() error {
+	// A window opens at fixed times: "@every" counts from whenever it is asked, and a
+	// time zone in the expression would silently override timeZone.
+	if strings.HasPrefix(w.Cron, "@every") || strings.HasPrefix(w.Cron, "TZ=") || strings.HasPrefix(w.Cron, "CRON_TZ=") {
+		return fmt.Errorf("cron %q: give five fields (or @hourly, @daily, @weekly, @monthly, @yearly), and the time zone in timeZone", w.Cron)
+	}
 	if _, err := cron.ParseStandard(w.Cron); err != nil {
 		return fmt.Errorf("cron %q: %v", w.Cron, err)
 	}
 	if w.Duration <= 0 {
 		return errors.New("duration: a window needs a positive duration")
 	}
-	if _, err := time.LoadLocation(w.TimeZone); err != nil {
+	// "Local" would be each machine's own zone: the api's and the workers' may differ.
+	if _, err := time.LoadLocation(w.TimeZone); err != nil || w.TimeZone == "Local" {
 		return fmt.Errorf("timeZone %q is not a known time zone (an IANA name such as Europe/Paris)", w.TimeZone)
 	}
 	return nil
