@@ -258,13 +258,15 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind strin
 		activityType = lifecycle.ActivityPruneCluster
 	case lifecycle.WorkflowReadBatch:
 		activityType, opts = lifecycle.ActivityReadCluster, reading
+	case lifecycle.WorkflowDriftBatch:
+		activityType, opts = lifecycle.ActivityDetectDrift, checking
 	}
 	if in.Activity != "" {
 		activityType = in.Activity
 	}
 	listed := clusters == nil
 	if listed {
-		if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityListBatch, in).Get(ctx, &clusters); err != nil {
+		if err := workflow.ExecuteActivity(bookkeeping(ctx), listBatch(kind), in).Get(ctx, &clusters); err != nil {
 			return lifecycle.BatchResult{}, err
 		}
 	}
@@ -273,7 +275,7 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind strin
 	sel := workflow.NewSelector(ctx)
 	for _, c := range clusters {
 		f := workflow.ExecuteActivity(opts(ctx), activityType, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: c,
-			Detail: in.Detail, Previous: in.Previous, Next: in.Next})
+			Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift})
 		sel.AddFuture(f, func(f workflow.Future) {
 			var r lifecycle.ClusterResult
 			if err := f.Get(ctx, &r); err != nil && firstErr == nil {
@@ -292,7 +294,7 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind strin
 	}
 	// A listed batch (a child workflow) stores its counts for status summaries; one that
 	// was stopped leaves them to be counted live, as does a failure to count.
-	if listed && ctx.Err() == nil && g.has(ctx, changeCountBatch) {
+	if listed && ctx.Err() == nil && kind != lifecycle.WorkflowDriftBatch && g.has(ctx, changeCountBatch) {
 		_ = workflow.ExecuteActivity(counting(ctx), lifecycle.ActivityCountBatch, in).Get(ctx, nil)
 	}
 	return res, firstErr
