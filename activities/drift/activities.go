@@ -1,0 +1,65 @@
+// Package drift holds the store-only steps of a drift check (workflows/drift): what to
+// check, and the check's summary. The per-cluster comparison is activities/cluster's
+// DetectDrift, beside the apply it reuses to correct drift.
+package drift
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/digstate"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
+)
+
+// Activities read DIGs and write drift summaries.
+type Activities struct {
+	Store    *store.Store
+	Contexts *appctx.Store
+}
+
+// PlanDriftCheck reads the DIG: a check runs on its running context only when the DIG is
+// Instantiated, its last operation succeeded and no operation runs (the context's status
+// is Instantiated), and drift detection is still asked for. Otherwise Skip says why.
+func (a *Activities) PlanDriftCheck(ctx context.Context, in lifecycle.DriftInput) (lifecycle.DriftPlan, error) {
+	d, info, err := digstate.Load(ctx, a.Store, in.DIG.ID())
+	if store.CodeOf(err) == store.ErrNotFound {
+		return lifecycle.DriftPlan{Skip: in.DIG.String() + " no longer exists"}, nil
+	}
+	if err != nil {
+		return lifecycle.DriftPlan{}, err
+	}
+	spec, err := model.Decode[model.DIGSpec](d.Body)
+	if err != nil {
+		return lifecycle.DriftPlan{}, err
+	}
+	if spec.Spec.DriftDetection == nil {
+		return lifecycle.DriftPlan{Skip: "drift detection is off"}, nil
+	}
+	if st := info.Current(); st != lifecycle.StateInstantiated {
+		return lifecycle.DriftPlan{Skip: fmt.Sprintf("the DIG is %s, not %s", st, lifecycle.StateInstantiated)}, nil
+	}
+	ctxID := info.ContextID()
+	header, err := a.Contexts.Get(ctx, ctxID)
+	if err != nil {
+		return lifecycle.DriftPlan{}, err
+	}
+	if header.Status != lifecycle.StatusInstantiated {
+		return lifecycle.DriftPlan{Skip: fmt.Sprintf("its context %s is %s: an operation runs or the last one did not succeed", ctxID, header.Status)}, nil
+	}
+	batches, err := a.Contexts.Batches(ctx, ctxID)
+	if err != nil {
+		return lifecycle.DriftPlan{}, err
+	}
+	return lifecycle.DriftPlan{ContextID: ctxID, Batches: batches, Correct: spec.Spec.DriftDetection.CorrectDrift}, nil
+}
+
+// RecordDriftCheck sums what the check's clusters recorded into the context's drift
+// summary, which the DIG's status shows.
+func (a *Activities) RecordDriftCheck(ctx context.Context, in lifecycle.DriftRecordInput) error {
+	return a.Contexts.SummarizeDrift(ctx, &appctx.DriftSummary{Context: in.ContextID, Check: in.Check.ID, Started: in.Check.Started,
+		Finished: time.Now().UTC(), Correct: in.Check.Correct, Error: in.Error})
+}
