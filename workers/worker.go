@@ -10,6 +10,7 @@ import (
 
 	"github.com/temco/temco/activities/actions"
 	"github.com/temco/temco/activities/cluster"
+	driftchecks "github.com/temco/temco/activities/drift"
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
@@ -28,6 +29,7 @@ import (
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
+	"github.com/temco/temco/workflows/drift"
 	"github.com/temco/temco/workflows/relocate"
 )
 
@@ -63,6 +65,8 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
 	lifecycle.WorkflowRelocate:    relocate.Relocate,
+	lifecycle.WorkflowDrift:       drift.Drift,
+	lifecycle.WorkflowDriftBatch:  deploy.DriftBatch,
 }
 
 // Options tune the worker: cluster activities mostly wait on the network, so many run at once.
@@ -94,6 +98,7 @@ func Register(w worker.Registry, d Deps) {
 	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.report}
 	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&operation.Holds{Ops: d.Ops})
+	w.RegisterActivity(&driftchecks.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&relocations.Activities{Store: d.Store, Contexts: d.Contexts, Ops: d.Ops})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
