@@ -155,6 +155,10 @@ func schemaOf(t reflect.Type) map[string]any {
 	case reflect.TypeFor[json.RawMessage](), reflect.TypeFor[json.Number]():
 		return map[string]any{}
 	}
+	// A type with its own JSON encoding describes itself (rollout's "10m" and "25%").
+	if h, ok := reflect.New(t).Interface().(interface{ JSONSchema() map[string]any }); ok {
+		return h.JSONSchema()
+	}
 	switch t.Kind() {
 	case reflect.Pointer:
 		return schemaOf(t.Elem())

@@ -52,7 +52,7 @@ var labels = map[string]string{
 	"generic-placement-intents": "generic placement intent", "app-intents": "app placement intent",
 	"logical-clouds": "logical cloud", "cluster-references": "cluster reference", "user-permissions": "user permission",
 	"cluster-quotas": "cluster quota", "dtc-controllers": "dtc controller", "cluster-sync-objects": "cluster sync object",
-	"ca-certs": "CA certificate intent",
+	"ca-certs": "CA certificate intent", "rollout-strategies": "rollout strategy",
 }
 
 // describe turns an _id into words for messages: `app "web" of composite app "ca" version "v1"`
