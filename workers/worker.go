@@ -96,7 +96,7 @@ func Register(w worker.Registry, d Deps) {
 	}
 	clients := &cluster.Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials, Git: d.Git}
 	onClusters := &cluster.Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.report}
-	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&operation.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
 	w.RegisterActivity(&operation.Holds{Ops: d.Ops})
 	w.RegisterActivity(&driftchecks.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&relocations.Activities{Store: d.Store, Contexts: d.Contexts, Ops: d.Ops})

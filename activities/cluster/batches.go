@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 
 	"github.com/temco/temco/internal/lifecycle"
@@ -12,9 +13,10 @@ func (a *Activities) ContextBatches(ctx context.Context, ctxID string) (int, err
 }
 
 // ListBatch returns the clusters of one batch (at most ClustersPerBatch names) as its
-// batch workflow starts, dropping the batch's stored counts.
+// batch workflow starts, dropping the batch's stored counts. The batch is in.ClustersOf's
+// when set (a rollout working on another revision on a stage's clusters).
 func (a *Activities) ListBatch(ctx context.Context, in lifecycle.BatchInput) ([]string, error) {
-	return a.Contexts.StartBatch(ctx, in.ContextID, in.Batch)
+	return a.Contexts.StartBatch(ctx, cmp.Or(in.ClustersOf, in.ContextID), in.Batch)
 }
 
 // CountBatch stores the status counts of a batch whose clusters are all done.

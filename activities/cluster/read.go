@@ -41,6 +41,15 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 	} else {
 		res = tg.read(ctx, header, placements, in.Detail)
 	}
+	// What the apply gave up on counts too: on an update, the object read may still be
+	// the previous revision's, Ready but not what was asked for.
+	for _, p := range placements {
+		for _, r := range p.Resources {
+			if r.Status == lifecycle.ResFailed {
+				res.Failed++
+			}
+		}
+	}
 	return res, a.Contexts.SaveClusters(ctx, in.ContextID, placements)
 }
 

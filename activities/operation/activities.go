@@ -12,10 +12,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/temco/temco/activities/placement"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/rollout"
 	"github.com/temco/temco/internal/store"
 )
 
@@ -23,6 +25,8 @@ import (
 type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
+	// ClustersPerBatch sizes the batches of a rollback's stages (0: placement's default).
+	ClustersPerBatch int
 }
 
 // start asks the target's machine whether op may start from state; a refusal is final,
@@ -322,7 +326,33 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 			return err
 		}
 	}
+	if in.Rollout != nil {
+		if err := a.RecordRollout(ctx, lifecycle.RolloutRecord{ContextID: in.ContextID, Status: *in.Rollout}); err != nil {
+			return err
+		}
+	}
+	if in.Restored != "" {
+		if err := a.restore(ctx, in.DIG, in.Restored); err != nil {
+			return err
+		}
+	}
 	return a.Contexts.SetStatus(ctx, in.ContextID, in.Status, in.Error)
+}
+
+// restore records that context prev is current again: a failed rollout returned every
+// cluster it had changed to it, so the next update or terminate starts from it.
+func (a *Activities) restore(ctx context.Context, dig lifecycle.Target, prev string) error {
+	c, err := a.Contexts.Get(ctx, prev)
+	if err != nil {
+		return err
+	}
+	_, err = digstate.Change(ctx, a.Store, dig.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+		if cur := last(info); cur.ContextID == prev { // recorded by an earlier attempt
+			return nil, nil
+		}
+		return []lifecycle.Action{{State: lifecycle.StateInstantiated, ContextID: prev, Revision: c.Revision}}, nil
+	})
+	return err
 }
 
 // failRetrying turns Retrying objects into Failed once nobody retries them any more.
@@ -352,6 +382,18 @@ func (a *Activities) failRetrying(ctx context.Context, ctxID string) error {
 
 // CopyContext copies a stored revision into the new context of a rollback and returns
 // the plan of the copy.
+// A DIG with a rollout strategy rolls back stage by stage, as it updates: the copy's
+// clusters are laid out in the strategy's stages as they are now.
 func (a *Activities) CopyContext(ctx context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
-	return a.Contexts.Copy(ctx, in.From, in.To)
+	h, err := a.Contexts.Get(ctx, in.To)
+	if err != nil {
+		return lifecycle.Plan{}, err
+	}
+	perBatch := a.ClustersPerBatch
+	if perBatch <= 0 {
+		perBatch = placement.DefaultClustersPerBatch
+	}
+	return a.Contexts.Copy(ctx, in.From, in.To, func(ctx context.Context, clusters []string) (*rollout.Plan, map[string]int, error) {
+		return placement.Stages(ctx, a.Store, h.DIG, clusters, perBatch)
+	})
 }

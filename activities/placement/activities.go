@@ -18,6 +18,7 @@ import (
 	"github.com/temco/temco/internal/ctxedit"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/rollout"
 	"github.com/temco/temco/internal/store"
 )
 
@@ -105,11 +106,11 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 			placed = append(placed, &appctx.ClusterApp{App: app, Cluster: cl, Unlisted: true})
 		}
 	}
-	return a.store(ctx, in.ContextID, cloud, placed)
+	return a.store(ctx, in.DIG, in.ContextID, cloud, placed)
 }
 
 // store checks the placement against the logical cloud and stores it in batches.
-func (a *Activities) store(ctx context.Context, ctxID string, cloud *cloudMembers, placed []*appctx.ClusterApp) (lifecycle.Plan, error) {
+func (a *Activities) store(ctx context.Context, dig lifecycle.Target, ctxID string, cloud *cloudMembers, placed []*appctx.ClusterApp) (lifecycle.Plan, error) {
 	union, apps := map[string]bool{}, map[string]bool{}
 	for _, p := range placed {
 		union[p.Cluster], apps[p.App] = true, true
@@ -118,23 +119,40 @@ func (a *Activities) store(ctx context.Context, ctxID string, cloud *cloudMember
 	if err := cloud.check(all); err != nil {
 		return lifecycle.Plan{}, err
 	}
-	perBatch := a.ClustersPerBatch
-	if perBatch <= 0 {
-		perBatch = DefaultClustersPerBatch
+	perBatch := a.perBatch()
+	var staged *rollout.Plan
+	var batchOf map[string]int
+	if !dig.IsLogicalCloud() && !dig.IsClusterNetwork() && !dig.IsCACert() { // only DIGs roll out in stages
+		var err error
+		if staged, batchOf, err = Stages(ctx, a.Store, dig.ID(), all, perBatch); err != nil {
+			return lifecycle.Plan{}, err
+		}
 	}
-	batchOf := make(map[string]int, len(all))
-	for i, cl := range all {
-		batchOf[cl] = i / perBatch
+	batches := (len(all) + perBatch - 1) / perBatch
+	if staged == nil {
+		batchOf = make(map[string]int, len(all))
+		for i, cl := range all {
+			batchOf[cl] = i / perBatch
+		}
+	} else if n := len(staged.Stages); n > 0 {
+		last := staged.Stages[n-1]
+		batches = last.FirstBatch + last.Batches
 	}
 	if err := a.Contexts.PutPlacement(ctx, ctxID, placed, batchOf); err != nil {
 		return lifecycle.Plan{}, err
 	}
-	batches := (len(all) + perBatch - 1) / perBatch
-	plan := lifecycle.Plan{Apps: len(apps), Clusters: len(all), Batches: batches}
-	if batches == 1 {
+	plan := lifecycle.Plan{Apps: len(apps), Clusters: len(all), Batches: batches, Rollout: staged}
+	if batches == 1 && staged == nil {
 		plan.FirstBatch = all
 	}
 	return plan, nil
+}
+
+func (a *Activities) perBatch() int {
+	if a.ClustersPerBatch <= 0 {
+		return DefaultClustersPerBatch
+	}
+	return a.ClustersPerBatch
 }
 
 // CommitControllers makes the controllers' edits the context: each app goes to what its
@@ -188,7 +206,7 @@ func (a *Activities) CommitControllers(ctx context.Context, in lifecycle.Context
 	if err := a.Contexts.PutCommitted(ctx, in.ContextID, edited); err != nil {
 		return lifecycle.Plan{}, err
 	}
-	return a.store(ctx, in.ContextID, cloud, placed)
+	return a.store(ctx, in.DIG, in.ContextID, cloud, placed)
 }
 
 // cloudMembers are the clusters of the DIG's logical cloud.

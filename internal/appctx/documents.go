@@ -27,9 +27,11 @@ type Context struct {
 	// runs beside it, keeps its results out of the header: see Store.Batches.
 	Apps []string `bson:"apps"` // in dependency order
 	// Hooks are the workflows the context's operation ran for its controllers (tac's hooks).
-	Hooks   []lifecycle.HookRun `bson:"hooks,omitempty"`
-	Created time.Time           `bson:"created"`
-	Updated time.Time           `bson:"updated"`
+	Hooks []lifecycle.HookRun `bson:"hooks,omitempty"`
+	// Rollout is where the operation's staged rollout stands, as it last recorded it.
+	Rollout *lifecycle.RolloutStatus `bson:"rollout,omitempty"`
+	Created time.Time                `bson:"created"`
+	Updated time.Time                `bson:"updated"`
 }
 
 // Ref identifies a Kubernetes object.

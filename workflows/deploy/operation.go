@@ -163,6 +163,8 @@ type fan struct {
 	batches int
 	first   []string                       // the clusters of a single batch, when the plan carried them
 	prefix  string                         // of the batch workflow ids, unique within the operation ("batch" if empty)
+	offset  int                            // the first batch's index (a rollout stage's batches)
+	window  int                            // batch workflows at once (0: BatchWindow)
 	settled func(workflow.Context, string) // a cluster of an inline batch is done
 	gates   gates                          // of the run an inline batch runs in
 }
@@ -173,7 +175,9 @@ type fan struct {
 func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycle.BatchResult)) (lifecycle.BatchResult, error) {
 	var total lifecycle.BatchResult
 	if f.batches == 1 {
-		r, err := runBatch(ctx, f.gates, f.in, f.kind, f.first, f.settled)
+		in := f.in
+		in.Batch = f.offset
+		r, err := runBatch(ctx, f.gates, in, f.kind, f.first, f.settled)
 		add(&total, r)
 		return total, err
 	}
@@ -182,12 +186,12 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 	var firstErr error
 	next, running := 0, 0
 	for next < f.batches || running > 0 {
-		for running < BatchWindow && next < f.batches && ctx.Err() == nil {
+		for running < cmp.Or(f.window, BatchWindow) && next < f.batches && ctx.Err() == nil {
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID: fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, next),
+				WorkflowID: fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, f.offset+next),
 			})
 			in := f.in
-			in.Batch = next
+			in.Batch = f.offset + next
 			fut := workflow.ExecuteChildWorkflow(cctx, f.kind, in)
 			sel.AddFuture(fut, func(fut workflow.Future) {
 				var r lifecycle.BatchResult
@@ -214,6 +218,8 @@ func sum(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
 	total.Done += r.Done
 	total.Failed += r.Failed
 	total.NotReady += r.NotReady
+	total.ClustersFailed += r.ClustersFailed
+	total.ClustersNotReady += r.ClustersNotReady
 }
 
 func (o *operation) add(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
@@ -278,12 +284,19 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind strin
 			Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift})
 		sel.AddFuture(f, func(f workflow.Future) {
 			var r lifecycle.ClusterResult
-			if err := f.Get(ctx, &r); err != nil && firstErr == nil {
+			err := f.Get(ctx, &r)
+			if err != nil && firstErr == nil && !in.Tolerant {
 				firstErr = err
 			}
 			res.Done += r.Done
 			res.Failed += r.Failed
 			res.NotReady += r.NotReady
+			if err != nil || r.Failed > 0 {
+				res.ClustersFailed++
+			}
+			if err != nil || r.NotReady > 0 || r.Failed > 0 {
+				res.ClustersNotReady++
+			}
 			if settled != nil {
 				settled(ctx, c)
 			}
@@ -294,7 +307,8 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind strin
 	}
 	// A listed batch (a child workflow) stores its counts for status summaries; one that
 	// was stopped leaves them to be counted live, as does a failure to count.
-	if listed && ctx.Err() == nil && kind != lifecycle.WorkflowDriftBatch && g.has(ctx, changeCountBatch) {
+	// Nor is a batch listed from another context's this one's to count.
+	if listed && ctx.Err() == nil && kind != lifecycle.WorkflowDriftBatch && in.ClustersOf == "" && g.has(ctx, changeCountBatch) {
 		_ = workflow.ExecuteActivity(counting(ctx), lifecycle.ActivityCountBatch, in).Get(ctx, nil)
 	}
 	return res, firstErr

@@ -1,0 +1,26 @@
+package operation
+
+import (
+	"context"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/rollout"
+)
+
+// RecordRollout stores where a rollout stands in its context, for the status API.
+func (a *Activities) RecordRollout(ctx context.Context, in lifecycle.RolloutRecord) error {
+	return a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "rollout", Value: in.Status}})
+}
+
+// RolloutWindow tells whether a stage's maintenance window is open: it reads the time
+// zone's rules, which workflow code may not.
+func (a *Activities) RolloutWindow(_ context.Context, in lifecycle.WindowInput) (rollout.Opening, error) {
+	o, err := in.Window.At(in.Now)
+	if err != nil {
+		return o, temporal.NewNonRetryableApplicationError(err.Error(), lifecycle.ErrInvalidInput, nil)
+	}
+	return o, nil
+}
