@@ -3,6 +3,7 @@ package api
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/temco/temco/internal/emcoctl"
 	"github.com/temco/temco/internal/lifecycle"
@@ -208,5 +211,46 @@ spec:
 		"1 "+anchor+": PUT /v2/"+anchor+"/rings 200\n"+
 		"1 "+anchor+": DELETE /v2/"+anchor+"/rings 204\n"; got != want {
 		t.Errorf("output\n%s\nwant\n%s", got, want)
+	}
+}
+
+// The OpenAPI document describes the strategy as it is written: durations as strings,
+// shares as a count or a "N%" string; the README's example validates against it.
+func TestRolloutStrategyInOpenAPI(t *testing.T) {
+	c := newClient(t)
+	doc, err := openapi3.NewLoader().LoadFromData(c.do("GET", "/openapi.yaml", nil).must(t, http.StatusOK).body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := "/v2/projects/{project}/composite-apps/{compositeApp}/{version}/deployment-intent-groups/{deploymentIntentGroup}/rollout-strategies"
+	coll, item := doc.Paths.Find(path), doc.Paths.Find(path+"/{rolloutStrategy}")
+	if coll == nil || item == nil || coll.Post == nil || coll.Get == nil || item.Get == nil || item.Put == nil || item.Delete == nil {
+		t.Fatalf("rollout strategy routes missing from the document")
+	}
+	schema := coll.Post.RequestBody.Value.Content.Get("application/json").Schema.Value
+	stage := schema.Properties["spec"].Value.Properties["stages"].Value.Items.Value
+	if typ := stage.Properties["progressDeadline"].Value.Type; !typ.Is("string") {
+		t.Errorf("progressDeadline is %v, want a string", typ)
+	}
+	if one := stage.Properties["maxConcurrency"].Value.OneOf; len(one) != 2 || !one[0].Value.Type.Is("integer") || !one[1].Value.Type.Is("string") {
+		t.Errorf("maxConcurrency is not an integer or a string")
+	}
+	valid := func(spec map[string]any) error {
+		var body any
+		data, _ := json.Marshal(res("rings", spec))
+		_ = json.Unmarshal(data, &body)
+		return schema.VisitJSON(body)
+	}
+	if err := valid(ringsSpec()); err != nil {
+		t.Errorf("the README's example does not match the schema: %v", err)
+	}
+	for _, bad := range []map[string]any{
+		{"stages": []any{map[string]any{"name": "a", "maxConcurrency": true}}},
+		{"stages": []any{map[string]any{"name": "a", "maxFailures": "half"}}},
+		{"stages": []any{map[string]any{"name": "a", "progressDeadline": 600}}},
+	} {
+		if valid(bad) == nil {
+			t.Errorf("%v matches the schema", bad)
+		}
 	}
 }
