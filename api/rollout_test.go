@@ -20,7 +20,7 @@ import (
 
 const pRollout = pDIG + "/rollout-strategies"
 
-// ringsSpec is the spec of the README's example.
+// ringsSpec is the spec of the emcoctl example in rollout.yaml below, with a failure budget.
 func ringsSpec() map[string]any {
 	return map[string]any{
 		"stages": []any{
