@@ -32,6 +32,7 @@ type Server struct {
 	Registry *prometheus.Registry        // nil: no /metrics
 	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
 	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
+	Drift    DriftScheduler              // DIGs' drift-check schedules; nil: none are kept
 
 	// Controllers are the intent controllers built into temco (controllers/registry): their
 	// resources are served under the DIG, and a DIG may use them or controllers registered

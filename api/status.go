@@ -172,6 +172,11 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 	if out.Operation, err = s.Ops.Running(ctx, dig, header.Status, ctxID); err != nil {
 		return operationErr(err)
 	}
+	if dig.DIG != "" {
+		if out.Drift, err = s.driftOf(ctx, ctxID, q); err != nil {
+			return err
+		}
+	}
 	if q.ready {
 		if err := s.Ops.ReadClusters(ctx, dig, ctxID, q.output == "detail"); err != nil {
 			return operationErr(err)

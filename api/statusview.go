@@ -47,6 +47,8 @@ type statusResult struct {
 	// Operation is the context's running operation: its workflow, and the controller
 	// steps and retried steps it waits on.
 	Operation *lifecycle.RunningOp `json:"operation,omitempty"`
+	// Drift is the last drift check of the context (DIGs with spec.driftDetection).
+	Drift *driftStatus `json:"drift,omitempty"`
 }
 
 type statusStates struct {

@@ -101,8 +101,9 @@ func apiCmd() *cobra.Command {
 			}
 			defer users.Close()
 			workflows := &workflowmgr.Temporal{Own: users, Log: log}
+			ops := &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
-				Ops: &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}, Ready: ready(st, tc), CodecOrigins: codecOrigins,
+				Ops: ops, Drift: ops, Ready: ready(st, tc), CodecOrigins: codecOrigins,
 				Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 				Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
 			if tf.encryptPayloads {

@@ -1,0 +1,59 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// driftCheckTimeout ends a drift check that runs for longer (the schedule starts none
+// while one runs: overlap policy Skip).
+const driftCheckTimeout = time.Hour
+
+// SyncDrift makes the Temporal Schedule of dig's drift checks (lifecycle.DriftScheduleID)
+// start a Drift workflow every interval, creating or updating it; interval 0 deletes it.
+// A check that is still running when the next is due makes that one skip.
+func (s *Starter) SyncDrift(ctx context.Context, dig lifecycle.Target, interval time.Duration) error {
+	schedules := s.Client.ScheduleClient()
+	id := dig.DriftScheduleID()
+	if interval == 0 {
+		err := schedules.GetHandle(ctx, id).Delete(ctx)
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return nil
+		}
+		return err
+	}
+	spec := client.ScheduleSpec{Intervals: []client.ScheduleIntervalSpec{{Every: interval}}}
+	action := &client.ScheduleWorkflowAction{
+		ID: dig.DriftWorkflowID(), Workflow: lifecycle.WorkflowDrift, Args: []any{lifecycle.DriftInput{DIG: dig}},
+		TaskQueue: s.TaskQueue, WorkflowExecutionTimeout: driftCheckTimeout,
+		TypedSearchAttributes: lifecycle.SearchAttributes(dig, lifecycle.OpDrift),
+		StaticSummary:         "drift check of " + dig.String(),
+	}
+	_, err := schedules.Create(ctx, client.ScheduleOptions{
+		ID: id, Spec: spec, Action: action, Overlap: enumspb.SCHEDULE_OVERLAP_POLICY_SKIP,
+		Note: "drift detection of " + dig.String(),
+	})
+	if !errors.Is(err, temporal.ErrScheduleAlreadyRunning) {
+		return err
+	}
+	return schedules.GetHandle(ctx, id).Update(ctx, client.ScheduleUpdateOptions{
+		DoUpdate: func(in client.ScheduleUpdateInput) (*client.ScheduleUpdate, error) {
+			sch := in.Description.Schedule
+			sch.Spec, sch.Action = &spec, action
+			if sch.Policy == nil {
+				sch.Policy = &client.SchedulePolicies{}
+			}
+			sch.Policy.Overlap = enumspb.SCHEDULE_OVERLAP_POLICY_SKIP
+			return &client.ScheduleUpdate{Schedule: &sch}, nil
+		},
+	})
+}
