@@ -42,8 +42,8 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	// A change of a DIG or its intents is a modify of its lifecycle: an approved DIG
 	// goes back to Created.
 	unapprove := func(ctx context.Context, s *Server, id string) error { return s.unapprove(ctx, digOf(id)) }
-	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: unapprove,
-		remove: s.deleteOperated(routeDIG, digstate.DIG), state: digstate.DIG.NewHistory,
+	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: withDriftSchedule(unapprove),
+		remove: s.deleteDIG(s.deleteOperated(routeDIG, digstate.DIG)), state: digstate.DIG.NewHistory,
 		coll: routeCA + "/deployment-intent-groups", item: routeDIG})
 	register(g, s, kind[model.DIGIntentSpec]{name: model.KindDIGIntent, check: checkDIGIntent, changed: unapprove,
 		coll: routeDIG + "/intents", item: routeDIG + "/intents/:intent"})
@@ -147,6 +147,9 @@ func checkDIG(_ context.Context, _ *Server, r *request[model.DIGSpec]) error {
 	}
 	if err := model.ValidateName("spec.logicalCloud", sp.LogicalCloud); err != nil {
 		return badRequest("%v", err)
+	}
+	if err := checkDriftDetection(sp.DriftDetection); err != nil {
+		return err
 	}
 	r.ref(caOf(r.id) + "/composite-profiles/" + sp.CompositeProfile)
 	r.ref(lifecycle.LogicalCloudID(prefixSegments(r.id, 2)[len("/projects/"):], sp.LogicalCloud))
