@@ -41,11 +41,12 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 	} else {
 		res = tg.read(ctx, header, placements, in.Detail)
 	}
-	// What the apply gave up on counts too: on an update, the object read may still be
-	// the previous revision's, Ready but not what was asked for.
+	// Failed counts what this context has not applied (failed, retrying or not reached
+	// yet): on an update the object read may be the previous revision's, Ready but not
+	// what was asked for. A rollout's gates count both.
 	for _, p := range placements {
 		for _, r := range p.Resources {
-			if r.Status == lifecycle.ResFailed {
+			if r.Status != lifecycle.ResApplied {
 				res.Failed++
 			}
 		}

@@ -23,4 +23,9 @@ const (
 	// ErrHookFailed: a blocking workflow a controller asked for (a tac hook) failed or
 	// timed out, or the apps were not Ready in time for the ones waiting for Ready.
 	ErrHookFailed = "HookFailed"
+	// ErrRolloutFailed: a stage of a staged rollout broke its failure budget or deadline,
+	// or an operator asked for a rollback; the cause is in the rollout's status.
+	ErrRolloutFailed = "RolloutFailed"
+	// ErrRefused: an operator's command the running operation cannot take now (409).
+	ErrRefused = "Refused"
 )

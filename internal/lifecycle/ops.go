@@ -173,6 +173,13 @@ type BatchInput struct {
 	Next      string `json:"next,omitempty"`     // prune: the context that replaces this one
 	// Activity replaces the batch kind's usual per-cluster activity (logical clouds').
 	Activity string `json:"activity,omitempty"`
+	// ClustersOf is the context whose batch Batch lists the clusters ("": ContextID's): a
+	// rollout prunes the previous revision, or returns to it, on the clusters of a stage of
+	// the new one.
+	ClustersOf string `json:"clustersOf,omitempty"`
+	// Tolerant batches count a cluster whose activity failed instead of failing: a rollout
+	// weighs failures against its stage's budget.
+	Tolerant bool `json:"tolerant,omitempty"`
 	// Drift: a drift check's batch (DriftBatch).
 	Drift *DriftCheck `json:"drift,omitempty"`
 }
@@ -195,7 +202,9 @@ type ReadInput struct {
 
 // ClusterResult counts one cluster's resources by outcome.
 type ClusterResult struct {
-	Done   int `json:"done"`
+	Done int `json:"done"`
+	// Failed counts the objects that failed; for reads, those the context has not
+	// applied (failed, retrying or not reached yet).
 	Failed int `json:"failed"`
 	// NotReady (reads) counts the objects missing, not Ready or unreadable.
 	NotReady int `json:"notReady,omitempty"`

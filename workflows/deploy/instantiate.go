@@ -30,7 +30,12 @@ func (o *operation) instantiate(ctx workflow.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := o.apply(ctx, plan); err != nil {
+	if plan.Rollout != nil {
+		err = o.roll(ctx, plan.Rollout, o.applyRange, o.deleteRange)
+	} else {
+		err = o.apply(ctx, plan)
+	}
+	if err != nil {
 		return err
 	}
 	if err := o.runLater(ctx); err != nil {
@@ -184,6 +189,20 @@ func (o *operation) apply(ctx workflow.Context, plan lifecycle.Plan) error {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%d resources failed to apply", res.Failed), lifecycle.ErrApplyFailed, nil)
 	}
 	return nil
+}
+
+// applyRange applies the context to a range of its batches (a rollout's stage), counting
+// failed clusters instead of failing.
+func (o *operation) applyRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
+	return o.fanOut(ctx, fan{kind: lifecycle.WorkflowApplyBatch, batches: n, offset: first, window: window,
+		in: lifecycle.BatchInput{ContextID: o.in.ContextID, Previous: o.in.Previous, Tolerant: true}})
+}
+
+// deleteRange removes the context from a range of its batches: a failed first rollout
+// takes back what it deployed.
+func (o *operation) deleteRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
+	return o.fanOut(ctx, fan{kind: lifecycle.WorkflowDeleteBatch, batches: n, offset: first, window: window, prefix: "undo",
+		in: lifecycle.BatchInput{ContextID: o.in.ContextID, Tolerant: true}})
 }
 
 // message is the text of an error for the AppContext status, without Temporal's wrapping.

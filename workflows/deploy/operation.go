@@ -24,6 +24,10 @@ type operation struct {
 	retrying   retryList
 	// later are the workflows controllers asked to run after the apply (or deletion).
 	later []askedBy
+	// rollout is the operation's staged rollout (nil without a rollout strategy);
+	// rolledBack says it returned the clusters it had changed.
+	rollout    *rolloutRun
+	rolledBack bool
 	gates
 }
 
@@ -79,11 +83,18 @@ func (o *operation) setup(ctx workflow.Context, op string) (workflow.Context, er
 		p := o.progress
 		p.Retrying = o.retrying.sorted()
 		p.Hooks = slices.Clone(p.Hooks)
+		if o.rollout != nil {
+			status := o.rollout.snapshot()
+			p.Rollout = &status
+		}
 		return p, nil
 	}); err != nil {
 		return nil, err
 	}
 	onRetryReports(ctx, func(_ workflow.Context, r lifecycle.ClusterRetry) { o.retrying.note(r) })
+	if err := o.takeRolloutCommands(ctx); err != nil {
+		return nil, err
+	}
 	stop := workflow.GetSignalChannel(ctx, lifecycle.SignalStop)
 	workflow.Go(ctx, func(ctx workflow.Context) {
 		stop.Receive(ctx, nil)
@@ -100,6 +111,13 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 	in := lifecycle.FinishInput{
 		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
 		Hooks: o.progress.Hooks,
+	}
+	if o.rollout != nil {
+		status := o.rollout.snapshot()
+		in.Rollout = &status
+		if o.rolledBack && o.in.Previous != "" {
+			in.Restored = o.in.Previous
+		}
 	}
 	if o.release >= releaseLocalFirst {
 		return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.ActivityFinishOperation, in, nil)

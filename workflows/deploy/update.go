@@ -51,7 +51,16 @@ func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	applyErr := o.apply(ctx, plan)
+	var applyErr error
+	if plan.Rollout != nil {
+		// Stage by stage, each stage's clusters pruned right after their apply; a failed
+		// rollout that returned its clusters leaves the previous revision current.
+		if applyErr = o.roll(ctx, plan.Rollout, o.reviseRange, o.restoreRange); applyErr != nil {
+			return false, applyErr
+		}
+	} else {
+		applyErr = o.apply(ctx, plan)
+	}
 	if ctx.Err() != nil {
 		return false, applyErr
 	}
@@ -77,4 +86,31 @@ func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
 		return true, err
 	}
 	return true, o.hook(ctx, contract.HookFinished, lifecycle.Hooked{Controllers: plan.Controllers, Steps: len(plan.Controllers)})
+}
+
+// reviseRange applies the new revision to a range of its batches (a rollout's stage) and
+// removes from the same clusters what the previous revision had and it has not.
+func (o *operation) reviseRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
+	res, err := o.applyRange(ctx, first, n, window)
+	if err != nil {
+		return res, err
+	}
+	pruned, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowPruneBatch, batches: n, offset: first, window: window, prefix: "prune",
+		in: lifecycle.BatchInput{ContextID: o.in.Previous, Next: o.in.ContextID, ClustersOf: o.in.ContextID, Tolerant: true}})
+	res.ClustersFailed += pruned.ClustersFailed
+	return res, err
+}
+
+// restoreRange returns the clusters of a range of the new revision's batches to the
+// previous revision: its objects applied again where they differ, then what only the new
+// revision had removed.
+func (o *operation) restoreRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
+	res, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowApplyBatch, batches: n, offset: first, window: window, prefix: "restore",
+		in: lifecycle.BatchInput{ContextID: o.in.Previous, Previous: o.in.ContextID, ClustersOf: o.in.ContextID, Tolerant: true}})
+	if err != nil {
+		return res, err
+	}
+	_, err = o.fanOut(ctx, fan{kind: lifecycle.WorkflowPruneBatch, batches: n, offset: first, window: window, prefix: "unprune",
+		in: lifecycle.BatchInput{ContextID: o.in.ContextID, Next: o.in.Previous, Tolerant: true}})
+	return res, err
 }

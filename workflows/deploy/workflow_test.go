@@ -45,6 +45,7 @@ type fakes struct {
 	control  func(contract.Input) error
 	asks     func(contract.Input) []contract.Workflow // what a controller call asks to run
 	read     func(round int) lifecycle.ClusterResult  // ReadCluster's answer per call
+	readOf   func(cluster string) lifecycle.ClusterResult // ... or per cluster, when set
 	reads    int
 	plan     lifecycle.Plan
 	hooked   lifecycle.Hooked // ContextControllers' answer
@@ -70,6 +71,7 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(ApplyBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowApplyBatch})
 	env.RegisterWorkflowWithOptions(DeleteBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowDeleteBatch})
 	env.RegisterWorkflowWithOptions(PruneBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowPruneBatch})
+	env.RegisterWorkflowWithOptions(ReadBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowReadBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
 	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
 	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, f.place() })
@@ -120,10 +122,13 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Unlock()
 		return lifecycle.ClusterResult{Done: 3}, nil
 	})
-	reg(lifecycle.ActivityReadCluster, func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	reg(lifecycle.ActivityReadCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.reads++
+		if f.readOf != nil {
+			return f.readOf(in.Cluster), nil
+		}
 		if f.read != nil {
 			return f.read(f.reads), nil
 		}

@@ -1,0 +1,336 @@
+package deploy
+
+import (
+	"context"
+	"maps"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/rollout"
+)
+
+// Three stages: a (cp+a1), b (cp+b1, cp+b2) and c (cp+c1), one batch each, as placement
+// lays them out.
+var rolloutMembers = []rollout.Member{{Key: "cp+a1", Labels: []string{"ring=a"}}, {Key: "cp+b1", Labels: []string{"ring=b"}},
+	{Key: "cp+b2", Labels: []string{"ring=b"}}, {Key: "cp+c1"}}
+
+func stages(t *testing.T, spec rollout.Spec) *fakes {
+	t.Helper()
+	plan, batchOf, _, err := rollout.Layout("rings", spec, rolloutMembers, 50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := newFakes()
+	f.plan = lifecycle.Plan{Apps: 1, Clusters: len(rolloutMembers), Batches: 3, Rollout: &plan}
+	byBatch := map[int][]string{}
+	for _, m := range rolloutMembers {
+		byBatch[batchOf[m.Key]] = append(byBatch[batchOf[m.Key]], m.Key)
+	}
+	f.clusters = func(b int) []string { return byBatch[b] }
+	f.readOf = f.notReady()
+	return f
+}
+
+func ring(name string, mod func(*rollout.Stage)) rollout.Stage {
+	st := rollout.Stage{Name: name, ClusterLabels: []string{"ring=" + name}, ProgressDeadline: rollout.Duration(5 * time.Minute)}
+	if name == "c" {
+		st.ClusterLabels = nil // the rest
+	}
+	if mod != nil {
+		mod(&st)
+	}
+	return st
+}
+
+// recorder keeps what the rollout records, and answers window questions as the activity does.
+type recorder struct {
+	mu      sync.Mutex
+	records []lifecycle.RolloutStatus
+}
+
+func (r *recorder) register(env *testsuite.TestWorkflowEnvironment) {
+	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.RolloutRecord) error {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.records = append(r.records, in.Status)
+		return nil
+	}, activity.RegisterOptions{Name: lifecycle.ActivityRecordRollout})
+	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.WindowInput) (rollout.Opening, error) {
+		return in.Window.At(in.Now)
+	}, activity.RegisterOptions{Name: lifecycle.ActivityRolloutWindow})
+}
+
+func (r *recorder) last() lifecycle.RolloutStatus {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.records[len(r.records)-1]
+}
+
+// saw reports whether some record had stage i in state.
+func (r *recorder) saw(i int, state string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, s := range r.records {
+		if s.Stages[i].State == state {
+			return true
+		}
+	}
+	return false
+}
+
+// notReady reads as ReadCluster does: what was not applied counts as Failed, and the
+// clusters named are not Ready.
+func (f *fakes) notReady(clusters ...string) func(string) lifecycle.ClusterResult {
+	return func(c string) lifecycle.ClusterResult {
+		if f.applied[c] == 0 {
+			return lifecycle.ClusterResult{Failed: 1, NotReady: 1}
+		}
+		for _, n := range clusters {
+			if c == n {
+				return lifecycle.ClusterResult{Done: 1, NotReady: 1}
+			}
+		}
+		return lifecycle.ClusterResult{Done: 1}
+	}
+}
+
+func TestRolloutWaitsForTheApprovalOfAStageAndRefusesOneForAnother(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
+		ring("b", func(s *rollout.Stage) { s.Before = []rollout.Task{{Type: rollout.TaskApproval}} }), ring("c", nil)}})
+	rec := &recorder{}
+	var before map[string]int
+	var refused error
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		rec.register(env)
+		env.RegisterDelayedCallback(func() {
+			before = maps.Clone(f.applied)
+			env.UpdateWorkflow(lifecycle.UpdateRollout, "wrong-stage", &testsuite.TestUpdateCallback{
+				OnReject: func(err error) { refused = err }, OnAccept: func() {}, OnComplete: func(any, error) {},
+			}, lifecycle.RolloutCommand{Action: lifecycle.RolloutApprove, Stage: "c"})
+			env.SignalWorkflow(lifecycle.SignalApprove, lifecycle.RolloutCommand{Stage: "b"})
+		}, 24*time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before["cp+a1"] != 1 || before["cp+b1"] != 0 || before["cp+c1"] != 0 {
+		t.Errorf("before the approval applied %v, want stage a only", before)
+	}
+	if refused == nil || !strings.Contains(refused.Error(), `stage "c" is not waiting for an approval; stage "b" is`) {
+		t.Errorf("an approval of the wrong stage: %v", refused)
+	}
+	for _, c := range []string{"cp+a1", "cp+b1", "cp+b2", "cp+c1"} {
+		if f.applied[c] != 1 {
+			t.Errorf("cluster %s applied %d times, want once: %v", c, f.applied[c], f.applied)
+		}
+	}
+	if !rec.saw(1, lifecycle.StageWaitingForApproval) {
+		t.Error("stage b was never recorded WaitingForApproval")
+	}
+	fin := f.finish(t)
+	if fin.Status != lifecycle.StatusInstantiated || fin.Rollout == nil || fin.Rollout.State != lifecycle.RolloutSucceeded {
+		t.Fatalf("finished %+v", fin)
+	}
+	if got := fin.Rollout.Stages[1].Approved; len(got) != 1 || got[0] != "before" {
+		t.Errorf("stage b approvals %v", got)
+	}
+}
+
+// A stage whose clusters never become Ready fails at its deadline: every cluster the
+// instantiate changed (stages a and b) is emptied again, stage c is never touched.
+func TestRolloutDeadlineRemovesAFirstInstantiateFromTheStagesItReached(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil), ring("b", nil), ring("c", nil)}})
+	f.readOf = f.notReady("cp+b2")
+	rec := &recorder{}
+	err := run(t, f, Instantiate, rec.register)
+	if err == nil || !strings.Contains(err.Error(), "stage b: 1 of 2 clusters not Ready by its progress deadline (5m0s), more than its budget of 0") {
+		t.Fatalf("error %v", err)
+	}
+	if got := f.deletedC["42"]; len(got) != 3 || f.deleted["cp+c1"] != 0 {
+		t.Errorf("deleted %v, want a1, b1 and b2", got)
+	}
+	if f.applied["cp+c1"] != 0 {
+		t.Error("stage c was applied")
+	}
+	fin := f.finish(t)
+	if fin.Status != lifecycle.StatusInstantiateFailed || fin.Rollout.State != lifecycle.RolloutRolledBack || fin.Restored != "" {
+		t.Errorf("finished %+v", fin)
+	}
+	states := []string{fin.Rollout.Stages[0].State, fin.Rollout.Stages[1].State, fin.Rollout.Stages[2].State}
+	if strings.Join(states, ",") != "RolledBack,RolledBack,Pending" {
+		t.Errorf("stage states %v", states)
+	}
+}
+
+// An update that fails a stage returns the clusters it changed to the previous revision:
+// that revision applied again over the new one, then what only the new one has pruned.
+func TestRolloutDeadlineReturnsAnUpdateToThePreviousRevision(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil), ring("b", nil), ring("c", nil)}})
+	f.readOf = f.notReady("cp+b1", "cp+b2")
+	in := opInput
+	in.Previous = "41"
+	err := runWith(t, f, Update, in, (&recorder{}).register)
+	if err == nil || !strings.Contains(err.Error(), "rolled back on the 3 clusters it had changed") {
+		t.Fatalf("error %v", err)
+	}
+	restored := map[string]bool{}
+	for _, p := range f.pruned {
+		if p.ContextID == "42" && p.Next == "41" {
+			restored[p.Cluster] = true
+		}
+	}
+	if len(restored) != 3 || restored["cp+c1"] {
+		t.Errorf("new revision pruned back from %v, want a1, b1 and b2", restored)
+	}
+	if f.applied["cp+a1"] != 2 || f.previous["cp+a1"] != "42" || f.applied["cp+c1"] != 0 {
+		t.Errorf("applied %v (last Previous %v): want a1 applied, then the previous revision over the new one", f.applied, f.previous)
+	}
+	fin := f.finish(t)
+	if fin.Status != lifecycle.StatusUpdateFailed || fin.Restored != "41" || fin.Superseded != "" {
+		t.Errorf("finished %+v", fin)
+	}
+}
+
+// maxFailures lets a stage through with that many clusters not Ready at its deadline.
+func TestRolloutFailureBudgetLetsAStageThrough(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
+		ring("b", func(s *rollout.Stage) { s.MaxFailures = &rollout.IntOrPercent{Value: 50, Percent: true} }), ring("c", nil)}})
+	f.readOf = f.notReady("cp+b2")
+	if err := run(t, f, Instantiate, (&recorder{}).register); err != nil {
+		t.Fatal(err)
+	}
+	fin := f.finish(t)
+	if b := fin.Rollout.Stages[1]; b.State != lifecycle.StageSucceeded || b.NotReady != 1 || b.Ready != 1 || b.Budget != 1 {
+		t.Errorf("stage b %+v", b)
+	}
+	if f.applied["cp+c1"] != 1 {
+		t.Error("stage c was not applied")
+	}
+}
+
+// A pause holds the rollout before the next stage, however long; resume goes on.
+func TestRolloutPauseHoldsTheNextStageUntilResumed(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
+		ring("b", func(s *rollout.Stage) { s.Before = []rollout.Task{{Type: rollout.TaskWait, Duration: rollout.Duration(10 * time.Minute)}} }),
+		ring("c", nil)}})
+	rec := &recorder{}
+	var held map[string]int
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		rec.register(env)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPause, nil) }, 5*time.Minute)
+		env.RegisterDelayedCallback(func() {
+			held = maps.Clone(f.applied)
+			env.SignalWorkflow(lifecycle.SignalResume, nil)
+		}, 48*time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held["cp+b1"] != 0 || held["cp+a1"] != 1 {
+		t.Errorf("while paused applied %v, want stage a only", held)
+	}
+	if f.applied["cp+b1"] != 1 || f.applied["cp+c1"] != 1 {
+		t.Errorf("after resume applied %v", f.applied)
+	}
+	paused := false
+	for _, r := range rec.records {
+		paused = paused || r.State == lifecycle.RolloutPaused
+	}
+	if !paused {
+		t.Error("the pause was never recorded")
+	}
+}
+
+// A stage waits for its maintenance window, a durable timer to its next opening in the
+// window's time zone.
+func TestRolloutWaitsForTheStagesWindow(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
+		ring("b", func(s *rollout.Stage) {
+			s.Window = &rollout.Window{Cron: "0 2 * * *", Duration: rollout.Duration(time.Hour), TimeZone: "Europe/Paris"}
+		}), ring("c", nil)}})
+	rec := &recorder{}
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		env.SetStartTime(time.Date(2026, 11, 24, 12, 0, 0, 0, time.UTC))
+		rec.register(env)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	opens := time.Date(2026, 11, 25, 1, 0, 0, 0, time.UTC) // 02:00 in Paris (CET)
+	if !rec.saw(1, lifecycle.StageWaitingForWindow) {
+		t.Error("stage b never waited for its window")
+	}
+	b := f.finish(t).Rollout.Stages[1]
+	if b.Started == nil || !b.Started.Equal(opens) {
+		t.Errorf("stage b started at %v, want when its window opened, %v", b.Started, opens)
+	}
+}
+
+// A stage that falls out of Ready during its bake fails.
+func TestRolloutBakeFailsAStageThatFallsOutOfReady(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{
+		ring("a", func(s *rollout.Stage) { s.MinSuccessTime = rollout.Duration(10 * time.Minute) }), ring("b", nil), ring("c", nil)}})
+	reads := 0
+	f.readOf = func(string) lifecycle.ClusterResult {
+		reads++
+		if reads > 2 {
+			return lifecycle.ClusterResult{Done: 1, NotReady: 1}
+		}
+		return lifecycle.ClusterResult{Done: 1}
+	}
+	err := run(t, f, Instantiate, (&recorder{}).register)
+	if err == nil || !strings.Contains(err.Error(), "stage a: 1 of 1 clusters fell out of Ready during its bake (10m0s)") {
+		t.Fatalf("error %v", err)
+	}
+	if f.applied["cp+b1"] != 0 || f.deleted["cp+a1"] != 1 {
+		t.Errorf("applied %v, deleted %v", f.applied, f.deleted)
+	}
+}
+
+// Under a manual policy a failed stage waits for an operator; a rollback then undoes it.
+func TestRolloutManualPolicyWaitsForTheOperatorsRollback(t *testing.T) {
+	f := stages(t, rollout.Spec{Rollback: rollout.RollbackManual,
+		Stages: []rollout.Stage{ring("a", nil), ring("b", nil), ring("c", nil)}})
+	f.readOf = f.notReady("cp+b1")
+	rec := &recorder{}
+	var waiting lifecycle.RolloutStatus
+	var deletedBefore int
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		rec.register(env)
+		env.RegisterDelayedCallback(func() {
+			waiting, deletedBefore = rec.last(), len(f.deletedC["42"])
+			env.SignalWorkflow(lifecycle.SignalRollback, nil)
+		}, 72*time.Hour)
+	})
+	if err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("error %v", err)
+	}
+	if waiting.State != lifecycle.RolloutAwaitingDecision || deletedBefore != 0 {
+		t.Errorf("before the decision: %s, %d clusters deleted", waiting.State, deletedBefore)
+	}
+	if len(f.deletedC["42"]) != 3 {
+		t.Errorf("deleted %v", f.deletedC["42"])
+	}
+}
+
+// A stop during an approval wait ends the operation stopped, the rest untouched.
+func TestRolloutStopDuringAnApproval(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
+		ring("b", func(s *rollout.Stage) { s.Before = []rollout.Task{{Type: rollout.TaskApproval}} }), ring("c", nil)}})
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		(&recorder{}).register(env)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateStopped || f.applied["cp+b1"] != 0 || len(f.deletedC["42"]) != 0 {
+		t.Errorf("finished %+v, applied %v, deleted %v", fin, f.applied, f.deletedC)
+	}
+}
