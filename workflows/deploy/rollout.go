@@ -356,7 +356,9 @@ func (r *rolloutRun) undo(ctx workflow.Context, failed int, cause error, compens
 
 func (r *rolloutRun) failStage(ctx workflow.Context, i int, cause string) {
 	end := workflow.Now(ctx)
-	r.setStage(i, func(s *lifecycle.StageStatus) { s.State, s.Message, s.Ended, s.Until = lifecycle.StageFailed, cause, &end, nil })
+	r.setStage(i, func(s *lifecycle.StageStatus) {
+		s.State, s.Message, s.Ended, s.Until = lifecycle.StageFailed, cause, &end, nil
+	})
 }
 
 func (r *rolloutRun) setStage(i int, change func(*lifecycle.StageStatus)) {

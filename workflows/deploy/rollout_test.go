@@ -217,7 +217,9 @@ func TestRolloutFailureBudgetLetsAStageThrough(t *testing.T) {
 // A pause holds the rollout before the next stage, however long; resume goes on.
 func TestRolloutPauseHoldsTheNextStageUntilResumed(t *testing.T) {
 	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
-		ring("b", func(s *rollout.Stage) { s.Before = []rollout.Task{{Type: rollout.TaskWait, Duration: rollout.Duration(10 * time.Minute)}} }),
+		ring("b", func(s *rollout.Stage) {
+			s.Before = []rollout.Task{{Type: rollout.TaskWait, Duration: rollout.Duration(10 * time.Minute)}}
+		}),
 		ring("c", nil)}})
 	rec := &recorder{}
 	var held map[string]int

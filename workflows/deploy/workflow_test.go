@@ -43,8 +43,8 @@ type fakes struct {
 	render   func() error
 	place    func() error
 	control  func(contract.Input) error
-	asks     func(contract.Input) []contract.Workflow // what a controller call asks to run
-	read     func(round int) lifecycle.ClusterResult  // ReadCluster's answer per call
+	asks     func(contract.Input) []contract.Workflow     // what a controller call asks to run
+	read     func(round int) lifecycle.ClusterResult      // ReadCluster's answer per call
 	readOf   func(cluster string) lifecycle.ClusterResult // ... or per cluster, when set
 	reads    int
 	plan     lifecycle.Plan
