@@ -25,6 +25,9 @@ type Operator interface {
 	Running(ctx context.Context, dig lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error)
 	// Migrate asks the target DIG to take over the running deployment of req.Origin.
 	Migrate(ctx context.Context, target lifecycle.Target, req lifecycle.MigrateRequest) (lifecycle.OpAccepted, error)
+	// Command gives an operator's command to the staged rollout of the operation running
+	// on a context with a status.
+	Command(ctx context.Context, dig lifecycle.Target, status, ctxID string, cmd lifecycle.RolloutCommand) (lifecycle.RolloutStatus, error)
 }
 
 func (s *Server) registerLifecycle(g *echo.Group) {
@@ -68,6 +71,7 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 	rollback.body = typeOf[rollbackBody]()
 	s.route(g, rollback, s.operate(digRef, lifecycle.OpRollback))
 	s.registerMigrate(g)
+	s.registerRolloutCommands(g)
 	s.route(g, opDoc{method: http.MethodGet, path: "/openapi.yaml", summary: "This document", code: http.StatusOK}, s.serveOpenAPI)
 }
 

@@ -23,6 +23,9 @@ func (o *operations) Stop(context.Context, lifecycle.Target) (lifecycle.OpAccept
 }
 
 func (o *operations) ReadClusters(context.Context, lifecycle.Target, string, bool) error { return nil }
+func (o *operations) Command(context.Context, lifecycle.Target, string, string, lifecycle.RolloutCommand) (lifecycle.RolloutStatus, error) {
+	return lifecycle.RolloutStatus{}, nil
+}
 func (o *operations) Running(context.Context, lifecycle.Target, string, string) (*lifecycle.RunningOp, error) {
 	return nil, nil
 }

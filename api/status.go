@@ -176,6 +176,9 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		if out.Drift, err = s.driftOf(ctx, ctxID, q); err != nil {
 			return err
 		}
+		if out.Rollout, err = s.rolloutOf(ctx, header); err != nil {
+			return err
+		}
 	}
 	if q.ready {
 		if err := s.Ops.ReadClusters(ctx, dig, ctxID, q.output == "detail"); err != nil {

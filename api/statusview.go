@@ -49,6 +49,9 @@ type statusResult struct {
 	Operation *lifecycle.RunningOp `json:"operation,omitempty"`
 	// Drift is the last drift check of the context (DIGs with spec.driftDetection).
 	Drift *driftStatus `json:"drift,omitempty"`
+	// Rollout is where the context's staged rollout stands (DIGs with a rollout strategy):
+	// each stage's state, counts, timers and (up to rolloutClustersShown) clusters.
+	Rollout *rolloutStatus `json:"rollout,omitempty"`
 }
 
 type statusStates struct {

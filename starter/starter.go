@@ -134,7 +134,7 @@ func refused(err error) error {
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) {
 		switch appErr.Type() {
-		case lifecycle.ErrBusy, lifecycle.ErrInvalidState:
+		case lifecycle.ErrBusy, lifecycle.ErrInvalidState, lifecycle.ErrRefused:
 			return &Refused{Message: appErr.Message()}
 		case lifecycle.ErrInvalidInput:
 			return &Invalid{Message: appErr.Message()}
@@ -213,4 +213,28 @@ func pendingState(s enumspb.PendingActivityState) string {
 		return "CancelRequested"
 	}
 	return s.String()
+}
+
+// Command gives an operator's command to the staged rollout of the operation running on
+// a context with the given status; the rollout's validator refuses what does not fit.
+func (s *Starter) Command(ctx context.Context, dig lifecycle.Target, status, ctxID string, cmd lifecycle.RolloutCommand) (lifecycle.RolloutStatus, error) {
+	for _, op := range opsOfStatus[status] {
+		h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
+			WorkflowID: dig.OpWorkflowID(op, ctxID), UpdateName: lifecycle.UpdateRollout,
+			Args: []any{cmd}, WaitForStage: client.WorkflowUpdateStageCompleted,
+		})
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			continue
+		}
+		if err != nil {
+			return lifecycle.RolloutStatus{}, refused(err)
+		}
+		var st lifecycle.RolloutStatus
+		if err := h.Get(ctx, &st); err != nil {
+			return st, refused(err)
+		}
+		return st, nil
+	}
+	return lifecycle.RolloutStatus{}, &Refused{Message: fmt.Sprintf("%s has no running operation to %s", dig, cmd.Action)}
 }

@@ -138,3 +138,28 @@ func add(counts map[string]map[string]int, app, status string, n int) {
 	}
 	counts[app][status] += n
 }
+
+// StageClusters lists the clusters of batches [first, first+n) of a context in batch
+// order, at most limit of them, and how many there are in all.
+func (s *Store) StageClusters(ctx context.Context, ctxID string, first, n, limit int) ([]string, int, error) {
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = batchID(ctxID, first+i)
+	}
+	cur, err := s.batches.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}})
+	if err != nil {
+		return nil, 0, err
+	}
+	var bs []batchDoc
+	if err := cur.All(ctx, &bs); err != nil {
+		return nil, 0, err
+	}
+	slices.SortFunc(bs, func(a, b batchDoc) int { return a.Batch - b.Batch })
+	var out []string
+	total := 0
+	for _, b := range bs {
+		total += len(b.Clusters)
+		out = append(out, b.Clusters[:min(len(b.Clusters), max(0, limit-len(out)))]...)
+	}
+	return out, total, nil
+}
