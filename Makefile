@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale histories fmt clean fuzz emco-example
+.PHONY: run test tools build unit bench bench-scale bench-drift histories fmt clean fuzz emco-example
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -56,6 +56,12 @@ CLUSTERS ?= 100
 bench-scale: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
 	  $(GO) test -count=1 -run '^$$' -bench Scale -benchtime 1x -timeout 180m ./tests/e2e/
+
+## bench-drift: one drift check of a 3-chart DIG over CLUSTERS clusters (as bench-scale's),
+## then one with correctDrift after a ConfigMap was deleted on every tenth (BENCHMARKS.md)
+bench-drift: tools
+	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
+	  $(GO) test -count=1 -run '^$$' -bench DriftCheck -benchtime 1x -timeout 60m ./tests/e2e/
 
 ## fuzz: run every fuzz target for FUZZTIME each (their seed corpora, hostile archives
 ## included, also run in `make test`); a crash leaves its input under testdata/fuzz
