@@ -14,6 +14,7 @@ import (
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
+	previews "github.com/temco/temco/activities/preview"
 	relocations "github.com/temco/temco/activities/relocate"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers"
@@ -30,6 +31,7 @@ import (
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
 	"github.com/temco/temco/workflows/drift"
+	"github.com/temco/temco/workflows/preview"
 	"github.com/temco/temco/workflows/relocate"
 )
 
@@ -67,6 +69,8 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowRelocate:    relocate.Relocate,
 	lifecycle.WorkflowDrift:       drift.Drift,
 	lifecycle.WorkflowDriftBatch:  deploy.DriftBatch,
+
+	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }
 
 // Options tune the worker: cluster activities mostly wait on the network, so many run at once.
@@ -101,6 +105,7 @@ func Register(w worker.Registry, d Deps) {
 	w.RegisterActivity(&driftchecks.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&relocations.Activities{Store: d.Store, Contexts: d.Contexts, Ops: d.Ops})
 	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&previews.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
 		FanOut: controllers.FanOuts(d.Controllers)})
 	w.RegisterActivity(&actions.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers,
