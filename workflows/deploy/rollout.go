@@ -387,9 +387,10 @@ func (r *rolloutRun) record(ctx workflow.Context) {
 	}
 }
 
-// flush waits until the status is recorded.
+// flush waits until the status is recorded (the operation's finish records it anyway:
+// a store that keeps refusing must not hold the operation).
 func (r *rolloutRun) flush(ctx workflow.Context) {
-	_ = workflow.Await(ctx, func() bool { return r.recorded >= r.version })
+	_, _ = workflow.AwaitWithTimeout(ctx, time.Minute, func() bool { return r.recorded >= r.version })
 }
 
 // snapshot is a copy of the status safe to hand out.
