@@ -111,7 +111,11 @@ func BenchmarkDriftCheck(b *testing.B) {
 		}
 	}
 	operate(b, d, tc, lifecycle.OpTerminate)
-	mustCode(b, d.c.do("DELETE", d.dig(), nil), 204)
+	for _, child := range []string{"/intents/intents", "/generic-placement-intents/gpi/app-intents/d1-placement",
+		"/generic-placement-intents/gpi/app-intents/d2-placement", "/generic-placement-intents/gpi/app-intents/d3-placement",
+		"/generic-placement-intents/gpi", ""} {
+		mustCode(b, d.c.do("DELETE", d.dig()+child, nil), 204) // the DIG's delete removes its drift schedule
+	}
 }
 
 type driftBenchView struct {
