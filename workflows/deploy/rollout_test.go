@@ -336,3 +336,29 @@ func TestRolloutStopDuringAnApproval(t *testing.T) {
 		t.Errorf("finished %+v, applied %v, deleted %v", fin, f.applied, f.deletedC)
 	}
 }
+
+// A rollback follows the strategy as an update does: the copied revision reaches the
+// stages in order, behind their gates.
+func TestRollbackFollowsTheStages(t *testing.T) {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
+		ring("b", func(s *rollout.Stage) { s.Before = []rollout.Task{{Type: rollout.TaskApproval}} }), ring("c", nil)}})
+	in := opInput
+	in.Previous, in.Source = "41", "40"
+	var before map[string]int
+	err := runWith(t, f, Rollback, in, func(env *testsuite.TestWorkflowEnvironment) {
+		(&recorder{}).register(env)
+		env.RegisterDelayedCallback(func() {
+			before = maps.Clone(f.applied)
+			env.SignalWorkflow(lifecycle.SignalApprove, nil)
+		}, time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(f.copied) != 1 || before["cp+a1"] != 1 || before["cp+b1"] != 0 || f.applied["cp+c1"] != 1 {
+		t.Errorf("copied %v; before the approval applied %v, after %v", f.copied, before, f.applied)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || fin.Superseded != "41" {
+		t.Errorf("finished %+v", fin)
+	}
+}
