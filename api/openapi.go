@@ -21,7 +21,9 @@ import (
 type opDoc struct {
 	method, path string
 	summary      string
+	description  string       // longer text, when the summary is not enough
 	body         reflect.Type // JSON request body (nil: none)
+	bodyOptional bool         // the body may be left out
 	multipart    bool         // multipart metadata + file instead of JSON
 	code         int          // success status
 	response     reflect.Type // success body (nil: none)
@@ -45,6 +47,9 @@ func (s *Server) openAPI() ([]byte, error) {
 		}
 		op := map[string]any{"summary": d.summary, "operationId": operationID(d.method, d.path),
 			"responses": responses(d)}
+		if d.description != "" {
+			op["description"] = d.description
+		}
 		var params []any
 		for _, m := range paramRE.FindAllStringSubmatch(d.path, -1) {
 			params = append(params, map[string]any{"name": m[1], "in": "path", "required": true, "schema": map[string]any{"type": "string"}})
@@ -64,7 +69,7 @@ func (s *Server) openAPI() ([]byte, error) {
 				}},
 			}}}
 		case d.body != nil:
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(d.body)}}}
+			op["requestBody"] = map[string]any{"required": !d.bodyOptional, "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(d.body)}}}
 		}
 		if publicPaths[p] {
 			op["security"] = []any{} // answers without a token

@@ -38,35 +38,18 @@ func refuse(typ, format string, args ...any) error {
 // runningStatuses are the statuses of a context whose operation runs.
 var runningStatuses = []string{lifecycle.StatusInstantiating, lifecycle.StatusUpdating, lifecycle.StatusTerminating}
 
-// operationFor is the operation a preview shows: a rollback to revision when it is set,
-// else the instantiate or update the DIG's state allows next.
+// operationFor is the operation a preview shows (digstate.Preview), its refusals typed
+// for the api: 409, or 400 for a revision that is not there.
 func operationFor(dig lifecycle.Target, info lifecycle.StateInfo, revision int64) (lifecycle.PreviewStart, error) {
-	cur := info.Current()
-	var last lifecycle.Action
-	if n := len(info.Actions); n > 0 {
-		last = info.Actions[n-1]
+	start, err := digstate.Preview(dig, info, revision)
+	var r *digstate.PreviewRefused
+	switch {
+	case errors.As(err, &r) && r.BadRevision:
+		return start, refuse(lifecycle.ErrInvalidInput, "%s", r.Message)
+	case err != nil:
+		return start, refuse(lifecycle.ErrInvalidState, "%v", err)
 	}
-	if revision > 0 {
-		if _, err := digstate.DIG.Start(dig.String(), digstate.Rollback, cur); err != nil {
-			return lifecycle.PreviewStart{}, refuse(lifecycle.ErrInvalidState, "%v: there is nothing to roll back", err)
-		}
-		src, ok := info.RevisionContext(revision)
-		if !ok {
-			return lifecycle.PreviewStart{}, refuse(lifecycle.ErrInvalidInput, "%s has no revision %d in its current instance (revisions 1 to %d)",
-				dig, revision, info.LatestRevision())
-		}
-		return lifecycle.PreviewStart{Op: lifecycle.OpRollback, Previous: last.ContextID, Source: src, Current: last.Revision,
-			Revision: info.LatestRevision() + 1}, nil
-	}
-	if _, err := digstate.DIG.Start(dig.String(), digstate.Instantiate, cur); err == nil {
-		return lifecycle.PreviewStart{Op: lifecycle.OpInstantiate, Revision: 1}, nil
-	}
-	if _, err := digstate.DIG.Start(dig.String(), digstate.Update, cur); err == nil {
-		return lifecycle.PreviewStart{Op: lifecycle.OpUpdate, Previous: last.ContextID, Current: last.Revision,
-			Revision: info.LatestRevision() + 1}, nil
-	}
-	return lifecycle.PreviewStart{}, refuse(lifecycle.ErrInvalidState,
-		"%s is %s: a rollout preview shows the next instantiate (the DIG Approved or Terminated) or update (Instantiated)", dig, cmp.Or(cur, "new"))
+	return start, nil
 }
 
 // BeginPreview works out the operation to preview from the DIG's state and creates the

@@ -1,0 +1,208 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/starter"
+)
+
+// previews records the previews the API asks for and answers them as told.
+type previews struct {
+	operations
+	asked  []lifecycle.PreviewInput
+	answer func(ctx context.Context, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error)
+}
+
+func (p *previews) Preview(ctx context.Context, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+	p.asked = append(p.asked, in)
+	return p.answer(ctx, in)
+}
+
+func previewClient(t *testing.T) (*client, *Server, *previews) {
+	p := &previews{answer: func(_ context.Context, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+		return lifecycle.RolloutPreview{Op: lifecycle.OpInstantiate, Revision: 1, Limit: in.Limit,
+			Stages: []lifecycle.PreviewStage{{Name: lifecycle.PreviewAllStage, Clusters: []lifecycle.ClusterPreview{{Cluster: "cp1+c1",
+				Added: []string{"Deployment/default/app1"}, Changed: []string{}, Removed: []string{}}}}}}, nil
+	}}
+	var srv *Server
+	c := newClient(t, func(s *Server) { s.Ops, srv = p, s })
+	tree(t, c)
+	return c, srv, p
+}
+
+// complete gives the tree's DIG every part an instantiate needs.
+func complete(t *testing.T, c *client) {
+	t.Helper()
+	c.do("POST", pDIG+"/intents", res("i1", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi1"}})).must(t, 201)
+	c.multipart("POST", pCA+"/composite-profiles/cprof/profiles", res("prof2", map[string]any{"app": "app2"}), testenv.Profile("replicas: 1\n")).must(t, 201)
+	for _, app := range []string{"app1", "app2"} {
+		c.do("POST", pGPI+"/app-intents", res(app, appIntentSpec(app))).must(t, 201)
+	}
+}
+
+// A preview needs a DIG that could run an operation, complete; it answers what the
+// previewer answered, and records nothing in the DIG's history.
+func TestPreviewAnswersForADIGThatCouldRunAnOperation(t *testing.T) {
+	c, srv, p := previewClient(t)
+	m := c.do("POST", pDIG+"/rollout-preview", nil).must(t, http.StatusConflict).message(t)
+	if want := digName + " is Created: a rollout preview shows its next instantiate (when it is Approved or Terminated) or update (when it is Instantiated)"; m != want {
+		t.Errorf("message %q\nwant    %q", m, want)
+	}
+	c.do("POST", pDIG+"/approve", nil).must(t, 202)
+	m = c.do("POST", pDIG+"/rollout-preview", nil).must(t, http.StatusConflict).message(t)
+	if !strings.Contains(m, "cannot be instantiated yet") || !strings.Contains(m, `app "app2" has no profile`) {
+		t.Errorf("message %q does not name the missing parts", m)
+	}
+	if len(p.asked) != 0 {
+		t.Fatalf("previews started: %+v", p.asked)
+	}
+	complete(t, c)
+	c.do("POST", pDIG+"/approve", nil).must(t, 202)
+	before := stateOf(t, srv, pDIG)
+	var out lifecycle.RolloutPreview
+	c.do("POST", pDIG+"/rollout-preview", nil).must(t, http.StatusOK).json(t, &out)
+	if out.Op != lifecycle.OpInstantiate || len(out.Stages) != 1 || out.Stages[0].Clusters[0].Added[0] != "Deployment/default/app1" {
+		t.Errorf("answer %+v", out)
+	}
+	if len(p.asked) != 1 {
+		t.Fatalf("previews asked: %+v", p.asked)
+	}
+	in := p.asked[0]
+	if in.DIG.ID() != pDIG || in.ContextID == "" || in.Revision != 0 || in.Limit != previewDefaultLimit {
+		t.Errorf("preview input %+v", in)
+	}
+	if after := stateOf(t, srv, pDIG); !slices.Equal(after.Actions, before.Actions) {
+		t.Errorf("history changed: %+v, was %+v", after.Actions, before.Actions)
+	}
+	if len(p.started) != 0 {
+		t.Errorf("operations started: %v", p.started)
+	}
+}
+
+// limit bounds the clusters detailed per stage: 0 to 500; anything else is a 400.
+func TestPreviewLimit(t *testing.T) {
+	c, _, p := previewClient(t)
+	complete(t, c)
+	c.do("POST", pDIG+"/approve", nil).must(t, 202)
+	for _, bad := range []string{"abc", "-1", "501", "2.5", ""} {
+		m := c.do("POST", pDIG+"/rollout-preview?limit="+bad, nil).must(t, http.StatusBadRequest).message(t)
+		if !strings.Contains(m, "is not a number of clusters from 0 to 500") {
+			t.Errorf("limit=%s: message %q", bad, m)
+		}
+	}
+	for _, good := range []int{0, 7, 500} {
+		c.do("POST", pDIG+"/rollout-preview?limit="+itoa(good), nil).must(t, http.StatusOK)
+		if got := p.asked[len(p.asked)-1].Limit; got != good {
+			t.Errorf("limit=%d asked for %d", good, got)
+		}
+	}
+}
+
+// With a revision in its body, a preview shows a rollback to it: the revision must be one
+// of the current instance's.
+func TestPreviewOfARollback(t *testing.T) {
+	c, srv, p := previewClient(t)
+	complete(t, c)
+	c.do("POST", pDIG+"/approve", nil).must(t, 202)
+	m := c.do("POST", pDIG+"/rollout-preview", map[string]any{"revision": 1}).must(t, http.StatusConflict).message(t)
+	if want := digName + " is Approved: rollback needs one of [Instantiated]"; m != want {
+		t.Errorf("message %q\nwant    %q", m, want)
+	}
+	record(t, srv, pDIG, lifecycle.StateInstantiated, "41", lifecycle.StatusInstantiated)
+	m = c.do("POST", pDIG+"/rollout-preview", map[string]any{"revision": 5}).must(t, http.StatusBadRequest).message(t)
+	if want := digName + " has no revision 5 in its current instance (revisions 1 to 1)"; m != want {
+		t.Errorf("message %q\nwant    %q", m, want)
+	}
+	c.do("POST", pDIG+"/rollout-preview", `{"revision": "x"}`).must(t, http.StatusBadRequest)
+	c.do("POST", pDIG+"/rollout-preview", map[string]any{"revision": 1}).must(t, http.StatusOK)
+	c.do("POST", pDIG+"/rollout-preview", map[string]any{"spec": map[string]any{"revision": "1"}}).must(t, http.StatusOK)
+	c.do("POST", pDIG+"/rollout-preview", "{}").must(t, http.StatusOK)
+	var revs []int64
+	for _, in := range p.asked {
+		revs = append(revs, in.Revision)
+	}
+	if !slices.Equal(revs, []int64{1, 1, 0}) {
+		t.Errorf("revisions asked %v, want [1 1 0]", revs)
+	}
+}
+
+// What the preview's workflow refuses is a 409 with its reason; a preview that could not
+// finish, or not in time, is a 503 to retry.
+func TestPreviewErrors(t *testing.T) {
+	c, _, p := previewClient(t)
+	complete(t, c)
+	c.do("POST", pDIG+"/approve", nil).must(t, 202)
+	p.answer = func(context.Context, lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+		return lifecycle.RolloutPreview{}, &starter.Refused{Message: `rollout strategy "rings": no stage selects cluster(s) cp1+c1`}
+	}
+	m := c.do("POST", pDIG+"/rollout-preview", nil).must(t, http.StatusConflict).message(t)
+	if m != `rollout strategy "rings": no stage selects cluster(s) cp1+c1` {
+		t.Errorf("message %q", m)
+	}
+	unavailable := func(want string) {
+		t.Helper()
+		rec := httptest.NewRecorder()
+		c.h.ServeHTTP(rec, httptest.NewRequest("POST", "/v2"+pDIG+"/rollout-preview", nil))
+		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), want) {
+			t.Errorf("answer %d %q (Retry-After %q), want 503 saying %q", rec.Code, rec.Body, rec.Header().Get("Retry-After"), want)
+		}
+	}
+	p.answer = func(context.Context, lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+		return lifecycle.RolloutPreview{}, &starter.PreviewFailed{Message: "activity StartToClose timeout"}
+	}
+	unavailable("could not finish: activity StartToClose timeout; retry")
+	defer func(w time.Duration) { previewWait = w }(previewWait)
+	previewWait = 50 * time.Millisecond
+	p.answer = func(ctx context.Context, _ lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+		<-ctx.Done()
+		return lifecycle.RolloutPreview{}, ctx.Err()
+	}
+	unavailable("did not finish within 50ms; retry")
+}
+
+// The OpenAPI document describes the preview: an optional body, the limit, the answer.
+func TestPreviewIsDocumented(t *testing.T) {
+	c := newClient(t)
+	doc, err := openapi3.NewLoader().LoadFromData(c.do("GET", "/openapi.yaml", nil).must(t, http.StatusOK).body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	item := doc.Paths.Find("/v2/projects/{project}/composite-apps/{compositeApp}/{version}/deployment-intent-groups/{deploymentIntentGroup}/rollout-preview")
+	if item == nil || item.Post == nil {
+		t.Fatal("POST .../rollout-preview is not documented")
+	}
+	op := item.Post
+	if op.RequestBody == nil || op.RequestBody.Value.Required {
+		t.Error("the body is not documented as optional")
+	}
+	if op.Parameters.GetByInAndName("query", "limit") == nil || !strings.Contains(op.Description, "limit (0 to 500, default 100)") {
+		t.Errorf("the limit is not documented: %q", op.Description)
+	}
+	ok := op.Responses.Value("200")
+	if ok == nil {
+		t.Fatal("no 200 answer documented")
+	}
+	schema := ok.Value.Content.Get("application/json").Schema.Value
+	stage := schema.Properties["stages"].Value.Items.Value
+	cluster := stage.Properties["clusters"].Value.Items.Value
+	for _, p := range []string{"added", "changed", "removed", "unchanged", "dropped"} {
+		if cluster.Properties[p] == nil {
+			t.Errorf("a cluster's %q is not documented", p)
+		}
+	}
+	for _, p := range []string{"clusters", "changing", "added", "changed", "removed"} {
+		if stage.Properties["counts"].Value.Properties[p] == nil {
+			t.Errorf("a stage's counts.%s is not documented", p)
+		}
+	}
+}
