@@ -73,6 +73,8 @@ type PreviewDiffInput struct {
 // change and what, then (Removed) the clusters the new placement no longer uses.
 type RolloutPreview struct {
 	Op string `json:"op"` // instantiate, update or rollback
+	// WorkflowID is the preview's own run (PreviewRollout), for the Temporal UI.
+	WorkflowID string `json:"workflowId"`
 	// CurrentRevision is the running revision (absent before an instantiate), Revision the
 	// one the operation would record.
 	CurrentRevision int64          `json:"currentRevision,omitempty"`

@@ -45,6 +45,7 @@ func PreviewRollout(ctx workflow.Context, in lifecycle.PreviewInput) (out lifecy
 		return out, err
 	}
 	out.Notes = append(notes, out.Notes...)
+	out.WorkflowID = workflow.GetInfo(ctx).WorkflowExecution.ID
 	return out, nil
 }
 
