@@ -17,7 +17,11 @@ func Ready(u *unstructured.Unstructured) bool {
 		}
 		avail, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
 		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
-		return gen >= u.GetGeneration() && condition(u, "Available") && avail >= want && updated >= want
+		// Pods of the old template still running mean the rollout has not finished, even
+		// with enough updated and available ones: the updated ones may be the pending ones
+		// and the available ones the old (as kubectl rollout status judges it).
+		total, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
+		return gen >= u.GetGeneration() && condition(u, "Available") && avail >= want && updated >= want && total <= updated
 	case "StatefulSet":
 		want, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")

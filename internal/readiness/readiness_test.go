@@ -25,6 +25,8 @@ func TestReady(t *testing.T) {
 			"status": map[string]any{"observedGeneration": int64(2), "availableReplicas": int64(2), "updatedReplicas": int64(2), "conditions": available}}), true},
 		{"deployment rolling out", obj("Deployment", 3, map[string]any{"spec": map[string]any{"replicas": int64(2)},
 			"status": map[string]any{"observedGeneration": int64(2), "availableReplicas": int64(2), "updatedReplicas": int64(2), "conditions": available}}), false},
+		{"deployment with a new pod pending and the old one serving", obj("Deployment", 2, map[string]any{"spec": map[string]any{"replicas": int64(1)},
+			"status": map[string]any{"observedGeneration": int64(2), "replicas": int64(2), "availableReplicas": int64(1), "updatedReplicas": int64(1), "conditions": available}}), false},
 		{"deployment short of replicas", obj("Deployment", 1, map[string]any{"spec": map[string]any{"replicas": int64(3)},
 			"status": map[string]any{"observedGeneration": int64(1), "availableReplicas": int64(2), "updatedReplicas": int64(3), "conditions": available}}), false},
 		{"statefulset ready", obj("StatefulSet", 1, map[string]any{"spec": map[string]any{"replicas": int64(1)},

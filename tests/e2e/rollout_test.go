@@ -121,7 +121,7 @@ func restartTemco(t *testing.T) {
 // rollout goes on from where it was, no cluster is changed twice, and an approval for
 // the wrong stage is refused.
 func TestRolloutThreeStagesWithAnApprovalSurvivesRestarts(t *testing.T) {
-	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: onEveryCluster()})
+	d := newDeployment(t, app{name: "ringweb", chart: webChart("ringweb"), placement: onEveryCluster()})
 	d.create()
 	d.strategy(map[string]any{"stages": []any{
 		map[string]any{"name": "canary", "clusters": []string{"cluster1"}, "minSuccessTime": "15s", "progressDeadline": "2m"},
@@ -138,14 +138,15 @@ func TestRolloutThreeStagesWithAnApprovalSurvivesRestarts(t *testing.T) {
 	if c := v.stage("canary"); c.State != lifecycle.StageSucceeded || c.Ready != 1 || c.Changed != 1 {
 		t.Errorf("canary after its bake: %+v", c)
 	}
-	if got := present(t, "web"); !slices.Equal(got, []bool{true, false, false}) {
+	if got := present(t, "ringweb"); !slices.Equal(got, []bool{true, false, false}) {
 		t.Fatalf("before the approval the Deployment is on clusters %v, want cluster1 only", got)
 	}
-	canary := snapshot(t, acc.ContextID, "web")
+	canary := snapshot(t, acc.ContextID, "ringweb")
 	restartTemco(t)
 
-	m := d.c.do("POST", d.dig()+"/rollout/approve", map[string]any{"stage": "rest"}).must(t, 409).body
-	if !strings.Contains(string(m), `stage "rest" is not waiting for an approval; stage "early" is`) {
+	var refusal struct{ Message string }
+	d.c.do("POST", d.dig()+"/rollout/approve", map[string]any{"stage": "rest"}).must(t, 409).json(t, &refusal)
+	if m := refusal.Message; !strings.Contains(m, `stage "rest" is not waiting for an approval; stage "early" is`) {
 		t.Errorf("approval of the wrong stage: %q", m)
 	}
 	d.c.do("POST", d.dig()+"/rollout/approve", map[string]any{"stage": "early"}).must(t, 200)
@@ -153,10 +154,10 @@ func TestRolloutThreeStagesWithAnApprovalSurvivesRestarts(t *testing.T) {
 	if v.Rollout.State != lifecycle.RolloutSucceeded || !slices.Equal(v.stage("early").Approved, []string{"before"}) {
 		t.Errorf("rollout %s", pretty(v.Rollout))
 	}
-	if got := present(t, "web"); !slices.Equal(got, []bool{true, true, true}) {
+	if got := present(t, "ringweb"); !slices.Equal(got, []bool{true, true, true}) {
 		t.Errorf("after the rollout the Deployment is on clusters %v, want all three", got)
 	}
-	after := snapshot(t, acc.ContextID, "web")
+	after := snapshot(t, acc.ContextID, "ringweb")
 	for k, was := range canary {
 		if after[k] != was {
 			t.Errorf("%s was changed again after its stage: %s → %s", k, was, after[k])
@@ -196,18 +197,18 @@ spec:
 // clusters of both stages it reached are back on revision 1 (checked live), the third
 // was never touched, and revision 1 is the DIG's current revision again.
 func TestRolloutDeadlineRollsAnUpdateBack(t *testing.T) {
-	d := newDeployment(t, app{name: "web", chart: webChartOn("web"), placement: onEveryCluster()})
+	d := newDeployment(t, app{name: "rbweb", chart: webChartOn("rbweb"), placement: onEveryCluster()})
 	d.create()
 	first := d.operate(lifecycle.OpInstantiate)
 	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
-	before := snapshot(t, first.ContextID, "web")
+	before := snapshot(t, first.ContextID, "rbweb")
 	d.strategy(map[string]any{"stages": []any{
 		map[string]any{"name": "one", "clusters": []string{"cluster1"}, "progressDeadline": "30s"},
 		map[string]any{"name": "two", "clusters": []string{"cluster2"}, "progressDeadline": "20s"},
 		map[string]any{"name": "three"},
 	}})
 	d.c.do("PUT", d.dig(), res("dig", map[string]any{"compositeProfile": "prof", "version": "r1", "logicalCloud": "default",
-		"overrideValues": []any{map[string]any{"app": "web", "values": map[string]string{"message": "r2", "avx512": "true"}}}})).must(t, 200)
+		"overrideValues": []any{map[string]any{"app": "rbweb", "values": map[string]string{"message": "r2", "avx512": "true"}}}})).must(t, 200)
 	upd := d.operate(lifecycle.OpUpdate)
 
 	d.awaitRollout("the update rolled back", 3*time.Minute, func(v rolloutView) bool { return v.Instance == first.ContextID })
@@ -233,16 +234,16 @@ func TestRolloutDeadlineRollsAnUpdateBack(t *testing.T) {
 		}
 	}
 	for i := range 3 {
-		dep, cm := liveObject(t, i, deployments, "web"), liveObject(t, i, configMaps, "web-config")
+		dep, cm := liveObject(t, i, deployments, "rbweb"), liveObject(t, i, configMaps, "rbweb-config")
 		spec, _ := dep["spec"].(map[string]any)["template"].(map[string]any)["spec"].(map[string]any)
 		if sel := spec["nodeSelector"]; sel != nil {
 			t.Errorf("cluster%d still has the update's nodeSelector %v", i+1, sel)
 		}
-		if msg := cm["data"].(map[string]any)["message"]; msg != "from-web-profile" {
+		if msg := cm["data"].(map[string]any)["message"]; msg != "from-rbweb-profile" {
 			t.Errorf("cluster%d's ConfigMap says %v, want revision 1's", i+1, msg)
 		}
 	}
-	after := snapshot(t, first.ContextID, "web")
+	after := snapshot(t, first.ContextID, "rbweb")
 	for k, was := range before {
 		if strings.HasPrefix(k, "cluster3/") && after[k] != was {
 			t.Errorf("%s, in the stage never reached, was changed: %s → %s", k, was, after[k])
@@ -255,7 +256,7 @@ func TestRolloutDeadlineRollsAnUpdateBack(t *testing.T) {
 // stage whose maintenance window is closed waits for it, a durable timer shown in the
 // status with the time it opens.
 func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
-	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: onEveryCluster()})
+	d := newDeployment(t, app{name: "winweb", chart: webChart("winweb"), placement: onEveryCluster()})
 	d.create()
 	// The window opens at the first whole minute at least 40 s away, in New York.
 	ny, err := time.LoadLocation("America/New_York")
@@ -283,7 +284,7 @@ func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 	d.awaitRollout("stage one done, the rollout paused", time.Minute, func(v rolloutView) bool {
 		return v.stage("one").State == lifecycle.StageSucceeded && v.Rollout.State == lifecycle.RolloutPaused
 	})
-	if got := present(t, "web"); !slices.Equal(got, []bool{true, false, false}) {
+	if got := present(t, "winweb"); !slices.Equal(got, []bool{true, false, false}) {
 		t.Fatalf("while paused the Deployment is on clusters %v, want cluster1 only", got)
 	}
 	signal(t, acc.WorkflowID, lifecycle.SignalResume, "")
@@ -293,14 +294,14 @@ func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 	if u := v.stage("three").Until; u == nil || !u.Equal(opens) {
 		t.Errorf("stage three waits until %v, want %v", u, opens.UTC())
 	}
-	if got := present(t, "web"); !slices.Equal(got, []bool{true, true, false}) {
+	if got := present(t, "winweb"); !slices.Equal(got, []bool{true, true, false}) {
 		t.Fatalf("while the window is closed the Deployment is on clusters %v, want cluster1 and cluster2", got)
 	}
 	v = d.awaitRollout("Instantiated", 4*time.Minute, func(v rolloutView) bool { return v.Status == lifecycle.StatusInstantiated })
 	if st := v.stage("three").Started; st == nil || st.Before(opens) {
 		t.Errorf("stage three started at %v, before its window opened at %v", st, opens)
 	}
-	if got := present(t, "web"); !slices.Equal(got, []bool{true, true, true}) {
+	if got := present(t, "winweb"); !slices.Equal(got, []bool{true, true, true}) {
 		t.Errorf("after the rollout the Deployment is on clusters %v", got)
 	}
 	recordHistory(t, acc.WorkflowID, "Instantiate-rollout-pause-window")
