@@ -258,12 +258,13 @@ func TestRolloutDeadlineRollsAnUpdateBack(t *testing.T) {
 func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 	d := newDeployment(t, app{name: "winweb", chart: webChart("winweb"), placement: onEveryCluster()})
 	d.create()
-	// The window opens at the first whole minute at least 40 s away, in New York.
+	// The window opens at a whole minute 2 to 3 minutes away, in New York: after the
+	// first two stages are done.
 	ny, err := time.LoadLocation("America/New_York")
 	if err != nil {
 		t.Fatal(err)
 	}
-	opens := time.Now().Add(100 * time.Second).In(ny).Truncate(time.Minute)
+	opens := time.Now().Add(2 * time.Minute).In(ny).Truncate(time.Minute).Add(time.Minute)
 	d.strategy(map[string]any{"stages": []any{
 		map[string]any{"name": "one", "clusters": []string{"cluster1"}, "minSuccessTime": "10s"},
 		map[string]any{"name": "two", "clusters": []string{"cluster2"}},
@@ -288,7 +289,7 @@ func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 		t.Fatalf("while paused the Deployment is on clusters %v, want cluster1 only", got)
 	}
 	signal(t, acc.WorkflowID, lifecycle.SignalResume, "")
-	v := d.awaitRollout("stage three waiting for its window", 2*time.Minute, func(v rolloutView) bool {
+	v := d.awaitRollout("stage three waiting for its window", 90*time.Second, func(v rolloutView) bool {
 		return v.stage("three").State == lifecycle.StageWaitingForWindow
 	})
 	if u := v.stage("three").Until; u == nil || !u.Equal(opens) {

@@ -34,9 +34,11 @@ type rolloutRun struct {
 // errRollbackAsked ends a wait an operator ended by asking for a rollback.
 var errRollbackAsked = temporal.NewNonRetryableApplicationError("rolled back at an operator's request", lifecycle.ErrRolloutFailed, nil)
 
-// pollMin and pollMax bound how often a gate reads the stage's live state.
+// pollMin and pollMax bound how often a gate reads the stage's live state: it reads
+// again after pollMin, then ever less often, up to a thirtieth of the stage's deadline
+// (at most pollMax).
 const (
-	pollMin = 5 * time.Second
+	pollMin = 2 * time.Second
 	pollMax = 30 * time.Second
 )
 
@@ -180,7 +182,7 @@ func (r *rolloutRun) verify(ctx workflow.Context, i, n, allowed int) (int, error
 		if res.ClustersNotReady <= allowed {
 			return res.ClustersNotReady, nil
 		}
-		if err := r.sleep(ctx, poll); err != nil {
+		if err := r.sleep(ctx, min(pollMin<<min(round, 5), poll)); err != nil {
 			return res.ClustersNotReady, err
 		}
 	}
