@@ -86,7 +86,7 @@ type batchRange func(ctx workflow.Context, first, n, window int) (lifecycle.Batc
 // clusters, the health gate, the bake and its after tasks.
 func (r *rolloutRun) stage(ctx workflow.Context, i int, apply batchRange) error {
 	st := r.plan.Stages[i]
-	if err := r.hold(ctx, i); err != nil {
+	if err := r.hold(ctx); err != nil {
 		return err
 	}
 	if err := r.window(ctx, i); err != nil {
@@ -95,7 +95,7 @@ func (r *rolloutRun) stage(ctx workflow.Context, i int, apply batchRange) error 
 	if err := r.tasks(ctx, i, "before", st.Before); err != nil {
 		return err
 	}
-	if err := r.hold(ctx, i); err != nil { // a pause that came during the tasks
+	if err := r.hold(ctx); err != nil { // a pause that came during the tasks
 		return err
 	}
 	now := workflow.Now(ctx)
@@ -244,7 +244,7 @@ func (r *rolloutRun) counted(i int, res lifecycle.BatchResult) {
 
 // hold waits while the rollout is paused. A pause holds the next stage: a stage that has
 // started applying goes on to its end, its progress deadline running.
-func (r *rolloutRun) hold(ctx workflow.Context, i int) error {
+func (r *rolloutRun) hold(ctx workflow.Context) error {
 	if r.rollback {
 		return errRollbackAsked
 	}
