@@ -252,9 +252,9 @@ func TestRolloutDeadlineRollsAnUpdateBack(t *testing.T) {
 	recordHistory(t, upd.WorkflowID, "Update-rollout-deadline-rollback")
 }
 
-// A pause holds the next stage until a resume (here a signal from the temporal CLI); a
-// stage whose maintenance window is closed waits for it, a durable timer shown in the
-// status with the time it opens.
+// A pause holds the next stage until a resume; resume and approval here are signals from
+// the temporal CLI. A stage whose maintenance window is closed waits for it, a durable
+// timer shown in the status with the time it opens.
 func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 	d := newDeployment(t, app{name: "winweb", chart: webChart("winweb"), placement: onEveryCluster()})
 	d.create()
@@ -267,7 +267,7 @@ func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 	opens := time.Now().Add(2 * time.Minute).In(ny).Truncate(time.Minute).Add(time.Minute)
 	d.strategy(map[string]any{"stages": []any{
 		map[string]any{"name": "one", "clusters": []string{"cluster1"}, "minSuccessTime": "10s"},
-		map[string]any{"name": "two", "clusters": []string{"cluster2"}},
+		map[string]any{"name": "two", "clusters": []string{"cluster2"}, "before": []any{map[string]any{"type": "approval"}}},
 		map[string]any{"name": "three", "window": map[string]any{"cron": fmt.Sprintf("%d %d * * *", opens.Minute(), opens.Hour()),
 			"duration": "10m", "timeZone": "America/New_York"}},
 	}})
@@ -289,6 +289,10 @@ func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 		t.Fatalf("while paused the Deployment is on clusters %v, want cluster1 only", got)
 	}
 	signal(t, acc.WorkflowID, lifecycle.SignalResume, "")
+	d.awaitRollout("stage two waiting for its approval", time.Minute, func(v rolloutView) bool {
+		return v.stage("two").State == lifecycle.StageWaitingForApproval
+	})
+	signal(t, acc.WorkflowID, lifecycle.SignalApprove, `{"stage":"two"}`)
 	v := d.awaitRollout("stage three waiting for its window", 90*time.Second, func(v rolloutView) bool {
 		return v.stage("three").State == lifecycle.StageWaitingForWindow
 	})
