@@ -200,8 +200,11 @@ func (g *GitOps) startFlux(ctx context.Context) error {
 	}
 	env := []string{"KUBECONFIG=" + g.Cluster.Kubeconfig(), "RUNTIME_NAMESPACE=" + fluxNamespace}
 	for _, c := range controllers {
+		// Flux backs a failing reconcile off up to 15 minutes by default: on a loaded machine
+		// a few early failures (source not served yet) then outlast any start-up wait.
 		args := append([]string{"-n", clusterNice, filepath.Join(g.BinDir, c.name),
-			"--health-addr=" + addr(c.health), "--events-addr=", "--log-encoding=console"}, c.args...)
+			"--health-addr=" + addr(c.health), "--events-addr=", "--log-encoding=console",
+			"--max-retry-delay=10s", "--requeue-dependency=5s"}, c.args...)
 		p, err := StartProc(g.Cluster.Name+"/"+c.name, filepath.Join(g.Cluster.Dir, c.name+".log"), "nice", args, env)
 		if err != nil {
 			return err

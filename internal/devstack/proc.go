@@ -100,10 +100,14 @@ func WaitReady(ctx context.Context, p *Proc, timeout time.Duration, check func(c
 	var last error
 	for {
 		cctx, ccancel := context.WithTimeout(ctx, 5*time.Second)
-		last = check(cctx)
+		err := check(cctx)
 		ccancel()
-		if last == nil {
+		if err == nil {
 			return nil
+		}
+		// The check the deadline cuts short says only that: report the one before it.
+		if last == nil || ctx.Err() == nil {
+			last = err
 		}
 		if err := p.Exited(); err != nil {
 			return err
