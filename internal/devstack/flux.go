@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -115,6 +116,26 @@ func (g *GitOps) WaitApplied(ctx context.Context, timeout time.Duration) error {
 		applied, _, _ := unstructured.NestedString(k.Object, "status", "lastAppliedRevision")
 		if status, message := readyCondition(k); status != "True" || applied != want {
 			return fmt.Errorf("Kustomization %s/%s: Ready %s (%s), applied %q, not %q", fluxNamespace, fluxName, status, message, applied, want)
+		}
+		return nil
+	})
+}
+
+// waitArtifact waits until the bootstrap GitRepository's artifact is served under url.
+func (g *GitOps) waitArtifact(ctx context.Context, p *Proc, url string) error {
+	dc, err := g.Cluster.Dynamic()
+	if err != nil {
+		return err
+	}
+	return WaitReady(ctx, p, 2*time.Minute, func(ctx context.Context) error {
+		r, err := dc.Resource(gitRepositoryResource).Namespace(fluxNamespace).Get(ctx, fluxName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		got, _, _ := unstructured.NestedString(r.Object, "status", "artifact", "url")
+		if !strings.HasPrefix(got, url) {
+			status, message := readyCondition(r)
+			return fmt.Errorf("GitRepository %s/%s: Ready %s (%s), artifact %q, not under %s", fluxNamespace, fluxName, status, message, got, url)
 		}
 		return nil
 	})

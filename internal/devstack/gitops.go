@@ -179,8 +179,8 @@ func (g *GitOps) Commit(ctx context.Context, files map[string]string, message st
 	return run("push", "--quiet", "origin", g.Branch)
 }
 
-// startFlux starts source-controller and kustomize-controller against the cluster and
-// waits until both answer their readiness probes.
+// startFlux starts source-controller, waits until it serves the repository's artifact,
+// then starts kustomize-controller and waits until it answers its readiness probe.
 func (g *GitOps) startFlux(ctx context.Context) error {
 	addr := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
 	storage := addr(g.storagePort())
@@ -210,11 +210,17 @@ func (g *GitOps) startFlux(ctx context.Context) error {
 			return err
 		}
 		g.procs[c.name] = p
-	}
-	for _, c := range controllers {
 		ready := fmt.Sprintf("http://%s/readyz", addr(c.health))
-		if err := WaitReady(ctx, g.procs[c.name], 60*time.Second, func(ctx context.Context) error { return httpOK(ctx, ready) }); err != nil {
+		if err := WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return httpOK(ctx, ready) }); err != nil {
 			return err
+		}
+		// A restart on other ports leaves the stored artifact's URL on the old storage
+		// address until source-controller rewrites it; kustomize-controller fetching it
+		// first would spend minutes retrying a dead port.
+		if c.name == "source-controller" {
+			if err := g.waitArtifact(ctx, p, "http://"+storage+"/"); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
