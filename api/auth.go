@@ -6,6 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/dashboard"
 	"github.com/temco/temco/internal/auth"
 )
 
@@ -18,7 +19,7 @@ var publicPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics":
 // authorization rules of authorize. Without an Authenticator every caller is an admin.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.Auth == nil || publicPaths[c.Path()] {
+		if s.Auth == nil || publicPaths[c.Path()] || strings.HasPrefix(c.Path(), dashboard.Path) {
 			return next(c)
 		}
 		raw, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
@@ -39,7 +40,8 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
-// authorize is the whole access policy, by route:
+// authorize is the whole access policy, by route (the dashboard's static files need no
+// token: they hold no data, and the page sends the token with each API call):
 //   - an admin may do everything;
 //   - a tenant may list projects (it sees only its own) and read and change everything under
 //     a project it is granted, except writing logical clouds: a cloud's level and
@@ -55,7 +57,7 @@ func authorize(c echo.Context, p *auth.Principal) error {
 	route, method := c.Path(), c.Request().Method
 	read := method == http.MethodGet || method == http.MethodHead
 	switch {
-	case route == "/v2/projects" && read:
+	case route == "/v2/session" || route == "/v2/projects" && read:
 		return nil
 	case strings.HasPrefix(route, "/v2/projects/:project"):
 		project := c.Param("project")

@@ -20,7 +20,10 @@ import (
 type Operator interface {
 	Operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error)
 	Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpAccepted, error)
-	ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) error
+	// ReadClusters reads the live state of a context's objects (of in.Clusters, or all).
+	ReadClusters(ctx context.Context, dig lifecycle.Target, in lifecycle.ReadInput) error
+	// Progress asks a running operation's workflow how far it is.
+	Progress(ctx context.Context, op *lifecycle.RunningOp) (lifecycle.Progress, error)
 	// Running describes the operation running on a context with a status (nil: none).
 	Running(ctx context.Context, dig lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error)
 	// Migrate asks the target DIG to take over the running deployment of req.Origin.

@@ -22,7 +22,12 @@ func (o *operations) Stop(context.Context, lifecycle.Target) (lifecycle.OpAccept
 	return lifecycle.OpAccepted{}, nil
 }
 
-func (o *operations) ReadClusters(context.Context, lifecycle.Target, string, bool) error { return nil }
+func (o *operations) ReadClusters(context.Context, lifecycle.Target, lifecycle.ReadInput) error {
+	return nil
+}
+func (o *operations) Progress(context.Context, *lifecycle.RunningOp) (lifecycle.Progress, error) {
+	return lifecycle.Progress{}, nil
+}
 func (o *operations) Command(context.Context, lifecycle.Target, string, string, lifecycle.RolloutCommand) (lifecycle.RolloutStatus, error) {
 	return lifecycle.RolloutStatus{}, nil
 }

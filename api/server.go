@@ -15,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/converter"
 
+	"github.com/temco/temco/dashboard"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/auth"
 	"github.com/temco/temco/internal/metrics"
@@ -41,6 +42,10 @@ type Server struct {
 	// Kinds are the resources of temco's other built-in services (ncm's networks below
 	// clusters).
 	Kinds []ResourceKind
+
+	// TemporalUI is the Temporal Web UI's address, for the dashboard's links to
+	// operations' workflows ("": none); Namespace is temco's Temporal namespace.
+	TemporalUI, Namespace string
 
 	Codec        converter.PayloadCodec // served at /codec for the Temporal UI and CLI; nil: not served
 	CodecOrigins []string               // browser origins allowed to call /codec (the Temporal UI's)
@@ -90,6 +95,10 @@ func (s *Server) Handler() *echo.Echo {
 		e.GET("/metrics", echo.WrapHandler(metrics.Handler(s.Registry)))
 	}
 	s.registerCodec(e)
+	e.GET(dashboard.Path+"*", echo.WrapHandler(dashboard.Handler()))
+	e.GET(strings.TrimSuffix(dashboard.Path, "/"), func(c echo.Context) error {
+		return c.Redirect(http.StatusMovedPermanently, dashboard.Path)
+	})
 	g := e.Group("/v2")
 	s.registerClm(g)
 	s.registerOrchestrator(g)
@@ -104,6 +113,8 @@ func (s *Server) Handler() *echo.Echo {
 	s.registerDcm(g)
 	s.registerLifecycle(g)
 	s.registerControlView(g)
+	s.registerDashboard(g)
+	s.registerSession(g)
 	return e
 }
 

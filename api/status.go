@@ -181,7 +181,7 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		}
 	}
 	if q.ready {
-		if err := s.Ops.ReadClusters(ctx, dig, ctxID, q.output == "detail"); err != nil {
+		if err := s.Ops.ReadClusters(ctx, dig, lifecycle.ReadInput{ContextID: ctxID, Detail: q.output == "detail"}); err != nil {
 			return operationErr(err)
 		}
 	}

@@ -30,21 +30,21 @@ type liveReads struct {
 	reads    int
 }
 
-func (o *liveReads) ReadClusters(ctx context.Context, _ lifecycle.Target, ctxID string, detail bool) error {
+func (o *liveReads) ReadClusters(ctx context.Context, _ lifecycle.Target, in lifecycle.ReadInput) error {
 	o.reads++
-	ps, err := o.contexts.Placements(ctx, ctxID, appctx.Filter{})
+	ps, err := o.contexts.Placements(ctx, in.ContextID, appctx.Filter{Clusters: in.Clusters})
 	if err != nil {
 		return err
 	}
 	for _, p := range ps {
-		p.Live = append([]appctx.Live(nil), o.live[p.App+"/"+p.Cluster]...)
+		p.Live, p.LiveAt = append([]appctx.Live(nil), o.live[p.App+"/"+p.Cluster]...), time.Now().UTC()
 		for i, r := range p.Resources {
-			if obj := o.details[r.Kind+"/"+r.Name]; detail && obj != nil && i < len(p.Live) && p.Live[i].State == appctx.LivePresent {
+			if obj := o.details[r.Kind+"/"+r.Name]; in.Detail && obj != nil && i < len(p.Live) && p.Live[i].State == appctx.LivePresent {
 				p.Live[i].Detail = appctx.DetailOf(obj)
 			}
 		}
 	}
-	return o.contexts.SaveClusters(ctx, ctxID, ps)
+	return o.contexts.SaveClusters(ctx, in.ContextID, ps)
 }
 
 func manifest(apiVersion, kind, name string, extra map[string]any) string {
@@ -59,7 +59,7 @@ func manifest(apiVersion, kind, name string, extra map[string]any) string {
 
 // instantiated gives a DIG or logical cloud the history and context of an instantiate:
 // apps objects placed on clusters with statuses, and what a live read will show.
-func instantiated(t *testing.T, c *client, reads *liveReads, target, ctxID string, apps map[string][]appctx.Object,
+func instantiated(t testing.TB, c *client, reads *liveReads, target, ctxID string, apps map[string][]appctx.Object,
 	placed []*appctx.ClusterApp) {
 	t.Helper()
 	ctx := context.Background()
@@ -74,7 +74,7 @@ func instantiated(t *testing.T, c *client, reads *liveReads, target, ctxID strin
 }
 
 // putContext stores a context of target, Instantiated, with apps placed as given.
-func putContext(t *testing.T, reads *liveReads, target, ctxID string, apps map[string][]appctx.Object, placed []*appctx.ClusterApp) {
+func putContext(t testing.TB, reads *liveReads, target, ctxID string, apps map[string][]appctx.Object, placed []*appctx.ClusterApp) {
 	t.Helper()
 	ctx := context.Background()
 	var names []string

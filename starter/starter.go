@@ -6,11 +6,14 @@ package starter
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
@@ -91,32 +94,53 @@ func (s *Starter) Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpA
 // unknownExternalWorkflow is the error type of a signal to a workflow that has ended.
 const unknownExternalWorkflow = "UnknownExternalWorkflowExecutionError"
 
-// ReadClusters reads the live state of a context's objects into the AppContext and
-// returns when done. Concurrent reads of the same context share one workflow run.
-func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) error {
-	_, err := s.read(ctx, dig, ctxID, detail)
+// ReadClusters reads the live state of a context's objects (all, or in.Clusters') into
+// the AppContext and returns when done. Concurrent reads of the same clusters of a
+// context share one workflow run.
+func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.Target, in lifecycle.ReadInput) error {
+	_, err := s.read(ctx, dig, in)
 	return err
+}
+
+// Progress queries a running operation's workflow for its progress.
+func (s *Starter) Progress(ctx context.Context, op *lifecycle.RunningOp) (lifecycle.Progress, error) {
+	var p lifecycle.Progress
+	v, err := s.Client.QueryWorkflow(ctx, op.WorkflowID, op.RunID, lifecycle.QueryProgress)
+	if err == nil {
+		err = v.Get(&p)
+	}
+	return p, err
 }
 
 // Readiness reads the live state of a context's objects, as ReadClusters, and counts them:
 // NotReady is what is missing, not Ready or on a cluster that did not answer.
 func (s *Starter) Readiness(ctx context.Context, dig lifecycle.Target, ctxID string) (lifecycle.BatchResult, error) {
-	return s.read(ctx, dig, ctxID, false)
+	return s.read(ctx, dig, lifecycle.ReadInput{ContextID: ctxID})
 }
 
-func (s *Starter) read(ctx context.Context, dig lifecycle.Target, ctxID string, detail bool) (lifecycle.BatchResult, error) {
+// ReadWorkflowID is the id of the workflow reading in's clusters: concurrent reads of the
+// same clusters of a context share one run.
+func ReadWorkflowID(dig lifecycle.Target, in lifecycle.ReadInput) string {
 	kind := "read"
-	if detail {
+	if in.Detail {
 		kind = "read-detail"
 	}
+	if len(in.Clusters) > 0 {
+		h := sha256.Sum256([]byte(strings.Join(in.Clusters, "\n")))
+		kind += "-" + hex.EncodeToString(h[:8])
+	}
+	return dig.OpWorkflowID(kind, in.ContextID)
+}
+
+func (s *Starter) read(ctx context.Context, dig lifecycle.Target, in lifecycle.ReadInput) (lifecycle.BatchResult, error) {
 	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       dig.OpWorkflowID(kind, ctxID),
+		ID:                       ReadWorkflowID(dig, in),
 		TaskQueue:                s.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowExecutionTimeout: 5 * time.Minute,
 		TypedSearchAttributes:    lifecycle.SearchAttributes(dig, "status"),
 		StaticSummary:            "cluster status of " + dig.String(),
-	}, lifecycle.WorkflowReadStatus, lifecycle.ReadInput{ContextID: ctxID, Detail: detail})
+	}, lifecycle.WorkflowReadStatus, in)
 	if err != nil {
 		return lifecycle.BatchResult{}, err
 	}

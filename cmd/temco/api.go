@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -66,6 +67,7 @@ func apiCmd() *cobra.Command {
 	var addr, certFile, keyFile string
 	var af auth.Config
 	var codecOrigins []string
+	var temporalUI string
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Serve the EMCO v2 REST API",
@@ -104,6 +106,7 @@ func apiCmd() *cobra.Command {
 			ops := &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
 				Ops: ops, Drift: ops, Ready: ready(st, tc), CodecOrigins: codecOrigins,
+				TemporalUI: strings.TrimSuffix(temporalUI, "/"), Namespace: tf.namespace,
 				Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 				Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
 			if tf.encryptPayloads {
@@ -157,6 +160,8 @@ func apiCmd() *cobra.Command {
 		"claim holding the caller's roles, dotted when nested (realm_access.roles) [TEMCO_AUTH_ROLES_CLAIM]")
 	cmd.Flags().StringVar(&af.AdminRole, "auth-admin-role", env("TEMCO_AUTH_ADMIN_ROLE", "admin"),
 		"role of administrators; tenants hold \"project:<name>\" roles [TEMCO_AUTH_ADMIN_ROLE]")
+	cmd.Flags().StringVar(&temporalUI, "temporal-ui-url", env("TEMCO_TEMPORAL_UI_URL", ""),
+		"the Temporal Web UI's address, for the dashboard's links to workflows [TEMCO_TEMPORAL_UI_URL]")
 	cmd.Flags().StringSliceVar(&codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),
 		"browser origins (the Temporal UI's) allowed to call /codec [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
 	return cmd

@@ -163,3 +163,18 @@ func (s *Store) StageClusters(ctx context.Context, ctxID string, first, n, limit
 	}
 	return out, total, nil
 }
+
+// ClusterKeys lists every cluster of a context in batch order: small documents only,
+// one per batch, so a page of a context on 10,000 clusters needs no cluster document.
+func (s *Store) ClusterKeys(ctx context.Context, ctxID string) ([]string, error) {
+	bs, err := s.contextBatches(ctx, ctxID)
+	if err != nil {
+		return nil, err
+	}
+	slices.SortFunc(bs, func(a, b batchDoc) int { return a.Batch - b.Batch })
+	var out []string
+	for _, b := range bs {
+		out = append(out, b.Clusters...)
+	}
+	return out, nil
+}

@@ -10,7 +10,9 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/coreos/go-oidc/v3/oidc"
@@ -170,4 +172,9 @@ func LoadPublicKeys(path string) ([]crypto.PublicKey, error) {
 		return nil, fmt.Errorf("auth: %s holds no PEM public key or certificate", path)
 	}
 	return keys, nil
+}
+
+// Projects lists the projects granted to p by name, sorted (none for an admin, who has all).
+func (p *Principal) Projects() []string {
+	return slices.Sorted(maps.Keys(p.projects))
 }

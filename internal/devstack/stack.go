@@ -210,6 +210,7 @@ func (s *Stack) env() []string {
 		"TEMCO_GIT_CACHE=" + filepath.Join(s.cfg.DataDir, "git", "cache"),
 		"TEMCO_API_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.APIPort),
 		"TEMCO_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.MetricsPort),
+		"TEMCO_TEMPORAL_UI_URL=" + s.Temporal.UIURL(),
 		fmt.Sprintf("TEMCO_CODEC_CORS_ORIGINS=http://127.0.0.1:%d,http://localhost:%d", s.cfg.UIPort, s.cfg.UIPort),
 	}, s.cfg.Env...)
 }
@@ -365,6 +366,7 @@ func (s *Stack) Stop() {
 // Summary prints where everything is.
 func (s *Stack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "\ntemco is running\n")
+	fmt.Fprintf(w, "  dashboard         http://127.0.0.1:%d/dashboard/\n", s.cfg.APIPort)
 	fmt.Fprintf(w, "  REST API          http://127.0.0.1:%d/v2\n", s.cfg.APIPort)
 	fmt.Fprintf(w, "  Temporal Web UI   %s\n", s.Temporal.UIURL())
 	fmt.Fprintf(w, "  Temporal frontend %s (namespace %s, task queue %s)\n", s.Temporal.Address(), s.namespace(), s.cfg.TaskQueue)

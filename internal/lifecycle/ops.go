@@ -198,6 +198,9 @@ type ClusterInput struct {
 type ReadInput struct {
 	ContextID string `json:"contextId"`
 	Detail    bool   `json:"detail,omitempty"`
+	// Clusters limits the read to these clusters (the dashboard's page of them), read
+	// directly rather than batch by batch; empty reads them all.
+	Clusters []string `json:"clusters,omitempty"`
 }
 
 // ClusterResult counts one cluster's resources by outcome.
@@ -339,4 +342,21 @@ type WaitingStep struct {
 type CopyInput struct {
 	From string `json:"from"`
 	To   string `json:"to"`
+}
+
+// A cluster's apply is retried with capped exponential backoff (the deploy workflows'
+// policy), so when its next attempt comes can be told from its last.
+const (
+	RetryInitialInterval = time.Second
+	RetryMaximumInterval = 30 * time.Second
+	RetryBackoff         = 2
+)
+
+// NextAttempt is when attempt number attempt+1 starts, attempt having failed at failed.
+func NextAttempt(failed time.Time, attempt int32) time.Time {
+	wait := RetryInitialInterval
+	for i := int32(1); i < attempt && wait < RetryMaximumInterval; i++ {
+		wait *= RetryBackoff
+	}
+	return failed.Add(min(wait, RetryMaximumInterval))
 }

@@ -20,9 +20,9 @@ const BatchWindow = 4
 // retryForever retries transient failures with capped exponential backoff until they
 // succeed, the operation is stopped or it is cancelled; InvalidInput fails at once.
 var retryForever = &temporal.RetryPolicy{
-	InitialInterval:        time.Second,
-	BackoffCoefficient:     2,
-	MaximumInterval:        30 * time.Second,
+	InitialInterval:        lifecycle.RetryInitialInterval,
+	BackoffCoefficient:     lifecycle.RetryBackoff,
+	MaximumInterval:        lifecycle.RetryMaximumInterval,
 	NonRetryableErrorTypes: []string{lifecycle.ErrInvalidInput, lifecycle.ErrInvalidState},
 }
 

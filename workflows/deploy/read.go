@@ -10,6 +10,9 @@ import (
 // the AppContext, for status queries of type=cluster, and counts what is not Ready.
 func ReadClusterStatus(ctx workflow.Context, in lifecycle.ReadInput) (lifecycle.BatchResult, error) {
 	g := newGates(ctx)
+	if len(in.Clusters) > 0 {
+		return runBatch(ctx, g, lifecycle.BatchInput{ContextID: in.ContextID, Detail: in.Detail}, lifecycle.WorkflowReadBatch, in.Clusters, nil)
+	}
 	var batches int
 	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, in.ContextID).Get(ctx, &batches); err != nil {
 		return lifecycle.BatchResult{}, err

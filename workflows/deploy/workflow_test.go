@@ -757,3 +757,25 @@ func TestProgressListsRetryingClustersOfBatchChildren(t *testing.T) {
 		t.Errorf("progress after the cluster answered: %+v", after)
 	}
 }
+
+// A read of some clusters (the dashboard's page) reads those alone, with no batch lookup.
+func TestReadOfSomeClustersReadsOnlyThem(t *testing.T) {
+	f := newFakes()
+	f.plan.Batches = 3
+	var read []string
+	f.readOf = func(c string) lifecycle.ClusterResult {
+		read = append(read, c)
+		return lifecycle.ClusterResult{Done: 2, NotReady: 1}
+	}
+	env := newEnv()
+	f.register(env)
+	env.ExecuteWorkflow(ReadClusterStatus, lifecycle.ReadInput{ContextID: "42", Detail: true, Clusters: []string{"cp+c7", "cp+c9"}})
+	var res lifecycle.BatchResult
+	if err := env.GetWorkflowResult(&res); err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(read)
+	if !slices.Equal(read, []string{"cp+c7", "cp+c9"}) || f.listed != 0 || res.Clusters != 2 || res.Done != 4 || res.ClustersNotReady != 2 {
+		t.Errorf("read %v, listed %d batches, result %+v", read, f.listed, res)
+	}
+}

@@ -1,0 +1,332 @@
+// The DIG view: one GET DIG/dashboard answer per poll renders the DIG's state, operation,
+// rollout, the apps × clusters matrix of one page of clusters, and its history. The
+// filter form and the action buttons are built once; only the data parts are re-rendered.
+
+import { digPath, get, post } from './api.js';
+import {
+  clock, counts, dash, h, href, kv, list, mark, replace, row, section, stateClass, stateText, table, time, when,
+} from './dom.js';
+import { trail } from './views.js';
+
+const LIMIT = 50;
+// The states a cluster can be filtered by (the API's cell states).
+const STATES = ['Ready', 'NotReady', 'Applied', 'Pending', 'Retrying', 'Failed', 'Deleted'];
+const ACTIONS = [
+  ['approve', 'Approve'], ['instantiate', 'Instantiate'], ['update', 'Update'],
+  ['rollback', 'Roll back'], ['stop', 'Stop'], ['terminate', 'Terminate'],
+];
+// How many of a rollout stage's clusters its row names.
+const STAGE_NAMES = 5;
+
+// readQuery reads the filters and the page from the hash query.
+function readQuery(params) {
+  const offset = Number.parseInt(params.get('offset') || '0', 10);
+  const state = params.get('state') || '';
+  return {
+    cluster: params.get('cluster') || '',
+    label: params.get('label') || '',
+    state: STATES.includes(state) ? state : '',
+    offset: Number.isFinite(offset) && offset > 0 ? offset : 0,
+  };
+}
+
+// ctx (from app.js): session, mayOperate(project), confirm(opts), say(text, kind),
+// fail(error), refreshNow(), setQuery(URLSearchParams) (rewrites the hash's query).
+export function digView(r, ctx) {
+  const base = digPath(r);
+  let q = readQuery(r.query);
+  let live = false; // the first answer is the stored state; later polls read the clusters live
+  let gen = 0; // bumped when the filters change, so an answer to older filters is dropped
+  let last = null; // the last answer (the rollback dialog proposes the previous revision)
+
+  // Stable containers, filled by render.
+  const summary = h('div');
+  const operationBox = h('div');
+  const rolloutBox = h('div');
+  const countsBox = h('div');
+  const matrixBox = h('div', { class: 'scroll matrix', tabindex: '0', role: 'region', 'aria-label': 'Apps by cluster, scrollable' });
+  const retryBox = h('div');
+  const historyBox = h('div');
+  const revisionsBox = h('div');
+
+  // The filter form: built once, so what the user types survives the polls.
+  const fCluster = h('input', { id: 'filter-cluster', type: 'search', value: q.cluster, autocomplete: 'off', spellcheck: 'false' });
+  const fLabel = h('input', { id: 'filter-label', type: 'search', value: q.label, autocomplete: 'off', spellcheck: 'false' });
+  const fState = h('select', { id: 'filter-state' },
+    h('option', { value: '' }, 'any'), STATES.map((s) => h('option', { value: s }, s)));
+  fState.value = q.state;
+  const apply = () => setQuery({
+    cluster: fCluster.value.trim(), label: fLabel.value.trim(), state: fState.value, offset: 0,
+  });
+  const filters = h('form', { class: 'filters', role: 'search', 'aria-label': 'Filter clusters', onsubmit: (e) => { e.preventDefault(); apply(); } },
+    h('div', null, h('label', { for: 'filter-cluster' }, 'Cluster name contains'), fCluster),
+    h('div', null, h('label', { for: 'filter-label' }, 'Cluster label'), fLabel),
+    h('div', null, h('label', { for: 'filter-state' }, 'State'), fState),
+    h('div', null, h('button', { type: 'submit' }, 'Apply'),
+      h('button', { type: 'button', onclick: () => { fCluster.value = ''; fLabel.value = ''; fState.value = ''; apply(); } }, 'Clear')));
+  fCluster.addEventListener('change', apply);
+  fLabel.addEventListener('change', apply);
+  fState.addEventListener('change', apply);
+
+  // The pager: also stable (its buttons keep focus across polls).
+  const prev = h('button', { id: 'page-prev', type: 'button', onclick: () => setQuery({ ...q, offset: Math.max(0, q.offset - LIMIT) }) }, 'Previous page');
+  const next = h('button', { id: 'page-next', type: 'button', onclick: () => setQuery({ ...q, offset: q.offset + LIMIT }) }, 'Next page');
+  const pageText = h('span', { 'data-testid': 'page' });
+  const pager = h('nav', { class: 'pager', 'aria-label': 'Cluster pages' }, prev, ' ', pageText, ' ', next);
+
+  // setQuery applies new filters or a new page: the hash keeps them, and the next answer
+  // (asked at once) is the stored state again, then live polls resume.
+  function setQuery(nq) {
+    if (nq.cluster === q.cluster && nq.label === q.label && nq.state === q.state && nq.offset === q.offset) return;
+    q = nq;
+    gen++;
+    live = false;
+    const p = new URLSearchParams();
+    for (const k of ['cluster', 'label', 'state']) if (q[k]) p.set(k, q[k]);
+    if (q.offset) p.set('offset', String(q.offset));
+    ctx.setQuery(p);
+    ctx.refreshNow();
+  }
+
+  const may = ctx.mayOperate(r.p);
+  const actions = may ? h('div', { class: 'actions', role: 'group', 'aria-label': 'Operations' },
+    ACTIONS.map(([action, label]) => h('button', { type: 'button', 'data-action': action, onclick: (e) => act(e.currentTarget, action, label) }, label))) : null;
+
+  // act confirms an action in the dialog, calls the API, says how it went and refreshes.
+  async function act(button, action, label) {
+    const opts = {
+      title: `${label} ${r.dig}?`,
+      text: `${label} the deployment intent group “${r.dig}” of composite app ${r.ca} ${r.v}, project ${r.p}.`,
+      yes: label,
+    };
+    if (action === 'rollback') {
+      const rev = Number(last?.revision) || 0;
+      opts.revision = rev > 1 ? String(rev - 1) : '';
+      const known = list(last?.revisions).map((x) => x?.revision).filter(Boolean);
+      if (known.length) opts.text += ` Stored revisions: ${known.join(', ')}.`;
+    }
+    const ok = await ctx.confirm(opts);
+    if (!ok) return;
+    await run(button, async () => {
+      const body = action === 'rollback' ? { spec: { revision: ok.revision } } : undefined;
+      const res = await post(`${base}/${action}`, body);
+      const rev = res?.revision ? ` (revision ${res.revision})` : '';
+      ctx.say(`${label} of ${r.dig} accepted${rev}.`, 'ok');
+    });
+  }
+
+  async function approveStage(button, stage) {
+    const ok = await ctx.confirm({
+      title: `Approve stage ${stage}?`,
+      text: `Let the rollout of “${r.dig}” go on with its stage “${stage}”.`,
+      yes: 'Approve stage',
+    });
+    if (!ok) return;
+    await run(button, async () => {
+      await post(`${base}/rollout/approve`, { stage });
+      ctx.say(`Stage ${stage} of ${r.dig} approved.`, 'ok');
+    });
+  }
+
+  // run calls the API once per click (aria-busy rather than disabled: the button keeps
+  // the focus the dialog gave back to it), then refreshes at once.
+  async function run(button, fn) {
+    if (button.getAttribute('aria-busy') === 'true') return;
+    button.setAttribute('aria-busy', 'true');
+    try {
+      await fn();
+    } catch (e) {
+      ctx.fail(e);
+    } finally {
+      button.removeAttribute('aria-busy');
+    }
+    ctx.refreshNow();
+  }
+
+  async function load(signal) {
+    const mine = gen;
+    const p = new URLSearchParams({ offset: String(q.offset), limit: String(LIMIT) });
+    for (const k of ['cluster', 'label', 'state']) if (q[k]) p.set(k, q[k]);
+    if (live) p.set('live', 'true');
+    const d = await get(`${base}/dashboard?${p}`, { signal });
+    if (mine !== gen) return; // the filters changed meanwhile: the next load renders
+    live = true;
+    last = d || {};
+    render(last);
+  }
+
+  function render(d) {
+    replace(summary, kv([
+      ['State', d.state ?? '', { 'data-testid': 'dig-state' }],
+      ['Revision', d.revision ?? '', { 'data-testid': 'dig-revision' }],
+      ['Context status', d.contextStatus ?? ''],
+      ['Instance', d.instance ?? ''],
+      ['Error', d.error || undefined, { class: 'error', 'data-testid': 'dig-error' }],
+      ['Live read', d.liveError || undefined, { class: 'warn' }],
+    ], { class: 'kv summary' }));
+    replace(operationBox, operation(d.operation));
+    replace(rolloutBox, rollout(d.rollout));
+    replace(countsBox, kv([
+      ['Clusters', `${d.total ?? 0} in the deployment`],
+      ['Matching the filters', d.matched ?? 0],
+      ['Matching, by state', d.states ? counts(d.states) : undefined],
+      ['Objects by deployment status', counts(d.objects)],
+    ], { 'data-testid': 'counts' }));
+    replace(matrixBox, matrix(d));
+    const matched = Number(d.matched) || 0;
+    const from = Math.min(q.offset + 1, matched);
+    const to = Math.min(q.offset + list(d.clusters).length, matched);
+    pageText.textContent = matched ? `Clusters ${from}–${to} of ${matched}` : 'No cluster';
+    prev.disabled = q.offset <= 0;
+    next.disabled = q.offset + LIMIT >= matched;
+    replace(retryBox, retrying(list(d.clusters)));
+    replace(historyBox, table({
+      caption: 'Lifecycle actions, oldest first', testid: 'history', head: ['State', 'Revision', 'Instance', 'Time'],
+      rows: list(d.history).map((a) => row(null, [dash(a?.state), dash(a?.revision), dash(a?.instance), time(a?.time)])),
+      empty: 'No action yet.',
+    }));
+    replace(revisionsBox, list(d.revisions).length ? table({
+      caption: 'Revisions, newest first', testid: 'revisions', head: ['Revision', 'State', 'Instance', 'Time'],
+      rows: list(d.revisions).map((x) => row(null, [dash(x?.revision), dash(x?.state), dash(x?.instance), time(x?.time)])),
+    }) : h('p', { class: 'empty' }, 'No revision yet.'));
+  }
+
+  // operation is the running operation's box (nothing when none runs).
+  function operation(op) {
+    if (!op) return null;
+    const done = Number(op.clustersDone) || 0;
+    const total = Number(op.clustersTotal) || 0;
+    return h('section', { class: 'operation', 'data-testid': 'operation', 'aria-labelledby': 'operation-title' },
+      h('h2', { id: 'operation-title' }, op.op ? `Running operation: ${op.op}` : 'Running operation'),
+      h('p', { class: 'progress-text', 'data-testid': 'progress' }, `${done} / ${total} clusters`),
+      total > 0 ? h('progress', { max: String(total), value: String(done), 'aria-label': 'Clusters done' }) : null,
+      kv([
+        ['Phase', op.phase ?? ''],
+        ['Batches', op.batchesTotal ? `${op.batchesDone ?? 0} / ${op.batchesTotal}` : undefined],
+        ['Stop', op.stopped ? 'requested' : undefined],
+        ['Workflow', op.workflowId ?? ''],
+        ['Progress', op.progressError || undefined, { class: 'warn' }],
+      ]),
+      temporalLink(op),
+      list(op.waiting).length ? table({
+        caption: 'Steps it waits on', testid: 'waiting', head: ['Activity', 'Controller', 'State', 'Attempt', 'Last error'],
+        rows: list(op.waiting).map((w) => row(null, [dash(w?.activity), dash(w?.controller), dash(w?.state), dash(w?.attempt), dash(w?.lastError)])),
+      }) : null,
+      list(op.hooks).length ? table({
+        caption: 'Controller hooks', head: ['Hook', 'Details'],
+        rows: list(op.hooks).map((k, i) => row(null, [String(i + 1), JSON.stringify(k)])),
+      }) : null);
+  }
+
+  function temporalLink(op) {
+    const ui = String(ctx.session?.temporalUI || '').replace(/\/+$/, '');
+    // Only an http(s) address becomes a link (never a javascript: URL from a config).
+    if (!/^https?:\/\//i.test(ui) || !op.workflowId) return null;
+    const ns = encodeURIComponent(ctx.session.namespace || 'default');
+    const url = `${ui}/namespaces/${ns}/workflows/${encodeURIComponent(op.workflowId)}/${encodeURIComponent(op.runId || '')}/history`;
+    return h('p', null, h('a', { href: url, target: '_blank', rel: 'noopener', 'data-testid': 'temporal-link', 'data-key': 'temporal-link' },
+      'Open the workflow in the Temporal Web UI'), ' (opens a new tab)');
+  }
+
+  // rollout is the staged rollout's box (nothing without one).
+  function rollout(ro) {
+    if (!ro) return null;
+    const stages = list(ro.stages);
+    return section('Rollout',
+      kv([['Strategy', ro.strategy ?? ''], ['State', ro.state ?? ''], ['Rollback', ro.rollback], ['Cause', ro.cause || undefined, { class: 'error' }]]),
+      table({
+        caption: 'Stages, in order', testid: 'stages',
+        head: ['Stage', 'State', 'Clusters', 'Changed', 'Ready', 'Not ready', 'Failed / budget', 'Until', 'First clusters', ...(may ? ['Action'] : [])],
+        rows: stages.map((st) => {
+          const names = list(st?.clusterNames);
+          const more = Math.max(Number(st?.clusters) || 0, names.length) - Math.min(names.length, STAGE_NAMES);
+          const cells = [
+            dash(st?.name),
+            [stateText(st?.state), st?.message ? h('span', { class: 'sub' }, st.message) : null,
+              list(st?.approved).length ? h('span', { class: 'sub' }, `approved: ${list(st.approved).join(', ')}`) : null],
+            dash(st?.clusters), dash(st?.changed), dash(st?.ready), dash(st?.notReady),
+            `${st?.failed ?? 0} / ${st?.budget ?? 0}`,
+            time(st?.until),
+            names.length ? `${names.slice(0, STAGE_NAMES).join(', ')}${more > 0 ? ` and ${more} more` : ''}` : '—',
+          ];
+          if (may) {
+            cells.push(st?.state === 'WaitingForApproval' ? h('button', {
+              type: 'button', 'data-action': 'approve-stage', 'data-stage': st.name, 'data-key': `stage:${st.name}`,
+              onclick: (e) => approveStage(e.currentTarget, st.name),
+            }, 'Approve stage') : '—');
+          }
+          return row({ 'data-stage': st?.name ?? '' }, cells);
+        }),
+        empty: 'No stage.',
+      }));
+  }
+
+  // matrix: a row per cluster of the page, a column per app; each cell links to the objects.
+  function matrix(d) {
+    const apps = list(d.apps).map(String);
+    const rows = list(d.clusters).map((c) => {
+      const cp = String(c?.clusterProvider ?? '');
+      const cl = String(c?.cluster ?? '');
+      const key = `${cp}+${cl}`;
+      return row({ 'data-cluster': key }, [
+        h('th', { scope: 'row' }, key),
+        h('td', { 'data-testid': 'cluster-state' }, stateText(c?.state)),
+        list(c?.labels).join(', ') || '—',
+        time(c?.readAt, 'never'),
+        ...apps.map((app) => {
+          const cell = c?.apps?.[app];
+          if (!cell) return h('td', { 'data-app': app, class: 'none' }, '—', h('span', { class: 'sr-only' }, ' not placed'));
+          // The API names the cell's state; without it, derive it as the API does.
+          const state = cell.state || (cell.deployed === 'Applied' && cell.ready ? cell.ready : cell.deployed) || 'Unknown';
+          const text = [cell.deployed || state, cell.ready].filter(Boolean).join(' / ');
+          return h('td', { 'data-app': app, 'data-state': state, class: `cell ${stateClass(state)}` },
+            h('a', { href: href('p', r.p, 'ca', r.ca, r.v, 'dig', r.dig, 'c', cp, cl, 'app', app), 'data-key': `${key}/${app}`,
+              title: `${app} on ${key}: ${state}, ${cell.objects ?? 0} objects` },
+              mark(state), ' ', text));
+        }),
+      ]);
+    });
+    return table({
+      caption: 'Apps on the clusters of this page', testid: 'matrix', box: false,
+      head: ['Cluster', 'State', 'Labels', 'Live state read', ...apps],
+      rows, empty: d.total ? 'No cluster matches the filters.' : 'No cluster: the deployment intent group is not instantiated.',
+    });
+  }
+
+  // retrying lists the page's clusters that wait for another attempt, and why.
+  function retrying(clusters) {
+    const rows = clusters.filter((c) => c?.retry);
+    return [
+      h('ul', { 'data-testid': 'retrying', class: 'retrying' }, rows.map((c) => {
+        const key = `${c.clusterProvider ?? ''}+${c.cluster ?? ''}`;
+        const at = when(c.retry.nextTry);
+        return h('li', { 'data-cluster': key },
+          h('strong', null, key), `: attempt ${c.retry.attempts ?? '?'}`,
+          at ? [', next try at ', h('time', { datetime: at.toISOString() }, clock(at))] : null,
+          h('span', { class: 'sub error' }, dash(c.retry.error)));
+      })),
+      rows.length ? null : h('p', { class: 'empty' }, 'No cluster of this page is retrying.'),
+    ];
+  }
+
+  return {
+    title: `Deployment intent group ${r.dig}`,
+    crumbs: [...trail.app(r), [`DIG ${r.dig}`]],
+    body: [
+      summary, actions, operationBox, rolloutBox,
+      section('Clusters', countsBox, filters, pager, matrixBox),
+      section('Retrying', retryBox),
+      section('History', historyBox),
+      section('Revisions', revisionsBox),
+    ],
+    load,
+    // query: the hash's query changed under the same DIG (back/forward, an edited address).
+    query(params) {
+      const nq = readQuery(params);
+      fCluster.value = nq.cluster;
+      fLabel.value = nq.label;
+      fState.value = nq.state;
+      setQuery(nq);
+    },
+  };
+}
