@@ -3,20 +3,27 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale bench-drift histories fmt clean fuzz emco-example
+.PHONY: run test tools build unit bench bench-scale bench-drift histories fmt clean fuzz emco-example chromium
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
 	$(BIN)/temco dev
 
-## test: build what is missing, then run every test (unit, API, workflow, end-to-end)
-test: tools
+## test: build what is missing, then run every test (unit, API, workflow, end-to-end, browser)
+test: tools chromium
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m ./...
 
 ## tools: build the pinned dev binaries into .bin (idempotent)
 tools:
 	@BIN=$(BIN) tools/build.sh
+
+## chromium: Debian's chromium for the dashboard's browser tests (tests/browser), unless
+## /usr/bin/chromium is there already; waits for a dpkg lock another apt holds
+APT := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=600
+chromium:
+	@test -x /usr/bin/chromium || { $(APT) update && $(APT) install -y --no-install-recommends chromium; }
+	@/usr/bin/chromium --version 2>/dev/null
 
 ## build: the temco binary
 build:
@@ -43,12 +50,14 @@ histories: tools
 ## apply, then the same with gac and hpa on the DIG (the controllers' share of the time),
 ## BENCHN times each (medians are reported); BENCH='Instantiate$' runs the first alone;
 ## then one GitOps commit (30 files) into a repository of 1000 clusters' deployments
+## and the dashboard's answer for a DIG on 10,000 clusters (api)
 BENCHN ?= 10
 BENCH ?= Instantiate
 bench: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
 	  $(GO) test -count=1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHN)x -timeout 30m ./tests/e2e/
 	$(GO) test -count=1 -run '^$$' -bench Commit -benchtime 100x ./internal/gitops/
+	$(GO) test -count=1 -run '^$$' -bench Dashboard -benchtime 10x ./api/
 
 ## bench-scale: instantiate and terminate a 3-chart app on CLUSTERS clusters (namespaces of
 ## three local API servers), twice, against a raw parallel server-side apply

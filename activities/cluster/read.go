@@ -51,7 +51,7 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 			}
 		}
 	}
-	return res, a.Contexts.SaveClusters(ctx, in.ContextID, placements)
+	return res, a.Contexts.SaveLive(ctx, in.ContextID, in.Cluster, placements)
 }
 
 // read gets every object from the API server, one request each.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"maps"
 	"testing"
+	"time"
 
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
@@ -163,4 +164,44 @@ func TestUnlistedPlacementsAreListedFromTheRenderedApps(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSummary(t, s, []string{"b"}, map[string]int{lifecycle.ResApplied: 1, lifecycle.ResPending: 1})
+}
+
+// A live read that began before an apply saved its statuses, and ends after, records what
+// it read and keeps the apply's statuses (it once wrote back the Pending it had read).
+func TestSaveLiveKeepsStatusesSavedMeanwhile(t *testing.T) {
+	s := newStore(t)
+	place(t, s)
+	ctx := context.Background()
+	read, err := s.ClusterApps(ctx, "ctx1", "p+c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, "p+c1", lifecycle.ResApplied)
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for _, ca := range read {
+		ca.Live, ca.LiveAt = []Live{{State: LivePresent, Ready: true}, {State: LiveNotPresent}}, at
+	}
+	if err := s.SaveLive(ctx, "ctx1", "p+c1", read); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.ClusterApps(ctx, "ctx1", "p+c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range got {
+		if ca.Resources[0].Status != lifecycle.ResApplied || ca.Resources[1].Status != lifecycle.ResApplied {
+			t.Errorf("app %s: statuses %+v, want Applied kept", ca.App, ca.Resources)
+		}
+		if len(ca.Live) != 2 || !ca.Live[0].Ready || ca.Live[1].State != LiveNotPresent || !ca.LiveAt.Equal(at) {
+			t.Errorf("app %s: live %+v at %v", ca.App, ca.Live, ca.LiveAt)
+		}
+	}
+	// Apps no longer where the read found them: nothing is written.
+	read[0].App, read[0].LiveAt = "gone", at.Add(time.Hour)
+	if err := s.SaveLive(ctx, "ctx1", "p+c1", read); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.ClusterApps(ctx, "ctx1", "p+c1"); !got[0].LiveAt.Equal(at) {
+		t.Errorf("a read of another shape was written: %v", got[0].LiveAt)
+	}
 }

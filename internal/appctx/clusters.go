@@ -7,6 +7,7 @@ import (
 	"errors"
 	"slices"
 	"sort"
+	"strconv"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -137,5 +138,24 @@ func (s *Store) SaveClusters(ctx context.Context, ctxID string, cas []*ClusterAp
 			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "apps", Value: byCluster[c]}}}}))
 	}
 	_, err := s.clusters.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
+	return err
+}
+
+// SaveLive records what a live read of one cluster found: each app's Live and LiveAt
+// alone, addressed by its place in the cluster's document (cas in the order ClusterApps
+// returned them). An apply saving its statuses meanwhile keeps them: a read never writes
+// the statuses it read before. A document whose apps changed since is left as it is.
+func (s *Store) SaveLive(ctx context.Context, ctxID, cluster string, cas []*ClusterApp) error {
+	if len(cas) == 0 {
+		return nil
+	}
+	filter := bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}
+	set := bson.D{}
+	for i, ca := range cas {
+		at := "apps." + strconv.Itoa(i)
+		filter = append(filter, bson.E{Key: at + ".app", Value: ca.App})
+		set = append(set, bson.E{Key: at + ".live", Value: ca.Live}, bson.E{Key: at + ".liveAt", Value: ca.LiveAt})
+	}
+	_, err := s.clusters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 	return err
 }
