@@ -316,6 +316,6 @@ func TestStatusViews(t *testing.T) {
 }
 
 // Authentication: the dev stack runs without it, so the token form (form#token-form,
-// button#sign-out) is not exercised here; a test would start `temco api` alone with
-// authentication on. TestInstantiateFromThePageUntilReady only checks that no token is
-// asked for when authentication is off.
+// button#sign-out) is exercised by TestAuthenticatedDashboard (auth_test.go), which starts
+// a `temco api` of its own with authentication on. TestInstantiateFromThePageUntilReady
+// only checks that no token is asked for when authentication is off.

@@ -48,6 +48,10 @@ var (
 	artifactsDir string
 	browserCtx   context.Context // the shared browser; each test opens its own tab
 	devCluster   struct{ name, kubeconfig string }
+	// What a test starting a temco of its own against the stack needs (auth_test.go):
+	// the binary, the stack's data directory and temco dev's summary.
+	temcoBin, devData string
+	devSummary        []string
 )
 
 func TestMain(m *testing.M) {
@@ -217,6 +221,7 @@ func startDev(self, bin, dir string) (*devStack, error) {
 		}
 	}
 	fmt.Printf("browser: stack up in %s\n%s\n", time.Since(start).Round(time.Millisecond), strings.Join(summary, "\n"))
+	temcoBin, devData, devSummary = self, d.data, summary
 	if err := d.parseSummary(summary, args); err != nil {
 		return d, err
 	}
