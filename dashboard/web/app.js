@@ -49,7 +49,7 @@ function fail(e, source = 'action') {
 function refresh() {
   if (busy) return busy;
   const v = current;
-  if (!v) return Promise.resolve();
+  if (!v || v.settled) return Promise.resolve();
   busy = (async () => {
     try {
       await v.load(v.ctrl.signal);
@@ -59,6 +59,8 @@ function refresh() {
       if (message.dataset.source === 'poll') clearMessage();
     } catch (e) {
       if (v === current) fail(e, 'poll');
+      // Refused or missing: asking again every 3 s changes nothing; a navigation retries.
+      if (e?.status === 403 || e?.status === 404) v.settled = true;
     } finally {
       busy = null;
     }
@@ -75,7 +77,7 @@ async function refreshNow() {
 
 function schedule() {
   clearTimeout(timer);
-  if (current) timer = setTimeout(tick, POLL_MS);
+  if (current && !current.settled) timer = setTimeout(tick, POLL_MS);
 }
 
 // tick polls only while the page is visible; a hidden tab costs the API nothing.
