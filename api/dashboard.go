@@ -227,21 +227,17 @@ func (s *Server) dashboard(c echo.Context) error {
 	out.Instance, out.Revision, out.ContextStatus, out.Error = ctxID, header.Revision, header.Status, header.Error
 	out.Apps = append(out.Apps, header.Apps...)
 	slices.Sort(out.Apps)
-	if out.Operation, err = s.operationOf(ctx, dig, header); err != nil {
-		return err
-	}
-	if out.Rollout, err = s.rolloutOf(ctx, header); err != nil {
-		return err
-	}
-	if out.Objects, err = s.Contexts.Summary(ctx, ctxID, nil); err != nil {
+	// Temporal's record of the operation, the rollout and the batches are independent reads.
+	var keys []string
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { out.Operation, err = s.operationOf(gctx, dig, header); return err })
+	g.Go(func() (err error) { out.Rollout, err = s.rolloutOf(gctx, header); return err })
+	g.Go(func() (err error) { out.Objects, keys, err = s.Contexts.Overview(gctx, ctxID); return err })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	if out.Objects == nil {
 		out.Objects = map[string]int{}
-	}
-	keys, err := s.Contexts.ClusterKeys(ctx, ctxID)
-	if err != nil {
-		return err
 	}
 	out.Total = len(keys)
 	if keys, err = s.filterClusters(ctx, keys, q); err != nil {
@@ -268,13 +264,13 @@ func (s *Server) dashboard(c echo.Context) error {
 	if q.live {
 		out.LiveError = s.readLive(ctx, dig, lifecycle.ReadInput{ContextID: ctxID, Clusters: page}, liveReadWait)
 	}
+	var labels map[string][]string
+	g, gctx = errgroup.WithContext(ctx)
 	if all == nil || q.live {
-		if all, err = s.placementsByCluster(ctx, ctxID, page); err != nil {
-			return err
-		}
+		g.Go(func() (err error) { all, err = s.placementsByCluster(gctx, ctxID, page); return err })
 	}
-	labels, err := s.clusterLabels(ctx, page)
-	if err != nil {
+	g.Go(func() (err error) { labels, err = s.clusterLabels(gctx, page); return err })
+	if err := g.Wait(); err != nil {
 		return err
 	}
 	for _, k := range page {

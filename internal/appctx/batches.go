@@ -70,6 +70,20 @@ func (s *Store) Summary(ctx context.Context, ctxID string, apps []string) (map[s
 	if err != nil {
 		return nil, err
 	}
+	return s.summary(ctx, ctxID, bs, apps)
+}
+
+// Overview is Summary (of every app) and ClusterKeys from one read of the batches.
+func (s *Store) Overview(ctx context.Context, ctxID string) (map[string]int, []string, error) {
+	bs, err := s.contextBatches(ctx, ctxID)
+	if err != nil {
+		return nil, nil, err
+	}
+	counts, err := s.summary(ctx, ctxID, bs, nil)
+	return counts, clusterKeys(bs), err
+}
+
+func (s *Store) summary(ctx context.Context, ctxID string, bs []batchDoc, apps []string) (map[string]int, error) {
 	counts := map[string]map[string]int{}
 	var uncounted []string
 	for _, b := range bs {
@@ -164,17 +178,14 @@ func (s *Store) StageClusters(ctx context.Context, ctxID string, first, n, limit
 	return out, total, nil
 }
 
-// ClusterKeys lists every cluster of a context in batch order: small documents only,
-// one per batch, so a page of a context on 10,000 clusters needs no cluster document.
-func (s *Store) ClusterKeys(ctx context.Context, ctxID string) ([]string, error) {
-	bs, err := s.contextBatches(ctx, ctxID)
-	if err != nil {
-		return nil, err
-	}
+// clusterKeys lists the clusters of a context's batches in batch order: a page of a
+// context on 10,000 clusters needs no cluster document outside it.
+func clusterKeys(bs []batchDoc) []string {
+	bs = slices.Clone(bs)
 	slices.SortFunc(bs, func(a, b batchDoc) int { return a.Batch - b.Batch })
 	var out []string
 	for _, b := range bs {
 		out = append(out, b.Clusters...)
 	}
-	return out, nil
+	return out
 }
