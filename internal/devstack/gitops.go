@@ -211,7 +211,7 @@ func (g *GitOps) startFlux(ctx context.Context) error {
 		}
 		g.procs[c.name] = p
 		ready := fmt.Sprintf("http://%s/readyz", addr(c.health))
-		if err := WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return httpOK(ctx, ready) }); err != nil {
+		if err := WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, ready) }); err != nil {
 			return err
 		}
 		// A restart on other ports leaves the stored artifact's URL on the old storage

@@ -226,7 +226,7 @@ func (s *Stack) StartAPI(ctx context.Context) error {
 	}
 	s.API = p
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.cfg.APIPort)
-	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return httpOK(ctx, health) })
+	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, health) })
 }
 
 // StartWorker (re)starts temco worker and waits until it polls its task queue.
@@ -278,7 +278,8 @@ func (s *Stack) namespace() string {
 	return s.cfg.Namespace
 }
 
-func httpOK(ctx context.Context, url string) error {
+// HTTPOK succeeds when url answers 200 OK.
+func HTTPOK(ctx context.Context, url string) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err

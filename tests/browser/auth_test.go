@@ -98,19 +98,7 @@ func startAuthAPI(t *testing.T, iss *authtest.Issuer) *authAPI {
 			t.Fatal(err)
 		}
 		err = devstack.WaitReady(context.Background(), a.proc, time.Minute, func(ctx context.Context) error {
-			req, err := http.NewRequestWithContext(ctx, "GET", a.base+"/healthz", nil)
-			if err != nil {
-				return err
-			}
-			resp, err := http.DefaultClient.Do(req)
-			if err != nil {
-				return err
-			}
-			resp.Body.Close()
-			if resp.StatusCode != http.StatusOK {
-				return fmt.Errorf("/healthz: %s", resp.Status)
-			}
-			return nil
+			return devstack.HTTPOK(ctx, a.base+"/healthz")
 		})
 		if err == nil {
 			t.Logf("temco api with authentication on at %s (log %s)", a.base, log)
