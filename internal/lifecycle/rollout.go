@@ -8,7 +8,7 @@ import (
 
 // RolloutCommand is an operator's command to a running rollout: approve a stage's
 // pending approval (Stage names it; empty means the one waiting), pause before the next
-// group of clusters or stage, resume (also: go on past a failed stage under a manual
+// batch of clusters, resume (also: go on past a failed stage under a manual
 // rollback policy), or roll back what the operation changed.
 type RolloutCommand struct {
 	Action string `json:"action,omitempty"` // the update's; a signal's is its name

@@ -131,6 +131,7 @@ func TestRolloutThreeStagesWithAnApprovalSurvivesRestarts(t *testing.T) {
 	acc := d.operate(lifecycle.OpInstantiate)
 
 	d.awaitRollout("canary baking", 2*time.Minute, func(v rolloutView) bool { return v.stage("canary").State == lifecycle.StageBaking })
+	canary := snapshot(t, acc.ContextID, "ringweb") // taken before both restarts
 	restartTemco(t)
 	v := d.awaitRollout("early waiting for its approval", 2*time.Minute, func(v rolloutView) bool {
 		return v.stage("early").State == lifecycle.StageWaitingForApproval
@@ -141,7 +142,6 @@ func TestRolloutThreeStagesWithAnApprovalSurvivesRestarts(t *testing.T) {
 	if got := present(t, "ringweb"); !slices.Equal(got, []bool{true, false, false}) {
 		t.Fatalf("before the approval the Deployment is on clusters %v, want cluster1 only", got)
 	}
-	canary := snapshot(t, acc.ContextID, "ringweb")
 	restartTemco(t)
 
 	var refusal struct{ Message string }
@@ -158,6 +158,9 @@ func TestRolloutThreeStagesWithAnApprovalSurvivesRestarts(t *testing.T) {
 		t.Errorf("after the rollout the Deployment is on clusters %v, want all three", got)
 	}
 	after := snapshot(t, acc.ContextID, "ringweb")
+	if len(canary) == 0 {
+		t.Fatal("nothing of ringweb on the canary's cluster while it baked")
+	}
 	for k, was := range canary {
 		if after[k] != was {
 			t.Errorf("%s was changed again after its stage: %s → %s", k, was, after[k])
@@ -252,9 +255,9 @@ func TestRolloutDeadlineRollsAnUpdateBack(t *testing.T) {
 	recordHistory(t, upd.WorkflowID, "Update-rollout-deadline-rollback")
 }
 
-// A pause holds the next stage until a resume; resume and approval here are signals from
-// the temporal CLI. A stage whose maintenance window is closed waits for it, a durable
-// timer shown in the status with the time it opens.
+// A pause during a bake holds the next stage until a resume; resume and approval here
+// are signals from the temporal CLI. A stage whose maintenance window is closed waits for
+// it, a durable timer shown in the status with the time it opens.
 func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 	d := newDeployment(t, app{name: "winweb", chart: webChart("winweb"), placement: onEveryCluster()})
 	d.create()

@@ -28,6 +28,9 @@ type operation struct {
 	// rolledBack says it returned the clusters it had changed.
 	rollout    *rolloutRun
 	rolledBack bool
+	// hold, when set, holds the next batches of the fan-outs started meanwhile (a
+	// rollout stage's apply).
+	hold *batchHold
 	gates
 }
 
@@ -53,8 +56,12 @@ const (
 	// releaseWorkflows (2026-11-24): workflows controllers ask for (tac's hooks) run as
 	// children of the operation.
 	releaseWorkflows workflow.Version = 4
+	// releaseStages (2026-11-24): a rollout stage checks its window after its before
+	// tasks, and a pause or a closed window holds a started stage's next batches, its
+	// progress deadline stopped meanwhile.
+	releaseStages workflow.Version = 5
 
-	releaseLatest = releaseWorkflows
+	releaseLatest = releaseStages
 )
 
 // gates are a run's answers to version gates.
@@ -171,7 +178,15 @@ func (o *operation) fanOut(ctx workflow.Context, f fan) (lifecycle.BatchResult, 
 	f.in.Activity = o.perCluster(f.kind)
 	f.gates = o.gates
 	f.settled = func(_ workflow.Context, cluster string) { delete(o.retrying, cluster) }
+	f.hold = o.hold
 	return f.run(ctx, o.add)
+}
+
+// batchHold holds a fan-out's next batches: held says whether they wait, and wait
+// returns once they may go on.
+type batchHold struct {
+	held func() bool
+	wait func(workflow.Context) error
 }
 
 // fan is one fan-out over the batches of a context.
@@ -185,6 +200,7 @@ type fan struct {
 	window  int                            // batch workflows at once (0: BatchWindow)
 	settled func(workflow.Context, string) // a cluster of an inline batch is done
 	gates   gates                          // of the run an inline batch runs in
+	hold    *batchHold                     // nil: nothing holds the batches
 }
 
 // run runs the batches: inline when there is just one, otherwise as child workflows in a
@@ -192,7 +208,13 @@ type fan struct {
 // nothing new starts and what runs is cancelled.
 func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycle.BatchResult)) (lifecycle.BatchResult, error) {
 	var total lifecycle.BatchResult
+	held := func() bool { return f.hold != nil && f.hold.held() }
 	if f.batches == 1 {
+		if held() {
+			if err := f.hold.wait(ctx); err != nil {
+				return total, err
+			}
+		}
 		in := f.in
 		in.Batch = f.offset
 		r, err := runBatch(ctx, f.gates, in, f.kind, f.first, f.settled)
@@ -204,7 +226,7 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 	var firstErr error
 	next, running := 0, 0
 	for next < f.batches || running > 0 {
-		for running < cmp.Or(f.window, BatchWindow) && next < f.batches && ctx.Err() == nil {
+		for running < cmp.Or(f.window, BatchWindow) && next < f.batches && ctx.Err() == nil && !held() {
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 				WorkflowID: fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, f.offset+next),
 			})
@@ -222,6 +244,12 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 			})
 			next++
 			running++
+		}
+		if running == 0 && next < f.batches && ctx.Err() == nil && held() {
+			if err := f.hold.wait(ctx); err != nil {
+				return total, err
+			}
+			continue
 		}
 		if running == 0 {
 			break // stopped before the remaining batches started

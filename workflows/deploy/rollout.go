@@ -29,6 +29,12 @@ type rolloutRun struct {
 	rollback bool            // an operator asked to roll back
 
 	version, recorded int // status changes, and how many the context has
+
+	// Release 5 on: when the running stage's window closes (zero: no window), whether
+	// the stage is held (its deadline stopped), and how many times it was.
+	closes   time.Time
+	holding  bool
+	holdings int
 }
 
 // errRollbackAsked ends a wait an operator ended by asking for a rollback.
@@ -89,13 +95,19 @@ func (r *rolloutRun) stage(ctx workflow.Context, i int, apply batchRange) error 
 	if err := r.hold(ctx); err != nil {
 		return err
 	}
-	if err := r.window(ctx, i); err != nil {
-		return err
+	if r.o.release < releaseStages {
+		if err := r.window(ctx, i); err != nil {
+			return err
+		}
 	}
 	if err := r.tasks(ctx, i, "before", st.Before); err != nil {
 		return err
 	}
-	if err := r.hold(ctx); err != nil { // a pause that came during the tasks
+	if r.o.release < releaseStages {
+		if err := r.hold(ctx); err != nil { // a pause that came during the tasks
+			return err
+		}
+	} else if err := r.goOn(ctx, i); err != nil { // the tasks may have outlasted the window
 		return err
 	}
 	now := workflow.Now(ctx)
@@ -103,9 +115,21 @@ func (r *rolloutRun) stage(ctx workflow.Context, i int, apply batchRange) error 
 	r.setStage(i, func(s *lifecycle.StageStatus) {
 		s.State, s.Started, s.Until = lifecycle.StageApplying, &now, &deadline
 	})
-	gctx, expired, cancel := withDeadline(ctx, st.ProgressDeadline)
-	defer cancel()
+	var gctx workflow.Context
+	var expired func() bool
+	var cancel workflow.CancelFunc
+	if r.o.release < releaseStages {
+		gctx, expired, cancel = withDeadline(ctx, st.ProgressDeadline)
+		defer cancel() // its timer is cancelled when the stage ends, as those runs recorded
+	} else {
+		gctx, expired, cancel = r.clock(ctx, i, st.ProgressDeadline)
+		r.o.hold = &batchHold{held: func() bool { return r.held(ctx) }, wait: func(c workflow.Context) error { return r.resume(c, i) }}
+	}
 	failures, err := r.applyAndVerify(gctx, i, apply)
+	if r.o.release >= releaseStages {
+		r.o.hold = nil
+		cancel()
+	}
 	if ctx.Err() != nil {
 		return err
 	}
@@ -242,8 +266,8 @@ func (r *rolloutRun) counted(i int, res lifecycle.BatchResult) {
 	})
 }
 
-// hold waits while the rollout is paused. A pause holds the next stage: a stage that has
-// started applying goes on to its end, its progress deadline running.
+// hold waits while the rollout is paused. Before release 5 a pause held only the next
+// stage; since, it holds a started stage's next batches too (held, resume).
 func (r *rolloutRun) hold(ctx workflow.Context) error {
 	if r.rollback {
 		return errRollbackAsked
@@ -261,6 +285,7 @@ func (r *rolloutRun) hold(ctx workflow.Context) error {
 // window waits until the stage's maintenance window is open.
 func (r *rolloutRun) window(ctx workflow.Context, i int) error {
 	w := r.plan.Stages[i].Window
+	r.closes = time.Time{}
 	if w == nil {
 		return nil
 	}
@@ -271,6 +296,7 @@ func (r *rolloutRun) window(ctx workflow.Context, i int) error {
 			return err
 		}
 		if open.Open {
+			r.closes = open.Closes
 			return nil
 		}
 		r.setStage(i, func(s *lifecycle.StageStatus) { s.State, s.Until = lifecycle.StageWaitingForWindow, &open.Opens })
@@ -278,6 +304,81 @@ func (r *rolloutRun) window(ctx workflow.Context, i int) error {
 			return err
 		}
 	}
+}
+
+// goOn waits until stage i may apply: not paused, its window open (checked once the
+// pause is over: a long pause may outlast the window).
+func (r *rolloutRun) goOn(ctx workflow.Context, i int) error {
+	for {
+		if err := r.hold(ctx); err != nil {
+			return err
+		}
+		if err := r.window(ctx, i); err != nil {
+			return err
+		}
+		if !r.paused { // a pause that came while the window was checked
+			return nil
+		}
+	}
+}
+
+// held says whether a started stage's next batches wait: the rollout paused, or the
+// stage's window closed since it opened. A rollback is never held.
+func (r *rolloutRun) held(ctx workflow.Context) bool {
+	if r.rollback {
+		return false
+	}
+	return r.paused || (!r.closes.IsZero() && !workflow.Now(ctx).Before(r.closes))
+}
+
+// resume waits until a held stage may go on, its progress deadline stopped meanwhile
+// (holding), then gives the stage back its state.
+func (r *rolloutRun) resume(ctx workflow.Context, i int) error {
+	state := r.status.Stages[i].State
+	r.holding = true
+	defer func() { r.holding = false }()
+	r.setStage(i, func(s *lifecycle.StageStatus) { s.Until = nil }) // the deadline is stopped
+	if err := r.goOn(ctx, i); err != nil {
+		return err
+	}
+	r.setStage(i, func(s *lifecycle.StageStatus) { s.State = state })
+	return nil
+}
+
+// clock is ctx cancelled once stage i has been applying for d, the time it was held
+// (resume) not counted; expired tells whether that is why. It keeps the stage's until
+// on its deadline.
+func (r *rolloutRun) clock(ctx workflow.Context, i int, d time.Duration) (workflow.Context, func() bool, workflow.CancelFunc) {
+	dctx, cancel := workflow.WithCancel(ctx)
+	expired := false
+	workflow.Go(dctx, func(c workflow.Context) {
+		for left := d; ; {
+			if workflow.Await(c, func() bool { return !r.holding }) != nil {
+				return
+			}
+			start := workflow.Now(c)
+			if r.holdings > 0 { // after a hold: the deadline moved
+				until := start.Add(left)
+				r.setStage(i, func(s *lifecycle.StageStatus) { s.Until = &until })
+			}
+			tctx, stop := workflow.WithCancel(c)
+			fired := false
+			workflow.Go(tctx, func(t workflow.Context) { fired = workflow.NewTimer(t, left).Get(t, nil) == nil })
+			err := workflow.Await(c, func() bool { return fired || r.holding })
+			stop()
+			if err != nil {
+				return
+			}
+			if fired {
+				expired = true
+				cancel()
+				return
+			}
+			left -= workflow.Now(c).Sub(start)
+			r.holdings++
+		}
+	})
+	return dctx, func() bool { return expired }, cancel
 }
 
 // tasks runs a stage's before or after tasks in order.

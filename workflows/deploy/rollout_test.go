@@ -10,6 +10,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/rollout"
@@ -27,11 +28,11 @@ func stages(t *testing.T, spec rollout.Spec) *fakes {
 		t.Fatal(err)
 	}
 	f := newFakes()
-	f.plan = lifecycle.Plan{Apps: 1, Clusters: len(rolloutMembers), Batches: 3, Rollout: &plan}
 	byBatch := map[int][]string{}
 	for _, m := range rolloutMembers {
 		byBatch[batchOf[m.Key]] = append(byBatch[batchOf[m.Key]], m.Key)
 	}
+	f.plan = lifecycle.Plan{Apps: 1, Clusters: len(rolloutMembers), Batches: len(byBatch), Rollout: &plan}
 	f.clusters = func(b int) []string { return byBatch[b] }
 	f.readOf = f.notReady()
 	return f
@@ -360,5 +361,156 @@ func TestRollbackFollowsTheStages(t *testing.T) {
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated || fin.Superseded != "41" {
 		t.Errorf("finished %+v", fin)
+	}
+}
+
+// A stage's window is checked after its before tasks (release 5): an approval given
+// after the window closed waits for its next opening. Runs of release 4 applied at the
+// approval, as they recorded.
+func TestRolloutApprovalAfterTheWindowClosedWaitsForItsNextOpening(t *testing.T) {
+	start := time.Date(2026, 11, 25, 1, 10, 0, 0, time.UTC) // 02:10 in Paris: the window is open
+	approved := start.Add(2 * time.Hour)                    // 04:10 in Paris: closed since 03:00
+	for name, c := range map[string]struct {
+		release workflow.Version
+		started time.Time
+	}{
+		"release 5": {releaseStages, time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)},
+		"release 4": {releaseWorkflows, approved},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
+				ring("b", func(s *rollout.Stage) {
+					s.Before = []rollout.Task{{Type: rollout.TaskApproval}}
+					s.Window = &rollout.Window{Cron: "0 2 * * *", Duration: rollout.Duration(time.Hour), TimeZone: "Europe/Paris"}
+				}), ring("c", nil)}})
+			rec := &recorder{}
+			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
+				env.SetStartTime(start)
+				rec.register(env)
+				env.RegisterDelayedCallback(func() {
+					env.SignalWorkflow(lifecycle.SignalApprove, lifecycle.RolloutCommand{Stage: "b"})
+				}, 2*time.Hour)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := f.finish(t).Rollout.Stages[1]
+			if b.State != lifecycle.StageSucceeded || b.Started == nil || !b.Started.Equal(c.started) {
+				t.Errorf("stage b %s, started at %v, want at %v", b.State, b.Started, c.started)
+			}
+		})
+	}
+}
+
+// groupedB is stage b applied one cluster at a time, each group waiting until the changed
+// clusters are Ready (maxUnavailable 0); cp+b1 reads not Ready three times (t = 0, 2 s
+// and 6 s), so stage b's second group cannot start before t = 14 s.
+func groupedB(t *testing.T, window *rollout.Window) *fakes {
+	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
+		ring("b", func(s *rollout.Stage) {
+			s.MaxConcurrency = &rollout.IntOrPercent{Value: 1}
+			s.MaxUnavailable = &rollout.IntOrPercent{Value: 0}
+			s.Window = window
+		}), ring("c", nil)}})
+	var mu sync.Mutex
+	slow := 0
+	f.readOf = func(c string) lifecycle.ClusterResult {
+		if f.applied[c] == 0 {
+			return lifecycle.ClusterResult{Failed: 1, NotReady: 1}
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if c == "cp+b1" && slow < 3 {
+			slow++
+			return lifecycle.ClusterResult{Done: 1, NotReady: 1}
+		}
+		return lifecycle.ClusterResult{Done: 1}
+	}
+	return f
+}
+
+// A pause holds a started stage's next group, however long, and its progress deadline
+// (5 min) does not run meanwhile; resume applies the rest.
+func TestRolloutPauseHoldsAStartedStagesNextGroup(t *testing.T) {
+	f := groupedB(t, nil)
+	rec := &recorder{}
+	var held map[string]int
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		rec.register(env)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPause, nil) }, time.Second)
+		env.RegisterDelayedCallback(func() {
+			held = maps.Clone(f.applied)
+			env.SignalWorkflow(lifecycle.SignalResume, nil)
+		}, 48*time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held["cp+b1"] != 1 || held["cp+b2"] != 0 || held["cp+c1"] != 0 {
+		t.Errorf("while paused applied %v, want stage b's first group only", held)
+	}
+	fin := f.finish(t)
+	if b := fin.Rollout.Stages[1]; fin.Rollout.State != lifecycle.RolloutSucceeded || b.State != lifecycle.StageSucceeded {
+		t.Fatalf("rollout %s, stage b %+v", fin.Rollout.State, b)
+	}
+	if f.applied["cp+b2"] != 1 || f.applied["cp+c1"] != 1 {
+		t.Errorf("after resume applied %v", f.applied)
+	}
+	stopped := false // a record of the paused stage without a deadline
+	for _, r := range rec.records {
+		stopped = stopped || (r.State == lifecycle.RolloutPaused && r.Stages[1].State == lifecycle.StageApplying && r.Stages[1].Until == nil)
+	}
+	if !stopped {
+		t.Error("no record showed stage b held with its deadline stopped")
+	}
+}
+
+// A stage whose window closes while it applies holds its next group until the window
+// opens again; its deadline does not run meanwhile.
+func TestRolloutWindowClosingHoldsAStartedStagesNextGroup(t *testing.T) {
+	start := time.Date(2026, 11, 25, 1, 59, 50, 0, time.UTC) // 02:59:50 in Paris: 10 s of the window left
+	f := groupedB(t, &rollout.Window{Cron: "0 2 * * *", Duration: rollout.Duration(time.Hour), TimeZone: "Europe/Paris"})
+	rec := &recorder{}
+	var held map[string]int
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		env.SetStartTime(start)
+		rec.register(env)
+		env.RegisterDelayedCallback(func() { held = maps.Clone(f.applied) }, 12*time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if held["cp+b1"] != 1 || held["cp+b2"] != 0 {
+		t.Errorf("after the window closed applied %v, want stage b's first group only", held)
+	}
+	if !rec.saw(1, lifecycle.StageWaitingForWindow) {
+		t.Error("stage b never waited for its window")
+	}
+	fin := f.finish(t)
+	if b := fin.Rollout.Stages[1]; b.State != lifecycle.StageSucceeded || f.applied["cp+b2"] != 1 {
+		t.Fatalf("stage b %+v, applied %v", b, f.applied)
+	}
+	if end := fin.Rollout.Stages[1].Ended; end == nil || end.Before(time.Date(2026, 11, 26, 1, 0, 0, 0, time.UTC)) {
+		t.Errorf("stage b ended at %v, before its window opened again", end)
+	}
+}
+
+// With maxUnavailable 0 a stage's next group waits until the changed clusters are Ready.
+func TestRolloutMaxUnavailableHoldsTheNextGroupUntilReady(t *testing.T) {
+	f := groupedB(t, nil)
+	var early map[string]int
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		(&recorder{}).register(env)
+		env.RegisterDelayedCallback(func() { early = maps.Clone(f.applied) }, 10*time.Second)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if early["cp+b1"] != 1 || early["cp+b2"] != 0 {
+		t.Errorf("while cp+b1 was not Ready applied %v, want cp+b2 waiting", early)
+	}
+	if f.applied["cp+b2"] != 1 || f.finish(t).Rollout.State != lifecycle.RolloutSucceeded {
+		t.Errorf("applied %v", f.applied)
 	}
 }
