@@ -314,3 +314,50 @@ func TestRolloutPauseResumeAndAClosedWindow(t *testing.T) {
 	}
 	recordHistory(t, acc.WorkflowID, "Instantiate-rollout-pause-window")
 }
+
+// A rollback follows the DIG's stages too, laid out again from the clusters' labels: the
+// clusters labelled edge first, one at a time with a bake, then the rest; every cluster
+// is back on revision 1, checked live.
+func TestRolloutRollbackFollowsTheStagesByLabel(t *testing.T) {
+	d := newDeployment(t, app{name: "rlweb", chart: webChart("rlweb"), placement: onEveryCluster()})
+	d.create()
+	d.strategy(map[string]any{"stages": []any{
+		map[string]any{"name": "edge", "clusterLabels": []string{"edge"}, "maxConcurrency": 1, "minSuccessTime": "5s"},
+		map[string]any{"name": "rest"},
+	}})
+	message := func(want string) {
+		t.Helper()
+		for i := range 3 {
+			if msg := liveObject(t, i, configMaps, "rlweb-config")["data"].(map[string]any)["message"]; msg != want {
+				t.Errorf("cluster%d's ConfigMap says %v, want %s", i+1, msg, want)
+			}
+		}
+	}
+	d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	d.c.do("PUT", d.dig(), res("dig", map[string]any{"compositeProfile": "prof", "version": "r1", "logicalCloud": "default",
+		"overrideValues": []any{map[string]any{"app": "rlweb", "values": map[string]string{"message": "r2"}}}})).must(t, 200)
+	d.update("update", nil)
+	message("r2")
+
+	back := d.update("rollback", map[string]any{"metadata": map[string]any{"name": "rb"}, "spec": map[string]any{"revision": "1"}})
+	message("from-rlweb-profile")
+	v := d.awaitRollout("the rollback's rollout recorded", 30*time.Second, func(v rolloutView) bool {
+		return v.Instance == back.ContextID && v.Rollout != nil && v.Rollout.State == lifecycle.RolloutSucceeded
+	})
+	byName := map[string][]string{}
+	for _, s := range v.Rollout.Stages {
+		byName[s.Name] = s.ClusterNames
+	}
+	if !slices.Equal(byName["edge"], []string{provider + "+cluster1", provider + "+cluster2"}) || !slices.Equal(byName["rest"], []string{provider + "+cluster3"}) {
+		t.Errorf("the rollback's stages: %v, want edge [cluster1 cluster2] then rest [cluster3]", byName)
+	}
+	edge, rest := v.stage("edge"), v.stage("rest")
+	if edge.State != lifecycle.StageSucceeded || rest.State != lifecycle.StageSucceeded || edge.Changed != 2 || rest.Changed != 1 {
+		t.Errorf("the rollback's stages: %s", pretty(v.Rollout))
+	}
+	if edge.Ended == nil || rest.Started == nil || rest.Started.Before(*edge.Ended) {
+		t.Errorf("stage rest started at %v, before edge ended at %v", rest.Started, edge.Ended)
+	}
+	recordHistory(t, back.WorkflowID, "Rollback-rollout-by-label")
+}
