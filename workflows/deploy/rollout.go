@@ -30,11 +30,10 @@ type rolloutRun struct {
 
 	version, recorded int // status changes, and how many the context has
 
-	// Release 5 on: when the running stage's window closes (zero: no window), whether
-	// the stage is held (its deadline stopped), and how many times it was.
-	closes   time.Time
-	holding  bool
-	holdings int
+	// Release 5 on: when the running stage's window closes (zero: no window), and whether
+	// the stage is held (its deadline stopped).
+	closes  time.Time
+	holding bool
 }
 
 // errRollbackAsked ends a wait an operator ended by asking for a rollback.
@@ -352,12 +351,12 @@ func (r *rolloutRun) clock(ctx workflow.Context, i int, d time.Duration) (workfl
 	dctx, cancel := workflow.WithCancel(ctx)
 	expired := false
 	workflow.Go(dctx, func(c workflow.Context) {
-		for left := d; ; {
+		for left, held := d, false; ; held = true {
 			if workflow.Await(c, func() bool { return !r.holding }) != nil {
 				return
 			}
 			start := workflow.Now(c)
-			if r.holdings > 0 { // after a hold: the deadline moved
+			if held { // the deadline moved
 				until := start.Add(left)
 				r.setStage(i, func(s *lifecycle.StageStatus) { s.Until = &until })
 			}
@@ -375,7 +374,6 @@ func (r *rolloutRun) clock(ctx workflow.Context, i int, d time.Duration) (workfl
 				return
 			}
 			left -= workflow.Now(c).Sub(start)
-			r.holdings++
 		}
 	})
 	return dctx, func() bool { return expired }, cancel
