@@ -514,3 +514,37 @@ func TestRolloutMaxUnavailableHoldsTheNextGroupUntilReady(t *testing.T) {
 		t.Errorf("applied %v", f.applied)
 	}
 }
+
+// Under a manual policy an operator's resume goes on past the failed stage: the next
+// stages are applied, the failed one stays failed, nothing is taken back.
+func TestRolloutManualPolicyResumePastTheFailedStage(t *testing.T) {
+	f := stages(t, rollout.Spec{Rollback: rollout.RollbackManual,
+		Stages: []rollout.Stage{ring("a", nil), ring("b", nil), ring("c", nil)}})
+	f.readOf = f.notReady("cp+b1")
+	rec := &recorder{}
+	var waiting lifecycle.RolloutStatus
+	var appliedBefore map[string]int
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		rec.register(env)
+		env.RegisterDelayedCallback(func() {
+			waiting, appliedBefore = rec.last(), maps.Clone(f.applied)
+			env.SignalWorkflow(lifecycle.SignalResume, nil)
+		}, 72*time.Hour)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waiting.State != lifecycle.RolloutAwaitingDecision || appliedBefore["cp+c1"] != 0 {
+		t.Errorf("before the decision: %s, applied %v", waiting.State, appliedBefore)
+	}
+	fin := f.finish(t)
+	if f.applied["cp+c1"] != 1 || len(f.deletedC["42"]) != 0 {
+		t.Errorf("after resume applied %v, deleted %v", f.applied, f.deletedC)
+	}
+	if fin.Status != lifecycle.StatusInstantiated || fin.Rollout.State != lifecycle.RolloutSucceeded {
+		t.Errorf("finished %s, rollout %s; want Instantiated, Succeeded (the operator went on)", fin.Status, fin.Rollout.State)
+	}
+	if b, c := fin.Rollout.Stages[1], fin.Rollout.Stages[2]; b.State != lifecycle.StageFailed || c.State != lifecycle.StageSucceeded {
+		t.Errorf("stage b %s, stage c %s; want Failed, Succeeded", b.State, c.State)
+	}
+}
