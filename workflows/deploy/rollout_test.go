@@ -215,6 +215,21 @@ func TestRolloutFailureBudgetLetsAStageThrough(t *testing.T) {
 	}
 }
 
+// pausedRun runs an instantiate paused at pause and resumed 48 h later; held is what
+// was applied when it was resumed.
+func pausedRun(t *testing.T, f *fakes, rec *recorder, pause time.Duration) (held map[string]int, err error) {
+	t.Helper()
+	err = run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		rec.register(env)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPause, nil) }, pause)
+		env.RegisterDelayedCallback(func() {
+			held = maps.Clone(f.applied)
+			env.SignalWorkflow(lifecycle.SignalResume, nil)
+		}, 48*time.Hour)
+	})
+	return held, err
+}
+
 // A pause holds the rollout before the next stage, however long; resume goes on.
 func TestRolloutPauseHoldsTheNextStageUntilResumed(t *testing.T) {
 	f := stages(t, rollout.Spec{Stages: []rollout.Stage{ring("a", nil),
@@ -223,15 +238,7 @@ func TestRolloutPauseHoldsTheNextStageUntilResumed(t *testing.T) {
 		}),
 		ring("c", nil)}})
 	rec := &recorder{}
-	var held map[string]int
-	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
-		rec.register(env)
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPause, nil) }, 5*time.Minute)
-		env.RegisterDelayedCallback(func() {
-			held = maps.Clone(f.applied)
-			env.SignalWorkflow(lifecycle.SignalResume, nil)
-		}, 48*time.Hour)
-	})
+	held, err := pausedRun(t, f, rec, 5*time.Minute)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -435,15 +442,7 @@ func groupedB(t *testing.T, window *rollout.Window) *fakes {
 func TestRolloutPauseHoldsAStartedStagesNextGroup(t *testing.T) {
 	f := groupedB(t, nil)
 	rec := &recorder{}
-	var held map[string]int
-	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
-		rec.register(env)
-		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPause, nil) }, time.Second)
-		env.RegisterDelayedCallback(func() {
-			held = maps.Clone(f.applied)
-			env.SignalWorkflow(lifecycle.SignalResume, nil)
-		}, 48*time.Hour)
-	})
+	held, err := pausedRun(t, f, rec, time.Second)
 	if err != nil {
 		t.Fatal(err)
 	}
