@@ -135,7 +135,8 @@ type dashboardObject struct {
 	Deployed  string          `json:"deployed"`
 	Attempts  int32           `json:"attempts,omitempty"`
 	Error     string          `json:"error,omitempty"`
-	State     string          `json:"state"` // Present, NotPresent, Unknown; "" not read
+	Warning   string          `json:"warning,omitempty"` // what the apply left out
+	State     string          `json:"state"`             // Present, NotPresent, Unknown; "" not read
 	Ready     bool            `json:"ready"`
 	LiveError string          `json:"liveError,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
@@ -502,7 +503,7 @@ func (s *Server) dashboardObjects(c echo.Context) error {
 	}
 	for i, r := range p.Resources {
 		o := dashboardObject{Kind: r.Kind, Group: r.Group, Version: r.Version, Namespace: r.Namespace, Name: r.Name,
-			Deployed: r.Status, Attempts: r.Attempts, Error: r.Error}
+			Deployed: r.Status, Attempts: r.Attempts, Error: r.Error, Warning: r.Warning}
 		if i < len(p.Live) && !p.LiveAt.IsZero() {
 			l := p.Live[i]
 			o.State, o.Ready, o.LiveError = l.State, l.Ready, l.Error

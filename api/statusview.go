@@ -95,11 +95,12 @@ type resourceStatus struct {
 	DeployedStatus string          `json:"deployedStatus,omitempty"`
 	ReadyStatus    string          `json:"readyStatus,omitempty"`
 
-	// temco's own: where the object is, how often applying it was tried, and the last
-	// error of that (or of reading it back).
+	// temco's own: where the object is, how often applying it was tried, the last error
+	// of that (or of reading it back), and what its apply left out.
 	Namespace string `json:"namespace,omitempty"`
 	Attempts  int32  `json:"attempts,omitempty"`
 	Error     string `json:"error,omitempty"`
+	Warning   string `json:"warning,omitempty"`
 }
 
 // The answers to the apps, clusters and resources flags.
@@ -192,7 +193,7 @@ func (b *statusBuilder) add(p *appctx.ClusterApp, apps map[string]*appctx.App) {
 			continue
 		}
 		rs := resourceStatus{GVK: gvk{r.Group, r.Version, r.Kind}, Name: r.Name, Namespace: r.Namespace,
-			Attempts: r.Attempts, Error: r.Error}
+			Attempts: r.Attempts, Error: r.Error, Warning: r.Warning}
 		if b.q.ready {
 			live := appctx.Live{State: appctx.LiveUnknown}
 			if i < len(p.Live) {

@@ -86,12 +86,12 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 		}
 		err := forEach(group, func(i int) error {
 			res := &p.Resources[i]
-			err := r.applyObject(&app.Objects[i], res)
+			warning, err := r.applyObject(&app.Objects[i], res)
 			r.heartbeat(p.App + "/" + res.Name)
 			switch {
 			case err == nil:
-				r.settle(res, lifecycle.ResApplied, "")
-			case permanent(err):
+				r.settleWarned(res, lifecycle.ResApplied, "", warning)
+			case failsNow(err, r.scheduled):
 				r.setFailed(res, err.Error())
 			default:
 				return err
@@ -107,6 +107,7 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 				return err
 			}
 			r.cl.mapper.Reset()
+			r.cl.schemas.forget()
 		}
 	}
 	return nil
@@ -114,27 +115,51 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 
 // applyObject server-side applies one object: its stored manifest is sent as is (the
 // deployment-id label was added at rendering), into the default namespace when it names
-// none. The response is not decoded: the status code says all we need.
+// none, without the fields the cluster's schema does not declare (the warning names them).
+// The response is not decoded: the status code says all we need.
 //
 // In an update, an object the previous revision applied with the same content is left
 // alone: nothing on the cluster changes, not even its resourceVersion.
-func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) error {
+func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) (warning string, err error) {
 	m, err := r.cl.mapping(obj.Ref, r.defaultNamespace())
 	if err != nil {
-		return err
+		return "", err
 	}
 	r.mu.Lock() // a save may be reading the statuses
 	res.Namespace = m.namespace
 	r.mu.Unlock()
-	if unchanged(r.applied, obj, m.namespace) {
-		return nil
-	}
-	err = r.cl.rest.Patch(types.ApplyPatchType).AbsPath(m.path(obj.Name)...).
-		Param("fieldManager", FieldManager).Param("force", "true").Body([]byte(obj.Manifest)).Do(r.ctx).Error()
+	p, err := r.cl.prune(r.ctx, obj)
 	if err != nil {
-		return fmt.Errorf("apply %s: %w", obj.Ref, err)
+		return "", err
 	}
-	return nil
+	if unchanged(r.applied, obj, m.namespace) {
+		return dropWarning(p.Dropped), nil
+	}
+	err = r.patch(obj, m, p)
+	if schemaRefused(err) {
+		// The schema of a kind whose CRD was just established may not have been published
+		// when the object was pruned: wait for it, and apply what it declares.
+		if q, ok := r.cl.awaitSchema(r.ctx, obj, p); ok {
+			p, err = q, r.patch(obj, m, q)
+		}
+	}
+	switch {
+	case schemaRefused(err):
+		return "", permanentErr{fmt.Errorf("apply %s: %w", obj.Ref, err)}
+	case err != nil:
+		return "", fmt.Errorf("apply %s: %w", obj.Ref, err)
+	}
+	return dropWarning(p.Dropped), nil
+}
+
+// patch sends the server-side apply of obj, pruned as p says.
+func (r *run) patch(obj *appctx.Object, m mapped, p prunedObject) error {
+	body := p.Body
+	if body == nil {
+		body = []byte(obj.Manifest)
+	}
+	return r.cl.rest.Patch(types.ApplyPatchType).AbsPath(m.path(obj.Name)...).
+		Param("fieldManager", FieldManager).Param("force", "true").Body(body).Do(r.ctx).Error()
 }
 
 func (r *run) defaultNamespace() string {

@@ -39,9 +39,11 @@ type client struct {
 // credentials (clusters that differ only in their context namespace, or edge clusters
 // behind one gateway): one HTTP/2 connection pool, one discovery cache, not one per cluster.
 type conn struct {
-	dyn    dynamic.Interface
-	rest   rest.Interface // raw requests (server-side apply without decoding the answer)
-	mapper *restmapper.DeferredDiscoveryRESTMapper
+	dyn     dynamic.Interface
+	rest    rest.Interface // raw requests (server-side apply without decoding the answer)
+	mapper  *restmapper.DeferredDiscoveryRESTMapper
+	schemas *schemaIndex // where the server publishes its OpenAPI schemas
+	shared  *Schemas     // the schemas parsed, shared by every cluster
 }
 
 // Clients caches one client per cluster (and per logical cloud whose own credentials
@@ -51,6 +53,7 @@ type Clients struct {
 	Keys        *seal.Keyring
 	Credentials *credentials.Store
 	Git         *gitops.Writer // commits GitOps clusters' desired state (nil: GitOps clusters fail)
+	Schemas     Schemas        // the clusters' OpenAPI schemas (see schema.go)
 
 	mu      sync.Mutex
 	clients map[string]*client
@@ -126,7 +129,8 @@ func (c *Clients) conn(cfg *rest.Config) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cn = &conn{dyn: dyn, rest: rc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco))}
+	cn = &conn{dyn: dyn, rest: rc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+		schemas: newSchemaIndex(rc), shared: &c.Schemas}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.conns == nil {

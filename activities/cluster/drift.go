@@ -105,9 +105,10 @@ type collection struct {
 
 // expected is one applied object a check looks for.
 type expected struct {
-	app string
-	obj *appctx.Object
-	ref appctx.Ref // with the namespace it was applied to
+	app  string
+	obj  *appctx.Object
+	ref  appctx.Ref // with the namespace it was applied to
+	body []byte     // what was applied: the manifest without the fields the cluster does not declare
 }
 
 // listPage is how many objects one LIST returns at most.
@@ -138,13 +139,20 @@ func (c *client) detect(ctx context.Context, defaultNS string, placements []*app
 			if err != nil {
 				return err
 			}
+			pruned, err := c.prune(ctx, &app.Objects[i])
+			if err != nil {
+				return err
+			}
+			if pruned.Body == nil {
+				pruned.Body = []byte(app.Objects[i].Manifest)
+			}
 			ref := r.Ref
 			ref.Namespace = m.namespace
 			k := collection{gvr: m.gvr, namespace: m.namespace}
 			if groups[k] == nil {
 				order = append(order, k)
 			}
-			groups[k] = append(groups[k], expected{app: p.App, obj: &app.Objects[i], ref: ref})
+			groups[k] = append(groups[k], expected{app: p.App, obj: &app.Objects[i], ref: ref, body: pruned.Body})
 		}
 	}
 	for _, k := range order {
@@ -237,7 +245,7 @@ func compareObject(rec *appctx.ClusterDrift, e expected, live *unstructured.Unst
 		return
 	}
 	var desired map[string]any
-	if err := json.Unmarshal([]byte(e.obj.Manifest), &desired); err != nil {
+	if err := json.Unmarshal(e.body, &desired); err != nil {
 		rec.Objects = append(rec.Objects, appctx.DriftObject{App: e.app, Ref: e.ref, Error: "stored manifest: " + err.Error()})
 		return
 	}
@@ -272,7 +280,7 @@ func (a *Activities) correct(ctx context.Context, cl *client, ctxID string, head
 			continue
 		}
 		res := appctx.ResourceStatus{Ref: o.Ref}
-		err := r.applyObject(obj, &res)
+		_, err := r.applyObject(obj, &res)
 		rec.Requests++
 		if err != nil {
 			o.Error = "not corrected: " + err.Error()

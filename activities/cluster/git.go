@@ -7,14 +7,19 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
 
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/gitops"
 	"github.com/temco/temco/internal/gitops/layout"
+	"github.com/temco/temco/internal/kubeschema"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
@@ -26,11 +31,12 @@ const gitOpsField = "gitOps"
 
 // gitCluster is a cluster reached through git.
 type gitCluster struct {
-	key    string // provider+cluster: verbatim in the repository's paths and the status branch, as EMCO
-	typ    string // syncobject.FluxCD, AzureArcV2 or Anthos
-	git    syncobject.Git
-	timers syncobject.Timers
-	writer *gitops.Writer
+	key     string // provider+cluster: verbatim in the repository's paths and the status branch, as EMCO
+	typ     string // syncobject.FluxCD, AzureArcV2 or Anthos
+	git     syncobject.Git
+	timers  syncobject.Timers
+	writer  *gitops.Writer
+	schemas *Schemas
 }
 
 // gitCluster reads a GitOps cluster's access from its registration and sync objects;
@@ -67,7 +73,7 @@ func (c *Clients) gitCluster(ctx context.Context, key string, doc *store.Doc) (*
 			return nil, permanentf("cluster %q: gitOpsResourceObject %q: %v", key, g.GitOpsResourceObject, err)
 		}
 	}
-	return &gitCluster{key: key, typ: typ, git: access, timers: timers, writer: c.Git}, nil
+	return &gitCluster{key: key, typ: typ, git: access, timers: timers, writer: c.Git, schemas: &c.Schemas}, nil
 }
 
 // syncObject reads a cluster sync object's values, its secret ones opened.
@@ -119,8 +125,13 @@ func (g *gitCluster) apply(r *run) error {
 			all[p.App] = append(all[p.App], i)
 		}
 	}
-	dep := g.deployment(&placed{header: r.header, placements: r.placements(), apps: r.apps})
-	return g.sync(r, dep, message(verb, r.header, g.key), all, lifecycle.ResApplied)
+	p := &placed{header: r.header, placements: r.placements(), apps: r.apps}
+	dep := g.deployment(p)
+	warnings, err := g.prune(r.ctx, p, &dep)
+	if err != nil {
+		return err
+	}
+	return g.sync(r, dep, message(verb, r.header, g.key), all, lifecycle.ResApplied, warnings)
 }
 
 // remove commits the cluster's deployment without the objects that go (everything, or
@@ -142,14 +153,18 @@ func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
 			}
 		}
 	}
-	return g.sync(r, g.deployment(next), msg, only, lifecycle.ResDeleted)
+	dep := g.deployment(next)
+	if _, err := g.prune(r.ctx, next, &dep); err != nil { // what stays is committed as the apply committed it
+		return err
+	}
+	return g.sync(r, dep, msg, only, lifecycle.ResDeleted, nil)
 }
 
 // sync commits the deployment's files (one commit, none when git already holds them),
 // waits for Flux where it reports back, and settles the objects in which to status.
 // A push the repository refuses (credentials, a protected branch) fails those objects:
 // retrying cannot fix it, and nothing was committed.
-func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[string][]int, status string) error {
+func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[string][]int, status string, warnings map[string][]string) error {
 	change, err := layout.For(g.typ, dep)
 	if err != nil {
 		return permanentErr{err}
@@ -167,14 +182,24 @@ func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[s
 	if err := g.awaitFlux(r, dep, out.Commit, len(dep.Apps) > 0); err != nil {
 		return err
 	}
-	r.forEach(which, func(res *appctx.ResourceStatus) {
-		if status == lifecycle.ResApplied {
-			r.mu.Lock()
-			res.Namespace = layout.NamespaceOf(dep, res.Group, res.Kind, res.Namespace)
-			r.mu.Unlock()
+	for app, idx := range which {
+		p := r.byApp[app]
+		if p == nil {
+			continue
 		}
-		r.settle(res, status, "")
-	})
+		for _, i := range idx {
+			res, warning := &p.Resources[i], ""
+			if status == lifecycle.ResApplied {
+				r.mu.Lock()
+				res.Namespace = layout.NamespaceOf(dep, res.Group, res.Kind, res.Namespace)
+				r.mu.Unlock()
+				if i < len(warnings[app]) {
+					warning = warnings[app][i]
+				}
+			}
+			r.settleWarned(res, status, "", warning)
+		}
+	}
 	return r.progress(r.ctx)
 }
 
@@ -196,6 +221,96 @@ func (g *gitCluster) deployment(p *placed) layout.Deployment {
 		d.Apps = append(d.Apps, app)
 	}
 	return d
+}
+
+// prune drops from the deployment's objects the fields the cluster's schema does not
+// declare, as its monitor reported the schema (Flux's server-side apply would refuse them,
+// and the whole Kustomization with them), and returns the warning of each object, per app
+// and index. Without a report (a monitor that does not write facts) nothing is dropped.
+func (g *gitCluster) prune(ctx context.Context, p *placed, dep *layout.Deployment) (map[string][]string, error) {
+	if len(dep.Apps) == 0 {
+		return nil, nil
+	}
+	b, _, err := g.writer.ReadFile(ctx, g.statusRemote(), gitops.FactsPath(g.key))
+	if err != nil || b == nil {
+		return nil, err
+	}
+	var facts gitops.Facts
+	if err := json.Unmarshal(b, &facts); err != nil {
+		return nil, fmt.Errorf("the facts cluster %s reports through git: %w", g.key, err)
+	}
+	crds := definitions(p)
+	warnings := map[string][]string{}
+	for ai := range dep.Apps {
+		app := &dep.Apps[ai]
+		objs := p.apps[app.Name].Objects
+		warnings[app.Name] = make([]string, len(app.Objects))
+		for oi := range app.Objects {
+			o := &objs[oi]
+			// A definition committed with the object is what the cluster will hold: its
+			// schema, else the cluster's own.
+			key, load := "", func() ([]byte, error) { return nil, nil }
+			if crd := crds[schema.GroupKind{Group: o.Group, Kind: o.Kind}]; crd != nil {
+				key, load = "crd:"+crd.Hash, func() ([]byte, error) { return crdDocument(crd) }
+			} else if sum := facts.Schemas[groupVersionPath(o.Group, o.Version)]; sum != "" {
+				key, load = "sha256:"+sum, func() ([]byte, error) { return g.schemaDoc(ctx, sum) }
+			} else {
+				continue
+			}
+			pr, err := g.schemas.prune(key, o, load)
+			if err != nil {
+				return nil, err
+			}
+			if pr.Body != nil {
+				app.Objects[oi].Manifest = pr.Body
+			}
+			warnings[app.Name][oi] = dropWarning(pr.Dropped)
+		}
+	}
+	return warnings, nil
+}
+
+// definitions indexes the CustomResourceDefinitions of a deployment by the kind they define.
+func definitions(p *placed) map[schema.GroupKind]*appctx.Object {
+	out := map[schema.GroupKind]*appctx.Object{}
+	for _, pl := range p.placements {
+		objs := p.apps[pl.App].Objects
+		for i := range objs {
+			if objs[i].Kind != "CustomResourceDefinition" || objs[i].Group != "apiextensions.k8s.io" {
+				continue
+			}
+			var crd struct {
+				Spec struct {
+					Group string
+					Names struct{ Kind string }
+				}
+			}
+			if json.Unmarshal([]byte(objs[i].Manifest), &crd) == nil && crd.Spec.Group != "" {
+				out[schema.GroupKind{Group: crd.Spec.Group, Kind: crd.Spec.Names.Kind}] = &objs[i]
+			}
+		}
+	}
+	return out
+}
+
+func crdDocument(crd *appctx.Object) ([]byte, error) {
+	var m map[string]any
+	if err := json.Unmarshal([]byte(crd.Manifest), &m); err != nil {
+		return nil, err
+	}
+	return kubeschema.CRDDocument(m)
+}
+
+// schemaDoc reads the OpenAPI document the cluster's monitor wrote under its sha256.
+func (g *gitCluster) schemaDoc(ctx context.Context, sum string) ([]byte, error) {
+	b, _, err := g.writer.ReadFile(ctx, g.statusRemote(), gitops.SchemaPath(g.key, sum))
+	if err != nil {
+		return nil, err
+	}
+	if got := sha256.Sum256(b); hex.EncodeToString(got[:]) != sum {
+		return nil, fmt.Errorf("the OpenAPI schema %s cluster %s reports through git is missing or altered", sum, g.key)
+	}
+	return b, nil
 }
 
 // fluxWait bounds one attempt's wait for Flux: a source poll, a reconcile and its

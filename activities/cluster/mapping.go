@@ -50,7 +50,7 @@ func (c *client) mapping(ref appctx.Ref, defaultNS string) (mapped, error) {
 	}
 	if err != nil {
 		if meta.IsNoMatchError(err) {
-			return mapped{}, permanentErr{fmt.Errorf("the cluster does not serve %s", gvk)}
+			return mapped{}, unservedErr{gvk}
 		}
 		return mapped{}, fmt.Errorf("discover %s: %w", gvk, err)
 	}

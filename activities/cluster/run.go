@@ -34,9 +34,11 @@ type run struct {
 	attempt  int32
 	result   lifecycle.ClusterResult
 	started  time.Time
-	saved    time.Time // last write of the statuses
-	unsaved  bool      // statuses changed since
-	barrier  configBarrier
+	// scheduled is when the activity's first attempt was scheduled.
+	scheduled time.Time
+	saved     time.Time // last write of the statuses
+	unsaved   bool      // statuses changed since
+	barrier   configBarrier
 }
 
 // heartbeatAfter is how long a cluster activity runs before it heartbeats: the first
@@ -91,10 +93,12 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
+	info := activity.GetInfo(ctx)
 	apps = appctx.ForCluster(apps, placements) // controllers may have edited this cluster's objects
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
-		applied: applied, previous: in.Previous != "", target: tg, attempt: activity.GetInfo(ctx).Attempt, started: time.Now(), saved: time.Now()}
+		applied: applied, previous: in.Previous != "", target: tg, attempt: info.Attempt, started: time.Now(), saved: time.Now(),
+		scheduled: info.ScheduledTime}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}

@@ -14,9 +14,14 @@ import (
 // settle records an object's final status for this attempt (Applied, Deleted or Failed).
 // Goroutines of the same cluster share the statuses, hence the lock.
 func (r *run) settle(res *appctx.ResourceStatus, status, msg string) {
+	r.settleWarned(res, status, msg, "")
+}
+
+// settleWarned is settle with a warning of what the object's apply left out.
+func (r *run) settleWarned(res *appctx.ResourceStatus, status, msg, warning string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	res.Status, res.Error, res.Attempts, res.Updated = status, msg, 0, time.Now().UTC()
+	res.Status, res.Error, res.Warning, res.Attempts, res.Updated = status, msg, warning, 0, time.Now().UTC()
 	if status == lifecycle.ResFailed {
 		r.result.Failed++
 	} else {

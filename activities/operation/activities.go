@@ -336,7 +336,26 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 			return err
 		}
 	}
+	if in.Refused && in.Status == lifecycle.StatusInstantiateFailed && digstate.For(in.DIG) == digstate.DIG {
+		if err := a.reapprove(ctx, in.DIG, in.ContextID); err != nil {
+			return err
+		}
+	}
 	return a.Contexts.SetStatus(ctx, in.ContextID, in.Status, in.Error)
+}
+
+// reapprove records a DIG Approved again after an instantiate that failed before it
+// touched any cluster: as in EMCO, where such an instantiate leaves the DIG's state as it
+// was, it may be instantiated again at once (no terminate first). The failed context
+// stays in the history, with its error, for the status.
+func (a *Activities) reapprove(ctx context.Context, dig lifecycle.Target, failed string) error {
+	_, err := digstate.Change(ctx, a.Store, dig.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+		if cur := last(info); cur.State != lifecycle.StateInstantiated || cur.ContextID != failed {
+			return nil, nil // recorded by an earlier attempt, or the DIG moved on
+		}
+		return []lifecycle.Action{{State: lifecycle.StateApproved, ContextID: failed}}, nil
+	})
+	return err
 }
 
 // restore records that context prev is current again: a failed rollout returned every

@@ -211,7 +211,8 @@ export function objects(r) {
           const gv = [o?.group, o?.version].filter(Boolean).join('/');
           return row({ 'data-object': id }, [
             [dash(o?.kind), gv ? h('span', { class: 'sub' }, gv) : null],
-            dash(o?.namespace), dash(o?.name), dash(o?.deployed), dash(o?.attempts), dash(o?.error),
+            dash(o?.namespace), dash(o?.name), dash(o?.deployed), dash(o?.attempts),
+            [dash(o?.error), o?.warning ? h('span', { class: 'sub warn', 'data-testid': 'warning' }, o.warning) : null],
             [o?.state || 'not read', o?.liveError ? h('span', { class: 'sub error' }, o.liveError) : null],
             h('td', { 'data-testid': 'ready' }, readyOf(o)),
             o?.detail ? h('details', { 'data-key': id }, h('summary', null, 'JSON'), json(o.detail)) : '—',

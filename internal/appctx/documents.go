@@ -73,10 +73,13 @@ type App struct {
 // ResourceStatus is the status of one object of an app on one cluster.
 type ResourceStatus struct {
 	Ref      `bson:",inline"`
-	Status   string    `bson:"status"`
-	Attempts int32     `bson:"attempts,omitempty"`
-	Error    string    `bson:"error,omitempty"`
-	Updated  time.Time `bson:"updated,omitempty"`
+	Status   string `bson:"status"`
+	Attempts int32  `bson:"attempts,omitempty"`
+	Error    string `bson:"error,omitempty"`
+	// Warning is what an applied object's apply left out (fields the cluster's schema
+	// does not declare).
+	Warning string    `bson:"warning,omitempty"`
+	Updated time.Time `bson:"updated,omitempty"`
 }
 
 // ClusterApp is one app placed on one cluster, with its resources' statuses.

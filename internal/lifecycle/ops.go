@@ -103,6 +103,9 @@ type FinishInput struct {
 	Restored string `json:"restored,omitempty"`
 	// Rollout is where the operation's rollout ended (nil without a rollout strategy).
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
+	// Refused: the operation failed before it touched any cluster (rendering, placement,
+	// a controller or a pre-hook refused it).
+	Refused bool `json:"refused,omitempty"`
 }
 
 // HookRun is a workflow an operation ran for a controller (contract.Workflow: tac's

@@ -261,6 +261,7 @@ type status struct {
 				ClusterStatus string                `json:"clusterStatus"`
 				Attempts      int                   `json:"attempts"`
 				Error         string                `json:"error"`
+				Warning       string                `json:"warning"`
 			} `json:"resources"`
 		} `json:"clusters"`
 	} `json:"apps"`

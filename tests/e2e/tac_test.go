@@ -154,8 +154,9 @@ func TestTACHooks(t *testing.T) {
 		t.Error("the Deployment was applied although the pre-install hook failed")
 	}
 	recordHistory(t, acc.WorkflowID, "Instantiate-pre-install-hook-failed")
-	d.operate(lifecycle.OpTerminate)
-	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	if st := d.status(""); st.state() != lifecycle.StateApproved { // nothing applied: ready to instantiate again, as in EMCO
+		t.Errorf("after the refused instantiate the DIG is %s, want Approved", st.state())
+	}
 	d.c.do("DELETE", d.dig()+"/temporal-action-controller/gate", nil).must(t, 204)
 
 	// A worker DIG the pre-install hook needs, in a composite app of its own.

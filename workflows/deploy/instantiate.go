@@ -28,6 +28,7 @@ func Instantiate(ctx workflow.Context, in lifecycle.OpInput) error {
 func (o *operation) instantiate(ctx workflow.Context) error {
 	plan, err := o.prepare(ctx)
 	if err != nil {
+		o.refused = true
 		return err
 	}
 	if plan.Rollout != nil {

@@ -31,6 +31,8 @@ type operation struct {
 	// hold, when set, holds the next batches of the fan-outs started meanwhile (a
 	// rollout stage's apply).
 	hold *batchHold
+	// refused: the operation failed before it touched any cluster.
+	refused bool
 	gates
 }
 
@@ -117,7 +119,7 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	in := lifecycle.FinishInput{
 		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
-		Hooks: o.progress.Hooks,
+		Hooks: o.progress.Hooks, Refused: o.refused && !o.stopped,
 	}
 	if o.rollout != nil {
 		status := o.rollout.snapshot()
@@ -153,6 +155,7 @@ func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error
 	}
 	switch {
 	case ctx.Err() != nil: // cancelled from outside
+		o.refused = false // a terminate follows: it records the state
 		ended(out.failed, "error", out.cancelled)
 		_ = o.finish(ctx, out.failed, out.cancelled)
 		return temporal.NewCanceledError()

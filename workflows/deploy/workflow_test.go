@@ -242,8 +242,20 @@ func TestFailingControllerStopsBeforeApply(t *testing.T) {
 	if len(f.applied) != 0 || slices.Contains(f.ran, "commit") {
 		t.Errorf("applied %v, ran %v after a failing controller", f.applied, f.ran)
 	}
-	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || !strings.Contains(fin.Error, "no cluster qualifies") {
-		t.Errorf("finished %+v", fin)
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || !strings.Contains(fin.Error, "no cluster qualifies") || !fin.Refused {
+		t.Errorf("finished %+v, want InstantiateFailed, refused (nothing applied)", fin)
+	}
+}
+
+// An instantiate that failed applying is not refused: its objects are on clusters.
+func TestInstantiateFailingToApplyIsNotRefused(t *testing.T) {
+	f := newFakes()
+	f.apply = func(string, int32) (lifecycle.ClusterResult, error) { return lifecycle.ClusterResult{Failed: 1}, nil }
+	if err := run(t, f, Instantiate, nil); err == nil {
+		t.Fatal("an instantiate whose objects failed succeeded")
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateFailed || fin.Refused {
+		t.Errorf("finished %+v, want InstantiateFailed, not refused", fin)
 	}
 }
 

@@ -45,9 +45,12 @@ type Monitor struct {
 	Log      *slog.Logger   // nil: slog.Default()
 
 	client    dynamic.Interface
+	disco     discovery.DiscoveryInterface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper
 	written   map[string][]byte // the status files of the last successful write
+	facts     map[string][]byte // the facts files of the last write that wrote them
 	writtenAt time.Time
+	docs      map[string]schemaDoc // the OpenAPI documents, by their URL (which has their hash)
 }
 
 // Run makes a pass every Interval until ctx ends. A failed pass (apiserver or git
@@ -110,23 +113,37 @@ func (m *Monitor) Pass(ctx context.Context) (wrote bool, err error) {
 		}
 		files[gitops.StatusPath(m.Cluster, st.Namespace, st.Name)] = b
 	}
-	return m.write(ctx, files)
+	facts, err := m.factFiles(ctx)
+	if err != nil { // the status goes out all the same; the facts at a later pass
+		m.log().Warn("cluster facts not read", "cluster", m.Cluster, "err", err)
+	}
+	return m.write(ctx, files, facts)
 }
 
 // write commits files as the whole status directory (a Kustomization gone loses its
-// file), unless they are what the last write already put there.
-func (m *Monitor) write(ctx context.Context, files map[string][]byte) (bool, error) {
-	if m.written != nil && time.Since(m.writtenAt) < resync && maps.EqualFunc(files, m.written, bytesEqual) {
+// file), and facts (nil: not read) as the whole facts directory, unless they are what the
+// last writes already put there.
+func (m *Monitor) write(ctx context.Context, files, facts map[string][]byte) (bool, error) {
+	fresh := time.Since(m.writtenAt) < resync
+	sameStatus := m.written != nil && fresh && maps.EqualFunc(files, m.written, bytesEqual)
+	sameFacts := facts == nil || (m.facts != nil && fresh && maps.EqualFunc(facts, m.facts, bytesEqual))
+	if sameStatus && sameFacts {
 		return false, nil
 	}
-	res, err := m.Git.Commit(ctx, m.Remote, gitops.Change{
-		Replace: []string{gitops.StatusDir(m.Cluster)}, Files: files, CreateBranch: true,
-		Message: "temco gitops-monitor: status of " + m.Cluster,
-	})
+	change := gitops.Change{Replace: []string{gitops.StatusDir(m.Cluster)}, Files: maps.Clone(files), CreateBranch: true,
+		Message: "temco gitops-monitor: status of " + m.Cluster}
+	if !sameFacts { // a few megabytes of schemas: written only when they change
+		change.Replace = append(change.Replace, gitops.FactsDir(m.Cluster))
+		maps.Copy(change.Files, facts)
+	}
+	res, err := m.Git.Commit(ctx, m.Remote, change)
 	if err != nil {
 		return false, fmt.Errorf("write the status of %s to %s: %w", m.Cluster, m.Remote, err)
 	}
 	m.written, m.writtenAt = files, time.Now()
+	if !sameFacts {
+		m.facts = facts
+	}
 	return res.Changed, nil
 }
 
@@ -187,7 +204,7 @@ func (m *Monitor) connect() error {
 	if err != nil {
 		return fmt.Errorf("discovery client of %s: %w", m.Cluster, err)
 	}
-	m.client, m.mapper = client, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
+	m.client, m.disco, m.mapper = client, disc, restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disc))
 	return nil
 }
 

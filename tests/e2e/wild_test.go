@@ -1,0 +1,306 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/testenv"
+)
+
+// strayChart carries what charts in the wild carry and server-side apply refuses: a
+// DaemonSet with replicas, a Deployment with a mistyped pod field and a container field
+// that does not exist, and a custom object with a field its CRD does not declare (the CRD
+// comes with the chart, so the object's schema is published during the apply).
+func strayChart() []byte {
+	return testenv.Chart("stray", "", map[string]string{"gadgets.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: gadgets.wild.example.com
+spec:
+  group: wild.example.com
+  scope: Namespaced
+  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+`, "all.yaml": `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: stray-agent
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: stray-agent}}
+  template:
+    metadata: {labels: {app: stray-agent}}
+    spec:
+      containers: [{name: agent, image: registry.local/agent:1}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: stray-web
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: stray-web}}
+  template:
+    metadata: {labels: {app: stray-web}}
+    spec:
+      restartpolicy: Always
+      containers: [{name: web, image: registry.local/web:1, pullPolicy: Always}]
+---
+apiVersion: wild.example.com/v1
+kind: Gadget
+metadata:
+  name: stray-gadget
+spec: {size: 3, colour: red}
+`})
+}
+
+// Objects with fields the cluster's schema does not declare are applied as a create
+// would apply them: without those fields, Applied, each with a warning naming them.
+func TestUndeclaredFieldsAreDroppedAsACreateWould(t *testing.T) {
+	d := newDeployment(t, app{name: "stray", chart: strayChart(), placement: clusterNamed("cluster1")})
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	s := d.await("Instantiated", 2*time.Minute, "", func(s status) bool {
+		return s.Status == lifecycle.StatusInstantiated || s.Status == lifecycle.StatusInstantiateFailed
+	})
+	want := map[string]string{
+		"DaemonSet/stray-agent":                             "spec.replicas",
+		"Deployment/stray-web":                              "spec.template.spec.containers[0].pullPolicy, spec.template.spec.restartpolicy",
+		"Gadget/stray-gadget":                               "spec.colour",
+		"CustomResourceDefinition/gadgets.wild.example.com": "",
+	}
+	seen := 0
+	for _, a := range s.Apps {
+		for _, c := range a.Clusters {
+			for _, r := range c.Resources {
+				key := r.GVK.Kind + "/" + r.Name
+				fields, ok := want[key]
+				if !ok {
+					continue
+				}
+				seen++
+				if r.RsyncStatus != lifecycle.ResApplied {
+					t.Errorf("%s: %s (%s), want Applied", key, r.RsyncStatus, r.Error)
+				}
+				switch {
+				case fields == "" && r.Warning != "":
+					t.Errorf("%s: warning %q, want none", key, r.Warning)
+				case fields != "" && !strings.HasSuffix(r.Warning, ": "+fields):
+					t.Errorf("%s: warning %q, want one naming %s", key, r.Warning, fields)
+				}
+			}
+		}
+	}
+	if seen != len(want) || s.Status != lifecycle.StatusInstantiated {
+		t.Fatalf("status %s with %d of the %d objects: %s", s.Status, seen, len(want), pretty(s))
+	}
+	cl := stack.Clusters[0]
+	gadget, err := dynClient(t, cl).Resource(schema.GroupVersionResource{Group: "wild.example.com", Version: "v1", Resource: "gadgets"}).
+		Namespace("default").Get(context.Background(), "stray-gadget", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := gadget.Object["spec"]; !reflect.DeepEqual(spec, map[string]any{"size": int64(3)}) {
+		t.Errorf("the Gadget's spec on the cluster: %v, want size 3 alone", spec)
+	}
+	cs, err := cl.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if _, err := cs.AppsV1().DaemonSets("default").Get(ctx, "stray-agent", metav1.GetOptions{}); err != nil {
+		t.Errorf("the DaemonSet: %v", err)
+	}
+	if dep, err := cs.AppsV1().Deployments("default").Get(ctx, "stray-web", metav1.GetOptions{}); err != nil || dep.Spec.Template.Spec.Containers[0].Image != "registry.local/web:1" {
+		t.Errorf("the Deployment: %v", err)
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	cleanupCRD(t, cl, "gadgets.wild.example.com")
+}
+
+// cleanupCRD deletes a CRD a test's chart installed (terminate leaves CRDs, as Helm does).
+func cleanupCRD(t *testing.T, cl *devstack.Cluster, name string) {
+	t.Helper()
+	_ = dynClient(t, cl).Resource(apiextensionsCRDs).Delete(context.Background(), name, metav1.DeleteOptions{})
+}
+
+// What can never succeed fails the object at once, with the API server's reason — an
+// invalid object, a value of the wrong type for the schema — while a cluster that cannot
+// be reached is retried, shown Retrying, until the operation is stopped.
+func TestRefusedObjectsFailAtOnceWhileAnUnreachableClusterRetries(t *testing.T) {
+	down := stack.Clusters[2]
+	refused := testenv.Chart("refused", "", map[string]string{"all.yaml": `apiVersion: v1
+kind: Service
+metadata:
+  name: refused-port
+spec:
+  selector: {app: x}
+  ports: [{port: 99999}]
+---
+apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: refused-replicas
+spec:
+  replicas: two
+  selector: {matchLabels: {app: x}}
+  template:
+    metadata: {labels: {app: x}}
+    spec:
+      containers: [{name: x, image: registry.local/x:1}]
+`})
+	d := newDeployment(t,
+		app{name: "refused", chart: refused, placement: clusterNamed("cluster1")},
+		app{name: "far", chart: webChart("far"), placement: clusterNamed(down.Name)})
+	d.create()
+	down.StopAPIServer()
+	t.Cleanup(func() {
+		if err := down.StartAPIServer(context.Background()); err != nil {
+			t.Errorf("restart apiserver of %s: %v", down.Name, err)
+		}
+	})
+	start := time.Now()
+	d.operate(lifecycle.OpInstantiate)
+	failed := map[string]string{}
+	d.await("the refused objects Failed, the unreachable cluster Retrying", time.Minute, "", func(s status) bool {
+		retrying := false
+		for _, a := range s.Apps {
+			for _, c := range a.Clusters {
+				for _, r := range c.Resources {
+					if r.RsyncStatus == lifecycle.ResFailed {
+						failed[r.Name] = r.Error
+						if r.Attempts != 0 {
+							t.Errorf("%s failed after %d attempts, want none", r.Name, r.Attempts)
+						}
+					}
+					retrying = retrying || (c.Cluster == down.Name && r.RsyncStatus == lifecycle.ResRetrying && r.Attempts >= 2)
+				}
+			}
+		}
+		return len(failed) == 2 && retrying
+	})
+	t.Logf("refused objects failed and the far cluster retried within %s", time.Since(start).Round(time.Millisecond))
+	if !strings.Contains(failed["refused-port"], "Invalid value: 99999") {
+		t.Errorf("the Service's error %q, want the API server's", failed["refused-port"])
+	}
+	if !strings.Contains(failed["refused-replicas"], "spec.replicas") || !strings.Contains(failed["refused-replicas"], "expected numeric") {
+		t.Errorf("the Deployment's error %q, want the API server's schema refusal", failed["refused-replicas"])
+	}
+	d.operate(lifecycle.OpStop)
+	d.await("InstantiateStopped", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiateStopped })
+}
+
+// On a cluster reached through git, the committed manifests are the pruned ones, with the
+// same warnings, from the schema the cluster's monitor reports: Flux's server-side apply
+// would refuse the objects (and the whole Kustomization with them).
+func TestUndeclaredFieldsAreDroppedOnAGitOpsCluster(t *testing.T) {
+	gc := registerGitOps(t)
+	chart := testenv.Chart("gstray", "", map[string]string{"all.yaml": `apiVersion: apps/v1
+kind: DaemonSet
+metadata:
+  name: gstray-agent
+spec:
+  replicas: 2
+  selector: {matchLabels: {app: gstray-agent}}
+  template:
+    metadata: {labels: {app: gstray-agent}}
+    spec:
+      containers: [{name: agent, image: registry.local/agent:1}]
+---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata:
+  name: gstray-net
+spec:
+  config: '{"cniVersion": "0.3.1", "type": "bridge"}'
+  bridge: br0
+`})
+	d := newDeployment(t, app{name: "gstray", chart: chart, placement: clusterNamed(gc)})
+	d.logicalCloud, d.setUpCloud = "gitops", onClusters(gc)
+	d.create()
+	inst := d.operate(lifecycle.OpInstantiate).ContextID
+	s := d.await("Instantiated", 3*time.Minute, "", func(s status) bool {
+		return s.Status == lifecycle.StatusInstantiated || s.Status == lifecycle.StatusInstantiateFailed
+	})
+	want := map[string]string{"DaemonSet/gstray-agent": "spec.replicas", "NetworkAttachmentDefinition/gstray-net": "spec.bridge"}
+	for _, a := range s.Apps {
+		for _, c := range a.Clusters {
+			for _, r := range c.Resources {
+				key := r.GVK.Kind + "/" + r.Name
+				if r.RsyncStatus != lifecycle.ResApplied || !strings.HasSuffix(r.Warning, ": "+want[key]) {
+					t.Errorf("%s: %s, warning %q, want Applied with a warning naming %s", key, r.RsyncStatus, r.Warning, want[key])
+				}
+				delete(want, key)
+			}
+		}
+	}
+	if len(want) > 0 || s.Status != lifecycle.StatusInstantiated {
+		t.Fatalf("status %s, objects not seen %v: %s", s.Status, want, pretty(s))
+	}
+	file := stack.GitOps.Path() + "/context/" + inst + "/app/gstray/gstray-agent+DaemonSet.yaml"
+	out, err := stack.Git.Git(context.Background(), stack.GitOps.Repo, "show", stack.GitOps.Branch+":"+file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(out, "replicas") {
+		t.Errorf("the committed DaemonSet still has replicas:\n%s", out)
+	}
+	nad := schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
+	eventually(t, "the network attachment applied by Flux, without bridge", time.Minute, func() error {
+		u, err := dynClient(t, stack.GitOps.Cluster).Resource(nad).Namespace("default").Get(context.Background(), "gstray-net", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if spec := u.Object["spec"]; !reflect.DeepEqual(spec, map[string]any{"config": `{"cniVersion": "0.3.1", "type": "bridge"}`}) {
+			return fmt.Errorf("spec %v", spec)
+		}
+		return nil
+	})
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
+
+// An instantiate refused before anything is applied (here, a chart that does not render)
+// leaves the DIG Approved, as EMCO leaves it, with the reason in the status: once the
+// chart is mended the DIG is instantiated again, without a terminate first.
+func TestARefusedInstantiateLeavesTheDIGApproved(t *testing.T) {
+	broken := testenv.Chart("mend", "", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mend\ndata:\n  a: {{ .Values.missing.key }}\n"})
+	d := newDeployment(t, app{name: "mend", chart: broken, placement: clusterNamed("cluster1")})
+	d.create()
+	refused := d.operate(lifecycle.OpInstantiate)
+	s := d.await("InstantiateFailed", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
+	if s.state() != lifecycle.StateApproved || s.Instance != refused.ContextID || !strings.Contains(s.Error, "nil pointer evaluating interface {}.key") {
+		t.Fatalf("after the refused instantiate: state %s, instance %s, error %q; want Approved, the refused context and the chart's error",
+			s.state(), s.Instance, s.Error)
+	}
+	d.c.multipart("PUT", d.ca()+"/apps/mend", res("mend", nil), testenv.Chart("mend", "", map[string]string{
+		"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: mend\ndata:\n  a: b\n"})).must(t, 200)
+	again := d.operate(lifecycle.OpInstantiate)
+	s = d.await("Instantiated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	if s.Instance != again.ContextID || s.state() != lifecycle.StateInstantiated {
+		t.Errorf("the second instantiate: %s", pretty(s))
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
