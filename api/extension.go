@@ -83,10 +83,11 @@ func (d clusterKind[S]) mount(g *echo.Group, s *Server) {
 	register(g, s, k)
 }
 
+// A controller's intents leave the DIG's lifecycle alone, as EMCO's controllers do: they
+// are read when an operation runs its controllers, so they may change after approve.
 func (d KindDef[S]) mount(g *echo.Group, s *Server) {
 	coll := routeDIG + d.Path
-	k := kind[S]{name: d.Name, coll: coll, item: coll + "/:" + d.Param, multipart: d.Multipart,
-		changed: func(ctx context.Context, s *Server, id string) error { return s.unapprove(ctx, digOf(id)) }}
+	k := kind[S]{name: d.Name, coll: coll, item: coll + "/:" + d.Param, multipart: d.Multipart}
 	if d.Check != nil {
 		k.check = func(ctx context.Context, s *Server, r *request[S]) error {
 			return d.Check(ctx, &Request[S]{r: r, s: s})
