@@ -17,14 +17,16 @@ import (
 const defaultAPI = "http://127.0.0.1:9015"
 
 // clientCmds are emcoctl's commands, with its flags: apply, update, delete and get of
-// resource files.
+// resource files. Every verb takes the same flags, so that scripts may pass one set to
+// all of them; waitHelp says what --timeout and --wait do for the verb.
 func clientCmds() []*cobra.Command {
 	type runFunc func(*emcoctl.Runner, context.Context, []*emcoctl.Document) error
-	mk := func(use, short string, run runFunc, extra func(*cobra.Command, *emcoctl.Runner)) *cobra.Command {
+	type waitHelp struct{ timeout, wait string }
+	mk := func(use, short string, run runFunc, help waitHelp) *cobra.Command {
 		var files, oldFiles, values []string
 		var config string
 		var waitTime int
-		r := &emcoctl.Runner{Out: os.Stdout, HTTP: &http.Client{Timeout: time.Minute}}
+		r := &emcoctl.Runner{HTTP: &http.Client{Timeout: time.Minute}}
 		cmd := &cobra.Command{
 			Use:   use + " -f FILE [-v VALUES]",
 			Short: short,
@@ -41,6 +43,7 @@ func clientCmds() []*cobra.Command {
 					}
 					r.API = api
 				}
+				r.Out = cmd.OutOrStdout()
 				r.WaitTime = time.Duration(waitTime) * time.Second
 				docs, err := emcoctl.Load(files, values)
 				if err != nil {
@@ -57,27 +60,28 @@ func clientCmds() []*cobra.Command {
 		f.StringVarP(&r.Token, "token", "t", env("TEMCO_TOKEN", ""), "bearer token, when the API requires one (prefer the variable: flags show in ps) [TEMCO_TOKEN]")
 		f.BoolVarP(&r.Stop, "stop", "s", false, "stop at the first document the API refuses")
 		f.IntVarP(&waitTime, "waitTime", "w", 0, "seconds to pause after a 202 answer before the next document")
+		f.DurationVar(&r.Timeout, "timeout", 5*time.Minute, help.timeout)
+		f.BoolVar(&r.Wait, "wait", false, help.wait)
 		// Older temco spellings of emcoctl's -f and -s.
 		f.StringSliceVar(&oldFiles, "file", nil, "same as --filename")
 		f.BoolVar(&r.Stop, "stop-on-error", false, "same as --stop")
 		_ = f.MarkHidden("file")
 		_ = f.MarkHidden("stop-on-error")
-		if extra != nil {
-			extra(cmd, r)
-		}
 		return cmd
 	}
-	timeout := func(cmd *cobra.Command, r *emcoctl.Runner) {
-		cmd.Flags().DurationVar(&r.Timeout, "timeout", 5*time.Minute, "longest wait for one awaited operation")
+	const awaited = "longest wait for one awaited operation"
+	// update and get skip every lifecycle action, so they have nothing to await.
+	harmless := func(verb string) string {
+		return "accepted as apply takes it; harmless here: " + verb + " awaits nothing"
 	}
 	return []*cobra.Command{
 		mk("apply", "Create the resources of emcoctl files, in order (a logical cloud's operations are awaited)", (*emcoctl.Runner).Apply,
-			func(cmd *cobra.Command, r *emcoctl.Runner) {
-				timeout(cmd, r)
-				cmd.Flags().BoolVar(&r.Wait, "wait", false, "also await a DIG's instantiate, update, rollback and terminate")
-			}),
-		mk("update", "Replace the resources of emcoctl files, in order (actions are skipped)", (*emcoctl.Runner).Update, nil),
-		mk("delete", "Delete the resources of emcoctl files, in reverse (instantiate and apply become an awaited terminate)", (*emcoctl.Runner).Delete, timeout),
-		mk("get", "Print the resources of emcoctl files (and status anchors)", (*emcoctl.Runner).Get, nil),
+			waitHelp{awaited, "also await a DIG's instantiate, update, rollback and terminate"}),
+		mk("update", "Replace the resources of emcoctl files, in order (actions are skipped)", (*emcoctl.Runner).Update,
+			waitHelp{harmless("update"), harmless("update")}),
+		mk("delete", "Delete the resources of emcoctl files, in reverse (instantiate and apply become an awaited terminate)", (*emcoctl.Runner).Delete,
+			waitHelp{awaited, "accepted as apply takes it; harmless here: delete always awaits its terminates"}),
+		mk("get", "Print the resources of emcoctl files (and status anchors)", (*emcoctl.Runner).Get,
+			waitHelp{harmless("get"), harmless("get")}),
 	}
 }
