@@ -148,7 +148,7 @@ func jsonKinds() []jsonKind {
 			unblock:    func(c *client, item string) { c.do("DELETE", item+"/cluster-references/r1", nil).must(c.t, 204) },
 			orphanColl: "/projects/nope/logical-clouds",
 			invalidSpecs: []map[string]any{{"level": "2"}, {"level": "1", "user": map[string]any{"userName": "a"}},
-				{"level": "1", "namespace": "Team_A", "user": map[string]any{"userName": "a"}}, {"level": "1", "namespace": "ns"},
+				{"level": "1", "namespace": "Team_A", "user": map[string]any{"userName": "a"}},
 				{"level": "1", "namespace": "ns", "user": map[string]any{"userName": strings.Repeat("u", 21)}},
 				{"namespace": "ns", "user": map[string]any{"userName": "a"}, "labels": map[string]string{"bad key!": "v"}}}},
 		{name: "cluster reference", coll: pP + "/logical-clouds/lc1/cluster-references",

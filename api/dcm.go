@@ -54,9 +54,8 @@ func checkLogicalCloud(_ context.Context, _ *Server, r *request[model.LogicalClo
 		if err := namespaceErr("spec.namespace", sp.Namespace); err != nil {
 			return err
 		}
-		if sp.User.UserName == "" {
-			return badRequest("spec.user.userName is required for a level 1 (standard or privileged) logical cloud")
-		}
+		// No user is accepted, as dcm accepts it: the credential's user then has a name
+		// temco derives from the cloud (activities/logicalcloud).
 		if len(sp.User.UserName) > 20 { // dcm's limit
 			return badRequest("spec.user.userName %q is longer than 20 characters", sp.User.UserName)
 		}

@@ -6,9 +6,9 @@ import (
 	"testing"
 )
 
-// Logical clouds as dcm takes them: no level means a standard cloud ("1"), labels and a
-// cluster reference's loadbalancerIp (any case) are kept, and an admin cloud takes no
-// cluster quotas.
+// Logical clouds as dcm takes them: no level means a standard cloud ("1"), which needs no
+// user, labels and a cluster reference's loadbalancerIp (any case) are kept, and an admin
+// cloud takes no cluster quotas.
 func TestLogicalCloudsAsDcmTakesThem(t *testing.T) {
 	c := newClient(t)
 	c.do("POST", "/projects", res("p1", nil)).must(t, 201)
@@ -30,6 +30,18 @@ func TestLogicalCloudsAsDcmTakesThem(t *testing.T) {
 	r := c.do("POST", lcs+"/std/cluster-references", `{"metadata":{"name":"r"},"spec":{"clusterProvider":"cp","cluster":"c","loadbalancerIp":"10.0.0.1"}}`).must(t, 201)
 	if !strings.Contains(string(r.body), `"loadBalancerIP":"10.0.0.1"`) {
 		t.Errorf("cluster reference %s", r.body)
+	}
+	// dcm requires no user: the credential then carries a name temco derives. A standard
+	// cloud still needs a valid namespace, which it creates on its clusters.
+	c.do("POST", lcs, res("nouser", map[string]any{"namespace": "team-b"})).must(t, 201)
+	for spec, want := range map[string]string{
+		`{"level":"1"}`:                    "spec.namespace is required",
+		`{"level":"1","namespace":"Team"}`: `spec.namespace "Team" is not a valid namespace`,
+	} {
+		body := `{"metadata":{"name":"bad"},"spec":` + spec + `}`
+		if m := c.do("POST", lcs, body).must(t, http.StatusBadRequest).message(t); !strings.Contains(m, want) {
+			t.Errorf("%s: message %q, want it to say %q", spec, m, want)
+		}
 	}
 	c.do("POST", lcs, res("admin", map[string]any{"level": "0"})).must(t, 201)
 	m := c.do("POST", lcs+"/admin/cluster-quotas", res("q", map[string]any{"pods": "5"})).must(t, http.StatusBadRequest).message(t)

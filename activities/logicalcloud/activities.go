@@ -48,7 +48,7 @@ func (a *Activities) load(ctx context.Context, id string) (cloud, []string, erro
 	if err != nil {
 		return cloud{}, nil, err
 	}
-	c := cloud{name: r.Metadata.Name, spec: r.Spec, permissions: map[string]model.UserPermissionSpec{}, quotas: map[string]model.ClusterQuotaSpec{}}
+	c := cloud{project: projectOf(id), name: r.Metadata.Name, spec: r.Spec, permissions: map[string]model.UserPermissionSpec{}, quotas: map[string]model.ClusterQuotaSpec{}}
 	perms, err := a.Store.List(ctx, store.Query{Parent: id, Kind: model.KindUserPermission})
 	if err != nil {
 		return c, nil, err
@@ -188,6 +188,9 @@ func (a *Activities) PruneLogicalCloud(ctx context.Context, in lifecycle.Cluster
 	}
 	return res, a.revoke(ctx, header.DIG, in.Cluster)
 }
+
+// projectOf is the project of a logical cloud: "/projects/p/logical-clouds/lc" -> "p".
+func projectOf(cloudID string) string { return strings.Split(strings.Trim(cloudID, "/"), "/")[1] }
 
 // csrName names the CertificateSigningRequest of a cloud (cluster-scoped, so it carries
 // the project too).

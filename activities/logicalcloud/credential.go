@@ -50,7 +50,7 @@ func (a *Activities) issue(ctx context.Context, cloudID string, c cloud, cluster
 	if err != nil {
 		return err
 	}
-	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: c.spec.User.UserName}}, key)
+	csrDER, err := x509.CreateCertificateRequest(rand.Reader, &x509.CertificateRequest{Subject: pkix.Name{CommonName: c.user()}}, key)
 	if err != nil {
 		return err
 	}
@@ -64,9 +64,9 @@ func (a *Activities) issue(ctx context.Context, cloudID string, c cloud, cluster
 	}
 	kc := clientcmdapi.NewConfig()
 	kc.Clusters[clusterKey] = &clientcmdapi.Cluster{Server: cfg.Host, CertificateAuthorityData: cfg.CAData, InsecureSkipTLSVerify: cfg.Insecure}
-	kc.AuthInfos[c.spec.User.UserName] = &clientcmdapi.AuthInfo{ClientCertificateData: cert,
+	kc.AuthInfos[c.user()] = &clientcmdapi.AuthInfo{ClientCertificateData: cert,
 		ClientKeyData: pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: keyDER})}
-	kc.Contexts[c.name] = &clientcmdapi.Context{Cluster: clusterKey, AuthInfo: c.spec.User.UserName, Namespace: c.spec.Namespace}
+	kc.Contexts[c.name] = &clientcmdapi.Context{Cluster: clusterKey, AuthInfo: c.user(), Namespace: c.spec.Namespace}
 	kc.CurrentContext = c.name
 	data, err := clientcmd.Write(*kc)
 	if err != nil {

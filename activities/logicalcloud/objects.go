@@ -13,10 +13,22 @@ import (
 
 // cloud is everything a logical cloud's objects are made from.
 type cloud struct {
+	project     string
 	name        string
 	spec        model.LogicalCloudSpec
 	permissions map[string]model.UserPermissionSpec // by resource name
 	quotas      map[string]model.ClusterQuotaSpec   // by resource name
+}
+
+// user is the name the cloud's credential and role bindings carry: spec.user.userName,
+// else a default, as dcm requires no user (it then issues nameless ones, which clusters
+// refuse). The project keeps same-named clouds of two projects from sharing rights, and
+// the length (over dcm's 20 characters) keeps it apart from any name a user may give.
+func (c cloud) user() string {
+	if c.spec.User.UserName != "" {
+		return c.spec.User.UserName
+	}
+	return "temco:logical-cloud:" + c.project + ":" + c.name
 }
 
 // objects renders what a standard or privileged cloud creates on each of its clusters,
@@ -47,7 +59,7 @@ func (c cloud) objects(labels map[string]string) ([]appctx.Object, error) {
 		out = append(out, map[string]any{"apiVersion": "v1", "kind": "ResourceQuota",
 			"metadata": meta(n, ns, nil), "spec": map[string]any{"hard": c.quotas[n]}})
 	}
-	subject := []any{map[string]any{"kind": "User", "name": c.spec.User.UserName, "apiGroup": "rbac.authorization.k8s.io"}}
+	subject := []any{map[string]any{"kind": "User", "name": c.user(), "apiGroup": "rbac.authorization.k8s.io"}}
 	for _, n := range slices.Sorted(maps.Keys(c.permissions)) {
 		p := c.permissions[n]
 		rule := map[string]any{"apiGroups": orEmpty(p.APIGroups), "resources": p.Resources, "verbs": p.Verbs}

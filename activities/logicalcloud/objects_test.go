@@ -49,6 +49,25 @@ func TestObjectsOfAStandardAndAPrivilegedCloud(t *testing.T) {
 	}
 }
 
+// A cloud without spec.user (dcm requires none) binds its permissions to a user named
+// after its project and itself, the name its credential carries.
+func TestACloudWithoutUserBindsTheDefaultUser(t *testing.T) {
+	c := cloud{project: "p1", name: "team", spec: model.LogicalCloudSpec{Namespace: "team-ns", Level: "1"},
+		permissions: map[string]model.UserPermissionSpec{"rw": {Namespace: "team-ns", Resources: []string{"pods"}, Verbs: []string{"get"}}}}
+	if got, want := c.user(), "temco:logical-cloud:p1:team"; got != want {
+		t.Errorf("user %q, want %q", got, want)
+	}
+	objs, err := c.objects(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var binding map[string]any
+	_ = json.Unmarshal([]byte(objs[2].Manifest), &binding)
+	if subj := binding["subjects"].([]any)[0].(map[string]any); objs[2].Kind != "RoleBinding" || subj["name"] != c.user() {
+		t.Errorf("%s %v, want a RoleBinding to %s", objs[2].Kind, binding["subjects"], c.user())
+	}
+}
+
 func TestCSRNameCarriesProjectAndCloud(t *testing.T) {
 	if got := csrName("/projects/p1/logical-clouds/team"); got != "temco-p1-team" {
 		t.Errorf("csrName = %s", got)

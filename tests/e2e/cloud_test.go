@@ -154,6 +154,9 @@ func TestStandardLogicalCloud(t *testing.T) {
 			if !strings.Contains(s.Error, `cluster "local+cluster3", which is not in logical cloud "team"`) {
 				t.Errorf("placement outside the cloud failed with %q", s.Error)
 			}
+			if s.state() != lifecycle.StateApproved { // refused before anything was applied, as in EMCO
+				t.Errorf("after the refused instantiate the DIG is %s, want Approved", s.state())
+			}
 			break
 		}
 		if time.Now().After(deadline) {
@@ -161,7 +164,6 @@ func TestStandardLogicalCloud(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	d.c.do("POST", dig2+"/terminate", nil).must(t, 202)
 
 	r := d.c.do("POST", cloudPath(d, "team")+"/terminate", nil).must(t, 409)
 	if !strings.Contains(string(r.body), "terminate it first") {
@@ -320,4 +322,44 @@ func TestLogicalCloudUpdate(t *testing.T) {
 	if _, err := cs2.CoreV1().Namespaces().Get(ctx, "grow-ns", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("namespace after terminate: %v", err)
 	}
+}
+
+// A standard cloud without spec.user, as dcm takes it: instantiated, its role binding
+// and issued credential name temco's default user, temco:logical-cloud:<project>:<cloud>,
+// and a DIG deploys into its namespace with that credential.
+func TestStandardLogicalCloudWithoutUser(t *testing.T) {
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.logicalCloud = "anon"
+	d.setUpCloud = func(d *deployment) {
+		lc := cloudPath(d, "anon")
+		d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("anon", map[string]any{"namespace": "anon-ns"})).must(t, 201)
+		d.c.do("POST", lc+"/cluster-references", res("cluster1", map[string]any{"clusterProvider": provider, "cluster": "cluster1"})).must(t, 201)
+		grantWorkloads(d, lc, "anon-ns")
+		d.c.do("POST", lc+"/instantiate", nil).must(t, 202)
+		d.awaitCloud("anon", lifecycle.StatusInstantiated)
+	}
+	d.create()
+	user := "temco:logical-cloud:" + d.project + ":anon"
+	ctx := context.Background()
+	cs, _ := stack.Clusters[0].Clientset()
+	if rb, err := cs.RbacV1().RoleBindings("anon-ns").Get(ctx, "anon-rw", metav1.GetOptions{}); err != nil || len(rb.Subjects) != 1 || rb.Subjects[0].Name != user {
+		t.Errorf("role binding %v (%v), want its subject to be %s", rb, err, user)
+	}
+	kc, err := issuedKubeconfig(t, d.project, "anon", "cluster1")
+	if err != nil {
+		t.Fatalf("no credential issued: %v", err)
+	}
+	if cfg, err := clientcmd.Load(kc); err != nil || cfg.AuthInfos[user] == nil {
+		t.Errorf("the credential's user is not %s: %v", user, err)
+	}
+
+	acc := d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	if dep, err := cs.AppsV1().Deployments("anon-ns").Get(ctx, "web", metav1.GetOptions{}); err != nil || dep.Labels[lifecycle.DeploymentIDLabel] != acc.ContextID+"-web" {
+		t.Errorf("the DIG's Deployment is not in the cloud's namespace: %v %v", dep, err)
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	d.c.do("POST", cloudPath(d, "anon")+"/terminate", nil).must(t, 202)
+	d.awaitCloud("anon", lifecycle.StatusTerminated)
 }
