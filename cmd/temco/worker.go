@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
@@ -48,13 +49,17 @@ func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var perBatch int
-	var metricsAddr, gitCache string
+	var metricsAddr, gitCache, gacURLAllow string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := newLogger()
+			gacHosts, err := gac.ParseAllowList(gacURLAllow)
+			if err != nil {
+				return err
+			}
 			st, keys, closeStore, err := sf.open(ctx)
 			if err != nil {
 				return err
@@ -90,7 +95,7 @@ func workerCmd() *cobra.Command {
 				defer os.RemoveAll(gitDir)
 			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
-				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg), Controllers: registry.All,
+				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
 				Git: &gitops.Writer{Dir: gitDir}})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
@@ -105,6 +110,8 @@ func workerCmd() *cobra.Command {
 		"listen address of the worker's /metrics and /healthz [TEMCO_METRICS_ADDR]")
 	cmd.Flags().StringVar(&gitCache, "git-cache", env("TEMCO_GIT_CACHE", ""),
 		"directory of this worker's clones of GitOps repositories, not shared with another worker; empty: a temporary one [TEMCO_GIT_CACHE]")
+	cmd.Flags().StringVar(&gacURLAllow, "gac-url-allow", env("TEMCO_GAC_URL_ALLOW", ""),
+		"hosts (host, any port, or host:port; comma-separated) from which gac may fetch $(URL)$ patch values; none by default, and temco's own kv-pairs route needs none [TEMCO_GAC_URL_ALLOW]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),
 		"clusters per fan-out batch (child workflow); 0 for the default [TEMCO_CLUSTERS_PER_BATCH]")
 	return cmd

@@ -25,6 +25,7 @@ type docs interface {
 type controller struct {
 	store docs
 	keys  *seal.Keyring // templates and files are stored sealed: they may hold a Secret's data
+	urls  *fetcher      // fetches $(URL)$ values from the hosts an admin allowed (nil: none)
 }
 
 // Run plans every resource of the intent and records the edits at once.
@@ -42,10 +43,14 @@ func (c *controller) Run(ctx context.Context, v contract.Context) error {
 	if err != nil {
 		return err
 	}
-	p := &planner{view: v, apps: map[string]contract.App{}, seen: map[string][]contract.Resource{}, added: map[string]string{}}
+	p := &planner{view: v, apps: map[string]contract.App{}, seen: map[string][]contract.Resource{}, added: map[string]string{},
+		values: &values{store: c.store, urls: c.urls, clusters: map[string]bool{}, got: map[string]any{}}}
 	for _, a := range apps {
 		a.Clusters = slices.Sorted(slices.Values(a.Clusters))
 		p.apps[a.Name] = a
+		for _, cl := range a.Clusters {
+			p.values.clusters[cl] = true
+		}
 	}
 	for _, r := range resources {
 		if err := p.plan(ctx, r); err != nil {
@@ -107,11 +112,12 @@ func loadIntent(ctx context.Context, st docs, keys *seal.Keyring, id string) ([]
 
 // planner turns resources into edits.
 type planner struct {
-	view  contract.Context
-	apps  map[string]contract.App // clusters sorted
-	seen  map[string][]contract.Resource
-	added map[string]string // "app/cluster/kind/name" (kind in lower case) -> kind, of the objects this run adds
-	edits []contract.Edit
+	view   contract.Context
+	apps   map[string]contract.App // clusters sorted
+	seen   map[string][]contract.Resource
+	added  map[string]string // "app/cluster/kind/name" (kind in lower case) -> kind, of the objects this run adds
+	values *values           // of $(URL)$ patch values
+	edits  []contract.Edit
 }
 
 func (p *planner) plan(ctx context.Context, r *resource) error {
@@ -159,7 +165,11 @@ func (p *planner) planNew(ctx context.Context, r *resource, app contract.App) er
 		clusters := groups[k]
 		var custs []*customization
 		for _, i := range applies[clusters[0]] {
-			custs = append(custs, r.Customizations[i])
+			c := r.Customizations[i]
+			if err := p.values.resolve(ctx, r, c); err != nil {
+				return err
+			}
+			custs = append(custs, c)
 		}
 		manifest, kind, err := buildObject(r, custs)
 		if err != nil {
@@ -198,7 +208,8 @@ func buildObject(r *resource, custs []*customization) (json.RawMessage, string, 
 }
 
 // planPatches patches the app's object on each targeted cluster that has it; clusters
-// without it are skipped, as in EMCO.
+// without it are skipped, as in EMCO, and its $(URL)$ values are looked up only when
+// some cluster has it.
 func (p *planner) planPatches(ctx context.Context, r *resource, app contract.App) error {
 	gvk := r.Spec.ResourceGVK
 	class := classOf(gvk.Kind)
@@ -225,6 +236,14 @@ func (p *planner) planPatches(ctx context.Context, r *resource, app contract.App
 				kinds = append(kinds, kind)
 			}
 			byKind[kind] = append(byKind[kind], cl)
+		}
+		if len(kinds) > 0 && p.values.needed(c) {
+			if err := p.values.resolve(ctx, r, c); err != nil {
+				return err
+			}
+			if _, patches, err = patchesOf(c, class); err != nil {
+				return contract.Refuse("gac resource %s, customization %s: %v", r.Name, c.Name, err)
+			}
 		}
 		for _, kind := range kinds {
 			for _, data := range patches {

@@ -7,7 +7,9 @@
 // files and a JSON or strategic merge patch. Where temco departs from EMCO, the code
 // says so: several customizations of one new object make one object per cluster with all
 // of them applied, a cluster-specific customization also matches the cluster's provider,
-// and $(URL)$ patch values are refused instead of fetched.
+// and a $(URL)$ patch value is read from temco's store when it names the kv-pairs route
+// (of the deployment's own clusters only), else fetched only from a host an admin allowed
+// (url.go, fetch.go).
 package gac
 
 import (

@@ -34,9 +34,10 @@ type resource struct {
 
 // customization is a stored customization with its files.
 type customization struct {
-	Name  string
-	Spec  CustomizationSpec
-	Files []api.NamedFile
+	Name     string
+	Spec     CustomizationSpec
+	Files    []api.NamedFile
+	resolved bool // its $(URL)$ values are replaced by what they stand for
 }
 
 // Kinds whose data the customization files fill.
@@ -363,9 +364,8 @@ func mergePatchJSON(f api.NamedFile) ([]byte, error) {
 	return js, nil
 }
 
-// jsonOps checks RFC 6902 operations and returns them as a JSON patch document. EMCO's
-// $(URL)$ values, fetched by EMCO when it applies the patch, are refused: fetching URLs
-// users name from temco's worker would let them probe its network.
+// jsonOps checks RFC 6902 operations and returns them as a JSON patch document ($(URL)$
+// values are checked by lookupsOf and replaced by values.resolve before it is applied).
 func jsonOps(ops []map[string]any) ([]byte, error) {
 	if len(ops) == 0 {
 		return nil, errors.New("patchType json needs patchJson operations")
@@ -396,12 +396,8 @@ func checkOp(op map[string]any) error {
 	}
 	switch name {
 	case "add", "replace", "test":
-		v, ok := op["value"]
-		if !ok {
+		if _, ok := op["value"]; !ok {
 			return fmt.Errorf("(%s) has no value", name)
-		}
-		if s, ok := v.(string); ok && strings.HasPrefix(s, "$(http") && strings.HasSuffix(s, ")$") {
-			return fmt.Errorf("value %q asks for a value fetched from a URL, which temco does not support: put the value itself in the patch", s)
 		}
 	case "move", "copy":
 		if from, ok := op["from"].(string); !ok || from != "" && !strings.HasPrefix(from, "/") {

@@ -144,6 +144,9 @@ func validateCustomization(sp CustomizationSpec, files []api.NamedFile, res Reso
 		if _, err := jsonOps(sp.PatchJSON); err != nil {
 			return fmt.Errorf("spec.%v", err)
 		}
+		if _, err := lookupsOf(sp); err != nil {
+			return fmt.Errorf("spec.%v", err)
+		}
 	case patchMerge:
 		patches := mergePatches(sp, files, class)
 		if len(patches) == 0 {

@@ -208,7 +208,8 @@ func TestFullInstall(t *testing.T) {
 	if str(api, "readinessProbe", "httpGet", "scheme") != "HTTPS" || str(api, "livenessProbe", "httpGet", "scheme") != "HTTPS" {
 		t.Errorf("api probes over HTTP while it serves HTTPS: %v", api["readinessProbe"])
 	}
-	if we := env(worker); we["TEMCO_CLUSTERS_PER_BATCH"] != "100" || we["TEMCO_METRICS_ADDR"] != ":9100" || we["TEMCO_TEMPORAL_TLS_CERT"] == "" {
+	if we := env(worker); we["TEMCO_CLUSTERS_PER_BATCH"] != "100" || we["TEMCO_METRICS_ADDR"] != ":9100" || we["TEMCO_TEMPORAL_TLS_CERT"] == "" ||
+		we["TEMCO_GAC_URL_ALLOW"] != "config.example.com,10.0.0.7:8080" {
 		t.Errorf("worker env %v", we)
 	}
 	var mounts []string

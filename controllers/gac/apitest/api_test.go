@@ -21,6 +21,7 @@ import (
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 	"github.com/temco/temco/internal/testenv"
@@ -65,9 +66,10 @@ func body(name string, spec any) map[string]any {
 	return map[string]any{"metadata": map[string]any{"name": name}, "spec": spec}
 }
 
-// A Secret's template and files are stored sealed (never in clear in MongoDB, nor in any
-// answer), and the controller, given the keys, builds the Secret from them.
-func TestSecretDataIsStoredSealed(t *testing.T) {
+// newServer is temco's API with gac, on a store holding project p's DIG "dig" of app web,
+// its intent "gi", and cluster p+c1.
+func newServer(t *testing.T) (*api.Server, *store.Store, *seal.Keyring) {
+	t.Helper()
 	ctx := context.Background()
 	db := testenv.Database(t, ferret, strings.ToLower(t.Name()))
 	st, err := store.New(ctx, db)
@@ -92,11 +94,21 @@ func TestSecretDataIsStoredSealed(t *testing.T) {
 		{ID: "/projects/p/composite-apps/ca/v1/apps/web", Parent: "/projects/p/composite-apps/ca/v1", Kind: "app", Name: "web", Body: `{"metadata":{"name":"web"}}`},
 		{ID: dig, Parent: "/projects/p/composite-apps/ca/v1", Kind: "deployment-intent-group", Name: "dig", Body: `{"metadata":{"name":"dig"}}`},
 		{ID: intent, Parent: dig, Kind: gac.KindIntent, Name: "gi", Body: `{"metadata":{"name":"gi"}}`},
+		{ID: "/cluster-providers/p", Kind: model.KindClusterProvider, Name: "p", Body: `{"metadata":{"name":"p"}}`},
+		{ID: "/cluster-providers/p/clusters/c1", Parent: "/cluster-providers/p", Kind: model.KindCluster, Name: "c1", Body: `{"metadata":{"name":"c1"}}`},
 	} {
 		if err := st.Create(ctx, d); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return srv, st, keys
+}
+
+// A Secret's template and files are stored sealed (never in clear in MongoDB, nor in any
+// answer), and the controller, given the keys, builds the Secret from them.
+func TestSecretDataIsStoredSealed(t *testing.T) {
+	ctx := context.Background()
+	srv, st, keys := newServer(t)
 	template := []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndata: {user: dG9wLXNlY3JldC11c2Vy}\n")
 	send(t, srv, "POST", intent+"/resources", body("creds", map[string]any{"app": "web", "newObject": "true",
 		"resourceGVK": map[string]any{"apiVersion": "v1", "kind": "Secret", "name": "creds"}}), template)
