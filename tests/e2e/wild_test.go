@@ -304,3 +304,40 @@ func TestARefusedInstantiateLeavesTheDIGApproved(t *testing.T) {
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }
+
+// After an update that moves an app to another cluster, its objects there carry the
+// emco/deployment-id label naming the status context (states.statusctxid: the instance's
+// first context, stable through updates, as in EMCO), as they did where they were.
+func TestTheDeploymentIDOfAMovedAppNamesTheStatusContext(t *testing.T) {
+	d := newDeployment(t, app{name: "mv", chart: webChart("mv"), placement: clusterNamed("cluster1")})
+	d.create()
+	first := d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	d.c.do("PUT", d.dig()+"/generic-placement-intents/gpi/app-intents/mv-placement", res("mv-placement",
+		map[string]any{"app": "mv", "intent": clusterNamed("cluster2")})).must(t, 200)
+	moved := d.update("update", nil)
+	var st struct {
+		States struct {
+			StatusCtxID string `json:"statusctxid"`
+		} `json:"states"`
+		Instance string `json:"instance"`
+	}
+	d.c.do("GET", d.dig()+"/status", nil).must(t, 200).json(t, &st)
+	if st.States.StatusCtxID != first.ContextID || st.Instance != moved.ContextID {
+		t.Errorf("status: statusctxid %s, instance %s; want the first context %s and the update's %s",
+			st.States.StatusCtxID, st.Instance, first.ContextID, moved.ContextID)
+	}
+	cs, err := stack.Clusters[1].Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dep, err := cs.AppsV1().Deployments("default").Get(context.Background(), "mv", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := dep.Labels[lifecycle.DeploymentIDLabel], st.States.StatusCtxID+"-mv"; got != want {
+		t.Errorf("the moved Deployment's %s is %q, want %q", lifecycle.DeploymentIDLabel, got, want)
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
