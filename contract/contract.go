@@ -220,12 +220,16 @@ type Edit struct {
 }
 
 // Edit operations. Placement controllers may only remove or add clusters; action
-// controllers may only add and patch resources.
+// controllers may only add apps and add and patch resources.
 const (
 	EditAddResource    = "addResource"
 	EditPatch          = "patch"
 	EditRemoveClusters = "removeClusters"
 	EditAddClusters    = "addClusters"
+	// EditAddApp adds an app of the controller's own, with no objects yet, placed on
+	// Clusters (one each), after the context's apps (EMCO's apporder); addResource edits
+	// then give it objects. It is applied, shown in the status and deleted like the others.
+	EditAddApp = "addApp"
 )
 
 // Context is the view of the new AppContext a controller works on.

@@ -177,7 +177,7 @@ func (a *Activities) CommitControllers(ctx context.Context, in lifecycle.Context
 		return lifecycle.Plan{}, err
 	}
 	var placed []*appctx.ClusterApp
-	var edited []*appctx.App
+	var edited, added []*appctx.App
 	for _, name := range s.Order {
 		app := s.Apps[name]
 		clusters := app.Clusters()
@@ -194,7 +194,10 @@ func (a *Activities) CommitControllers(ctx context.Context, in lifecycle.Context
 			}
 			placed = append(placed, ca)
 		}
-		if app.Edited {
+		switch {
+		case app.Added:
+			added = append(added, &appctx.App{Name: name, Objects: app.Objects, Added: true})
+		case app.Edited:
 			r := rendered[name]
 			base := r.Base
 			if base == nil {
@@ -205,6 +208,11 @@ func (a *Activities) CommitControllers(ctx context.Context, in lifecycle.Context
 	}
 	if err := a.Contexts.PutCommitted(ctx, in.ContextID, edited); err != nil {
 		return lifecycle.Plan{}, err
+	}
+	if len(added) > 0 { // the apps first: a header must not list an app that has no document
+		if err := a.Contexts.AddApps(ctx, in.ContextID, added, s.Order); err != nil {
+			return lifecycle.Plan{}, err
+		}
 	}
 	return a.store(ctx, in.DIG, in.ContextID, cloud, placed)
 }

@@ -43,15 +43,42 @@ func (c *controller) Run(ctx context.Context, v contract.Context) error {
 			return err
 		}
 	}
-	return v.Edit(p.edits...)
+	return v.Edit(append(p.chainingApp(), p.edits...)...)
 }
+
+// ChainingApp is the app sfc adds for the NetworkChainings, EMCO's: each chain's goes on
+// the clusters that run every function of the chain.
+const ChainingApp = "network-chain-intents"
 
 // planner turns chains into edits.
 type planner struct {
-	view  contract.Context
-	apps  map[string]contract.App // clusters sorted
-	seen  map[string][]contract.Resource
-	edits []contract.Edit
+	view      contract.Context
+	apps      map[string]contract.App // clusters sorted
+	seen      map[string][]contract.Resource
+	chainings []chaining
+	edits     []contract.Edit // the links' pod labels
+}
+
+// chaining is one chain's NetworkChaining and the clusters it goes to (sorted).
+type chaining struct {
+	manifest []byte
+	clusters []string
+}
+
+// chainingApp adds ChainingApp on the clusters of every chain, and each chain's
+// NetworkChaining on its own.
+func (p *planner) chainingApp() []contract.Edit {
+	var all []string
+	for _, c := range p.chainings {
+		all = append(all, c.clusters...)
+	}
+	slices.Sort(all)
+	app := contract.App{Name: ChainingApp, Clusters: slices.Compact(all)}
+	edits := []contract.Edit{{Op: contract.EditAddApp, App: app.Name, Clusters: app.Clusters}}
+	for _, c := range p.chainings {
+		edits = append(edits, contract.Edit{Op: contract.EditAddResource, App: app.Name, Clusters: limit(c.clusters, app), Data: c.manifest})
+	}
+	return edits
 }
 
 func (p *planner) plan(ctx context.Context, ch chain) error {
@@ -63,10 +90,7 @@ func (p *planner) plan(ctx context.Context, ch chain) error {
 	if err != nil {
 		return err
 	}
-	// EMCO adds an app "network-chain-intents" for the NetworkChainings; the contract has
-	// no such edit, so the leftmost function's app carries it on the chain's clusters.
-	host := p.apps[cp.Links[0].Spec.App]
-	p.edits = append(p.edits, contract.Edit{Op: contract.EditAddResource, App: host.Name, Clusters: limit(clusters, host), Data: cp.Manifest})
+	p.chainings = append(p.chainings, chaining{manifest: cp.Manifest, clusters: clusters})
 	for _, l := range cp.Links {
 		labels, err := ParseLinkLabel(l.Spec.LinkLabel)
 		if err != nil {

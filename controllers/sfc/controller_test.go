@@ -94,16 +94,18 @@ func refusal(t *testing.T, err error) string {
 	return r.Message
 }
 
-// The chain goes where both apps run (c1, c2; not c3); its NetworkChaining is added to the
-// leftmost link's app there, and each link's label to its Deployment's pods there.
+// The chain goes where both apps run (c1, c2; not c3): its NetworkChaining goes in the app
+// sfc adds there, EMCO's network-chain-intents, and each link's label to its Deployment's
+// pods there.
 func TestChainGoesWhereEveryAppRuns(t *testing.T) {
 	f := fake(contract.App{Name: "slb", Clusters: []string{"p+c3", "p+c1", "p+c2"}}, contract.App{Name: "ngfw", Clusters: []string{"p+c2", "p+c1"}})
 	require.NoError(t, run(chainStore(t), f))
-	require.Len(t, f.Edits, 3)
-	add := f.Edits[0]
+	require.Len(t, f.Edits, 4)
+	assert.Equal(t, contract.Edit{Op: contract.EditAddApp, App: ChainingApp, Clusters: []string{"p+c1", "p+c2"}}, f.Edits[0])
+	add := f.Edits[1]
 	assert.Equal(t, contract.EditAddResource, add.Op)
-	assert.Equal(t, "slb", add.App)
-	assert.Equal(t, []string{"p+c1", "p+c2"}, add.Clusters)
+	assert.Equal(t, ChainingApp, add.App)
+	assert.Nil(t, add.Clusters, "the only chain covers all the app's clusters")
 	var nc networkChaining
 	require.NoError(t, json.Unmarshal(add.Data, &nc))
 	assert.Equal(t, "ch", nc.Metadata.Name)
@@ -113,7 +115,7 @@ func TestChainGoesWhereEveryAppRuns(t *testing.T) {
 	assert.Equal(t, map[string]string{"sfc": "head"}, nc.Spec.RoutingSpec.Left[0].PodSelector.MatchLabels)
 	assert.Equal(t, map[string]string{"sfc": "tail"}, nc.Spec.RoutingSpec.Right[0].NamespaceSelector.MatchLabels)
 
-	slb, ngfw := f.Edits[1], f.Edits[2]
+	slb, ngfw := f.Edits[2], f.Edits[3]
 	assert.Equal(t, contract.Edit{Op: contract.EditPatch, App: "slb", Clusters: []string{"p+c1", "p+c2"}, Kind: "Deployment", Name: "slb",
 		Type: contract.PatchMerge, Data: json.RawMessage(`{"spec":{"template":{"metadata":{"labels":{"sfc-link":"slb"}}}}}`)}, slb)
 	assert.Nil(t, ngfw.Clusters, "ngfw runs on exactly the chain's clusters: an app-wide patch")
@@ -137,8 +139,8 @@ func TestEveryChainOfTheDIGIsPlannedWhateverTheIntentName(t *testing.T) {
 			chains = append(chains, e.App+":"+nc.Metadata.Name)
 		}
 	}
-	assert.Equal(t, []string{"slb:ch", "ngfw:ch2"}, chains)
-	assert.Len(t, f.Edits, 5)
+	assert.Equal(t, []string{ChainingApp + ":ch", ChainingApp + ":ch2"}, chains)
+	assert.Len(t, f.Edits, 6)
 }
 
 func TestRefusals(t *testing.T) {
@@ -233,12 +235,13 @@ func TestEditsApplyToTheContext(t *testing.T) {
 	require.NoError(t, run(chainStore(t), f))
 	require.NoError(t, s.Apply("sfc", contract.TypeAction, f.Edits))
 
-	slb := s.Apps["slb"]
-	assert.Len(t, slb.ObjectsOn("p+c1"), 1, "no NetworkChaining where ngfw does not run")
-	on2 := slb.ObjectsOn("p+c2")
-	require.Len(t, on2, 2)
-	assert.Equal(t, "NetworkChaining", on2[1].Kind)
-	assert.Contains(t, on2[0].Manifest, `"labels":{"sfc-link":"slb"}`)
+	slb, chains := s.Apps["slb"], s.Apps[ChainingApp]
+	require.NotNil(t, chains, "the app sfc adds")
+	assert.Equal(t, []string{"slb", "ngfw", ChainingApp}, s.Order, "added after the DIG's apps, as EMCO's apporder")
+	assert.Equal(t, []string{"p+c2"}, chains.Clusters(), "no NetworkChaining where ngfw does not run")
+	require.Len(t, chains.ObjectsOn("p+c2"), 1)
+	assert.Equal(t, "NetworkChaining", chains.ObjectsOn("p+c2")[0].Kind)
+	assert.Contains(t, slb.ObjectsOn("p+c2")[0].Manifest, `"labels":{"sfc-link":"slb"}`)
 	assert.NotContains(t, slb.ObjectsOn("p+c1")[0].Manifest, "sfc-link")
 	assert.Contains(t, s.Apps["ngfw"].Objects[0].Manifest, `"labels":{"sfc-link":"ngfw"}`)
 }

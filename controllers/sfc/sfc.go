@@ -22,10 +22,9 @@
 //     adds no label), a link joining a network to itself and a namespace Kubernetes would
 //     refuse; it accepts a provider network without subnet, as EMCO's schema means (EMCO's
 //     validation of the re-marshalled body refuses it).
-//   - temco's contract does not let a controller add an app yet, so each chain's
-//     NetworkChaining is added to the app of its leftmost link, on the chain's clusters,
-//     instead of to EMCO's extra app "network-chain-intents"; it is applied, shown in the
-//     status and deleted with that app.
+//
+// As in EMCO, the NetworkChainings go in an app sfc adds, "network-chain-intents", after
+// the DIG's apps, on the clusters of the chains (each chain's on its own clusters).
 package sfc
 
 import (

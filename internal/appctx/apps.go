@@ -61,3 +61,18 @@ func (s *Store) rendered(ctx context.Context, ctxID string, names []string) (map
 	}
 	return out, nil
 }
+
+// AddApps stores apps controllers added (replacing an earlier attempt's), then makes the
+// header list order, which has them: the apps first, so that the header never names an app
+// without its document.
+func (s *Store) AddApps(ctx context.Context, ctxID string, apps []*App, order []string) error {
+	models := make([]mongo.WriteModel, len(apps))
+	for i, a := range apps {
+		a.ID, a.Context = ctxID+"/"+a.Name, ctxID
+		models[i] = mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: a.ID}}).SetReplacement(a).SetUpsert(true)
+	}
+	if _, err := s.apps.BulkWrite(ctx, models); err != nil {
+		return fmt.Errorf("store the added apps of context %s: %w", ctxID, err)
+	}
+	return s.Set(ctx, ctxID, bson.D{{Key: "apps", Value: order}})
+}

@@ -68,6 +68,8 @@ type App struct {
 	// Base is what rendering produced, kept once controllers' edits replaced Objects: a
 	// retried commit starts from it again.
 	Base []Object `bson:"base,omitempty"`
+	// Added: a controller added the app (nothing rendered it).
+	Added bool `bson:"added,omitempty"`
 }
 
 // ResourceStatus is the status of one object of an app on one cluster.

@@ -14,6 +14,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/model"
 )
 
 // State is a context as the controllers have left it so far.
@@ -33,18 +34,23 @@ type App struct {
 	// PerCluster holds the objects of clusters that cluster-specific edits made differ.
 	PerCluster map[string][]appctx.Object
 	Edited     bool // Objects or PerCluster differ from the rendering
+	Added      bool // a controller added the app (EditAddApp)
 }
 
 // New starts from the rendered apps (their Base when an earlier commit attempt replaced
 // their objects) and the placement groups; labels gives what every object of an app
 // carries (added resources get it too).
 func New(order []string, rendered map[string]*appctx.App, groups map[string][][]string, labels func(string) map[string]string) (*State, error) {
-	s := &State{Order: order, Apps: make(map[string]*App, len(order)), labels: labels}
+	s := &State{Apps: make(map[string]*App, len(order)), labels: labels}
 	for _, name := range order {
 		r := rendered[name]
 		if r == nil {
 			return nil, fmt.Errorf("app %q is not rendered", name)
 		}
+		if r.Added { // stored by an earlier commit attempt: the edits add it again
+			continue
+		}
+		s.Order = append(s.Order, name)
 		objs := r.Objects
 		if r.Base != nil {
 			objs = r.Base
@@ -94,6 +100,12 @@ func (s *State) Apply(controller, typ string, edits []contract.Edit) error {
 }
 
 func (s *State) apply(typ string, e contract.Edit) error {
+	if e.Op == contract.EditAddApp {
+		if typ != contract.TypeAction {
+			return fmt.Errorf("placement controllers may only remove or add clusters")
+		}
+		return s.addApp(e)
+	}
 	a := s.Apps[e.App]
 	if a == nil {
 		return fmt.Errorf("the context has no app %q", e.App)
@@ -139,6 +151,30 @@ func (s *State) apply(typ string, e contract.Edit) error {
 		})
 	}
 	return fmt.Errorf("unknown edit %q", e.Op)
+}
+
+// addApp adds an app of a controller's own, with no objects, after the others.
+func (s *State) addApp(e contract.Edit) error {
+	if s.Apps[e.App] != nil {
+		return fmt.Errorf("the context already has app %q", e.App)
+	}
+	if err := model.ValidateName("the app name", e.App); err != nil {
+		return err
+	}
+	if len(e.Clusters) == 0 {
+		return fmt.Errorf("an added app needs clusters")
+	}
+	a := &App{Name: e.App, Edited: true, Added: true}
+	for _, c := range slices.Sorted(slices.Values(e.Clusters)) {
+		if p, n, ok := strings.Cut(c, "+"); !ok || p == "" || n == "" {
+			return fmt.Errorf("cluster %q is not provider+cluster", c)
+		}
+		if len(a.Groups) == 0 || a.Groups[len(a.Groups)-1][0] != c {
+			a.Groups = append(a.Groups, []string{c})
+		}
+	}
+	s.Apps[e.App], s.Order = a, append(s.Order, e.App)
+	return nil
 }
 
 // each applies f to what every cluster gets (clusters empty) or to the named clusters' own

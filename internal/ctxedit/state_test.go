@@ -98,3 +98,51 @@ func TestActionEditsAppWideAndPerCluster(t *testing.T) {
 		}
 	}
 }
+
+// An action controller adds an app of its own, after the others, and gives it objects on
+// some of its clusters; what cannot be added is refused with the reason.
+func TestAnActionControllerAddsAnApp(t *testing.T) {
+	s := newState(t)
+	cm := `{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"chain"}}`
+	err := s.Apply("sfc", contract.TypeAction, []contract.Edit{
+		{Op: contract.EditAddApp, App: "chains", Clusters: []string{"p+b", "p+a", "p+a"}},
+		{Op: contract.EditAddResource, App: "chains", Clusters: []string{"p+b"}, Data: []byte(cm)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := s.Apps["chains"]
+	if strings.Join(s.Order, ",") != "web,chains" || !a.Added || strings.Join(a.Clusters(), ",") != "p+a,p+b" {
+		t.Fatalf("order %v, app %+v", s.Order, a)
+	}
+	if len(a.ObjectsOn("p+a")) != 0 || len(a.ObjectsOn("p+b")) != 1 || !strings.Contains(a.ObjectsOn("p+b")[0].Manifest, `"id":"x-chains"`) {
+		t.Errorf("objects: p+a %v, p+b %v; want the ConfigMap, labelled, on p+b alone", a.ObjectsOn("p+a"), a.ObjectsOn("p+b"))
+	}
+	for _, c := range []struct {
+		typ  string
+		edit contract.Edit
+		want string
+	}{
+		{contract.TypeAction, contract.Edit{Op: contract.EditAddApp, App: "web", Clusters: []string{"p+a"}}, `already has app "web"`},
+		{contract.TypeAction, contract.Edit{Op: contract.EditAddApp, App: "bad name!", Clusters: []string{"p+a"}}, `"bad name!" is invalid`},
+		{contract.TypeAction, contract.Edit{Op: contract.EditAddApp, App: "x"}, "needs clusters"},
+		{contract.TypeAction, contract.Edit{Op: contract.EditAddApp, App: "x", Clusters: []string{"nocluster"}}, "not provider+cluster"},
+		{contract.TypePlacement, contract.Edit{Op: contract.EditAddApp, App: "x", Clusters: []string{"p+a"}}, "placement controllers may only"},
+	} {
+		if err := s.Clone().Apply("c", c.typ, []contract.Edit{c.edit}); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.edit, err, c.want)
+		}
+	}
+}
+
+// A retried commit starts again from what rendering produced: an app an earlier attempt
+// stored as added is left out, for the controllers' edits to add it again.
+func TestNewLeavesOutTheAppsControllersAdded(t *testing.T) {
+	rendered := map[string]*appctx.App{"web": {Name: "web"}, "chains": {Name: "chains", Added: true}}
+	s, err := New([]string{"web", "chains"}, rendered, map[string][][]string{"web": {{"p+a"}}}, func(string) map[string]string { return nil })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(s.Order, ",") != "web" || s.Apps["chains"] != nil {
+		t.Errorf("order %v, apps %v", s.Order, s.Apps)
+	}
+}

@@ -54,7 +54,7 @@ func Load(ctx context.Context, contexts *appctx.Store, ctxID string, step int) (
 
 // Clone copies the state for edits that must not show in it (objects are immutable values).
 func (s *State) Clone() *State {
-	c := &State{Order: s.Order, Apps: make(map[string]*App, len(s.Apps)), labels: s.labels}
+	c := &State{Order: slices.Clone(s.Order), Apps: make(map[string]*App, len(s.Apps)), labels: s.labels}
 	for k, a := range s.Apps {
 		ca := *a
 		ca.Groups = make([][]string, len(a.Groups))

@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/temco/temco/controllers/sfc"
 	"github.com/temco/temco/internal/lifecycle"
 )
 
@@ -122,7 +123,8 @@ func listsChaining(s status, app, cluster, name string) bool {
 }
 
 // A chain of two functions, slb (on cluster1 and cluster2) then ngfw (on cluster2): its
-// NetworkChaining goes to cluster2 only, where both run, shaped as EMCO builds it, and
+// NetworkChaining goes to cluster2 only, where both run, shaped as EMCO builds it, in the
+// app sfc adds (EMCO's network-chain-intents), and
 // each function's pods there carry its link label; an update of a link label changes
 // both; terminate removes the NetworkChaining.
 func TestSfcChainDeploysItsNetworkChainingWhereEveryFunctionRuns(t *testing.T) {
@@ -166,16 +168,16 @@ func TestSfcChainDeploysItsNetworkChainingWhereEveryFunctionRuns(t *testing.T) {
 	if ct, _, _ := unstructured.NestedString(nc.Object, "spec", "chainType"); ct != "Routing" || rs["namespace"] != "default" {
 		t.Errorf("chainType %q, namespace %v", ct, rs["namespace"])
 	}
-	if id := nc.GetLabels()[lifecycle.DeploymentIDLabel]; id != acc.ContextID+"-sfc-slb" {
-		t.Errorf("NetworkChaining carries %s=%q, want it deployed with app sfc-slb of instance %s", lifecycle.DeploymentIDLabel, id, acc.ContextID)
+	if id := nc.GetLabels()[lifecycle.DeploymentIDLabel]; id != acc.ContextID+"-"+sfc.ChainingApp {
+		t.Errorf("NetworkChaining carries %s=%q, want it deployed with app %s of instance %s", lifecycle.DeploymentIDLabel, id, sfc.ChainingApp, acc.ContextID)
 	}
 	for _, cl := range []int{0, 2} {
 		if liveChaining(t, cl, "sfc-e2e-chain") != nil {
 			t.Errorf("cluster%d, where ngfw does not run, has the NetworkChaining", cl+1)
 		}
 	}
-	if !listsChaining(s, "sfc-slb", "cluster2", "sfc-e2e-chain") {
-		t.Errorf("the status does not list the NetworkChaining as applied with sfc-slb on cluster2: %s", pretty(s.Apps))
+	if !listsChaining(s, sfc.ChainingApp, "cluster2", "sfc-e2e-chain") {
+		t.Errorf("the status does not list the NetworkChaining as applied with app %s on cluster2: %s", sfc.ChainingApp, pretty(s.Apps))
 	}
 
 	if got := podTemplateLabel(t, 1, "sfc-slb", sfcLinkKey); got != "slb" {

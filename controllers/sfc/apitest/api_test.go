@@ -119,8 +119,8 @@ func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 	if err := sfc.Controller.New(controllers.Deps{Store: s.Store}).Run(context.Background(), f); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.Edits) != 3 || f.Edits[0].Op != contract.EditAddResource || f.Edits[0].App != "slb" {
-		t.Fatalf("edits = %+v, want the NetworkChaining added to slb and two label patches", f.Edits)
+	if len(f.Edits) != 4 || f.Edits[0].Op != contract.EditAddApp || f.Edits[1].Op != contract.EditAddResource || f.Edits[1].App != sfc.ChainingApp {
+		t.Fatalf("edits = %+v, want the app %s added with the NetworkChaining, and two label patches", f.Edits, sfc.ChainingApp)
 	}
 	// The selectors in the order they were created, whatever their names (by name when
 	// created within the same millisecond); the provider network on the right.
@@ -134,15 +134,15 @@ func TestControllerReadsWhatTheAPIStored(t *testing.T) {
 		        {"networkName":"","gatewayIp":"","subnet":"","podSelector":{"matchLabels":{"sfc":"` + second + `"}},"namespaceSelector":{"matchLabels":{"sfc":"` + second + `"}}}],
 		"right":[{"networkName":"pnet","gatewayIp":"172.30.20.2","subnet":"172.30.20.0/24","podSelector":{},"namespaceSelector":{}}]}}}`
 	var got, exp any
-	_ = json.Unmarshal(f.Edits[0].Data, &got)
+	_ = json.Unmarshal(f.Edits[1].Data, &got)
 	_ = json.Unmarshal([]byte(want), &exp)
 	if g, e := mustJSON(got), mustJSON(exp); g != e {
 		t.Errorf("NetworkChaining =\n%s\nwant\n%s", g, e)
 	}
 	for i, app := range []string{"slb", "ngfw"} {
-		e := f.Edits[i+1]
+		e := f.Edits[i+2]
 		if e.Op != contract.EditPatch || e.App != app || e.Name != app || string(e.Data) != `{"spec":{"template":{"metadata":{"labels":{"sfc-link":"`+app+`"}}}}}` {
-			t.Errorf("edit %d = %+v %s, want the pod label patch of %s", i+1, e, e.Data, app)
+			t.Errorf("edit %d = %+v %s, want the pod label patch of %s", i+2, e, e.Data, app)
 		}
 	}
 }
