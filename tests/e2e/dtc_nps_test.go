@@ -59,7 +59,8 @@ func (g *npsTrafficGroup) addClient(name string) {
 }
 
 func (g *npsTrafficGroup) cleanUp() {
-	if s := g.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated { // a failed instance too
+	// A failed instance too; a refused instantiate left the DIG Approved, nothing to terminate.
+	if s := g.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated && s.state() != lifecycle.StateApproved {
 		g.operate(lifecycle.OpTerminate)
 		g.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	}

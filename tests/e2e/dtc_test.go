@@ -88,7 +88,8 @@ func (g *meshTrafficGroup) addClient(name string, accessPoint map[string]any) {
 }
 
 func (g *meshTrafficGroup) cleanUp() {
-	if s := g.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated { // a failed instance too
+	// A failed instance too; a refused instantiate left the DIG Approved, nothing to terminate.
+	if s := g.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated && s.state() != lifecycle.StateApproved {
 		g.operate(lifecycle.OpTerminate)
 		g.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	}

@@ -5,7 +5,11 @@
 // (batch.sdewan.akraino.org/v1alpha1, as EMCO writes them). The ports and the CIDR come
 // from the server clusters' kv-pairs SdewanCnfPort, SdewanServicePort and
 // SdewanServiceAllowedCidr. The objects are part of the apps, so they are applied,
-// updated, pruned and deleted with them.
+// updated, pruned and deleted with them. Their names are those EMCO's swc gives: the
+// CNFService is named by the service's cluster FQDN (<serviceName>.<namespace>.svc.cluster.local),
+// the SdewanApplication by the serviceName; where a client runs on a server cluster, both
+// are there, each with its own app (EMCO's sdewan example's README lists http-service-se
+// and http-client, which EMCO's code never makes).
 //
 // Where temco departs from EMCO, deliberately:
 //   - A server cluster without one of the kv-pairs fails the operation before anything is

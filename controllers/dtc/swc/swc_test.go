@@ -66,6 +66,16 @@ func TestPlan(t *testing.T) {
 			return []contract.Edit{edit(t, "server", c1, cnfService("server-svc", "ns1", p)), edit(t, "client", c2, serverSA)}
 		},
 	}, {
+		// EMCO's sdewan example: both apps placed by one label on one cluster. As in EMCO's
+		// swc, each object goes with its own app, both to that cluster.
+		name:    "server and client on one cluster: the CNFService with the server, the SdewanApplication with the client, both there",
+		inbound: []dtc.Inbound{inbound("serverin", "server", EdgeCNF, "client")},
+		placed:  map[string][]string{"server": {c1}, "client": {c1}},
+		kvs:     map[string][]model.KVSpec{c1: {fullKV}},
+		want: func(t *testing.T) []contract.Edit {
+			return []contract.Edit{edit(t, "server", c1, cnfService("server-svc", "ns1", p)), edit(t, "client", c1, serverSA)}
+		},
+	}, {
 		name:    "the kv-pairs may be spread over resources; the first entry holding a key wins",
 		inbound: []dtc.Inbound{inbound("serverin", "server", EdgeCNF)},
 		placed:  map[string][]string{"server": {c1}},
