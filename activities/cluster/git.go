@@ -10,10 +10,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/temco/temco/internal/appctx"
@@ -129,7 +132,7 @@ func (g *gitCluster) apply(r *run) error {
 	dep := g.deployment(p)
 	warnings, err := g.prune(r.ctx, p, &dep)
 	if err != nil {
-		return err
+		return r.refused(all, err)
 	}
 	return g.sync(r, dep, message(verb, r.header, g.key), all, lifecycle.ResApplied, warnings)
 }
@@ -155,7 +158,7 @@ func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
 	}
 	dep := g.deployment(next)
 	if _, err := g.prune(r.ctx, next, &dep); err != nil { // what stays is committed as the apply committed it
-		return err
+		return r.refused(only, err)
 	}
 	return g.sync(r, dep, msg, only, lifecycle.ResDeleted, nil)
 }
@@ -171,16 +174,12 @@ func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[s
 	}
 	change.Message = msg
 	out, err := g.writer.Commit(r.ctx, g.remote(), change)
-	if gitops.IsPermanent(err) {
-		r.forEach(which, func(res *appctx.ResourceStatus) { r.setFailed(res, err.Error()) })
-		return r.progress(r.ctx)
-	}
 	if err != nil {
-		return err
+		return r.refused(which, err)
 	}
 	r.heartbeat("committed " + out.Commit)
 	if err := g.awaitFlux(r, dep, out.Commit, len(dep.Apps) > 0); err != nil {
-		return err
+		return r.refused(which, err) // Flux may have refused the commit for what it holds
 	}
 	for app, idx := range which {
 		p := r.byApp[app]
@@ -200,6 +199,18 @@ func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[s
 			r.settleWarned(res, status, "", warning)
 		}
 	}
+	return r.progress(r.ctx)
+}
+
+// refused fails the objects at the indices of which when err is one no retry mends — the
+// git server refused the credentials or the push, Flux refused the commit — and saves
+// their statuses; any other error is returned, for Temporal to retry the activity.
+func (r *run) refused(which map[string][]int, err error) error {
+	var flux permanentErr
+	if !gitops.IsPermanent(err) && !errors.As(err, &flux) {
+		return err
+	}
+	r.forEach(which, func(res *appctx.ResourceStatus) { r.setFailed(res, err.Error()) })
 	return r.progress(r.ctx)
 }
 
@@ -332,7 +343,11 @@ func (g *gitCluster) awaitFlux(r *run, dep layout.Deployment, commit string, pre
 	deadline := time.Now().Add(g.fluxWait())
 	for {
 		done, why, err := g.fluxApplied(r.ctx, ns, name, commit, present)
-		if err != nil {
+		var refused permanentErr
+		switch {
+		case errors.As(err, &refused):
+			return err
+		case err != nil:
 			return fmt.Errorf("read the status cluster %s reports through git: %w", g.key, err)
 		}
 		if done {
@@ -365,12 +380,23 @@ func (g *gitCluster) fluxApplied(ctx context.Context, ns, name, commit string, p
 		if !found {
 			return false, fmt.Sprintf("Kustomization %s/%s does not exist yet (the cluster's bootstrap Kustomization has not applied it)", ns, name), nil
 		}
-		has, err := g.writer.Contains(ctx, g.remote(), commit, own.LastAppliedRevision)
-		if err != nil {
-			return false, "", err
+		has := false
+		if own.LastAppliedRevision != "" { // "": it never applied anything (its first reconcile failed)
+			if has, err = g.writer.Contains(ctx, g.remote(), commit, own.LastAppliedRevision); err != nil {
+				return false, "", err
+			}
 		}
 		if has && own.Ready == "True" {
 			return true, "", nil
+		}
+		if own.Ready == "False" && own.LastAttemptedRevision != "" && fluxRefused(own.Reason, own.Message) {
+			tried, err := g.writer.Contains(ctx, g.remote(), commit, own.LastAttemptedRevision)
+			if err != nil {
+				return false, "", err
+			}
+			if tried {
+				return false, "", permanentErr{fmt.Errorf("Flux refused commit %s on cluster %s: %s", short(commit), g.key, describe(own))}
+			}
 		}
 		return false, describe(own), nil
 	}
@@ -402,6 +428,36 @@ func (g *gitCluster) reports(ctx context.Context) (map[string]gitops.Kustomizati
 		out[k.Namespace+"/"+k.Name] = k
 	}
 	return out, nil
+}
+
+// fluxDryRun finds the reason Flux's server-side apply reports a dry run failed for
+// ("Deployment/default/web dry-run failed (Invalid): ...").
+var fluxDryRun = regexp.MustCompile(`dry-run failed \((\w+)\)`)
+
+// fluxRefused tells a Kustomization failure no retry mends — the build of its files, or
+// an object the API server refuses for what it is (as permanent tells them for the
+// clusters temco reaches) — from one a later reconcile may pass.
+func fluxRefused(reason, message string) bool {
+	switch {
+	case reason == "BuildFailed":
+		return true
+	case reason != "ReconciliationFailed":
+		return false
+	case strings.Contains(message, "failed to create typed patch object") || strings.Contains(message, "namespace not specified"):
+		return true
+	}
+	m := fluxDryRun.FindStringSubmatch(message)
+	if m == nil {
+		return false
+	}
+	switch metav1.StatusReason(m[1]) {
+	case metav1.StatusReasonInvalid, metav1.StatusReasonBadRequest, metav1.StatusReasonNotFound, metav1.StatusReasonMethodNotAllowed,
+		metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonUnsupportedMediaType, metav1.StatusReasonGone, metav1.StatusReasonNotAcceptable:
+		return true
+	case metav1.StatusReasonForbidden:
+		return !strings.Contains(message, "because it is being terminated")
+	}
+	return false
 }
 
 func describe(k gitops.KustomizationStatus) string {

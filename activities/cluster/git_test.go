@@ -78,3 +78,27 @@ func TestFluxApplied(t *testing.T) {
 	report(boot(ours))
 	check("removed", false, true, "")
 }
+
+// Flux's failures as kustomize-controller reports them: what no reconcile mends fails the
+// objects at once, the rest is waited for.
+func TestFluxRefusedTellsPermanentFailures(t *testing.T) {
+	for _, c := range []struct {
+		reason, message string
+		want            bool
+	}{
+		{"ReconciliationFailed", `Service/default/web dry-run failed (Invalid): Service "web" is invalid: spec.ports[0].port: Invalid value: 99999`, true},
+		{"ReconciliationFailed", `Role/kube-system/r dry-run failed (Forbidden): roles.rbac.authorization.k8s.io "r" is forbidden`, true},
+		{"ReconciliationFailed", `ConfigMap/gone/c dry-run failed (Forbidden): unable to create new content in namespace gone because it is being terminated`, false},
+		{"ReconciliationFailed", `ConfigMap/c namespace not specified: the server could not find the requested resource`, true},
+		{"ReconciliationFailed", `DaemonSet/default/a dry-run failed (InternalError): failed to create typed patch object (default/a; apps/v1, Kind=DaemonSet): .spec.replicas: field not declared in schema`, true},
+		{"ReconciliationFailed", `Deployment/default/web dry-run failed (InternalError): Internal error occurred: failed calling webhook "v.example.com"`, false},
+		{"ReconciliationFailed", `Widget/default/w dry-run failed: no matches for kind "Widget" in version "example.com/v1"`, false},
+		{"BuildFailed", `kustomize build failed: accumulating resources: may not add resource with an already registered id`, true},
+		{"ArtifactFailed", `Source artifact not found, retrying in 30s`, false},
+		{"Progressing", `Reconciliation in progress`, false},
+	} {
+		if got := fluxRefused(c.reason, c.message); got != c.want {
+			t.Errorf("fluxRefused(%s, %q) = %v, want %v", c.reason, c.message, got, c.want)
+		}
+	}
+}

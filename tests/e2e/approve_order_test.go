@@ -98,7 +98,7 @@ func TestApproveThenGacIntentsThenInstantiate(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() {
-		if s := d.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated {
+		if s := d.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated && s.state() != lifecycle.StateApproved {
 			d.operate(lifecycle.OpTerminate)
 			d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 		}

@@ -198,7 +198,7 @@ func TestGenericActionControllerMergeSecretLabel(t *testing.T) {
 		c.do("POST", fmt.Sprintf("/cluster-providers/%s/clusters/cluster%d/labels", provider, i+1), map[string]string{"clusterLabel": l}).must(t, 201)
 	}
 	t.Cleanup(func() {
-		if s := d.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated {
+		if s := d.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated && s.state() != lifecycle.StateApproved {
 			d.operate(lifecycle.OpTerminate)
 			d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 		}

@@ -25,7 +25,7 @@ func TestDTCExternalSubcontroller(t *testing.T) {
 	c.do("POST", "/dtc-controllers", res(lab, map[string]any{"taskQueue": lab, "type": "action", "priority": 9})).must(t, 201)
 	c.do("POST", "/dtc-controllers", res(nps, map[string]any{"host": "nps", "port": 9033, "type": "action", "priority": 1})).must(t, 201)
 	t.Cleanup(func() {
-		if s := d.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated {
+		if s := d.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated && s.state() != lifecycle.StateApproved {
 			d.operate(lifecycle.OpTerminate)
 			d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 		}

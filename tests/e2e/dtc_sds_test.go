@@ -72,7 +72,7 @@ func newSdsTrafficGroup(t *testing.T) *sdsTrafficGroup {
 }
 
 func (g *sdsTrafficGroup) cleanUp() {
-	if s := g.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated {
+	if s := g.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated && s.state() != lifecycle.StateApproved {
 		g.operate(lifecycle.OpTerminate)
 		g.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	}

@@ -75,7 +75,7 @@ func newHPADeployment(t *testing.T, appName string, requirements map[string]map[
 func (h *hpaDeployment) cleanUp() {
 	t := h.t
 	s := h.status("")
-	if s.Instance != "" && s.Status != lifecycle.StatusTerminated {
+	if s.Instance != "" && s.Status != lifecycle.StatusTerminated && s.state() != lifecycle.StateApproved { // Approved: refused, nothing applied
 		h.operate(lifecycle.OpTerminate)
 		h.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 		for i := range stack.Clusters {

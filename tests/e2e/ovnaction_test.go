@@ -49,7 +49,7 @@ func newOvnDeployment(t *testing.T, appName string, interfaces map[string]map[st
 // tests find the stack (and the global controller registry) as it was.
 func (o *ovnDeployment) cleanUp() {
 	t := o.t
-	if s := o.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated {
+	if s := o.status(""); s.Instance != "" && s.Status != lifecycle.StatusTerminated && s.state() != lifecycle.StateApproved {
 		o.operate(lifecycle.OpTerminate)
 		o.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	}

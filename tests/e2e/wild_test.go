@@ -341,3 +341,34 @@ func TestTheDeploymentIDOfAMovedAppNamesTheStatusContext(t *testing.T) {
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }
+
+// On a cluster reached through git, an object the API server refuses fails the operation
+// as soon as Flux reports the refusal of temco's commit, with Flux's message, instead of
+// being retried until the wait for Flux runs out.
+func TestAGitOpsClusterRefusingAnObjectFailsAtOnce(t *testing.T) {
+	gc := registerGitOps(t)
+	chart := testenv.Chart("grefused", "", map[string]string{"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: grefused\n" +
+		"spec:\n  selector: {app: x}\n  ports: [{port: 99999}]\n"})
+	d := newDeployment(t, app{name: "grefused", chart: chart, placement: clusterNamed(gc)})
+	d.logicalCloud, d.setUpCloud = "gitops", onClusters(gc)
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	s := d.await("InstantiateFailed", 2*time.Minute, "", func(s status) bool {
+		return s.Status == lifecycle.StatusInstantiateFailed || s.Status == lifecycle.StatusInstantiated
+	})
+	for _, a := range s.Apps {
+		for _, c := range a.Clusters {
+			for _, r := range c.Resources {
+				if r.RsyncStatus != lifecycle.ResFailed || r.Attempts != 0 || !strings.Contains(r.Error, "Flux refused commit") ||
+					!strings.Contains(r.Error, "Invalid value: 99999") {
+					t.Errorf("%s/%s: %s after %d attempts, %q; want Failed at once with Flux's message", r.GVK.Kind, r.Name, r.RsyncStatus, r.Attempts, r.Error)
+				}
+			}
+		}
+	}
+	if s.Status != lifecycle.StatusInstantiateFailed {
+		t.Fatalf("status %s", pretty(s))
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
