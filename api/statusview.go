@@ -212,8 +212,8 @@ func (b *statusBuilder) add(p *appctx.ClusterApp, apps map[string]*appctx.App) {
 			b.deployed[r.Status]++
 			rs.setStatus(b.q, r.Status)
 			objs := p.Objects // a cluster's own objects, if it has any (controllers' edits, ca-certs)
-			if a := apps[p.App]; a != nil && objs == nil {
-				objs = a.Objects
+			if a := apps[p.App]; a != nil {
+				objs = a.ObjectsFor(p)
 			}
 			if i < len(objs) {
 				rs.Detail = appctx.Detail(objs[i].Manifest)

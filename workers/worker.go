@@ -104,7 +104,7 @@ func Register(w worker.Registry, d Deps) {
 	w.RegisterActivity(&operation.Holds{Ops: d.Ops})
 	w.RegisterActivity(&driftchecks.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&relocations.Activities{Store: d.Store, Contexts: d.Contexts, Ops: d.Ops})
-	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts})
+	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts, Capabilities: clients.Capabilities})
 	w.RegisterActivity(&previews.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
 		FanOut: controllers.FanOuts(d.Controllers)})

@@ -41,9 +41,11 @@ type client struct {
 type conn struct {
 	dyn     dynamic.Interface
 	rest    rest.Interface // raw requests (server-side apply without decoding the answer)
-	mapper  *restmapper.DeferredDiscoveryRESTMapper
-	schemas *schemaIndex // where the server publishes its OpenAPI schemas
-	shared  *Schemas     // the schemas parsed, shared by every cluster
+	disco   discovery.CachedDiscoveryInterface
+	mapper  *restmapper.DeferredDiscoveryRESTMapper // over disco: a Reset reads the APIs again
+	schemas *schemaIndex                            // where the server publishes its OpenAPI schemas
+	shared  *Schemas                                // the schemas parsed, shared by every cluster
+	caps    capsCache
 }
 
 // Clients caches one client per cluster (and per logical cloud whose own credentials
@@ -129,7 +131,8 @@ func (c *Clients) conn(cfg *rest.Config) (*conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	cn = &conn{dyn: dyn, rest: rc, mapper: restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(disco)),
+	cached := memory.NewMemCacheClient(disco)
+	cn = &conn{dyn: dyn, rest: rc, disco: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached),
 		schemas: newSchemaIndex(rc), shared: &c.Schemas}
 	c.mu.Lock()
 	defer c.mu.Unlock()

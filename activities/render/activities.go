@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/capabilities"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/profile"
@@ -24,6 +25,9 @@ import (
 type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
+	// Capabilities reads a cluster's capabilities, for the context whose header is given
+	// (its credentials); nil: every chart renders with Helm's defaults.
+	Capabilities func(ctx context.Context, cluster string, header *appctx.Context) (capabilities.Capabilities, error)
 }
 
 // invalid is a permanent failure caused by what the user configured.
@@ -31,8 +35,64 @@ func invalid(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), lifecycle.ErrInvalidInput, nil)
 }
 
-// RenderApps renders every app of the DIG's composite app into the context.
+// RenderApps renders every app of the DIG's composite app into the context, with Helm's
+// default capabilities (RenderVariants renders again those whose charts ask, for the
+// clusters whose capabilities differ).
 func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (int, error) {
+	r, err := a.load(ctx, in)
+	if err != nil {
+		return 0, err
+	}
+	// Charts render on every core; the first app that fails (in list order) is reported.
+	rendered := make([]*appctx.App, len(r.apps))
+	errs := make([]error, len(r.apps))
+	var wg errgroup.Group
+	wg.SetLimit(runtime.GOMAXPROCS(0))
+	for i, doc := range r.apps {
+		wg.Go(func() error {
+			out, err := render(ctx, r.input(doc, nil))
+			if err != nil {
+				errs[i] = invalid("app %q: %v", doc.Name, err)
+			}
+			rendered[i] = &appctx.App{Name: doc.Name, Deps: r.deps[doc.ID], Objects: out.objects, Capabilities: out.readsCapabilities}
+			return nil
+		})
+	}
+	_ = wg.Wait() // errors are in errs
+	for _, err := range errs {
+		if err != nil {
+			return 0, err
+		}
+	}
+	order, err := dependencyOrder(rendered)
+	if err != nil {
+		return 0, invalid("%v", err)
+	}
+	w, wctx := errgroup.WithContext(ctx) // different collections: written together
+	w.Go(func() error { return a.Contexts.PutApps(wctx, in.ContextID, rendered) })
+	w.Go(func() error { return a.Contexts.Set(wctx, in.ContextID, bson.D{{Key: "apps", Value: order}}) })
+	return len(rendered), w.Wait()
+}
+
+// renderInputs is what a context's apps are rendered from.
+type renderInputs struct {
+	dig       model.Resource[model.DIGSpec]
+	apps      []*store.Doc // with their charts
+	profiles  map[string]*profile.Profile
+	header    *appctx.Context
+	deps      map[string][]model.AppDependencySpec
+	overrides map[string]map[string]string
+}
+
+// input is what one app's rendering depends on (caps nil: Helm's defaults).
+func (r *renderInputs) input(doc *store.Doc, caps *capabilities.Capabilities) chartInput {
+	return chartInput{app: doc.Name, archive: doc.Blob, profile: r.profiles[doc.Name], overrides: r.overrides[doc.Name],
+		release: r.dig.Spec.Version, namespace: r.header.Namespace, caps: caps,
+		labels: map[string]string{lifecycle.DeploymentIDLabel: r.header.Instance + "-" + doc.Name}}
+}
+
+// load reads what the context's apps are rendered from.
+func (a *Activities) load(ctx context.Context, in lifecycle.ContextRef) (*renderInputs, error) {
 	caID := in.DIG.CompositeAppID()
 	var (
 		dig      model.Resource[model.DIGSpec]
@@ -67,46 +127,16 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 		return err
 	})
 	if err := g.Wait(); err != nil {
-		return 0, err
+		return nil, err
 	}
 	if len(apps) == 0 {
-		return 0, invalid("composite app %q %q has no apps", in.DIG.CompositeApp, in.DIG.Version)
+		return nil, invalid("composite app %q %q has no apps", in.DIG.CompositeApp, in.DIG.Version)
 	}
-	overrides := map[string]map[string]string{}
+	r := &renderInputs{dig: dig, apps: apps, profiles: profiles, header: header, deps: deps, overrides: map[string]map[string]string{}}
 	for _, ov := range dig.Spec.OverrideValues {
-		overrides[ov.App] = ov.Values
+		r.overrides[ov.App] = ov.Values
 	}
-	// Charts render on every core; the first app that fails (in list order) is reported.
-	rendered := make([]*appctx.App, len(apps))
-	errs := make([]error, len(apps))
-	var wg errgroup.Group
-	wg.SetLimit(runtime.GOMAXPROCS(0))
-	for i, doc := range apps {
-		wg.Go(func() error {
-			objs, err := renderChart(ctx, chartInput{app: doc.Name, archive: doc.Blob, profile: profiles[doc.Name],
-				overrides: overrides[doc.Name], release: dig.Spec.Version, namespace: header.Namespace,
-				labels: map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + doc.Name}})
-			if err != nil {
-				errs[i] = invalid("app %q: %v", doc.Name, err)
-			}
-			rendered[i] = &appctx.App{Name: doc.Name, Deps: deps[doc.ID], Objects: objs}
-			return nil
-		})
-	}
-	_ = wg.Wait() // errors are in errs
-	for _, err := range errs {
-		if err != nil {
-			return 0, err
-		}
-	}
-	order, err := dependencyOrder(rendered)
-	if err != nil {
-		return 0, invalid("%v", err)
-	}
-	w, wctx := errgroup.WithContext(ctx) // different collections: written together
-	w.Go(func() error { return a.Contexts.PutApps(wctx, in.ContextID, rendered) })
-	w.Go(func() error { return a.Contexts.Set(wctx, in.ContextID, bson.D{{Key: "apps", Value: order}}) })
-	return len(rendered), w.Wait()
+	return r, nil
 }
 
 // profiles loads the composite profile's app profiles by app name.

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -8,12 +9,14 @@ import (
 	"fmt"
 	"maps"
 	"path"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
+	"helm.sh/helm/v3/pkg/chartutil"
 	"helm.sh/helm/v3/pkg/release"
 	"helm.sh/helm/v3/pkg/releaseutil"
 	"helm.sh/helm/v3/pkg/strvals"
@@ -22,6 +25,7 @@ import (
 
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/archive"
+	"github.com/temco/temco/internal/capabilities"
 	"github.com/temco/temco/internal/profile"
 )
 
@@ -34,20 +38,36 @@ type chartInput struct {
 	release   string            // .Release.Name (EMCO: the DIG's spec.version)
 	namespace string            // .Release.Namespace
 	labels    map[string]string // added to every object
+	// caps are the target clusters' (nil: Helm's defaults, as `helm template`).
+	caps *capabilities.Capabilities
+}
+
+// rendering is one app's chart rendered.
+type rendering struct {
+	objects []appctx.Object // in apply order
+	// readsCapabilities: the chart (with the profile's templates) mentions .Capabilities.
+	readsCapabilities bool
 }
 
 // renderChart renders a chart client-side, as `helm template` does, and returns its
 // objects in apply order: Namespaces and CRDs first, then Helm's install order.
 func renderChart(ctx context.Context, in chartInput) ([]appctx.Object, error) {
+	r, err := render(ctx, in)
+	return r.objects, err
+}
+
+// render is renderChart, telling also whether the chart reads .Capabilities.
+func render(ctx context.Context, in chartInput) (rendering, error) {
 	ch, err := archive.LoadChart(in.archive, in.app)
 	if err != nil {
-		return nil, fmt.Errorf("load chart: %w", err)
+		return rendering{}, fmt.Errorf("load chart: %w", err)
 	}
 	vals := map[string]any{}
 	if in.profile != nil {
 		vals = in.profile.Values
 		replaceTemplates(ch, in.profile.Templates)
 	}
+	out := rendering{readsCapabilities: mentionsCapabilities(ch)}
 	keys := make([]string, 0, len(in.overrides))
 	for k := range in.overrides {
 		keys = append(keys, k)
@@ -55,15 +75,24 @@ func renderChart(ctx context.Context, in chartInput) ([]appctx.Object, error) {
 	sort.Strings(keys)
 	for _, k := range keys {
 		if err := strvals.ParseInto(k+"="+in.overrides[k], vals); err != nil {
-			return nil, fmt.Errorf("override value %q: %w", k, err)
+			return rendering{}, fmt.Errorf("override value %q: %w", k, err)
 		}
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace, install.IncludeCRDs = true, true, true, true
 	install.ReleaseName, install.Namespace = in.release, in.namespace
+	if in.caps != nil {
+		// Helm takes these in addition to its own API versions (those of the Kubernetes it
+		// is built for), as `helm template --kube-version --api-versions` does.
+		kv, err := chartutil.ParseKubeVersion(in.caps.KubeVersion)
+		if err != nil {
+			return rendering{}, fmt.Errorf("the cluster's Kubernetes version %q: %w", in.caps.KubeVersion, err)
+		}
+		install.KubeVersion, install.APIVersions = kv, in.caps.APIVersions
+	}
 	rel, err := install.RunWithContext(ctx, ch, vals)
 	if err != nil {
-		return nil, fmt.Errorf("render chart %s: %w", ch.Name(), err)
+		return rendering{}, fmt.Errorf("render chart %s: %w", ch.Name(), err)
 	}
 	docs := splitInOrder(rel.Manifest)
 	for _, h := range rel.Hooks {
@@ -75,14 +104,27 @@ func renderChart(ctx context.Context, in chartInput) ([]appctx.Object, error) {
 	for _, doc := range docs {
 		o, ok, err := toObject(doc, in.labels)
 		if err != nil {
-			return nil, fmt.Errorf("chart %s: %w", ch.Name(), err)
+			return rendering{}, fmt.Errorf("chart %s: %w", ch.Name(), err)
 		}
 		if ok {
 			objs = append(objs, o)
 		}
 	}
 	sortForApply(objs)
-	return objs, nil
+	out.objects = objs
+	return out, nil
+}
+
+// mentionsCapabilities tells whether a chart (its subcharts included) mentions
+// .Capabilities anywhere in its templates: only such charts may render differently for
+// clusters of other Kubernetes versions or APIs.
+func mentionsCapabilities(ch *chart.Chart) bool {
+	for _, t := range ch.Templates {
+		if bytes.Contains(t.Data, []byte(".Capabilities")) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(ch.Dependencies(), mentionsCapabilities)
 }
 
 // replaceTemplates swaps chart templates for profile-provided files; a profile names

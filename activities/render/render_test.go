@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/capabilities"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/profile"
 	"github.com/temco/temco/internal/testenv"
@@ -163,5 +164,37 @@ func TestRenderLoadsEveryAcceptedChartLayout(t *testing.T) {
 				t.Errorf("message %v: the profile's values must apply", got)
 			}
 		})
+	}
+}
+
+// A chart reading .Capabilities renders with the cluster's version and APIs when given
+// them, and says that it reads them; a chart that does not, says so.
+func TestRenderWithTheClustersCapabilities(t *testing.T) {
+	caps := testenv.Chart("caps", "", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: caps\ndata:\n" +
+		"  kube: {{ .Capabilities.KubeVersion.Version | quote }}\n" +
+		"  probe: {{ if .Capabilities.APIVersions.Has \"probe.example.com/v1\" }}served{{ else }}absent{{ end }}\n"})
+	in := chartInput{app: "caps", archive: caps, release: "r", namespace: "default"}
+	def, err := render(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in.caps = &capabilities.Capabilities{KubeVersion: "v1.31.2", APIVersions: []string{"probe.example.com/v1"}}
+	got, err := render(context.Background(), in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !def.readsCapabilities || field(t, def.objects[0], "data", "probe") != "absent" {
+		t.Errorf("with Helm's defaults: %s (reads capabilities: %v)", def.objects[0].Manifest, def.readsCapabilities)
+	}
+	if field(t, got.objects[0], "data", "kube") != "v1.31.2" || field(t, got.objects[0], "data", "probe") != "served" {
+		t.Errorf("for the cluster: %s", got.objects[0].Manifest)
+	}
+	in.caps.KubeVersion = "not a version"
+	if _, err := render(context.Background(), in); err == nil || !strings.Contains(err.Error(), `"not a version"`) {
+		t.Errorf("a bad version: %v", err)
+	}
+	plain, err := render(context.Background(), chartInput{app: "web", archive: webChart, release: "r", namespace: "default"})
+	if err != nil || plain.readsCapabilities {
+		t.Errorf("a chart without .Capabilities: %v, reads %v", err, plain.readsCapabilities)
 	}
 }

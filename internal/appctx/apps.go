@@ -76,3 +76,10 @@ func (s *Store) AddApps(ctx context.Context, ctxID string, apps []*App, order []
 	}
 	return s.Set(ctx, ctxID, bson.D{{Key: "apps", Value: order}})
 }
+
+// SetVariants records an app's objects rendered for other capabilities, by their key.
+func (s *Store) SetVariants(ctx context.Context, ctxID, app string, variants map[string][]Object) error {
+	_, err := s.apps.UpdateOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + app}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "variants", Value: variants}}}})
+	return err
+}

@@ -70,6 +70,25 @@ type App struct {
 	Base []Object `bson:"base,omitempty"`
 	// Added: a controller added the app (nothing rendered it).
 	Added bool `bson:"added,omitempty"`
+	// Capabilities: the app's chart reads .Capabilities, so clusters of other
+	// capabilities may need other objects (Variants).
+	Capabilities bool `bson:"capabilities,omitempty"`
+	// Variants are the app's objects as rendered for clusters whose capabilities (their
+	// Kubernetes version and APIs) make them differ from Objects, by the capabilities' key
+	// (see ClusterApp.Variant): stored once for every such cluster.
+	Variants map[string][]Object `bson:"variants,omitempty"`
+}
+
+// ObjectsFor returns the app's objects on the cluster of placement p: its own (controllers'
+// cluster-specific edits), else its capabilities' variant, else the app's.
+func (a *App) ObjectsFor(p *ClusterApp) []Object {
+	if p.Objects != nil {
+		return p.Objects
+	}
+	if objs, ok := a.Variants[p.Variant]; ok && p.Variant != "" {
+		return objs
+	}
+	return a.Objects
 }
 
 // ResourceStatus is the status of one object of an app on one cluster.
@@ -95,6 +114,9 @@ type ClusterApp struct {
 	// Objects replaces the app's objects on this cluster alone (controllers' cluster-
 	// specific edits); index-aligned with Resources.
 	Objects []Object `bson:"objects,omitempty"`
+	// Variant names the app's objects rendered for this cluster's capabilities (a key of
+	// App.Variants; "" for the app's own).
+	Variant string `bson:"variant,omitempty"`
 	// Live is what the cluster showed at LiveAt, index-aligned with Resources.
 	Live   []Live    `bson:"live,omitempty"`
 	LiveAt time.Time `bson:"liveAt,omitempty"`

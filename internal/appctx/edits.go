@@ -157,7 +157,7 @@ func (s *Store) PutCommitted(ctx context.Context, ctxID string, apps []*App) err
 func ForCluster(apps map[string]*App, placed []*ClusterApp) map[string]*App {
 	var out map[string]*App
 	for _, p := range placed {
-		if p.Objects == nil || apps[p.App] == nil {
+		if (p.Objects == nil && p.Variant == "") || apps[p.App] == nil {
 			continue
 		}
 		if out == nil {
@@ -167,7 +167,7 @@ func ForCluster(apps map[string]*App, placed []*ClusterApp) map[string]*App {
 			}
 		}
 		c := *apps[p.App]
-		c.Objects = p.Objects
+		c.Objects = apps[p.App].ObjectsFor(p)
 		out[p.App] = &c
 	}
 	if out == nil {

@@ -50,8 +50,9 @@ func List(cas []*ClusterApp, rendered map[string]*App) {
 		if !ca.Unlisted || app == nil {
 			continue
 		}
-		ca.Resources = make([]ResourceStatus, len(app.Objects))
-		for i, o := range app.Objects {
+		objs := app.ObjectsFor(ca)
+		ca.Resources = make([]ResourceStatus, len(objs))
+		for i, o := range objs {
 			ca.Resources[i] = ResourceStatus{Ref: o.Ref, Status: lifecycle.ResPending}
 		}
 		ca.Unlisted = false

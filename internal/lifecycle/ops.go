@@ -259,6 +259,7 @@ const (
 	ActivityBeginOperation        = "BeginOperation"
 	ActivityFinishOperation       = "FinishOperation"
 	ActivityRenderApps            = "RenderApps"
+	ActivityRenderVariants        = "RenderVariants"
 	ActivityPlaceApps             = "PlaceApps"
 	ActivityRunController         = "RunController" // contract.ActivityName
 	ActivityCommitControllers     = "CommitControllers"

@@ -8,7 +8,9 @@ import (
 	"testing"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/temco/temco/internal/devstack"
@@ -371,4 +373,71 @@ func TestAGitOpsClusterRefusingAnObjectFailsAtOnce(t *testing.T) {
 	}
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
+
+// A chart that branches on .Capabilities is rendered for each cluster it goes to, with that
+// cluster's Kubernetes version and APIs (as helm install renders it for its cluster): here
+// cluster2 serves an API cluster1 does not, and each gets its own ConfigMap; clusters with
+// the same capabilities share one render. An update after the API went away from cluster2
+// renders it as cluster1's.
+func TestChartsRenderForEachClustersCapabilities(t *testing.T) {
+	crd := map[string]any{"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+		"metadata": map[string]any{"name": "probes.caps.example.com"},
+		"spec": map[string]any{"group": "caps.example.com", "scope": "Namespaced",
+			"names": map[string]any{"plural": "probes", "singular": "probe", "kind": "Probe", "listKind": "ProbeList"},
+			"versions": []any{map[string]any{"name": "v1", "served": true, "storage": true,
+				"schema": map[string]any{"openAPIV3Schema": map[string]any{"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}}}
+	crds := dynClient(t, stack.Clusters[1]).Resource(apiextensionsCRDs)
+	if _, err := crds.Create(context.Background(), &unstructured.Unstructured{Object: crd}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cleanupCRD(t, stack.Clusters[1], "probes.caps.example.com") })
+	chart := testenv.Chart("caps", "", map[string]string{"cm.yaml": `apiVersion: v1
+kind: ConfigMap
+metadata:
+  name: caps
+data:
+  probes: {{ if .Capabilities.APIVersions.Has "caps.example.com/v1" }}served{{ else }}absent{{ end }}
+  kube: {{ .Capabilities.KubeVersion.Version | quote }}
+`})
+	d := newDeployment(t, app{name: "caps", chart: chart, placement: map[string]any{"allOf": []any{
+		map[string]any{"clusterProvider": provider, "cluster": "cluster1"}, map[string]any{"clusterProvider": provider, "cluster": "cluster2"},
+		map[string]any{"clusterProvider": provider, "cluster": "cluster3"}}}})
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	data := func(i int) map[string]string {
+		cs, err := stack.Clusters[i].Clientset()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cm, err := cs.CoreV1().ConfigMaps("default").Get(context.Background(), "caps", metav1.GetOptions{})
+		if err != nil {
+			t.Fatalf("cluster%d: %v", i+1, err)
+		}
+		return cm.Data
+	}
+	for i, want := range []string{"absent", "served", "absent"} {
+		if got := data(i); got["probes"] != want || got["kube"] != testenv.KubeVersion {
+			t.Errorf("cluster%d: %v, want probes %s and kube %s (the cluster's own)", i+1, got, want, testenv.KubeVersion)
+		}
+	}
+	cleanupCRD(t, stack.Clusters[1], "probes.caps.example.com")
+	eventually(t, "the Probe API gone from cluster2", time.Minute, func() error {
+		if _, err := crds.Get(context.Background(), "probes.caps.example.com", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+	// The API's absence shows once cluster2's capabilities are read again (they are
+	// kept 30 s): updates follow until it does.
+	eventually(t, "cluster2 rendered without the Probe API", 2*time.Minute, func() error {
+		d.update("update", nil)
+		if got := data(1)["probes"]; got != "absent" {
+			return fmt.Errorf("probes %s", got)
+		}
+		return nil
+	})
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }

@@ -63,10 +63,16 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 		return plan, err
 	}
 	o.progress.ClustersTotal = plan.Clusters
-	if len(plan.Controllers) == 0 {
-		return plan, nil
+	if len(plan.Controllers) > 0 {
+		if plan, err = o.control(ctx, ref, plan.Controllers); err != nil {
+			return plan, err
+		}
 	}
-	return o.control(ctx, ref, plan.Controllers)
+	if o.release >= releaseVariants {
+		o.progress.Phase = "render for the clusters' capabilities"
+		err = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderVariants, ref).Get(ctx, nil)
+	}
+	return plan, err
 }
 
 // preparer is the activity that builds a target's context from its own resources ("" for

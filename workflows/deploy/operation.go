@@ -62,8 +62,11 @@ const (
 	// tasks, and a pause or a closed window holds a started stage's next batches, its
 	// progress deadline stopped meanwhile.
 	releaseStages workflow.Version = 5
+	// releaseVariants (2026-11-27): charts that read .Capabilities are rendered again for
+	// the capabilities of the clusters they go to (RenderVariants), once prepared.
+	releaseVariants workflow.Version = 6
 
-	releaseLatest = releaseStages
+	releaseLatest = releaseVariants
 )
 
 // gates are a run's answers to version gates.

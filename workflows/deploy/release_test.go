@@ -49,3 +49,26 @@ func TestFinishOfAStoreThatKeepsRefusingFollowsTheRunsRelease(t *testing.T) {
 		})
 	}
 }
+
+// From release 6 an instantiate renders the charts that read .Capabilities for its
+// clusters once prepared (after the controllers' commit); runs of earlier releases do not.
+func TestRenderVariantsFollowsTheRunsRelease(t *testing.T) {
+	for name, c := range map[string]struct {
+		release workflow.Version
+		want    int
+	}{"release 5": {releaseStages, 0}, "release 6": {releaseVariants, 1}} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakes()
+			f.plan.Controllers = []lifecycle.Controller{{Name: "gac", Intent: "i"}}
+			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.variants != c.want {
+				t.Errorf("RenderVariants ran %d times, want %d", f.variants, c.want)
+			}
+		})
+	}
+}

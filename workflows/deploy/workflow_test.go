@@ -36,6 +36,7 @@ type fakes struct {
 	pruned   []lifecycle.ClusterInput
 	copied   []lifecycle.CopyInput
 	listed   int                 // ListBatch calls
+	variants int                 // RenderVariants calls
 	counted  []int               // batches CountBatch stored counts for
 	previous map[string]string   // cluster -> Previous seen by ApplyCluster
 	deletedC map[string][]string // context -> clusters deleted
@@ -74,6 +75,12 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(ReadBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowReadBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
 	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
+	reg(lifecycle.ActivityRenderVariants, func(context.Context, lifecycle.ContextRef) error {
+		f.mu.Lock()
+		f.variants++
+		f.mu.Unlock()
+		return nil
+	})
 	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, f.place() })
 	reg(lifecycle.ActivityRunController, func(_ context.Context, in contract.Input) (contract.Result, error) {
 		f.mu.Lock()

@@ -65,7 +65,7 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 		return plan, nil, err
 	}
 	if len(plan.Controllers) == 0 {
-		return plan, nil, nil
+		return plan, nil, renderVariants(ctx, ref)
 	}
 	var chosen lifecycle.PreviewControllers
 	if err := workflow.ExecuteActivity(quick(ctx), lifecycle.ActivityPreviewControllers, plan.Controllers).Get(ctx, &chosen); err != nil {
@@ -85,8 +85,19 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 			notes = append(notes, fmt.Sprintf("controller %q asked for %d workflow(s), which a preview does not start", c.Name, n))
 		}
 	}
-	err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCommitControllers, ref).Get(ctx, &plan)
-	return plan, notes, err
+	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCommitControllers, ref).Get(ctx, &plan); err != nil {
+		return plan, notes, err
+	}
+	return plan, notes, renderVariants(ctx, ref)
+}
+
+// renderVariants renders the charts that read .Capabilities for their clusters, as the
+// operation would. Version gate (2026-11-27): previews started before do not.
+func renderVariants(ctx workflow.Context, ref lifecycle.ContextRef) error {
+	if workflow.GetVersion(ctx, "render-variants", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		return nil
+	}
+	return workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderVariants, ref).Get(ctx, nil)
 }
 
 // naming prefixes an error with what failed, keeping its type for the api: a refusal

@@ -85,6 +85,10 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		f.note(lifecycle.ActivityRenderApps)
 		return 1, f.render(ctx)
 	})
+	reg(lifecycle.ActivityRenderVariants, func(_ context.Context, in lifecycle.ContextRef) error {
+		f.note(lifecycle.ActivityRenderVariants)
+		return nil
+	})
 	reg(lifecycle.ActivityPlaceApps, func(_ context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
 		f.note(lifecycle.ActivityPlaceApps)
 		if in.ContextID != scratch {

@@ -6,11 +6,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"sort"
 
-	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/openapi"
 
+	"github.com/temco/temco/internal/capabilities"
 	"github.com/temco/temco/internal/gitops"
 )
 
@@ -24,19 +23,15 @@ type schemaDoc struct {
 // directory. An OpenAPI document is fetched only when the server's index names a new one
 // (its URL carries a hash of the document).
 func (m *Monitor) factFiles(ctx context.Context) (map[string][]byte, error) {
-	version, err := m.disco.ServerVersion()
+	caps, err := capabilities.Discover(m.disco)
 	if err != nil {
-		return nil, fmt.Errorf("read the version of %s: %w", m.Cluster, err)
-	}
-	apis, err := apiVersions(m.disco)
-	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", m.Cluster, err)
 	}
 	paths, err := openapi.ToClientWithContext(m.disco.OpenAPIV3()).PathsWithContext(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("read the OpenAPI index of %s: %w", m.Cluster, err)
 	}
-	facts := gitops.Facts{KubeVersion: version.GitVersion, APIVersions: apis, Schemas: map[string]string{}}
+	facts := gitops.Facts{KubeVersion: caps.KubeVersion, APIVersions: caps.APIVersions, Schemas: map[string]string{}}
 	docs := make(map[string]schemaDoc, len(paths))
 	files := map[string][]byte{}
 	for path, gv := range paths {
@@ -61,29 +56,4 @@ func (m *Monitor) factFiles(ctx context.Context) (map[string][]byte, error) {
 	}
 	files[gitops.FactsPath(m.Cluster)] = append(b, '\n')
 	return files, nil
-}
-
-// apiVersions lists the served group-versions and kinds as Helm's capabilities do.
-func apiVersions(d discovery.DiscoveryInterface) ([]string, error) {
-	groups, resources, err := d.ServerGroupsAndResources()
-	if err != nil && !discovery.IsGroupDiscoveryFailedError(err) { // an aggregated API down: the rest is still true
-		return nil, fmt.Errorf("discover the APIs: %w", err)
-	}
-	seen := map[string]bool{}
-	for _, g := range groups {
-		for _, v := range g.Versions {
-			seen[v.GroupVersion] = true
-		}
-	}
-	for _, l := range resources {
-		for _, r := range l.APIResources {
-			seen[l.GroupVersion+"/"+r.Kind] = true
-		}
-	}
-	out := make([]string, 0, len(seen))
-	for k := range seen {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out, nil
 }
