@@ -67,7 +67,12 @@ func render(ctx context.Context, in chartInput) (rendering, error) {
 		vals = in.profile.Values
 		replaceTemplates(ch, in.profile.Templates)
 	}
-	out := rendering{readsCapabilities: mentionsCapabilities(ch)}
+	// A chart's kubeVersion constraint is checked against the clusters' versions when
+	// rendered for them (RenderVariants), not against the default.
+	out := rendering{readsCapabilities: mentionsCapabilities(ch) || ch.Metadata.KubeVersion != ""}
+	if in.caps == nil {
+		ch.Metadata.KubeVersion = ""
+	}
 	keys := make([]string, 0, len(in.overrides))
 	for k := range in.overrides {
 		keys = append(keys, k)
@@ -80,7 +85,7 @@ func render(ctx context.Context, in chartInput) (rendering, error) {
 	}
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace, install.IncludeCRDs = true, true, true, true
-	install.ReleaseName, install.Namespace = in.release, in.namespace
+	install.ReleaseName, install.Namespace, install.KubeVersion = in.release, in.namespace, defaultKubeVersion
 	if in.caps != nil {
 		// Helm takes these in addition to its own API versions (those of the Kubernetes it
 		// is built for), as `helm template --kube-version --api-versions` does.
@@ -114,6 +119,12 @@ func render(ctx context.Context, in chartInput) (rendering, error) {
 	out.objects = objs
 	return out, nil
 }
+
+// defaultKubeVersion is the Kubernetes version charts are rendered for when their
+// clusters' is not known: the one temco's Kubernetes libraries (k8s.io/apimachinery v0.37)
+// are built for; a test keeps the two together. Helm's own default, 1.20, predates every
+// cluster temco serves, and fails charts that require more.
+var defaultKubeVersion = &chartutil.KubeVersion{Version: "v1.37.2", Major: "1", Minor: "37"}
 
 // mentionsCapabilities tells whether a chart (its subcharts included) mentions
 // .Capabilities anywhere in its templates: only such charts may render differently for

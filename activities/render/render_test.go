@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"maps"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -196,5 +199,40 @@ func TestRenderWithTheClustersCapabilities(t *testing.T) {
 	plain, err := render(context.Background(), chartInput{app: "web", archive: webChart, release: "r", namespace: "default"})
 	if err != nil || plain.readsCapabilities {
 		t.Errorf("a chart without .Capabilities: %v, reads %v", err, plain.readsCapabilities)
+	}
+}
+
+// A chart requiring a Kubernetes version renders by default for the one temco's libraries
+// are built for (not Helm's 1.20), its constraint left to the rendering for its clusters,
+// which refuses a cluster outside it.
+func TestAChartsKubeVersionIsCheckedAgainstItsClusters(t *testing.T) {
+	root, err := testenv.RepoRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := regexp.MustCompile(`k8s\.io/apimachinery v0\.(\d+)\.(\d+)`).FindStringSubmatch(string(mod))
+	if m == nil || defaultKubeVersion.Version != "v1."+m[1]+"."+m[2] || defaultKubeVersion.Minor != m[1] {
+		t.Fatalf("default Kubernetes version %+v, want the one of go.mod's k8s.io/apimachinery %v", defaultKubeVersion, m)
+	}
+	files := map[string]string{
+		"new/Chart.yaml":        "apiVersion: v2\nname: new\nversion: 0.1.0\nkubeVersion: \">= 1.30.0-0\"\n",
+		"new/templates/cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: new\ndata:\n  v: {{ .Capabilities.KubeVersion.Minor | quote }}\n",
+	}
+	in := chartInput{app: "new", archive: testenv.TarGz(files), release: "r", namespace: "default"}
+	def, err := render(context.Background(), in)
+	if err != nil || !def.readsCapabilities || field(t, def.objects[0], "data", "v") != defaultKubeVersion.Minor {
+		t.Fatalf("default rendering: %v, reads capabilities %v", err, def.readsCapabilities)
+	}
+	in.caps = &capabilities.Capabilities{KubeVersion: "v1.29.3"}
+	if _, err := render(context.Background(), in); err == nil || !strings.Contains(err.Error(), "incompatible with Kubernetes v1.29.3") {
+		t.Errorf("rendered for a 1.29 cluster: %v, want the chart's constraint", err)
+	}
+	in.caps.KubeVersion = "v1.35.4"
+	if r, err := render(context.Background(), in); err != nil || field(t, r.objects[0], "data", "v") != "35" {
+		t.Errorf("rendered for a 1.35 cluster: %v", err)
 	}
 }

@@ -48,7 +48,9 @@ func TestClustersWithTheSameCapabilitiesShareOneClass(t *testing.T) {
 // A placement points at its capabilities' variant where the app has one, and its statuses
 // are listed anew from the variant; placements whose objects do not change are not saved.
 func TestPlaceNamesEachClustersVariant(t *testing.T) {
-	o := func(h string) appctx.Object { return appctx.Object{Ref: appctx.Ref{Kind: "ConfigMap", Name: h}, Hash: h} }
+	o := func(h string) appctx.Object {
+		return appctx.Object{Ref: appctx.Ref{Kind: "ConfigMap", Name: h}, Hash: h}
+	}
 	apps := map[string]*appctx.App{"web": {Name: "web", Objects: []appctx.Object{o("default")}}}
 	v := &variantSet{objects: map[string]map[string][]appctx.Object{"web": {"k2": {o("served"), o("extra")}}}}
 	placed := []*appctx.ClusterApp{
