@@ -2,7 +2,7 @@
 # Builds the pinned development binaries into $BIN (default .bin/) from the Go module
 # proxy only. Each tool's version is pinned by the go.mod in its folder here; a tool
 # is skipped when $BIN/.stamp/<tool> already records that version (idempotent).
-#   tools/build.sh [tool ...]    tools: temporal ferretdb etcd kube kwok crds flux (default: all)
+#   tools/build.sh [tool ...]    tools: temporal ferretdb etcd kube kwok crds charts flux certmanager (default: all)
 set -euo pipefail
 TOOLS="$(cd "$(dirname "$0")" && pwd)"
 BIN="${BIN:-$TOOLS/../.bin}"
@@ -61,13 +61,45 @@ build_ferretdb() {
   stamp ferretdb "$v"
 }
 
+# CRDs from the modules that ship them (tools/crds/go.mod): the ServiceMonitor for the Helm
+# chart's e2e test, and in a folder each the kinds temco's controllers produce, which every
+# local cluster applies at start (internal/devstack): Istio's, Multus' and cert-manager's.
+CRD_MODULES="github.com/prometheus-operator/prometheus-operator istio.io/api
+  github.com/k8snetworkplumbingwg/network-attachment-definition-client github.com/cert-manager/cert-manager"
 build_crds() {
-  local v dir; v=$(version crds github.com/prometheus-operator/prometheus-operator)
+  local v; v=$(cd "$TOOLS/crds" && go list -m -f '{{.Path}}@{{.Version}}' $CRD_MODULES | paste -sd ' ')
   fresh crds "$v" && return
-  dir=$(cd "$TOOLS/crds" && go mod download -json github.com/prometheus-operator/prometheus-operator | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
   mkdir -p "$BIN/crds"
-  install -m 0644 "$dir/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" "$BIN/crds/"
+  install -m 0644 "$(crd_module github.com/prometheus-operator/prometheus-operator)/example/prometheus-operator-crd/monitoring.coreos.com_servicemonitors.yaml" "$BIN/crds/"
+  crd_folder istio "$(crd_module istio.io/api)"/kubernetes/customresourcedefinitions.gen.yaml
+  crd_folder multus "$(crd_module github.com/k8snetworkplumbingwg/network-attachment-definition-client)"/artifacts/networks-crd.yaml
+  crd_folder cert-manager "$(crd_module github.com/cert-manager/cert-manager)"/deploy/crds/*.yaml
   stamp crds "$v"
+}
+crd_module() { (cd "$TOOLS/crds" && go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'); }
+# crd_folder NAME FILE...: $BIN/crds/NAME holds exactly FILE...
+crd_folder() { local d="$BIN/crds/$1"; shift; rm -rf "$d" && mkdir -p "$d" && install -m 0644 "$@" "$d/"; }
+
+# Public charts for tests/wildcharts: each chart folder tools/charts/charts.txt lists, copied
+# from its module (pinned by tools/charts/go.mod) into $BIN/charts/<name>. The stamp holds
+# the list with each module's version, so an edit of either copies them again.
+build_charts() {
+  local list v name mod dir
+  list=$(grep -v '^#' "$TOOLS/charts/charts.txt" | awk 'NF')
+  v=$(cd "$TOOLS/charts" && echo "$list" | while read -r name mod dir; do
+    echo "$name $(go list -m -f '{{.Path}}@{{.Version}}' "$mod") $dir"; done)
+  fresh charts "$v" && return
+  rm -rf "$BIN/charts" && mkdir -p "$BIN/charts"
+  echo "$list" | while read -r name mod dir; do
+    src=$(cd "$TOOLS/charts" && go mod download -json "$mod" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+    cp -r "$src/$dir" "$BIN/charts/$name" && chmod -R u+w "$BIN/charts/$name"
+    if [ "$name" = cert-manager ]; then # its release tool writes Chart.yaml from this template
+      local cv; cv=$(cd "$TOOLS/charts" && go list -m -f '{{.Version}}' "$mod")
+      sed -e "s/^version: v0.0.0/version: $cv/" -e "s/^appVersion: v0.0.0/appVersion: $cv/" \
+        -e 's/{{IS_PRERELEASE}}/false/' "$BIN/charts/$name/Chart.template.yaml" > "$BIN/charts/$name/Chart.yaml"
+    fi
+  done
+  stamp charts "$v"
 }
 
 # Flux's controllers: their go.mods replace their api module with ./api, which the module
@@ -98,6 +130,24 @@ build_flux_controller() {
   rm -rf "$src"
 }
 
-for t in "${@:-temporal ferretdb etcd kube kwok crds flux}"; do
+# cert-manager's controller (tools/cert-manager/go.mod says why v1.11.x), run out of cluster
+# against the local stack's issuing cluster. Its go.mod has a replace directive, so `go
+# install` refuses it: built in a copy of its module source, at the lowest priority like
+# Flux (a cold compile takes about 5 minutes and 1 GB), its version stamped as its release
+# build does.
+build_certmanager() {
+  local v dir src; v=$(version cert-manager github.com/cert-manager/cert-manager)
+  fresh cert-manager "$v" && return
+  dir=$(cd "$TOOLS/cert-manager" && go mod download -json github.com/cert-manager/cert-manager | sed -n 's/.*"Dir": "\(.*\)".*/\1/p')
+  src=$(mktemp -d)
+  cp -r "$dir/." "$src" && chmod -R u+w "$src"
+  (cd "$src" && export GOTOOLCHAIN=local GOFLAGS= && go mod download &&
+    nice -n 19 go build -trimpath -ldflags "$LDFLAGS -X github.com/cert-manager/cert-manager/pkg/util.AppVersion=$v" \
+      -o "$BIN/cert-manager-controller" ./cmd/controller)
+  rm -rf "$src"
+  stamp cert-manager "$v"
+}
+
+for t in "${@:-temporal ferretdb etcd kube kwok crds charts flux certmanager}"; do
   for one in $t; do timed "build_$one"; done
 done

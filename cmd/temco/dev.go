@@ -29,11 +29,14 @@ func devCmd() *cobra.Command {
 				return err
 			}
 			cfg.Self, cfg.SearchAttributes = self, lifecycle.SearchAttributeTypes()
-			gitops := ""
-			if cfg.GitOps {
-				gitops = ", a GitOps cluster with Flux and a git server"
+			extra := ""
+			if cfg.CertManager {
+				extra = ", cert-manager on cluster1"
 			}
-			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters%s, api, worker (data in %s)\n", cfg.Clusters, gitops, cfg.DataDir)
+			if cfg.GitOps {
+				extra += ", a GitOps cluster with Flux and a git server"
+			}
+			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters%s, api, worker (data in %s)\n", cfg.Clusters, extra, cfg.DataDir)
 			stack, err := devstack.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -58,6 +61,7 @@ func devCmd() *cobra.Command {
 	f.IntVar(&cfg.MetricsPort, "metrics-port", 9016, "temco worker /metrics port")
 	f.IntVar(&cfg.ClusterBasePort, "cluster-base-port", 20000, "first port of the clusters (each uses 3 ports, 10 apart)")
 	f.BoolVar(&cfg.GitOps, "gitops", true, "add one more cluster that Flux reconciles from the stack's git server (temco reaches it through git only)")
+	f.BoolVar(&cfg.CertManager, "cert-manager", true, "run cert-manager's controller against cluster1 (ca-certs' cert-manager issuers sign there)")
 	f.StringVar(&cfg.GitOpsProvider, "gitops-provider", "local", "cluster provider of the GitOps cluster in its git paths (<provider>+<cluster>)")
 	f.IntVar(&cfg.GitPort, "git-port", 0, "git server port (0: the GitOps cluster's first port + 8)")
 	f.StringVar(&cfg.Namespace, "namespace", "default", "Temporal namespace")

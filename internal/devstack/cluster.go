@@ -50,7 +50,8 @@ func (c *Cluster) Ports() map[string]int {
 }
 
 // Start brings the cluster up and returns once the apiserver is ready, the node exists
-// and the apiserver serves the custom resources of crds/.
+// and the apiserver serves the custom resources of ClusterCRDFiles (crds/ and the
+// modules' definitions in BinDir/crds).
 func (c *Cluster) Start(ctx context.Context) error {
 	c.procs = map[string]*Proc{}
 	pki := clusterPKI{dir: filepath.Join(c.Dir, "pki")}

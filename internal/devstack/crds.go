@@ -9,7 +9,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"os"
 	"path"
+	"path/filepath"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -19,12 +21,22 @@ import (
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 )
 
-// crdFiles are the CustomResourceDefinitions every local cluster holds, so that it can
-// store the custom objects temco's controllers produce (Nodus networks, Multus network
-// attachments, ...). One file per API group, named after the group.
+// crdFiles are the hand-written CustomResourceDefinitions every local cluster holds, so
+// that it can store the custom objects temco's controllers produce, for the kinds whose
+// definitions no module on the proxy ships (SD-EWAN, Nodus, KNCC; see each file's header).
+// One file per API group, named after the group.
 //
 //go:embed crds/*.yaml
 var crdFiles embed.FS
+
+// moduleCRDFolders are the folders of BinDir/crds that tools/build.sh fills with the
+// definitions of the other kinds temco's controllers produce, copied from the modules
+// that ship them (pinned by tools/crds/go.mod): every local cluster applies them too.
+var moduleCRDFolders = []string{
+	"istio",        // istio.io/api: its's Gateway, ServiceEntry, DestinationRule, AuthorizationPolicy..., ca-certs' ProxyConfig
+	"multus",       // network-attachment-definition-client: ncm's NetworkAttachmentDefinition
+	"cert-manager", // cert-manager: ca-certs' ClusterIssuer, and the other five kinds of its CRDs
+}
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
@@ -37,8 +49,43 @@ type CRDFile struct {
 	CRDs []*unstructured.Unstructured
 }
 
-// CRDFiles reads the embedded definitions.
+// CRDFiles reads the embedded (hand-written) definitions.
 func CRDFiles() ([]CRDFile, error) { return readCRDFiles(crdFiles, "crds/*.yaml") }
+
+// ModuleCRDFiles reads the definitions tools/build.sh copied from their modules into
+// binDir/crds/<folder>; a file's Name is "<folder>/<file>". An empty or missing folder
+// is an error that says to build them.
+func ModuleCRDFiles(binDir string) ([]CRDFile, error) {
+	var out []CRDFile
+	for _, folder := range moduleCRDFolders {
+		dir := filepath.Join(binDir, "crds", folder)
+		files, err := readCRDFiles(os.DirFS(dir), "*.yaml")
+		if err == nil && len(files) == 0 {
+			err = errors.New("no CustomResourceDefinitions there")
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w: run `make tools`", dir, err)
+		}
+		for _, f := range files {
+			out = append(out, CRDFile{Name: folder + "/" + f.Name, CRDs: f.CRDs})
+		}
+	}
+	return out, nil
+}
+
+// ClusterCRDFiles reads every definition a local cluster applies at start: the
+// embedded ones, then those of the modules in binDir/crds.
+func ClusterCRDFiles(binDir string) ([]CRDFile, error) {
+	files, err := CRDFiles()
+	if err != nil {
+		return nil, err
+	}
+	mod, err := ModuleCRDFiles(binDir)
+	if err != nil {
+		return nil, err
+	}
+	return append(files, mod...), nil
+}
 
 // readCRDFiles reads the definitions in the files of fsys matching pattern, in name order.
 func readCRDFiles(fsys fs.FS, pattern string) ([]CRDFile, error) {
@@ -84,9 +131,9 @@ func decodeCRDs(data []byte) ([]*unstructured.Unstructured, error) {
 	}
 }
 
-// InstallCRDs applies the definitions of crds/ to the running cluster and waits until
-// the apiserver has established each. Start does it on every start; again, it changes
-// nothing.
+// InstallCRDs applies the definitions of crds/ and of the modules in BinDir/crds
+// (ClusterCRDFiles) to the running cluster and waits until the apiserver has established
+// each. Start does it on every start; again, it changes nothing.
 func (c *Cluster) InstallCRDs(ctx context.Context) error {
 	names, err := c.applyCRDs(ctx)
 	if err != nil {
@@ -95,11 +142,11 @@ func (c *Cluster) InstallCRDs(ctx context.Context) error {
 	return c.awaitCRDs(ctx, names)
 }
 
-// applyCRDs server-side applies the definitions of crds/ and returns their names.
+// applyCRDs server-side applies the definitions of ClusterCRDFiles and returns their names.
 func (c *Cluster) applyCRDs(ctx context.Context) ([]string, error) {
-	files, err := CRDFiles()
+	files, err := ClusterCRDFiles(c.BinDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("cluster %s: %w", c.Name, err)
 	}
 	return c.applyCRDFiles(ctx, files)
 }

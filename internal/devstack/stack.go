@@ -48,6 +48,10 @@ type Config struct {
 	GitOpsProvider string // default "local"
 	GitPort        int    // the git server's port; 0: the GitOps cluster's base port + 8
 
+	// CertManager runs cert-manager's controller against cluster1 (ca-certs' issuing
+	// cluster in the tests), on port ClusterBasePort+3.
+	CertManager bool
+
 	Namespace        string
 	TaskQueue        string
 	SearchAttributes map[string]string
@@ -79,6 +83,8 @@ type Stack struct {
 	API      *Proc
 	Worker   *Proc
 	KeyFile  string
+
+	CertManager *CertManager // with CertManager: cert-manager's controller on cluster1
 }
 
 // Start brings every component up in dependency order and waits for each to be ready.
@@ -108,6 +114,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	}
 	if cfg.GitOps {
 		s.configureGitOps()
+	}
+	if cfg.CertManager && len(s.Clusters) > 0 {
+		s.CertManager = &CertManager{Cluster: s.Clusters[0], BinDir: cfg.BinDir}
 	}
 	if err := s.checkPorts(); err != nil {
 		return nil, err
@@ -139,13 +148,22 @@ func (s *Stack) checkPorts() error {
 		maps.Copy(ports, s.GitOps.ports())
 		ports["git server"] = s.gitPort()
 	}
+	if s.CertManager != nil {
+		maps.Copy(ports, s.CertManager.ports())
+	}
 	return CheckPortsFree(ports)
 }
 
 func (s *Stack) checkBinaries() error {
 	bins := []string{"temporal", "ferretdb", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+	for _, f := range moduleCRDFolders { // the definitions every cluster applies
+		bins = append(bins, filepath.Join("crds", f))
+	}
 	if s.GitOps != nil {
 		bins = append(bins, gitOpsBinaries...)
+	}
+	if s.CertManager != nil {
+		bins = append(bins, certManagerBinary)
 	}
 	for _, b := range bins {
 		if _, err := os.Stat(filepath.Join(s.cfg.BinDir, b)); err != nil {
@@ -175,7 +193,13 @@ func (s *Stack) startInfrastructure(ctx context.Context) error {
 			if err := c.Start(ctx); err != nil {
 				return err
 			}
-			return c.WaitNodeReady(ctx, 60*time.Second)
+			if err := c.WaitNodeReady(ctx, 60*time.Second); err != nil {
+				return err
+			}
+			if s.CertManager != nil && s.CertManager.Cluster == c {
+				return s.CertManager.Start(ctx)
+			}
+			return nil
 		})
 	}
 	if s.GitOps != nil {
@@ -310,6 +334,9 @@ func (s *Stack) Procs() []*Proc {
 	for _, c := range s.Clusters {
 		out = append(out, c.Procs()...)
 	}
+	if s.CertManager != nil && s.CertManager.Proc() != nil {
+		out = append(out, s.CertManager.Proc())
+	}
 	if s.GitOps != nil {
 		out = append(out, s.GitOps.Procs()...)
 	}
@@ -343,6 +370,9 @@ func (s *Stack) Wait(ctx context.Context) error {
 func (s *Stack) Stop() {
 	s.Worker.Stop(15 * time.Second)
 	s.API.Stop(15 * time.Second)
+	if s.CertManager != nil && s.CertManager.Proc() != nil {
+		s.CertManager.Stop() // before its cluster
+	}
 	var wg sync.WaitGroup
 	for _, c := range s.Clusters {
 		wg.Go(c.Stop)
@@ -379,6 +409,9 @@ func (s *Stack) Summary(w io.Writer) {
 	fmt.Fprintf(w, "  MongoDB wire      %s (FerretDB, %s)\n", s.Mongo.URI(), backend)
 	for _, c := range s.Clusters {
 		fmt.Fprintf(w, "  cluster %-9s https://127.0.0.1:%d  kubeconfig %s\n", c.Name, c.APIPort(), c.Kubeconfig())
+	}
+	if s.CertManager != nil {
+		s.CertManager.summary(w)
 	}
 	if s.GitOps != nil {
 		s.gitOpsSummary(w)

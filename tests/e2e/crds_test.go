@@ -107,10 +107,11 @@ func TestDevStackCRDsHoldCustomObjects(t *testing.T) {
 	}
 }
 
-// Every cluster of the stack has established the dev stack's definitions, and
-// installing them again (as every start does) leaves them untouched.
+// Every cluster of the stack has established the dev stack's definitions (hand-written,
+// and copied from the modules that ship them), and installing them again (as every start
+// does) leaves them untouched.
 func TestDevStackCRDsInstallAgainChangesNothing(t *testing.T) {
-	files, err := devstack.CRDFiles()
+	files, err := devstack.ClusterCRDFiles(binDir)
 	if err != nil {
 		t.Fatal(err)
 	}

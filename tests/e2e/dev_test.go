@@ -73,8 +73,9 @@ func runDev(t *testing.T, cmd *exec.Cmd) *bufio.Scanner {
 		lines = append(lines, sc.Text())
 		if strings.HasPrefix(sc.Text(), "Stop with Ctrl-C") {
 			summary := strings.Join(lines, "\n")
-			if !strings.Contains(summary, "Temporal Web UI") || !strings.Contains(summary, "/clusters/cluster1/kubeconfig") {
-				t.Fatalf("summary lacks the UI URL or the kubeconfig path:\n%s", summary)
+			if !strings.Contains(summary, "Temporal Web UI") || !strings.Contains(summary, "/clusters/cluster1/kubeconfig") ||
+				!strings.Contains(summary, "cert-manager      controller on cluster1") {
+				t.Fatalf("summary lacks the UI URL, the kubeconfig path or cert-manager:\n%s", summary)
 			}
 			return sc
 		}

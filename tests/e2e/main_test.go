@@ -65,7 +65,8 @@ func runSuite(m *testing.M) (int, error) {
 		return 0, fmt.Errorf("build temco: %w", err)
 	}
 	// GitOps: one more cluster, cluster4, that Flux reconciles from the stack's git server.
-	cfg := devstack.Config{BinDir: binDir, DataDir: filepath.Join(tmpRoot, "data"), Self: self, Clusters: 3, GitOps: true,
+	// cert-manager's controller runs against cluster1, ca-certs' issuing cluster.
+	cfg := devstack.Config{BinDir: binDir, DataDir: filepath.Join(tmpRoot, "data"), Self: self, Clusters: 3, GitOps: true, CertManager: true,
 		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes(), Out: os.Stdout,
 		// Two clusters per batch, so three clusters fan out through batch child workflows.
 		Env: []string{"TEMCO_CLUSTERS_PER_BATCH=2"}, MongoBackend: os.Getenv("TEMCO_E2E_MONGO_BACKEND")}
