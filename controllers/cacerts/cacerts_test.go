@@ -33,6 +33,15 @@ func TestCertSpecChecks(t *testing.T) {
 		{"no issuer group", func(s *CertSpec) { s.IssuerRef.Group = "" }, "spec.issuerRef.group is required"},
 		{"another issuer group", func(s *CertSpec) { s.IssuerRef.Group = "vault.io" }, `spec.issuerRef.group "vault.io" is not supported`},
 		{"a cert-manager issuer of another kind", func(s *CertSpec) { s.IssuerRef = IssuerRef{Name: "x", Kind: "Signer", Group: GroupCertManager} }, `spec.issuerRef.kind "Signer" is invalid`},
+		{"a namespaced cert-manager issuer, with usages", func(s *CertSpec) {
+			s.IssuerRef = IssuerRef{Name: "ca", Kind: "Issuer", Group: GroupCertManager}
+			s.CSRInfo.KeyUsages = []string{"cert sign", "digital signature"}
+		}, ""},
+		{"a usage cert-manager does not know", func(s *CertSpec) {
+			s.IssuerRef = IssuerRef{Name: "ca", Kind: "ClusterIssuer", Group: GroupCertManager}
+			s.CSRInfo.KeyUsages = []string{"cert sign", "certSign"}
+		}, `spec.csrInfo.keyUsages[1] "certSign" is not a usage cert-manager knows`},
+		{"usages are the signer's own, whatever csrInfo says", func(s *CertSpec) { s.CSRInfo.KeyUsages = []string{"certSign"} }, ""},
 		{"another signer", func(s *CertSpec) { s.IssuerRef.Name = "kubelet-serving" }, "must be {kind: Signer, name: kube-apiserver-client}"},
 		{"no issuing cluster", func(s *CertSpec) { s.IssuingCluster.Cluster = "" }, "spec.issuingCluster.cluster is required"},
 		{"a bad issuing provider name", func(s *CertSpec) { s.IssuingCluster.ClusterProvider = "-x" }, "spec.issuingCluster.clusterProvider"},
@@ -242,7 +251,9 @@ func TestDistributionObjects(t *testing.T) {
 }
 
 func TestRequestObject(t *testing.T) {
-	obj, err := requestObject("1-ca-p-c-cr", []byte("REQ"), 86400, nil)
+	sp := validCert()
+	sp.Duration = "24h"
+	obj, err := kubeSigner{}.request("1-ca-p-c-cr", &sp, []byte("REQ"), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -53,7 +53,8 @@ var publicKeyAlgorithms = []string{"RSA", "DSA", "ECDSA", "Ed25519"}
 // checkCertSpec validates a certificate intent as EMCO's schema and API do; every problem
 // is named, joined. Unlike EMCO it also refuses what would only fail the enrolment later
 // for certain: a duration or signature algorithm Go cannot use, a key size it will not
-// generate, an issuer temco has no way to reach.
+// generate, an issuer temco has no way to reach, key usages cert-manager does not know
+// (EMCO ignores keyUsages; temco asks a cert-manager issuer for them).
 func checkCertSpec(sp *CertSpec) error {
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
@@ -69,7 +70,13 @@ func checkCertSpec(sp *CertSpec) error {
 		bad("spec.issuerRef.group is required: %s (a cert-manager issuer) or %s (the issuing cluster's signer)", GroupCertManager, GroupKubernetes)
 	case ir.Group == GroupCertManager:
 		if ir.Kind != "ClusterIssuer" && ir.Kind != "Issuer" {
-			bad("spec.issuerRef.kind %q is invalid: a %s issuer is a ClusterIssuer or an Issuer", ir.Kind, GroupCertManager)
+			bad("spec.issuerRef.kind %q is invalid: a %s issuer is a ClusterIssuer or an Issuer (in namespace %s of the issuing cluster, where the requests go)",
+				ir.Kind, GroupCertManager, requestNamespace)
+		}
+		for i, u := range sp.CSRInfo.KeyUsages {
+			if !slices.Contains(certManagerUsages, u) {
+				bad("spec.csrInfo.keyUsages[%d] %q is not a usage cert-manager knows: use %s", i, u, strings.Join(certManagerUsages, ", "))
+			}
 		}
 	case ir.Group == GroupKubernetes:
 		if ir.Kind != KindSigner || ir.Name != SignerAPIServerClient {

@@ -3,12 +3,10 @@ package cacerts
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	"k8s.io/client-go/kubernetes"
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/appctx"
@@ -45,9 +43,10 @@ func (a *Activities) loadCert(ctx context.Context, t lifecycle.Target) (model.Re
 }
 
 // PrepareCertEnrollment builds an enrolment's context: per member cluster a new key
-// (stored sealed) and its CertificateSigningRequest, all placed on the issuing cluster.
-// What EMCO would only find out while enrolling (no key size or duration, an issuer temco
-// cannot use, no member, an SGX cluster) fails it here, before anything is applied.
+// (stored sealed) and the issuer's request to sign it (a cert-manager CertificateRequest,
+// or a CertificateSigningRequest for the cluster's signer), all placed on the issuing
+// cluster. What EMCO would only find out while enrolling (no key size or duration, no
+// member, an SGX cluster) fails it here, before anything is applied.
 func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
 	t := in.DIG
 	cert, err := a.loadCert(ctx, t)
@@ -60,11 +59,8 @@ func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.Con
 		return lifecycle.Plan{}, invalid("%s: spec.csrInfo.keySize is not set (EMCO applies no default): set it, e.g. to 4096", t)
 	case sp.Duration == "":
 		return lifecycle.Plan{}, invalid("%s: spec.duration is not set (EMCO applies no default): set it, e.g. to 8760h", t)
-	case sp.IssuerRef.Group != GroupKubernetes:
-		return lifecycle.Plan{}, invalid("%s: issuers of group %s (cert-manager) are not supported by temco: use issuerRef {group: %s, kind: %s, name: %s}, the issuing cluster's own signer",
-			t, sp.IssuerRef.Group, GroupKubernetes, KindSigner, SignerAPIServerClient)
 	}
-	duration, _ := time.ParseDuration(sp.Duration) // checked when stored
+	iss := issuerFor(sp.IssuerRef)
 	issuing := lifecycle.ClusterKey(sp.IssuingCluster.ClusterProvider, sp.IssuingCluster.Cluster)
 	if ok, err := a.Store.Exists(ctx, lifecycle.ClusterID(issuing)); err != nil {
 		return lifecycle.Plan{}, err
@@ -97,7 +93,7 @@ func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.Con
 			if kerr != nil {
 				return lifecycle.Plan{}, invalid("%s: %v", t, kerr)
 			}
-			if e, err = a.Keys.Put(ctx, in.ContextID, m.cluster, name, keyPEM); err != nil {
+			if e, err = a.Keys.Put(ctx, in.ContextID, m.cluster, name, sp.IssuerRef, keyPEM); err != nil {
 				return lifecycle.Plan{}, err
 			}
 		}
@@ -109,7 +105,7 @@ func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.Con
 		if err != nil {
 			return lifecycle.Plan{}, invalid("%s: %v", t, err)
 		}
-		obj, err := requestObject(name, csr, int64(duration/time.Second), labels)
+		obj, err := iss.request(name, sp, csr, labels)
 		if err != nil {
 			return lifecycle.Plan{}, err
 		}
@@ -145,8 +141,8 @@ func pending(objs []appctx.Object) []appctx.ResourceStatus {
 	return res
 }
 
-// EnrollCertificates applies an enrolment's requests to the issuing cluster, approves
-// each and waits for its certificate, which it records with the issuing CA beside the key.
+// EnrollCertificates applies an enrolment's requests to the issuing cluster and has each
+// issued (issuer.issued), then records the certificate with the issuing CA beside the key.
 func (a *Activities) EnrollCertificates(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 	res, err := a.Cluster.ApplyCluster(ctx, in)
 	if err != nil || res.Failed > 0 {
@@ -160,7 +156,7 @@ func (a *Activities) EnrollCertificates(ctx context.Context, in lifecycle.Cluste
 	if err != nil {
 		return res, err
 	}
-	cs, err := kubernetes.NewForConfig(cfg)
+	on, err := newIssuingCluster(cfg, func(what string) { activity.RecordHeartbeat(ctx, what) })
 	if err != nil {
 		return res, err
 	}
@@ -168,17 +164,16 @@ func (a *Activities) EnrollCertificates(ctx context.Context, in lifecycle.Cluste
 		if len(e.Certificate) > 0 {
 			continue
 		}
-		cert, err := approveAndWait(ctx, cs, e.Request)
+		cert, ca, err := issuerFor(e.Issuer).issued(ctx, on, e.Request)
 		if err != nil {
-			return res, fmt.Errorf("enrol %s on %s: %w", e.Cluster, in.Cluster, err)
+			return res, within(err, "enrol %s on %s", e.Cluster, in.Cluster)
 		}
 		keyPEM, err := a.Keys.Key(e)
 		if err != nil {
 			return res, err
 		}
-		ca, err := issuingCA(ctx, cs, cfg, cert, keyPEM)
-		if err != nil {
-			return res, err
+		if err := checkIssued(cert, ca, keyPEM); err != nil {
+			return res, within(err, "enrol %s on %s", e.Cluster, in.Cluster)
 		}
 		if err := a.Keys.Signed(ctx, in.ContextID, e.Cluster, cert, ca); err != nil {
 			return res, err

@@ -1,15 +1,18 @@
 package cacerts
 
-// The issuer. EMCO asks cert-manager on the issuing cluster to sign (a cert-manager.io/v1
-// CertificateRequest per member, read back through its monitor), which makes each member
-// an intermediate CA of the issuer's. temco signs with what every Kubernetes cluster has:
-// its kube-controller-manager's signer, through a certificates.k8s.io/v1
-// CertificateSigningRequest that temco approves with the cluster's registered credentials
-// (issuerRef {group: certificates.k8s.io, kind: Signer, name: kube-apiserver-client}).
-// The certificate then chains to the issuing cluster's CA, but that signer never sets the
-// CA bit (and allows only client-auth usages), so it is not itself a CA: isCA is stored
-// and not honoured. cert-manager's own controller cannot be built here (the module proxy
-// does not serve it), so that path would have nothing to prove it live.
+// The issuers. Enrolment asks the issuing cluster to sign each member's certificate
+// request; what that takes depends on spec.issuerRef, and is behind one seam, issuer:
+//
+//   - a cert-manager issuer (group cert-manager.io, kind ClusterIssuer or Issuer), as in
+//     EMCO: a cert-manager.io/v1 CertificateRequest per member, which cert-manager's
+//     approver approves and the issuer signs; the certificate and the issuer's CA are read
+//     from its status (certmanager.go). With isCA the members are intermediate CAs of
+//     the issuer's;
+//   - temco's addition, the issuing cluster's own signer (issuerRef {group:
+//     certificates.k8s.io, kind: Signer, name: kube-apiserver-client}), for clusters
+//     without cert-manager: a certificates.k8s.io/v1 CertificateSigningRequest that temco
+//     approves with the cluster's registered credentials (signer.go). That signer never
+//     sets the CA bit (and allows only client-auth usages): isCA is not honoured.
 
 import (
 	"bytes"
@@ -19,32 +22,161 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
-	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
+	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/lifecycle"
 )
 
-// The signer and the usages it allows.
-const signerName = certificatesv1.KubeAPIServerClientSignerName
+// issuer is what enrolment does differently for each kind of issuer.
+type issuer interface {
+	// request renders the object, named name, that asks the issuing cluster to sign a
+	// member's certificate request (csrPEM) as sp says.
+	request(name string, sp *CertSpec, csrPEM []byte, labels map[string]string) (appctx.Object, error)
+	// issued waits, for one attempt (on.wait), until the issuing cluster has signed the
+	// applied request name, and returns the certificate (PEM: the member's, then any
+	// intermediates) and the CA that issued it (PEM). A request refused for good fails
+	// with a non-retryable error saying why; one still pending with a retryable one.
+	issued(ctx context.Context, on *issuingCluster, name string) (cert, ca []byte, err error)
+}
 
-var signerUsages = []any{string(certificatesv1.UsageDigitalSignature), string(certificatesv1.UsageKeyEncipherment),
-	string(certificatesv1.UsageClientAuth)}
+// issuerFor is the issuer ref names (checked when stored). Records of enrolments made
+// before the ref was recorded have none: the issuing cluster's signer was the only one.
+func issuerFor(ref IssuerRef) issuer {
+	if ref.Group == GroupCertManager {
+		return certManager{ref: ref}
+	}
+	return kubeSigner{}
+}
 
-// minSignerDuration is the shortest certificate a Kubernetes signer issues.
-const minSignerDuration = 10 * time.Minute
+// issuingCluster is how issuers reach the issuing cluster.
+type issuingCluster struct {
+	cfg       *rest.Config
+	kube      kubernetes.Interface
+	dyn       dynamic.Interface
+	wait      time.Duration     // one attempt's wait for a signature (signWait)
+	poll      time.Duration     // between two looks
+	heartbeat func(what string) // the activity's heartbeat
+}
 
-// signWait bounds one attempt's wait for a signature: then the step fails and Temporal
-// retries it (the status shows why), rather than waiting unseen.
+// newIssuingCluster reaches the cluster cfg points at.
+func newIssuingCluster(cfg *rest.Config, heartbeat func(string)) (*issuingCluster, error) {
+	kube, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dyn, err := dynamic.NewForConfig(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &issuingCluster{cfg: cfg, kube: kube, dyn: dyn, wait: signWait, poll: 250 * time.Millisecond, heartbeat: heartbeat}, nil
+}
+
+// waitFor calls look until it is done or fails, at most on.wait; then it fails with
+// pending(), retryable: the step fails and Temporal retries it (the status shows why),
+// rather than waiting unseen.
+func (on *issuingCluster) waitFor(ctx context.Context, what string, look func() (done bool, err error), pending func() error) error {
+	deadline := time.Now().Add(on.wait)
+	for {
+		done, err := look()
+		if done || err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return pending()
+		}
+		if on.heartbeat != nil {
+			on.heartbeat(what)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(on.poll):
+		}
+	}
+}
+
+// signWait bounds one attempt's wait for a signature.
 const signWait = 2 * time.Minute
+
+func refused(format string, args ...any) error {
+	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), lifecycle.ErrInvalidInput, nil)
+}
+
+// within prefixes err's message with where it happened, and keeps a non-retryable error
+// non-retryable: Temporal judges only the returned error's own type, so a fmt.Errorf
+// wrapping would have the activity retried.
+func within(err error, format string, args ...any) error {
+	where := fmt.Sprintf(format, args...)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() {
+		return temporal.NewNonRetryableApplicationError(where+": "+app.Message(), app.Type(), nil)
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
+
+// checkIssued checks what an issuer returned for keyPEM: the certificate is for that key
+// and chains (through any intermediates after it) to the CA.
+func checkIssued(certPEM, caPEM, keyPEM []byte) error {
+	certs, err := parseCerts(certPEM)
+	if err != nil {
+		return refused("the issued certificate: %v", err)
+	}
+	cas, err := parseCerts(caPEM)
+	if err != nil {
+		return refused("the issuing CA: %v", err)
+	}
+	key, err := parseKey(keyPEM)
+	if err != nil {
+		return err
+	}
+	leaf := certs[0]
+	if pub, ok := leaf.PublicKey.(*rsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
+		return refused("the certificate issued to %q is not for the enrolled key", leaf.Subject.CommonName)
+	}
+	roots, inter := x509.NewCertPool(), x509.NewCertPool()
+	for _, c := range cas {
+		roots.AddCert(c)
+	}
+	for _, c := range certs[1:] {
+		inter.AddCert(c)
+	}
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: roots, Intermediates: inter, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		return refused("the certificate issued to %q does not chain to the CA the issuer reports: %v", leaf.Subject.CommonName, err)
+	}
+	return nil
+}
+
+// parseCerts parses the certificates of a PEM bundle (at least one).
+func parseCerts(data []byte) ([]*x509.Certificate, error) {
+	var out []*x509.Certificate
+	for rest := data; ; {
+		var b *pem.Block
+		b, rest = pem.Decode(rest)
+		if b == nil {
+			break
+		}
+		if b.Type != "CERTIFICATE" {
+			return nil, fmt.Errorf("a %s in a certificate bundle", b.Type)
+		}
+		c, err := x509.ParseCertificate(b.Bytes)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no PEM certificate")
+	}
+	return out, nil
+}
 
 // newKey generates a member's RSA key (PKCS #1 PEM, as EMCO stores it).
 func newKey(bits int) ([]byte, error) {
@@ -93,112 +225,6 @@ func commonName(cert, cluster, prefix string) string {
 		cn += "-" + prefix
 	}
 	return cn
-}
-
-// approveAndWait approves a request on the issuing cluster (temco acts as the approver
-// EMCO leaves to cert-manager's policy) and waits for the signer's certificate.
-func approveAndWait(ctx context.Context, cs kubernetes.Interface, name string) ([]byte, error) {
-	csrs := cs.CertificatesV1().CertificateSigningRequests()
-	csr, err := csrs.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, fmt.Errorf("read CertificateSigningRequest %s: %w", name, err)
-	}
-	if !hasCondition(csr, certificatesv1.CertificateApproved) {
-		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TemcoCACertEnrollment",
-			Message: "approved by temco for a CA certificate intent's enrolment"})
-		if _, err := csrs.UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
-			return nil, fmt.Errorf("approve CertificateSigningRequest %s: %w", name, err)
-		}
-	}
-	deadline := time.Now().Add(signWait)
-	for {
-		got, err := csrs.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if len(got.Status.Certificate) > 0 {
-			return got.Status.Certificate, nil
-		}
-		for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateDenied, certificatesv1.CertificateFailed} {
-			if c := condition(got, t); c != nil {
-				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("CertificateSigningRequest %s was %s by the issuing cluster: %s %s",
-					name, t, c.Reason, c.Message), lifecycle.ErrInvalidInput, nil)
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("CertificateSigningRequest %s is approved but not signed after %s: does the issuing cluster's kube-controller-manager sign for %s?",
-				name, signWait, signerName)
-		}
-		activity.RecordHeartbeat(ctx, "waiting for the issuing cluster to sign "+name)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
-}
-
-func hasCondition(csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) bool {
-	return condition(csr, t) != nil
-}
-
-func condition(csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) *certificatesv1.CertificateSigningRequestCondition {
-	for i, c := range csr.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return &csr.Status.Conditions[i]
-		}
-	}
-	return nil
-}
-
-// issuingCA finds, among the CAs the issuing cluster publishes for client certificates
-// (what kube-apiserver-client signs with must be one of them) and the CA of its
-// registered kubeconfig, the one that issued cert (PEM), and checks cert is for keyPEM.
-func issuingCA(ctx context.Context, cs kubernetes.Interface, cfg *rest.Config, certPEM, keyPEM []byte) ([]byte, error) {
-	cert, err := parseCert(certPEM)
-	if err != nil {
-		return nil, err
-	}
-	key, err := parseKey(keyPEM)
-	if err != nil {
-		return nil, err
-	}
-	if pub, ok := cert.PublicKey.(*rsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
-		return nil, temporal.NewNonRetryableApplicationError("the issued certificate is not for the enrolled key", lifecycle.ErrInvalidInput, nil)
-	}
-	var bundle []byte
-	if cm, err := cs.CoreV1().ConfigMaps("kube-system").Get(ctx, "extension-apiserver-authentication", metav1.GetOptions{}); err == nil {
-		bundle = append(bundle, []byte(cm.Data["client-ca-file"])...)
-		bundle = append(bundle, '\n')
-	}
-	bundle = append(bundle, cfg.CAData...)
-	for rest := bundle; ; {
-		var b *pem.Block
-		b, rest = pem.Decode(rest)
-		if b == nil {
-			break
-		}
-		ca, err := x509.ParseCertificate(b.Bytes)
-		if err != nil || !ca.IsCA {
-			continue
-		}
-		roots := x509.NewCertPool()
-		roots.AddCert(ca)
-		if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err == nil {
-			return pem.EncodeToMemory(b), nil
-		}
-	}
-	return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("the certificate issued to %q chains to no CA the issuing cluster publishes",
-		cert.Subject.CommonName), lifecycle.ErrInvalidInput, nil)
-}
-
-func parseCert(certPEM []byte) (*x509.Certificate, error) {
-	b, _ := pem.Decode(certPEM)
-	if b == nil || b.Type != "CERTIFICATE" {
-		return nil, fmt.Errorf("issued certificate is not PEM")
-	}
-	return x509.ParseCertificate(b.Bytes)
 }
 
 // chain is what a member's Secret carries as tls.crt: its certificate, then the CA's.

@@ -29,6 +29,7 @@ type Enrolled struct {
 	Context     string    `bson:"ctx"`
 	Cluster     string    `bson:"cluster"` // provider+cluster
 	Request     string    `bson:"request"` // the name of its request on the issuing cluster
+	Issuer      IssuerRef `bson:"issuer"`  // what signs it (none in records of before: the cluster's signer)
 	Certificate []byte    `bson:"certificate,omitempty"`
 	CA          []byte    `bson:"ca,omitempty"`
 	Sealed      []byte    `bson:"sealed"`
@@ -52,10 +53,10 @@ func enrolledID(ctxID, cluster string) string { return ctxID + "/" + cluster }
 // ErrNoKey means the enrolment holds nothing for that cluster.
 var ErrNoKey = errors.New("no key enrolled")
 
-// Put stores a new key of a member cluster and the name of its request; a key already
-// there is kept (a retried enrolment step must sign what it first generated), and its
-// record returned.
-func (k *Keys) Put(ctx context.Context, ctxID, cluster, request string, keyPEM []byte) (*Enrolled, error) {
+// Put stores a new key of a member cluster, the name of its request and the issuer asked
+// to sign it; a key already there is kept (a retried enrolment step must sign what it
+// first generated), and its record returned.
+func (k *Keys) Put(ctx context.Context, ctxID, cluster, request string, issuer IssuerRef, keyPEM []byte) (*Enrolled, error) {
 	id := enrolledID(ctxID, cluster)
 	if e, err := k.Get(ctx, ctxID, cluster); err == nil {
 		return e, nil
@@ -66,7 +67,7 @@ func (k *Keys) Put(ctx context.Context, ctxID, cluster, request string, keyPEM [
 	if err != nil {
 		return nil, err
 	}
-	e := &Enrolled{ID: id, Context: ctxID, Cluster: cluster, Request: request, Sealed: sealed, Created: time.Now().UTC()}
+	e := &Enrolled{ID: id, Context: ctxID, Cluster: cluster, Request: request, Issuer: issuer, Sealed: sealed, Created: time.Now().UTC()}
 	_, err = k.coll(ctx).InsertOne(ctx, e)
 	if mongo.IsDuplicateKeyError(err) {
 		return k.Get(ctx, ctxID, cluster)

@@ -59,7 +59,6 @@ const (
 	apiCertManager = "cert-manager.io/v1"
 	apiProxyConfig = "networking.istio.io/v1beta1"
 	apiKncc        = "kncc.k8sappconfig.com.gitlab.com/v1alpha1"
-	apiCSR         = "certificates.k8s.io/v1"
 )
 
 // keyAnnotation marks a distributed Secret whose tls.key the distribution puts in on the
@@ -109,19 +108,6 @@ func distributionObjects(ctxID, cert string, m distributed, labels map[string]st
 func caCertificates(issuer string, chain []byte) string {
 	pem := strings.ReplaceAll(strings.TrimRight(string(chain), "\n"), "\n", "\n    ")
 	return fmt.Sprintf("- certSigners:\n  - clusterissuers.cert-manager.io/%s\n  pem: |\n    %s", issuer, pem)
-}
-
-// requestObject renders the CertificateSigningRequest of one member's key, for the
-// issuing cluster's signer.
-func requestObject(name string, csrPEM []byte, expirationSeconds int64, labels map[string]string) (appctx.Object, error) {
-	objs, err := toObjects([]map[string]any{{"apiVersion": apiCSR, "kind": "CertificateSigningRequest",
-		"metadata": meta(name, "", labels, nil),
-		"spec": map[string]any{"request": base64.StdEncoding.EncodeToString(csrPEM), "signerName": signerName,
-			"usages": signerUsages, "expirationSeconds": expirationSeconds}}})
-	if err != nil {
-		return appctx.Object{}, err
-	}
-	return objs[0], nil
 }
 
 func meta(name, namespace string, labels, annotations map[string]string) map[string]any {

@@ -5,18 +5,19 @@
 // (lifecycle.Target.CACert), run by the same workflows as a DIG's:
 //
 //   - enrolment: temco generates an RSA key per member cluster (kept sealed in its own
-//     collection, never in a resource, a context or a workflow payload), submits a
-//     certificates.k8s.io/v1 CertificateSigningRequest for it to the issuing cluster,
-//     approves it with the cluster's registered credentials and waits until the
-//     cluster's signer issued the certificate, which it records beside the key;
+//     collection, never in a resource, a context or a workflow payload), asks the issuing
+//     cluster to sign it — a cert-manager.io/v1 CertificateRequest for a cert-manager
+//     issuer, as EMCO does, or a certificates.k8s.io/v1 CertificateSigningRequest for the
+//     cluster's own signer, which temco approves — and waits until it is issued, then
+//     records the certificate and the issuer's CA beside the key;
 //   - distribution: once the enrolment is instantiated, it puts on every member cluster
 //     EMCO's objects: a Secret "...-ca" in namespace cert-manager (tls.crt the
 //     certificate and the issuing CA, tls.key the key), a cert-manager ClusterIssuer
 //     "...-issuer" using it, for a logical cloud with a namespace an Istio ProxyConfig
 //     there, and a kncc ConfigCtrl patching Istio's mesh configuration.
 //
-// Where temco departs from EMCO, and why, is said where it does (issuer.go names the one
-// big departure: the issuing cluster's own certificate signer instead of cert-manager).
+// Where temco departs from EMCO, and why, is said where it does (issuer.go names the
+// issuers: cert-manager's, and temco's addition, the issuing cluster's own signer).
 package cacerts
 
 import "github.com/temco/temco/internal/lifecycle"
