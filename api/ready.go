@@ -13,6 +13,7 @@ import (
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/syncobject"
 )
 
 // readyFor refuses (409) an instantiate or update whose target lacks a part or would
@@ -103,8 +104,11 @@ func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string
 }
 
 // cloudNotReady names the cluster references of a logical cloud that temco cannot reach.
-// An admin cloud changes nothing on its clusters, so GitOps clusters are fine there; a
-// standard cloud's namespace, quotas and credentials are not written through git yet.
+// An admin cloud changes nothing on its clusters, so GitOps clusters are fine there. A
+// standard or privileged cloud's objects are committed to a fluxcd cluster's repository
+// with a ServiceAccount its deployments' Kustomizations impersonate, as EMCO does
+// (so the cluster's sync objects must be complete); on azureArcV2 and anthos clusters
+// nothing temco commits would confine its deployments to the cloud's rights.
 func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]string, error) {
 	refs, err := s.Store.List(ctx, store.Query{Parent: cloud.ID(), Kind: model.KindClusterReference})
 	if err != nil {
@@ -134,11 +138,38 @@ func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]s
 			return nil, err
 		}
 		if c.Fields[fieldGitOps] == "true" && !admin {
-			out = append(out, fmt.Sprintf("cluster reference %q names cluster %s+%s, which is reached through GitOps; "+
-				"temco sets up only admin (level 0) logical clouds on GitOps clusters", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster))
+			problems, err := s.levelOneOnGitOps(ctx, c, sp.Spec.ClusterProvider, sp.Spec.Cluster)
+			if err != nil {
+				return nil, err
+			}
+			for _, p := range problems {
+				out = append(out, fmt.Sprintf("cluster reference %q names GitOps cluster %s+%s: %s", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster, p))
+			}
 		}
 	}
 	return out, nil
+}
+
+// levelOneOnGitOps names what keeps a standard or privileged logical cloud off GitOps
+// cluster c (provider+cluster).
+func (s *Server) levelOneOnGitOps(ctx context.Context, c *store.Doc, provider, cluster string) ([]string, error) {
+	spec, err := model.Decode[model.ClusterSpec](c.Body)
+	if err != nil {
+		return nil, err
+	}
+	switch typ, _ := syncobject.Type(spec.Spec.GitOps.GitOpsType); typ {
+	case syncobject.FluxCD:
+		return s.gitOpsAccessProblems(ctx, provider, cluster)
+	case syncobject.AzureArcV2:
+		return []string{"standard and privileged logical clouds are set up only on fluxcd GitOps clusters; on azureArcV2 " +
+			"everything temco commits is applied by the Flux configuration made through Azure's REST API (which temco does not call) " +
+			"with that configuration's rights, so the cloud's deployments would not be confined to its namespace and roles"}, nil
+	default:
+		return []string{fmt.Sprintf("standard and privileged logical clouds are set up only on fluxcd GitOps clusters; on %s "+
+			"everything temco commits is applied by Config Sync's root reconciler with its cluster-wide rights: temco writes no "+
+			"RepoSync for the cloud's namespace (EMCO's anthos plugin does, binding the cloud's roles to that reconciler's ServiceAccount)",
+			spec.Spec.GitOps.GitOpsType)}, nil
+	}
 }
 
 // notReady lists what a DIG lacks to be deployed: EMCO lets its parts be created in

@@ -73,7 +73,7 @@ func TestInstantiateNamesEveryMissingPart(t *testing.T) {
 // A GitOps cluster is registered with whatever file its client sends (EMCO's send a
 // placeholder) and a known gitOpsType; an instantiate that could place an app on it is
 // refused, naming what is missing, until its sync objects give the repository's access.
-// An admin logical cloud may reference it; a standard one may not (yet).
+// An admin logical cloud may reference it, and so may a standard one on a fluxcd cluster.
 func TestInstantiateChecksGitOpsClusters(t *testing.T) {
 	ops := &operations{}
 	c := newClient(t, func(s *Server) { s.Ops = ops })
@@ -116,12 +116,34 @@ func TestInstantiateChecksGitOpsClusters(t *testing.T) {
 	c.do("PUT", sync+"/o", res("o", map[string]any{"kv": []any{map[string]string{"timeOut": "30"}}})).must(t, 200)
 	c.do("POST", pDIG+"/instantiate", nil).must(t, http.StatusAccepted)
 
-	// Logical clouds: an admin one may reference it, a standard one not.
+	// Logical clouds: an admin one may reference it; a standard one too on a fluxcd
+	// cluster whose sync objects are complete, not on azureArcV2 or anthos ones.
 	c.do("POST", pP+"/logical-clouds/lc1/cluster-references", res("g1", map[string]any{"clusterProvider": "cp1", "cluster": "g1"})).must(t, 201)
 	c.do("POST", pP+"/logical-clouds/lc1/instantiate", nil).must(t, http.StatusAccepted)
-	c.do("POST", pP+"/logical-clouds/lc2/cluster-references", res("g1", map[string]any{"clusterProvider": "cp1", "cluster": "g1"})).must(t, 201)
-	m = c.do("POST", pP+"/logical-clouds/lc2/instantiate", nil).must(t, http.StatusConflict).message(t)
-	if !strings.Contains(m, "cp1+g1, which is reached through GitOps; temco sets up only admin (level 0) logical clouds on GitOps clusters") {
-		t.Errorf("message %q", m)
+	for name, typ := range map[string]string{"g2": "azureArcV2", "g3": "anthos"} {
+		c.multipart("POST", "/cluster-providers/cp1/clusters", res(name, map[string]any{"gitOps": map[string]string{
+			"gitOpsType": typ, "gitOpsReferenceObject": "r", "gitOpsResourceObject": "o"}}), []byte("x")).must(t, 201)
+		c.do("POST", pP+"/logical-clouds/lc2/cluster-references", res(name, map[string]any{"clusterProvider": "cp1", "cluster": name})).must(t, 201)
 	}
+	m = c.do("POST", pP+"/logical-clouds/lc2/instantiate", nil).must(t, http.StatusConflict).message(t)
+	for _, want := range []string{`cluster reference "g2" names GitOps cluster cp1+g2: standard and privileged logical clouds are set up only on fluxcd GitOps clusters; on azureArcV2`,
+		"Flux configuration made through Azure's REST API (which temco does not call)",
+		`cluster reference "g3" names GitOps cluster cp1+g3: standard and privileged logical clouds are set up only on fluxcd GitOps clusters; on anthos`,
+		"temco writes no RepoSync"} {
+		if !strings.Contains(m, want) {
+			t.Errorf("message %q lacks %q", m, want)
+		}
+	}
+	for _, name := range []string{"g2", "g3"} {
+		c.do("DELETE", pP+"/logical-clouds/lc2/cluster-references/"+name, nil).must(t, 204)
+	}
+	c.do("POST", pP+"/logical-clouds/lc2/cluster-references", res("g1", map[string]any{"clusterProvider": "cp1", "cluster": "g1"})).must(t, 201)
+	c.do("PUT", sync+"/r", res("r", map[string]any{"kv": []any{map[string]string{"url": "http://git/r.git"}}})).must(t, 200)
+	m = c.do("POST", pP+"/logical-clouds/lc2/instantiate", nil).must(t, http.StatusConflict).message(t)
+	if want := `cluster reference "g1" names GitOps cluster cp1+g1: its gitOpsReferenceObject "r" lacks`; !strings.Contains(m, want) {
+		t.Errorf("message %q lacks %q", m, want)
+	}
+	c.do("PUT", sync+"/r", res("r", map[string]any{"kv": []any{map[string]string{"url": "http://git/r.git"}, map[string]string{"gitToken": "t0k"},
+		map[string]string{"userName": "u"}, map[string]string{"repoName": "r"}, map[string]string{"branch": "main"}}})).must(t, 200)
+	c.do("POST", pP+"/logical-clouds/lc2/instantiate", nil).must(t, http.StatusAccepted)
 }

@@ -40,6 +40,45 @@ type gitCluster struct {
 	timers  syncobject.Timers
 	writer  *gitops.Writer
 	schemas *Schemas
+	// tenant is the ServiceAccount of the standard or privileged logical cloud the
+	// context deploys into (its credential on this cluster), nil for admin clouds and
+	// logical clouds' own set-up: Flux then applies with its own rights.
+	tenant *layout.ServiceAccount
+}
+
+// cloudAccountKind marks a logical cloud's credential on a GitOps cluster: the
+// ServiceAccount its deployments' Kustomizations impersonate. Nothing secret: temco
+// issues no certificate there (as dcm issues no CSR for GitOps clusters), and Flux holds
+// the rights.
+const cloudAccountKind = "ServiceAccount"
+
+type cloudAccount struct {
+	Kind      string `json:"kind"`
+	Namespace string `json:"namespace"`
+	Name      string `json:"name"`
+}
+
+// CloudAccountCredential is what a logical cloud keeps as its credential on a GitOps
+// cluster: the name of its ServiceAccount there (in the cloud's namespace).
+func CloudAccountCredential(namespace, name string) []byte {
+	b, _ := json.Marshal(cloudAccount{Kind: cloudAccountKind, Namespace: namespace, Name: name})
+	return b
+}
+
+// cloudAccountOf reads a credential written by CloudAccountCredential (a kubeconfig is not one).
+func cloudAccountOf(raw []byte) (*layout.ServiceAccount, bool) {
+	var a cloudAccount
+	if json.Unmarshal(raw, &a) != nil || a.Kind != cloudAccountKind || a.Namespace == "" || a.Name == "" {
+		return nil, false
+	}
+	return &layout.ServiceAccount{Namespace: a.Namespace, Name: a.Name}, true
+}
+
+// IsCloudAccountCredential tells a logical cloud's credential on a GitOps cluster from
+// an issued kubeconfig.
+func IsCloudAccountCredential(raw []byte) bool {
+	_, ok := cloudAccountOf(raw)
+	return ok
 }
 
 // gitCluster reads a GitOps cluster's access from its registration and sync objects;
@@ -214,15 +253,19 @@ func (r *run) refused(which map[string][]int, err error) error {
 	return r.progress(r.ctx)
 }
 
-// message is a commit's message: the operation, DIG, revision and cluster.
+// message is a commit's message: the operation, DIG (or logical cloud), revision and cluster.
 func message(op string, h *appctx.Context, cluster string) string {
-	return fmt.Sprintf("temco: %s of deployment intent group %s, revision %d, on cluster %s", op, h.DIG, h.Revision, cluster)
+	what := "deployment intent group"
+	if strings.Contains(h.DIG, "/logical-clouds/") && !strings.Contains(h.DIG, "/deployment-intent-groups/") {
+		what = "logical cloud"
+	}
+	return fmt.Sprintf("temco: %s of %s %s, revision %d, on cluster %s", op, what, h.DIG, h.Revision, cluster)
 }
 
 // deployment is the layout's view of what a context places on this cluster.
 func (g *gitCluster) deployment(p *placed) layout.Deployment {
-	d := layout.Deployment{Cluster: g.key, Instance: p.header.Instance, Namespace: p.header.Namespace,
-		Flux: layout.FluxOptions{Interval: g.timers.Interval, RetryInterval: g.timers.RetryInterval, Timeout: g.timers.Timeout}}
+	d := g.base(p.header)
+	d.Flux = layout.FluxOptions{Interval: g.timers.Interval, RetryInterval: g.timers.RetryInterval, Timeout: g.timers.Timeout}
 	for _, pl := range p.placements {
 		app := layout.App{Name: pl.App}
 		for _, o := range p.apps[pl.App].Objects {
@@ -232,6 +275,11 @@ func (g *gitCluster) deployment(p *placed) layout.Deployment {
 		d.Apps = append(d.Apps, app)
 	}
 	return d
+}
+
+// base is the layout's view of a context's deployment on this cluster, without its apps.
+func (g *gitCluster) base(h *appctx.Context) layout.Deployment {
+	return layout.Deployment{Cluster: g.key, Instance: h.Instance, Namespace: h.Namespace, Tenant: g.tenant}
 }
 
 // prune drops from the deployment's objects the fields the cluster's schema does not
@@ -389,6 +437,13 @@ func (g *gitCluster) fluxApplied(ctx context.Context, ns, name, commit string, p
 		if has && own.Ready == "True" {
 			return true, "", nil
 		}
+		// A logical cloud's Kustomization reads the bootstrap source across namespaces,
+		// which kustomize-controller --no-cross-namespace-refs=true forbids (Stalled, with
+		// no revision tried): no reconcile mends it, temco writing the same source for
+		// every revision.
+		if own.Ready == "False" && own.Reason == "AccessDenied" {
+			return false, "", permanentErr{fmt.Errorf("Flux refused commit %s on cluster %s: %s", short(commit), g.key, describe(own))}
+		}
 		if own.Ready == "False" && own.LastAttemptedRevision != "" && fluxRefused(own.Reason, own.Message) {
 			tried, err := g.writer.Contains(ctx, g.remote(), commit, own.LastAttemptedRevision)
 			if err != nil {
@@ -482,7 +537,7 @@ func (g *gitCluster) read(ctx context.Context, header *appctx.Context, placement
 	now := time.Now().UTC()
 	var res lifecycle.ClusterResult
 	reports, err := g.reports(ctx)
-	ns, name := layout.KustomizationOf(layout.Deployment{Cluster: g.key, Instance: header.Instance})
+	ns, name := layout.KustomizationOf(g.base(header))
 	own, found := reports[ns+"/"+name]
 	seen := map[string]gitops.ResourceStatus{}
 	for _, o := range own.Resources {

@@ -33,11 +33,32 @@ type placed struct {
 }
 
 // target returns how to reach cluster key for a context: through git when the cluster
-// was registered with spec.gitOps, else with its kubeconfig (or the logical cloud's
-// credentials there: only clusters reached with a kubeconfig have them).
+// was registered with spec.gitOps, else with its kubeconfig — or, for a context in a
+// standard or privileged logical cloud, with the cloud's credential there: a kubeconfig
+// temco issued, or on a GitOps cluster the cloud's ServiceAccount, which the deployment's
+// Kustomization impersonates.
 func (c *Clients) target(ctx context.Context, key string, header *appctx.Context) (target, error) {
 	if header.Credentials != "" {
-		cl, err := c.For(ctx, key, header.Credentials)
+		raw, sealed, err := c.kubeconfig(ctx, key, header.Credentials)
+		if err != nil {
+			return nil, err
+		}
+		if sa, ok := cloudAccountOf(raw); ok {
+			doc, err := c.clusterDoc(ctx, key)
+			if err != nil {
+				return nil, err
+			}
+			if doc.Fields[gitOpsField] != "true" {
+				return nil, permanentf("logical cloud %s holds a GitOps credential on cluster %q, which is no longer reached through GitOps: update the logical cloud", header.Credentials, key)
+			}
+			g, err := c.gitCluster(ctx, key, doc)
+			if err != nil {
+				return nil, err
+			}
+			g.tenant = sa
+			return g, nil
+		}
+		cl, err := c.client(key, header.Credentials, raw, sealed)
 		if err != nil {
 			return nil, err
 		}
@@ -63,4 +84,13 @@ func (c *Clients) target(ctx context.Context, key string, header *appctx.Context
 		return nil, err
 	}
 	return cl, nil
+}
+
+// GitOps tells whether cluster key is reached through git (registered with spec.gitOps).
+func (c *Clients) GitOps(ctx context.Context, key string) (bool, error) {
+	doc, err := c.clusterDoc(ctx, key)
+	if err != nil {
+		return false, err
+	}
+	return doc.Fields[gitOpsField] == "true", nil
 }

@@ -1,8 +1,11 @@
 // Package logicalcloud sets logical clouds up on their clusters and tears them down:
 // the namespace, quota and RBAC objects (applied like any AppContext, with the clusters'
-// registered credentials) and, for standard and privileged clouds, a user credential —
-// a key temco generates, a CertificateSigningRequest the cluster signs, and a kubeconfig
-// kept sealed for the deployments into the cloud.
+// registered credentials, or committed to git for GitOps clusters) and, for standard and
+// privileged clouds, a user credential — a key temco generates, a
+// CertificateSigningRequest the cluster signs, and a kubeconfig kept sealed for the
+// deployments into the cloud — or, on a GitOps cluster, as dcm does there, a
+// ServiceAccount the cloud's roles are bound to, whose name (nothing secret) is kept as the
+// credential: Flux impersonates it to apply the cloud's deployments.
 package logicalcloud
 
 import (
@@ -106,7 +109,12 @@ func (a *Activities) PrepareLogicalCloud(ctx context.Context, in lifecycle.Conte
 	if c.spec.Level == model.LevelAdmin {
 		return lifecycle.Plan{Clusters: len(clusters)}, nil
 	}
-	objs, err := c.objects(map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + App})
+	labels := map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + App}
+	objs, err := c.objects(labels, false)
+	if err != nil {
+		return lifecycle.Plan{}, invalid("%s: %v", in.DIG, err)
+	}
+	gitObjs, err := c.objects(labels, true)
 	if err != nil {
 		return lifecycle.Plan{}, invalid("%s: %v", in.DIG, err)
 	}
@@ -116,11 +124,22 @@ func (a *Activities) PrepareLogicalCloud(ctx context.Context, in lifecycle.Conte
 	placed := make([]*appctx.ClusterApp, 0, len(clusters))
 	batchOf := map[string]int{}
 	for i, cl := range clusters {
-		res := make([]appctx.ResourceStatus, len(objs))
-		for j, o := range objs {
-			res[j] = appctx.ResourceStatus{Ref: o.Ref, Status: lifecycle.ResPending}
+		// A GitOps cluster gets the cloud's ServiceAccount too, and role bindings to it:
+		// its objects of its own (the placement's, index-aligned with its statuses).
+		gitOps, err := a.Clients.GitOps(ctx, cl)
+		if err != nil {
+			return lifecycle.Plan{}, err
 		}
-		placed = append(placed, &appctx.ClusterApp{App: App, Cluster: cl, Resources: res})
+		p := &appctx.ClusterApp{App: App, Cluster: cl}
+		on := objs
+		if gitOps {
+			on, p.Objects = gitObjs, gitObjs
+		}
+		p.Resources = make([]appctx.ResourceStatus, len(on))
+		for j, o := range on {
+			p.Resources[j] = appctx.ResourceStatus{Ref: o.Ref, Status: lifecycle.ResPending}
+		}
+		placed = append(placed, p)
 		batchOf[cl] = i / batchSize
 	}
 	if err := a.Contexts.PutPlacement(ctx, in.ContextID, placed, batchOf); err != nil {

@@ -1,6 +1,7 @@
 package logicalcloud
 
 import (
+	"bytes"
 	"context"
 	"crypto/ecdsa"
 	"crypto/elliptic"
@@ -22,6 +23,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/credentials"
 	"github.com/temco/temco/internal/model"
 )
@@ -33,14 +35,32 @@ const credentialLifetime = 365 * 24 * time.Hour
 // a CertificateSigningRequest approved on the user's behalf and signed by the cluster,
 // and a kubeconfig confined to the cloud's namespace, stored sealed. The key never
 // leaves this function except inside that sealed kubeconfig.
+//
+// On a GitOps cluster no certificate is issued (dcm submits no CSR there, and temco
+// cannot reach the cluster's API): the credential kept is the name of the cloud's
+// ServiceAccount, which the objects just committed created and bound to the cloud's
+// roles, and which Flux impersonates to apply the cloud's deployments.
 func (a *Activities) issue(ctx context.Context, cloudID string, c cloud, clusterKey string) error {
 	if c.spec.Level == model.LevelAdmin {
 		return nil
 	}
-	if _, _, err := a.Credentials.Get(ctx, cloudID, clusterKey); err == nil {
-		return nil
-	} else if !errors.Is(err, credentials.ErrNotFound) {
+	gitOps, err := a.Clients.GitOps(ctx, clusterKey)
+	if err != nil {
 		return err
+	}
+	existing, _, err := a.Credentials.Get(ctx, cloudID, clusterKey)
+	if err != nil && !errors.Is(err, credentials.ErrNotFound) {
+		return err
+	}
+	if gitOps {
+		account := cluster.CloudAccountCredential(c.spec.Namespace, c.serviceAccount())
+		if err == nil && bytes.Equal(existing, account) {
+			return nil
+		}
+		return a.Credentials.Put(ctx, cloudID, clusterKey, account)
+	}
+	if err == nil && !cluster.IsCloudAccountCredential(existing) {
+		return nil // issued before (a cluster that was reached through git gets a certificate now)
 	}
 	cfg, cs, err := a.admin(ctx, clusterKey)
 	if err != nil {
@@ -117,7 +137,13 @@ func signed(ctx context.Context, cs kubernetes.Interface, name string, request [
 
 // revoke forgets the cloud's credential on a cluster and deletes its CSR there. (A signed
 // certificate cannot be withdrawn: the deleted role bindings are what ends its rights.)
+// A GitOps cluster has no CSR: the ServiceAccount went with the cloud's other objects.
 func (a *Activities) revoke(ctx context.Context, cloudID, clusterKey string) error {
+	if gitOps, err := a.Clients.GitOps(ctx, clusterKey); err != nil {
+		return err
+	} else if gitOps {
+		return a.Credentials.Delete(ctx, cloudID, clusterKey)
+	}
 	_, cs, err := a.admin(ctx, clusterKey)
 	if err != nil {
 		return err

@@ -31,13 +31,23 @@ func (c cloud) user() string {
 	return "temco:logical-cloud:" + c.project + ":" + c.name
 }
 
+// serviceAccount is the cloud's ServiceAccount on GitOps clusters, in its namespace: the
+// identity Flux impersonates to apply the cloud's deployments there. EMCO's name,
+// <cloud>-sa, as dcm's role bindings and rsync's Kustomization name it (dcm itself
+// creates <namespace>-sa, which matches them only when the namespace is named after the cloud).
+func (c cloud) serviceAccount() string { return c.name + "-sa" }
+
 // objects renders what a standard or privileged cloud creates on each of its clusters,
 // as dcm does: its namespace (with the cloud's labels), a ResourceQuota per cluster
 // quota, and for each user permission a Role and RoleBinding in the permission's
 // namespace (the cloud's or another, e.g. kube-system) — or, for a cluster-wide
 // permission (no namespace), a ClusterRole and ClusterRoleBinding. Names derive from the
 // cloud's and the permission's (dcm numbers them by their order in its database).
-func (c cloud) objects(labels map[string]string) ([]appctx.Object, error) {
+//
+// On a GitOps cluster (gitOps), where no certificate is issued, dcm adds the cloud's
+// ServiceAccount (after the namespace) and binds every role to it besides the user:
+// the cloud's deployments there are applied by Flux impersonating it.
+func (c cloud) objects(labels map[string]string, gitOps bool) ([]appctx.Object, error) {
 	ns := c.spec.Namespace
 	var out []map[string]any
 	meta := func(name, namespace string, extra map[string]string) map[string]any {
@@ -55,11 +65,17 @@ func (c cloud) objects(labels map[string]string) ([]appctx.Object, error) {
 		return m
 	}
 	out = append(out, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta(ns, "", c.spec.Labels)})
+	if gitOps {
+		out = append(out, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(c.serviceAccount(), ns, c.spec.Labels)})
+	}
 	for _, n := range slices.Sorted(maps.Keys(c.quotas)) {
 		out = append(out, map[string]any{"apiVersion": "v1", "kind": "ResourceQuota",
 			"metadata": meta(n, ns, nil), "spec": map[string]any{"hard": c.quotas[n]}})
 	}
 	subject := []any{map[string]any{"kind": "User", "name": c.user(), "apiGroup": "rbac.authorization.k8s.io"}}
+	if gitOps {
+		subject = append(subject, map[string]any{"kind": "ServiceAccount", "name": c.serviceAccount(), "namespace": ns})
+	}
 	for _, n := range slices.Sorted(maps.Keys(c.permissions)) {
 		p := c.permissions[n]
 		rule := map[string]any{"apiGroups": orEmpty(p.APIGroups), "resources": p.Resources, "verbs": p.Verbs}

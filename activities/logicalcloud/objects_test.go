@@ -17,7 +17,7 @@ func TestObjectsOfAStandardAndAPrivilegedCloud(t *testing.T) {
 			"sys":   {Namespace: "kube-system", Resources: []string{"configmaps"}, Verbs: []string{"get"}},
 		},
 		quotas: map[string]model.ClusterQuotaSpec{"q1": {"pods": "10"}, "q2": {"count/deployments.apps": "5"}}}
-	objs, err := c.objects(map[string]string{"emco/deployment-id": "1-logical-cloud"})
+	objs, err := c.objects(map[string]string{"emco/deployment-id": "1-logical-cloud"}, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestACloudWithoutUserBindsTheDefaultUser(t *testing.T) {
 	if got, want := c.user(), "temco:logical-cloud:p1:team"; got != want {
 		t.Errorf("user %q, want %q", got, want)
 	}
-	objs, err := c.objects(nil)
+	objs, err := c.objects(nil, false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -71,5 +71,49 @@ func TestACloudWithoutUserBindsTheDefaultUser(t *testing.T) {
 func TestCSRNameCarriesProjectAndCloud(t *testing.T) {
 	if got := csrName("/projects/p1/logical-clouds/team"); got != "temco-p1-team" {
 		t.Errorf("csrName = %s", got)
+	}
+}
+
+// On a GitOps cluster, as dcm does there, the cloud also gets its ServiceAccount
+// <cloud>-sa in its namespace, right after the namespace, and every role is bound to it
+// besides the user: Flux impersonates it to apply the cloud's deployments.
+func TestObjectsOnAGitOpsCluster(t *testing.T) {
+	c := cloud{project: "p1", name: "team", spec: model.LogicalCloudSpec{Namespace: "team-ns", Level: "1", Labels: map[string]string{"tier": "gold"}},
+		permissions: map[string]model.UserPermissionSpec{
+			"rw":    {Namespace: "team-ns", Resources: []string{"pods"}, Verbs: []string{"get"}},
+			"nodes": {Resources: []string{"nodes"}, Verbs: []string{"list"}},
+		}}
+	objs, err := c.objects(map[string]string{"emco/deployment-id": "1-logical-cloud"}, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, o := range objs {
+		got = append(got, o.Kind+"/"+o.Namespace+"/"+o.Name)
+	}
+	want := "Namespace//team-ns ServiceAccount/team-ns/team-sa ClusterRole//team-nodes ClusterRoleBinding//team-nodes Role/team-ns/team-rw RoleBinding/team-ns/team-rw"
+	if strings.Join(got, " ") != want {
+		t.Fatalf("objects %v, want %s", got, want)
+	}
+	var sa map[string]any
+	_ = json.Unmarshal([]byte(objs[1].Manifest), &sa)
+	if l := sa["metadata"].(map[string]any)["labels"].(map[string]any); l["tier"] != "gold" || l["emco/deployment-id"] != "1-logical-cloud" {
+		t.Errorf("ServiceAccount labels %v", l)
+	}
+	for _, i := range []int{3, 5} {
+		var binding map[string]any
+		_ = json.Unmarshal([]byte(objs[i].Manifest), &binding)
+		subjects := binding["subjects"].([]any)
+		sub := subjects[len(subjects)-1].(map[string]any)
+		if len(subjects) != 2 || subjects[0].(map[string]any)["name"] != c.user() ||
+			sub["kind"] != "ServiceAccount" || sub["name"] != "team-sa" || sub["namespace"] != "team-ns" {
+			t.Errorf("%s subjects %v", objs[i].Kind, subjects)
+		}
+	}
+	plain, _ := c.objects(nil, false)
+	for _, o := range plain {
+		if o.Kind == "ServiceAccount" {
+			t.Error("a ServiceAccount for a cluster reached with a kubeconfig")
+		}
 	}
 }

@@ -12,6 +12,10 @@
 //	                                                       Kustomization out of context/ (fluxcd)
 //	clusters/<c>/context/<i>/deployed                      the apps deployed (anthos)
 //
+// A deployment into a standard or privileged logical cloud (Deployment.Tenant) has its
+// Kustomization in the cloud's namespace, impersonating the cloud's ServiceAccount there,
+// so Flux applies it with the cloud's rights only (fluxcd only).
+//
 // Every change replaces the deployment's folder and files whole, so a commit removes
 // what an update dropped, and a deployment with no apps left removes them all.
 package layout
@@ -35,6 +39,16 @@ type Deployment struct {
 	Namespace string // for namespaced objects that name none (the logical cloud's)
 	Apps      []App  // empty: the deployment leaves the cluster
 	Flux      FluxOptions
+	// Tenant, when set, confines the deployment to a standard or privileged logical
+	// cloud: its Kustomization lives in the cloud's namespace and impersonates the
+	// cloud's ServiceAccount (EMCO's <cloud>-sa); nil: Flux's own rights (admin clouds,
+	// and logical clouds' own set-up).
+	Tenant *ServiceAccount
+}
+
+// ServiceAccount names a logical cloud's ServiceAccount on a GitOps cluster.
+type ServiceAccount struct {
+	Namespace, Name string
 }
 
 // App is one app's rendered objects.
@@ -82,6 +96,9 @@ func For(typ string, dep Deployment) (gitops.Change, error) {
 	}
 	switch typ {
 	case syncobject.FluxCD:
+		if t := dep.Tenant; t != nil && (t.Namespace == "" || t.Name == "") {
+			return gitops.Change{}, fmt.Errorf("deployment of instance %q on cluster %q: the logical cloud's ServiceAccount %q/%q is incomplete", dep.Instance, dep.Cluster, t.Namespace, t.Name)
+		}
 		kust := KustomizationFile(dep)
 		c.Replace = append(c.Replace, kust)
 		path, body := ContextKustomization(dep.Cluster)
@@ -93,10 +110,12 @@ func For(typ string, dep Deployment) (gitops.Change, error) {
 			}
 			c.Files[kust] = body
 		}
-	case syncobject.AzureArcV2:
+	case syncobject.AzureArcV2, syncobject.Anthos:
 		// Azure Arc's Flux configuration (created through Azure's API) points at the folder.
-	case syncobject.Anthos:
-		if len(dep.Apps) > 0 {
+		if dep.Tenant != nil { // the api refuses standard logical clouds on these clusters
+			return gitops.Change{}, fmt.Errorf("gitOpsType %q: temco confines deployments to a logical cloud's rights only on fluxcd clusters", typ)
+		}
+		if typ == syncobject.Anthos && len(dep.Apps) > 0 {
 			var apps []string
 			for _, a := range dep.Apps {
 				apps = append(apps, a.Name)
@@ -117,8 +136,13 @@ func KustomizationFile(dep Deployment) string {
 	return clusterDir(dep.Cluster) + "kust" + dep.Instance + ".yaml"
 }
 
-// KustomizationOf names the deployment's Flux Kustomization on the cluster.
+// KustomizationOf names the deployment's Flux Kustomization on the cluster: in
+// flux-system, or in its logical cloud's namespace (where the ServiceAccount it
+// impersonates is: kustomize-controller looks spec.serviceAccountName up there).
 func KustomizationOf(dep Deployment) (namespace, name string) {
+	if dep.Tenant != nil {
+		return dep.Tenant.Namespace, "kust" + dep.Instance
+	}
 	return FluxNamespace, "kust" + dep.Instance
 }
 
@@ -144,8 +168,18 @@ resources: []
 // folder from the bootstrap source, pruning what the folder no longer holds (and, when
 // the file is removed and the bootstrap Kustomization deletes it, everything it applied).
 // temco writes the v1 APIs (EMCO's v1beta1/v1beta2 are no longer served).
+//
+// A logical cloud's deployment (dep.Tenant) is applied, pruned and deleted by
+// kustomize-controller impersonating the cloud's ServiceAccount
+// (system:serviceaccount:<ns>:<cloud>-sa), so what the cloud's roles do not allow fails
+// as Forbidden. It reads the bootstrap source across namespaces, which kustomize-controller
+// allows unless it runs with --no-cross-namespace-refs=true (then it answers
+// AccessDenied); the source is fetched with the controller's own rights, never the
+// ServiceAccount's. EMCO writes instead a GitRepository per deployment in the cloud's
+// namespace, without credentials: the repository must then be readable anonymously.
 func kustomization(dep Deployment) ([]byte, error) {
 	ns, name := KustomizationOf(dep)
+	source := map[string]any{"kind": "GitRepository", "name": fluxSource}
 	k := map[string]any{
 		"apiVersion": "kustomize.toolkit.fluxcd.io/v1",
 		"kind":       "Kustomization",
@@ -156,8 +190,12 @@ func kustomization(dep Deployment) ([]byte, error) {
 			"timeout":       dep.Flux.Timeout.String(),
 			"path":          "./" + contextDir(dep.Cluster) + dep.Instance,
 			"prune":         true,
-			"sourceRef":     map[string]any{"kind": "GitRepository", "name": fluxSource},
+			"sourceRef":     source,
 		},
+	}
+	if dep.Tenant != nil {
+		source["namespace"] = FluxNamespace
+		k["spec"].(map[string]any)["serviceAccountName"] = dep.Tenant.Name
 	}
 	return yaml.Marshal(k)
 }

@@ -104,6 +104,51 @@ func TestFluxLayout(t *testing.T) {
 	}
 }
 
+// A deployment into a standard logical cloud: its Kustomization lives in the cloud's
+// namespace, impersonates the cloud's ServiceAccount there and reads the bootstrap source
+// across namespaces; its objects land in the cloud's namespace as any deployment's do.
+func TestFluxLayoutOfALogicalCloudDeployment(t *testing.T) {
+	dep := deployment()
+	dep.Tenant = &ServiceAccount{Namespace: "apps", Name: "team-sa"}
+	c, err := For(syncobject.FluxCD, dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var k struct {
+		Metadata struct{ Name, Namespace string }
+		Spec     struct {
+			Path               string
+			ServiceAccountName string `json:"serviceAccountName"`
+			SourceRef          struct{ Kind, Name, Namespace string }
+		}
+	}
+	if err := yaml.Unmarshal(c.Files["clusters/edge+c1/kust7f3a.yaml"], &k); err != nil {
+		t.Fatal(err)
+	}
+	if k.Metadata.Name != "kust7f3a" || k.Metadata.Namespace != "apps" || k.Spec.ServiceAccountName != "team-sa" ||
+		k.Spec.SourceRef.Kind != "GitRepository" || k.Spec.SourceRef.Name != "flux-system" || k.Spec.SourceRef.Namespace != "flux-system" ||
+		k.Spec.Path != "./clusters/edge+c1/context/7f3a" {
+		t.Errorf("Kustomization %+v", k)
+	}
+	if ns, name := KustomizationOf(dep); ns != "apps" || name != "kust7f3a" {
+		t.Errorf("KustomizationOf %s/%s", ns, name)
+	}
+	if ns := namespaceIn(t, c.Files["clusters/edge+c1/context/7f3a/app/web/cfg+ConfigMap.yaml"]); ns != "apps" {
+		t.Errorf("ConfigMap in %q", ns)
+	}
+	// Without the cloud's ServiceAccount the bootstrap's own rights would apply it: refused.
+	dep.Tenant = &ServiceAccount{Namespace: "apps"}
+	if _, err := For(syncobject.FluxCD, dep); err == nil {
+		t.Error("a logical cloud's deployment without its ServiceAccount was written")
+	}
+	for _, typ := range []string{syncobject.AzureArcV2, syncobject.Anthos} {
+		dep.Tenant = &ServiceAccount{Namespace: "apps", Name: "team-sa"}
+		if _, err := For(typ, dep); err == nil {
+			t.Errorf("%s: a logical cloud's deployment was written without anything confining it", typ)
+		}
+	}
+}
+
 // A deployment with no apps left removes its folder and its Kustomization.
 func TestEmptyDeploymentRemovesEverything(t *testing.T) {
 	dep := deployment()
