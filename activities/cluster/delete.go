@@ -125,7 +125,10 @@ func (r *run) deleteApp(p *appctx.ClusterApp, only []int) error {
 	return nil
 }
 
-// deleteObject deletes and waits until the object is gone (finalizers included).
+// deleteObject deletes and waits until the object is gone (finalizers included). One
+// found without a deletion timestamp is not the one deleted, whose delete either removed it
+// or marked it: another controller made it again (Kubernetes' ClusterRole aggregation, an
+// operator), and it is not waited for.
 func (r *run) deleteObject(ref appctx.Ref) error {
 	ri, err := r.cl.resource(ref)
 	if err != nil {
@@ -147,7 +150,7 @@ func (r *run) deleteObject(ref appctx.Ref) error {
 		if err != nil {
 			return fmt.Errorf("wait for deletion of %s: %w", ref, err)
 		}
-		if u == nil {
+		if u == nil || u.GetDeletionTimestamp() == nil {
 			return nil
 		}
 		r.heartbeat("waiting for " + ref.String() + " to be deleted")
