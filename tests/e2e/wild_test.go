@@ -292,6 +292,7 @@ func TestARefusedInstantiateLeavesTheDIGApproved(t *testing.T) {
 	d.create()
 	refused := d.operate(lifecycle.OpInstantiate)
 	s := d.await("InstantiateFailed", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
+	recordHistory(t, refused.WorkflowID, "Instantiate-refused-render")
 	if s.state() != lifecycle.StateApproved || s.Instance != refused.ContextID || !strings.Contains(s.Error, "nil pointer evaluating interface {}.key") {
 		t.Fatalf("after the refused instantiate: state %s, instance %s, error %q; want Approved, the refused context and the chart's error",
 			s.state(), s.Instance, s.Error)
@@ -404,8 +405,9 @@ data:
 		map[string]any{"clusterProvider": provider, "cluster": "cluster1"}, map[string]any{"clusterProvider": provider, "cluster": "cluster2"},
 		map[string]any{"clusterProvider": provider, "cluster": "cluster3"}}}})
 	d.create()
-	d.operate(lifecycle.OpInstantiate)
+	acc := d.operate(lifecycle.OpInstantiate)
 	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	recordHistory(t, acc.WorkflowID, "Instantiate-render-variants")
 	data := func(i int) map[string]string {
 		cs, err := stack.Clusters[i].Clientset()
 		if err != nil {
