@@ -178,16 +178,17 @@ func (c *client) prune(ctx context.Context, obj *appctx.Object) (prunedObject, e
 	})
 }
 
-// awaitSchema waits a few seconds for a schema of obj's kind other than the one p was
-// pruned with (none, or an older one) and prunes obj with it; false when none came.
+// awaitSchema prunes obj with a schema of its kind other than the one p was pruned with:
+// a newer one, or, when there was none, one published within a few seconds (a CRD just
+// established); false when there is none.
 func (c *client) awaitSchema(ctx context.Context, obj *appctx.Object, p prunedObject) (prunedObject, bool) {
 	for deadline := time.Now().Add(unservedGrace); time.Now().Before(deadline); {
 		c.schemas.forget()
 		if q, err := c.prune(ctx, obj); err == nil && q.Schema != "" && q.Schema != p.Schema {
 			return q, true
 		}
-		if sleep(ctx, unservedGrace/10) != nil {
-			break
+		if p.Schema != "" || sleep(ctx, unservedGrace/10) != nil {
+			break // the schema the object was pruned with is the current one: the refusal is the object's
 		}
 	}
 	return p, false

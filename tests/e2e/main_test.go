@@ -5,15 +5,10 @@ package e2e
 
 import (
 	"cmp"
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"strconv"
 	"testing"
-	"time"
 
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
@@ -46,61 +41,32 @@ func TestMain(m *testing.M) {
 }
 
 func runSuite(m *testing.M) (int, error) {
-	root, err := testenv.RepoRoot()
+	bin, err := testenv.BinDir()
 	if err != nil {
 		return 0, err
 	}
-	binDir = filepath.Join(root, ".bin")
-	if tmpRoot, err = os.MkdirTemp("", "temco-e2e-"); err != nil {
-		return 0, err
-	}
-	if err := os.Chmod(tmpRoot, 0o755); err != nil { // PostgreSQL runs as its own user
-		return 0, err
-	}
-	defer os.RemoveAll(tmpRoot)
-	self = filepath.Join(tmpRoot, "temco")
-	build := exec.Command("go", "build", "-o", self, "./cmd/temco")
-	build.Dir, build.Stdout, build.Stderr = root, os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return 0, fmt.Errorf("build temco: %w", err)
-	}
+	binDir = bin
 	// GitOps: one more cluster, cluster4, that Flux reconciles from the stack's git server.
 	// cert-manager's controller runs against cluster1, ca-certs' issuing cluster.
-	cfg := devstack.Config{BinDir: binDir, DataDir: filepath.Join(tmpRoot, "data"), Self: self, Clusters: 3, GitOps: true, CertManager: true,
-		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes(), Out: os.Stdout,
+	cfg := devstack.Config{Clusters: 3, GitOps: true, CertManager: true,
+		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes(),
 		// Two clusters per batch, so three clusters fan out through batch child workflows.
 		Env: []string{"TEMCO_CLUSTERS_PER_BATCH=2"}, MongoBackend: os.Getenv("TEMCO_E2E_MONGO_BACKEND")}
 	if os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH") != "" {
 		cfg.Env = []string{"TEMCO_CLUSTERS_PER_BATCH=" + os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH")}
 	}
-	for _, p := range []*int{&cfg.TemporalPort, &cfg.UIPort, &cfg.MongoPort, &cfg.APIPort, &cfg.PostgresPort, &cfg.MetricsPort} {
-		if *p, err = devstack.FreePort(); err != nil {
-			return 0, err
-		}
-	}
-	// The clusters and, after them, the GitOps cluster.
-	if cfg.ClusterBasePort, err = devstack.FreeClusterBase(cfg.Clusters + 1); err != nil {
+	fmt.Printf("e2e: MongoDB wire backend %s\n", cmp.Or(cfg.MongoBackend, "sqlite"))
+	s, err := testenv.StartStack("e2e", cfg)
+	if err != nil {
 		return 0, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	if stack, err = devstack.Start(ctx, cfg); err != nil {
-		return 0, fmt.Errorf("start the stack: %w (logs under %s)", err, cfg.DataDir)
-	}
-	defer stack.Stop()
-	fmt.Printf("e2e: stack up in %s (MongoDB wire backend: %s)\n", time.Since(start).Round(time.Millisecond), cmp.Or(cfg.MongoBackend, "sqlite"))
-	apiURL = "http://127.0.0.1:" + strconv.Itoa(cfg.APIPort) + "/v2"
+	stack, apiURL, tmpRoot, self = s.Stack, s.API, s.Dir, s.Self()
+	code := 1
+	defer func() { s.Stop(code != 0) }()
 	if err := registerClusters(); err != nil {
 		return 0, err
 	}
-	code := m.Run()
-	if code != 0 {
-		fmt.Printf("e2e: logs kept in %s\n", cfg.DataDir)
-		keep := filepath.Join(os.TempDir(), "temco-e2e-failed-logs")
-		_ = os.RemoveAll(keep)
-		_ = exec.Command("cp", "-r", filepath.Join(cfg.DataDir, "logs"), keep).Run()
-	}
+	code = m.Run()
 	return code, nil
 }
 

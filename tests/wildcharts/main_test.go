@@ -13,13 +13,10 @@
 package wildcharts
 
 import (
-	"context"
 	"flag"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
 	"testing"
 	"time"
 
@@ -59,51 +56,22 @@ func run(m *testing.M) (int, error) {
 	if repo, err = testenv.RepoRoot(); err != nil {
 		return 0, err
 	}
-	binDir := filepath.Join(repo, ".bin")
-	chartsD = filepath.Join(binDir, "charts")
+	chartsD = filepath.Join(repo, ".bin", "charts")
 	if _, err := os.Stat(chartsD); err != nil {
 		return 0, fmt.Errorf("%v: run `make tools` (tools/build.sh charts)", err)
 	}
-	tmp, err := os.MkdirTemp("", "temco-wildcharts-")
+	s, err := testenv.StartStack("wildcharts", devstack.Config{Clusters: 2,
+		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes()})
 	if err != nil {
 		return 0, err
 	}
-	defer os.RemoveAll(tmp)
-	self := filepath.Join(tmp, "temco")
-	build := exec.Command("go", "build", "-o", self, "./cmd/temco")
-	build.Dir, build.Stdout, build.Stderr = repo, os.Stdout, os.Stderr
-	if err := build.Run(); err != nil {
-		return 0, fmt.Errorf("build temco: %w", err)
-	}
-	cfg := devstack.Config{BinDir: binDir, DataDir: filepath.Join(tmp, "data"), Self: self, Clusters: 2, GitOps: false,
-		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes(), Out: os.Stdout}
-	for _, p := range []*int{&cfg.TemporalPort, &cfg.UIPort, &cfg.MongoPort, &cfg.APIPort, &cfg.PostgresPort, &cfg.MetricsPort} {
-		if *p, err = devstack.FreePort(); err != nil {
-			return 0, err
-		}
-	}
-	if cfg.ClusterBasePort, err = devstack.FreeClusterBase(cfg.Clusters); err != nil {
-		return 0, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	defer cancel()
-	start := time.Now()
-	if stack, err = devstack.Start(ctx, cfg); err != nil {
-		return 0, fmt.Errorf("start the stack: %w (logs under %s)", err, cfg.DataDir)
-	}
-	defer stack.Stop()
-	fmt.Printf("wildcharts: stack up in %s\n", time.Since(start).Round(time.Millisecond))
-	apiURL = "http://127.0.0.1:" + strconv.Itoa(cfg.APIPort) + "/v2"
+	stack, apiURL = s.Stack, s.API
+	code := 1
+	defer func() { s.Stop(code != 0) }()
 	if err := setUp(); err != nil {
 		return 0, err
 	}
-	code := m.Run()
-	if code != 0 {
-		keep := filepath.Join(os.TempDir(), "temco-wildcharts-failed-logs")
-		_ = os.RemoveAll(keep)
-		_ = exec.Command("cp", "-r", filepath.Join(cfg.DataDir, "logs"), keep).Run()
-		fmt.Printf("wildcharts: logs copied to %s\n", keep)
-	}
+	code = m.Run()
 	return code, nil
 }
 
