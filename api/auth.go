@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"strings"
 
@@ -15,11 +16,17 @@ const principalKey = "principal"
 // publicPaths answer without a token: probes, metrics and the API's own reference.
 var publicPaths = map[string]bool{"/healthz": true, "/readyz": true, "/metrics": true, "/v2/openapi.yaml": true}
 
+// isPublic reports whether route answers without a token: publicPaths, and the
+// dashboard's static files with the redirect to them.
+func isPublic(route string) bool {
+	return publicPaths[route] || strings.HasPrefix(route, dashboard.Path) || route == strings.TrimSuffix(dashboard.Path, "/")
+}
+
 // authenticate requires a valid bearer token on every other route and applies the
 // authorization rules of authorize. Without an Authenticator every caller is an admin.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.Auth == nil || publicPaths[c.Path()] || strings.HasPrefix(c.Path(), dashboard.Path) {
+		if s.Auth == nil || isPublic(c.Path()) {
 			return next(c)
 		}
 		raw, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
@@ -33,6 +40,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 			return httpErr(http.StatusUnauthorized, "%v", err)
 		}
 		c.Set(principalKey, p)
+		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), principalCtxKey{}, p)))
 		if err := authorize(c, p); err != nil {
 			return err
 		}
@@ -75,6 +83,16 @@ func authorize(c echo.Context, p *auth.Principal) error {
 		return nil
 	}
 	return httpErr(http.StatusForbidden, "%s %s requires the admin role", method, route)
+}
+
+type principalCtxKey struct{}
+
+// CallerIsAdmin reports whether the caller of the request ctx belongs to may do
+// everything: an admin, or anyone when authentication is off. For checks that depend on
+// who asks (what a tenant may start or sign).
+func CallerIsAdmin(ctx context.Context) bool {
+	p, ok := ctx.Value(principalCtxKey{}).(*auth.Principal)
+	return !ok || p.Admin
 }
 
 // principal is the authenticated caller, or nil when authentication is off.

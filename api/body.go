@@ -8,8 +8,10 @@ import (
 	"io"
 	"mime"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 )
@@ -20,6 +22,75 @@ const (
 	maxJSONBody      = 2 << 20
 	maxMultipartBody = 10 << 20
 )
+
+// bodyRules checks a request's body before its route's handler, by what the route reads
+// (routes: "METHOD /v2/path" to its doc): an upload (multipart) gets the larger size
+// limit and a longer deadline; any other body must be JSON. Browsers send forms and
+// text/plain to any origin without a CORS preflight: refusing them keeps a page
+// elsewhere from changing anything with a body. Bodiless requests pass as they are.
+func bodyRules(routes map[string]opDoc) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		json, upload := limitBody(maxJSONBody)(next), limitBody(maxMultipartBody)(next)
+		return func(c echo.Context) error {
+			r := c.Request()
+			d := routes[r.Method+" "+c.Path()]
+			if slices.Contains(d.query, "waitForResult") && c.QueryParam("waitForResult") == "true" {
+				// EMCO's status routes then answer when the workflow ends, or when the
+				// client leaves (the request's context): no deadline.
+				extendDeadlines(c, time.Time{}, false)
+			}
+			if r.ContentLength == 0 || !bodyMethods[r.Method] {
+				return json(c)
+			}
+			mt, err := requestMediaType(r)
+			ok, want := err == nil && (mt == "" || isJSON(mt)), "the body as JSON, with Content-Type: application/json"
+			if d.multipart {
+				ok, want = err == nil && mt == echo.MIMEMultipartForm, `multipart/form-data with the parts "metadata" and "file"`
+			}
+			switch {
+			case !ok:
+				return httpErr(http.StatusUnsupportedMediaType, "content type %q is not accepted here: send %s",
+					r.Header.Get(echo.HeaderContentType), want)
+			case d.multipart:
+				extendDeadlines(c, time.Now().Add(uploadTimeout), true)
+				return upload(c)
+			}
+			return json(c)
+		}
+	}
+}
+
+// bodyMethods are the methods whose bodies handlers read.
+var bodyMethods = map[string]bool{http.MethodPost: true, http.MethodPut: true, http.MethodPatch: true}
+
+// requestMediaType is the request's media type, lower case ("" without a Content-Type).
+func requestMediaType(r *http.Request) (string, error) {
+	ct := r.Header.Get(echo.HeaderContentType)
+	if ct == "" {
+		return "", nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if errors.Is(err, mime.ErrInvalidMediaParameter) { // the type is known: the handler judges the parameters
+		err = nil
+	}
+	return mt, err
+}
+
+// isJSON: application/json or a JSON-based type (application/merge-patch+json).
+func isJSON(mt string) bool {
+	return mt == echo.MIMEApplicationJSON || strings.HasPrefix(mt, "application/") && strings.HasSuffix(mt, "+json")
+}
+
+// extendDeadlines gives a request that legitimately takes long (an upload, a wait for a
+// workflow) more than the server's ReadTimeout and WriteTimeout; the zero time is none.
+func extendDeadlines(c echo.Context, t time.Time, read bool) {
+	rc := http.NewResponseController(c.Response())
+	// Errors are http.ErrNotSupported: a writer without deadlines (a test's recorder).
+	if read {
+		_ = rc.SetReadDeadline(t)
+	}
+	_ = rc.SetWriteDeadline(t)
+}
 
 // limitBody refuses bodies over limit with 413: at once when Content-Length says so,
 // otherwise when reading crosses the limit (see tooLarge).
@@ -65,15 +136,8 @@ func mediaType(c echo.Context) string {
 	return mt
 }
 
-// readJSON decodes the body into v. Content types other than JSON are refused with 415,
-// except the ones curl and older EMCO clients send for JSON bodies.
+// readJSON decodes the body into v (bodyRules has refused content types other than JSON).
 func readJSON(c echo.Context, v any) error {
-	switch mt := mediaType(c); {
-	case mt == "", mt == echo.MIMEApplicationJSON, strings.HasSuffix(mt, "+json"),
-		mt == echo.MIMETextPlain, mt == echo.MIMEApplicationForm:
-	default:
-		return httpErr(http.StatusUnsupportedMediaType, "content type %q is not supported here: send application/json", mt)
-	}
 	data, err := io.ReadAll(c.Request().Body)
 	if err != nil {
 		if e := tooLarge(err); e != nil {

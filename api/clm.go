@@ -29,8 +29,8 @@ func (s *Server) registerClm(g *echo.Group) {
 	res := typeOf[model.Resource[model.ClusterSpec]]()
 	s.route(g, opDoc{method: http.MethodPost, path: clusters.coll, summary: "Register a cluster (metadata + kubeconfig file)", multipart: true,
 		code: http.StatusCreated, response: res}, func(c echo.Context) error { return create(c, s, clusters) })
-	s.route(g, opDoc{method: http.MethodGet, path: clusters.coll, summary: "List clusters (?label: names only; ?withLabels=true: with labels)",
-		code: http.StatusOK, response: typeOf[[]model.Resource[model.ClusterSpec]](), query: []string{"label", "withLabels"}}, s.listClusters)
+	s.route(g, listDoc(opDoc{method: http.MethodGet, path: clusters.coll, summary: "List clusters (?label: names only; ?withLabels=true: with labels)",
+		code: http.StatusOK, response: typeOf[[]model.Resource[model.ClusterSpec]](), query: []string{"label", "withLabels"}}), s.listClusters)
 	s.route(g, opDoc{method: http.MethodGet, path: clusters.item, summary: "Get a cluster (never its kubeconfig)", code: http.StatusOK, response: res},
 		func(c echo.Context) error { return get(c, s, clusters) })
 	// Refused while its network intents may have objects on it (ncm), with their contexts.
@@ -40,8 +40,8 @@ func (s *Server) registerClm(g *echo.Group) {
 	label := typeOf[model.ClusterLabel]()
 	s.route(g, opDoc{method: http.MethodPost, path: routeCluster + "/labels", summary: "Label a cluster", body: label,
 		code: http.StatusCreated, response: label}, s.createLabel)
-	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/labels", summary: "List a cluster's labels",
-		code: http.StatusOK, response: typeOf[[]model.ClusterLabel]()}, s.listLabels)
+	s.route(g, listDoc(opDoc{method: http.MethodGet, path: routeCluster + "/labels", summary: "List a cluster's labels",
+		code: http.StatusOK, response: typeOf[[]model.ClusterLabel]()}), s.listLabels)
 	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/labels/:label", summary: "Get a cluster label",
 		code: http.StatusOK, response: label}, s.getLabel)
 	s.route(g, opDoc{method: http.MethodDelete, path: routeCluster + "/labels/:label", summary: "Remove a cluster label",
@@ -99,17 +99,24 @@ func (s *Server) listClusters(c echo.Context) error {
 	if err := s.mustExist(ctx, provider); err != nil {
 		return err
 	}
-	if label := c.QueryParam("label"); label != "" {
-		names, err := s.clustersWithLabel(ctx, provider, label)
-		if err != nil {
-			return err
-		}
-		return c.JSON(http.StatusOK, names)
-	}
-	docs, err := s.Store.List(ctx, store.Query{Parent: provider, Kind: model.KindCluster})
+	page, err := parseListPage(c)
 	if err != nil {
 		return err
 	}
+	if label := c.QueryParam("label"); label != "" {
+		keys := labelKeys(coll, label)
+		labels, err := s.Store.List(ctx, page.query(store.Query{Scope: provider, Kind: model.KindClusterLabel, Name: label}, keys))
+		if err != nil {
+			return err
+		}
+		return c.JSON(http.StatusOK, clusterNames(page.cut(c, labels, keys)))
+	}
+	keys := collKeys(coll)
+	docs, err := s.Store.List(ctx, page.query(store.Query{Parent: provider, Kind: model.KindCluster}, keys))
+	if err != nil {
+		return err
+	}
+	docs = page.cut(c, docs, keys)
 	if !strings.EqualFold(c.QueryParam("withLabels"), "true") {
 		return c.JSONBlob(http.StatusOK, bodies(docs))
 	}
@@ -136,17 +143,13 @@ func (s *Server) listClusters(c echo.Context) error {
 	return c.JSON(http.StatusOK, out)
 }
 
-// clustersWithLabel returns the names of the provider's clusters carrying label.
-func (s *Server) clustersWithLabel(ctx context.Context, provider, label string) ([]string, error) {
-	labels, err := s.Store.List(ctx, store.Query{Scope: provider, Kind: model.KindClusterLabel, Name: label})
-	if err != nil {
-		return nil, err
-	}
+// clusterNames are the names of the clusters carrying labels.
+func clusterNames(labels []*store.Doc) []string {
 	names := make([]string, 0, len(labels))
 	for _, l := range labels {
 		names = append(names, l.Parent[strings.LastIndex(l.Parent, "/")+1:])
 	}
-	return names, nil
+	return names
 }
 
 func (s *Server) createLabel(c echo.Context) error {
@@ -179,11 +182,16 @@ func (s *Server) listLabels(c echo.Context) error {
 	if err := s.mustExist(ctx, cluster); err != nil {
 		return err
 	}
-	docs, err := s.Store.List(ctx, store.Query{Parent: cluster, Kind: model.KindClusterLabel})
+	page, err := parseListPage(c)
 	if err != nil {
 		return err
 	}
-	return c.JSONBlob(http.StatusOK, bodies(docs))
+	keys := collKeys(cluster + "/labels")
+	docs, err := s.Store.List(ctx, page.query(store.Query{Parent: cluster, Kind: model.KindClusterLabel}, keys))
+	if err != nil {
+		return err
+	}
+	return listAnswer(c, page, docs, keys)
 }
 
 func (s *Server) getLabel(c echo.Context) error {

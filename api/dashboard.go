@@ -263,6 +263,9 @@ func (s *Server) dashboard(c echo.Context) error {
 		return c.JSON(http.StatusOK, out)
 	}
 	if q.live {
+		if err := s.allowLiveRead(c); err != nil {
+			return err
+		}
 		out.LiveError = s.readLive(ctx, dig, lifecycle.ReadInput{ContextID: ctxID, Clusters: page}, liveReadWait)
 	}
 	var labels map[string][]string
@@ -488,6 +491,9 @@ func (s *Server) dashboardObjects(c echo.Context) error {
 	}
 	if len(placed) == 0 {
 		return httpErr(http.StatusNotFound, "%s has no app %q on cluster %q in its current context", dig, app, key)
+	}
+	if err := s.allowLiveRead(c); err != nil {
+		return err
 	}
 	out := dashboardObjects{Cluster: key, App: app, Objects: []dashboardObject{}}
 	out.LiveError = s.readLive(ctx, dig, lifecycle.ReadInput{ContextID: ctxID, Detail: true, Clusters: []string{key}}, 2*liveReadWait)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 
 	"github.com/labstack/echo/v4"
 
@@ -172,6 +173,11 @@ func (q *Request[S]) Store() *store.Store { return q.s.Store }
 // BadRequest and Conflict are the errors a check returns: 400 and 409 with the message.
 func BadRequest(format string, args ...any) error { return badRequest(format, args...) }
 func Conflict(format string, args ...any) error   { return conflict(format, args...) }
+
+// Forbidden is 403 with the message: what the caller may not do, though it could be done.
+func Forbidden(format string, args ...any) error {
+	return httpErr(http.StatusForbidden, format, args...)
+}
 
 // EncodeFiles and DecodeFiles store several files in one blob.
 func EncodeFiles(files []NamedFile) []byte { b, _ := json.Marshal(files); return b }

@@ -28,6 +28,7 @@ type opDoc struct {
 	code         int          // success status
 	response     reflect.Type // success body (nil: none)
 	query        []string     // query parameters
+	pages        bool         // a list answering pages (page.go)
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -49,6 +50,9 @@ func (s *Server) openAPI() ([]byte, error) {
 			"responses": responses(d)}
 		if d.description != "" {
 			op["description"] = d.description
+		}
+		if d.pages {
+			op["description"] = strings.TrimSpace(d.description + " " + listPageDescription)
 		}
 		var params []any
 		for _, m := range paramRE.FindAllStringSubmatch(d.path, -1) {
@@ -142,6 +146,9 @@ func responses(d opDoc) map[string]any {
 	ok := map[string]any{"description": http.StatusText(d.code)}
 	if d.response != nil {
 		ok["content"] = map[string]any{"application/json": map[string]any{"schema": schemaOf(d.response)}}
+	}
+	if d.pages {
+		ok["headers"] = pageHeaders()
 	}
 	out[itoa(d.code)] = ok
 	return out

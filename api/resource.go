@@ -4,8 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
-	"path"
-	"slices"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -82,7 +80,7 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 	}
 	s.route(g, opDoc{method: http.MethodPost, path: k.coll, summary: "Create a " + k.name, body: body, multipart: multipart,
 		code: http.StatusCreated, response: res}, func(c echo.Context) error { return create(c, s, k) })
-	s.route(g, opDoc{method: http.MethodGet, path: k.coll, summary: "List " + k.name + "s", code: http.StatusOK, response: many, query: query},
+	s.route(g, listDoc(opDoc{method: http.MethodGet, path: k.coll, summary: "List " + k.name + "s", code: http.StatusOK, response: many, query: query}),
 		func(c echo.Context) error { return list(c, s, k) })
 	s.route(g, opDoc{method: http.MethodGet, path: k.item, summary: "Get a " + k.name, code: http.StatusOK, response: res},
 		func(c echo.Context) error { return get(c, s, k) })
@@ -112,7 +110,7 @@ func decode[S any](c echo.Context, k kind[S]) (*request[S], error) {
 	} else if err := readJSON(c, &r.res); err != nil {
 		return nil, err
 	}
-	if err := model.ValidateName("metadata.name", r.res.Metadata.Name); err != nil {
+	if err := r.res.Validate(); err != nil {
 		return nil, badRequest("%v", err)
 	}
 	return r, nil
@@ -224,14 +222,20 @@ func list[S any](c echo.Context, s *Server, k kind[S]) error {
 	if err := s.mustExist(ctx, parent); err != nil {
 		return err
 	}
-	docs, err := s.Store.List(ctx, store.Query{Parent: parent, Kind: k.name, Fields: listFilter(c, k.name)})
+	page, err := parseListPage(c)
 	if err != nil {
 		return err
 	}
-	if p := principal(c); p != nil && k.name == model.KindProject {
-		docs = slices.DeleteFunc(docs, func(d *store.Doc) bool { return !p.CanAccessProject(path.Base(d.ID)) })
+	q := store.Query{Parent: parent, Kind: k.name, Fields: listFilter(c, k.name)}
+	if p := principal(c); p != nil && !p.Admin && k.name == model.KindProject {
+		q.IDs = grantedProjects(p) // in the query, so that a tenant's pages are full
 	}
-	return c.JSONBlob(http.StatusOK, bodies(docs))
+	keys := collKeys(coll)
+	docs, err := s.Store.List(ctx, page.query(q, keys))
+	if err != nil {
+		return err
+	}
+	return listAnswer(c, page, docs, keys)
 }
 
 // listFilter supports ?app= on app profiles.

@@ -50,12 +50,33 @@ type Server struct {
 	Codec        converter.PayloadCodec // served at /codec for the Temporal UI and CLI; nil: not served
 	CodecOrigins []string               // browser origins allowed to call /codec (the Temporal UI's)
 
-	docs []opDoc // every /v2 route, for the OpenAPI document
+	// LiveReadsPerMinute bounds each caller's live reads of clusters (livereads.go); 0: none.
+	LiveReadsPerMinute int
+
+	docs      []opDoc // every /v2 route, for the OpenAPI document
+	liveReads *liveReadLimiter
 }
+
+// Timeouts of the API's http.Server (cmd/temco): a stalled or slow client must not hold
+// a connection and its goroutine for ever. bodyRules extends them for uploads and waits.
+const (
+	ReadHeaderTimeout = 10 * time.Second
+	// ReadTimeout: the headers and a JSON body (maxJSONBody at about 35 KiB/s).
+	ReadTimeout = time.Minute
+	// WriteTimeout runs from the end of the headers to the end of the answer: above the
+	// longest wait of an ordinary route, a status read of the clusters (its workflow
+	// times out after 5 minutes, starter.read) or a rollout preview (previewWait).
+	WriteTimeout = 6 * time.Minute
+	// IdleTimeout keeps a polling dashboard's connection open between its polls.
+	IdleTimeout = 2 * time.Minute
+	// uploadTimeout is a chart's or profile's upload: maxMultipartBody at about 17 KiB/s.
+	uploadTimeout = 10 * time.Minute
+)
 
 // Handler builds the HTTP handler: /v2 routes plus /healthz (and /metrics).
 func (s *Server) Handler() *echo.Echo {
 	s.docs = nil
+	s.liveReads = newLiveReadLimiter(s.LiveReadsPerMinute, time.Now)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(s.Log)
@@ -73,15 +94,8 @@ func (s *Server) Handler() *echo.Echo {
 			return next(c)
 		}
 	})
-	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
-		json, multipart := limitBody(maxJSONBody)(next), limitBody(maxMultipartBody)(next)
-		return func(c echo.Context) error {
-			if strings.HasPrefix(c.Request().Header.Get(echo.HeaderContentType), echo.MIMEMultipartForm) {
-				return multipart(c)
-			}
-			return json(c)
-		}
-	})
+	routes := map[string]opDoc{} // filled below, once every route is registered
+	e.Use(bodyRules(routes))
 	e.GET("/healthz", func(c echo.Context) error { return c.String(http.StatusOK, "ok") })
 	e.GET("/readyz", func(c echo.Context) error {
 		if s.Ready != nil {
@@ -115,6 +129,9 @@ func (s *Server) Handler() *echo.Echo {
 	s.registerControlView(g)
 	s.registerDashboard(g)
 	s.registerSession(g)
+	for _, d := range s.docs {
+		routes[d.method+" /v2"+d.path] = d
+	}
 	return e
 }
 

@@ -181,6 +181,9 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		}
 	}
 	if q.ready {
+		if err := s.allowLiveRead(c); err != nil {
+			return err
+		}
 		if err := s.Ops.ReadClusters(ctx, dig, lifecycle.ReadInput{ContextID: ctxID, Detail: q.output == "detail"}); err != nil {
 			return operationErr(err)
 		}

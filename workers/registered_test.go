@@ -6,6 +6,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"path/filepath"
 	"reflect"
 	"slices"
@@ -16,6 +17,8 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/lifecycle"
 )
 
 // Workflows name their activities and child workflows by string, so a name no worker
@@ -221,4 +224,14 @@ func lifecycleConstants(t *testing.T) map[string]string {
 		}
 	}
 	return consts
+}
+
+// Intents may not start temco's own workflow types (workflowmgr): the list they are
+// refused by is every type the worker registers.
+func TestOwnWorkflowTypesAreTheRegisteredOnes(t *testing.T) {
+	got := slices.Sorted(maps.Keys(Workflows))
+	want := slices.Sorted(slices.Values(lifecycle.OwnWorkflowTypes))
+	if !slices.Equal(got, want) {
+		t.Errorf("lifecycle.OwnWorkflowTypes %v, workers.Workflows %v", want, got)
+	}
 }

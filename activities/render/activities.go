@@ -50,10 +50,8 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 	wg.SetLimit(runtime.GOMAXPROCS(0))
 	for i, doc := range r.apps {
 		wg.Go(func() error {
-			out, err := render(ctx, r.input(doc, nil))
-			if err != nil {
-				errs[i] = invalid("app %q: %v", doc.Name, err)
-			}
+			out, err := renderApp(ctx, r.input(doc, nil), fmt.Sprintf("app %q", doc.Name))
+			errs[i] = err
 			rendered[i] = &appctx.App{Name: doc.Name, Deps: r.deps[doc.ID], Objects: out.objects, Capabilities: out.readsCapabilities}
 			return nil
 		})
@@ -72,6 +70,24 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 	w.Go(func() error { return a.Contexts.PutApps(wctx, in.ContextID, rendered) })
 	w.Go(func() error { return a.Contexts.Set(wctx, in.ContextID, bson.D{{Key: "apps", Value: order}}) })
 	return len(rendered), w.Wait()
+}
+
+// renderApp renders one app; what names it in the error.
+func renderApp(ctx context.Context, in chartInput, what string) (rendering, error) {
+	out, err := render(ctx, in)
+	return out, renderFailure(ctx, what, err)
+}
+
+// renderFailure is why an app did not render: the user's chart, profile or values, not
+// retried, unless the activity is cancelled.
+func renderFailure(ctx context.Context, what string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	}
+	return invalid("%s: %v", what, err)
 }
 
 // renderInputs is what a context's apps are rendered from.

@@ -13,6 +13,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"helm.sh/helm/v3/pkg/action"
 	"helm.sh/helm/v3/pkg/chart"
@@ -58,6 +59,19 @@ func renderChart(ctx context.Context, in chartInput) ([]appctx.Object, error) {
 
 // render is renderChart, telling also whether the chart reads .Capabilities.
 func render(ctx context.Context, in chartInput) (rendering, error) {
+	return renderWithin(ctx, in, renderTimeout)
+}
+
+// renderWithin is render, failing when the chart takes longer than timeout.
+func renderWithin(ctx context.Context, in chartInput, timeout time.Duration) (rendering, error) {
+	return within(ctx, timeout, func() (rendering, error) { return helmTemplate(ctx, in) })
+}
+
+// helmTemplate renders as `helm template` does, refusing what is over the limits.
+func helmTemplate(ctx context.Context, in chartInput) (rendering, error) {
+	if err := checkOverrideIndices(in.overrides); err != nil {
+		return rendering{}, err
+	}
 	ch, err := archive.LoadChart(in.archive, in.app)
 	if err != nil {
 		return rendering{}, fmt.Errorf("load chart: %w", err)
@@ -99,21 +113,37 @@ func render(ctx context.Context, in chartInput) (rendering, error) {
 	if err != nil {
 		return rendering{}, fmt.Errorf("render chart %s: %w", ch.Name(), err)
 	}
+	yamlBytes := len(rel.Manifest)
+	for _, h := range rel.Hooks {
+		yamlBytes += len(h.Manifest)
+	}
+	if yamlBytes > maxManifestBytes {
+		return rendering{}, fmt.Errorf("chart %s renders %d bytes of manifests, more than the %s an app may have", ch.Name(), yamlBytes, size(maxManifestBytes))
+	}
 	docs := splitInOrder(rel.Manifest)
 	for _, h := range rel.Hooks {
 		if !isTestHook(h) {
 			docs = append(docs, h.Manifest)
 		}
 	}
-	objs := make([]appctx.Object, 0, len(docs))
+	objs := make([]appctx.Object, 0, min(len(docs), maxObjects))
+	objectsBytes := 0
 	for _, doc := range docs {
 		o, ok, err := toObject(doc, in.labels)
 		if err != nil {
 			return rendering{}, fmt.Errorf("chart %s: %w", ch.Name(), err)
 		}
-		if ok {
-			objs = append(objs, o)
+		if !ok {
+			continue
 		}
+		// YAML aliases may make an object larger than its document: counted as JSON too.
+		if objectsBytes += len(o.Manifest); objectsBytes > maxObjectsBytes {
+			return rendering{}, fmt.Errorf("chart %s renders objects of more than %s (as JSON), the most an app may have", ch.Name(), size(maxObjectsBytes))
+		}
+		if len(objs) == maxObjects {
+			return rendering{}, fmt.Errorf("chart %s renders more than %d objects, the most an app may have", ch.Name(), maxObjects)
+		}
+		objs = append(objs, o)
 	}
 	sortForApply(objs)
 	out.objects = objs

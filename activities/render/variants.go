@@ -6,6 +6,7 @@ package render
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"slices"
 	"sync"
@@ -148,9 +149,9 @@ func (a *Activities) variants(ctx context.Context, in lifecycle.ContextRef, head
 			if !slices.Contains(reading, doc.Name) {
 				continue
 			}
-			out, err := render(ctx, r.input(doc, &c.caps))
+			out, err := renderApp(ctx, r.input(doc, &c.caps), fmt.Sprintf("app %q, rendered for Kubernetes %s and its APIs", doc.Name, c.caps.KubeVersion))
 			if err != nil {
-				return nil, invalid("app %q, rendered for Kubernetes %s and its APIs: %v", doc.Name, c.caps.KubeVersion, err)
+				return nil, err
 			}
 			rendered[doc.Name] = &appctx.App{Name: doc.Name, Objects: out.objects}
 		}

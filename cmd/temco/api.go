@@ -24,6 +24,7 @@ import (
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/auth"
 	"github.com/temco/temco/internal/codec"
+	"github.com/temco/temco/internal/egress"
 	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
@@ -61,13 +62,33 @@ func newLogger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
 }
 
+// defaultAPIAddr is loopback: an API that anyone on the network may reach (and, without
+// --auth-issuer, change) is a choice made explicitly.
+const defaultAPIAddr = "127.0.0.1:9015"
+
+func newHTTPServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: api.ReadHeaderTimeout,
+		ReadTimeout: api.ReadTimeout, WriteTimeout: api.WriteTimeout, IdleTimeout: api.IdleTimeout}
+}
+
+// warnUnauthenticated says, once at start, what an API without authentication lets its
+// callers do.
+func warnUnauthenticated(log *slog.Logger, s *api.Server, addr string) {
+	if s.Auth == nil {
+		log.Warn("AUTHENTICATION IS OFF: every caller is an admin, of every project, cluster and credential; "+
+			"set --auth-issuer (TEMCO_AUTH_ISSUER) to require tokens", "addr", addr)
+	}
+}
+
 func apiCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var addr, certFile, keyFile string
 	var af auth.Config
 	var codecOrigins []string
-	var temporalUI string
+	var temporalUI, workflowHosts, taskQueueGrants string
+	var certOrgs []string
+	var liveReads int
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Serve the EMCO v2 REST API",
@@ -89,29 +110,47 @@ func apiCmd() *cobra.Command {
 				return err
 			}
 			defer tc.Close()
-			// Users' workflows (workflowmgr) are read by users' workers: plain payloads, not
-			// sealed with temco's keys; it reads temco's built-in ones (Relocate) too. The
-			// client shares tc's connection.
-			userOpts := client.Options{Namespace: tf.namespace, Logger: temporallog.NewStructuredLogger(log)}
-			if tf.encryptPayloads {
-				userOpts.DataConverter = codec.ReadingConverter(keys)
-				userOpts.FailureConverter = codec.ReadingFailureConverter(userOpts.DataConverter)
-			}
-			users, err := client.NewClientFromExisting(tc, userOpts)
+			// Users' workflows (workflowmgr) are read and written with plain payloads: their
+			// workers hold none of temco's keys, and a tenant's route must never open
+			// temco's. Only a Relocate intent's own runs are read with temco's keys. Both
+			// clients share tc's connection.
+			users, err := client.NewClientFromExisting(tc, client.Options{Namespace: tf.namespace, Logger: temporallog.NewStructuredLogger(log)})
 			if err != nil {
 				return err
 			}
 			defer users.Close()
-			workflows := &workflowmgr.Temporal{Own: users, Log: log}
+			builtin := users
+			if tf.encryptPayloads {
+				dc := codec.ReadingConverter(keys)
+				if builtin, err = client.NewClientFromExisting(tc, client.Options{Namespace: tf.namespace, Logger: temporallog.NewStructuredLogger(log),
+					DataConverter: dc, FailureConverter: codec.ReadingFailureConverter(dc)}); err != nil {
+					return err
+				}
+				defer builtin.Close()
+			}
+			egressAllow, err := egress.Parse(workflowHosts)
+			if err != nil {
+				return fmt.Errorf("--workflow-hosts-allow: %w", err)
+			}
+			grants, err := workflowmgr.ParseGrants(taskQueueGrants)
+			if err != nil {
+				return fmt.Errorf("--workflow-task-queues: %w", err)
+			}
+			workflows := &workflowmgr.Temporal{Own: users, Builtin: builtin, Egress: egressAllow, Log: log,
+				Rules: workflowmgr.Rules{OwnTaskQueue: tf.taskQueue, Grants: grants}}
 			ops := &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
 				Ops: ops, Drift: ops, Ready: ready(st, tc), CodecOrigins: codecOrigins,
 				TemporalUI: strings.TrimSuffix(temporalUI, "/"), Namespace: tf.namespace,
 				Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
-				Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
+				Kinds:       slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: certOrgs}), workflowmgr.Kinds(workflows))}
 			if tf.encryptPayloads {
 				server.Codec = codec.Codec{Keys: keys}
 			}
+			if liveReads < 0 {
+				return fmt.Errorf("--live-reads-per-minute %d: use 0 (no limit) or more", liveReads)
+			}
+			server.LiveReadsPerMinute = liveReads
 			if af.Issuer == "" && (af.Audience != "" || af.JWKSURL != "" || af.PublicKeyFile != "") {
 				return errors.New("--auth-issuer (TEMCO_AUTH_ISSUER) is required to turn authentication on")
 			}
@@ -120,7 +159,7 @@ func apiCmd() *cobra.Command {
 					return err
 				}
 			}
-			srv := &http.Server{Addr: addr, Handler: server.Handler(), ReadHeaderTimeout: 10 * time.Second}
+			srv := newHTTPServer(addr, server.Handler())
 			if certFile != "" || keyFile != "" {
 				if srv.TLSConfig, err = tlsconfig.Server(certFile, keyFile); err != nil {
 					return err
@@ -135,6 +174,7 @@ func apiCmd() *cobra.Command {
 				}
 			}()
 			log.Info("api listening", "addr", addr, "tls", srv.TLSConfig != nil, "authentication", server.Auth != nil, "payload_encryption", tf.encryptPayloads)
+			warnUnauthenticated(log, server, addr)
 			select {
 			case err := <-errc:
 				return fmt.Errorf("listen on %s: %w", addr, err)
@@ -147,7 +187,8 @@ func apiCmd() *cobra.Command {
 	}
 	sf.bind(cmd)
 	tf.bind(cmd)
-	cmd.Flags().StringVar(&addr, "addr", env("TEMCO_API_ADDR", ":9015"), "listen address [TEMCO_API_ADDR]")
+	cmd.Flags().StringVar(&addr, "addr", env("TEMCO_API_ADDR", defaultAPIAddr),
+		"listen address; \":9015\" listens on every interface [TEMCO_API_ADDR]")
 	cmd.Flags().StringVar(&certFile, "tls-cert", env("TEMCO_API_TLS_CERT", ""), "serve HTTPS with this PEM certificate, reloaded when it changes [TEMCO_API_TLS_CERT]")
 	cmd.Flags().StringVar(&keyFile, "tls-key", env("TEMCO_API_TLS_KEY", ""), "key of --tls-cert [TEMCO_API_TLS_KEY]")
 	cmd.Flags().StringVar(&af.Issuer, "auth-issuer", env("TEMCO_AUTH_ISSUER", ""),
@@ -162,6 +203,14 @@ func apiCmd() *cobra.Command {
 		"role of administrators; tenants hold \"project:<name>\" roles [TEMCO_AUTH_ADMIN_ROLE]")
 	cmd.Flags().StringVar(&temporalUI, "temporal-ui-url", env("TEMCO_TEMPORAL_UI_URL", ""),
 		"the Temporal Web UI's address, for the dashboard's links to workflows [TEMCO_TEMPORAL_UI_URL]")
+	cmd.Flags().StringVar(&workflowHosts, "workflow-hosts-allow", env("TEMCO_WORKFLOW_HOSTS_ALLOW", ""),
+		"hosts (host, any port, or host:port; comma-separated) of Temporal servers and EMCO workflow clients that workflow intents may name; none by default [TEMCO_WORKFLOW_HOSTS_ALLOW]")
+	cmd.Flags().StringVar(&taskQueueGrants, "workflow-task-queues", env("TEMCO_WORKFLOW_TASK_QUEUES", ""),
+		"task queues tenants' intents may use besides their project's own (<project> and <project>/...): project=queue entries, comma-separated, *=queue for every project [TEMCO_WORKFLOW_TASK_QUEUES]")
+	cmd.Flags().StringSliceVar(&certOrgs, "ca-cert-organizations", envList("TEMCO_CA_CERT_ORGANIZATIONS"),
+		"subject organizations tenants' CA certificate intents may name (with a cluster's own signer they are Kubernetes groups); none by default [TEMCO_CA_CERT_ORGANIZATIONS, comma-separated]")
+	cmd.Flags().IntVar(&liveReads, "live-reads-per-minute", envInt("TEMCO_LIVE_READS_PER_MINUTE", api.DefaultLiveReadsPerMinute),
+		"live reads of clusters (status=ready, the dashboard's live view) each caller may start a minute; 0: no limit [TEMCO_LIVE_READS_PER_MINUTE]")
 	cmd.Flags().StringSliceVar(&codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),
 		"browser origins (the Temporal UI's) allowed to call /codec [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
 	return cmd

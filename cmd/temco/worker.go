@@ -17,6 +17,7 @@ import (
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/credentials"
+	"github.com/temco/temco/internal/egress"
 	"github.com/temco/temco/internal/gitops"
 	"github.com/temco/temco/internal/metrics"
 	"github.com/temco/temco/internal/tlsconfig"
@@ -56,9 +57,9 @@ func workerCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := newLogger()
-			gacHosts, err := gac.ParseAllowList(gacURLAllow)
+			gacHosts, err := egress.Parse(gacURLAllow)
 			if err != nil {
-				return err
+				return fmt.Errorf("--gac-url-allow: %w", err)
 			}
 			st, keys, closeStore, err := sf.open(ctx)
 			if err != nil {

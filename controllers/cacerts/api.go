@@ -16,19 +16,23 @@ import (
 // cluster provider with their cluster groups, and of a project with the logical clouds
 // taking part and their cluster groups. Enrolment and distribution are lifecycle routes
 // of the api (lifecycle.Target.CACert).
-var Kinds = []api.ResourceKind{
-	certKind(providerCerts),
-	api.OwnKind[ClusterGroupSpec]{KindDef: api.KindDef[ClusterGroupSpec]{Name: KindClusterGroup,
-		Path: providerCerts + "/:" + certParam + clusterGroups, Param: "cluster", Check: checkClusterGroup}}.Mount(),
-	certKind(projectCerts),
-	api.OwnKind[LogicalCloudSpec]{KindDef: api.KindDef[LogicalCloudSpec]{Name: KindLogicalCloud,
-		Path: projectCerts + "/:" + certParam + logicalClouds, Param: "logicalCloud", Check: checkLogicalCloud}}.Mount(),
-	api.OwnKind[ClusterGroupSpec]{KindDef: api.KindDef[ClusterGroupSpec]{Name: KindClusterGroup,
-		Path: projectCerts + "/:" + certParam + logicalClouds + "/:logicalCloud" + clusterGroups, Param: "cluster", Check: checkClusterGroup}}.Mount(),
+var Kinds = KindsWith(Policy{})
+
+func kindsWith(p Policy) []api.ResourceKind {
+	return []api.ResourceKind{
+		certKind(providerCerts, p),
+		api.OwnKind[ClusterGroupSpec]{KindDef: api.KindDef[ClusterGroupSpec]{Name: KindClusterGroup,
+			Path: providerCerts + "/:" + certParam + clusterGroups, Param: "cluster", Check: checkClusterGroup}}.Mount(),
+		certKind(projectCerts, p),
+		api.OwnKind[LogicalCloudSpec]{KindDef: api.KindDef[LogicalCloudSpec]{Name: KindLogicalCloud,
+			Path: projectCerts + "/:" + certParam + logicalClouds, Param: "logicalCloud", Check: checkLogicalCloud}}.Mount(),
+		api.OwnKind[ClusterGroupSpec]{KindDef: api.KindDef[ClusterGroupSpec]{Name: KindClusterGroup,
+			Path: projectCerts + "/:" + certParam + logicalClouds + "/:logicalCloud" + clusterGroups, Param: "cluster", Check: checkClusterGroup}}.Mount(),
+	}
 }
 
-func certKind(path string) api.ResourceKind {
-	return api.OwnKind[CertSpec]{KindDef: api.KindDef[CertSpec]{Name: KindCert, Path: path, Param: certParam, Check: checkCert},
+func certKind(path string, p Policy) api.ResourceKind {
+	return api.OwnKind[CertSpec]{KindDef: api.KindDef[CertSpec]{Name: KindCert, Path: path, Param: certParam, Check: certCheck(p)},
 		Guard: unused, Changed: withStages, Remove: removeCert}.Mount()
 }
 

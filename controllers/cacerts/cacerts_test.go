@@ -1,6 +1,7 @@
 package cacerts
 
 import (
+	"context"
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
@@ -275,5 +276,17 @@ func TestTargetOf(t *testing.T) {
 	}
 	if got := certOf("/projects/p/ca-certs/c1/logical-clouds/lc/clusters/g"); got != "/projects/p/ca-certs/c1" {
 		t.Errorf("certOf %s", got)
+	}
+}
+
+// A tenant's certificate names only the subject organizations an admin allowed: with a
+// cluster's own signer they are Kubernetes groups there.
+func TestTenantsNameOnlyAllowedOrganizations(t *testing.T) {
+	sp := &CertSpec{}
+	sp.CSRInfo.Subject.Organization.Names = []string{"edge"}
+	sp.CSRInfo.Subject.Organization.Units = []string{"system:masters"}
+	err := checkTenancy(context.Background(), nil, "pa", sp, false, Policy{Organizations: []string{"edge"}})
+	if err == nil || !strings.Contains(err.Error(), `spec.csrInfo.subject.organization.units[0] "system:masters"`) {
+		t.Errorf("error %v, want the unit refused", err)
 	}
 }

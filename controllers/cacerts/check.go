@@ -179,12 +179,18 @@ func checkClusterGroupSpec(sp *ClusterGroupSpec, provider string) error {
 	return nil
 }
 
-func checkCert(_ context.Context, r *api.Request[CertSpec]) error {
-	res := r.Resource()
-	if err := checkCertSpec(&res.Spec); err != nil {
-		return api.BadRequest("CA certificate intent %q: %v", res.Metadata.Name, err)
+// certCheck validates a certificate intent, a project's against p too (tenancy.go).
+func certCheck(p Policy) func(context.Context, *api.Request[CertSpec]) error {
+	return func(ctx context.Context, r *api.Request[CertSpec]) error {
+		res := r.Resource()
+		if err := checkCertSpec(&res.Spec); err != nil {
+			return api.BadRequest("CA certificate intent %q: %v", res.Metadata.Name, err)
+		}
+		if t := targetOf(r.ID(), ""); t.Project != "" {
+			return checkTenancy(ctx, r.Store(), t.Project, &res.Spec, api.CallerIsAdmin(ctx), p)
+		}
+		return nil
 	}
-	return nil
 }
 
 func checkClusterGroup(_ context.Context, r *api.Request[ClusterGroupSpec]) error {

@@ -67,6 +67,13 @@ func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.Con
 	} else if !ok {
 		return lifecycle.Plan{}, invalid("%s: the issuing cluster %s is not registered", t, issuing)
 	}
+	if t.Project != "" { // the clouds may have changed since the intent was written
+		if ok, err := inProjectClouds(ctx, a.Store, t.Project, issuing); err != nil {
+			return lifecycle.Plan{}, err
+		} else if !ok {
+			return lifecycle.Plan{}, invalid("%s: the issuing cluster %s is not a cluster of a logical cloud of project %q", t, issuing, t.Project)
+		}
+	}
 	ms, labels, err := a.prepare(ctx, t, in.ContextID, AppEnrollment)
 	if err != nil {
 		return lifecycle.Plan{}, err

@@ -44,7 +44,7 @@ func (c *controller) Run(ctx context.Context, v contract.Context) error {
 		return err
 	}
 	p := &planner{view: v, apps: map[string]contract.App{}, seen: map[string][]contract.Resource{}, added: map[string]string{},
-		values: &values{store: c.store, urls: c.urls, clusters: map[string]bool{}, got: map[string]any{}}}
+		values: &values{store: c.store, urls: c.urls, clusters: map[string]bool{}, got: map[string]any{}}, budget: newEditBudget()}
 	for _, a := range apps {
 		a.Clusters = slices.Sorted(slices.Values(a.Clusters))
 		p.apps[a.Name] = a
@@ -118,6 +118,16 @@ type planner struct {
 	added  map[string]string // "app/cluster/kind/name" (kind in lower case) -> kind, of the objects this run adds
 	values *values           // of $(URL)$ patch values
 	edits  []contract.Edit
+	budget *editBudget // of the edits' size
+}
+
+// edit adds an edit of resource r, refusing it past the run's budget.
+func (p *planner) edit(r *resource, e contract.Edit) error {
+	if err := p.budget.spend(e); err != nil {
+		return contract.Refuse("gac resource %s: %v", r.Name, err)
+	}
+	p.edits = append(p.edits, e)
+	return nil
 }
 
 func (p *planner) plan(ctx context.Context, r *resource) error {
@@ -178,8 +188,10 @@ func (p *planner) planNew(ctx context.Context, r *resource, app contract.App) er
 		for _, cl := range clusters {
 			p.added[objectKey(app.Name, cl, kind, r.Spec.ResourceGVK.Name)] = kind
 		}
-		p.edits = append(p.edits, contract.Edit{Op: contract.EditAddResource, App: app.Name,
-			Clusters: limit(clusters, app), Data: manifest})
+		if err := p.edit(r, contract.Edit{Op: contract.EditAddResource, App: app.Name,
+			Clusters: limit(clusters, app), Data: manifest}); err != nil {
+			return err
+		}
 	}
 	return nil
 }
@@ -194,7 +206,10 @@ func buildObject(r *resource, custs []*customization) (json.RawMessage, string, 
 	class := classOf(r.Spec.ResourceGVK.Kind)
 	templateKeys := dataKeys(obj)
 	for _, c := range custs {
-		if obj, err = customize(obj, c, class, templateKeys); err != nil {
+		if obj, err = customize(obj, c, class, templateKeys); err == nil {
+			err = checkObjectSize(obj) // each time: data files pile up over customizations
+		}
+		if err != nil {
 			return nil, "", contract.Refuse("gac resource %s, customization %s: %v", r.Name, c.Name, err)
 		}
 	}
@@ -247,8 +262,10 @@ func (p *planner) planPatches(ctx context.Context, r *resource, app contract.App
 		}
 		for _, kind := range kinds {
 			for _, data := range patches {
-				p.edits = append(p.edits, contract.Edit{Op: contract.EditPatch, App: app.Name, Clusters: limit(byKind[kind], app),
-					Kind: kind, Name: gvk.Name, Type: patchType, Data: data})
+				if err := p.edit(r, contract.Edit{Op: contract.EditPatch, App: app.Name, Clusters: limit(byKind[kind], app),
+					Kind: kind, Name: gvk.Name, Type: patchType, Data: data}); err != nil {
+					return err
+				}
 			}
 		}
 	}

@@ -7,15 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/internal/egress"
 )
 
 // URLs says which $(URL)$ values gac fetches: those on a host an admin allowed (temco
@@ -23,7 +21,7 @@ import (
 // project reach every host its network reaches, so by default it fetches none. A URL
 // naming the kv-pairs route is read from temco's store whatever its host (kvRoute).
 type URLs struct {
-	Allow    []string      // "host" (any port) or "host:port", as ParseAllowList returns them
+	Allow    *egress.Allow // nil: none
 	Timeout  time.Duration // of one fetch, answer included; 0: 10 s
 	MaxBytes int64         // of an answer; 0: 1 MiB
 }
@@ -51,63 +49,15 @@ func WithURLs(all []controllers.Builtin, u URLs) []controllers.Builtin {
 	return out
 }
 
-// ParseAllowList reads a comma-separated list of host or host:port entries (an IPv6
-// address in brackets when it has a port), in lower case.
-func ParseAllowList(list string) ([]string, error) {
-	var out []string
-	for _, e := range strings.Split(list, ",") {
-		e = strings.TrimSpace(e)
-		if e == "" {
-			continue
-		}
-		entry, err := allowEntry(e)
-		if err != nil {
-			return nil, fmt.Errorf("gac URL allow-list entry %q: %v", e, err)
-		}
-		out = append(out, entry)
-	}
-	return out, nil
-}
-
-func allowEntry(e string) (string, error) {
-	if strings.ContainsAny(e, "/@?# ") {
-		return "", errors.New("give a host or host:port, not a URL")
-	}
-	e = strings.ToLower(e)
-	if ip := net.ParseIP(strings.Trim(e, "[]")); ip != nil && !strings.Contains(e, "]:") {
-		return ip.String(), nil // an IP address without port
-	}
-	if !strings.Contains(e, ":") {
-		return e, nil
-	}
-	host, port, err := net.SplitHostPort(e)
-	if err != nil {
-		return "", err
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return "", fmt.Errorf("port %q is not 1-65535", port)
-	}
-	if host == "" {
-		return "", errors.New("no host")
-	}
-	if ip := net.ParseIP(host); ip != nil {
-		host = ip.String()
-	}
-	return net.JoinHostPort(host, port), nil
-}
-
 // fetcher gets $(URL)$ values from the allowed hosts. A nil fetcher allows none.
 type fetcher struct {
-	allow  map[string]bool
+	allow  *egress.Allow
 	client *http.Client
 	max    int64
 }
 
 func newFetcher(u URLs) *fetcher {
-	f := &fetcher{allow: map[string]bool{}, max: u.MaxBytes}
-	for _, a := range u.Allow {
-		f.allow[a] = true
-	}
+	f := &fetcher{allow: u.Allow, max: u.MaxBytes}
 	if f.max <= 0 {
 		f.max = DefaultURLMaxBytes
 	}
@@ -115,28 +65,14 @@ func newFetcher(u URLs) *fetcher {
 	if timeout <= 0 {
 		timeout = DefaultURLTimeout
 	}
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxResponseHeaderBytes = 64 << 10
-	f.client = &http.Client{Transport: tr, Timeout: timeout,
-		// A redirect could lead anywhere, past the allow-list: its answer is refused.
-		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	// A redirect could lead anywhere, past the allow-list: its answer is refused (get).
+	f.client = u.Allow.HTTPClient(timeout)
 	return f
 }
 
-// allowed reports whether u's host is on the list, alone or with u's port (the scheme's
-// when u names none).
+// allowed reports whether u's host is on the list.
 func (f *fetcher) allowed(u *url.URL) bool {
-	if f == nil {
-		return false
-	}
-	host, port := strings.ToLower(u.Hostname()), u.Port()
-	if ip := net.ParseIP(host); ip != nil {
-		host = ip.String()
-	}
-	if port == "" {
-		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
-	}
-	return f.allow[host] || f.allow[net.JoinHostPort(host, port)]
+	return f != nil && f.allow.AllowsURL(u)
 }
 
 // lookupError is why a $(URL)$ value could not be had. A transient one (the host is
@@ -175,6 +111,9 @@ func (f *fetcher) get(ctx context.Context, u *url.URL) (any, error) {
 		}
 		var ue *url.Error
 		if errors.As(err, &ue) {
+			if ue.Timeout() {
+				return nil, transient("it did not answer within %s", f.client.Timeout)
+			}
 			err = ue.Err // its URL may carry a user name
 		}
 		return nil, transient("fetching it failed: %v", err)

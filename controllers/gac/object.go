@@ -301,13 +301,7 @@ func customize(obj object, c *customization, class string, templateKeys map[stri
 		if err != nil {
 			return nil, err
 		}
-		return patchObject(obj, func(doc []byte) ([]byte, error) {
-			p, err := jsonpatch.DecodePatch(ops)
-			if err != nil {
-				return nil, err
-			}
-			return p.Apply(doc)
-		})
+		return patchObject(obj, func(doc []byte) ([]byte, error) { return applyJSONPatch(doc, ops) })
 	case patchMerge:
 		for _, f := range mergePatches(c.Spec, c.Files, class) {
 			p, err := mergePatchJSON(f)
@@ -358,6 +352,9 @@ func mergePatchJSON(f api.NamedFile) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("merge patch %s is not YAML or JSON: %v", f.Name, err)
 	}
+	if len(js) > maxObjectBytes {
+		return nil, fmt.Errorf("merge patch %s comes to %d bytes of JSON, more than the %s an object may have", f.Name, len(js), size(maxObjectBytes))
+	}
 	if _, err := decodeObject(js); err != nil {
 		return nil, fmt.Errorf("merge patch %s %v", f.Name, err)
 	}
@@ -367,18 +364,32 @@ func mergePatchJSON(f api.NamedFile) ([]byte, error) {
 // jsonOps checks RFC 6902 operations and returns them as a JSON patch document ($(URL)$
 // values are checked by lookupsOf and replaced by values.resolve before it is applied).
 func jsonOps(ops []map[string]any) ([]byte, error) {
-	if len(ops) == 0 {
+	switch {
+	case len(ops) == 0:
 		return nil, errors.New("patchType json needs patchJson operations")
+	case len(ops) > maxPatchOps:
+		return nil, fmt.Errorf("patchJson has %d operations, more than the %d a JSON patch may have", len(ops), maxPatchOps)
 	}
+	// Encoded one operation at a time: $(URL)$ values repeated in many operations stop
+	// at the limit, not once all of them are in memory.
+	doc := []byte{'['}
 	for i, op := range ops {
 		if err := checkOp(op); err != nil {
 			return nil, fmt.Errorf("patchJson[%d] %v", i, err)
 		}
+		js, err := json.Marshal(op)
+		if err != nil {
+			return nil, err
+		}
+		if len(doc)+len(js)+1 > maxObjectBytes {
+			return nil, fmt.Errorf("patchJson comes to more than %s of JSON, the most a patch may have", size(maxObjectBytes))
+		}
+		if i > 0 {
+			doc = append(doc, ',')
+		}
+		doc = append(doc, js...)
 	}
-	doc, err := json.Marshal(ops)
-	if err != nil {
-		return nil, err
-	}
+	doc = append(doc, ']')
 	if _, err := jsonpatch.DecodePatch(doc); err != nil {
 		return nil, fmt.Errorf("patchJson is not a JSON patch: %v", err)
 	}

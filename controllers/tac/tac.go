@@ -63,18 +63,26 @@ var Controller = controllers.Builtin{
 	},
 	Routes: func(d controllers.APIDeps) []api.ResourceKind {
 		return []api.ResourceKind{api.OwnKind[Spec]{
-			KindDef: api.KindDef[Spec]{Name: KindHook, Path: api.RouteDIG + hooksPath, Param: "tacIntent", Check: checkHook},
+			KindDef: api.KindDef[Spec]{Name: KindHook, Path: api.RouteDIG + hooksPath, Param: "tacIntent", Check: hookCheck(d.Workflows)},
 			Actions: []api.Action{workflowmgr.StatusAction(d.Workflows, "hook intent"), workflowmgr.CancelAction(d.Workflows, "hook intent")},
 		}.Mount()}
 	},
 	New: func(d controllers.Deps) contract.Controller { return &tac{deps: d, workers: newWorkers(d)} },
 }
 
-func checkHook(_ context.Context, r *api.Request[Spec]) error {
-	if err := r.Resource().Spec.Validate(); err != nil {
-		return api.BadRequest("%v", err)
+// hookCheck validates a hook intent, and refuses what its caller may not start (w's
+// rules; none when w is nil).
+func hookCheck(w *workflowmgr.Temporal) func(context.Context, *api.Request[Spec]) error {
+	return func(ctx context.Context, r *api.Request[Spec]) error {
+		spec := &r.Resource().Spec
+		if err := spec.Validate(); err != nil {
+			return api.BadRequest("%v", err)
+		}
+		if w == nil {
+			return nil
+		}
+		return w.CheckHook(ctx, &spec.Spec, workflowmgr.ScopeOf(r.ID()))
 	}
-	return nil
 }
 
 func checkWorker(_ context.Context, r *api.Request[WorkerSpec]) error {
@@ -138,7 +146,7 @@ func (t *tac) ask(ctx context.Context, c contract.Context) error {
 		default:
 			continue
 		}
-		w, err := workflowOf(in, dig, h, when)
+		w, err := workflowOf(in, dig, h, when, t.ownQueue())
 		if err != nil {
 			return err
 		}
@@ -151,6 +159,14 @@ func (t *tac) ask(ctx context.Context, c contract.Context) error {
 	return c.StartWorkflows(asked...)
 }
 
+// ownQueue is temco's task queue, where no hook may run.
+func (t *tac) ownQueue() string {
+	if t.deps.Ops == nil {
+		return ""
+	}
+	return t.deps.Ops.TaskQueue
+}
+
 func digOf(in contract.Input) lifecycle.Target {
 	return lifecycle.Target{Project: in.Project, CompositeApp: in.CompositeApp, Version: in.CompositeAppVersion, DIG: in.DeploymentIntentGroup}
 }
@@ -158,10 +174,16 @@ func digOf(in contract.Input) lifecycle.Target {
 // hookID is a hook intent's store id.
 func hookID(dig lifecycle.Target, name string) string { return dig.ID() + hooksPath + "/" + name }
 
-// workflowOf turns a hook intent into the workflow the operation runs.
-func workflowOf(in contract.Input, dig lifecycle.Target, h controllers.Named[Spec], when string) (contract.Workflow, error) {
+// workflowOf turns a hook intent into the workflow the operation runs: its id under the
+// DIG's (workflowmgr.Scope), never on temco's task queue ownQueue nor of temco's types,
+// whoever wrote the intent and whenever (the API checked it against the rules then).
+func workflowOf(in contract.Input, dig lifecycle.Target, h controllers.Named[Spec], when, ownQueue string) (contract.Workflow, error) {
 	if h.Spec.Temporal == nil {
 		return contract.Workflow{}, contract.Refuse("hook intent %s has no spec.temporal", h.Name)
+	}
+	scope := workflowmgr.Scope{DIG: dig}
+	if err := (workflowmgr.Rules{OwnTaskQueue: ownQueue}).Check(&h.Spec.Spec, scope, true, true); err != nil {
+		return contract.Workflow{}, contract.Refuse("hook intent %s: %v", h.Name, err)
 	}
 	t := h.Spec.Temporal
 	o := t.StartOptions
@@ -185,8 +207,9 @@ func workflowOf(in contract.Input, dig lifecycle.Target, h controllers.Named[Spe
 		w.Type = o.TaskQueue
 	}
 	if w.ID == "" {
-		w.ID = workflowmgr.DefaultWorkflowID(hookID(dig, h.Name))
+		w.ID = scope.Default(workflowmgr.KindHook, h.Name)
 	}
+	w.ID = scope.ID(w.ID)
 	if p := o.RetryPolicy; p != nil {
 		w.Retry = &contract.RetryPolicy{InitialInterval: p.InitialInterval, BackoffCoefficient: p.BackoffCoefficient,
 			MaximumInterval: p.MaximumInterval, MaximumAttempts: p.MaximumAttempts, NonRetryableErrorTypes: p.NonRetryableErrorTypes}

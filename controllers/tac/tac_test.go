@@ -2,6 +2,7 @@ package tac
 
 import (
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -36,11 +37,11 @@ func TestEMCOsHookBecomesTheWorkflowTheOperationRuns(t *testing.T) {
 	in := contract.Input{Project: "p", CompositeApp: "ca", CompositeAppVersion: "v1", DeploymentIntentGroup: "dig",
 		ContextID: "42", Operation: contract.OpInstantiate}
 	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "dig"}
-	w, err := workflowOf(in, dig, controllers.Named[Spec]{Name: "pre", Spec: s}, contract.WhenNow)
+	w, err := workflowOf(in, dig, controllers.Named[Spec]{Name: "pre", Spec: s}, contract.WhenNow, "temco")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if w.Type != "migrate_workflowclient" || w.TaskQueue != "GREETING_TASK_QUEUE" || w.ID != "pre-install-1" || !w.Blocking ||
+	if w.Type != "migrate_workflowclient" || w.TaskQueue != "GREETING_TASK_QUEUE" || w.ID != "user/p/ca/v1/dig/pre-install-1" || !w.Blocking ||
 		w.Timeout != 90*time.Second || w.Retry == nil || w.Retry.MaximumAttempts != 2 || w.Kind != PreInstall {
 		t.Errorf("workflow %+v", w)
 	}
@@ -62,9 +63,35 @@ func TestEMCOsHookBecomesTheWorkflowTheOperationRuns(t *testing.T) {
 	// Without an id the hook gets one per DIG and intent (status and cancel find it);
 	// without a type, the task queue names it, as EMCO's sample client does.
 	s.Temporal.StartOptions.ID, s.Temporal.WorkflowClientName = "", ""
-	w, _ = workflowOf(in, dig, controllers.Named[Spec]{Name: "pre", Spec: s}, contract.WhenNow)
-	if w.ID != "p.ca.v1.dig.pre" || w.Type != "GREETING_TASK_QUEUE" {
+	w, _ = workflowOf(in, dig, controllers.Named[Spec]{Name: "pre", Spec: s}, contract.WhenNow, "temco")
+	if w.ID != "user/p/ca/v1/dig/hook/pre" || w.Type != "GREETING_TASK_QUEUE" {
 		t.Errorf("defaults: id %q, type %q", w.ID, w.Type)
+	}
+}
+
+// Whoever wrote a hook intent, and whatever the rules were then, the operation never
+// runs a hook on temco's task queue, of temco's types, or outside the DIG's ids.
+func TestHooksStayOutOfTemcosWorkflows(t *testing.T) {
+	in := contract.Input{Project: "p", CompositeApp: "ca", CompositeAppVersion: "v1", DeploymentIntentGroup: "dig", Operation: contract.OpInstantiate}
+	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "dig"}
+	for name, edit := range map[string]func(*Spec){
+		"temco's queue":          func(s *Spec) { s.Temporal.StartOptions.TaskQueue = "temco" },
+		"Relocate on its queue":  func(s *Spec) { s.Temporal.StartOptions.TaskQueue, s.Temporal.WorkflowClientName = "temco", "Relocate" },
+		"temco's type elsewhere": func(s *Spec) { s.Temporal.WorkflowClientName = "DIGLifecycle" },
+	} {
+		s := decode(t, emcoHook)
+		edit(&s)
+		_, err := workflowOf(in, dig, controllers.Named[Spec]{Name: "pre", Spec: s}, contract.WhenNow, "temco")
+		var refusal *contract.Refusal
+		if !errors.As(err, &refusal) {
+			t.Errorf("%s: %v, want a refusal", name, err)
+		}
+	}
+	s := decode(t, emcoHook)
+	s.Temporal.StartOptions.ID = "dig/other/ca/v1/dig"
+	w, err := workflowOf(in, dig, controllers.Named[Spec]{Name: "pre", Spec: s}, contract.WhenNow, "temco")
+	if err != nil || w.ID != "user/p/ca/v1/dig/dig/other/ca/v1/dig" {
+		t.Errorf("id %q, %v: want it under the DIG's prefix", w.ID, err)
 	}
 }
 

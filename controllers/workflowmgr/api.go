@@ -12,6 +12,8 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/temco/temco/api"
+	"github.com/temco/temco/internal/egress"
+	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
@@ -25,7 +27,7 @@ func Kinds(t *Temporal) []api.ResourceKind {
 	h := handlers{t: t}
 	return []api.ResourceKind{api.OwnKind[Spec]{
 		KindDef: api.KindDef[Spec]{Name: Kind, Path: api.RouteDIG + "/temporal-workflow-intents", Param: "workflowIntent",
-			Check: check},
+			Check: h.check},
 		Actions: []api.Action{
 			{Method: http.MethodPost, Path: "/start", Summary: "Start the workflow of a workflow intent",
 				Code: http.StatusNoContent, Handle: h.start},
@@ -48,11 +50,12 @@ func CancelAction(t *Temporal, what string) api.Action {
 		Code: http.StatusNoContent, Body: reflect.TypeFor[CancelRequest](), Handle: handlers{t: t}.cancel}
 }
 
-func check(_ context.Context, r *api.Request[Spec]) error {
-	if err := r.Resource().Spec.Validate(); err != nil {
+func (h handlers) check(ctx context.Context, r *api.Request[Spec]) error {
+	spec := &r.Resource().Spec
+	if err := spec.Validate(); err != nil {
 		return api.BadRequest("%v", err)
 	}
-	return nil
+	return h.t.checkStart(ctx, spec, ScopeOf(r.ID()), false)
 }
 
 type handlers struct{ t *Temporal }
@@ -64,7 +67,11 @@ func (h handlers) start(c echo.Context, d *store.Doc) error {
 	if err != nil {
 		return err
 	}
-	run, err := h.t.start(c.Request().Context(), spec, DefaultWorkflowID(d.ID))
+	ctx, scope := c.Request().Context(), ScopeOf(d.ID)
+	if err := h.t.checkStart(ctx, spec, scope, false); err != nil { // the rules may have changed since
+		return err
+	}
+	run, err := h.t.start(ctx, spec, scope, scope.Default("", d.Name))
 	if err != nil {
 		return h.fail(err, "start the workflow of "+d.Name)
 	}
@@ -75,17 +82,26 @@ func (h handlers) start(c echo.Context, d *store.Doc) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
+// status reads a workflow of the intent's DIG: the intent's own when the query names
+// none.
 func (h handlers) status(c echo.Context, d *store.Doc) error {
 	q, err := ParseStatusQuery(c.QueryParams())
 	if err != nil {
 		return api.BadRequest("%v", err)
 	}
-	if q.WorkflowID == "" {
-		if q.WorkflowID, err = workflowIDOf(d); err != nil {
-			return err
-		}
+	spec, err := specOf(d)
+	if err != nil {
+		return err
 	}
-	st, err := h.t.status(c.Request().Context(), q)
+	scope := ScopeOf(d.ID)
+	own := intentWorkflowID(spec, scope, d)
+	if q.WorkflowID == "" {
+		q.WorkflowID = own
+	}
+	q.WorkflowID = scope.ID(q.WorkflowID)
+	// temco's sealed payloads are opened only for a Relocate intent's own runs.
+	builtin := workflowType(spec.Temporal) == lifecycle.WorkflowRelocate && q.WorkflowID == own && q.TemporalServer == ""
+	st, err := h.t.status(c.Request().Context(), q, builtin)
 	if err != nil {
 		return h.fail(err, "read the status of workflow "+q.WorkflowID)
 	}
@@ -97,11 +113,15 @@ func (h handlers) cancel(c echo.Context, d *store.Doc) error {
 	if err != nil {
 		return api.BadRequest("%v", err)
 	}
-	if req.Spec.WorkflowID == "" { // the request's id overrides the intent's, as in EMCO
-		if req.Spec.WorkflowID, err = workflowIDOf(d); err != nil {
-			return err
-		}
+	spec, err := specOf(d)
+	if err != nil {
+		return err
 	}
+	scope := ScopeOf(d.ID)
+	if req.Spec.WorkflowID == "" { // the request's id overrides the intent's, as in EMCO
+		req.Spec.WorkflowID = intentWorkflowID(spec, scope, d)
+	}
+	req.Spec.WorkflowID = scope.ID(req.Spec.WorkflowID)
 	verb := "cancel"
 	if req.Spec.Terminate {
 		verb = "terminate"
@@ -110,6 +130,18 @@ func (h handlers) cancel(c echo.Context, d *store.Doc) error {
 		return h.fail(err, verb+" workflow "+req.Spec.WorkflowID)
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// intentWorkflowID is the workflow id intent d (of scope) starts its runs with: tac's
+// hook intents share these routes.
+func intentWorkflowID(s *Spec, scope Scope, d *store.Doc) string {
+	if s.Temporal != nil && s.Temporal.StartOptions.ID != "" {
+		return scope.ID(s.Temporal.StartOptions.ID)
+	}
+	if d.Kind != Kind {
+		return scope.Default(KindHook, d.Name)
+	}
+	return scope.Default("", d.Name)
 }
 
 func specOf(d *store.Doc) (*Spec, error) {
@@ -123,18 +155,6 @@ func specOf(d *store.Doc) (*Spec, error) {
 	return &r.Spec, nil
 }
 
-// workflowIDOf is the workflow id the intent starts its runs with.
-func workflowIDOf(d *store.Doc) (string, error) {
-	s, err := specOf(d)
-	if err != nil {
-		return "", err
-	}
-	if id := s.Temporal.StartOptions.ID; id != "" {
-		return id, nil
-	}
-	return DefaultWorkflowID(d.ID), nil
-}
-
 // fail turns what Temporal or a workflow client answered into the API's errors: the
 // caller's mistakes as 4xx with Temporal's message; an unreachable temco Temporal stays
 // as it is (503).
@@ -145,11 +165,24 @@ func (h handlers) fail(err error, what string) error {
 		invalid   *serviceerror.InvalidArgument
 		failedPre *serviceerror.FailedPrecondition
 		queryFail *serviceerror.QueryFailed
-		remote    *remoteError
 		wfClient  *clientError
 		noResult  *queryError
+		field     *FieldError
+		refused   *egress.Refused
+		down      *egress.Unreachable
+		unread    *unreadable
 	)
 	switch {
+	case errors.As(err, &field) && field.Forbidden:
+		return api.Forbidden("%v", field)
+	case errors.As(err, &field):
+		return api.BadRequest("%v", field)
+	case errors.As(err, &refused):
+		return api.Forbidden("%s: %v", what, refused)
+	case errors.As(err, &unread):
+		return api.Conflict("%s: %v", what, unread)
+	case errors.As(err, &down):
+		return echo.NewHTTPError(http.StatusBadGateway, what+": "+down.Error())
 	case errors.As(err, &notFound):
 		return api.NotFound("%s: %v", what, notFound.Message)
 	case errors.As(err, &started):
@@ -162,7 +195,7 @@ func (h handlers) fail(err error, what string) error {
 		return api.BadRequest("%s: %v", what, queryFail.Message)
 	case errors.As(err, &noResult):
 		return api.BadRequest("%s: %v", what, noResult.msg)
-	case errors.As(err, &remote), errors.As(err, &wfClient):
+	case errors.As(err, &wfClient):
 		return echo.NewHTTPError(http.StatusBadGateway, what+": "+err.Error())
 	}
 	return err

@@ -107,8 +107,12 @@ func DecodeCancel(r io.Reader) (CancelRequest, error) {
 		}
 	}
 	if req.Spec.WorkflowID != "" {
-		if err := model.ValidateName("spec.workflowID", req.Spec.WorkflowID); err != nil {
-			return req, err
+		// EMCO's name syntax, segment by segment: temco's ids are "/"-separated names
+		// (Scope), as its status answers them.
+		for _, seg := range strings.Split(req.Spec.WorkflowID, "/") {
+			if err := model.ValidateName("spec.workflowID", seg); err != nil {
+				return req, err
+			}
 		}
 	}
 	return req, nil

@@ -104,18 +104,16 @@ func TestValidate(t *testing.T) {
 func TestStartOptionsNameTheWorkflowAndDefaultTheID(t *testing.T) {
 	s := &TemporalSpec{StartOptions: StartOptions{TaskQueue: "q", WorkflowIDReusePolicy: 3, WorkflowRunTimeout: time.Minute,
 		RetryPolicy: &RetryPolicy{MaximumAttempts: 2}}}
-	opts, typ := startOptions(s, "p.ca.v1.dig.wi")
-	if typ != "q" || opts.ID != "p.ca.v1.dig.wi" || opts.TaskQueue != "q" || opts.WorkflowRunTimeout != time.Minute ||
+	s.StartOptions.ID = "user/p/ca/v1/dig/wi"
+	opts, typ := startOptions(s)
+	if typ != "q" || opts.ID != "user/p/ca/v1/dig/wi" || opts.TaskQueue != "q" || opts.WorkflowRunTimeout != time.Minute ||
 		opts.WorkflowIDReusePolicy != enumspb.WORKFLOW_ID_REUSE_POLICY_REJECT_DUPLICATE ||
 		!reflect.DeepEqual(opts.RetryPolicy, &temporal.RetryPolicy{MaximumAttempts: 2}) {
 		t.Errorf("options %+v, type %q", opts, typ)
 	}
 	s.WorkflowClientName, s.StartOptions.ID = "Relocate", "mine"
-	if opts, typ := startOptions(s, "x"); typ != "Relocate" || opts.ID != "mine" {
+	if opts, typ := startOptions(s); typ != "Relocate" || opts.ID != "mine" {
 		t.Errorf("options %+v, type %q", opts, typ)
-	}
-	if id := DefaultWorkflowID("/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig/temporal-workflow-intents/wi"); id != "p.ca.v1.dig.wi" {
-		t.Errorf("default id %q", id)
 	}
 }
 
@@ -164,6 +162,8 @@ func TestDecodeCancel(t *testing.T) {
 		{"malformed", `{"spec":`, CancelSpec{}, "malformed workflow cancel request"},
 		{"terminate not a boolean", `{"spec":{"terminate":"yes"}}`, CancelSpec{}, "malformed workflow cancel request"},
 		{"bad workflow id", `{"spec":{"workflowID":"-w"}}`, CancelSpec{}, `spec.workflowID "-w" is invalid`},
+		{"a prefixed id", `{"spec":{"workflowID":"user/p/ca/v1/dig/w"}}`, CancelSpec{WorkflowID: "user/p/ca/v1/dig/w"}, ""},
+		{"an empty segment", `{"spec":{"workflowID":"user//w"}}`, CancelSpec{}, `spec.workflowID`},
 		{"bad name", `{"metadata":{"name":"a b"},"spec":{}}`, CancelSpec{}, `metadata.name "a b" is invalid`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

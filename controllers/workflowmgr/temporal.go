@@ -2,6 +2,7 @@ package workflowmgr
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -9,51 +10,93 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/url"
 	"strconv"
-	"strings"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/internal/egress"
+	"github.com/temco/temco/internal/lifecycle"
 )
 
 // Temporal reaches the Temporal servers the routes name: temco's own, or another one a
-// request names (EMCO's temporalServer), dialled for that request only.
+// request names (EMCO's temporalServer), dialled for that request only and only when an
+// admin allowed its address.
 type Temporal struct {
-	Own  client.Client
-	HTTP *http.Client // for EMCO workflow clients; nil: http.DefaultClient
-	Log  *slog.Logger // the SDK's log of clients dialled for a request; nil: discarded
+	// Own is temco's Temporal with plain payloads: users' workflows, whose workers hold
+	// none of temco's keys.
+	Own client.Client
+	// Builtin is temco's Temporal opening temco's sealed payloads too: read for a Relocate
+	// intent's own runs only (nil: Own).
+	Builtin client.Client
+	Rules   Rules
+	// Egress are the Temporal servers and EMCO workflow clients requests may name (nil:
+	// none).
+	Egress *egress.Allow
+	Log    *slog.Logger // the SDK's log of clients dialled for a request; nil: discarded
 }
 
-// dial returns the client for server ("" is temco's own) and how to release it.
-func (t *Temporal) dial(ctx context.Context, server string) (client.Client, func(), error) {
+// clientTimeout bounds a call of an EMCO workflow client: it starts a workflow and
+// answers.
+const clientTimeout = 30 * time.Second
+
+// checkStart refuses what the caller of ctx may not start from an intent of scope.
+func (t *Temporal) checkStart(ctx context.Context, s *Spec, scope Scope, hook bool) error {
+	if err := t.Rules.Check(s, scope, api.CallerIsAdmin(ctx), hook); err != nil {
+		var f *FieldError
+		if errors.As(err, &f) && f.Forbidden {
+			return api.Forbidden("%v", err)
+		}
+		return api.BadRequest("%v", err)
+	}
+	if c := s.WorkflowClient; c != nil && c.EndpointName != "" {
+		if addr := net.JoinHostPort(c.EndpointName, strconv.Itoa(c.EndpointPort)); !t.Egress.AllowsAddr(addr) {
+			return api.Forbidden("spec.workflowClient: %v", &egress.Refused{Host: addr})
+		}
+	}
+	return nil
+}
+
+// CheckHook is checkStart for tac's hook intents.
+func (t *Temporal) CheckHook(ctx context.Context, s *Spec, scope Scope) error {
+	return t.checkStart(ctx, s, scope, true)
+}
+
+// dial returns the client for server ("" is temco's own; builtin: the one opening
+// temco's payloads) and how to release it.
+func (t *Temporal) dial(ctx context.Context, server string, builtin bool) (client.Client, func(), error) {
 	if server == "" {
-		if t.Own == nil {
+		c := t.Own
+		if builtin && t.Builtin != nil {
+			c = t.Builtin
+		}
+		if c == nil {
 			return nil, nil, fmt.Errorf("this api has no Temporal client")
 		}
-		return t.Own, func() {}, nil
+		return c, func() {}, nil
+	}
+	if err := t.Egress.Check(server); err != nil {
+		return nil, nil, err
 	}
 	l := t.Log
 	if l == nil {
 		l = slog.New(slog.DiscardHandler)
 	}
-	c, err := client.DialContext(ctx, client.Options{HostPort: server, Logger: log.NewStructuredLogger(l)})
+	dctx, cancel := egress.WithDialTimeout(ctx)
+	defer cancel()
+	c, err := client.DialContext(dctx, client.Options{HostPort: server, Logger: log.NewStructuredLogger(l)})
 	if err != nil {
-		return nil, nil, &remoteError{server: server, err: err}
+		l.Warn("a Temporal server a request named did not answer", "server", server, "error", err)
+		return nil, nil, &egress.Unreachable{Host: server, Err: err}
 	}
 	return c, c.Close, nil
-}
-
-// remoteError is a Temporal server named by a request that could not be reached.
-type remoteError struct {
-	server string
-	err    error
-}
-
-func (e *remoteError) Error() string {
-	return fmt.Sprintf("failed to connect to Temporal server %s: %v", e.server, e.err)
 }
 
 // Started names the run start began (empty when an EMCO workflow client started it).
@@ -61,14 +104,23 @@ type Started struct {
 	WorkflowID, RunID string
 }
 
-// start starts the intent's workflow: through the EMCO workflow client it names, else on
-// temco's Temporal. defaultID is the workflow id when the intent has none.
-func (t *Temporal) start(ctx context.Context, s *Spec, defaultID string) (Started, error) {
-	if c := s.WorkflowClient; c.EndpointName != "" {
-		return Started{WorkflowID: s.Temporal.StartOptions.ID}, t.invoke(ctx, c, s.Temporal)
+// start starts the intent's workflow under scope: through the EMCO workflow client it
+// names, else on temco's Temporal. defaultID is the workflow id when the intent has none.
+func (t *Temporal) start(ctx context.Context, s *Spec, scope Scope, defaultID string) (Started, error) {
+	ts := *s.Temporal
+	ts.StartOptions.ID = scope.ID(cmp.Or(ts.StartOptions.ID, defaultID))
+	if workflowType(&ts) == lifecycle.WorkflowRelocate {
+		params, err := BindRelocate(ts.Params, scope)
+		if err != nil {
+			return Started{}, err
+		}
+		ts.Params = params
 	}
-	opts, workflowType := startOptions(s.Temporal, defaultID)
-	run, err := t.Own.ExecuteWorkflow(ctx, opts, workflowType, s.Temporal.Params)
+	if c := s.WorkflowClient; c.EndpointName != "" {
+		return Started{WorkflowID: ts.StartOptions.ID}, t.invoke(ctx, c, &ts)
+	}
+	opts, workflowType := startOptions(&ts)
+	run, err := t.Own.ExecuteWorkflow(ctx, opts, workflowType, ts.Params)
 	if err != nil {
 		return Started{}, err
 	}
@@ -76,21 +128,14 @@ func (t *Temporal) start(ctx context.Context, s *Spec, defaultID string) (Starte
 }
 
 // startOptions maps the intent's options to the SDK's, and names the workflow type.
-func startOptions(s *TemporalSpec, defaultID string) (client.StartWorkflowOptions, string) {
+func startOptions(s *TemporalSpec) (client.StartWorkflowOptions, string) {
 	o := s.StartOptions
 	opts := client.StartWorkflowOptions{ID: o.ID, TaskQueue: o.TaskQueue,
 		WorkflowExecutionTimeout: o.WorkflowExecutionTimeout, WorkflowRunTimeout: o.WorkflowRunTimeout,
 		WorkflowTaskTimeout: o.WorkflowTaskTimeout, WorkflowIDReusePolicy: enumspb.WorkflowIdReusePolicy(o.WorkflowIDReusePolicy),
 		WorkflowExecutionErrorWhenAlreadyStarted: o.WorkflowExecutionErrorWhenAlreadyStarted,
 		RetryPolicy:                              o.RetryPolicy.sdk(), CronSchedule: o.CronSchedule, Memo: o.Memo}
-	if opts.ID == "" {
-		opts.ID = defaultID
-	}
-	workflowType := s.WorkflowClientName
-	if workflowType == "" {
-		workflowType = o.TaskQueue
-	}
-	return opts, workflowType
+	return opts, workflowType(s)
 }
 
 func (p *RetryPolicy) sdk() *temporal.RetryPolicy {
@@ -102,29 +147,34 @@ func (p *RetryPolicy) sdk() *temporal.RetryPolicy {
 }
 
 // invoke asks an EMCO workflow client to start the workflow, as EMCO does: it POSTs the
-// temporal spec to /invoke/<workflowClientName> and expects 204.
+// temporal spec to /invoke/<workflowClientName> and expects 204. Only a client an admin
+// allowed is called, without following redirects.
 func (t *Temporal) invoke(ctx context.Context, c *ClientSpec, s *TemporalSpec) error {
-	url := "http://" + net.JoinHostPort(c.EndpointName, strconv.Itoa(c.EndpointPort)) + "/invoke/" + s.WorkflowClientName
+	host := net.JoinHostPort(c.EndpointName, strconv.Itoa(c.EndpointPort))
+	target := "http://" + host + "/invoke/" + url.PathEscape(s.WorkflowClientName)
 	body, err := json.Marshal(s)
 	if err != nil {
 		return err
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, target, bytes.NewReader(body))
 	if err != nil {
-		return &clientError{fmt.Sprintf("workflow client %s: %v", url, err)}
+		return &clientError{fmt.Sprintf("workflow client %s: the request cannot be made", host)}
 	}
 	req.Header.Set("Content-Type", "application/json")
-	hc := t.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
+	resp, err := t.Egress.HTTPClient(clientTimeout).Do(req)
 	if err != nil {
-		return &clientError{fmt.Sprintf("workflow client %s did not answer: %v", url, err)}
+		var refused *egress.Refused
+		if errors.As(err, &refused) {
+			return refused
+		}
+		if t.Log != nil {
+			t.Log.Warn("an EMCO workflow client did not answer", "client", host, "error", err)
+		}
+		return &clientError{fmt.Sprintf("workflow client %s did not answer", host)}
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusNoContent {
-		return &clientError{fmt.Sprintf("workflow client %s answered %s, not 204 No Content", url, resp.Status)}
+		return &clientError{fmt.Sprintf("workflow client %s answered %s, not 204 No Content", host, resp.Status)}
 	}
 	return nil
 }
@@ -150,8 +200,9 @@ type Status struct {
 
 // status answers q as EMCO does, in its order: describe, history (waiting for the end if
 // asked), query, result.
-func (t *Temporal) status(ctx context.Context, q StatusQuery) (*Status, error) {
-	c, release, err := t.dial(ctx, q.TemporalServer)
+// builtin: the workflow is temco's (a Relocate intent's own), whose payloads are opened.
+func (t *Temporal) status(ctx context.Context, q StatusQuery, builtin bool) (*Status, error) {
+	c, release, err := t.dial(ctx, q.TemporalServer, builtin)
 	if err != nil {
 		return nil, err
 	}
@@ -195,7 +246,7 @@ func (t *Temporal) status(ctx context.Context, q StatusQuery) (*Status, error) {
 			return nil, &queryError{fmt.Sprintf("query %s of workflow %s returned no result", q.QueryType, q.WorkflowID)}
 		}
 		if err := resp.QueryResult.Get(&out.QueryResult); err != nil {
-			return nil, fmt.Errorf("decode the result of query %s: %w", q.QueryType, err)
+			return nil, readable(fmt.Errorf("decode the result of query %s: %w", q.QueryType, err))
 		}
 	}
 	if q.WaitForResult {
@@ -205,10 +256,25 @@ func (t *Temporal) status(ctx context.Context, q StatusQuery) (*Status, error) {
 		case errors.As(err, &failed):
 			out.Error = failed.Error()
 		case err != nil:
-			return nil, err
+			return nil, readable(err)
 		}
 	}
 	return out, nil
+}
+
+// unreadable is a payload sealed with temco's keys, which this route does not open
+// (409): the workflow is temco's, not a user's.
+type unreadable struct{}
+
+func (unreadable) Error() string {
+	return "its payloads are temco's own, sealed: this intent's routes read users' workflows only"
+}
+
+func readable(err error) error {
+	if errors.Is(err, converter.ErrEncodingIsNotSupported) {
+		return &unreadable{}
+	}
+	return err
 }
 
 // queryError is a query a workflow answered with nothing (400, as the query is the caller's).
@@ -218,7 +284,7 @@ func (e *queryError) Error() string { return e.msg }
 
 // cancel cancels, or terminates, the workflow r names.
 func (t *Temporal) cancel(ctx context.Context, r CancelSpec) error {
-	c, release, err := t.dial(ctx, r.TemporalServer)
+	c, release, err := t.dial(ctx, r.TemporalServer, false)
 	if err != nil {
 		return err
 	}
@@ -227,15 +293,4 @@ func (t *Temporal) cancel(ctx context.Context, r CancelSpec) error {
 		return c.TerminateWorkflow(ctx, r.WorkflowID, r.RunID, r.Reason, r.Details...)
 	}
 	return c.CancelWorkflow(ctx, r.WorkflowID, r.RunID)
-}
-
-// DefaultWorkflowID is the workflow id of an intent that names none, so that status and
-// cancel find the run without being told: <project>.<compositeApp>.<version>.<dig>.<intent>,
-// in EMCO's name syntax. intentID is the intent's store id.
-func DefaultWorkflowID(intentID string) string {
-	seg := strings.Split(strings.TrimPrefix(intentID, "/"), "/")
-	if len(seg) != 9 { // projects/p/composite-apps/ca/v/deployment-intent-groups/dig/<intents>/name
-		return strings.ReplaceAll(strings.TrimPrefix(intentID, "/"), "/", ".")
-	}
-	return strings.Join([]string{seg[1], seg[3], seg[4], seg[6], seg[8]}, ".")
 }

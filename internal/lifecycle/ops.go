@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,6 +36,15 @@ const (
 	SignalClusterRetrying = "cluster-retrying"
 	QueryProgress         = "progress"
 )
+
+// OwnWorkflowTypes are every workflow type temco's worker runs (workers.Workflows): no
+// user's intent may start one, but Relocate (workflowmgr).
+var OwnWorkflowTypes = []string{WorkflowDIG, WorkflowInstantiate, WorkflowTerminate, WorkflowUpdate, WorkflowRollback,
+	WorkflowMigrate, WorkflowPruneBatch, WorkflowApplyBatch, WorkflowDeleteBatch, WorkflowReadStatus, WorkflowReadBatch,
+	WorkflowRelocate, WorkflowDrift, WorkflowDriftBatch, WorkflowPreviewRollout}
+
+// IsOwnWorkflowType reports whether name is one of OwnWorkflowTypes.
+func IsOwnWorkflowType(name string) bool { return slices.Contains(OwnWorkflowTypes, name) }
 
 // OpRequest asks the DIG lifecycle workflow to run an operation.
 type OpRequest struct {

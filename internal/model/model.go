@@ -5,7 +5,10 @@ package model
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
+	"unicode/utf8"
 
 	"github.com/temco/temco/contract"
 )
@@ -43,6 +46,58 @@ func ValidateName(what, name string) error {
 	return nil
 }
 
+// Limits of free text, in characters as EMCO's JSON schemas count them
+// (orchestrator's and clm's metadata.json, clm's cluster-kv.json).
+const (
+	MaxDescriptionLen = 1024
+	MaxUserDataLen    = 512 // userData1 and userData2
+	MaxKVValueLen     = 128
+	// MaxKVKeyLen is temco's: EMCO bounds no key. A key names a setting
+	// (istioIngressGatewayAddress), so a value's limit fits it too.
+	MaxKVKeyLen = 128
+)
+
+// ValidateLen checks that s is at most max characters long; what names the field.
+func ValidateLen(what, s string, max int) error {
+	if n := utf8.RuneCountInString(s); n > max {
+		return fmt.Errorf("%s is %d characters long: the limit is %d", what, n, max)
+	}
+	return nil
+}
+
+// Validate checks the metadata of a resource being stored: its name and the length of
+// its free text.
+func (m Metadata) Validate() error {
+	if err := ValidateName("metadata.name", m.Name); err != nil {
+		return err
+	}
+	for _, f := range []struct {
+		what, value string
+		max         int
+	}{
+		{"metadata.description", m.Description, MaxDescriptionLen},
+		{"metadata.userData1", m.UserData1, MaxUserDataLen},
+		{"metadata.userData2", m.UserData2, MaxUserDataLen},
+	} {
+		if err := ValidateLen(f.what, f.value, f.max); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Validate checks a resource being stored: its metadata, and the free text of specs
+// that carry some (kv-pairs).
+func (r Resource[S]) Validate() error {
+	if err := r.Metadata.Validate(); err != nil {
+		return err
+	}
+	if t, ok := any(r.Spec).(interface{ validateText() error }); ok {
+		return t.validateText()
+	}
+	return nil
+}
+
 // Empty is the spec of resources that have none (projects, cluster providers, ...).
 type Empty struct{}
 
@@ -75,6 +130,24 @@ type ClusterLabel struct {
 // KVSpec is the body of kv-pairs resources.
 type KVSpec struct {
 	KV []map[string]any `json:"kv"`
+}
+
+// validateText bounds the keys and string values of the pairs (other values are
+// bounded by the request's size).
+func (s KVSpec) validateText() error {
+	for i, kv := range s.KV {
+		for _, k := range slices.Sorted(maps.Keys(kv)) { // the same offender named on every try
+			if err := ValidateLen(fmt.Sprintf("spec.kv[%d] key %.20q...", i, k), k, MaxKVKeyLen); err != nil {
+				return err
+			}
+			if v, ok := kv[k].(string); ok {
+				if err := ValidateLen(fmt.Sprintf("spec.kv[%d].%s", i, k), v, MaxKVValueLen); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
 }
 
 // ControllerSpec registers a placement or action controller.

@@ -164,6 +164,8 @@ type Query struct {
 	Fields map[string]string // optional exact field values
 	IDs    []string          // optional: only these _ids
 	Full   bool              // include Blob and Secret (omitted by default)
+	After  string            // optional: only _ids after this one (keyset paging)
+	Limit  int               // optional: at most this many (0: all)
 }
 
 // List returns matching committed documents sorted by _id.
@@ -181,10 +183,20 @@ func (s *Store) List(ctx context.Context, q Query) ([]*Doc, error) {
 	for k, v := range q.Fields {
 		filter = append(filter, bson.E{Key: "fields." + k, Value: v})
 	}
+	var id bson.D
 	if q.IDs != nil {
-		filter = append(filter, bson.E{Key: "_id", Value: bson.D{{Key: "$in", Value: q.IDs}}})
+		id = append(id, bson.E{Key: "$in", Value: q.IDs})
+	}
+	if q.After != "" {
+		id = append(id, bson.E{Key: "$gt", Value: q.After})
+	}
+	if id != nil {
+		filter = append(filter, bson.E{Key: "_id", Value: id})
 	}
 	opts := options.Find().SetSort(bson.D{{Key: "_id", Value: 1}})
+	if q.Limit > 0 {
+		opts.SetLimit(int64(q.Limit))
+	}
 	if !q.Full {
 		opts.SetProjection(bson.D{{Key: "blob", Value: 0}, {Key: "secret", Value: 0}})
 	}

@@ -271,10 +271,17 @@ func getJSON(t *testing.T, url string, v any) {
 	}
 }
 
-// A temco api started with authentication on (as the Helm chart starts it), against the
-// shared stack: bad tokens are refused, tenants see and change only their projects, and
-// admin-only routes, the codec included, refuse tenants.
-func TestAuthenticatedAPI(t *testing.T) {
+// authAPI is a temco api with authentication on, against the shared stack.
+type authAPI struct {
+	iss  *authtest.Issuer
+	addr string // host:port
+	as   func(token string) *client
+}
+
+// startAuthAPI starts an api with authentication on (as the Helm chart starts it), with
+// env added to its environment; it stops with the test.
+func startAuthAPI(t *testing.T, env ...string) authAPI {
+	t.Helper()
 	iss, err := authtest.New("https://login.test", "temco")
 	if err != nil {
 		t.Fatal(err)
@@ -289,13 +296,13 @@ func TestAuthenticatedAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	env := append(stack.Env(), "TEMCO_API_ADDR="+addr, "TEMCO_AUTH_ISSUER=https://login.test",
-		"TEMCO_AUTH_AUDIENCE=temco", "TEMCO_AUTH_PUBLIC_KEY_FILE="+keyFile)
+	env = append(append(stack.Env(), "TEMCO_API_ADDR="+addr, "TEMCO_AUTH_ISSUER=https://login.test",
+		"TEMCO_AUTH_AUDIENCE=temco", "TEMCO_AUTH_PUBLIC_KEY_FILE="+keyFile), env...)
 	p, err := devstack.StartProc("temco api (auth)", filepath.Join(dir, "api.log"), self, []string{"api"}, env)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer p.Stop(5 * time.Second)
+	t.Cleanup(func() { p.Stop(5 * time.Second) })
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if err := devstack.WaitReady(ctx, p, time.Minute, func(ctx context.Context) error {
@@ -308,7 +315,14 @@ func TestAuthenticatedAPI(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "http://" + addr + "/v2"
-	as := func(token string) *client { return &client{t: t, base: base, token: token} }
+	return authAPI{iss: iss, addr: addr, as: func(token string) *client { return &client{t: t, base: base, token: token} }}
+}
+
+// A temco api started with authentication on, against the shared stack: bad tokens are refused, tenants see and change only their projects, and
+// admin-only routes, the codec included, refuse tenants.
+func TestAuthenticatedAPI(t *testing.T) {
+	a := startAuthAPI(t)
+	as, iss, addr := a.as, a.iss, a.addr
 	admin := as(iss.Token("root", []string{"admin"}, nil))
 
 	as("").do("GET", "/projects", nil).must(t, 401)

@@ -41,10 +41,11 @@ func TestWorkflowIntentsStartReadStatusAndCancel(t *testing.T) {
 	c.do("POST", ca+"/deployment-intent-groups", res("dig", map[string]any{
 		"compositeProfile": "prof", "version": "r1", "logicalCloud": "default"})).must(t, 201)
 	intents := ca + "/deployment-intent-groups/dig/temporal-workflow-intents"
-	id := p + "-wf"
+	given := p + "-wf"
+	id := "user/" + p + "/ca/v1/dig/" + given // under the DIG's prefix: see workflowmgr.Scope
 	c.do("POST", intents, res("wf", map[string]any{"workflowClient": map[string]any{}, "temporal": map[string]any{
 		"workflowClientName":   "UntilCanceled",
-		"workflowStartOptions": map[string]any{"id": id, "taskqueue": queue, "workflowExecutionTimeout": int64(time.Minute)},
+		"workflowStartOptions": map[string]any{"id": given, "taskqueue": queue, "workflowExecutionTimeout": int64(time.Minute)},
 	}})).must(t, 201)
 	c.do("POST", intents+"/wf/start", nil).must(t, 204)
 

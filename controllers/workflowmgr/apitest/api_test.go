@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/workflowmgr"
 	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/egress"
 	"github.com/temco/temco/internal/testenv"
 )
 
@@ -112,9 +114,16 @@ func waitForFinish(ctx workflow.Context, p workflowmgr.WorkflowParams) (string, 
 	return p.ActivityParams["all"]["k"], nil
 }
 
+// newServer serves workflow intents; requests may name hosts of 127.0.0.1 (the test's
+// Temporal server and workflow clients).
 func newServer(t *testing.T) *apiharness.Server {
+	return newServerAllowing(t, "127.0.0.1")
+}
+
+func newServerAllowing(t *testing.T, hosts string) *apiharness.Server {
 	t.Helper()
-	s := apiharness.New(t, ferret, nil, workflowmgr.Kinds(&workflowmgr.Temporal{Own: tc})...)
+	s := apiharness.New(t, ferret, nil, workflowmgr.Kinds(&workflowmgr.Temporal{Own: tc, Egress: egress.MustParse(hosts),
+		Rules: workflowmgr.Rules{OwnTaskQueue: "temco"}})...)
 	s.TreeWithDIG()
 	return s
 }
@@ -182,8 +191,8 @@ func TestStartQueryAndResultOnTemcosTemporal(t *testing.T) {
 	if rec.Code != 204 {
 		t.Fatalf("start: %d %s", rec.Code, rec.Body)
 	}
-	const id = "p.ca.v1.dig.w" // the intent names no id
-	if loc := rec.Header().Get("Location"); !strings.Contains(loc, "workflowID="+id) {
+	const id = "user/p/ca/v1/dig/w" // the intent names no id: the DIG's prefix and its name
+	if loc := rec.Header().Get("Location"); !strings.Contains(loc, "workflowID="+url.QueryEscape(id)) {
 		t.Errorf("Location %q does not name workflow %s", loc, id)
 	}
 	st := status(t, s, "w", "runDescribeWfExec=true")
@@ -253,6 +262,20 @@ func TestCancelAndTerminate(t *testing.T) {
 	s.Want("GET", intents+"/t/status?runDescribeWfExec=true&temporalServer=127.0.0.1:1", nil, 502)
 }
 
+// Hosts no admin allowed are never dialled: 403 naming the host, nothing stored.
+func TestHostsOffTheAllowListAreRefused(t *testing.T) {
+	s := newServerAllowing(t, "")
+	s.Want("POST", intents, intent("t", "wfmgr-remote", nil), 201)
+	s.Want("GET", intents+"/t/status?runDescribeWfExec=true&temporalServer="+server.Address(), nil, 403)
+	s.Want("POST", intents+"/t/cancel", map[string]any{"spec": map[string]any{"temporalServer": server.Address(), "terminate": true}}, 403)
+	s.Want("POST", intents, intent("e", "", map[string]any{"clientEndpointName": "127.0.0.1", "clientEndpointPort": 9}), 403)
+	s.Want("GET", intents+"/e", nil, 404)
+	// temco's own task queue is not a user's.
+	body := intent("own", "", nil)
+	body["spec"].(map[string]any)["temporal"].(map[string]any)["workflowStartOptions"].(map[string]any)["taskqueue"] = "temco"
+	s.Want("POST", intents, body, 403)
+}
+
 func TestStartThroughEMCOWorkflowClient(t *testing.T) {
 	var mu sync.Mutex
 	var got []string
@@ -276,7 +299,8 @@ func TestStartThroughEMCOWorkflowClient(t *testing.T) {
 	answer = http.StatusInternalServerError
 	mu.Unlock()
 	s.Want("POST", intents+"/e/start", nil, 502)
-	if len(got) != 2 || !strings.HasPrefix(got[0], "POST /invoke/WaitForFinish {") || !strings.Contains(got[0], `"TaskQueue":"`+queue+`"`) {
+	if len(got) != 2 || !strings.HasPrefix(got[0], "POST /invoke/WaitForFinish {") || !strings.Contains(got[0], `"TaskQueue":"`+queue+`"`) ||
+		!strings.Contains(got[0], `"ID":"user/p/ca/v1/dig/emco-1"`) {
 		t.Errorf("workflow client got %q", got)
 	}
 }

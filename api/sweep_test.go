@@ -1,0 +1,375 @@
+package api_test
+
+// The route sweep reads every route from the router of the API as cmd/temco serves it
+// (temco's own routes, the built-in controllers' and the other services' kinds) and
+// requires the refusals the access policy promises: the API's JSON error, nothing of
+// another project in it, nothing changed in the store. A new route is swept without a
+// change here. It is a package api_test test because the controllers import package api.
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/labstack/echo/v4"
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/cacerts"
+	"github.com/temco/temco/controllers/ncm"
+	"github.com/temco/temco/controllers/registry"
+	"github.com/temco/temco/controllers/workflowmgr"
+	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/auth"
+	"github.com/temco/temco/internal/auth/authtest"
+	"github.com/temco/temco/internal/codec"
+	"github.com/temco/temco/internal/metrics"
+	"github.com/temco/temco/internal/seal"
+	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/testenv"
+)
+
+// tenantReads are the routes outside projects a tenant may read: placement names cluster
+// providers, clusters and their labels. They are listed one by one, so a new route below
+// /v2/cluster-providers is expected to be admin-only until it is added here too.
+var tenantReads = map[string]bool{
+	"/v2/cluster-providers":                                                                       true,
+	"/v2/cluster-providers/:clusterProvider":                                                      true,
+	"/v2/cluster-providers/:clusterProvider/clusters":                                             true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster":                                    true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/labels":                             true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/labels/:label":                      true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/networks":                           true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/networks/:network":                  true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/provider-networks":                  true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/provider-networks/:providerNetwork": true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/status":                             true,
+}
+
+// tenantMay is a tenant's access policy, stated apart from authorize so that the sweep
+// catches a route authorize grants by mistake: its session, the project list, every route
+// of a project granted to it except writes of logical clouds, and tenantReads.
+func tenantMay(method, route string) bool {
+	read := method == http.MethodGet || method == http.MethodHead
+	switch {
+	case route == "/v2/session", route == "/v2/projects" && read:
+		return true
+	case strings.HasPrefix(route, "/v2/projects/:project/logical-clouds"):
+		return read
+	case route == "/v2/projects/:project", strings.HasPrefix(route, "/v2/projects/:project/"):
+		return true
+	}
+	return read && tenantReads[route]
+}
+
+// seeded names the resources seed creates, by path parameter; other parameters are
+// filled with their own name.
+var seeded = map[string]string{"compositeApp": "ca", "version": "v1", "deploymentIntentGroup": "dig",
+	"logicalCloud": "lc", "clusterProvider": "cp", "cluster": "c1", "kvPair": "kv", "controller": "ctl"}
+
+// fillPath names route's path parameters: :project is project, the rest seeded names.
+func fillPath(route, project string) string {
+	parts := strings.Split(route, "/")
+	for i, p := range parts {
+		switch {
+		case p == ":project":
+			parts[i] = project
+		case p == "*":
+			parts[i] = "index.html"
+		case strings.HasPrefix(p, ":"):
+			parts[i] = cmp.Or(seeded[p[1:]], p[1:])
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// sweepBody is the body of every write the sweep sends: a well-formed resource, so that a
+// refusal is the authorization's and not the body parser's.
+var sweepBody = map[string]any{"metadata": map[string]any{"name": "sweep", "description": "sweep"}, "spec": map[string]any{}}
+
+// sweepServer is the API as cmd/temco wires it, with authentication, the codec and
+// metrics on, over a database of its own.
+type sweepServer struct {
+	t      *testing.T
+	h      http.Handler
+	routes []*echo.Route
+	db     *mongo.Database
+}
+
+func newSweepServer(t *testing.T, iss *authtest.Issuer) *sweepServer {
+	t.Helper()
+	ctx := context.Background()
+	keyFile := filepath.Join(t.TempDir(), "issuer.pem")
+	if err := os.WriteFile(keyFile, iss.PublicKeyPEM(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	authn, err := auth.New(ctx, auth.Config{Issuer: "https://issuer.test", Audience: "temco", PublicKeyFile: keyFile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := testenv.Database(t, api.SharedFerret(), "sweep")
+	st, err := store.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	contexts, err := appctx.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keys, err := seal.NewKeyring([]string{"test"}, [][]byte{bytes.Repeat([]byte{7}, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// No Temporal client: a refused request never reaches a handler, and one that does
+	// fails the sweep anyway.
+	workflows := &workflowmgr.Temporal{}
+	srv := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Auth: authn, Registry: metrics.NewRegistry(), Codec: codec.Codec{Keys: keys},
+		Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
+		Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
+	e := srv.Handler()
+	routes := e.Routes()
+	sort.Slice(routes, func(i, j int) bool {
+		return routes[i].Path+" "+routes[i].Method < routes[j].Path+" "+routes[j].Method
+	})
+	return &sweepServer{t: t, h: e, routes: routes, db: db}
+}
+
+// do sends a request; body, when not nil, is sent as JSON.
+func (s *sweepServer) do(method, path, token string, body any) *httptest.ResponseRecorder {
+	var rd io.Reader
+	if body != nil {
+		data, err := json.Marshal(body)
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		rd = bytes.NewReader(data)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if body != nil {
+		req.Header.Set(echo.HeaderContentType, echo.MIMEApplicationJSON)
+	}
+	if token != "" {
+		req.Header.Set(echo.HeaderAuthorization, "Bearer "+token)
+	}
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, req)
+	return rec
+}
+
+// want sends a request that must answer code.
+func (s *sweepServer) want(method, path, token string, body any, code int) {
+	s.t.Helper()
+	if rec := s.do(method, path, token, body); rec.Code != code {
+		s.t.Fatalf("%s %s: status %d, want %d: %s", method, path, rec.Code, code, rec.Body)
+	}
+}
+
+// seed creates projects pa and pb, and gives pb's resources, and the global ones a tenant
+// may not read, content carrying marker.
+func (s *sweepServer) seed(admin, marker string) {
+	s.t.Helper()
+	res := func(name string, spec map[string]any) map[string]any {
+		if spec == nil {
+			spec = map[string]any{}
+		}
+		return map[string]any{"metadata": map[string]any{"name": name, "description": marker}, "spec": spec}
+	}
+	s.want("POST", "/v2/projects", admin, res("pa", nil), 201)
+	s.want("POST", "/v2/projects", admin, res("pb", nil), 201)
+	s.want("POST", "/v2/projects/pb/composite-apps", admin, res("ca", map[string]any{"compositeAppVersion": "v1"}), 201)
+	s.want("POST", "/v2/projects/pb/composite-apps/ca/v1/deployment-intent-groups", admin, res("dig", map[string]any{"compositeProfile": "cprof", "version": "r1", "logicalCloud": "lc"}), 201)
+	s.want("POST", "/v2/projects/pb/logical-clouds", admin, res("lc", map[string]any{"level": "0"}), 201)
+	s.want("POST", "/v2/cluster-providers", admin, res("cp", nil), 201)
+	s.seedCluster(admin, res("c1", nil))
+	s.want("POST", "/v2/cluster-providers/cp/clusters/c1/kv-pairs", admin, res("kv", map[string]any{"kv": []any{map[string]any{"secret": marker}}}), 201)
+	s.want("POST", "/v2/controllers", admin, res("ctl", map[string]any{"type": "action", "priority": 1}), 201)
+}
+
+// seedCluster registers cluster c1 of provider cp with a kubeconfig, as emcoctl does.
+func (s *sweepServer) seedCluster(admin string, metadata map[string]any) {
+	s.t.Helper()
+	const kubeconfig = `apiVersion: v1
+kind: Config
+clusters:
+- name: c1
+  cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: "dGVzdC1jYQ=="}
+users:
+- name: admin
+  user: {client-certificate-data: "dGVzdC1jZXJ0", client-key-data: "dGVzdC1rZXk="}
+contexts:
+- name: c1
+  context: {cluster: c1, user: admin}
+current-context: c1
+`
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	md, _ := json.Marshal(metadata)
+	_ = mw.WriteField("metadata", string(md))
+	fw, _ := mw.CreateFormFile("file", "kubeconfig")
+	_, _ = fw.Write([]byte(kubeconfig))
+	_ = mw.Close()
+	req := httptest.NewRequest("POST", "/v2/cluster-providers/cp/clusters", &buf)
+	req.Header.Set(echo.HeaderContentType, mw.FormDataContentType())
+	req.Header.Set(echo.HeaderAuthorization, "Bearer "+admin)
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, req)
+	if rec.Code != 201 {
+		s.t.Fatalf("register cluster: %d %s", rec.Code, rec.Body)
+	}
+}
+
+// documents is every document of every collection, as one string.
+func (s *sweepServer) documents() string {
+	s.t.Helper()
+	ctx := context.Background()
+	names, err := s.db.ListCollectionNames(ctx, bson.D{})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	for _, name := range names {
+		cur, err := s.db.Collection(name).Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		var docs []bson.Raw
+		if err := cur.All(ctx, &docs); err != nil {
+			s.t.Fatal(err)
+		}
+		fmt.Fprintf(&b, "%s: %d documents\n", name, len(docs))
+		for _, d := range docs {
+			b.WriteString(d.String() + "\n")
+		}
+	}
+	return b.String()
+}
+
+// refusal checks that rec is the API's JSON error {"message"} with code, its message says
+// want, and nothing in it carries marker.
+func refusal(rec *httptest.ResponseRecorder, code int, want, marker string) error {
+	body := rec.Body.String()
+	if strings.Contains(body, marker) || strings.Contains(fmt.Sprint(rec.Header()), marker) {
+		return fmt.Errorf("answered %d with seeded content: %s", rec.Code, body)
+	}
+	if rec.Code != code {
+		return fmt.Errorf("status %d, want %d: %s", rec.Code, code, body)
+	}
+	var e map[string]any
+	if err := json.Unmarshal(rec.Body.Bytes(), &e); err != nil {
+		return fmt.Errorf("body %q is not a JSON object: %v", body, err)
+	}
+	msg, _ := e["message"].(string)
+	if len(e) != 1 || !strings.Contains(msg, want) {
+		return fmt.Errorf("body %s is not an error saying %q", body, want)
+	}
+	return nil
+}
+
+// Every route refuses a caller without a token, a tenant of another project and a tenant
+// on admin-only routes, with the API's JSON error, revealing and changing nothing.
+func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
+	iss, err := authtest.New("https://issuer.test", "temco")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := newSweepServer(t, iss)
+	if len(s.routes) < 100 {
+		t.Fatalf("the route table holds %d routes: the enumeration is broken", len(s.routes))
+	}
+	for route := range tenantReads {
+		if !slices.ContainsFunc(s.routes, func(r *echo.Route) bool { return r.Path == route }) {
+			t.Errorf("tenantReads names %s, which is no route", route)
+		}
+	}
+	admin := iss.Token("root", []string{"admin"}, nil)
+	alice := iss.Token("alice", []string{"project:pa"}, nil)
+	marker := "sweep-marker-" + rand.Text()
+	s.seed(admin, marker)
+	if rec := s.do("GET", "/v2/projects/pb", admin, nil); !strings.Contains(rec.Body.String(), marker) {
+		t.Fatalf("project pb does not show the marker, so a leak of it would go unseen: %d %s", rec.Code, rec.Body)
+	}
+	before := s.documents()
+
+	for _, tc := range []struct {
+		name           string
+		token, project string // project names :project
+		sweeps         func(method, route string) bool
+		code           int
+		message        string
+		atLeast        int // fewer swept routes means the enumeration is broken
+	}{
+		{"no token is refused", "", "pb",
+			func(_, route string) bool { return !api.IsPublicRoute(route) },
+			401, "authentication required", 200},
+		{"a tenant of another project is refused", alice, "pb",
+			func(_, route string) bool { return strings.Contains(route, "/:project") },
+			403, `project "pb" is not granted to "alice"`, 150},
+		{"a tenant is refused admin-only routes", alice, "pa",
+			func(method, route string) bool { return !api.IsPublicRoute(route) && !tenantMay(method, route) },
+			403, "requires the admin role", 50},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			swept := 0
+			for _, r := range s.routes {
+				if !tc.sweeps(r.Method, r.Path) {
+					continue
+				}
+				swept++
+				var body any
+				if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+					body = sweepBody
+				}
+				path := fillPath(r.Path, tc.project)
+				if err := refusal(s.do(r.Method, path, tc.token, body), tc.code, tc.message, marker); err != nil {
+					t.Errorf("%s %s (route %s): %v", r.Method, path, r.Path, err)
+				}
+			}
+			t.Logf("swept %d of %d routes", swept, len(s.routes))
+			if swept < tc.atLeast {
+				t.Errorf("swept %d routes, expected at least %d: the route enumeration is broken", swept, tc.atLeast)
+			}
+		})
+	}
+
+	t.Run("public routes answer without a token", func(t *testing.T) {
+		swept := 0
+		for _, r := range s.routes {
+			if !api.IsPublicRoute(r.Path) {
+				continue
+			}
+			swept++
+			path := fillPath(r.Path, "pb")
+			rec := s.do(r.Method, path, "", nil)
+			if rec.Code >= 400 || strings.Contains(rec.Body.String(), marker) {
+				t.Errorf("%s %s without a token: %d %.200s", r.Method, path, rec.Code, rec.Body)
+			}
+		}
+		t.Logf("swept %d public routes", swept)
+		if swept < 4 {
+			t.Errorf("swept %d public routes: the probes, metrics, API reference and dashboard are missing", swept)
+		}
+	})
+
+	if after := s.documents(); after != before {
+		t.Errorf("the refused requests changed the store:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}

@@ -1,0 +1,55 @@
+package main
+
+import (
+	"bytes"
+	"log/slog"
+	"net/http"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/internal/auth"
+)
+
+func TestAPIListensOnLoopbackUnlessTold(t *testing.T) {
+	t.Setenv("TEMCO_API_ADDR", "") // restored after the test
+	os.Unsetenv("TEMCO_API_ADDR")
+	if got := apiCmd().Flags().Lookup("addr").DefValue; got != "127.0.0.1:9015" {
+		t.Errorf("default --addr %q, want 127.0.0.1:9015", got)
+	}
+	t.Setenv("TEMCO_API_ADDR", ":9015")
+	if got := apiCmd().Flags().Lookup("addr").DefValue; got != ":9015" {
+		t.Errorf("--addr with TEMCO_API_ADDR=:9015 is %q", got)
+	}
+}
+
+func TestAPIServerHasEveryTimeout(t *testing.T) {
+	srv := newHTTPServer("127.0.0.1:0", http.NotFoundHandler())
+	for name, d := range map[string]time.Duration{"ReadHeaderTimeout": srv.ReadHeaderTimeout, "ReadTimeout": srv.ReadTimeout,
+		"WriteTimeout": srv.WriteTimeout, "IdleTimeout": srv.IdleTimeout} {
+		if d <= 0 {
+			t.Errorf("%s is not set: a stalled client would hold its connection for ever", name)
+		}
+	}
+}
+
+func TestAPIWarnsOnceWithoutAuthentication(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		auth  *auth.Authenticator
+		warns int
+	}{{"off", nil, 1}, {"on", &auth.Authenticator{}, 0}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var buf bytes.Buffer
+			warnUnauthenticated(slog.New(slog.NewTextHandler(&buf, nil)), &api.Server{Auth: tc.auth}, ":9015")
+			if got := strings.Count(buf.String(), "level=WARN"); got != tc.warns {
+				t.Fatalf("%d warnings, want %d: %s", got, tc.warns, buf.String())
+			}
+			if tc.warns > 0 && !strings.Contains(buf.String(), "every caller is an admin") {
+				t.Errorf("the warning does not say every caller is an admin: %s", buf.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,69 @@
+package cacerts
+
+import (
+	"context"
+	"fmt"
+	"slices"
+
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
+)
+
+// What a project's certificate intents may sign is bound to the project: a request is
+// signed on the issuing cluster with that cluster's registered (admin) credentials, and
+// with its own signer the subject's organizations become Kubernetes groups there
+// ("system:masters" is cluster-admin). So a project's intent names only an issuing
+// cluster of its own logical clouds, and a tenant's names only the subject organizations
+// an admin allowed (Policy). Cluster providers' intents are admin-only by route.
+
+// Policy is what tenants' certificate intents may ask for, set by an admin.
+type Policy struct {
+	// Organizations are the subject organizations (names and units) tenants may name;
+	// none when empty. Admins' intents may name any.
+	Organizations []string
+}
+
+// KindsWith are Kinds with tenants' intents checked against p.
+func KindsWith(p Policy) []api.ResourceKind {
+	return kindsWith(p)
+}
+
+// checkTenancy refuses a project's certificate intent that reaches beyond the project:
+// an issuing cluster none of its logical clouds references, or, from a tenant, a subject
+// organization p does not allow.
+func checkTenancy(ctx context.Context, st *store.Store, project string, sp *CertSpec, admin bool, p Policy) error {
+	if !admin {
+		org := sp.CSRInfo.Subject.Organization
+		for field, values := range map[string][]string{"names": org.Names, "units": org.Units} {
+			for i, v := range values {
+				if !slices.Contains(p.Organizations, v) {
+					return api.Forbidden("spec.csrInfo.subject.organization.%s[%d] %q is not an organization an admin allowed tenants' certificates to name (%v)",
+						field, i, v, p.Organizations)
+				}
+			}
+		}
+	}
+	issuing := lifecycle.ClusterKey(sp.IssuingCluster.ClusterProvider, sp.IssuingCluster.Cluster)
+	ok, err := inProjectClouds(ctx, st, project, issuing)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return api.Forbidden("spec.issuingCluster %s is not a cluster of a logical cloud of project %q: a project's certificates are signed only on its own clusters",
+			issuing, project)
+	}
+	return nil
+}
+
+// inProjectClouds reports whether a logical cloud of project references cluster
+// ("provider+cluster").
+func inProjectClouds(ctx context.Context, st *store.Store, project, cluster string) (bool, error) {
+	refs, err := st.List(ctx, store.Query{Scope: "/projects/" + project, Kind: model.KindClusterReference,
+		Fields: map[string]string{"cluster": cluster}})
+	if err != nil {
+		return false, fmt.Errorf("cluster references of project %s: %w", project, err)
+	}
+	return len(refs) > 0, nil
+}
