@@ -32,6 +32,7 @@ type run struct {
 	apps     map[string]*appctx.App
 	byApp    map[string]*appctx.ClusterApp
 	attempt  int32
+	writer   appctx.Attempt // saves its statuses as: a later attempt's saves refuse this one's
 	result   lifecycle.ClusterResult
 	started  time.Time
 	// scheduled is when the activity's first attempt was scheduled.
@@ -98,7 +99,8 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
 		applied: applied, previous: in.Previous != "", target: tg, attempt: info.Attempt, started: time.Now(), saved: time.Now(),
-		scheduled: info.ScheduledTime}
+		scheduled: info.ScheduledTime,
+		writer:    appctx.Attempt{Activity: info.WorkflowExecution.RunID + "/" + info.ActivityID, Number: info.Attempt}}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}

@@ -54,7 +54,7 @@ func (r *run) save(ctx context.Context) error {
 		snapshot[i] = &cp
 	}
 	r.mu.Unlock()
-	return r.contexts.SaveClusters(ctx, r.header.ID, snapshot)
+	return r.contexts.SaveStatuses(ctx, r.header.ID, r.writer, snapshot)
 }
 
 // progress notes that statuses changed and writes them if the last write is older than

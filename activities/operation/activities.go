@@ -389,14 +389,15 @@ func (a *Activities) failRetrying(ctx context.Context, ctxID string) error {
 			}
 		}
 	}
-	// A cluster's document is written whole: pass every app of the touched clusters.
+	// A cluster's apps are written whole: pass every app of the touched clusters. Not their
+	// live reads: a read may have saved since.
 	var changed []*appctx.ClusterApp
 	for _, p := range placements {
 		if touched[p.Cluster] {
 			changed = append(changed, p)
 		}
 	}
-	return a.Contexts.SaveClusters(ctx, ctxID, changed)
+	return a.Contexts.SaveStatuses(ctx, ctxID, appctx.Attempt{}, changed)
 }
 
 // CopyContext copies a stored revision into the new context of a rollback and returns

@@ -73,7 +73,7 @@ func (a *Activities) RenderVariants(ctx context.Context, in lifecycle.ContextRef
 			}
 		}
 	}
-	return a.Contexts.SaveClusters(ctx, in.ContextID, v.place(placed, apps, classOf))
+	return a.Contexts.SaveStatuses(ctx, in.ContextID, appctx.Attempt{}, v.place(placed, apps, classOf)) // not the live reads: a read may have saved since
 }
 
 // class is one set of capabilities and the clusters that have it.

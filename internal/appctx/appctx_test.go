@@ -2,23 +2,43 @@ package appctx
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
+	"sync/atomic"
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/devstack"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/testenv"
 )
 
-var ferret *devstack.FerretDB
+var (
+	backends []*testenv.Backend // SQLite first: the default of `make run`
+	dbSeq    atomic.Int64
+)
 
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+func TestMain(m *testing.M) { testenv.MainWithBackends(m, &backends) }
 
-func newStore(t *testing.T) *Store {
+// newStore opens a fresh store on the default backend.
+func newStore(t *testing.T) *Store { return newStoreOn(t, backends[0]) }
+
+func newStoreOn(t testing.TB, b *testenv.Backend) *Store {
 	t.Helper()
-	s, err := New(context.Background(), testenv.Database(t, ferret, "appctx"))
+	ctx := context.Background()
+	client, err := mongo.Connect(options.Client().ApplyURI(b.URI()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	db := client.Database(fmt.Sprintf("appctx%d", dbSeq.Add(1)))
+	t.Cleanup(func() {
+		_ = db.Drop(context.Background())
+		_ = client.Disconnect(context.Background())
+	})
+	s, err := New(ctx, db)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -26,7 +46,7 @@ func newStore(t *testing.T) *Store {
 }
 
 // place puts apps a and b (two objects each) on clusters c0..c5, two clusters per batch.
-func place(t *testing.T, s *Store) {
+func place(t testing.TB, s *Store) {
 	t.Helper()
 	var placed []*ClusterApp
 	batchOf := map[string]int{}
@@ -203,5 +223,99 @@ func TestSaveLiveKeepsStatusesSavedMeanwhile(t *testing.T) {
 	}
 	if got, _ := s.ClusterApps(ctx, "ctx1", "p+c1"); !got[0].LiveAt.Equal(at) {
 		t.Errorf("a read of another shape was written: %v", got[0].LiveAt)
+	}
+}
+
+// An apply that read the cluster before a live read saved keeps what the read found: the
+// statuses it writes back do not carry the live state it read.
+func TestAnApplyKeepsALiveReadSavedMeanwhile(t *testing.T) {
+	s := newStore(t)
+	place(t, s)
+	ctx := context.Background()
+	applying, err := s.PlacedApps(ctx, "ctx1", "p+c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	read, err := s.ClusterApps(ctx, "ctx1", "p+c1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := time.Now().UTC().Truncate(time.Millisecond)
+	for _, ca := range read {
+		ca.Live, ca.LiveAt = []Live{{State: LivePresent, Ready: true}, {State: LiveNotPresent}}, at
+	}
+	if err := s.SaveLive(ctx, "ctx1", "p+c1", read); err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range applying {
+		ca.Resources[0].Status = lifecycle.ResApplied
+	}
+	if err := s.SaveStatuses(ctx, "ctx1", Attempt{Activity: "run/apply p+c1", Number: 1}, applying); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Placements(ctx, "ctx1", Filter{Clusters: []string{"p+c1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range got {
+		if ca.Resources[0].Status != lifecycle.ResApplied || !ca.LiveAt.Equal(at) || len(ca.Live) != 2 || !ca.Live[0].Ready {
+			t.Errorf("app %s: statuses %+v, live %+v at %v", ca.App, ca.Resources, ca.Live, ca.LiveAt)
+		}
+	}
+}
+
+// A cluster activity's attempt that a later attempt superseded saves nothing more; other
+// activities (a terminate's delete, a stop's bookkeeping) still write the cluster.
+func TestASupersededAttemptSavesNoStatuses(t *testing.T) {
+	s := newStore(t)
+	place(t, s)
+	ctx := context.Background()
+	save := func(by Attempt, status string) error {
+		cas, err := s.PlacedApps(ctx, "ctx1", "p+c0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ca := range cas {
+			ca.Resources[0].Status = status
+		}
+		if by == (Attempt{}) {
+			return s.SaveClusters(ctx, "ctx1", cas)
+		}
+		return s.SaveStatuses(ctx, "ctx1", by, cas)
+	}
+	want := func(status string) {
+		t.Helper()
+		got, err := s.ClusterApps(ctx, "ctx1", "p+c0")
+		if err != nil || got[0].Resources[0].Status != status {
+			t.Fatalf("status %+v (%v), want %s", got[0].Resources[0], err, status)
+		}
+	}
+	apply := "run/apply p+c0"
+	for _, step := range []struct {
+		by      Attempt
+		status  string
+		refused bool
+	}{
+		{Attempt{apply, 2}, lifecycle.ResApplied, false},
+		{Attempt{apply, 1}, lifecycle.ResRetrying, true}, // the zombie
+		{Attempt{}, lifecycle.ResFailed, false},          // not an attempt: the fence stays
+		{Attempt{apply, 1}, lifecycle.ResRetrying, true},
+		{Attempt{"run/delete p+c0", 1}, lifecycle.ResDeleted, false},
+		{Attempt{apply, 3}, lifecycle.ResApplied, false},
+	} {
+		err := save(step.by, step.status)
+		switch {
+		case step.refused && !errors.Is(err, ErrSuperseded):
+			t.Fatalf("%+v saved %s: %v", step.by, step.status, err)
+		case !step.refused && err != nil:
+			t.Fatalf("%+v: %v", step.by, err)
+		case !step.refused:
+			want(step.status)
+		}
+	}
+	want(lifecycle.ResApplied)
+	// A cluster the context does not have: nothing to write, nothing refused.
+	if err := s.SaveStatuses(ctx, "ctx1", Attempt{apply, 1}, []*ClusterApp{{App: "a", Cluster: "p+none"}}); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -5,6 +5,7 @@ package appctx
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"sort"
 	"strconv"
@@ -44,9 +45,7 @@ func (s *Store) clusterDoc(ctx context.Context, ctxID, cluster string) (*cluster
 	if err != nil {
 		return nil, err
 	}
-	for _, a := range d.Apps {
-		a.Cluster = d.Cluster
-	}
+	d.attach()
 	return &d, nil
 }
 
@@ -65,6 +64,7 @@ func (s *Store) clusterDocs(ctx context.Context, ctxID string, clusters []string
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				return nil
 			}
+			d.attach()
 			docs[i] = &d
 			return err
 		})
@@ -97,6 +97,9 @@ func (s *Store) Placements(ctx context.Context, ctxID string, f Filter) ([]*Clus
 		if err := cur.All(ctx, &docs); err != nil {
 			return nil, err
 		}
+		for _, d := range docs {
+			d.attach()
+		}
 	}
 	if err := s.list(ctx, ctxID, docs); err != nil {
 		return nil, err
@@ -105,7 +108,6 @@ func (s *Store) Placements(ctx context.Context, ctxID string, f Filter) ([]*Clus
 	for _, d := range docs {
 		for _, a := range d.Apps {
 			if len(f.Apps) == 0 || slices.Contains(f.Apps, a.App) {
-				a.Cluster = d.Cluster
 				out = append(out, a)
 			}
 		}
@@ -119,8 +121,33 @@ func (s *Store) Placements(ctx context.Context, ctxID string, f Filter) ([]*Clus
 	return out, nil
 }
 
-// SaveClusters writes placements back: every app of each cluster concerned must be in cas.
+// SaveClusters writes placements back whole, their live reads included: every app of each
+// cluster concerned must be in cas.
 func (s *Store) SaveClusters(ctx context.Context, ctxID string, cas []*ClusterApp) error {
+	return s.saveClusters(ctx, ctxID, Attempt{}, true, cas)
+}
+
+// Attempt is one attempt of a cluster activity: Activity names the activity (its workflow
+// run and activity id), the same in all its attempts, and Number counts them.
+type Attempt struct {
+	Activity string `bson:"activity"`
+	Number   int32  `bson:"attempt"`
+}
+
+// ErrSuperseded: a later attempt of the same cluster activity saved its statuses.
+var ErrSuperseded = errors.New("a later attempt of this cluster activity already saved its statuses")
+
+// SaveStatuses is SaveClusters leaving the live reads as they are stored (a read may have
+// saved since cas were read), for an attempt of a cluster activity (by; zero for none).
+// Once a later attempt of the activity has saved (Temporal retried it after a heartbeat
+// timeout while this one still ran), this one's saves are refused with ErrSuperseded:
+// they would undo the later's.
+func (s *Store) SaveStatuses(ctx context.Context, ctxID string, by Attempt, cas []*ClusterApp) error {
+	return s.saveClusters(ctx, ctxID, by, false, cas)
+}
+
+// saveClusters writes the apps of each cluster of cas, and their live reads if live.
+func (s *Store) saveClusters(ctx context.Context, ctxID string, by Attempt, live bool, cas []*ClusterApp) error {
 	byCluster := map[string][]*ClusterApp{}
 	var order []string
 	for _, ca := range cas {
@@ -129,33 +156,76 @@ func (s *Store) SaveClusters(ctx context.Context, ctxID string, cas []*ClusterAp
 		}
 		byCluster[ca.Cluster] = append(byCluster[ca.Cluster], ca)
 	}
-	if len(order) == 0 {
-		return nil
+	if len(order) == 1 { // a cluster activity's
+		return s.saveCluster(ctx, ctxID, order[0], by, live, byCluster[order[0]])
 	}
-	models := make([]mongo.WriteModel, 0, len(order))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
 	for _, c := range order {
-		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: clusterID(ctxID, c)}}).
-			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "apps", Value: byCluster[c]}}}}))
+		g.Go(func() error { return s.saveCluster(gctx, ctxID, c, by, live, byCluster[c]) })
 	}
-	_, err := s.clusters.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
-	return err
+	return g.Wait()
+}
+
+// saveCluster writes the apps of one cluster's document, holding its claim. A document
+// that does not exist is left so.
+func (s *Store) saveCluster(ctx context.Context, ctxID, cluster string, by Attempt, live bool, apps []*ClusterApp) error {
+	id := clusterID(ctxID, cluster)
+	filter := bson.D{{Key: "_id", Value: id}}
+	set := bson.D{{Key: "apps", Value: apps}}
+	if live {
+		set = append(set, bson.E{Key: "live", Value: liveOf(apps)})
+	}
+	if by.Activity != "" {
+		filter = append(filter, bson.E{Key: "$or", Value: bson.A{
+			bson.D{{Key: "writer.activity", Value: bson.D{{Key: "$ne", Value: by.Activity}}}},
+			bson.D{{Key: "writer.attempt", Value: bson.D{{Key: "$lte", Value: by.Number}}}},
+		}})
+		set = append(set, bson.E{Key: "writer", Value: by})
+	}
+	return s.exclusive(ctx, s.clusters, id, func(ctx context.Context) error {
+		res, err := s.clusters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
+		if err != nil || res.MatchedCount > 0 || by.Activity == "" {
+			return err
+		}
+		err = s.clusters.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+		switch {
+		case errors.Is(err, mongo.ErrNoDocuments):
+			return nil
+		case err != nil:
+			return err
+		}
+		return fmt.Errorf("statuses of %s in context %s: %w", cluster, ctxID, ErrSuperseded)
+	})
+}
+
+// liveOf lists the live reads of apps (none: empty, not null).
+func liveOf(apps []*ClusterApp) []appLive {
+	out := []appLive{}
+	for _, a := range apps {
+		if a.Live != nil || !a.LiveAt.IsZero() {
+			out = append(out, appLive{App: a.App, Objects: a.Live, At: a.LiveAt})
+		}
+	}
+	return out
 }
 
 // SaveLive records what a live read of one cluster found: each app's Live and LiveAt
-// alone, addressed by its place in the cluster's document (cas in the order ClusterApps
-// returned them). An apply saving its statuses meanwhile keeps them: a read never writes
-// the statuses it read before. A document whose apps changed since is left as it is.
+// alone (cas in the order ClusterApps returned them), beside the statuses, which an apply
+// saving meanwhile keeps. A document whose apps changed since is left as it is.
 func (s *Store) SaveLive(ctx context.Context, ctxID, cluster string, cas []*ClusterApp) error {
 	if len(cas) == 0 {
 		return nil
 	}
-	filter := bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}
-	set := bson.D{}
+	id := clusterID(ctxID, cluster)
+	filter := bson.D{{Key: "_id", Value: id}}
+	live := make([]appLive, len(cas))
 	for i, ca := range cas {
-		at := "apps." + strconv.Itoa(i)
-		filter = append(filter, bson.E{Key: at + ".app", Value: ca.App})
-		set = append(set, bson.E{Key: at + ".live", Value: ca.Live}, bson.E{Key: at + ".liveAt", Value: ca.LiveAt})
+		filter = append(filter, bson.E{Key: "apps." + strconv.Itoa(i) + ".app", Value: ca.App})
+		live[i] = appLive{App: ca.App, Objects: ca.Live, At: ca.LiveAt}
 	}
-	_, err := s.clusters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
-	return err
+	return s.exclusive(ctx, s.clusters, id, func(ctx context.Context) error {
+		_, err := s.clusters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "live", Value: live}}}})
+		return err
+	})
 }

@@ -117,9 +117,11 @@ type ClusterApp struct {
 	// Variant names the app's objects rendered for this cluster's capabilities (a key of
 	// App.Variants; "" for the app's own).
 	Variant string `bson:"variant,omitempty"`
-	// Live is what the cluster showed at LiveAt, index-aligned with Resources.
-	Live   []Live    `bson:"live,omitempty"`
-	LiveAt time.Time `bson:"liveAt,omitempty"`
+	// Live is what the cluster showed at LiveAt, index-aligned with Resources. Stored
+	// apart (clusterDoc.Live): an apply saving its statuses (SaveStatuses) would otherwise
+	// write back the live state it read before, undoing a live read made meanwhile.
+	Live   []Live    `bson:"-"`
+	LiveAt time.Time `bson:"-"`
 }
 
 // clusterDoc holds every app of a context placed on one cluster: the unit a cluster
@@ -130,7 +132,30 @@ type clusterDoc struct {
 	Context string        `bson:"ctx"`
 	Cluster string        `bson:"cluster"`
 	Batch   int           `bson:"batch"`
-	Apps    []*ClusterApp `bson:"apps"`
+	Apps    []*ClusterApp `bson:"apps"`           // written by placement and the cluster activities
+	Live    []appLive     `bson:"live,omitempty"` // written by live reads, never by an apply
+	// Writer is the cluster activity attempt that last saved the statuses (SaveStatuses).
+	Writer *Attempt `bson:"writer,omitempty"`
+}
+
+// appLive is the last live read of one app on a cluster (ClusterApp.Live and LiveAt).
+type appLive struct {
+	App     string    `bson:"app"`
+	Objects []Live    `bson:"objects"`
+	At      time.Time `bson:"at"`
+}
+
+// attach gives the apps of d what they take from their document: its cluster and their
+// last live read.
+func (d *clusterDoc) attach() {
+	for _, a := range d.Apps {
+		a.Cluster = d.Cluster
+		for _, l := range d.Live {
+			if l.App == a.App {
+				a.Live, a.LiveAt = l.Objects, l.At
+			}
+		}
+	}
 }
 
 // batchDoc lists the clusters of one batch.

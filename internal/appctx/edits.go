@@ -61,7 +61,10 @@ func (s *Store) PutLayer(ctx context.Context, l *Layer) error {
 	l.ID, l.Raw = fmt.Sprintf("%s/step/%d", l.Context, l.Step), string(raw)
 	// A later attempt's layer does not match the filter, so the upsert's insert collides.
 	filter := bson.D{{Key: "_id", Value: l.ID}, {Key: "attempt", Value: bson.D{{Key: "$lte", Value: l.Attempt}}}}
-	_, err = s.edits.ReplaceOne(ctx, filter, l, options.Replace().SetUpsert(true))
+	err = s.exclusive(ctx, s.edits, l.ID, func(ctx context.Context) error {
+		_, err := s.edits.ReplaceOne(ctx, filter, l, options.Replace().SetUpsert(true))
+		return err
+	})
 	if mongo.IsDuplicateKeyError(err) {
 		return ErrStaleAttempt
 	}

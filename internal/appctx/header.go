@@ -40,8 +40,10 @@ func (s *Store) Get(ctx context.Context, id string) (*Context, error) {
 // Set updates fields of a context header.
 func (s *Store) Set(ctx context.Context, id string, fields bson.D) error {
 	fields = append(fields, bson.E{Key: "updated", Value: time.Now().UTC()})
-	_, err := s.contexts.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: fields}})
-	return err
+	return s.exclusive(ctx, s.contexts, id, func(ctx context.Context) error {
+		_, err := s.contexts.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: fields}})
+		return err
+	})
 }
 
 // SetStatus sets the context status (and its error message, cleared when empty).

@@ -29,6 +29,9 @@ func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*Cluste
 	}
 	all := make([]any, 0, len(order))
 	for _, c := range order {
+		if live := liveOf(docs[c].Apps); len(live) > 0 {
+			docs[c].Live = live
+		}
 		all = append(all, docs[c])
 	}
 	if err := s.replaceAll(ctx, s.clusters, ctxID, all); err != nil {

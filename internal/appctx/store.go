@@ -22,6 +22,7 @@ type Store struct {
 	contexts, apps, clusters, batches *mongo.Collection
 	edits, groups                     *mongo.Collection // controllers' layers, placement before controllers
 	drift                             *mongo.Collection // drift checks: per cluster, and each check's summary
+	claims                            *store.Claims
 }
 
 // New prepares the collections of db.
@@ -29,12 +30,24 @@ func New(ctx context.Context, db *mongo.Database) (*Store, error) {
 	s := &Store{contexts: db.Collection("contexts"), apps: db.Collection("ctxapps"),
 		clusters: db.Collection("ctxclusters"), batches: db.Collection("ctxbatches"),
 		edits: db.Collection("ctxedits"), groups: db.Collection("ctxgroups"), drift: db.Collection("ctxdrift")}
+	var err error
+	if s.claims, err = store.NewClaims(ctx, db); err != nil {
+		return nil, err
+	}
 	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.batches, s.edits, s.groups, s.drift} {
 		if err := store.EnsureIndexes(ctx, c, []store.Index{store.Index(bson.D{{Key: "ctx", Value: 1}})}); err != nil {
 			return nil, err
 		}
 	}
 	return s, nil
+}
+
+// exclusive runs write holding the claim on document id of c. A document several writers
+// may update at once (a cluster's, a header, an edit layer) is updated only so: FerretDB
+// runs an update as a read and a write, so of two at once one silently undoes the other,
+// conditional or not (BENCHMARKS.md). MongoDB would not need it.
+func (s *Store) exclusive(ctx context.Context, c *mongo.Collection, id string, write func(ctx context.Context) error) error {
+	return s.claims.Exclusive(ctx, c.Name()+":"+id, write)
 }
 
 func clusterID(ctxID, cluster string) string { return ctxID + "/" + cluster }

@@ -1,0 +1,29 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/mongo"
+)
+
+// Claims is the claim protocol of claim.go for documents other repositories keep in the
+// store's database (AppContexts): FerretDB runs concurrent updates of one document as
+// read-modify-write, whatever the collection.
+type Claims struct{ s *Store }
+
+// NewClaims prepares the claims of db, which the resource store shares: keys must not
+// look like a resource's path.
+func NewClaims(ctx context.Context, db *mongo.Database) (*Claims, error) {
+	s := &Store{claims: db.Collection("claims"), now: func() time.Time { return time.Now().UTC() }, claimWait: claimWait}
+	if err := ensureClaimIndex(ctx, s.claims); err != nil {
+		return nil, err
+	}
+	return &Claims{s: s}, nil
+}
+
+// Exclusive runs write holding the claim on key, as the store's own writes are made.
+// Error: ErrBusy when another writer held it for the whole wait.
+func (c *Claims) Exclusive(ctx context.Context, key string, write func(ctx context.Context) error) error {
+	return c.s.exclusive(ctx, key, write)
+}
