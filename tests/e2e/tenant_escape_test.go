@@ -121,7 +121,14 @@ func TestTenantCannotEscapeItsProject(t *testing.T) {
 		t.Errorf("A's intent's run %s is %s, want Running (no worker polls %q)", mine, r.status, ad.project)
 	}
 	// Reading or cancelling B's or temco's workflows through it reaches A's prefix only.
-	for _, id := range []string{bCloud, bDIG, "user/" + b.project + "/ca/v1/dig/x"} {
+	var st struct {
+		WorkflowID string `json:"workflowID"`
+	}
+	alice.do("GET", intents+"/mine/status?runDescribeWfExec=true&workflowID="+bDIG, nil).must(t, 200).json(t, &st)
+	if st.WorkflowID != mine {
+		t.Errorf("workflowID=%s answered %s, want A's own %s", bDIG, st.WorkflowID, mine)
+	}
+	for _, id := range []string{bCloud, "user/" + b.project + "/ca/v1/dig/x", "dig/" + b.project + "/ca/v1/dig/instantiate"} {
 		r := alice.do("GET", intents+"/mine/status?runDescribeWfExec=true&getWfHistory=true&workflowID="+id, nil)
 		r.must(t, 404)
 		if bytes.Contains(r.body, []byte("WORKFLOW_EXECUTION_STATUS")) || bytes.Contains(r.body, []byte("bweb")) {
