@@ -56,7 +56,9 @@ func (t *Temporal) checkStart(ctx context.Context, s *Spec, scope Scope, hook bo
 		}
 		return api.BadRequest("%v", err)
 	}
-	if c := s.WorkflowClient; c != nil && c.EndpointName != "" {
+	// tac never calls a hook's workflow client (temco starts hooks itself), so only a
+	// workflow intent's is dialled and checked.
+	if c := s.WorkflowClient; c != nil && c.EndpointName != "" && !hook {
 		if addr := net.JoinHostPort(c.EndpointName, strconv.Itoa(c.EndpointPort)); !t.Egress.AllowsAddr(addr) {
 			return api.Forbidden("spec.workflowClient: %v", &egress.Refused{Host: addr})
 		}

@@ -144,7 +144,7 @@ func TestTACHooks(t *testing.T) {
 	acc := d.operate(lifecycle.OpInstantiate)
 	s := d.await("InstantiateFailed", 2*time.Minute, "?status=deployed&output=summary",
 		func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
-	if !strings.Contains(s.Error, "pre-install gate (workflow "+d.project+".ca.v1.dig.gate, run ") || !strings.Contains(s.Error, "change freeze until Monday") {
+	if !strings.Contains(s.Error, "pre-install gate (workflow user/"+d.project+"/ca/v1/dig/hook/gate, run ") || !strings.Contains(s.Error, "change freeze until Monday") {
 		t.Errorf("status error %q does not name the hook, its run and its reason", s.Error)
 	}
 	if hs := d.hooks(); len(hs.Hooks) != 1 || hs.Hooks[0].State != "Failed" || hs.Hooks[0].RunID == "" {
@@ -200,7 +200,7 @@ func TestTACHooks(t *testing.T) {
 	worker.kill()
 	worker = startHooks(t, bin, queue)
 	signal := exec.Command(filepath.Join(binDir, "temporal"), "workflow", "signal", "--address", stack.Temporal.Address(),
-		"--workflow-id", d.project+".ca.v1.dig.pre-update", "--name", "continue")
+		"--workflow-id", "user/"+d.project+"/ca/v1/dig/hook/pre-update", "--name", "continue")
 	if out, err := signal.CombinedOutput(); err != nil {
 		t.Fatalf("temporal workflow signal: %v\n%s", err, out)
 	}
