@@ -55,6 +55,8 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 //     a project it is granted, except writing logical clouds: a cloud's level and
 //     permissions decide what credentials temco issues on clusters, so only admins set them;
 //   - a tenant may read cluster providers, clusters and their labels (placement names them);
+//   - an external intent controller (the controller role) may use the contexts' controller
+//     views, /v2/contexts/... (read a step's apps, objects and clusters; record its edits);
 //   - everything else (registering providers, clusters, controllers; the codec) is admin-only.
 //
 // Unknown routes pass through to their 404.
@@ -65,6 +67,10 @@ func authorize(c echo.Context, p *auth.Principal) error {
 	route, method := c.Path(), c.Request().Method
 	read := method == http.MethodGet || method == http.MethodHead
 	switch {
+	case p.Controller && strings.HasPrefix(route, "/v2"+routeContext):
+		return nil // the controller views (controlview.go)
+	case p.Controller && !p.Tenant() && route != "/v2/session":
+		return httpErr(http.StatusForbidden, "%s %s requires the admin role (a controller's token reaches /v2/contexts/... only)", method, route)
 	case route == "/v2/session" || route == "/v2/projects" && read:
 		return nil
 	case strings.HasPrefix(route, "/v2/projects/:project"):

@@ -35,6 +35,20 @@ func TestClusterShapesAsEMCO(t *testing.T) {
 	if d, err := c.store.Get(context.Background(), coll+"/g1"); err != nil || len(d.Secret) != 0 {
 		t.Errorf("the GitOps cluster stores a secret (%v)", err)
 	}
+	if _, ok := got.Spec.GitOps["gitOpsSecrets"]; ok {
+		t.Errorf("gitOpsSecrets answered though unset: %v", got.Spec.GitOps)
+	}
+	// temco's one addition: whether Secrets go to git.
+	omit := res("g2", map[string]any{"gitOps": map[string]string{"gitOpsType": "fluxcd", "gitOpsReferenceObject": "repo", "gitOpsSecrets": "omit"}})
+	c.multipart("POST", coll, omit, nil).must(t, 201)
+	c.do("GET", coll+"/g2", nil).must(t, 200).json(t, &got)
+	if got.Spec.GitOps["gitOpsSecrets"] != "omit" {
+		t.Errorf("gitOps = %v", got.Spec.GitOps)
+	}
+	sops := res("g3", map[string]any{"gitOps": map[string]string{"gitOpsType": "fluxcd", "gitOpsReferenceObject": "repo", "gitOpsSecrets": "sops"}})
+	if m := c.multipart("POST", coll, sops, nil).must(t, 400).message(t); !strings.Contains(m, `spec.gitOps.gitOpsSecrets "sops" is not supported`) {
+		t.Errorf("message %q", m)
+	}
 
 	kv := coll + "/plain/kv-pairs"
 	c.do("POST", kv, res("kv1", map[string]any{"kv": []any{map[string]any{"owner": "bob"}, map[string]any{"hw": "gpu"}}})).must(t, 201)

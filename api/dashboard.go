@@ -136,7 +136,7 @@ type dashboardObject struct {
 	Attempts  int32           `json:"attempts,omitempty"`
 	Error     string          `json:"error,omitempty"`
 	Warning   string          `json:"warning,omitempty"` // what the apply left out
-	State     string          `json:"state"`             // Present, NotPresent, Unknown; "" not read
+	State     string          `json:"state"`             // Present, NotPresent, Unknown, Omitted; "" not read
 	Ready     bool            `json:"ready"`
 	LiveError string          `json:"liveError,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
@@ -435,7 +435,9 @@ func cellOf(p *appctx.ClusterApp) dashboardCell {
 	if len(p.Resources) > 0 && !p.LiveAt.IsZero() {
 		cell.Ready = readyReady
 		for i := range p.Resources {
-			if i >= len(p.Live) || p.Live[i].State != appctx.LivePresent || !p.Live[i].Ready {
+			switch {
+			case i < len(p.Live) && p.Live[i].State == appctx.LiveOmitted: // not temco's to judge
+			case i >= len(p.Live) || p.Live[i].State != appctx.LivePresent || !p.Live[i].Ready:
 				cell.Ready = readyNotReady
 			}
 		}

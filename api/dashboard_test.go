@@ -195,3 +195,28 @@ func TestDashboardSessionWithAuthentication(t *testing.T) {
 		t.Errorf("admin session: %+v", s)
 	}
 }
+
+// A Secret a GitOps cluster keeps out of git reads Omitted: shown so, and left out of the
+// overall readiness and of the dashboard's cell, which its absence would otherwise hold
+// NotReady for ever.
+func TestOmittedObjectsDoNotHoldReadinessBack(t *testing.T) {
+	omitted := appctx.Live{State: appctx.LiveOmitted, Error: "not committed to git"}
+	ready := appctx.Live{State: appctx.LivePresent, Ready: true}
+	if got := readiness(omitted); got != readyOmitted {
+		t.Errorf("readiness of an omitted object: %s", got)
+	}
+	if got := overallReadiness(map[string]int{readyReady: 2, readyOmitted: 1}); got != readyReady {
+		t.Errorf("overall readiness with an omitted object: %s", got)
+	}
+	p := &appctx.ClusterApp{Resources: make([]appctx.ResourceStatus, 2), Live: []appctx.Live{ready, omitted}, LiveAt: time.Now()}
+	for i := range p.Resources {
+		p.Resources[i].Status = lifecycle.ResApplied
+	}
+	if cell := cellOf(p); cell.Ready != readyReady {
+		t.Errorf("cell %+v", cell)
+	}
+	p.Live[0].Ready = false
+	if cell := cellOf(p); cell.Ready != readyNotReady {
+		t.Errorf("cell %+v", cell)
+	}
+}

@@ -23,7 +23,12 @@ func checkGitOps(g model.GitOpsSpec) error {
 	if g.GitOpsReferenceObject == "" {
 		return badRequest("spec.gitOps.gitOpsReferenceObject is required: the cluster sync object holding the repository's url, branch, userName, gitToken and repoName")
 	}
-	return nil
+	switch g.GitOpsSecrets {
+	case "", model.GitOpsSecretsCommit, model.GitOpsSecretsOmit:
+		return nil
+	}
+	return badRequest("spec.gitOps.gitOpsSecrets %q is not supported: use %s (the default: Secrets are committed to git in clear) or %s (they are left out of git)",
+		g.GitOpsSecrets, model.GitOpsSecretsCommit, model.GitOpsSecretsOmit)
 }
 
 // gitOpsAccessProblems names what GitOps cluster provider+cluster lacks to be deployed

@@ -146,6 +146,9 @@ const (
 	readyReady      = "Ready"
 	readyNotReady   = "NotReady"
 	readyNotPresent = "NotPresent"
+	// readyOmitted: an object temco deployed nothing of, by the cluster's choice (a Secret
+	// a GitOps cluster keeps out of git); the overall readiness leaves it out.
+	readyOmitted = "Omitted"
 )
 
 // Cluster connectivity.
@@ -272,6 +275,8 @@ func (b *statusBuilder) finish(out *statusResult) {
 // that could not be read (its cluster unreachable) is not known to be present.
 func readiness(l appctx.Live) string {
 	switch {
+	case l.State == appctx.LiveOmitted:
+		return readyOmitted
 	case l.State != appctx.LivePresent:
 		return readyNotPresent
 	case l.Ready:

@@ -302,6 +302,7 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 	}
 	admin := iss.Token("root", []string{"admin"}, nil)
 	alice := iss.Token("alice", []string{"project:pa"}, nil)
+	ctl := iss.Token("ext-controller", []string{"controller"}, nil)
 	marker := "sweep-marker-" + rand.Text()
 	s.seed(admin, marker)
 	if rec := s.do("GET", "/v2/projects/pb", admin, nil); !strings.Contains(rec.Body.String(), marker) {
@@ -326,6 +327,11 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 		{"a tenant is refused admin-only routes", alice, "pa",
 			func(method, route string) bool { return !api.IsPublicRoute(route) && !tenantMay(method, route) },
 			403, "requires the admin role", 50},
+		{"a controller is refused all but the contexts' controller views", ctl, "pb",
+			func(_, route string) bool {
+				return !api.IsPublicRoute(route) && !strings.HasPrefix(route, "/v2/contexts/") && route != "/v2/session"
+			},
+			403, "requires the admin role", 250},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			swept := 0
@@ -349,6 +355,15 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 			}
 		})
 	}
+
+	t.Run("a controller reaches the contexts' controller views", func(t *testing.T) {
+		if rec := s.do("GET", "/v2/contexts/nosuch/steps/0/apps", ctl, nil); rec.Code != http.StatusNotFound {
+			t.Errorf("a controller's view of a missing context: %d %s, want 404", rec.Code, rec.Body)
+		}
+		if err := refusal(s.do("GET", "/v2/contexts/nosuch/steps/0/apps", alice, nil), 403, "requires the admin role", marker); err != nil {
+			t.Errorf("a tenant's: %v", err)
+		}
+	})
 
 	t.Run("public routes answer without a token", func(t *testing.T) {
 		swept := 0

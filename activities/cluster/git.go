@@ -40,6 +40,8 @@ type gitCluster struct {
 	timers  syncobject.Timers
 	writer  *gitops.Writer
 	schemas *Schemas
+	// noSecrets: the cluster's Secrets stay out of git (spec.gitOps.gitOpsSecrets: omit).
+	noSecrets bool
 	// tenant is the ServiceAccount of the standard or privileged logical cloud the
 	// context deploys into (its credential on this cluster), nil for admin clouds and
 	// logical clouds' own set-up: Flux then applies with its own rights.
@@ -115,7 +117,8 @@ func (c *Clients) gitCluster(ctx context.Context, key string, doc *store.Doc) (*
 			return nil, permanentf("cluster %q: gitOpsResourceObject %q: %v", key, g.GitOpsResourceObject, err)
 		}
 	}
-	return &gitCluster{key: key, typ: typ, git: access, timers: timers, writer: c.Git, schemas: &c.Schemas}, nil
+	return &gitCluster{key: key, typ: typ, git: access, timers: timers, writer: c.Git, schemas: &c.Schemas,
+		noSecrets: g.GitOpsSecrets == model.GitOpsSecretsOmit}, nil
 }
 
 // syncObject reads a cluster sync object's values, its secret ones opened.
@@ -173,6 +176,7 @@ func (g *gitCluster) apply(r *run) error {
 	if err != nil {
 		return r.refused(all, err)
 	}
+	warnings = g.withoutSecrets(&dep, warnings)
 	return g.sync(r, dep, message(verb, r.header, g.key), all, lifecycle.ResApplied, warnings)
 }
 
@@ -199,6 +203,7 @@ func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
 	if _, err := g.prune(r.ctx, next, &dep); err != nil { // what stays is committed as the apply committed it
 		return r.refused(only, err)
 	}
+	g.withoutSecrets(&dep, nil)
 	return g.sync(r, dep, msg, only, lifecycle.ResDeleted, nil)
 }
 
@@ -327,6 +332,38 @@ func (g *gitCluster) prune(ctx context.Context, p *placed, dep *layout.Deploymen
 		}
 	}
 	return warnings, nil
+}
+
+// secretOmitted is the warning of a Secret left out of git: it shows Applied, as temco
+// did all it was asked to, and says that nothing put it on the cluster.
+const secretOmitted = "not committed to git: cluster %s keeps Secrets out of its repository (spec.gitOps.gitOpsSecrets: omit), so temco did not create it; create it on the cluster otherwise"
+
+// withoutSecrets takes the Secrets out of dep when the cluster keeps them out of git,
+// after prune (whose objects are index-aligned with the apps'), and returns warnings
+// (per app and object index, as prune's) with each one's secretOmitted.
+func (g *gitCluster) withoutSecrets(dep *layout.Deployment, warnings map[string][]string) map[string][]string {
+	if !g.noSecrets {
+		return warnings
+	}
+	for ai := range dep.Apps {
+		app := &dep.Apps[ai]
+		var kept []layout.Object
+		for oi, o := range app.Objects {
+			if !appctx.IsSecret(o.Kind) {
+				kept = append(kept, o)
+				continue
+			}
+			if warnings == nil {
+				warnings = map[string][]string{}
+			}
+			if len(warnings[app.Name]) < len(app.Objects) {
+				warnings[app.Name] = append(warnings[app.Name], make([]string, len(app.Objects)-len(warnings[app.Name]))...)
+			}
+			warnings[app.Name][oi] = fmt.Sprintf(secretOmitted, g.key)
+		}
+		app.Objects = kept
+	}
+	return warnings
 }
 
 // definitions indexes the CustomResourceDefinitions of a deployment by the kind they define.
@@ -546,6 +583,12 @@ func (g *gitCluster) read(ctx context.Context, header *appctx.Context, placement
 	for _, p := range placements {
 		p.Live, p.LiveAt = make([]appctx.Live, len(p.Resources)), now
 		for i, r := range p.Resources {
+			if g.noSecrets && appctx.IsSecret(r.Kind) {
+				// Not temco's to judge: nothing it committed holds the Secret. Not counted as
+				// not ready either, or hooks waiting for readiness would wait for ever.
+				p.Live[i] = appctx.Live{State: appctx.LiveOmitted, Error: fmt.Sprintf(secretUnseen, g.key)}
+				continue
+			}
 			o, ok := seen[refKey(r.Group, r.Kind, r.Namespace, r.Name)]
 			switch {
 			case err != nil:
@@ -565,6 +608,9 @@ func (g *gitCluster) read(ctx context.Context, header *appctx.Context, placement
 	}
 	return res
 }
+
+// secretUnseen is what a live read shows of a Secret left out of git.
+const secretUnseen = "not committed to git (cluster %s keeps Secrets out of its repository): the cluster's report does not cover it"
 
 func refKey(group, kind, ns, name string) string {
 	return strings.Join([]string{group, kind, ns, name}, "/")

@@ -100,7 +100,7 @@ func apiCmd() *cobra.Command {
 			}
 			defer closeStore()
 			log := newLogger()
-			contexts, err := appctx.New(ctx, st.Database())
+			contexts, err := appctx.New(ctx, st.Database(), appctx.WithKeys(keys))
 			if err != nil {
 				return err
 			}
@@ -201,6 +201,8 @@ func apiCmd() *cobra.Command {
 		"claim holding the caller's roles, dotted when nested (realm_access.roles) [TEMCO_AUTH_ROLES_CLAIM]")
 	cmd.Flags().StringVar(&af.AdminRole, "auth-admin-role", env("TEMCO_AUTH_ADMIN_ROLE", "admin"),
 		"role of administrators; tenants hold \"project:<name>\" roles [TEMCO_AUTH_ADMIN_ROLE]")
+	cmd.Flags().StringVar(&af.ControllerRole, "auth-controller-role", env("TEMCO_AUTH_CONTROLLER_ROLE", "controller"),
+		"role of external intent controllers: they may use the contexts' controller views (/v2/contexts/...) only [TEMCO_AUTH_CONTROLLER_ROLE]")
 	cmd.Flags().StringVar(&temporalUI, "temporal-ui-url", env("TEMCO_TEMPORAL_UI_URL", ""),
 		"the Temporal Web UI's address, for the dashboard's links to workflows [TEMCO_TEMPORAL_UI_URL]")
 	cmd.Flags().StringVar(&workflowHosts, "workflow-hosts-allow", env("TEMCO_WORKFLOW_HOSTS_ALLOW", ""),

@@ -66,7 +66,7 @@ func workerCmd() *cobra.Command {
 				return err
 			}
 			defer closeStore()
-			contexts, err := appctx.New(ctx, st.Database())
+			contexts, err := appctx.New(ctx, st.Database(), appctx.WithKeys(keys))
 			if err != nil {
 				return err
 			}

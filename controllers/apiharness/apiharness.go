@@ -43,11 +43,11 @@ func New(t *testing.T, f *devstack.FerretDB, builtins []controllers.Builtin, kin
 	if err != nil {
 		t.Fatal(err)
 	}
-	contexts, err := appctx.New(context.Background(), db)
+	keys, err := seal.NewKeyring([]string{"test"}, [][]byte{bytes.Repeat([]byte{7}, 32)})
 	if err != nil {
 		t.Fatal(err)
 	}
-	keys, err := seal.NewKeyring([]string{"test"}, [][]byte{bytes.Repeat([]byte{7}, 32)})
+	contexts, err := appctx.New(context.Background(), db, appctx.WithKeys(keys))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -26,9 +26,18 @@ func TestMain(m *testing.M) { testenv.MainWithBackends(m, &backends) }
 // newStore opens a fresh store on the default backend.
 func newStore(t *testing.T) *Store { return newStoreOn(t, backends[0]) }
 
-func newStoreOn(t testing.TB, b *testenv.Backend) *Store {
+func newStoreOn(t testing.TB, b *testenv.Backend, opts ...Option) *Store {
 	t.Helper()
-	ctx := context.Background()
+	s, err := New(context.Background(), newDatabaseOn(t, b), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// newDatabaseOn opens a fresh database on backend b, dropped when the test ends.
+func newDatabaseOn(t testing.TB, b *testenv.Backend) *mongo.Database {
+	t.Helper()
 	client, err := mongo.Connect(options.Client().ApplyURI(b.URI()))
 	if err != nil {
 		t.Fatal(err)
@@ -38,11 +47,7 @@ func newStoreOn(t testing.TB, b *testenv.Backend) *Store {
 		_ = db.Drop(context.Background())
 		_ = client.Disconnect(context.Background())
 	})
-	s, err := New(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return db
 }
 
 // place puts apps a and b (two objects each) on clusters c0..c5, two clusters per batch.

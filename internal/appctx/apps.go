@@ -17,7 +17,11 @@ func (s *Store) PutApps(ctx context.Context, ctxID string, apps []*App) error {
 	docs := make([]any, len(apps))
 	for i, a := range apps {
 		a.ID, a.Context = ctxID+"/"+a.Name, ctxID
-		docs[i] = a
+		stored, err := s.sealApp(ctxID, a)
+		if err != nil {
+			return err
+		}
+		docs[i] = stored
 	}
 	return s.replaceAll(ctx, s.apps, ctxID, docs)
 }
@@ -42,6 +46,9 @@ func (s *Store) rendered(ctx context.Context, ctxID string, names []string) (map
 			err := s.apps.FindOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + name}}).Decode(&a)
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				return nil
+			}
+			if err == nil {
+				err = s.openApp(ctxID, name, &a)
 			}
 			if err != nil {
 				return fmt.Errorf("rendered app %s of context %s: %w", name, ctxID, err)
@@ -69,7 +76,11 @@ func (s *Store) AddApps(ctx context.Context, ctxID string, apps []*App, order []
 	models := make([]mongo.WriteModel, len(apps))
 	for i, a := range apps {
 		a.ID, a.Context = ctxID+"/"+a.Name, ctxID
-		models[i] = mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: a.ID}}).SetReplacement(a).SetUpsert(true)
+		stored, err := s.sealApp(ctxID, a)
+		if err != nil {
+			return err
+		}
+		models[i] = mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: a.ID}}).SetReplacement(stored).SetUpsert(true)
 	}
 	if _, err := s.apps.BulkWrite(ctx, models); err != nil {
 		return fmt.Errorf("store the added apps of context %s: %w", ctxID, err)
@@ -79,7 +90,11 @@ func (s *Store) AddApps(ctx context.Context, ctxID string, apps []*App, order []
 
 // SetVariants records an app's objects rendered for other capabilities, by their key.
 func (s *Store) SetVariants(ctx context.Context, ctxID, app string, variants map[string][]Object) error {
-	_, err := s.apps.UpdateOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + app}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "variants", Value: variants}}}})
+	stored, err := s.sealVariants(ctxID, app, variants)
+	if err != nil {
+		return err
+	}
+	_, err = s.apps.UpdateOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + app}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "variants", Value: stored}}}})
 	return err
 }

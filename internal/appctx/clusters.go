@@ -45,8 +45,7 @@ func (s *Store) clusterDoc(ctx context.Context, ctxID, cluster string) (*cluster
 	if err != nil {
 		return nil, err
 	}
-	d.attach()
-	return &d, nil
+	return &d, s.opened(ctxID, &d)
 }
 
 // clusterDocs reads the documents of the given clusters of a context, several at once.
@@ -64,9 +63,11 @@ func (s *Store) clusterDocs(ctx context.Context, ctxID string, clusters []string
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				return nil
 			}
-			d.attach()
+			if err != nil {
+				return err
+			}
 			docs[i] = &d
-			return err
+			return s.opened(ctxID, &d)
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -98,7 +99,9 @@ func (s *Store) Placements(ctx context.Context, ctxID string, f Filter) ([]*Clus
 			return nil, err
 		}
 		for _, d := range docs {
-			d.attach()
+			if err := s.opened(ctxID, d); err != nil {
+				return nil, err
+			}
 		}
 	}
 	if err := s.list(ctx, ctxID, docs); err != nil {
@@ -172,7 +175,11 @@ func (s *Store) saveClusters(ctx context.Context, ctxID string, by Attempt, live
 func (s *Store) saveCluster(ctx context.Context, ctxID, cluster string, by Attempt, live bool, apps []*ClusterApp) error {
 	id := clusterID(ctxID, cluster)
 	filter := bson.D{{Key: "_id", Value: id}}
-	set := bson.D{{Key: "apps", Value: apps}}
+	stored, err := s.sealPlaced(ctxID, cluster, apps)
+	if err != nil {
+		return err
+	}
+	set := bson.D{{Key: "apps", Value: stored}}
 	if live {
 		set = append(set, bson.E{Key: "live", Value: liveOf(apps)})
 	}

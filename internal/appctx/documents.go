@@ -56,6 +56,9 @@ type Object struct {
 	Ref      `bson:",inline"`
 	Manifest string `bson:"manifest"` // JSON
 	Hash     string `bson:"hash"`     // sha256 of Manifest
+	// Sealed is a Secret's Manifest as stored, sealed (then Manifest and Hash are empty).
+	// The Store opens it as it reads: no caller sees it set.
+	Sealed []byte `bson:"sealed,omitempty" json:"-"`
 }
 
 // App is the rendered content of one app in a context.
@@ -182,4 +185,7 @@ const (
 	LivePresent    = "Present"
 	LiveNotPresent = "NotPresent"
 	LiveUnknown    = "Unknown"
+	// LiveOmitted: temco deployed nothing of the object, by the cluster's choice (a Secret
+	// a GitOps cluster keeps out of git), and cannot see it; readiness does not count it.
+	LiveOmitted = "Omitted"
 )

@@ -45,6 +45,9 @@ type Layer struct {
 	Type       string          `bson:"type"`
 	Edits      []contract.Edit `bson:"-"`
 	Raw        string          `bson:"edits"` // JSON of Edits: manifests and patches are JSON
+	// Sealed is Raw as stored when an edit adds or patches a Secret, sealed (Raw is then
+	// empty); the Store opens it as it reads.
+	Sealed []byte `bson:"sealed,omitempty"`
 }
 
 // ErrStaleAttempt: a layer was recorded by a later attempt of the step's activity than the
@@ -59,10 +62,14 @@ func (s *Store) PutLayer(ctx context.Context, l *Layer) error {
 		return err
 	}
 	l.ID, l.Raw = fmt.Sprintf("%s/step/%d", l.Context, l.Step), string(raw)
+	stored, err := s.sealLayer(l)
+	if err != nil {
+		return err
+	}
 	// A later attempt's layer does not match the filter, so the upsert's insert collides.
 	filter := bson.D{{Key: "_id", Value: l.ID}, {Key: "attempt", Value: bson.D{{Key: "$lte", Value: l.Attempt}}}}
 	err = s.exclusive(ctx, s.edits, l.ID, func(ctx context.Context) error {
-		_, err := s.edits.ReplaceOne(ctx, filter, l, options.Replace().SetUpsert(true))
+		_, err := s.edits.ReplaceOne(ctx, filter, stored, options.Replace().SetUpsert(true))
 		return err
 	})
 	if mongo.IsDuplicateKeyError(err) {
@@ -84,6 +91,9 @@ func (s *Store) Layers(ctx context.Context, ctxID string, step int) ([]*Layer, e
 	all = slices.DeleteFunc(all, func(l *Layer) bool { return step >= 0 && l.Step >= step })
 	slices.SortFunc(all, func(a, b *Layer) int { return a.Step - b.Step })
 	for _, l := range all {
+		if err := s.openLayer(ctxID, l); err != nil {
+			return nil, err
+		}
 		if err := json.Unmarshal([]byte(l.Raw), &l.Edits); err != nil {
 			return nil, fmt.Errorf("edits of step %d of context %s: %w", l.Step, ctxID, err)
 		}
@@ -145,8 +155,16 @@ func (s *Store) Groups(ctx context.Context, ctxID string) (map[string][][]string
 func (s *Store) PutCommitted(ctx context.Context, ctxID string, apps []*App) error {
 	models := make([]mongo.WriteModel, 0, len(apps))
 	for _, a := range apps {
+		objs, err := s.sealObjects(site{ctx: ctxID, app: a.Name}, a.Objects)
+		if err != nil {
+			return err
+		}
+		base, err := s.sealObjects(site{ctx: ctxID, app: a.Name}, a.Base)
+		if err != nil {
+			return err
+		}
 		models = append(models, mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: ctxID + "/" + a.Name}}).
-			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "objects", Value: a.Objects}, {Key: "base", Value: a.Base}}}}))
+			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "objects", Value: objs}, {Key: "base", Value: base}}}}))
 	}
 	if len(models) == 0 {
 		return nil

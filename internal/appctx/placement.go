@@ -29,10 +29,15 @@ func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*Cluste
 	}
 	all := make([]any, 0, len(order))
 	for _, c := range order {
-		if live := liveOf(docs[c].Apps); len(live) > 0 {
-			docs[c].Live = live
+		d := docs[c]
+		if live := liveOf(d.Apps); len(live) > 0 {
+			d.Live = live
 		}
-		all = append(all, docs[c])
+		var err error
+		if d.Apps, err = s.sealPlaced(ctxID, c, d.Apps); err != nil {
+			return err
+		}
+		all = append(all, d)
 	}
 	if err := s.replaceAll(ctx, s.clusters, ctxID, all); err != nil {
 		return fmt.Errorf("store placement: %w", err)

@@ -14,6 +14,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 )
 
@@ -23,13 +24,17 @@ type Store struct {
 	edits, groups                     *mongo.Collection // controllers' layers, placement before controllers
 	drift                             *mongo.Collection // drift checks: per cluster, and each check's summary
 	claims                            *store.Claims
+	keys                              *seal.Keyring // seals Secrets (sealed.go); nil: stored in clear
 }
 
 // New prepares the collections of db.
-func New(ctx context.Context, db *mongo.Database) (*Store, error) {
+func New(ctx context.Context, db *mongo.Database, opts ...Option) (*Store, error) {
 	s := &Store{contexts: db.Collection("contexts"), apps: db.Collection("ctxapps"),
 		clusters: db.Collection("ctxclusters"), batches: db.Collection("ctxbatches"),
 		edits: db.Collection("ctxedits"), groups: db.Collection("ctxgroups"), drift: db.Collection("ctxdrift")}
+	for _, o := range opts {
+		o(s)
+	}
 	var err error
 	if s.claims, err = store.NewClaims(ctx, db); err != nil {
 		return nil, err

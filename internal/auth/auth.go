@@ -30,23 +30,32 @@ type Config struct {
 	PublicKeyFile string // PEM public keys or certificates (several for rotation)
 	RolesClaim    string // claim holding the roles; dotted for nested claims ("realm_access.roles"); default "roles"
 	AdminRole     string // role of administrators; default "admin"
+	// ControllerRole is the role of intent controllers outside temco's process
+	// (contract/remote): they read and edit operations' contexts and nothing else;
+	// default "controller".
+	ControllerRole string
 }
 
 // Principal is an authenticated caller.
 type Principal struct {
-	Subject  string
-	Admin    bool
-	projects map[string]bool
+	Subject    string
+	Admin      bool
+	Controller bool // an external intent controller's: contexts' controller views only
+	projects   map[string]bool
 }
+
+// Tenant reports whether p holds a project role.
+func (p *Principal) Tenant() bool { return len(p.projects) > 0 }
 
 // CanAccessProject reports whether p may read and change project name and everything under it.
 func (p *Principal) CanAccessProject(name string) bool { return p.Admin || p.projects[name] }
 
 // Authenticator verifies bearer tokens.
 type Authenticator struct {
-	verifier   *oidc.IDTokenVerifier
-	rolesClaim []string
-	adminRole  string
+	verifier       *oidc.IDTokenVerifier
+	rolesClaim     []string
+	adminRole      string
+	controllerRole string
 }
 
 // algorithms accepted in token headers: every asymmetric JOSE algorithm (never "none" or HMAC,
@@ -82,9 +91,13 @@ func New(ctx context.Context, cfg Config) (*Authenticator, error) {
 	if admin == "" {
 		admin = "admin"
 	}
+	controller := cfg.ControllerRole
+	if controller == "" {
+		controller = "controller"
+	}
 	return &Authenticator{
 		verifier:   oidc.NewVerifier(cfg.Issuer, keys, &oidc.Config{ClientID: cfg.Audience, SupportedSigningAlgs: algorithms}),
-		rolesClaim: strings.Split(claim, "."), adminRole: admin,
+		rolesClaim: strings.Split(claim, "."), adminRole: admin, controllerRole: controller,
 	}, nil
 }
 
@@ -107,6 +120,8 @@ func (a *Authenticator) Authenticate(ctx context.Context, raw string) (*Principa
 		switch {
 		case role == a.adminRole:
 			p.Admin = true
+		case role == a.controllerRole:
+			p.Controller = true
 		case strings.HasPrefix(role, ProjectRolePrefix) && len(role) > len(ProjectRolePrefix):
 			p.projects[role[len(ProjectRolePrefix):]] = true
 		}

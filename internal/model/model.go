@@ -115,12 +115,23 @@ type ClusterSpec struct {
 // IsGitOps reports whether the cluster is reached through a git repository.
 func (s ClusterSpec) IsGitOps() bool { return s.GitOps.GitOpsType != "" }
 
-// GitOpsSpec is EMCO's gitOps cluster access description, kept for compatibility.
+// GitOpsSpec is EMCO's gitOps cluster access description, kept for compatibility, and
+// temco's choice of what goes to git.
 type GitOpsSpec struct {
 	GitOpsType            string `json:"gitOpsType"`
 	GitOpsReferenceObject string `json:"gitOpsReferenceObject"`
 	GitOpsResourceObject  string `json:"gitOpsResourceObject"`
+	// GitOpsSecrets says what becomes of a deployment's Secrets: GitOpsSecretsCommit (""
+	// too, EMCO's behaviour) commits them in clear like every other object,
+	// GitOpsSecretsOmit leaves them out of git.
+	GitOpsSecrets string `json:"gitOpsSecrets,omitempty"`
 }
+
+// Values of GitOpsSpec.GitOpsSecrets.
+const (
+	GitOpsSecretsCommit = "commit"
+	GitOpsSecretsOmit   = "omit"
+)
 
 // ClusterLabel is the body of CL/labels; it has no metadata.
 type ClusterLabel struct {

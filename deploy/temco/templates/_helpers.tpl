@@ -211,10 +211,26 @@ checksum/secrets: {{ include (print .Template.BasePath "/secrets.yaml") . | sha2
   value: {{ .rolesClaim | quote }}
 - name: TEMCO_AUTH_ADMIN_ROLE
   value: {{ .adminRole | quote }}
+- name: TEMCO_AUTH_CONTROLLER_ROLE
+  value: {{ .controllerRole | quote }}
 {{- end }}
 {{- end }}
 {{- with .Values.api.codecCorsOrigins }}
 - name: TEMCO_CODEC_CORS_ORIGINS
   value: {{ join "," . | quote }}
 {{- end }}
+{{- with .Values.api.workflowHostsAllow }}
+- name: TEMCO_WORKFLOW_HOSTS_ALLOW
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with .Values.api.workflowTaskQueues }}
+- name: TEMCO_WORKFLOW_TASK_QUEUES
+  value: {{ join "," . | quote }}
+{{- end }}
+{{- with .Values.api.caCertOrganizations }}
+- name: TEMCO_CA_CERT_ORGANIZATIONS
+  value: {{ join "," . | quote }}
+{{- end }}
+- name: TEMCO_LIVE_READS_PER_MINUTE
+  value: {{ .Values.api.liveReadsPerMinute | quote }}
 {{- end -}}
