@@ -4,6 +4,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -38,7 +39,12 @@ func invalid(format string, args ...any) error {
 // RenderApps renders every app of the DIG's composite app into the context, with Helm's
 // default capabilities (RenderVariants renders again those whose charts ask, for the
 // clusters whose capabilities differ).
-func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (int, error) {
+func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (n int, err error) {
+	end, err := a.begin(ctx, in.ContextID, "apps")
+	if err != nil {
+		return 0, err
+	}
+	defer func() { err = end(err) }()
 	r, err := a.load(ctx, in)
 	if err != nil {
 		return 0, err
@@ -70,6 +76,32 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 	w.Go(func() error { return a.Contexts.PutApps(wctx, in.ContextID, rendered) })
 	w.Go(func() error { return a.Contexts.Set(wctx, in.ContextID, bson.D{{Key: "apps", Value: order}}) })
 	return len(rendered), w.Wait()
+}
+
+// maxInterruptedRenders is how many attempts of a rendering may die before it is refused:
+// a chart can render more than the worker's memory holds before Helm returns (no cap
+// applies until then), and every retry would kill the worker, and every activity of
+// every tenant on it, again.
+const maxInterruptedRenders = 2
+
+// begin records that a rendering of the context begins, refusing it once earlier
+// attempts died under it maxInterruptedRenders times; end takes the attempt's error and
+// clears the record when it failed (a retry follows, and this attempt did not die).
+func (a *Activities) begin(ctx context.Context, ctxID, what string) (end func(error) error, err error) {
+	interrupted, clear, err := a.Contexts.BeginRender(ctx, ctxID, what)
+	if err != nil {
+		return nil, err
+	}
+	if interrupted >= maxInterruptedRenders {
+		return nil, invalid("rendering the charts was interrupted %d times: the worker died while rendering them, most likely out of memory "+
+			"(a chart that renders more than a worker can hold); fix the chart or its values", interrupted)
+	}
+	return func(err error) error {
+		if err == nil {
+			return nil
+		}
+		return errors.Join(err, clear(context.WithoutCancel(ctx)))
+	}, nil
 }
 
 // renderApp renders one app; what names it in the error.

@@ -30,10 +30,15 @@ const capabilityReads = 16
 // capabilities, and each cluster that has them names it. A cluster whose capabilities
 // cannot be read keeps the app's objects (Helm's default capabilities, as EMCO renders
 // for every cluster).
-func (a *Activities) RenderVariants(ctx context.Context, in lifecycle.ContextRef) error {
+func (a *Activities) RenderVariants(ctx context.Context, in lifecycle.ContextRef) (err error) {
 	if a.Capabilities == nil {
 		return nil
 	}
+	end, err := a.begin(ctx, in.ContextID, "variants")
+	if err != nil {
+		return err
+	}
+	defer func() { err = end(err) }()
 	header, err := a.Contexts.Get(ctx, in.ContextID)
 	if err != nil {
 		return err
