@@ -210,7 +210,9 @@ func TestLongRequestsOutliveTheServerTimeouts(t *testing.T) {
 			return send("POST", "/projects", "application/json", slowly([]byte(`{"metadata":{"name":"p1"}}`)))
 		}},
 	} {
-		if got := tc.code(); got != tc.want {
+		// A request the server gives up on gets no answer, or a refusal when the handler
+		// saw its body cut short first (which comes first depends on the machine's load).
+		if got := tc.code(); got != tc.want && (tc.want != 0 || got < 400) {
 			t.Errorf("%s: answered %d, want %d (0: no answer)", tc.name, got, tc.want)
 		}
 	}

@@ -4,7 +4,6 @@ package render
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -97,10 +96,12 @@ func (a *Activities) begin(ctx context.Context, ctxID, what string) (end func(er
 			"(a chart that renders more than a worker can hold); fix the chart or its values", interrupted)
 	}
 	return func(err error) error {
-		if err == nil {
-			return nil
+		if err != nil {
+			// err is returned as it is: Temporal reads a refusal from its concrete type, and a
+			// record left uncleared only counts this attempt as one that died.
+			_ = clear(context.WithoutCancel(ctx))
 		}
-		return errors.Join(err, clear(context.WithoutCancel(ctx)))
+		return err
 	}, nil
 }
 

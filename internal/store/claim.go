@@ -72,24 +72,31 @@ func (s *Store) exclusiveAt(ctx context.Context, id string, rev int64, write fun
 func (s *Store) claim(ctx context.Context, id string, rev int64) (*claimDoc, error) {
 	var c *claimDoc
 	got, err := s.poll(ctx, func() (bool, error) {
-		c = &claimDoc{ID: crand.Text(), Key: id, At: s.now()}
-		_, err := s.claims.InsertOne(ctx, c)
-		if err == nil {
-			return true, nil
-		}
-		if !mongo.IsDuplicateKeyError(err) {
-			return false, fmt.Errorf("claim %s: %w", id, err)
-		}
-		var held claimDoc
-		err = s.claims.FindOne(ctx, bson.D{{Key: "key", Value: id}}).Decode(&held)
-		switch {
-		case errors.Is(err, mongo.ErrNoDocuments):
-			return false, nil // released meanwhile
-		case err != nil:
-			return false, fmt.Errorf("claim %s: %w", id, err)
-		case s.now().Sub(held.At) >= lease:
-			_, err := s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: held.ID}})
-			return false, err
+		for tookOver := false; ; tookOver = true {
+			c = &claimDoc{ID: crand.Text(), Key: id, At: s.now()}
+			_, err := s.claims.InsertOne(ctx, c)
+			if err == nil {
+				return true, nil
+			}
+			if !mongo.IsDuplicateKeyError(err) {
+				return false, fmt.Errorf("claim %s: %w", id, err)
+			}
+			var held claimDoc
+			err = s.claims.FindOne(ctx, bson.D{{Key: "key", Value: id}}).Decode(&held)
+			switch {
+			case errors.Is(err, mongo.ErrNoDocuments):
+				return false, nil // released meanwhile
+			case err != nil:
+				return false, fmt.Errorf("claim %s: %w", id, err)
+			case s.now().Sub(held.At) >= lease && !tookOver:
+				// A dead holder's: removed, and claimed again at once, not after a pause
+				// (on a slow database the pause could outlast the whole wait).
+				if _, err := s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: held.ID}}); err != nil {
+					return false, err
+				}
+				continue
+			}
+			break
 		}
 		if rev > 0 {
 			cur, err := s.byID(ctx, id, bson.D{{Key: "rev", Value: 1}})
