@@ -71,7 +71,7 @@ func (h handlers) start(c echo.Context, d *store.Doc) error {
 	if err := h.t.checkStart(ctx, spec, scope, false); err != nil { // the rules may have changed since
 		return err
 	}
-	run, err := h.t.start(ctx, spec, scope, scope.Default("", d.Name))
+	run, err := h.t.start(ctx, spec, scope, intentWorkflowID(spec, scope, d))
 	if err != nil {
 		return h.fail(err, "start the workflow of "+d.Name)
 	}

@@ -2,7 +2,6 @@ package workflowmgr
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -106,11 +105,11 @@ type Started struct {
 	WorkflowID, RunID string
 }
 
-// start starts the intent's workflow under scope: through the EMCO workflow client it
-// names, else on temco's Temporal. defaultID is the workflow id when the intent has none.
-func (t *Temporal) start(ctx context.Context, s *Spec, scope Scope, defaultID string) (Started, error) {
+// start starts the intent's workflow, as id (under scope): through the EMCO workflow
+// client it names, else on temco's Temporal.
+func (t *Temporal) start(ctx context.Context, s *Spec, scope Scope, id string) (Started, error) {
 	ts := *s.Temporal
-	ts.StartOptions.ID = scope.ID(cmp.Or(ts.StartOptions.ID, defaultID))
+	ts.StartOptions.ID = id
 	if workflowType(&ts) == lifecycle.WorkflowRelocate {
 		params, err := BindRelocate(ts.Params, scope)
 		if err != nil {
