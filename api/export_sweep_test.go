@@ -5,3 +5,6 @@ package api
 func IsPublicRoute(route string) bool {
 	return isPublic(route)
 }
+
+// TestKubeconfig is crud_test's kubeconfig, for the route sweep's seeded cluster.
+const TestKubeconfig = testKubeconfig

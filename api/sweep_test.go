@@ -206,25 +206,12 @@ func (s *sweepServer) seed(admin, marker string) {
 // seedCluster registers cluster c1 of provider cp with a kubeconfig, as emcoctl does.
 func (s *sweepServer) seedCluster(admin string, metadata map[string]any) {
 	s.t.Helper()
-	const kubeconfig = `apiVersion: v1
-kind: Config
-clusters:
-- name: c1
-  cluster: {server: "https://127.0.0.1:6443", certificate-authority-data: "dGVzdC1jYQ=="}
-users:
-- name: admin
-  user: {client-certificate-data: "dGVzdC1jZXJ0", client-key-data: "dGVzdC1rZXk="}
-contexts:
-- name: c1
-  context: {cluster: c1, user: admin}
-current-context: c1
-`
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	md, _ := json.Marshal(metadata)
 	_ = mw.WriteField("metadata", string(md))
 	fw, _ := mw.CreateFormFile("file", "kubeconfig")
-	_, _ = fw.Write([]byte(kubeconfig))
+	_, _ = fw.Write([]byte(api.TestKubeconfig))
 	_ = mw.Close()
 	req := httptest.NewRequest("POST", "/v2/cluster-providers/cp/clusters", &buf)
 	req.Header.Set(echo.HeaderContentType, mw.FormDataContentType())
