@@ -51,7 +51,8 @@ histories: tools
 ## BENCHN times each (medians are reported); BENCH='Instantiate$' runs the first alone;
 ## then one GitOps commit (30 files) into a repository of 1000 clusters' deployments
 ## and the dashboard's answer for a DIG on 10,000 clusters (api), the cost of dropping
-## undeclared fields (a schema parsed, an object pruned), and of sealing a context's Secrets
+## undeclared fields (a schema parsed, an object pruned), of sealing a context's Secrets,
+## and of rendering a chart in its sandbox (a child process) rather than in the worker
 BENCHN ?= 10
 BENCH ?= Instantiate
 bench: tools
@@ -61,6 +62,7 @@ bench: tools
 	$(GO) test -count=1 -run '^$$' -bench Dashboard -benchtime 10x ./api/
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./internal/kubeschema/
 	$(GO) test -count=1 -run '^$$' -bench SecretsAtRest -benchtime 100x -benchmem ./internal/appctx/
+	$(GO) test -count=1 -run '^$$' -bench Sandbox -benchtime 20x ./activities/render/
 
 ## bench-scale: instantiate and terminate a 3-chart app on CLUSTERS clusters (namespaces of
 ## three local API servers), twice, against a raw parallel server-side apply

@@ -49,7 +49,9 @@ type Deps struct {
 	// sets it from the worker's client when nil.
 	Ops *starter.Starter
 	// Git commits the desired state of clusters reached through GitOps (nil: they fail).
-	Git    *gitops.Writer
+	Git *gitops.Writer
+	// Render runs each chart's rendering in a child process (nil: in the worker's own).
+	Render *render.Sandbox
 	report func(context.Context, string, string, lifecycle.ClusterRetry) error
 }
 
@@ -104,7 +106,7 @@ func Register(w worker.Registry, d Deps) {
 	w.RegisterActivity(&operation.Holds{Ops: d.Ops})
 	w.RegisterActivity(&driftchecks.Activities{Store: d.Store, Contexts: d.Contexts})
 	w.RegisterActivity(&relocations.Activities{Store: d.Store, Contexts: d.Contexts, Ops: d.Ops})
-	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts, Capabilities: clients.Capabilities})
+	w.RegisterActivity(&render.Activities{Store: d.Store, Contexts: d.Contexts, Capabilities: clients.Capabilities, Sandbox: d.Render})
 	w.RegisterActivity(&previews.Activities{Store: d.Store, Contexts: d.Contexts, Builtin: d.Controllers})
 	w.RegisterActivity(&placement.Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
 		FanOut: controllers.FanOuts(d.Controllers)})

@@ -4,6 +4,7 @@ package render
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"runtime"
 	"sort"
@@ -28,6 +29,8 @@ type Activities struct {
 	// Capabilities reads a cluster's capabilities, for the context whose header is given
 	// (its credentials); nil: every chart renders with Helm's defaults.
 	Capabilities func(ctx context.Context, cluster string, header *appctx.Context) (capabilities.Capabilities, error)
+	// Sandbox renders each chart in a child process (nil: in this one, for tests).
+	Sandbox *Sandbox
 }
 
 // invalid is a permanent failure caused by what the user configured.
@@ -38,12 +41,7 @@ func invalid(format string, args ...any) error {
 // RenderApps renders every app of the DIG's composite app into the context, with Helm's
 // default capabilities (RenderVariants renders again those whose charts ask, for the
 // clusters whose capabilities differ).
-func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (n int, err error) {
-	end, err := a.begin(ctx, in.ContextID, "apps")
-	if err != nil {
-		return 0, err
-	}
-	defer func() { err = end(err) }()
+func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (int, error) {
 	r, err := a.load(ctx, in)
 	if err != nil {
 		return 0, err
@@ -55,7 +53,7 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (n
 	wg.SetLimit(runtime.GOMAXPROCS(0))
 	for i, doc := range r.apps {
 		wg.Go(func() error {
-			out, err := renderApp(ctx, r.input(doc, nil), fmt.Sprintf("app %q", doc.Name))
+			out, err := a.renderApp(ctx, r.input(doc, nil), fmt.Sprintf("app %q", doc.Name))
 			errs[i] = err
 			rendered[i] = &appctx.App{Name: doc.Name, Deps: r.deps[doc.ID], Objects: out.objects, Capabilities: out.readsCapabilities}
 			return nil
@@ -77,37 +75,15 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (n
 	return len(rendered), w.Wait()
 }
 
-// maxInterruptedRenders is how many attempts of a rendering may die before it is refused:
-// a chart can render more than the worker's memory holds before Helm returns (no cap
-// applies until then), and every retry would kill the worker, and every activity of
-// every tenant on it, again.
-const maxInterruptedRenders = 2
-
-// begin records that a rendering of the context begins, refusing it once earlier
-// attempts died under it maxInterruptedRenders times; end takes the attempt's error and
-// clears the record when it failed (a retry follows, and this attempt did not die).
-func (a *Activities) begin(ctx context.Context, ctxID, what string) (end func(error) error, err error) {
-	interrupted, clear, err := a.Contexts.BeginRender(ctx, ctxID, what)
-	if err != nil {
-		return nil, err
+// renderApp renders one app, in the sandbox when there is one; what names it in the error.
+func (a *Activities) renderApp(ctx context.Context, in chartInput, what string) (rendering, error) {
+	var out rendering
+	var err error
+	if a.Sandbox != nil {
+		out, err = a.Sandbox.render(ctx, in, renderTimeout)
+	} else {
+		out, err = render(ctx, in)
 	}
-	if interrupted >= maxInterruptedRenders {
-		return nil, invalid("rendering the charts was interrupted %d times: the worker died while rendering them, most likely out of memory "+
-			"(a chart that renders more than a worker can hold); fix the chart or its values", interrupted)
-	}
-	return func(err error) error {
-		if err != nil {
-			// err is returned as it is: Temporal reads a refusal from its concrete type, and a
-			// record left uncleared only counts this attempt as one that died.
-			_ = clear(context.WithoutCancel(ctx))
-		}
-		return err
-	}, nil
-}
-
-// renderApp renders one app; what names it in the error.
-func renderApp(ctx context.Context, in chartInput, what string) (rendering, error) {
-	out, err := render(ctx, in)
 	return out, renderFailure(ctx, what, err)
 }
 
@@ -119,6 +95,8 @@ func renderFailure(ctx context.Context, what string, err error) error {
 		return nil
 	case ctx.Err() != nil:
 		return ctx.Err()
+	case errors.As(err, new(sandboxFault)):
+		return fmt.Errorf("%s: %w", what, err) // retried: not the chart's fault
 	}
 	return invalid("%s: %v", what, err)
 }

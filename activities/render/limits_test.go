@@ -32,7 +32,7 @@ func requireRefused(t *testing.T, err error, want string) {
 // renderBig renders app "big" from templates, with overrides.
 func renderBig(templates map[string]string, overrides map[string]string) error {
 	in := chartInput{app: "big", archive: testenv.Chart("big", "", templates), overrides: overrides, release: "r", namespace: "default"}
-	_, err := renderApp(context.Background(), in, `app "big"`)
+	_, err := (&Activities{}).renderApp(context.Background(), in, `app "big"`)
 	return err
 }
 
@@ -93,7 +93,7 @@ func TestAChartRendersWithinTheTimeout(t *testing.T) {
 func TestACancelledRenderingIsNotARefusal(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	_, err := renderApp(ctx, chartInput{app: "web", archive: webChart, release: "r"}, `app "web"`)
+	_, err := (&Activities{}).renderApp(ctx, chartInput{app: "web", archive: webChart, release: "r"}, `app "web"`)
 	if !errors.Is(err, context.Canceled) {
 		t.Errorf("error %v, want the context's", err)
 	}

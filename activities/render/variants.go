@@ -30,15 +30,10 @@ const capabilityReads = 16
 // capabilities, and each cluster that has them names it. A cluster whose capabilities
 // cannot be read keeps the app's objects (Helm's default capabilities, as EMCO renders
 // for every cluster).
-func (a *Activities) RenderVariants(ctx context.Context, in lifecycle.ContextRef) (err error) {
+func (a *Activities) RenderVariants(ctx context.Context, in lifecycle.ContextRef) error {
 	if a.Capabilities == nil {
 		return nil
 	}
-	end, err := a.begin(ctx, in.ContextID, "variants")
-	if err != nil {
-		return err
-	}
-	defer func() { err = end(err) }()
 	header, err := a.Contexts.Get(ctx, in.ContextID)
 	if err != nil {
 		return err
@@ -154,7 +149,7 @@ func (a *Activities) variants(ctx context.Context, in lifecycle.ContextRef, head
 			if !slices.Contains(reading, doc.Name) {
 				continue
 			}
-			out, err := renderApp(ctx, r.input(doc, &c.caps), fmt.Sprintf("app %q, rendered for Kubernetes %s and its APIs", doc.Name, c.caps.KubeVersion))
+			out, err := a.renderApp(ctx, r.input(doc, &c.caps), fmt.Sprintf("app %q, rendered for Kubernetes %s and its APIs", doc.Name, c.caps.KubeVersion))
 			if err != nil {
 				return nil, err
 			}

@@ -12,9 +12,12 @@ import (
 	"syscall"
 
 	"github.com/spf13/cobra"
+
+	"github.com/temco/temco/activities/render"
 )
 
 func main() {
+	render.ChildMain() // a chart's rendering in its sandbox: a child of the worker (activities/render)
 	root := &cobra.Command{
 		Use:           "temco",
 		Short:         "EMCO multi-cluster orchestrator on Temporal",

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/internal/appctx"
@@ -49,7 +50,7 @@ func (f *temporalFlags) bind(cmd *cobra.Command) {
 func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
-	var perBatch int
+	var perBatch, renderMemory int
 	var metricsAddr, gitCache, gacURLAllow string
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -57,6 +58,9 @@ func workerCmd() *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			ctx := cmd.Context()
 			log := newLogger()
+			if renderMemory < 256 {
+				return fmt.Errorf("--render-memory: %d MiB is too little for a rendering (at least 256)", renderMemory)
+			}
 			gacHosts, err := egress.Parse(gacURLAllow)
 			if err != nil {
 				return fmt.Errorf("--gac-url-allow: %w", err)
@@ -97,7 +101,7 @@ func workerCmd() *cobra.Command {
 			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
 				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
-				Git: &gitops.Writer{Dir: gitDir}})
+				Git: &gitops.Writer{Dir: gitDir}, Render: &render.Sandbox{Memory: int64(renderMemory) << 20}})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)
@@ -113,6 +117,8 @@ func workerCmd() *cobra.Command {
 		"directory of this worker's clones of GitOps repositories, not shared with another worker; empty: a temporary one [TEMCO_GIT_CACHE]")
 	cmd.Flags().StringVar(&gacURLAllow, "gac-url-allow", env("TEMCO_GAC_URL_ALLOW", ""),
 		"hosts (host, any port, or host:port; comma-separated) from which gac may fetch $(URL)$ patch values; none by default, and temco's own kv-pairs route needs none [TEMCO_GAC_URL_ALLOW]")
+	cmd.Flags().IntVar(&renderMemory, "render-memory", envInt("TEMCO_RENDER_MEMORY", render.DefaultSandboxMemory>>20),
+		"MiB of memory one chart's rendering may take (each renders in a child process; one per core at once) [TEMCO_RENDER_MEMORY]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),
 		"clusters per fan-out batch (child workflow); 0 for the default [TEMCO_CLUSTERS_PER_BATCH]")
 	return cmd

@@ -324,36 +324,3 @@ func TestASupersededAttemptSavesNoStatuses(t *testing.T) {
 		t.Fatal(err)
 	}
 }
-
-// A rendering whose attempts begin and never end (the worker died under them) is counted,
-// per rendering; one that ends resets the count.
-func TestBeginRenderCountsInterruptedAttempts(t *testing.T) {
-	s := newStore(t)
-	ctx := context.Background()
-	if err := s.Create(ctx, &Context{ID: "r1"}); err != nil {
-		t.Fatal(err)
-	}
-	for want := 0; want < 3; want++ { // three attempts killed
-		n, _, err := s.BeginRender(ctx, "r1", "apps")
-		if err != nil || n != want {
-			t.Fatalf("attempt %d: %d interrupted, %v", want+1, n, err)
-		}
-	}
-	n, end, err := s.BeginRender(ctx, "r1", "variants")
-	if err != nil || n != 0 {
-		t.Fatalf("another rendering: %d interrupted, %v", n, err)
-	}
-	if err := end(ctx); err != nil {
-		t.Fatal(err)
-	}
-	n, end, err = s.BeginRender(ctx, "r1", "apps")
-	if err != nil || n != 3 {
-		t.Fatalf("fourth attempt: %d interrupted, %v", n, err)
-	}
-	if err := end(ctx); err != nil {
-		t.Fatal(err)
-	}
-	if n, _, _ := s.BeginRender(ctx, "r1", "apps"); n != 0 {
-		t.Errorf("after an attempt that ended: %d interrupted", n)
-	}
-}

@@ -30,11 +30,8 @@ type Context struct {
 	Hooks []lifecycle.HookRun `bson:"hooks,omitempty"`
 	// Rollout is where the operation's staged rollout stands, as it last recorded it.
 	Rollout *lifecycle.RolloutStatus `bson:"rollout,omitempty"`
-	// Rendering counts, by rendering ("apps", "variants"), the attempts that began and did
-	// not end (BeginRender): a worker killed while rendering leaves one behind.
-	Rendering map[string]int `bson:"rendering,omitempty"`
-	Created   time.Time      `bson:"created"`
-	Updated   time.Time      `bson:"updated"`
+	Created time.Time                `bson:"created"`
+	Updated time.Time                `bson:"updated"`
 }
 
 // Ref identifies a Kubernetes object.

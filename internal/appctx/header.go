@@ -46,26 +46,6 @@ func (s *Store) Set(ctx context.Context, id string, fields bson.D) error {
 	})
 }
 
-// BeginRender records that an attempt of a rendering (what: "apps", "variants") of the
-// context begins, and returns how many earlier attempts began and never ended — the
-// worker died under them, most likely out of memory in a chart — and the end to call
-// when this attempt fails (one that succeeds is not attempted again).
-func (s *Store) BeginRender(ctx context.Context, id, what string) (interrupted int, end func(context.Context) error, err error) {
-	key := "rendering." + what
-	var before Context
-	err = s.exclusive(ctx, s.contexts, id, func(ctx context.Context) error {
-		// No projection: FerretDB's findAndModify takes none.
-		return s.contexts.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$inc", Value: bson.D{{Key: key, Value: 1}}}}).Decode(&before)
-	})
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return 0, nil, fmt.Errorf("%w: %s", ErrNotFound, id)
-	}
-	if err != nil {
-		return 0, nil, err
-	}
-	return before.Rendering[what], func(ctx context.Context) error { return s.Set(ctx, id, bson.D{{Key: key, Value: 0}}) }, nil
-}
-
 // SetStatus sets the context status (and its error message, cleared when empty).
 func (s *Store) SetStatus(ctx context.Context, id, status, errMsg string) error {
 	return s.Set(ctx, id, bson.D{{Key: "status", Value: status}, {Key: "error", Value: errMsg}})

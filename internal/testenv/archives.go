@@ -4,6 +4,10 @@ import (
 	"archive/tar"
 	"bytes"
 	"compress/gzip"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -52,6 +56,28 @@ func Chart(name string, values string, templates map[string]string) []byte {
 		files[name+"/templates/"+f] = t
 	}
 	return TarGz(files)
+}
+
+// PackChart packs the chart folder dir as an app's archive: a .tgz holding the chart in a
+// folder named app, as `tar -czf app.tgz app` would.
+func PackChart(dir, app string) ([]byte, error) {
+	files := map[string]string{}
+	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, err := filepath.Rel(dir, p)
+		if err != nil {
+			return err
+		}
+		data, err := os.ReadFile(p)
+		files[app+"/"+filepath.ToSlash(rel)] = string(data)
+		return err
+	})
+	if err == nil && files[app+"/Chart.yaml"] == "" {
+		err = fmt.Errorf("no chart in %s", dir)
+	}
+	return TarGz(files), err
 }
 
 // Profile packs an app profile holding override values.

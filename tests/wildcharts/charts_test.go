@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -135,7 +134,7 @@ func TestWildCharts(t *testing.T) {
 func runChart(t *testing.T, ch wildChart) {
 	c := &client{t: t}
 	cl := stack.Clusters[ch.cluster-1]
-	archive, err := packChart(filepath.Join(chartsD, ch.folder()), ch.name)
+	archive, err := testenv.PackChart(filepath.Join(chartsD, ch.folder()), ch.name)
 	if err != nil {
 		t.Fatalf("%v (built by `make tools`)", err)
 	}
@@ -358,28 +357,6 @@ func managedBy(u *unstructured.Unstructured, manager string) bool {
 		}
 	}
 	return false
-}
-
-// packChart packs the chart folder dir as an app's archive: a .tgz holding the chart in a
-// folder named app, as `tar -czf app.tgz app` would.
-func packChart(dir, app string) ([]byte, error) {
-	files := map[string]string{}
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		rel, err := filepath.Rel(dir, p)
-		if err != nil {
-			return err
-		}
-		data, err := os.ReadFile(p)
-		files[app+"/"+filepath.ToSlash(rel)] = string(data)
-		return err
-	})
-	if err == nil && files[app+"/Chart.yaml"] == "" {
-		err = fmt.Errorf("no chart in %s", dir)
-	}
-	return testenv.TarGz(files), err
 }
 
 // listedCharts reads the names tools/charts/charts.txt lists.
