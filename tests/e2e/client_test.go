@@ -263,13 +263,14 @@ type status struct {
 			Cluster     string `json:"cluster"`
 			ReadyStatus string `json:"readyStatus"` // connectivity, in the legacy modes
 			Resources   []struct {
-				GVK           struct{ Kind string } `json:"GVK"`
-				Name          string                `json:"name"`
-				RsyncStatus   string                `json:"rsyncStatus"`
-				ClusterStatus string                `json:"clusterStatus"`
-				Attempts      int                   `json:"attempts"`
-				Error         string                `json:"error"`
-				Warning       string                `json:"warning"`
+				GVK            struct{ Kind string } `json:"GVK"`
+				Name           string                `json:"name"`
+				RsyncStatus    string                `json:"rsyncStatus"`
+				ClusterStatus  string                `json:"clusterStatus"`
+				DeployedStatus string                `json:"deployedStatus"` // status=deployed
+				Attempts       int                   `json:"attempts"`
+				Error          string                `json:"error"`
+				Warning        string                `json:"warning"`
 			} `json:"resources"`
 		} `json:"clusters"`
 	} `json:"apps"`
