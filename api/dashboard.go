@@ -145,9 +145,9 @@ type dashboardObject struct {
 func (s *Server) registerDashboard(g *echo.Group) {
 	s.route(g, opDoc{method: http.MethodGet, path: routeDIG + "/dashboard", summary: "A DIG's dashboard screen: state, operation, one page of its clusters",
 		description: "temco's own. Filters: cluster (substring of provider+cluster), label, state; live=true reads the page's clusters first.",
-		code:        http.StatusOK, response: typeOf[dashboardView](), query: dashboardQueryParams}, s.dashboard)
+		code:        http.StatusOK, response: typeOf[dashboardView](), query: dashboardQueryParams, liveReads: true}, s.dashboard)
 	s.route(g, opDoc{method: http.MethodGet, path: routeDIG + "/dashboard/clusters/:clusterProvider/:cluster/apps/:app",
-		summary: "The objects of one app on one cluster, read live", code: http.StatusOK, response: typeOf[dashboardObjects]()}, s.dashboardObjects)
+		summary: "The objects of one app on one cluster, read live", code: http.StatusOK, response: typeOf[dashboardObjects](), liveReads: true}, s.dashboardObjects)
 }
 
 func parseDashboardQuery(c echo.Context) (dashboardQuery, error) {

@@ -47,14 +47,14 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 		s.route(g, op(t.route+"/update", "Apply the changes of "+t.what+" as a new revision"), s.operate(t.target, lifecycle.OpUpdate))
 		s.route(g, op(t.route+"/stop", "Stop the running operation of "+t.what), s.stop(t.target))
 		s.route(g, opDoc{method: http.MethodGet, path: t.route + "/status", summary: "Status of " + t.what, code: http.StatusOK,
-			response: typeOf[statusResult](), query: statusQueryParams}, s.status(t.target))
+			response: typeOf[statusResult](), query: statusQueryParams, liveReads: true}, s.status(t.target))
 	}
 	// A cluster's network intents (ncm): apply is their instantiate, and there is no update.
 	s.route(g, op(routeCluster+"/apply", "Apply a cluster's networks and provider networks"), s.operate(clusterNetRef, lifecycle.OpInstantiate))
 	s.route(g, op(routeCluster+"/terminate", "Remove a cluster's networks from it"), s.operate(clusterNetRef, lifecycle.OpTerminate))
 	s.route(g, op(routeCluster+"/stop", "Stop the running apply or terminate of a cluster's networks"), s.stop(clusterNetRef))
 	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/status", summary: "Status of a cluster's network intents", code: http.StatusOK,
-		response: typeOf[statusResult](), query: statusQueryParams}, s.status(clusterNetRef))
+		response: typeOf[statusResult](), query: statusQueryParams, liveReads: true}, s.status(clusterNetRef))
 	// A CA certificate intent's enrolment and distribution (ca-certs), each a lifecycle.
 	for _, owner := range []struct{ route, what string }{
 		{"/cluster-providers/:clusterProvider/ca-certs/:caCert", "a cluster provider's CA certificate intent"},
@@ -67,7 +67,7 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 			s.route(g, op(route+"/update", "Apply the changes of "+what+" as a new revision"), s.operate(ref, lifecycle.OpUpdate))
 			s.route(g, op(route+"/stop", "Stop the running operation of "+what), s.stop(ref))
 			s.route(g, opDoc{method: http.MethodGet, path: route + "/status", summary: "Status of " + what, code: http.StatusOK,
-				response: typeOf[statusResult](), query: statusQueryParams}, s.status(ref))
+				response: typeOf[statusResult](), query: statusQueryParams, liveReads: true}, s.status(ref))
 		}
 	}
 	rollback := op(routeDIG+"/rollback", "Return a DIG to a stored revision (as a new revision)")

@@ -29,6 +29,7 @@ type opDoc struct {
 	response     reflect.Type // success body (nil: none)
 	query        []string     // query parameters
 	pages        bool         // a list answering pages (page.go)
+	liveReads    bool         // may read clusters live, within the caller's rate (livereads.go)
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -138,6 +139,12 @@ func responses(d opDoc) map[string]any {
 		"401": errResp("authentication required, or the token is invalid or expired"),
 		"403": errResp("the token's roles do not grant this"),
 		"503": errResp("MongoDB or Temporal did not answer; retry after the Retry-After seconds"),
+	}
+	if d.liveReads {
+		tooMany := errResp("the caller's live reads of clusters are spent (status=ready, live=true): retry after the Retry-After seconds, or read the stored state")
+		tooMany["headers"] = map[string]any{"Retry-After": map[string]any{"description": "seconds until a live read is allowed again",
+			"schema": map[string]any{"type": "integer"}}}
+		out["429"] = tooMany
 	}
 	if d.body != nil || d.multipart {
 		out["413"] = errResp("request body too large")

@@ -50,4 +50,13 @@ func TestOpenAPIDocumentMatchesTheRouter(t *testing.T) {
 		t.Errorf("only %d routes: the comparison looked at the wrong router", len(routed))
 	}
 	t.Logf("%d routes, all documented", len(routed))
+	// A route that may read clusters live says it may be refused for the caller's rate.
+	status := doc.Paths.Find("/v2/projects/{project}/composite-apps/{compositeApp}/{version}/deployment-intent-groups/{deploymentIntentGroup}/status")
+	if status == nil || status.Get == nil || status.Get.Responses.Status(429) == nil ||
+		status.Get.Responses.Status(429).Value.Headers["Retry-After"] == nil {
+		t.Error("a DIG's status does not document 429 with Retry-After")
+	}
+	if get := doc.Paths.Find("/v2/projects/{project}"); get == nil || get.Get.Responses.Status(429) != nil {
+		t.Error("a project's read documents 429: it never reads a cluster")
+	}
 }

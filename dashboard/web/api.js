@@ -20,10 +20,12 @@ export const token = {
 // ApiError is a failed call: status is the HTTP status (0 when the API did not answer) and
 // message the API's {"message"} when it sent one.
 export class ApiError extends Error {
-  constructor(status, message) {
+  // retryAfter: the seconds a refusal for the caller's rate (429) says to wait, or 0.
+  constructor(status, message, retryAfter = 0) {
     super(message);
     this.name = 'ApiError';
     this.status = status;
+    this.retryAfter = retryAfter;
   }
 }
 
@@ -62,7 +64,7 @@ export async function call(method, path, { body, signal } = {}) {
       token.clear();
       unauthorized(msg, Boolean(t));
     }
-    throw new ApiError(res.status, msg);
+    throw new ApiError(res.status, msg, Number(res.headers.get('Retry-After')) || 0);
   }
   return data;
 }

@@ -36,6 +36,7 @@ export function digView(r, ctx) {
   const base = digPath(r);
   let q = readQuery(r.query);
   let live = false; // the first answer is the stored state; later polls read the clusters live
+  let liveAfter = 0; // the caller's live reads are spent until then (a 429's Retry-After)
   let gen = 0; // bumped when the filters change, so an answer to older filters is dropped
   let last = null; // the last answer (the rollback dialog proposes the previous revision)
 
@@ -147,8 +148,19 @@ export function digView(r, ctx) {
     const mine = gen;
     const p = new URLSearchParams({ offset: String(q.offset), limit: String(LIMIT) });
     for (const k of ['cluster', 'label', 'state']) if (q[k]) p.set(k, q[k]);
-    if (live) p.set('live', 'true');
-    const d = await get(`${base}/dashboard?${p}`, { signal });
+    const reading = live && Date.now() >= liveAfter;
+    if (reading) p.set('live', 'true');
+    let d;
+    try {
+      d = await get(`${base}/dashboard?${p}`, { signal });
+    } catch (e) {
+      if (!reading || e?.status !== 429) throw e;
+      // Live reads spent (this caller's, across its tabs): the stored state until the API
+      // says, with why in the summary, rather than an error on every poll.
+      liveAfter = Date.now() + 1000 * (e.retryAfter || 10);
+      p.delete('live');
+      d = { ...(await get(`${base}/dashboard?${p}`, { signal })), liveError: e.message };
+    }
     if (mine !== gen) return; // the filters changed meanwhile: the next load renders
     live = true;
     last = d || {};
@@ -162,7 +174,7 @@ export function digView(r, ctx) {
       ['Context status', d.contextStatus ?? ''],
       ['Instance', d.instance ?? ''],
       ['Error', d.error || undefined, { class: 'error', 'data-testid': 'dig-error' }],
-      ['Live read', d.liveError || undefined, { class: 'warn' }],
+      ['Live read', d.liveError || undefined, { class: 'warn', 'data-testid': 'live-error' }],
     ], { class: 'kv summary' }));
     replace(operationBox, operation(d.operation));
     replace(rolloutBox, rollout(d.rollout));

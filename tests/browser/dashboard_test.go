@@ -315,6 +315,59 @@ func TestStatusViews(t *testing.T) {
 	p.shot("cluster-network")
 }
 
+// A caller that spent its live reads (another tab, a script from the same address) still
+// sees its DIG: the page shows the stored state and why in the summary, not an error at
+// every poll, and reads the clusters live again once the API allows.
+func TestSpentLiveReadsShowTheStoredState(t *testing.T) {
+	cluster := devCluster.name
+	f := newProject(t, "br-live", cluster)
+	f.deploy(cluster)
+	must(t, 202, "POST", f.dig()+"/approve", nil)
+	must(t, 202, "POST", f.dig()+"/instantiate", nil)
+	f.eventually("the DIG instantiated", 3*time.Minute, func() error {
+		if s := f.status(); s.Status != "Instantiated" {
+			return fmt.Errorf("status %q", s.Status)
+		}
+		return nil
+	})
+	p := newPage(t)
+	p.open(f.digRoute())
+	p.oneH1()
+	p.waitText(digState, "Instantiated", time.Minute)
+
+	liveError := `[data-testid=live-error]`
+	stop, spent := make(chan struct{}), make(chan int)
+	go func() { // the same address as the browser's: one caller
+		n := 0
+		for {
+			select {
+			case <-stop:
+				spent <- n
+				return
+			case <-time.After(50 * time.Millisecond):
+			}
+			if code, _, _ := call("GET", f.dig()+"/status?status=ready&output=summary", nil); code == 429 {
+				n++
+			}
+		}
+	}()
+	p.waitUntil("the summary saying the live reads are spent", time.Minute, func() (bool, string, error) {
+		s, err := eval[string](p, fmt.Sprintf(`document.querySelector(%q)?.textContent ?? "<absent>"`, liveError))
+		return strings.Contains(s, "too many live reads"), s, err
+	})
+	if s, _ := eval[string](p, fmt.Sprintf(`document.querySelector(%q)?.textContent ?? ""`, message)); strings.TrimSpace(s) != "" {
+		t.Errorf("the page shows an error %q: want the stored state, the refusal in the summary", s)
+	}
+	p.waitText(digState, "Instantiated", time.Minute)
+	p.shot("live-reads-spent")
+	close(stop)
+	if n := <-spent; n == 0 {
+		t.Fatal("the other client was never refused: the live reads were not spent")
+	}
+	p.waitGone(liveError, time.Minute)
+	p.noError()
+}
+
 // Authentication: the dev stack runs without it, so the token form (form#token-form,
 // button#sign-out) is exercised by TestAuthenticatedDashboard (auth_test.go), which starts
 // a `temco api` of its own with authentication on. TestInstantiateFromThePageUntilReady
