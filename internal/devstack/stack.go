@@ -295,6 +295,9 @@ func (s *Stack) MetricsPort() int { return s.cfg.MetricsPort }
 // DataDir is where the stack keeps its state and logs.
 func (s *Stack) DataDir() string { return s.cfg.DataDir }
 
+// APIPort is the port of temco api.
+func (s *Stack) APIPort() int { return s.cfg.APIPort }
+
 func (s *Stack) namespace() string {
 	if s.cfg.Namespace == "" {
 		return "default"

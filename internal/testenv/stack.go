@@ -44,10 +44,32 @@ func StartStack(name string, cfg devstack.Config) (*Stack, error) {
 	if err := build.Run(); err != nil {
 		return fail(fmt.Errorf("build temco: %w", err))
 	}
-	cfg.BinDir, cfg.DataDir, cfg.Out = filepath.Join(root, ".bin"), filepath.Join(tmp, "data"), os.Stdout
+	cfg.BinDir, cfg.Out = filepath.Join(root, ".bin"), os.Stdout
+	// A second try, on other ports, when the first fails: the ports are free when chosen,
+	// but the stacks of test packages run at once, and any outgoing connection may take
+	// one of the ephemeral range before its server binds it.
+	start := time.Now()
+	for try := 1; ; try++ {
+		cfg.DataDir = filepath.Join(tmp, "data"+strconv.Itoa(try))
+		if s.Stack, err = startOnFreePorts(cfg); err == nil {
+			break
+		}
+		if try == 2 {
+			return nil, fmt.Errorf("start the stack: %w (logs under %s)", err, cfg.DataDir)
+		}
+		fmt.Printf("%s: start the stack: %v (logs under %s); starting it again on other ports\n", name, err, cfg.DataDir)
+	}
+	fmt.Printf("%s: stack up in %s\n", name, time.Since(start).Round(time.Millisecond))
+	s.API = "http://127.0.0.1:" + strconv.Itoa(s.Stack.APIPort()) + "/v2"
+	return s, nil
+}
+
+// startOnFreePorts starts devstack on ports free at the time.
+func startOnFreePorts(cfg devstack.Config) (*devstack.Stack, error) {
+	var err error
 	for _, p := range []*int{&cfg.TemporalPort, &cfg.UIPort, &cfg.MongoPort, &cfg.APIPort, &cfg.PostgresPort, &cfg.MetricsPort} {
 		if *p, err = devstack.FreePort(); err != nil {
-			return fail(err)
+			return nil, err
 		}
 	}
 	clusters := cfg.Clusters
@@ -55,17 +77,11 @@ func StartStack(name string, cfg devstack.Config) (*Stack, error) {
 		clusters++
 	}
 	if cfg.ClusterBasePort, err = devstack.FreeClusterBase(clusters); err != nil {
-		return fail(err)
+		return nil, err
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	start := time.Now()
-	if s.Stack, err = devstack.Start(ctx, cfg); err != nil {
-		return nil, fmt.Errorf("start the stack: %w (logs under %s)", err, cfg.DataDir)
-	}
-	fmt.Printf("%s: stack up in %s\n", name, time.Since(start).Round(time.Millisecond))
-	s.API = "http://127.0.0.1:" + strconv.Itoa(cfg.APIPort) + "/v2"
-	return s, nil
+	return devstack.Start(ctx, cfg)
 }
 
 // Stop stops the stack and removes its files; after failed tests it first copies the

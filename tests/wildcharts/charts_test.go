@@ -166,7 +166,7 @@ func runChart(t *testing.T, ch wildChart) {
 	// Bounded by more than the patience an object of a kind not yet served gets (2 min).
 	s := await(t, c, dig, "the instantiate to end", 4*time.Minute, func(s status) bool {
 		return s.DeployedStatus == lifecycle.StatusInstantiated || s.DeployedStatus == lifecycle.StatusInstantiateFailed
-	})
+	}, nil)
 	r := result{chart: ch.name, instantiate: time.Since(start)}
 	objs := s.resources()
 	r.objects = len(objs)
@@ -228,7 +228,7 @@ func runChart(t *testing.T, ch wildChart) {
 		done = true
 		ts := await(t, c, dig, "the terminate to end", 3*time.Minute, func(s status) bool {
 			return s.DeployedStatus == lifecycle.StatusTerminated || s.DeployedStatus == lifecycle.StatusTerminateFailed
-		})
+		}, func() []string { return lingering(t, cl, applied) })
 		r.terminate = time.Since(start)
 		if ts.DeployedStatus != lifecycle.StatusTerminated {
 			t.Errorf("terminate ended %s: %s %v", ts.DeployedStatus, ts.Error, failedErrors(ts.resources()))
@@ -238,6 +238,42 @@ func runChart(t *testing.T, ch wildChart) {
 	resultsMu.Lock()
 	results = append(results, r)
 	resultsMu.Unlock()
+}
+
+// lingering describes the objects of objs still on the cluster, with what their deletion
+// waits for (finalizers; a CRD's conditions): why a terminate has not ended.
+func lingering(t *testing.T, cl *devstack.Cluster, objs []resource) []string {
+	t.Helper()
+	dc, err := cl.Dynamic()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	cs, err := cl.Clientset()
+	if err != nil {
+		return []string{err.Error()}
+	}
+	mapper := restmapper.NewDeferredDiscoveryRESTMapper(memory.NewMemCacheClient(cs.Discovery()))
+	var out []string
+	for _, o := range objs {
+		m, err := mapper.RESTMapping(schema.GroupKind{Group: o.GVK.Group, Kind: o.GVK.Kind}, o.GVK.Version)
+		if err != nil {
+			continue
+		}
+		var ri dynamic.ResourceInterface = dc.Resource(m.Resource)
+		if m.Scope.Name() == "namespace" {
+			ri = dc.Resource(m.Resource).Namespace(o.Namespace)
+		}
+		got, err := ri.Get(context.Background(), o.Name, metav1.GetOptions{})
+		switch {
+		case apierrors.IsNotFound(err):
+		case err != nil:
+			out = append(out, fmt.Sprintf("%s: %v", o, err))
+		default:
+			conds, _, _ := unstructured.NestedSlice(got.Object, "status", "conditions")
+			out = append(out, fmt.Sprintf("%s: deletion %v, finalizers %v, conditions %v", o, got.GetDeletionTimestamp(), got.GetFinalizers(), conds))
+		}
+	}
+	return out
 }
 
 // terminateQuietly terminates the DIG if it is instantiated and waits (a while) for it.
@@ -256,7 +292,8 @@ func terminateQuietly(dig string) {
 }
 
 // await polls the DIG's status until cond holds, or fails the test at the deadline.
-func await(t *testing.T, c *client, dig, what string, timeout time.Duration, cond func(status) bool) status {
+// explain, when not nil, adds to the failure what the cluster shows.
+func await(t *testing.T, c *client, dig, what string, timeout time.Duration, cond func(status) bool, explain func() []string) status {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
@@ -268,7 +305,12 @@ func await(t *testing.T, c *client, dig, what string, timeout time.Duration, con
 			return s
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within %s; status %s %v, error %q, objects not applied: %v", what, timeout, s.DeployedStatus, s.DeployedCounts, s.Error, failedErrors(s.resources()))
+			var more []string
+			if explain != nil {
+				more = explain()
+			}
+			t.Fatalf("%s: not within %s; status %s %v, error %q, objects not applied: %v; on the cluster: %v", what, timeout,
+				s.DeployedStatus, s.DeployedCounts, s.Error, failedErrors(s.resources()), more)
 		}
 		time.Sleep(300 * time.Millisecond)
 	}
