@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -105,7 +106,7 @@ func (r *run) deleteApp(p *appctx.ClusterApp, only []int) error {
 		err := forEach(group, func(i int) error {
 			res := &p.Resources[i]
 			if res.Status != lifecycle.ResDeleted && res.Status != lifecycle.ResPending { // it may exist
-				err := r.deleteObject(res.Ref)
+				err := r.deleteObject(res.Ref, func(note string) { r.noteWaiting(res, note) })
 				r.heartbeat(p.App + "/" + res.Name)
 				if err != nil && !permanent(err) {
 					return err
@@ -125,11 +126,17 @@ func (r *run) deleteApp(p *appctx.ClusterApp, only []int) error {
 	return nil
 }
 
+// deletionNoticeAfter is how long an object's deletion may take before its status says
+// what it waits for: a finalizer whose controller is gone holds a terminate for good, and
+// the operator must see which object and which finalizer, not only "Terminating".
+const deletionNoticeAfter = 10 * time.Second
+
 // deleteObject deletes and waits until the object is gone (finalizers included). One
 // found without a deletion timestamp is not the one deleted, whose delete either removed it
 // or marked it: another controller made it again (Kubernetes' ClusterRole aggregation, an
-// operator), and it is not waited for.
-func (r *run) deleteObject(ref appctx.Ref) error {
+// operator), and it is not waited for. waiting is told, once the wait is long, what the
+// object waits for.
+func (r *run) deleteObject(ref appctx.Ref, waiting func(note string)) error {
 	ri, err := r.cl.resource(ref)
 	if err != nil {
 		if permanent(err) {
@@ -145,6 +152,7 @@ func (r *run) deleteObject(ref appctx.Ref) error {
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", ref, err)
 	}
+	noted := ""
 	for {
 		u, err := r.cl.get(r.ctx, ref)
 		if err != nil {
@@ -152,6 +160,14 @@ func (r *run) deleteObject(ref appctx.Ref) error {
 		}
 		if u == nil || u.GetDeletionTimestamp() == nil {
 			return nil
+		}
+		note := "waiting for its deletion: finalizers " + strings.Join(u.GetFinalizers(), ", ")
+		if len(u.GetFinalizers()) == 0 {
+			note = "waiting for its deletion"
+		}
+		if since := u.GetDeletionTimestamp().Time; time.Since(since) >= deletionNoticeAfter && note != noted {
+			waiting(fmt.Sprintf("%s (deleted at %s)", note, since.UTC().Format(time.RFC3339)))
+			noted = note
 		}
 		r.heartbeat("waiting for " + ref.String() + " to be deleted")
 		if err := sleep(r.ctx, pollInterval/4); err != nil {

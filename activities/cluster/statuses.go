@@ -29,6 +29,16 @@ func (r *run) settleWarned(res *appctx.ResourceStatus, status, msg, warning stri
 	}
 }
 
+// noteWaiting records, as the object's warning, what its deletion waits for, and writes
+// it at once: nothing else may progress while it waits.
+func (r *run) noteWaiting(res *appctx.ResourceStatus, note string) {
+	r.mu.Lock()
+	res.Warning = note
+	r.unsaved = true
+	r.mu.Unlock()
+	_ = r.save(r.ctx) // a failed write is made again by the next
+}
+
 func (r *run) setFailed(res *appctx.ResourceStatus, msg string) {
 	r.settle(res, lifecycle.ResFailed, msg)
 }

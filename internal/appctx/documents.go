@@ -101,7 +101,7 @@ type ResourceStatus struct {
 	Attempts int32  `bson:"attempts,omitempty"`
 	Error    string `bson:"error,omitempty"`
 	// Warning is what an applied object's apply left out (fields the cluster's schema
-	// does not declare).
+	// does not declare), or what its deletion has long been waiting for (finalizers).
 	Warning string    `bson:"warning,omitempty"`
 	Updated time.Time `bson:"updated,omitempty"`
 }
