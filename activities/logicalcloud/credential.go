@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
 	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -25,6 +25,8 @@ import (
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/credentials"
+	"github.com/temco/temco/internal/csr"
+	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 )
 
@@ -76,7 +78,7 @@ func (a *Activities) issue(ctx context.Context, cloudID string, c cloud, cluster
 	}
 	cert, err := signed(ctx, cs, csrName(cloudID), pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE REQUEST", Bytes: csrDER}))
 	if err != nil {
-		return fmt.Errorf("credential of %s on %s: %w", cloudID, clusterKey, err)
+		return lifecycle.Within(err, "credential of %s on %s", cloudID, clusterKey)
 	}
 	keyDER, err := x509.MarshalECPrivateKey(key)
 	if err != nil {
@@ -103,7 +105,7 @@ func signed(ctx context.Context, cs kubernetes.Interface, name string, request [
 		return nil, err
 	}
 	seconds := int32(credentialLifetime / time.Second)
-	csr, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{
+	_, err := csrs.Create(ctx, &certificatesv1.CertificateSigningRequest{
 		ObjectMeta: metav1.ObjectMeta{Name: name},
 		Spec: certificatesv1.CertificateSigningRequestSpec{Request: request, SignerName: certificatesv1.KubeAPIServerClientSignerName,
 			ExpirationSeconds: &seconds, Usages: []certificatesv1.KeyUsage{certificatesv1.UsageClientAuth}},
@@ -111,29 +113,25 @@ func signed(ctx context.Context, cs kubernetes.Interface, name string, request [
 	if err != nil {
 		return nil, fmt.Errorf("submit CertificateSigningRequest %s: %w", name, err)
 	}
-	csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-		Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TemcoLogicalCloud",
-		Message: "approved by temco for a logical cloud user",
-	})
-	if _, err := csrs.UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
-		return nil, fmt.Errorf("approve CertificateSigningRequest %s: %w", name, err)
+	if err := csr.Approve(ctx, csrs, name, "TemcoLogicalCloud", "approved by temco for a logical cloud user"); err != nil {
+		return nil, err
 	}
-	for {
-		got, err := csrs.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return nil, err
-		}
-		if len(got.Status.Certificate) > 0 {
-			return got.Status.Certificate, nil
-		}
-		activity.RecordHeartbeat(ctx, "waiting for the cluster to sign "+name)
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
+	cert, err := csr.Wait{Timeout: signWait, Poll: 200 * time.Millisecond, Heartbeat: func(what string) { activity.RecordHeartbeat(ctx, what) }}.
+		Certificate(ctx, csrs, name)
+	var refusal *csr.Refused
+	switch {
+	case errors.As(err, &refusal): // a policy of the cluster's: asking again changes nothing
+		return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("CertificateSigningRequest %s was %s by the cluster: %s %s",
+			name, refusal.Condition, refusal.Reason, refusal.Message), lifecycle.ErrInvalidInput, nil)
+	case errors.Is(err, csr.ErrNotSigned):
+		return nil, fmt.Errorf("%w: does the cluster's kube-controller-manager sign for %s?", err, certificatesv1.KubeAPIServerClientSignerName)
 	}
+	return cert, err
 }
+
+// signWait bounds one attempt's wait for the cluster's signature; the activity is then
+// retried, its status saying why.
+const signWait = 2 * time.Minute
 
 // revoke forgets the cloud's credential on a cluster and deletes its CSR there. (A signed
 // certificate cannot be withdrawn: the deleted role bindings are what ends its rights.)

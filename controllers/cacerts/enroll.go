@@ -7,8 +7,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"k8s.io/client-go/rest"
 
-	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/appctx"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
@@ -22,8 +22,22 @@ type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
 	Keys     *Keys
-	Clients  *cluster.Clients
-	Cluster  *cluster.Activities // applies, deletes and prunes the contexts' objects
+	Clients  Admins
+	Cluster  ClusterOps // applies, deletes and prunes the contexts' objects
+}
+
+// ClusterOps are the per-cluster activities of every lifecycle (activities/cluster's), which
+// enrolment and distribution wrap: given, not imported, so that a controller stays below
+// the activities in the layers.
+type ClusterOps interface {
+	ApplyCluster(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
+	DeleteCluster(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
+	PruneCluster(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
+}
+
+// Admins give a registered cluster's admin credentials (the issuing cluster's, to sign).
+type Admins interface {
+	Admin(ctx context.Context, clusterKey string) (*rest.Config, error)
 }
 
 func invalid(format string, args ...any) error {
@@ -173,14 +187,14 @@ func (a *Activities) EnrollCertificates(ctx context.Context, in lifecycle.Cluste
 		}
 		cert, ca, err := issuerFor(e.Issuer).issued(ctx, on, e.Request)
 		if err != nil {
-			return res, within(err, "enrol %s on %s", e.Cluster, in.Cluster)
+			return res, lifecycle.Within(err, "enrol %s on %s", e.Cluster, in.Cluster)
 		}
 		keyPEM, err := a.Keys.Key(e)
 		if err != nil {
 			return res, err
 		}
 		if err := checkIssued(cert, ca, keyPEM); err != nil {
-			return res, within(err, "enrol %s on %s", e.Cluster, in.Cluster)
+			return res, lifecycle.Within(err, "enrol %s on %s", e.Cluster, in.Cluster)
 		}
 		if err := a.Keys.Signed(ctx, in.ContextID, e.Cluster, cert, ca); err != nil {
 			return res, err

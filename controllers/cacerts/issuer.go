@@ -22,7 +22,6 @@ import (
 	"crypto/x509"
 	"crypto/x509/pkix"
 	"encoding/pem"
-	"errors"
 	"fmt"
 	"time"
 
@@ -108,18 +107,6 @@ const signWait = 2 * time.Minute
 
 func refused(format string, args ...any) error {
 	return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), lifecycle.ErrInvalidInput, nil)
-}
-
-// within prefixes err's message with where it happened, and keeps a non-retryable error
-// non-retryable: Temporal judges only the returned error's own type, so a fmt.Errorf
-// wrapping would have the activity retried.
-func within(err error, format string, args ...any) error {
-	where := fmt.Sprintf(format, args...)
-	var app *temporal.ApplicationError
-	if errors.As(err, &app) && app.NonRetryable() {
-		return temporal.NewNonRetryableApplicationError(where+": "+app.Message(), app.Type(), nil)
-	}
-	return fmt.Errorf("%s: %w", where, err)
 }
 
 // checkIssued checks what an issuer returned for keyPEM: the certificate is for that key

@@ -25,6 +25,7 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
+	csrpkg "github.com/temco/temco/internal/csr"
 	"github.com/temco/temco/internal/lifecycle"
 )
 
@@ -234,7 +235,7 @@ func TestKubeSignerIssued(t *testing.T) {
 		t.Fatalf("signed: %v, CA %s", err, ca)
 	}
 	csr, _ := kube.CertificatesV1().CertificateSigningRequests().Get(ctx, "signed", metav1.GetOptions{})
-	if condition(csr, certificatesv1.CertificateApproved) == nil {
+	if csrpkg.Condition(csr, certificatesv1.CertificateApproved) == nil {
 		t.Error("temco did not approve the request")
 	}
 	if err := checkIssued(cert, ca, key); err != nil {
@@ -277,20 +278,5 @@ func TestCheckIssued(t *testing.T) {
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want) || permanent(err) != c.permanent):
 			t.Errorf("%s: %v, want a permanent error saying %q", c.name, err, c.want)
 		}
-	}
-}
-
-// A non-retryable error stays one with where it happened (Temporal reads only the
-// returned error's type: wrapped with %w, it would be retried).
-func TestWithin(t *testing.T) {
-	err := within(refused("denied: %s", "why"), "enrol %s on %s", "p+c2", "p+c1")
-	var app *temporal.ApplicationError
-	if !errors.As(err, &app) || err != error(app) || !app.NonRetryable() || app.Type() != lifecycle.ErrInvalidInput ||
-		app.Message() != "enrol p+c2 on p+c1: denied: why" {
-		t.Errorf("non-retryable: %#v", err)
-	}
-	plain := errors.New("timeout")
-	if err := within(plain, "enrol %s", "p+c2"); err.Error() != "enrol p+c2: timeout" || !errors.Is(err, plain) || permanent(err) {
-		t.Errorf("retryable: %v", err)
 	}
 }

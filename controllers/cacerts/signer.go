@@ -8,14 +8,15 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/pem"
+	"errors"
 	"fmt"
 	"time"
 
 	certificatesv1 "k8s.io/api/certificates/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/csr"
 )
 
 // The signer and the usages it allows.
@@ -52,51 +53,21 @@ func (kubeSigner) request(name string, sp *CertSpec, csrPEM []byte, labels map[s
 // policy), waits for the signer's certificate and finds the CA that signed it.
 func (kubeSigner) issued(ctx context.Context, on *issuingCluster, name string) ([]byte, []byte, error) {
 	csrs := on.kube.CertificatesV1().CertificateSigningRequests()
-	csr, err := csrs.Get(ctx, name, metav1.GetOptions{})
-	if err != nil {
-		return nil, nil, fmt.Errorf("read CertificateSigningRequest %s: %w", name, err)
+	if err := csr.Approve(ctx, csrs, name, "TemcoCACertEnrollment", "approved by temco for a CA certificate intent's enrolment"); err != nil {
+		return nil, nil, err
 	}
-	if condition(csr, certificatesv1.CertificateApproved) == nil {
-		csr.Status.Conditions = append(csr.Status.Conditions, certificatesv1.CertificateSigningRequestCondition{
-			Type: certificatesv1.CertificateApproved, Status: corev1.ConditionTrue, Reason: "TemcoCACertEnrollment",
-			Message: "approved by temco for a CA certificate intent's enrolment"})
-		if _, err := csrs.UpdateApproval(ctx, name, csr, metav1.UpdateOptions{}); err != nil {
-			return nil, nil, fmt.Errorf("approve CertificateSigningRequest %s: %w", name, err)
-		}
-	}
-	var cert []byte
-	err = on.waitFor(ctx, "waiting for the issuing cluster to sign "+name, func() (bool, error) {
-		got, err := csrs.Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			return false, err
-		}
-		if cert = got.Status.Certificate; len(cert) > 0 {
-			return true, nil
-		}
-		for _, t := range []certificatesv1.RequestConditionType{certificatesv1.CertificateDenied, certificatesv1.CertificateFailed} {
-			if c := condition(got, t); c != nil {
-				return false, refused("CertificateSigningRequest %s was %s by the issuing cluster: %s %s", name, t, c.Reason, c.Message)
-			}
-		}
-		return false, nil
-	}, func() error {
-		return fmt.Errorf("CertificateSigningRequest %s is approved but not signed after %s: does the issuing cluster's kube-controller-manager sign for %s?",
-			name, on.wait, signerName)
-	})
-	if err != nil {
+	cert, err := csr.Wait{Timeout: on.wait, Poll: on.poll, Heartbeat: on.heartbeat}.Certificate(ctx, csrs, name)
+	var refusal *csr.Refused
+	switch {
+	case errors.As(err, &refusal):
+		return nil, nil, refused("CertificateSigningRequest %s was %s by the issuing cluster: %s %s", name, refusal.Condition, refusal.Reason, refusal.Message)
+	case errors.Is(err, csr.ErrNotSigned):
+		return nil, nil, fmt.Errorf("%w: does the issuing cluster's kube-controller-manager sign for %s?", err, signerName)
+	case err != nil:
 		return nil, nil, err
 	}
 	ca, err := signingCA(ctx, on, cert)
 	return cert, ca, err
-}
-
-func condition(csr *certificatesv1.CertificateSigningRequest, t certificatesv1.RequestConditionType) *certificatesv1.CertificateSigningRequestCondition {
-	for i, c := range csr.Status.Conditions {
-		if c.Type == t && c.Status == corev1.ConditionTrue {
-			return &csr.Status.Conditions[i]
-		}
-	}
-	return nil
 }
 
 // signingCA finds, among the CAs the issuing cluster publishes for client certificates

@@ -1,5 +1,12 @@
 package lifecycle
 
+import (
+	"errors"
+	"fmt"
+
+	"go.temporal.io/sdk/temporal"
+)
+
 // Types of the non-retryable application errors temco's activities and workflows return:
 // a retry would fail the same way. Every such error names one of these.
 const (
@@ -29,3 +36,15 @@ const (
 	// ErrRefused: an operator's command the running operation cannot take now (409).
 	ErrRefused = "Refused"
 )
+
+// Within prefixes err's message with where it happened, keeping a non-retryable error
+// non-retryable: Temporal judges only the returned error's own type, so a fmt.Errorf
+// wrapping would have the activity retried.
+func Within(err error, format string, args ...any) error {
+	where := fmt.Sprintf(format, args...)
+	var app *temporal.ApplicationError
+	if errors.As(err, &app) && app.NonRetryable() {
+		return temporal.NewNonRetryableApplicationError(where+": "+app.Message(), app.Type(), nil)
+	}
+	return fmt.Errorf("%s: %w", where, err)
+}
