@@ -9,6 +9,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 // startGitOpsAlone starts the git server and the GitOps cluster of a stack on dataDir,
@@ -46,24 +48,6 @@ func freeBase(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return base
-}
-
-// eventually polls check every 200 ms until it succeeds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, check func(ctx context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for {
-		err := check(ctx)
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("not after %s: %v", timeout, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // A deployment written as EMCO's rsync writes it — a Flux Kustomization kust<cid>.yaml
@@ -113,7 +97,7 @@ spec:
 	if err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, func(ctx context.Context) error {
+	poll.Until(t, "the ConfigMap applied by Flux", 2*time.Minute, func(ctx context.Context) error {
 		cm, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "hello", metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -2,6 +2,7 @@ package browser
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 // The REST side of the tests: what an operator sets up with curl before opening the
@@ -302,17 +304,5 @@ func (f *fixture) restView() string {
 // eventually polls check until it passes or the deadline passes.
 func (f *fixture) eventually(what string, timeout time.Duration, check func() error) {
 	f.t.Helper()
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(250 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		}
-		<-tick.C
-	}
+	poll.Until(f.t, what, timeout, func(context.Context) error { return check() })
 }

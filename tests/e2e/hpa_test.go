@@ -19,6 +19,7 @@ import (
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/seal"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 // The nodes' hardware in the shared stack (internal/devstack/stack.go): cluster1's node
@@ -114,20 +115,7 @@ func labelRequirement(key string) map[string]any {
 // deadline.
 func eventually(t *testing.T, what string, timeout time.Duration, check func() error) {
 	t.Helper()
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	deadline := time.After(timeout)
-	for {
-		err := check()
-		if err == nil {
-			return
-		}
-		select {
-		case <-deadline:
-			t.Fatalf("%s: not within %s: %v", what, timeout, err)
-		case <-tick.C:
-		}
-	}
+	poll.Until(t, what, timeout, func(context.Context) error { return check() })
 }
 
 // liveDeployment reads a Deployment in "default" from a cluster of the stack (nil when

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/temco/temco/internal/gitops"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 const (
@@ -114,7 +115,7 @@ func TestMonitorWritesWhatFluxReportsToTheStatusBranch(t *testing.T) {
 
 	t.Run("a kind installed after the monitor started is found", func(t *testing.T) {
 		installCRDs(t, dc, []byte(widgetCRD))
-		eventually(t, time.Minute, func(ctx context.Context) error {
+		poll.Until(t, "widgets served", time.Minute, func(ctx context.Context) error {
 			_, err := dc.Resource(widgets).Namespace("default").List(ctx, metav1.ListOptions{})
 			return err
 		})
@@ -156,7 +157,7 @@ func TestMonitorWritesWhatFluxReportsToTheStatusBranch(t *testing.T) {
 			Remote:   gitops.Remote{URL: git.url, Branch: status.Branch, User: gitUser, Token: wrong},
 			Interval: 100 * time.Millisecond, Log: slog.New(slog.NewJSONHandler(&logs, nil))}
 		stop := runInBackground(t, bad)
-		eventually(t, time.Minute, func(context.Context) error {
+		poll.Until(t, "two failed passes logged", time.Minute, func(context.Context) error {
 			if n := strings.Count(logs.String(), "status pass failed"); n < 2 {
 				return fmt.Errorf("%d failed passes logged", n)
 			}
@@ -172,7 +173,7 @@ func TestMonitorWritesWhatFluxReportsToTheStatusBranch(t *testing.T) {
 		m.Interval = 200 * time.Millisecond
 		stop := runInBackground(t, m)
 		setFluxStatus(t, dc, "apps", "False", "HealthCheckFailed", "timeout waiting for: [Deployment/default/web status: 'NotFound']", nil)
-		eventually(t, time.Minute, func(ctx context.Context) error {
+		poll.Until(t, "the status published", time.Minute, func(ctx context.Context) error {
 			got, err := readStatus(ctx, reader, status, clusterID)
 			if err != nil {
 				return err

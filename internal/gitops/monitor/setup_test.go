@@ -27,6 +27,7 @@ import (
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/gitops"
 	"github.com/temco/temco/internal/gitserver"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 const (
@@ -94,7 +95,7 @@ func startCluster(t *testing.T) *rest.Config {
 		t.Fatal(err)
 	}
 	installCRDs(t, dc, awaitKustomizationCRD(t, bin))
-	eventually(t, time.Minute, func(ctx context.Context) error {
+	poll.Until(t, "Kustomizations served", time.Minute, func(ctx context.Context) error {
 		_, err := dc.Resource(kustomizations).List(ctx, metav1.ListOptions{})
 		return err
 	})
@@ -107,7 +108,7 @@ func awaitKustomizationCRD(t *testing.T, bin string) []byte {
 	t.Helper()
 	path := filepath.Join(bin, "crds", "flux", "kustomize.toolkit.fluxcd.io_kustomizations.yaml")
 	var data []byte
-	eventually(t, 15*time.Minute, func(context.Context) error {
+	poll.Until(t, "Flux's Kustomization CRD built", 15*time.Minute, func(context.Context) error {
 		var err error
 		if data, err = os.ReadFile(path); err != nil {
 			return fmt.Errorf("%w (run tools/build.sh flux)", err)
@@ -150,24 +151,6 @@ func freeBase(t *testing.T) int {
 		t.Fatal(err)
 	}
 	return base
-}
-
-// eventually polls check every 200 ms until it succeeds or timeout passes.
-func eventually(t *testing.T, timeout time.Duration, check func(ctx context.Context) error) {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	for {
-		err := check(ctx)
-		if err == nil {
-			return
-		}
-		select {
-		case <-ctx.Done():
-			t.Fatalf("not after %s: %v", timeout, err)
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
 }
 
 // logBuffer collects a logger's output written from another goroutine.
