@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"reflect"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,8 +78,8 @@ func TestSandboxKillsAChartPastItsTimeout(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "the chart did not render within 1s") {
 		t.Fatalf("error %v: want the timeout", err)
 	}
-	if kids := children(t); len(kids) > 0 {
-		t.Fatalf("child processes %v left behind", kids)
+	if kids, err := testenv.Children(os.Getpid()); err != nil || len(kids) > 0 {
+		t.Fatalf("child processes %v left behind (%v)", kids, err)
 	}
 }
 
@@ -98,32 +97,6 @@ func TestSandboxFaultIsRetried(t *testing.T) {
 	if err == nil || !errors.As(err, new(sandboxFault)) {
 		t.Fatalf("error %v: want a sandbox fault, retryable", err)
 	}
-}
-
-// children lists the processes whose parent is this one.
-func children(t *testing.T) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so read after its ')'.
-		fields := strings.Fields(string(stat[strings.LastIndexByte(string(stat), ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // The sandbox's cost: a process started, the chart sent and the objects read back, against

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -47,33 +45,7 @@ data:
 			t.Errorf("the refused instantiate applied %v to cluster%d", objs, i+1)
 		}
 	}
-	if kids := childrenOf(t, worker); len(kids) > 0 {
-		t.Errorf("the worker's renderings %v are still running", kids)
+	if kids, err := testenv.Children(worker); err != nil || len(kids) > 0 {
+		t.Errorf("the worker's renderings %v are still running (%v)", kids, err)
 	}
-}
-
-// childrenOf lists the processes whose parent is pid.
-func childrenOf(t *testing.T, pid int) []int {
-	t.Helper()
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var out []int
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid ...: comm may hold spaces, so read after its ')'.
-		s := string(stat)
-		if f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]); len(f) > 1 && f[1] == strconv.Itoa(pid) {
-			out = append(out, child)
-		}
-	}
-	return out
 }
