@@ -3,7 +3,7 @@ module example.com/labeller
 go 1.26.0
 
 require (
-	github.com/temco/temco v0.0.0
+	github.com/temco/temco/contract v0.0.0
 	go.temporal.io/sdk v1.50.0
 )
 
@@ -32,6 +32,6 @@ require (
 	google.golang.org/protobuf v1.36.12 // indirect
 )
 
-// The example builds against the temco tree it sits in; outside it, require a released
-// version instead.
-replace github.com/temco/temco => ../..
+// The example builds against the contract module of the temco tree it sits in (the
+// controllers' public contract, not temco); outside it, require a released version.
+replace github.com/temco/temco/contract => ../../contract

@@ -32,6 +32,16 @@ func buildLabeller(t *testing.T) string {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	// Its module needs the contract's module alone, not temco's.
+	mods, err := command(dir, "go", "list", "-m", "all").Output()
+	if err != nil {
+		t.Fatalf("go list -m: %v", err)
+	}
+	for _, line := range strings.Split(string(mods), "\n") {
+		if f := strings.Fields(line); len(f) > 0 && f[0] == "github.com/temco/temco" {
+			t.Errorf("examples/labeller requires the module %s: an external controller needs github.com/temco/temco/contract only", line)
+		}
+	}
 	public := []string{"github.com/temco/temco/contract", "github.com/temco/temco/contract/remote"}
 	for _, p := range strings.Fields(string(out)) {
 		if strings.HasPrefix(p, "github.com/temco/temco/") && !slices.Contains(public, p) {
