@@ -215,7 +215,7 @@ spec:
 }
 
 // The OpenAPI document describes the strategy as it is written: durations as strings,
-// shares as a count or a "N%" string; the README's example validates against it.
+// shares as a count or a "N%" string; docs/rollout.md's example validates against it.
 func TestRolloutStrategyInOpenAPI(t *testing.T) {
 	c := newClient(t)
 	doc, err := openapi3.NewLoader().LoadFromData(c.do("GET", "/openapi.yaml", nil).must(t, http.StatusOK).body)
@@ -242,7 +242,7 @@ func TestRolloutStrategyInOpenAPI(t *testing.T) {
 		return schema.VisitJSON(body)
 	}
 	if err := valid(ringsSpec()); err != nil {
-		t.Errorf("the README's example does not match the schema: %v", err)
+		t.Errorf("docs/rollout.md's example does not match the schema: %v", err)
 	}
 	for _, bad := range []map[string]any{
 		{"stages": []any{map[string]any{"name": "a", "maxConcurrency": true}}},

@@ -18,7 +18,7 @@ import (
 )
 
 // The EMCO-style example under tests/emco (emcoctl files, a values file, charts and
-// profiles packed as EMCO's examples pack them) runs unchanged with the README's commands:
+// profiles packed as EMCO's examples pack them) runs unchanged with docs/emcoctl.md's commands:
 // onboarding with a GitOps cluster and a standard logical cloud, a DIG whose intents come
 // before its placement intent, instantiate, update, rollback and delete, with status
 // checked at each step. Only the kubeconfig paths differ from `make run`'s, given by a
@@ -33,7 +33,7 @@ func TestEMCOExampleRunsUnchanged(t *testing.T) {
 		"\nKubeConfig2: "+stack.Clusters[1].Kubeconfig()+"\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	// run runs one client command from the repository root, as the README does; every
+	// run runs one client command from the repository root, as docs/emcoctl.md does; every
 	// document must succeed or be skipped.
 	run := func(cmd string, files ...string) string {
 		t.Helper()
