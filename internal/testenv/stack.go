@@ -92,6 +92,14 @@ func (s *Stack) Stop(failed bool) {
 		keep := filepath.Join(os.TempDir(), "temco-"+s.name+"-failed-logs")
 		_ = os.RemoveAll(keep)
 		_ = exec.Command("cp", "-r", filepath.Join(s.DataDir(), "logs"), keep).Run()
+		// The clusters' own logs too (kube-apiserver, controller-manager, kwok, Flux): what a
+		// cluster did is half of why an apply or a delete did not end.
+		for _, c := range s.Clusters {
+			logs, _ := filepath.Glob(filepath.Join(c.Dir, "*.log"))
+			if dir := filepath.Join(keep, "clusters", c.Name); len(logs) > 0 && os.MkdirAll(dir, 0o755) == nil {
+				_ = exec.Command("cp", append(logs, dir)...).Run()
+			}
+		}
 		fmt.Printf("%s: logs copied to %s\n", s.name, keep)
 	}
 	_ = os.RemoveAll(s.Dir)
