@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -152,7 +153,7 @@ func (r *run) deleteObject(ref appctx.Ref, waiting func(note string)) error {
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", ref, err)
 	}
-	noted := ""
+	noted, retried := "", time.Time{}
 	for {
 		u, err := r.cl.get(r.ctx, ref)
 		if err != nil {
@@ -164,6 +165,15 @@ func (r *run) deleteObject(ref appctx.Ref, waiting func(note string)) error {
 		note := "waiting for its deletion: finalizers " + strings.Join(u.GetFinalizers(), ", ")
 		if len(u.GetFinalizers()) == 0 {
 			note = "waiting for its deletion"
+		}
+		if why, since := crdCleanupFailed(u); why != "" {
+			note += " (the API server's cleanup: " + why + ")"
+			if time.Since(since) >= crdRetryAfter && time.Since(retried) >= crdRetryAfter {
+				retried = time.Now()
+				if err := retryCRDCleanup(r.ctx, ri, ref.Name); err == nil && activity.IsActivity(r.ctx) {
+					activity.GetLogger(r.ctx).Info("asked the API server to clean a deleted CRD up again", "crd", ref.Name, "context", r.header.ID, "failed", why)
+				}
+			}
 		}
 		if since := u.GetDeletionTimestamp().Time; time.Since(since) >= deletionNoticeAfter && note != noted {
 			waiting(fmt.Sprintf("%s (deleted at %s)", note, since.UTC().Format(time.RFC3339)))
