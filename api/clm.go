@@ -9,15 +9,15 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/kubeconfig"
+	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
 
 const (
 	routeClusters = "/cluster-providers/:clusterProvider/clusters"
-	routeCluster  = routeClusters + "/:cluster"
+	routeCluster  = lifecycle.RouteCluster
 )
 
 func (s *Server) registerClm(g *echo.Group) {
@@ -35,7 +35,7 @@ func (s *Server) registerClm(g *echo.Group) {
 		func(c echo.Context) error { return get(c, s, clusters) })
 	// Refused while its network intents may have objects on it (ncm), with their contexts.
 	s.route(g, opDoc{method: http.MethodDelete, path: clusters.item, summary: "Delete a cluster", code: http.StatusNoContent},
-		s.deleteOperated(routeCluster, digstate.ClusterNetwork))
+		s.deleteOperated(routeCluster, lifecycle.ClusterNetworks.Machine))
 
 	label := typeOf[model.ClusterLabel]()
 	s.route(g, opDoc{method: http.MethodPost, path: routeCluster + "/labels", summary: "Label a cluster", body: label,

@@ -14,12 +14,12 @@ import (
 )
 
 // routeLC is a logical cloud (dcm).
-const routeLC = "/projects/:project/logical-clouds/:logicalCloud"
+const routeLC = lifecycle.RouteLogicalCloud
 
 func (s *Server) registerDcm(g *echo.Group) {
 	register(g, s, kind[model.LogicalCloudSpec]{name: model.KindLogicalCloud, check: checkLogicalCloud,
 		coll: "/projects/:project/logical-clouds", item: routeLC,
-		remove: s.deleteOperated(routeLC, digstate.LogicalCloud), state: digstate.LogicalCloud.NewHistory})
+		remove: s.deleteOperated(routeLC, lifecycle.LogicalClouds.Machine), state: digstate.NewHistory})
 	register(g, s, kind[model.ClusterReferenceSpec]{name: model.KindClusterReference, check: checkClusterReference,
 		coll: routeLC + "/cluster-references", item: routeLC + "/cluster-references/:clusterReference"})
 	register(g, s, kind[model.UserPermissionSpec]{name: model.KindUserPermission, check: checkUserPermission,

@@ -38,36 +38,21 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 		return opDoc{method: http.MethodPost, path: path, summary: summary, code: http.StatusAccepted, response: typeOf[opAccepted]()}
 	}
 	s.route(g, opDoc{method: http.MethodPost, path: routeDIG + "/approve", summary: "Approve a DIG", code: http.StatusAccepted}, s.approve)
-	for _, t := range []struct {
-		route, what string
-		target      targetFunc
-	}{{routeDIG, "a DIG", digRef}, {routeLC, "a logical cloud", cloudRef}} {
-		s.route(g, op(t.route+"/instantiate", "Instantiate "+t.what), s.operate(t.target, lifecycle.OpInstantiate))
-		s.route(g, op(t.route+"/terminate", "Terminate "+t.what), s.operate(t.target, lifecycle.OpTerminate))
-		s.route(g, op(t.route+"/update", "Apply the changes of "+t.what+" as a new revision"), s.operate(t.target, lifecycle.OpUpdate))
-		s.route(g, op(t.route+"/stop", "Stop the running operation of "+t.what), s.stop(t.target))
-		s.route(g, opDoc{method: http.MethodGet, path: t.route + "/status", summary: "Status of " + t.what, code: http.StatusOK,
-			response: typeOf[statusResult](), query: statusQueryParams, liveReads: true}, s.status(t.target))
-	}
-	// A cluster's network intents (ncm): apply is their instantiate, and there is no update.
-	s.route(g, op(routeCluster+"/apply", "Apply a cluster's networks and provider networks"), s.operate(clusterNetRef, lifecycle.OpInstantiate))
-	s.route(g, op(routeCluster+"/terminate", "Remove a cluster's networks from it"), s.operate(clusterNetRef, lifecycle.OpTerminate))
-	s.route(g, op(routeCluster+"/stop", "Stop the running apply or terminate of a cluster's networks"), s.stop(clusterNetRef))
-	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/status", summary: "Status of a cluster's network intents", code: http.StatusOK,
-		response: typeOf[statusResult](), query: statusQueryParams, liveReads: true}, s.status(clusterNetRef))
-	// A CA certificate intent's enrolment and distribution (ca-certs), each a lifecycle.
-	for _, owner := range []struct{ route, what string }{
-		{"/cluster-providers/:clusterProvider/ca-certs/:caCert", "a cluster provider's CA certificate intent"},
-		{"/projects/:project/ca-certs/:caCert", "a project's CA certificate intent"},
-	} {
-		for _, stage := range []string{lifecycle.CertEnrollment, lifecycle.CertDistribution} {
-			route, what, ref := owner.route+"/"+stage, "the "+stage+" of "+owner.what, certRef(owner.route, stage)
-			s.route(g, op(route+"/instantiate", "Instantiate "+what), s.operate(ref, lifecycle.OpInstantiate))
-			s.route(g, op(route+"/terminate", "Terminate "+what), s.operate(ref, lifecycle.OpTerminate))
-			s.route(g, op(route+"/update", "Apply the changes of "+what+" as a new revision"), s.operate(ref, lifecycle.OpUpdate))
-			s.route(g, op(route+"/stop", "Stop the running operation of "+what), s.stop(ref))
-			s.route(g, opDoc{method: http.MethodGet, path: route + "/status", summary: "Status of " + what, code: http.StatusOK,
-				response: typeOf[statusResult](), query: statusQueryParams, liveReads: true}, s.status(ref))
+	for _, k := range lifecycle.Kinds {
+		for _, r := range k.Routes {
+			ref := routeRef(r)
+			for _, e := range r.Endpoints {
+				path := r.Path + "/" + e.Segment
+				switch e.Op {
+				case "":
+					s.route(g, opDoc{method: http.MethodGet, path: path, summary: e.Summary, code: http.StatusOK,
+						response: typeOf[statusResult](), query: statusQueryParams, liveReads: true}, s.status(ref))
+				case lifecycle.OpStop:
+					s.route(g, op(path, e.Summary), s.stop(ref))
+				default:
+					s.route(g, op(path, e.Summary), s.operate(ref, e.Op))
+				}
+			}
 		}
 	}
 	rollback := op(routeDIG+"/rollback", "Return a DIG to a stored revision (as a new revision)")
@@ -81,41 +66,18 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 // targetFunc reads the target of a lifecycle route from its path.
 type targetFunc func(echo.Context) (lifecycle.Target, error)
 
-// digRef reads the DIG named by the path.
-func digRef(c echo.Context) (lifecycle.Target, error) {
-	if _, err := fill(c, routeDIG); err != nil {
-		return lifecycle.Target{}, err
-	}
-	return lifecycle.Target{Project: c.Param("project"), CompositeApp: c.Param("compositeApp"),
-		Version: c.Param("version"), DIG: c.Param("deploymentIntentGroup")}, nil
-}
-
-// cloudRef reads the logical cloud named by the path.
-func cloudRef(c echo.Context) (lifecycle.Target, error) {
-	if _, err := fill(c, routeLC); err != nil {
-		return lifecycle.Target{}, err
-	}
-	return lifecycle.Target{Project: c.Param("project"), LogicalCloud: c.Param("logicalCloud")}, nil
-}
-
-// clusterNetRef reads the cluster whose network intents the path names.
-func clusterNetRef(c echo.Context) (lifecycle.Target, error) {
-	if _, err := fill(c, routeCluster); err != nil {
-		return lifecycle.Target{}, err
-	}
-	return lifecycle.Target{ClusterNetwork: lifecycle.ClusterKey(c.Param("clusterProvider"), c.Param("cluster"))}, nil
-}
-
-// certRef reads the CA certificate intent (at route) whose stage the path names.
-func certRef(route, stage string) targetFunc {
+// routeRef reads the target of one of a kind's routes from the path.
+func routeRef(r lifecycle.Route) targetFunc {
 	return func(c echo.Context) (lifecycle.Target, error) {
-		if _, err := fill(c, route); err != nil {
+		if _, err := fill(c, r.Path); err != nil {
 			return lifecycle.Target{}, err
 		}
-		return lifecycle.Target{ClusterProvider: c.Param("clusterProvider"), Project: c.Param("project"),
-			CACert: c.Param("caCert"), CertStage: stage}, nil
+		return r.Target(c.Param), nil
 	}
 }
+
+// digRef reads the DIG named by the path.
+var digRef = routeRef(lifecycle.DIGs.Routes[0])
 
 func (s *Server) approve(c echo.Context) error {
 	dig, err := digRef(c)
@@ -123,7 +85,7 @@ func (s *Server) approve(c echo.Context) error {
 		return err
 	}
 	_, err = digstate.Change(c.Request().Context(), s.Store, dig.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
-		t, err := digstate.DIG.Start(dig.String(), digstate.Approve, info.Current())
+		t, err := lifecycle.DIGs.Machine.Start(dig.String(), lifecycle.OpApprove, info.Current())
 		if err != nil {
 			return nil, conflict("%v", err)
 		}
@@ -157,7 +119,7 @@ func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 		if err != nil {
 			return fromStore(err)
 		}
-		t, err := digstate.For(dig).Start(dig.String(), op, info.Current())
+		t, err := dig.Kind().Machine.Start(dig.String(), op, info.Current())
 		if err != nil {
 			return conflict("%v", err)
 		}
@@ -235,12 +197,12 @@ func operationErr(err error) error {
 
 // deletable refuses to delete a DIG or logical cloud d whose objects may still be on
 // clusters.
-func (s *Server) deletable(ctx context.Context, m *digstate.Machine, d *store.Doc) error {
+func (s *Server) deletable(ctx context.Context, m *lifecycle.Machine, d *store.Doc) error {
 	info, err := digstate.Parse(d)
 	if err != nil {
 		return err
 	}
-	t, err := m.Start(describe(d.ID), digstate.Delete, info.Current())
+	t, err := m.Start(describe(d.ID), lifecycle.OpDelete, info.Current())
 	if err != nil {
 		return conflict("%v", err)
 	}
@@ -260,11 +222,11 @@ func (s *Server) deletable(ctx context.Context, m *digstate.Machine, d *store.Do
 // deleteOperated returns the delete handler of a DIG or logical cloud at route, whose
 // lifecycle is m: it refuses while the target may have objects on clusters and takes
 // its AppContexts along.
-func (s *Server) deleteOperated(route string, m *digstate.Machine) echo.HandlerFunc {
+func (s *Server) deleteOperated(route string, m *lifecycle.Machine) echo.HandlerFunc {
 	return func(c echo.Context) error { return s.deleteWithContexts(c, route, m) }
 }
 
-func (s *Server) deleteWithContexts(c echo.Context, route string, m *digstate.Machine) error {
+func (s *Server) deleteWithContexts(c echo.Context, route string, m *lifecycle.Machine) error {
 	id, err := fill(c, route)
 	if err != nil {
 		return err
@@ -293,7 +255,7 @@ func (s *Server) deleteWithContexts(c echo.Context, route string, m *digstate.Ma
 // approved DIG goes back to Created.
 func (s *Server) unapprove(ctx context.Context, digID string) error {
 	_, err := digstate.Change(ctx, s.Store, digID, func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
-		t, err := digstate.DIG.Start(describe(digID), digstate.Modify, info.Current())
+		t, err := lifecycle.DIGs.Machine.Start(describe(digID), lifecycle.OpModify, info.Current())
 		if err != nil || t.To == "" {
 			return nil, err
 		}

@@ -56,10 +56,10 @@ func (s *Server) migrate(c echo.Context) error {
 	if err != nil {
 		return fromStore(err)
 	}
-	if _, err := digstate.DIG.Start(origin.String(), digstate.Migrate, from.Current()); err != nil {
+	if _, err := lifecycle.DIGs.Machine.Start(origin.String(), lifecycle.OpMigrate, from.Current()); err != nil {
 		return conflict("%v", err)
 	}
-	if _, err := digstate.DIG.Start(target.String(), digstate.MigrateInto, to.Current()); err != nil {
+	if _, err := lifecycle.DIGs.Machine.Start(target.String(), lifecycle.OpMigrateInto, to.Current()); err != nil {
 		return conflict("%v", err)
 	}
 	if err := s.readyFor(ctx, target, lifecycle.OpInstantiate); err != nil {

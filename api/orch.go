@@ -18,7 +18,7 @@ import (
 // Routes of the orchestrator (EMCO's CA and DIG abbreviations).
 const (
 	routeCA  = "/projects/:project/composite-apps/:compositeApp/:version"
-	routeDIG = routeCA + "/deployment-intent-groups/:deploymentIntentGroup"
+	routeDIG = lifecycle.RouteDIG
 	routeGPI = routeDIG + "/generic-placement-intents/:genericPlacementIntent"
 )
 
@@ -43,7 +43,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	// goes back to Created.
 	unapprove := func(ctx context.Context, s *Server, id string) error { return s.unapprove(ctx, digOf(id)) }
 	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: withDriftSchedule(unapprove),
-		remove: s.deleteDIG(s.deleteOperated(routeDIG, digstate.DIG)), state: digstate.DIG.NewHistory,
+		remove: s.deleteDIG(s.deleteOperated(routeDIG, lifecycle.DIGs.Machine)), state: digstate.NewHistory,
 		coll: routeCA + "/deployment-intent-groups", item: routeDIG})
 	register(g, s, kind[model.DIGIntentSpec]{name: model.KindDIGIntent, check: checkDIGIntent, changed: unapprove,
 		coll: routeDIG + "/intents", item: routeDIG + "/intents/:intent"})

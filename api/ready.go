@@ -16,24 +16,21 @@ import (
 	"github.com/temco/temco/internal/syncobject"
 )
 
+// notReady lists what each kind of target lacks before it can be instantiated or updated.
+var notReady = map[*lifecycle.Kind]func(*Server, context.Context, lifecycle.Target) ([]string, error){
+	lifecycle.DIGs:            (*Server).digNotReady,
+	lifecycle.LogicalClouds:   (*Server).cloudNotReady,
+	lifecycle.ClusterNetworks: (*Server).clusterNotReady,
+	lifecycle.CACerts:         (*Server).certNotReady,
+}
+
 // readyFor refuses (409) an instantiate or update whose target lacks a part or would
 // reach a cluster temco cannot deploy to, before anything is applied anywhere.
 func (s *Server) readyFor(ctx context.Context, t lifecycle.Target, op string) error {
 	if op != lifecycle.OpInstantiate && op != lifecycle.OpUpdate {
 		return nil
 	}
-	var missing []string
-	var err error
-	switch {
-	case t.IsLogicalCloud():
-		missing, err = s.cloudNotReady(ctx, t)
-	case t.IsClusterNetwork():
-		missing, err = s.clusterNotReady(ctx, t)
-	case t.IsCACert():
-		missing, err = s.certNotReady(ctx, t)
-	default:
-		missing, err = s.notReady(ctx, t)
-	}
+	missing, err := notReady[t.Kind()](s, ctx, t)
 	if err != nil {
 		return fromStore(err)
 	}
@@ -175,7 +172,7 @@ func (s *Server) levelOneOnGitOps(ctx context.Context, c *store.Doc, provider, c
 // notReady lists what a DIG lacks to be deployed: EMCO lets its parts be created in
 // any order (intents before their placement intent, a DIG before its profile), so
 // instantiate and update are where missing parts are named. An empty list: ready.
-func (s *Server) notReady(ctx context.Context, dig lifecycle.Target) ([]string, error) {
+func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]string, error) {
 	d, err := s.Store.Get(ctx, dig.ID())
 	if err != nil {
 		return nil, err

@@ -111,7 +111,7 @@ func (s *Server) status(target targetFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		q, err := parseStatusQuery(c, t.IsLogicalCloud() || t.IsCACert()) // ca-certs answers as dcm does
+		q, err := parseStatusQuery(c, t.Kind().Status == lifecycle.ByCluster)
 		if err != nil {
 			return err
 		}
@@ -125,15 +125,9 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 	if err != nil {
 		return fromStore(err)
 	}
-	id := identity{Project: dig.Project, Name: dig.DIG}
-	switch {
-	case dig.IsLogicalCloud():
-		id.Name = dig.LogicalCloud
-	case dig.IsClusterNetwork():
-		id.Name = dig.ClusterNetwork
-	case dig.IsCACert():
-		id.Name, id.ClusterProvider = dig.CACert, dig.ClusterProvider
-	default:
+	layout := dig.Kind().Status
+	id := identity{Project: dig.Project, Name: dig.Name(), ClusterProvider: dig.ClusterProvider}
+	if layout == lifecycle.ByApp { // a DIG's: its composite app's
 		spec, err := model.Decode[model.DIGSpec](d.Body)
 		if err != nil {
 			return err
@@ -210,13 +204,13 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery
 		}
 	}
 	b.finish(out)
-	switch {
-	case dig.IsLogicalCloud(), dig.IsCACert(): // dcm and ca-certs list the one app's clusters at the top
+	switch layout {
+	case lifecycle.ByCluster:
 		for _, a := range out.Apps {
 			out.Clusters = append(out.Clusters, a.Clusters...)
 		}
 		out.Apps = nil
-	case dig.IsClusterNetwork(): // ncm shows its one app's one cluster
+	case lifecycle.OneCluster:
 		if len(out.Apps) > 0 && len(out.Apps[0].Clusters) > 0 {
 			out.Cluster = &out.Apps[0].Clusters[0]
 		}

@@ -32,8 +32,8 @@ type Activities struct {
 // start asks the target's machine whether op may start from state; a refusal is final,
 // and so is an operation with nothing to do (applying applied network intents: the api
 // answers those itself, so only a race with another operation gets here).
-func start(t lifecycle.Target, op, state string) (digstate.Transition, error) {
-	tr, err := digstate.For(t).Start(t.String(), op, state)
+func start(t lifecycle.Target, op, state string) (lifecycle.Transition, error) {
+	tr, err := t.Kind().Machine.Start(t.String(), op, state)
 	if err != nil {
 		return tr, temporal.NewNonRetryableApplicationError(err.Error(), lifecycle.ErrInvalidState, nil)
 	}
@@ -158,7 +158,7 @@ func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput)
 
 func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 	var res lifecycle.BeginResult
-	if in.DIG.IsLogicalCloud() {
+	if in.DIG.Kind().Hosts {
 		if err := a.unused(ctx, in.DIG); err != nil {
 			return res, err
 		}
@@ -192,11 +192,12 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 // instantiated, which ready checks (nil for a logical cloud): a read of its own, so that
 // it can run beside the next step.
 func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *store.Doc) (namespace, creds string, ready func(context.Context) error, err error) {
-	if t.IsClusterNetwork() || t.IsCACert() { // EMCO's ncm and ca-certs contexts have no meta: objects go to "default"
+	scope := t.Kind().Scope
+	if scope == lifecycle.ScopeDefault {
 		return "default", "", nil, nil
 	}
 	cloudID, d := t.ID(), target
-	if !t.IsLogicalCloud() {
+	if scope == lifecycle.ScopeHost {
 		dig, err := model.Decode[model.DIGSpec](target.Body)
 		if err != nil {
 			return "", "", nil, err
@@ -215,7 +216,7 @@ func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *stor
 		return "", "", nil, err
 	}
 	namespace = cmp.Or(lc.Spec.Namespace, "default")
-	if t.IsLogicalCloud() {
+	if scope == lifecycle.ScopeOwn {
 		return namespace, "", nil, nil
 	}
 	info, err := digstate.Parse(d)
@@ -232,7 +233,7 @@ func (a *Activities) scope(ctx context.Context, t lifecycle.Target, target *stor
 		} else if !errors.Is(err, appctx.ErrNotFound) {
 			return err
 		}
-		if !digstate.LogicalCloud.Allows(digstate.Host, info.Current()) || status != lifecycle.StatusInstantiated {
+		if !lifecycle.LogicalClouds.Machine.Allows(lifecycle.OpHost, info.Current()) || status != lifecycle.StatusInstantiated {
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s uses logical cloud %q, which is not instantiated (state %s, status %s)",
 				t, lc.Metadata.Name, info.Current(), cmp.Or(status, "none")), lifecycle.ErrInvalidState, nil)
 		}
@@ -252,7 +253,7 @@ func (a *Activities) unused(ctx context.Context, cloud lifecycle.Target) error {
 		if err != nil {
 			return err
 		}
-		if cur := info.Current(); digstate.DIG.Allows(digstate.Terminate, cur) { // it may have objects on clusters
+		if cur := info.Current(); lifecycle.DIGs.Machine.Allows(lifecycle.OpTerminate, cur) { // it may have objects on clusters
 			return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s is used by deployment intent group %s, which is %s: terminate it first",
 				cloud, d.ID, cur), lifecycle.ErrInvalidState, nil)
 		}
@@ -306,7 +307,7 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 		}
 	}
 	if in.Stopped {
-		stopped := digstate.For(in.DIG).StoppedState(in.Status)
+		stopped := in.DIG.Kind().Machine.StoppedState(in.Status)
 		_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 			cur := last(info)
 			if cur.State == stopped && cur.ContextID == in.ContextID {
@@ -336,7 +337,7 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 			return err
 		}
 	}
-	if in.Refused && in.Status == lifecycle.StatusInstantiateFailed && digstate.For(in.DIG) == digstate.DIG {
+	if in.Refused && in.Status == lifecycle.StatusInstantiateFailed && in.DIG.Kind().Machine.Has(lifecycle.OpApprove) { // back to Approved
 		if err := a.reapprove(ctx, in.DIG, in.ContextID); err != nil {
 			return err
 		}

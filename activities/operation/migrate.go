@@ -36,7 +36,7 @@ func (a *Activities) origin(ctx context.Context, dig lifecycle.Target) (*store.D
 	if err != nil {
 		return nil, info, err
 	}
-	if _, err := start(dig, digstate.Migrate, info.Current()); err != nil {
+	if _, err := start(dig, lifecycle.OpMigrate, info.Current()); err != nil {
 		return nil, info, err
 	}
 	return d, info, nil
@@ -89,7 +89,7 @@ func (a *Activities) BeginMigrate(ctx context.Context, in lifecycle.MigrateBegin
 		if info.ContextID() == in.ContextID {
 			return nil, nil
 		}
-		t, err := start(in.DIG, digstate.MigrateInto, info.Current())
+		t, err := start(in.DIG, lifecycle.OpMigrateInto, info.Current())
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func (a *Activities) FinishMigrate(ctx context.Context, in lifecycle.MigrateFini
 			if cur.State == lifecycle.StateMigrated && cur.ContextID == in.OriginContext {
 				return nil, nil
 			}
-			t, err := start(in.Origin, digstate.Migrate, cur.State)
+			t, err := start(in.Origin, lifecycle.OpMigrate, cur.State)
 			if err != nil {
 				return nil, err
 			}

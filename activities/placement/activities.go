@@ -122,7 +122,7 @@ func (a *Activities) store(ctx context.Context, dig lifecycle.Target, ctxID stri
 	perBatch := a.perBatch()
 	var staged *rollout.Plan
 	var batchOf map[string]int
-	if !dig.IsLogicalCloud() && !dig.IsClusterNetwork() && !dig.IsCACert() { // only DIGs roll out in stages
+	if dig.Kind().Staged {
 		var err error
 		if staged, batchOf, err = Stages(ctx, a.Store, dig.ID(), all, perBatch); err != nil {
 			return lifecycle.Plan{}, err

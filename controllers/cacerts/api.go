@@ -47,7 +47,7 @@ func withStages(ctx context.Context, st *store.Store, id string, _ *appctx.Store
 	for _, stage := range stages {
 		t := targetOf(id, stage)
 		err := st.Create(ctx, &store.Doc{ID: t.ID(), Parent: id, Scope: t.CertOwner(), Kind: stageKind(stage), Name: stage,
-			Body: fmt.Sprintf(`{"metadata":{"name":%q},"spec":{}}`, stage), State: digstate.CACert.NewHistory()})
+			Body: fmt.Sprintf(`{"metadata":{"name":%q},"spec":{}}`, stage), State: digstate.NewHistory()})
 		if err != nil && store.CodeOf(err) != store.ErrExists {
 			return err
 		}
@@ -87,7 +87,7 @@ func settled(ctx context.Context, t lifecycle.Target, d *store.Doc, contexts *ap
 	if err != nil {
 		return err
 	}
-	tr, err := digstate.CACert.Start(t.String(), digstate.Modify, info.Current())
+	tr, err := lifecycle.CACerts.Machine.Start(t.String(), lifecycle.OpModify, info.Current())
 	if err == nil && tr.Unless != "" {
 		status := ""
 		if c, cerr := contexts.Get(ctx, info.ContextID()); cerr == nil {

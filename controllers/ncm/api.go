@@ -33,7 +33,7 @@ func modifiable(ctx context.Context, st *store.Store, cluster string) error {
 	}
 	provider, name := clusterOf(cluster)
 	t := lifecycle.Target{ClusterNetwork: lifecycle.ClusterKey(provider, name)}
-	if _, err := digstate.ClusterNetwork.Start(t.String(), digstate.Modify, info.Current()); err != nil {
+	if _, err := lifecycle.ClusterNetworks.Machine.Start(t.String(), lifecycle.OpModify, info.Current()); err != nil {
 		return api.Conflict("the network intents of cluster %s+%s are %s: terminate them (POST %s/terminate) before changing its networks",
 			provider, name, info.Current(), cluster)
 	}

@@ -1,10 +1,10 @@
-// Package digstate owns the lifecycle state of DIGs and logical clouds: the machines
-// that say which operation may start from which state and what it records
-// (machine.go), and the state history in the resource store, read and changed with
-// optimistic concurrency so concurrent API replicas and workflows never lose an entry.
-// Both live here because every check is made on a history just read from the store,
-// by the api or by an activity; workflows never check a state (they cannot read it
-// deterministically), BeginOperation does it for them.
+// Package digstate keeps the state history of every lifecycle target in the resource
+// store, read and changed with optimistic concurrency so concurrent API replicas and
+// workflows never lose an entry. Which operation may start from which state, and what
+// it records, is the target's kind's machine (lifecycle.Kind); every such check is made
+// here or by its callers on a history just read from the store, by the api or by an
+// activity: workflows never check a state (they cannot read it deterministically),
+// BeginOperation does it for them.
 package digstate
 
 import (
@@ -86,4 +86,9 @@ func ChangeFrom(ctx context.Context, st *store.Store, digID string, d *store.Doc
 		}
 		return info, err
 	}
+}
+
+// NewHistory is the stored state history of a new target: Created, now.
+func NewHistory() string {
+	return Encode(lifecycle.StateInfo{Actions: []lifecycle.Action{{State: lifecycle.StateCreated, TimeStamp: time.Now().UTC()}}})
 }

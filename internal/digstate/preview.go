@@ -26,7 +26,7 @@ func Preview(dig lifecycle.Target, info lifecycle.StateInfo, revision int64) (li
 		last = info.Actions[n-1]
 	}
 	if revision > 0 {
-		if _, err := DIG.Start(dig.String(), Rollback, cur); err != nil {
+		if _, err := lifecycle.DIGs.Machine.Start(dig.String(), lifecycle.OpRollback, cur); err != nil {
 			return lifecycle.PreviewStart{}, &PreviewRefused{Message: err.Error()}
 		}
 		src, ok := info.RevisionContext(revision)
@@ -37,10 +37,10 @@ func Preview(dig lifecycle.Target, info lifecycle.StateInfo, revision int64) (li
 		return lifecycle.PreviewStart{Op: lifecycle.OpRollback, Previous: last.ContextID, Source: src, Current: last.Revision,
 			Revision: info.LatestRevision() + 1}, nil
 	}
-	if _, err := DIG.Start(dig.String(), Instantiate, cur); err == nil {
+	if _, err := lifecycle.DIGs.Machine.Start(dig.String(), lifecycle.OpInstantiate, cur); err == nil {
 		return lifecycle.PreviewStart{Op: lifecycle.OpInstantiate, Revision: 1}, nil
 	}
-	if _, err := DIG.Start(dig.String(), Update, cur); err == nil {
+	if _, err := lifecycle.DIGs.Machine.Start(dig.String(), lifecycle.OpUpdate, cur); err == nil {
 		return lifecycle.PreviewStart{Op: lifecycle.OpUpdate, Previous: last.ContextID, Current: last.Revision,
 			Revision: info.LatestRevision() + 1}, nil
 	}

@@ -5,6 +5,7 @@
 package lifecycle
 
 import (
+	"cmp"
 	"fmt"
 	"strings"
 	"time"
@@ -122,11 +123,12 @@ func (s StateInfo) RevisionContext(n int64) (string, bool) {
 	return "", false
 }
 
-// Target names what a lifecycle operation works on: a deployment intent group, a logical
-// cloud (LogicalCloud set, the composite app fields empty), a cluster's network
-// intents (ClusterNetwork set to "provider+cluster", nothing else: ncm's apply), or the
-// enrolment or distribution of a CA certificate intent (CACert and CertStage set, with
-// ClusterProvider for a cluster provider's certificate or Project for a project's).
+// Target names what a lifecycle operation works on, of one of the Kinds: a deployment
+// intent group, a logical cloud (LogicalCloud set, the composite app fields empty), a
+// cluster's network intents (ClusterNetwork set to "provider+cluster", nothing else:
+// ncm's apply), or the enrolment or distribution of a CA certificate intent (CACert and
+// CertStage set, with ClusterProvider for a cluster provider's certificate or Project
+// for a project's).
 type Target struct {
 	Project        string `json:"project"`
 	CompositeApp   string `json:"compositeApp,omitempty"`
@@ -140,63 +142,13 @@ type Target struct {
 	CertStage       string `json:"certStage,omitempty"` // CertEnrollment or CertDistribution
 }
 
-// The two lifecycles of a CA certificate intent (EMCO's ca-certs), as its paths name them.
-const (
-	CertEnrollment   = "enrollment"
-	CertDistribution = "distribution"
-)
-
-// IsCACert tells a CA certificate intent's enrolment or distribution from the other targets.
-func (d Target) IsCACert() bool { return d.CACert != "" }
-
-// CertOwner is the store _id of what a CA certificate intent belongs to: its cluster
-// provider or its project.
-func (d Target) CertOwner() string {
-	if d.ClusterProvider != "" {
-		return "/cluster-providers/" + d.ClusterProvider
-	}
-	return "/projects/" + d.Project
-}
-
-// CertID is the store _id of a CA certificate intent.
-func (d Target) CertID() string { return d.CertOwner() + "/ca-certs/" + d.CACert }
-
-// Stage is the same certificate intent's other lifecycle: its enrolment or distribution.
-func (d Target) Stage(stage string) Target {
-	d.CertStage = stage
-	return d
-}
-
-// IsLogicalCloud tells a logical cloud from a DIG.
-func (d Target) IsLogicalCloud() bool { return d.LogicalCloud != "" }
-
-// IsClusterNetwork tells a cluster's network intents from the other targets.
-func (d Target) IsClusterNetwork() bool { return d.ClusterNetwork != "" }
-
 // ID is the target's store _id (its REST path; a cluster's network intents keep their
 // state in the cluster's document, as EMCO's ncm does).
-func (d Target) ID() string {
-	switch {
-	case d.IsLogicalCloud():
-		return LogicalCloudID(d.Project, d.LogicalCloud)
-	case d.IsClusterNetwork():
-		return ClusterID(d.ClusterNetwork)
-	case d.IsCACert(): // the state of each lifecycle is a child of the certificate intent
-		return d.CertID() + "/" + d.CertStage
-	}
-	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s/deployment-intent-groups/%s", d.Project, d.CompositeApp, d.Version, d.DIG)
-}
+func (d Target) ID() string { return d.Kind().id(d) }
 
-// LogicalCloudID is the store _id of a logical cloud.
-func LogicalCloudID(project, name string) string {
-	return fmt.Sprintf("/projects/%s/logical-clouds/%s", project, name)
-}
-
-// ClusterID is the store _id of a cluster ("provider+cluster").
-func ClusterID(key string) string {
-	p, c := SplitClusterKey(key)
-	return fmt.Sprintf("/cluster-providers/%s/clusters/%s", p, c)
-}
+// Name is the name of the target's own resource (a cluster's network intents': its
+// "provider+cluster").
+func (d Target) Name() string { return cmp.Or(d.DIG, d.LogicalCloud, d.ClusterNetwork, d.CACert) }
 
 // CompositeAppID is the store _id of the DIG's composite app.
 func (d Target) CompositeAppID() string {
@@ -205,22 +157,7 @@ func (d Target) CompositeAppID() string {
 
 // WorkflowID is the id of the target's lifecycle workflow, which runs its operations one
 // at a time.
-func (d Target) WorkflowID() string {
-	switch {
-	case d.IsLogicalCloud():
-		return "logical-cloud/" + d.Project + "/" + d.LogicalCloud
-	case d.IsClusterNetwork():
-		p, c := SplitClusterKey(d.ClusterNetwork)
-		return "cluster-network/" + p + "/" + c
-	case d.IsCACert(): // e.g. ca-cert/cluster-provider/local/edge-ca/enrollment
-		owner := "project/" + d.Project
-		if d.ClusterProvider != "" {
-			owner = "cluster-provider/" + d.ClusterProvider
-		}
-		return "ca-cert/" + owner + "/" + d.CACert + "/" + d.CertStage
-	}
-	return "dig/" + strings.Join([]string{d.Project, d.CompositeApp, d.Version, d.DIG}, "/")
-}
+func (d Target) WorkflowID() string { return d.Kind().workflowID(d) }
 
 // OpWorkflowID is the id of one operation's workflow: deterministic per target,
 // operation and context, so a retried start never runs an operation twice.
@@ -229,22 +166,7 @@ func (d Target) OpWorkflowID(op, contextID string) string {
 }
 
 // String is the target's human-readable name.
-func (d Target) String() string {
-	switch {
-	case d.IsLogicalCloud():
-		return fmt.Sprintf("logical cloud %q (project %q)", d.LogicalCloud, d.Project)
-	case d.IsClusterNetwork():
-		p, c := SplitClusterKey(d.ClusterNetwork)
-		return fmt.Sprintf("network intents of cluster %q (provider %q)", c, p)
-	case d.IsCACert():
-		owner := fmt.Sprintf("project %q", d.Project)
-		if d.ClusterProvider != "" {
-			owner = fmt.Sprintf("cluster provider %q", d.ClusterProvider)
-		}
-		return fmt.Sprintf("%s of CA certificate intent %q (%s)", d.CertStage, d.CACert, owner)
-	}
-	return fmt.Sprintf("deployment intent group %q (project %q, composite app %q %q)", d.DIG, d.Project, d.CompositeApp, d.Version)
-}
+func (d Target) String() string { return d.Kind().name(d) }
 
 // DeploymentIDLabel marks every object temco applies with "<instance context>-<app>", as
 // EMCO does; the instance is the context of the instantiate, kept by every later revision.

@@ -20,24 +20,9 @@ var (
 	AttrClusterProvider = temporal.NewSearchAttributeKeyKeyword("clusterProvider")
 )
 
-// SearchAttributes of an operation on a target (those that apply to it).
+// SearchAttributes of an operation on a target (those that apply to its kind).
 func SearchAttributes(d Target, op string) temporal.SearchAttributes {
-	switch {
-	case d.IsLogicalCloud():
-		return temporal.NewSearchAttributes(AttrProject.ValueSet(d.Project), AttrLogicalCloud.ValueSet(d.LogicalCloud),
-			AttrOperation.ValueSet(op))
-	case d.IsClusterNetwork():
-		return temporal.NewSearchAttributes(AttrCluster.ValueSet(d.ClusterNetwork), AttrOperation.ValueSet(op))
-	case d.IsCACert():
-		owner := AttrProject.ValueSet(d.Project)
-		if d.ClusterProvider != "" {
-			owner = AttrClusterProvider.ValueSet(d.ClusterProvider)
-		}
-		return temporal.NewSearchAttributes(owner, AttrCACert.ValueSet(d.CACert), AttrOperation.ValueSet(op))
-	}
-	return temporal.NewSearchAttributes(
-		AttrProject.ValueSet(d.Project), AttrCompositeApp.ValueSet(d.CompositeApp), AttrVersion.ValueSet(d.Version),
-		AttrDIG.ValueSet(d.DIG), AttrOperation.ValueSet(op))
+	return temporal.NewSearchAttributes(append(d.Kind().attrs(d), AttrOperation.ValueSet(op))...)
 }
 
 // SearchAttributeTypes lists the attributes to register on the Temporal server.

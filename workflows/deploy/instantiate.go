@@ -51,10 +51,10 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 	ref := lifecycle.ContextRef{DIG: o.in.DIG, ContextID: o.in.ContextID}
 	// A logical cloud's objects, a cluster's networks and a certificate intent's requests
 	// or certificates are built from their own resources.
-	if prepare := o.preparer(); prepare != "" {
+	if prepare := o.in.DIG.Kind().Prepare; prepare != nil {
 		o.progress.Phase = "prepare"
 		var plan lifecycle.Plan
-		err := workflow.ExecuteActivity(preparing(ctx), prepare, ref).Get(ctx, &plan)
+		err := workflow.ExecuteActivity(preparing(ctx), prepare(o.in.DIG), ref).Get(ctx, &plan)
 		o.progress.ClustersTotal = plan.Clusters
 		return plan, err
 	}
@@ -73,22 +73,6 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 		err = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderVariants, ref).Get(ctx, nil)
 	}
 	return plan, err
-}
-
-// preparer is the activity that builds a target's context from its own resources ("" for
-// DIGs: rendering, placement and controllers).
-func (o *operation) preparer() string {
-	switch {
-	case o.in.DIG.IsLogicalCloud():
-		return lifecycle.ActivityPrepareLogicalCloud
-	case o.in.DIG.IsClusterNetwork():
-		return lifecycle.ActivityPrepareClusterNetwork
-	case o.in.DIG.IsCACert() && o.in.DIG.CertStage == lifecycle.CertEnrollment:
-		return lifecycle.ActivityPrepareCertEnrollment
-	case o.in.DIG.IsCACert():
-		return lifecycle.ActivityPrepareCertDistribution
-	}
-	return ""
 }
 
 // control runs the controllers, each as its own activity (on its own task queue when

@@ -281,25 +281,11 @@ func (o *operation) add(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
 	o.progress.ResourcesFailed += r.Failed
 }
 
-// perCluster returns the activity a logical cloud or a certificate intent uses instead of
-// the usual one for a batch kind ("" for DIGs and clusters' networks: the kind's own).
+// perCluster returns the activity the target's kind uses instead of the usual one for a
+// batch kind ("": the usual).
 func (o *operation) perCluster(kind string) string {
-	t := o.in.DIG
-	switch {
-	case t.IsLogicalCloud():
-		return map[string]string{
-			lifecycle.WorkflowApplyBatch:  lifecycle.ActivitySetUpLogicalCloud,
-			lifecycle.WorkflowDeleteBatch: lifecycle.ActivityTearDownLogicalCloud,
-			lifecycle.WorkflowPruneBatch:  lifecycle.ActivityPruneLogicalCloud,
-		}[kind]
-	case t.IsCACert() && t.CertStage == lifecycle.CertEnrollment: // signs, and forgets keys
-		return map[string]string{
-			lifecycle.WorkflowApplyBatch:  lifecycle.ActivityEnrollCertificates,
-			lifecycle.WorkflowDeleteBatch: lifecycle.ActivityWithdrawCertificates,
-			lifecycle.WorkflowPruneBatch:  lifecycle.ActivityPruneCertificates,
-		}[kind]
-	case t.IsCACert() && kind == lifecycle.WorkflowApplyBatch: // installs the keys
-		return lifecycle.ActivityDistributeCertificates
+	if f := o.in.DIG.Kind().PerCluster; f != nil {
+		return f(o.in.DIG, kind)
 	}
 	return ""
 }

@@ -1,4 +1,4 @@
-package digstate
+package lifecycle
 
 import (
 	"errors"
@@ -6,10 +6,16 @@ import (
 	"maps"
 	"slices"
 	"testing"
-	"time"
+)
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/store"
+// The machines and operations, short for the tables.
+var (
+	DIG, LogicalCloud, ClusterNetwork, CACert = DIGs.Machine, LogicalClouds.Machine, ClusterNetworks.Machine, CACerts.Machine
+)
+
+const (
+	Instantiate, Terminate, Update, Rollback, Migrate = OpInstantiate, OpTerminate, OpUpdate, OpRollback, OpMigrate
+	MigrateInto, Approve, Modify, Delete, Host        = OpMigrateInto, OpApprove, OpModify, OpDelete, OpHost
 )
 
 // What a cell of the expected tables says: refused, starts and records no state, starts
@@ -122,8 +128,8 @@ func TestEveryOperationFromEveryState(t *testing.T) {
 // The refusals read as the api and the activities have always worded them (tests/e2e
 // and EMCO users read them).
 func TestRefusalsNameTheStateAndWhatTheOperationNeeds(t *testing.T) {
-	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
-	cloud := lifecycle.Target{Project: "p", LogicalCloud: "lc"}
+	dig := Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
+	cloud := Target{Project: "p", LogicalCloud: "lc"}
 	for _, c := range []struct {
 		m                *Machine
 		target, op, from string
@@ -162,17 +168,17 @@ func TestDeleteWaitsForTheTerminate(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = tr.Settle(lifecycle.StatusTerminating)
+		err = tr.Settle(StatusTerminating)
 		if want := `logical cloud "lc" is still terminating; delete it once the terminate completed`; err == nil || err.Error() != want {
 			t.Errorf("%s: delete while terminating: %v, want %s", m.Kind, err, want)
 		}
-		for _, status := range []string{lifecycle.StatusTerminated, lifecycle.StatusTerminateFailed, lifecycle.StatusTerminateStopped, ""} {
+		for _, status := range []string{StatusTerminated, StatusTerminateFailed, StatusTerminateStopped, ""} {
 			if err := tr.Settle(status); err != nil {
 				t.Errorf("%s: delete once the context is %q: %v", m.Kind, status, err)
 			}
 		}
 		tr, _ = m.Start("x", Delete, created)
-		if err := tr.Settle(lifecycle.StatusTerminating); err != nil {
+		if err := tr.Settle(StatusTerminating); err != nil {
 			t.Errorf("%s: a delete from Created waits for nothing: %v", m.Kind, err)
 		}
 	}
@@ -183,7 +189,7 @@ func TestUnknownOperations(t *testing.T) {
 	for _, c := range []struct {
 		m  *Machine
 		op string
-	}{{DIG, Host}, {DIG, lifecycle.OpStop}, {LogicalCloud, Approve}, {LogicalCloud, Rollback}, {LogicalCloud, Modify}, {LogicalCloud, lifecycle.OpStop}} {
+	}{{DIG, Host}, {DIG, OpStop}, {LogicalCloud, Approve}, {LogicalCloud, Rollback}, {LogicalCloud, Modify}, {LogicalCloud, OpStop}} {
 		_, err := c.m.Start("T", c.op, created)
 		var r *Refused
 		if err == nil || errors.As(err, &r) {
@@ -197,13 +203,13 @@ func TestUnknownOperations(t *testing.T) {
 func TestStoppedState(t *testing.T) {
 	for _, m := range []*Machine{DIG, LogicalCloud} {
 		for status, want := range map[string]string{
-			lifecycle.StatusInstantiateStopped: instantiateStopped,
-			lifecycle.StatusUpdateStopped:      instantiateStopped, // terminate is the way on
-			lifecycle.StatusTerminateStopped:   terminateStopped,
+			StatusInstantiateStopped: instantiateStopped,
+			StatusUpdateStopped:      instantiateStopped, // terminate is the way on
+			StatusTerminateStopped:   terminateStopped,
 			// stopped, then cancelled: the failed status
-			lifecycle.StatusInstantiateFailed: instantiateStopped,
-			lifecycle.StatusUpdateFailed:      instantiateStopped,
-			lifecycle.StatusTerminateFailed:   instantiateStopped,
+			StatusInstantiateFailed: instantiateStopped,
+			StatusUpdateFailed:      instantiateStopped,
+			StatusTerminateFailed:   instantiateStopped,
 		} {
 			if got := m.StoppedState(status); got != want {
 				t.Errorf("%s: stopped with status %s records %s, want %s", m.Kind, status, got, want)
@@ -225,18 +231,6 @@ func TestTablesAreClosed(t *testing.T) {
 					t.Errorf("%s: %s names state %s, which is not one of %v", m.Kind, r.Op, s, m.States)
 				}
 			}
-		}
-	}
-}
-
-func TestNewHistoryIsCreatedNow(t *testing.T) {
-	for _, m := range []*Machine{DIG, LogicalCloud} {
-		info, err := Parse(&store.Doc{State: m.NewHistory()})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(info.Actions) != 1 || info.Current() != created || time.Since(info.Actions[0].TimeStamp) > time.Minute {
-			t.Errorf("%s: new history %+v", m.Kind, info)
 		}
 	}
 }
@@ -283,28 +277,28 @@ func TestClusterNetworkFromEveryState(t *testing.T) {
 			}
 		}
 	}
-	for status, want := range map[string]string{lifecycle.StatusInstantiateStopped: instantiateStopped, lifecycle.StatusTerminateStopped: terminateStopped} {
+	for status, want := range map[string]string{StatusInstantiateStopped: instantiateStopped, StatusTerminateStopped: terminateStopped} {
 		if got := m.StoppedState(status); got != want {
 			t.Errorf("stopped with status %s records %s, want %s", status, got, want)
 		}
 	}
-	cluster := lifecycle.Target{ClusterNetwork: "p+c"}
+	cluster := Target{ClusterNetwork: "p+c"}
 	if _, err := m.Start(cluster.String(), Modify, applied); err == nil || err.Error() !=
 		`network intents of cluster "c" (provider "p") is Applied: modify needs one of [Created Terminated]` {
 		t.Errorf("modify while applied: %v", err)
 	}
-	if For(cluster) != ClusterNetwork || cluster.ID() != "/cluster-providers/p/clusters/c" || cluster.WorkflowID() != "cluster-network/p/c" {
-		t.Errorf("target %+v: machine %s, id %s, workflow %s", cluster, For(cluster).Kind, cluster.ID(), cluster.WorkflowID())
+	if cluster.Kind() != ClusterNetworks || cluster.ID() != "/cluster-providers/p/clusters/c" || cluster.WorkflowID() != "cluster-network/p/c" {
+		t.Errorf("target %+v: machine %s, id %s, workflow %s", cluster, cluster.Kind().Name, cluster.ID(), cluster.WorkflowID())
 	}
 }
 
 // A CA certificate intent's enrolment and distribution each have a logical cloud's
 // lifecycle, kept in a child of the intent, with a workflow per intent and stage.
 func TestCACertTargets(t *testing.T) {
-	cp := lifecycle.Target{ClusterProvider: "local", CACert: "edge", CertStage: lifecycle.CertEnrollment}
-	pr := lifecycle.Target{Project: "p1", CACert: "edge", CertStage: lifecycle.CertDistribution}
+	cp := Target{ClusterProvider: "local", CACert: "edge", CertStage: CertEnrollment}
+	pr := Target{Project: "p1", CACert: "edge", CertStage: CertDistribution}
 	for _, c := range []struct {
-		t            lifecycle.Target
+		t            Target
 		id, wf, name string
 	}{
 		{cp, "/cluster-providers/local/ca-certs/edge/enrollment", "ca-cert/cluster-provider/local/edge/enrollment",
@@ -312,11 +306,11 @@ func TestCACertTargets(t *testing.T) {
 		{pr, "/projects/p1/ca-certs/edge/distribution", "ca-cert/project/p1/edge/distribution",
 			`distribution of CA certificate intent "edge" (project "p1")`},
 	} {
-		if For(c.t) != CACert || c.t.ID() != c.id || c.t.WorkflowID() != c.wf || c.t.String() != c.name {
-			t.Errorf("%+v: machine %s, id %s, workflow %s, name %s", c.t, For(c.t).Kind, c.t.ID(), c.t.WorkflowID(), c.t.String())
+		if c.t.Kind() != CACerts || c.t.ID() != c.id || c.t.WorkflowID() != c.wf || c.t.String() != c.name {
+			t.Errorf("%+v: machine %s, id %s, workflow %s, name %s", c.t, c.t.Kind().Name, c.t.ID(), c.t.WorkflowID(), c.t.String())
 		}
 	}
-	if got := cp.Stage(lifecycle.CertDistribution).ID(); got != "/cluster-providers/local/ca-certs/edge/distribution" {
+	if got := cp.Stage(CertDistribution).ID(); got != "/cluster-providers/local/ca-certs/edge/distribution" {
 		t.Errorf("the distribution of %s is %s", cp, got)
 	}
 	for state, ok := range map[string]bool{created: true, "": true, terminated: true, instantiated: false, instantiateStopped: false} {
