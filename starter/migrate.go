@@ -36,7 +36,7 @@ func (s *Starter) updateWithStart(ctx context.Context, dig lifecycle.Target, upd
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 			TypedSearchAttributes:    lifecycle.SearchAttributes(dig, "lifecycle"),
 			StaticSummary:            "lifecycle of " + dig.String(),
-		}, lifecycle.WorkflowDIG, lifecycle.DIGInput{DIG: dig})
+		}, lifecycle.WorkflowDIG, lifecycle.TargetInput{Target: dig})
 		h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{

@@ -95,12 +95,12 @@ func Clusters(ctx context.Context, st *store.Store, cloudID string) ([]string, e
 // PrepareLogicalCloud builds the context of a logical cloud: its objects placed on every
 // cluster it references (none for an admin cloud, which changes nothing on clusters).
 func (a *Activities) PrepareLogicalCloud(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
-	c, clusters, err := a.load(ctx, in.DIG.ID())
+	c, clusters, err := a.load(ctx, in.Target.ID())
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
 	if len(clusters) == 0 {
-		return lifecycle.Plan{}, invalid("%s references no cluster: add cluster-references first", in.DIG)
+		return lifecycle.Plan{}, invalid("%s references no cluster: add cluster-references first", in.Target)
 	}
 	header, err := a.Contexts.Get(ctx, in.ContextID)
 	if err != nil {
@@ -112,11 +112,11 @@ func (a *Activities) PrepareLogicalCloud(ctx context.Context, in lifecycle.Conte
 	labels := map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + App}
 	objs, err := c.objects(labels, false)
 	if err != nil {
-		return lifecycle.Plan{}, invalid("%s: %v", in.DIG, err)
+		return lifecycle.Plan{}, invalid("%s: %v", in.Target, err)
 	}
 	gitObjs, err := c.objects(labels, true)
 	if err != nil {
-		return lifecycle.Plan{}, invalid("%s: %v", in.DIG, err)
+		return lifecycle.Plan{}, invalid("%s: %v", in.Target, err)
 	}
 	if err := a.Contexts.PutApps(ctx, in.ContextID, []*appctx.App{{Name: App, Objects: objs}}); err != nil {
 		return lifecycle.Plan{}, err

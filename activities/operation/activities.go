@@ -67,9 +67,9 @@ func (a *Activities) BeginOperation(ctx context.Context, in lifecycle.BeginInput
 }
 
 func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
-	target, err := a.Store.Get(ctx, in.DIG.ID()) // read once: for its logical cloud and its state
+	target, err := a.Store.Get(ctx, in.Target.ID()) // read once: for its logical cloud and its state
 	if store.CodeOf(err) == store.ErrNotFound {
-		return lifecycle.BeginResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s no longer exists", in.DIG), lifecycle.ErrInvalidState, nil)
+		return lifecycle.BeginResult{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s no longer exists", in.Target), lifecycle.ErrInvalidState, nil)
 	}
 	if err != nil {
 		return lifecycle.BeginResult{}, err
@@ -77,7 +77,7 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 	if info, err := digstate.Parse(target); err == nil && info.ContextID() == in.ContextID {
 		return lifecycle.BeginResult{ContextID: in.ContextID, Revision: 1}, nil // recorded by an earlier attempt
 	}
-	namespace, creds, ready, err := a.scope(ctx, in.DIG, target)
+	namespace, creds, ready, err := a.scope(ctx, in.Target, target)
 	if err != nil {
 		return lifecycle.BeginResult{}, err
 	}
@@ -85,7 +85,7 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 	// Whether the logical cloud is ready is read meanwhile; if not, the context goes again.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		return a.Contexts.Create(gctx, &appctx.Context{ID: in.ContextID, DIG: in.DIG.ID(), Instance: in.ContextID,
+		return a.Contexts.Create(gctx, &appctx.Context{ID: in.ContextID, DIG: in.Target.ID(), Instance: in.ContextID,
 			Revision: 1, Status: lifecycle.StatusInstantiating, Namespace: namespace, Credentials: creds})
 	})
 	if ready != nil {
@@ -95,11 +95,11 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 		_ = a.Contexts.DeleteContext(context.WithoutCancel(ctx), in.ContextID)
 		return lifecycle.BeginResult{}, err
 	}
-	_, err = digstate.ChangeFrom(ctx, a.Store, in.DIG.ID(), target, func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+	_, err = digstate.ChangeFrom(ctx, a.Store, in.Target.ID(), target, func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		if info.ContextID() == in.ContextID {
 			return nil, nil // recorded by an earlier attempt
 		}
-		t, err := start(in.DIG, in.Op, info.Current())
+		t, err := start(in.Target, in.Op, info.Current())
 		if err != nil {
 			return nil, err
 		}
@@ -117,7 +117,7 @@ func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInp
 // running context is recorded as Updated, the new one as Instantiated with its revision.
 func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 	var res lifecycle.BeginResult
-	_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+	_, err := digstate.Change(ctx, a.Store, in.Target.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		cur := last(info)
 		if cur.ContextID == in.ContextID { // recorded by an earlier attempt
 			prev := info.Actions[len(info.Actions)-2]
@@ -127,7 +127,7 @@ func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput)
 			}
 			return nil, nil
 		}
-		t, err := start(in.DIG, in.Op, cur.State)
+		t, err := start(in.Target, in.Op, cur.State)
 		if err != nil {
 			return nil, err
 		}
@@ -136,7 +136,7 @@ func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput)
 			src, ok := info.RevisionContext(in.Revision)
 			if !ok {
 				return nil, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s has no revision %d in its current instance (revisions 1 to %d)",
-					in.DIG, in.Revision, info.LatestRevision()), lifecycle.ErrInvalidInput, nil)
+					in.Target, in.Revision, info.LatestRevision()), lifecycle.ErrInvalidInput, nil)
 			}
 			res.Source = src
 		}
@@ -152,18 +152,18 @@ func (a *Activities) beginRevision(ctx context.Context, in lifecycle.BeginInput)
 	if err != nil {
 		return res, err
 	}
-	return res, a.Contexts.Create(ctx, &appctx.Context{ID: res.ContextID, DIG: in.DIG.ID(), Instance: prev.Instance,
+	return res, a.Contexts.Create(ctx, &appctx.Context{ID: res.ContextID, DIG: in.Target.ID(), Instance: prev.Instance,
 		Revision: res.Revision, Op: in.Op, Status: lifecycle.StatusUpdating, Namespace: prev.Namespace, Credentials: prev.Credentials})
 }
 
 func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 	var res lifecycle.BeginResult
-	if in.DIG.Kind().Hosts {
-		if err := a.unused(ctx, in.DIG); err != nil {
+	if in.Target.Kind().Hosts {
+		if err := a.unused(ctx, in.Target); err != nil {
 			return res, err
 		}
 	}
-	_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+	_, err := digstate.Change(ctx, a.Store, in.Target.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		cur := last(info)
 		res = lifecycle.BeginResult{ContextID: cur.ContextID, Revision: cur.Revision}
 		if cur.State == lifecycle.StateTerminated {
@@ -171,7 +171,7 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 				return nil, nil // recorded by an earlier attempt
 			}
 		}
-		t, err := start(in.DIG, in.Op, cur.State)
+		t, err := start(in.Target, in.Op, cur.State)
 		if err != nil {
 			return nil, err
 		}
@@ -180,7 +180,7 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 	if err != nil {
 		return res, err
 	}
-	if res.Leftovers, err = a.leftovers(ctx, in.DIG, res.ContextID); err != nil {
+	if res.Leftovers, err = a.leftovers(ctx, in.Target, res.ContextID); err != nil {
 		return res, err
 	}
 	return res, a.Contexts.SetStatus(ctx, res.ContextID, lifecycle.StatusTerminating, "")
@@ -307,8 +307,8 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 		}
 	}
 	if in.Stopped {
-		stopped := in.DIG.Kind().Machine.StoppedState(in.Status)
-		_, err := digstate.Change(ctx, a.Store, in.DIG.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+		stopped := in.Target.Kind().Machine.StoppedState(in.Status)
+		_, err := digstate.Change(ctx, a.Store, in.Target.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 			cur := last(info)
 			if cur.State == stopped && cur.ContextID == in.ContextID {
 				return nil, nil
@@ -333,12 +333,12 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 		}
 	}
 	if in.Restored != "" {
-		if err := a.restore(ctx, in.DIG, in.Restored); err != nil {
+		if err := a.restore(ctx, in.Target, in.Restored); err != nil {
 			return err
 		}
 	}
-	if in.Refused && in.Status == lifecycle.StatusInstantiateFailed && in.DIG.Kind().Machine.Has(lifecycle.OpApprove) { // back to Approved
-		if err := a.reapprove(ctx, in.DIG, in.ContextID); err != nil {
+	if in.Refused && in.Status == lifecycle.StatusInstantiateFailed && in.Target.Kind().Machine.Has(lifecycle.OpApprove) { // back to Approved
+		if err := a.reapprove(ctx, in.Target, in.ContextID); err != nil {
 			return err
 		}
 	}

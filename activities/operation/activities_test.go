@@ -59,7 +59,7 @@ func TestBeginInstantiateChecksTheLogicalCloudAndLeavesNothingWhenRefused(t *tes
 	if err := a.Contexts.Create(ctx, &appctx.Context{ID: "lc-1", Status: lifecycle.StatusInstantiating}); err != nil {
 		t.Fatal(err)
 	}
-	in := lifecycle.BeginInput{DIG: dig, Op: lifecycle.OpInstantiate, ContextID: "new"}
+	in := lifecycle.BeginInput{Target: dig, Op: lifecycle.OpInstantiate, ContextID: "new"}
 	_, err := a.BeginOperation(ctx, in)
 	var appErr *temporal.ApplicationError
 	if !errors.As(err, &appErr) || appErr.Type() != lifecycle.ErrInvalidState || !appErr.NonRetryable() ||
@@ -111,7 +111,7 @@ func TestCloudTerminateWaitsForATerminatingDIG(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	in := lifecycle.BeginInput{DIG: cloud, Op: lifecycle.OpTerminate}
+	in := lifecycle.BeginInput{Target: cloud, Op: lifecycle.OpTerminate}
 	if _, err := a.BeginOperation(ctx, in); err == nil || !strings.Contains(err.Error(), "still terminating") {
 		t.Fatalf("cloud terminate while its DIG terminates: %v", err)
 	}

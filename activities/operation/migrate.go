@@ -20,7 +20,7 @@ import (
 // BeginHold checks that the origin of a migrate may migrate and returns its running
 // context. It records nothing: the origin changes only once the migrate is done.
 func (a *Activities) BeginHold(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
-	_, info, err := a.origin(ctx, in.DIG)
+	_, info, err := a.origin(ctx, in.Target)
 	if err != nil {
 		return lifecycle.BeginResult{}, err
 	}

@@ -58,7 +58,7 @@ func TestBeginMigrate(t *testing.T) {
 	ctx := context.Background()
 	a := newActivities(t, "migratebegin")
 	origin, target := migrateDIGs(t, a, lifecycle.StateInstantiated, lifecycle.StateApproved)
-	held, err := a.BeginHold(ctx, lifecycle.BeginInput{DIG: origin, Op: lifecycle.OpMigrate})
+	held, err := a.BeginHold(ctx, lifecycle.BeginInput{Target: origin, Op: lifecycle.OpMigrate})
 	if err != nil || held.ContextID != "o1" {
 		t.Fatalf("hold: %+v, %v", held, err)
 	}
@@ -88,7 +88,7 @@ func TestBeginMigrateRefusals(t *testing.T) {
 	ctx := context.Background()
 	a := newActivities(t, "migraterefused")
 	origin, target := migrateDIGs(t, a, lifecycle.StateTerminated, lifecycle.StateCreated)
-	_, err := a.BeginHold(ctx, lifecycle.BeginInput{DIG: origin, Op: lifecycle.OpMigrate})
+	_, err := a.BeginHold(ctx, lifecycle.BeginInput{Target: origin, Op: lifecycle.OpMigrate})
 	invalidState(t, "hold of a terminated origin", err, "is Terminated: migrate needs one of [Instantiated InstantiateStopped]")
 	_, err = a.BeginMigrate(ctx, lifecycle.MigrateBegin{DIG: target, ContextID: "t1", Origin: origin, OriginContext: "o1"})
 	invalidState(t, "migrate from a terminated origin", err, "migrate needs one of")

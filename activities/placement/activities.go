@@ -54,21 +54,21 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 	// Three independent chains of database reads, run together.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		if gpi, controllers, err = a.intents(gctx, in.DIG); err != nil {
+		if gpi, controllers, err = a.intents(gctx, in.Target); err != nil {
 			return err
 		}
-		appIntents, err = a.appIntents(gctx, in.DIG.ID()+"/generic-placement-intents/"+gpi)
+		appIntents, err = a.appIntents(gctx, in.Target.ID()+"/generic-placement-intents/"+gpi)
 		return err
 	})
 	g.Go(func() error {
-		docs, err := a.Store.List(gctx, store.Query{Parent: in.DIG.CompositeAppID(), Kind: model.KindApp})
+		docs, err := a.Store.List(gctx, store.Query{Parent: in.Target.CompositeAppID(), Kind: model.KindApp})
 		for _, d := range docs {
 			apps = append(apps, d.Name)
 		}
 		return err
 	})
 	g.Go(func() (err error) {
-		cloud, err = a.cloudOf(gctx, in.DIG)
+		cloud, err = a.cloudOf(gctx, in.Target)
 		return err
 	})
 	if err := g.Wait(); err != nil {
@@ -106,7 +106,7 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 			placed = append(placed, &appctx.ClusterApp{App: app, Cluster: cl, Unlisted: true})
 		}
 	}
-	return a.store(ctx, in.DIG, in.ContextID, cloud, placed)
+	return a.store(ctx, in.Target, in.ContextID, cloud, placed)
 }
 
 // store checks the placement against the logical cloud and stores it in batches.
@@ -164,7 +164,7 @@ func (a *Activities) CommitControllers(ctx context.Context, in lifecycle.Context
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
-	cloud, err := a.cloudOf(ctx, in.DIG)
+	cloud, err := a.cloudOf(ctx, in.Target)
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
@@ -214,7 +214,7 @@ func (a *Activities) CommitControllers(ctx context.Context, in lifecycle.Context
 			return lifecycle.Plan{}, err
 		}
 	}
-	return a.store(ctx, in.DIG, in.ContextID, cloud, placed)
+	return a.store(ctx, in.Target, in.ContextID, cloud, placed)
 }
 
 // cloudMembers are the clusters of the DIG's logical cloud.

@@ -120,7 +120,7 @@ func (r *renderInputs) input(doc *store.Doc, caps *capabilities.Capabilities) ch
 
 // load reads what the context's apps are rendered from.
 func (a *Activities) load(ctx context.Context, in lifecycle.ContextRef) (*renderInputs, error) {
-	caID := in.DIG.CompositeAppID()
+	caID := in.Target.CompositeAppID()
 	var (
 		dig      model.Resource[model.DIGSpec]
 		apps     []*store.Doc
@@ -131,7 +131,7 @@ func (a *Activities) load(ctx context.Context, in lifecycle.ContextRef) (*render
 	// The reads are independent database round trips: done together, not one by one.
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
-		digDoc, err := a.Store.Get(gctx, in.DIG.ID())
+		digDoc, err := a.Store.Get(gctx, in.Target.ID())
 		if err != nil {
 			return err
 		}
@@ -150,14 +150,14 @@ func (a *Activities) load(ctx context.Context, in lifecycle.ContextRef) (*render
 		return err
 	})
 	g.Go(func() (err error) {
-		deps, err = a.dependencies(gctx, in.DIG)
+		deps, err = a.dependencies(gctx, in.Target)
 		return err
 	})
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	if len(apps) == 0 {
-		return nil, invalid("composite app %q %q has no apps", in.DIG.CompositeApp, in.DIG.Version)
+		return nil, invalid("composite app %q %q has no apps", in.Target.CompositeApp, in.Target.Version)
 	}
 	r := &renderInputs{dig: dig, apps: apps, profiles: profiles, header: header, deps: deps, overrides: map[string]map[string]string{}}
 	for _, ov := range dig.Spec.OverrideValues {

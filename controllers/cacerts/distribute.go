@@ -25,7 +25,7 @@ const keyFieldManager = "temco-ca-certs"
 // Secret, ClusterIssuer, ProxyConfigs and ConfigCtrl. The enrolment must be instantiated
 // and have signed a certificate for every member.
 func (a *Activities) PrepareCertDistribution(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
-	t := in.DIG
+	t := in.Target
 	cert, err := a.loadCert(ctx, t)
 	if err != nil {
 		return lifecycle.Plan{}, err

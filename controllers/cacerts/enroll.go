@@ -62,7 +62,7 @@ func (a *Activities) loadCert(ctx context.Context, t lifecycle.Target) (model.Re
 // cluster. What EMCO would only find out while enrolling (no key size or duration, no
 // member, an SGX cluster) fails it here, before anything is applied.
 func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
-	t := in.DIG
+	t := in.Target
 	cert, err := a.loadCert(ctx, t)
 	if err != nil {
 		return lifecycle.Plan{}, err

@@ -25,13 +25,13 @@ type Activities struct {
 // one cluster holding its networks' objects (none is fine: EMCO installs an empty
 // context too). Overlapping subnets fail it before anything is applied.
 func (a *Activities) PrepareClusterNetwork(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
-	cluster, id := in.DIG.ClusterNetwork, in.DIG.ID()
+	cluster, id := in.Target.ClusterNetwork, in.Target.ID()
 	nets, err := load(ctx, a.Store, id)
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
 	if msg := overlapping(nets); msg != "" {
-		return lifecycle.Plan{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", in.DIG, msg), lifecycle.ErrInvalidInput, nil)
+		return lifecycle.Plan{}, temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s: %s", in.Target, msg), lifecycle.ErrInvalidInput, nil)
 	}
 	withNAD, err := multus(ctx, a.Store, id)
 	if err != nil {

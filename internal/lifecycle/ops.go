@@ -62,14 +62,14 @@ type OpAccepted struct {
 	WorkflowID string `json:"workflowId"`
 }
 
-// DIGInput starts (or continues) a DIG lifecycle workflow.
-type DIGInput struct {
-	DIG Target `json:"dig"`
+// TargetInput starts (or continues) a target's lifecycle workflow (any kind).
+type TargetInput struct {
+	Target Target `json:"dig"`
 }
 
 // OpInput starts an operation workflow on one context.
 type OpInput struct {
-	DIG       Target `json:"dig"`
+	Target    Target `json:"dig"`
 	ContextID string `json:"contextId"`
 	// Update and rollback: the running context the new one replaces, and (rollback) the
 	// stored revision's context to copy instead of rendering anew.
@@ -82,7 +82,7 @@ type OpInput struct {
 
 // BeginInput records the start of an operation in the DIG's state history.
 type BeginInput struct {
-	DIG       Target `json:"dig"`
+	Target    Target `json:"dig"`
 	Op        string `json:"op"`
 	ContextID string `json:"contextId,omitempty"`
 	Revision  int64  `json:"revision,omitempty"` // rollback target
@@ -99,7 +99,7 @@ type BeginResult struct {
 
 // FinishInput records how an operation ended.
 type FinishInput struct {
-	DIG       Target `json:"dig"`
+	Target    Target `json:"dig"`
 	ContextID string `json:"contextId"`
 	Status    string `json:"status"` // final AppContext status
 	Stopped   bool   `json:"stopped,omitempty"`
@@ -173,7 +173,7 @@ func SubcontrollerKind(parent string) string { return parent + "Controller" }
 
 // ContextRef names a context for activities that work on all of it.
 type ContextRef struct {
-	DIG       Target `json:"dig"`
+	Target    Target `json:"dig"`
 	ContextID string `json:"contextId"`
 }
 

@@ -130,8 +130,8 @@ func (o *operation) runWorkflow(ctx workflow.Context, controller string, w contr
 		WorkflowID: id, TaskQueue: w.TaskQueue,
 		WorkflowExecutionTimeout: w.ExecutionTimeout, WorkflowRunTimeout: w.RunTimeout, WorkflowTaskTimeout: w.TaskTimeout,
 		WorkflowIDReusePolicy: enumspb.WorkflowIdReusePolicy(w.IDReusePolicy), RetryPolicy: retryOf(w.Retry),
-		TypedSearchAttributes: lifecycle.SearchAttributes(o.in.DIG, cmp.Or(w.Kind, "hook")),
-		StaticSummary:         fmt.Sprintf("%s of %s, %s context %s", what, o.in.DIG, o.progress.Op, o.in.ContextID),
+		TypedSearchAttributes: lifecycle.SearchAttributes(o.in.Target, cmp.Or(w.Kind, "hook")),
+		StaticSummary:         fmt.Sprintf("%s of %s, %s context %s", what, o.in.Target, o.progress.Op, o.in.ContextID),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_REQUEST_CANCEL,
 	}
 	// A blocking hook is cancelled with the operation, or by cancel on a timeout; one that

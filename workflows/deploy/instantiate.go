@@ -48,13 +48,13 @@ func (o *operation) instantiate(ctx workflow.Context) error {
 // prepare renders the apps, places them and runs the controllers: the new context is
 // then complete in MongoDB.
 func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
-	ref := lifecycle.ContextRef{DIG: o.in.DIG, ContextID: o.in.ContextID}
+	ref := lifecycle.ContextRef{Target: o.in.Target, ContextID: o.in.ContextID}
 	// A logical cloud's objects, a cluster's networks and a certificate intent's requests
 	// or certificates are built from their own resources.
-	if prepare := o.in.DIG.Kind().Prepare; prepare != nil {
+	if prepare := o.in.Target.Kind().Prepare; prepare != nil {
 		o.progress.Phase = "prepare"
 		var plan lifecycle.Plan
-		err := workflow.ExecuteActivity(preparing(ctx), prepare(o.in.DIG), ref).Get(ctx, &plan)
+		err := workflow.ExecuteActivity(preparing(ctx), prepare(o.in.Target), ref).Get(ctx, &plan)
 		o.progress.ClustersTotal = plan.Clusters
 		return plan, err
 	}
@@ -100,7 +100,7 @@ func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrl
 }
 
 func (o *operation) controllerInput(c lifecycle.Controller, step int, hook string) contract.Input {
-	dig := o.in.DIG
+	dig := o.in.Target
 	return contract.Input{Project: dig.Project, CompositeApp: dig.CompositeApp, CompositeAppVersion: dig.Version,
 		DeploymentIntentGroup: dig.DIG, Controller: c.Name, Parent: c.Parent, Type: c.Type, Intent: c.Intent, ContextID: o.in.ContextID,
 		PreviousContextID: o.in.Previous, Operation: o.progress.Op, Step: step, Hook: hook}

@@ -184,7 +184,7 @@ func (m *migration) finish(ctx workflow.Context, outcome, errMsg string) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	workflow.GetLogger(ctx).Info("operation ended", "op", lifecycle.OpMigrate, "context", m.in.ContextID, "origin", m.origin.ID(),
 		"outcome", outcome, "error", errMsg)
-	in := lifecycle.MigrateFinish{MigrateBegin: lifecycle.MigrateBegin{DIG: m.in.DIG, ContextID: m.in.ContextID,
+	in := lifecycle.MigrateFinish{MigrateBegin: lifecycle.MigrateBegin{DIG: m.in.Target, ContextID: m.in.ContextID,
 		Origin: m.origin, OriginContext: m.in.Previous}, Outcome: outcome, Error: errMsg, Hooks: m.progress.Hooks}
 	return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.ActivityFinishMigrate, in, nil)
 }

@@ -24,7 +24,7 @@ const (
 )
 
 var migrateInput = lifecycle.MigrateInput{
-	OpInput: lifecycle.OpInput{DIG: lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v2", DIG: "d2"},
+	OpInput: lifecycle.OpInput{Target: lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v2", DIG: "d2"},
 		ContextID: targetCtx, Previous: originCtx},
 	Origin: lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"},
 }
@@ -76,7 +76,7 @@ func (r *migrateRun) finish(t *testing.T) lifecycle.MigrateFinish {
 		t.Fatalf("FinishMigrate ran %d times, want once: %+v", len(r.finished), r.finished)
 	}
 	fin := r.finished[0]
-	if fin.DIG != migrateInput.DIG || fin.Origin != migrateInput.Origin || fin.ContextID != targetCtx || fin.OriginContext != originCtx {
+	if fin.DIG != migrateInput.Target || fin.Origin != migrateInput.Origin || fin.ContextID != targetCtx || fin.OriginContext != originCtx {
 		t.Errorf("FinishMigrate names %+v", fin.MigrateBegin)
 	}
 	return fin

@@ -121,7 +121,7 @@ func (o *operation) setup(ctx workflow.Context, op string) (workflow.Context, er
 func (o *operation) finish(ctx workflow.Context, status string, errMsg string) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	in := lifecycle.FinishInput{
-		DIG: o.in.DIG, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
+		Target: o.in.Target, ContextID: o.in.ContextID, Status: status, Stopped: o.stopped, Error: errMsg, Superseded: o.superseded,
 		Hooks: o.progress.Hooks, Refused: o.refused && !o.stopped,
 	}
 	if o.rollout != nil {
@@ -284,8 +284,8 @@ func (o *operation) add(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
 // perCluster returns the activity the target's kind uses instead of the usual one for a
 // batch kind ("": the usual).
 func (o *operation) perCluster(kind string) string {
-	if f := o.in.DIG.Kind().PerCluster; f != nil {
-		return f(o.in.DIG, kind)
+	if f := o.in.Target.Kind().PerCluster; f != nil {
+		return f(o.in.Target, kind)
 	}
 	return ""
 }

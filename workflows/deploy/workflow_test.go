@@ -23,7 +23,7 @@ import (
 	"github.com/temco/temco/internal/lifecycle"
 )
 
-var opInput = lifecycle.OpInput{DIG: lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}, ContextID: "42"}
+var opInput = lifecycle.OpInput{Target: lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}, ContextID: "42"}
 
 // fakes are the activities of one test run; each field may be overridden per test.
 type fakes struct {
@@ -614,7 +614,7 @@ func TestANewRunRecordsOnlyTheReleaseGate(t *testing.T) {
 	}
 }
 
-var updateInput = lifecycle.OpInput{DIG: opInput.DIG, ContextID: "43", Previous: "42"}
+var updateInput = lifecycle.OpInput{Target: opInput.Target, ContextID: "43", Previous: "42"}
 
 func TestUpdateAppliesTheDifferenceThenPrunes(t *testing.T) {
 	f := newFakes()
@@ -711,7 +711,7 @@ func TestTerminateAlsoDeletesWhatAStoppedUpdateLeft(t *testing.T) {
 	}
 }
 
-var cloudInput = lifecycle.OpInput{DIG: lifecycle.Target{Project: "p", LogicalCloud: "team"}, ContextID: "7"}
+var cloudInput = lifecycle.OpInput{Target: lifecycle.Target{Project: "p", LogicalCloud: "team"}, ContextID: "7"}
 
 func TestALogicalCloudIsSetUpAndTornDownPerCluster(t *testing.T) {
 	f := newFakes()

@@ -59,7 +59,7 @@ func (w *digWorkflow) migrate(ctx workflow.Context, req lifecycle.MigrateRequest
 		Origin: req.Origin, OriginContext: held.ContextID}).Get(ctx, &begun)
 	var acc lifecycle.OpAccepted
 	if err == nil {
-		in := lifecycle.MigrateInput{Origin: req.Origin, OpInput: lifecycle.OpInput{DIG: w.dig, ContextID: begun.ContextID, Previous: begun.Previous}}
+		in := lifecycle.MigrateInput{Origin: req.Origin, OpInput: lifecycle.OpInput{Target: w.dig, ContextID: begun.ContextID, Previous: begun.Previous}}
 		acc, err = w.launch(ctx, lifecycle.OpMigrate, begun, in, fmt.Sprintf("migrate %s to %s, context %s", req.Origin, w.dig, begun.ContextID))
 	}
 	if err != nil {
@@ -97,7 +97,7 @@ func (w *digWorkflow) hold(ctx workflow.Context, req lifecycle.HoldRequest) (lif
 	defer func() { w.starting = "" }()
 	var begun lifecycle.BeginResult
 	err := localfirst.Execute(ctx, time.Minute, beginRetry, lifecycle.ActivityBeginHold,
-		lifecycle.BeginInput{DIG: w.dig, Op: lifecycle.OpMigrate}, &begun)
+		lifecycle.BeginInput{Target: w.dig, Op: lifecycle.OpMigrate}, &begun)
 	if err != nil {
 		return lifecycle.OpAccepted{}, err
 	}

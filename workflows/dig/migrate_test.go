@@ -89,7 +89,7 @@ func TestMigrateHoldsTheOriginThenRunsOnTheTarget(t *testing.T) {
 	busy := update(env, 10*time.Second, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c2"})
 	term := update(env, 11*time.Second, lifecycle.OpRequest{Op: lifecycle.OpTerminate})
 	stop := update(env, 12*time.Second, lifecycle.OpRequest{Op: lifecycle.OpStop})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 
 	id := digRef.OpWorkflowID(lifecycle.OpMigrate, "c9")
 	if acc.failed != nil || acc.rejected != nil || acc.accepted.WorkflowID != id || acc.accepted.ContextID != "c9" || acc.accepted.Revision != 1 {
@@ -122,7 +122,7 @@ func TestARefusedHoldStartsNothing(t *testing.T) {
 	env := newEnv(t, l)
 	m.register(env, l)
 	acc := send(env, 0, lifecycle.UpdateMigrate, lifecycle.MigrateRequest{Origin: originRef, ContextID: "c9"})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if appErrType(acc.failed) != lifecycle.ErrBusy {
 		t.Fatalf("migrate: %+v", acc)
 	}
@@ -137,7 +137,7 @@ func TestARefusedBeginReleasesTheOrigin(t *testing.T) {
 	env := newEnv(t, l)
 	m.register(env, l)
 	acc := send(env, 0, lifecycle.UpdateMigrate, lifecycle.MigrateRequest{Origin: originRef, ContextID: "c9"})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if appErrType(acc.failed) != lifecycle.ErrInvalidState {
 		t.Fatalf("migrate: %+v", acc)
 	}
@@ -153,7 +153,7 @@ func TestAMigrateToItselfIsInvalid(t *testing.T) {
 	env := newEnv(t, l)
 	m.register(env, l)
 	acc := send(env, 0, lifecycle.UpdateMigrate, lifecycle.MigrateRequest{Origin: digRef, ContextID: "c9"})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if appErrType(acc.rejected) != lifecycle.ErrInvalidInput || len(m.held) != 0 {
 		t.Errorf("migrate to itself: %+v, held %+v", acc, m.held)
 	}
@@ -175,7 +175,7 @@ func TestAHeldDIGRunsNothingUntilItsHolderEnds(t *testing.T) {
 	term := update(env, 11*time.Second, lifecycle.OpRequest{Op: lifecycle.OpTerminate})
 	stop := update(env, 12*time.Second, lifecycle.OpRequest{Op: lifecycle.OpStop})
 	after := update(env, 2*time.Minute, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c3"})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 
 	if held.failed != nil || held.accepted.ContextID != "c1" || held.accepted.WorkflowID != "h1" || held.accepted.Op != lifecycle.OpMigrate {
 		t.Fatalf("hold: %+v", held)
@@ -207,7 +207,7 @@ func TestAReleaseEndsTheHold(t *testing.T) {
 	stillHeld := update(env, 10*time.Second, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c2"})
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalRelease, "h1") }, 20*time.Second)
 	free := update(env, 30*time.Second, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c3"})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if appErrType(stillHeld.rejected) != lifecycle.ErrBusy {
 		t.Errorf("update after another holder's release: %+v", stillHeld)
 	}

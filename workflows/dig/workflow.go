@@ -38,8 +38,8 @@ type digWorkflow struct {
 }
 
 // Lifecycle is the DIG lifecycle workflow.
-func Lifecycle(ctx workflow.Context, in lifecycle.DIGInput) error {
-	w := &digWorkflow{dig: in.DIG}
+func Lifecycle(ctx workflow.Context, in lifecycle.TargetInput) error {
+	w := &digWorkflow{dig: in.Target}
 	if err := workflow.SetUpdateHandlerWithOptions(ctx, lifecycle.UpdateOperate, w.operate,
 		workflow.UpdateHandlerOptions{Validator: w.validate}); err != nil {
 		return err
@@ -137,7 +137,7 @@ func (w *digWorkflow) operate(ctx workflow.Context, req lifecycle.OpRequest) (li
 		}
 	}
 	var begun lifecycle.BeginResult
-	in := lifecycle.BeginInput{DIG: w.dig, Op: req.Op, ContextID: req.ContextID, Revision: req.Revision}
+	in := lifecycle.BeginInput{Target: w.dig, Op: req.Op, ContextID: req.ContextID, Revision: req.Revision}
 	retry := &temporal.RetryPolicy{MaximumInterval: 10 * time.Second,
 		NonRetryableErrorTypes: []string{lifecycle.ErrInvalidState, lifecycle.ErrInvalidInput}}
 	var err error
@@ -171,7 +171,7 @@ var workflowOf = map[string]string{
 
 // start launches the operation's child workflow and returns once it runs.
 func (w *digWorkflow) start(ctx workflow.Context, op string, begun lifecycle.BeginResult) (lifecycle.OpAccepted, error) {
-	return w.launch(ctx, op, begun, lifecycle.OpInput{DIG: w.dig, ContextID: begun.ContextID,
+	return w.launch(ctx, op, begun, lifecycle.OpInput{Target: w.dig, ContextID: begun.ContextID,
 		Previous: begun.Previous, Source: begun.Source, Leftovers: begun.Leftovers},
 		fmt.Sprintf("%s %s, context %s", op, w.dig, begun.ContextID))
 }

@@ -109,7 +109,7 @@ func TestInstantiateStartsTheOperationWorkflow(t *testing.T) {
 	l := &opLog{}
 	env := newEnv(t, l)
 	r := update(env, 0, lifecycle.OpRequest{Op: lifecycle.OpInstantiate, ContextID: "c1"})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if !r.done || r.failed != nil || r.rejected != nil {
 		t.Fatalf("update: %+v", r)
 	}
@@ -131,7 +131,7 @@ func TestASecondOperationIsRefusedWhileOneRuns(t *testing.T) {
 	env := newEnv(t, l)
 	update(env, 0, lifecycle.OpRequest{Op: lifecycle.OpInstantiate, ContextID: "c1"})
 	second := update(env, 10*time.Second, lifecycle.OpRequest{Op: lifecycle.OpInstantiate, ContextID: "c2"})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if appErrType(second.rejected) != lifecycle.ErrBusy {
 		t.Fatalf("second instantiate: %+v", second)
 	}
@@ -146,7 +146,7 @@ func TestTerminatePreemptsARunningInstantiate(t *testing.T) {
 	update(env, 0, lifecycle.OpRequest{Op: lifecycle.OpInstantiate, ContextID: "c1"})
 	term := update(env, 10*time.Second, lifecycle.OpRequest{Op: lifecycle.OpTerminate})
 	again := update(env, 11*time.Second, lifecycle.OpRequest{Op: lifecycle.OpTerminate})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if !term.done || term.failed != nil || term.accepted.Op != lifecycle.OpTerminate {
 		t.Fatalf("terminate: %+v", term)
 	}
@@ -167,7 +167,7 @@ func TestStopSignalsTheRunningOperation(t *testing.T) {
 	idle := update(env, 0, lifecycle.OpRequest{Op: lifecycle.OpStop})
 	update(env, time.Second, lifecycle.OpRequest{Op: lifecycle.OpInstantiate, ContextID: "c1"})
 	stop := update(env, 10*time.Second, lifecycle.OpRequest{Op: lifecycle.OpStop})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if appErrType(idle.rejected) != lifecycle.ErrInvalidState {
 		t.Errorf("stop with nothing running: %+v", idle)
 	}
@@ -184,7 +184,7 @@ func TestAnInvalidTransitionFailsTheUpdate(t *testing.T) {
 	env := newEnv(t, l)
 	r := update(env, 0, lifecycle.OpRequest{Op: lifecycle.OpTerminate})
 	next := update(env, time.Second, lifecycle.OpRequest{Op: lifecycle.OpInstantiate, ContextID: "c1"})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if appErrType(r.failed) != lifecycle.ErrInvalidState {
 		t.Fatalf("terminate: %+v", r)
 	}
@@ -200,7 +200,7 @@ func TestUpdatesRunOneAtATime(t *testing.T) {
 	busy := update(env, 10*time.Second, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c2"})
 	first := update(env, 2*time.Minute, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c2"})
 	second := update(env, 2*time.Minute+time.Second, lifecycle.OpRequest{Op: lifecycle.OpRollback, ContextID: "c3", Revision: 1})
-	env.ExecuteWorkflow(Lifecycle, lifecycle.DIGInput{DIG: digRef})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
 	if appErrType(busy.rejected) != lifecycle.ErrBusy {
 		t.Errorf("update during instantiate: %+v", busy)
 	}

@@ -58,7 +58,7 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 		err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCopyContext, lifecycle.CopyInput{From: start.Source, To: in.ContextID}).Get(ctx, &plan)
 		return plan, nil, err
 	}
-	ref := lifecycle.ContextRef{DIG: in.DIG, ContextID: in.ContextID}
+	ref := lifecycle.ContextRef{Target: in.DIG, ContextID: in.ContextID}
 	rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)
 	placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
 	if err := cmp.Or(rendered.Get(ctx, nil), placed.Get(ctx, &plan)); err != nil {
