@@ -101,7 +101,7 @@ func workerCmd() *cobra.Command {
 			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
 				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
-				Git: &gitops.Writer{Dir: gitDir}, Render: &render.Sandbox{Memory: int64(renderMemory) << 20}})
+				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)

@@ -11,10 +11,6 @@ const (
 	WorkflowDrift      = "Drift"
 	WorkflowDriftBatch = "DriftBatch"
 
-	ActivityPlanDriftCheck    = "PlanDriftCheck"
-	ActivityDriftBatch        = "DriftBatchClusters"
-	ActivityDetectDrift       = "DetectDrift"
-	ActivityRecordDriftCheck  = "RecordDriftCheck"
 	OpDrift                   = "drift" // the operation search attribute of drift checks
 	driftSchedulePrefix       = "drift/"
 	driftCheckWorkflowPostfix = "/check"

@@ -20,12 +20,6 @@ const (
 	UpdateMigrate = "migrate"
 	UpdateHold    = "hold"
 	SignalRelease = "release"
-
-	ActivityHoldDIG       = "HoldDIG"
-	ActivityAwaitHolder   = "AwaitHolder"
-	ActivityBeginHold     = "BeginHold"
-	ActivityBeginMigrate  = "BeginMigrate"
-	ActivityFinishMigrate = "FinishMigrate"
 )
 
 // MigrateRequest asks a target DIG's lifecycle workflow to take over the running

@@ -264,42 +264,6 @@ type Progress struct {
 	Rollout *RolloutStatus `json:"rollout,omitempty"`
 }
 
-// Activity names (the method names of the activity structs the worker registers).
-const (
-	ActivityBeginOperation        = "BeginOperation"
-	ActivityFinishOperation       = "FinishOperation"
-	ActivityRenderApps            = "RenderApps"
-	ActivityRenderVariants        = "RenderVariants"
-	ActivityPlaceApps             = "PlaceApps"
-	ActivityRunController         = "RunController" // contract.ActivityName
-	ActivityCommitControllers     = "CommitControllers"
-	ActivityContextControllers    = "ContextControllers"
-	ActivityContextBatches        = "ContextBatches"
-	ActivityListBatch             = "ListBatch"
-	ActivityCountBatch            = "CountBatch"
-	ActivityApplyCluster          = "ApplyCluster"
-	ActivityDeleteCluster         = "DeleteCluster"
-	ActivityReadCluster           = "ReadCluster"
-	ActivityPruneCluster          = "PruneCluster"
-	ActivityCopyContext           = "CopyContext"
-	ActivityPrepareLogicalCloud   = "PrepareLogicalCloud"
-	ActivitySetUpLogicalCloud     = "SetUpLogicalCloud"
-	ActivityTearDownLogicalCloud  = "TearDownLogicalCloud"
-	ActivityPruneLogicalCloud     = "PruneLogicalCloud"
-	ActivityPrepareClusterNetwork = "PrepareClusterNetwork"
-	ActivityRecordRollout         = "RecordRollout"
-	ActivityRolloutWindow         = "RolloutWindow"
-
-	// ca-certs: enrolment signs a key per member cluster on the issuing cluster,
-	// distribution puts the issued certificates and their keys on the member clusters.
-	ActivityPrepareCertEnrollment   = "PrepareCertEnrollment"
-	ActivityEnrollCertificates      = "EnrollCertificates"
-	ActivityWithdrawCertificates    = "WithdrawCertificates"
-	ActivityPruneCertificates       = "PruneCertificates"
-	ActivityPrepareCertDistribution = "PrepareCertDistribution"
-	ActivityDistributeCertificates  = "DistributeCertificates"
-)
-
 // Hooked is what the hooks of a context's controllers need: the controllers that ran on
 // it, in order, and how many steps it had (a hook sees every step's edits).
 type Hooked struct {

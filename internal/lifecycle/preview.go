@@ -9,11 +9,6 @@ package lifecycle
 const (
 	WorkflowPreviewRollout = "PreviewRollout"
 
-	ActivityBeginPreview       = "BeginPreview"
-	ActivityPreviewControllers = "PreviewControllers"
-	ActivityDiffPreview        = "DiffPreview"
-	ActivityDeletePreview      = "DeletePreview"
-
 	OpPreview = "preview" // the operation search attribute of previews, and a scratch context's Op
 	// StatusPreview is the status of a scratch context while its preview runs.
 	StatusPreview = "Preview"

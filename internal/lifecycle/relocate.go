@@ -9,11 +9,6 @@ import "time"
 const (
 	WorkflowRelocate = "Relocate"
 	QueryStep        = "step"
-
-	ActivityPlanRelocation = "PlanRelocation"
-	ActivityPlaceApp       = "PlaceApp"
-	ActivityUpdateDIG      = "UpdateDIG"
-	ActivityAwaitAppReady  = "AwaitAppReady"
 )
 
 // RelocateRequest is one move: App of DIG, from cluster From to cluster To

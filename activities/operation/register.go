@@ -1,0 +1,23 @@
+package operation
+
+import (
+	"go.temporal.io/sdk/worker"
+
+	"github.com/temco/temco/activities/deps"
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// ActivityNames are the activities Register registers: Activities' record of operations,
+// migrates and rollouts, and Holds', the hold of a migrate's origin.
+var ActivityNames = []string{
+	lifecycle.ActivityBeginOperation, lifecycle.ActivityFinishOperation, lifecycle.ActivityCopyContext,
+	lifecycle.ActivityRecordRollout, lifecycle.ActivityRolloutWindow,
+	lifecycle.ActivityBeginHold, lifecycle.ActivityBeginMigrate, lifecycle.ActivityFinishMigrate,
+	lifecycle.ActivityHoldDIG, lifecycle.ActivityAwaitHolder,
+}
+
+// Register registers Activities and Holds on r.
+func Register(r worker.Registry, d *deps.Deps) {
+	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
+	r.RegisterActivity(&Holds{Ops: d.Ops})
+}

@@ -1,0 +1,19 @@
+package placement
+
+import (
+	"go.temporal.io/sdk/worker"
+
+	"github.com/temco/temco/activities/deps"
+	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// ActivityNames are the activities Register registers: placement, and the commit of the
+// controllers' edits.
+var ActivityNames = []string{lifecycle.ActivityPlaceApps, lifecycle.ActivityCommitControllers}
+
+// Register registers Activities on r.
+func Register(r worker.Registry, d *deps.Deps) {
+	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
+		FanOut: controllers.FanOuts(d.Controllers)})
+}

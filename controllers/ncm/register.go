@@ -1,0 +1,16 @@
+package ncm
+
+import (
+	"go.temporal.io/sdk/worker"
+
+	"github.com/temco/temco/activities/deps"
+	"github.com/temco/temco/internal/lifecycle"
+)
+
+// ActivityNames are the activities Register registers: a cluster network's preparation.
+var ActivityNames = []string{lifecycle.ActivityPrepareClusterNetwork}
+
+// Register registers Activities on r.
+func Register(r worker.Registry, d *deps.Deps) {
+	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts})
+}
