@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
@@ -198,19 +197,15 @@ func parseDashboardQuery(c echo.Context) (dashboardQuery, error) {
 }
 
 func (s *Server) dashboard(c echo.Context) error {
-	dig, err := digRef(c)
-	if err != nil {
+	var q dashboardQuery
+	dig, _, info, err := s.loadTarget(c, digRef, func(lifecycle.Target) (err error) {
+		q, err = parseDashboardQuery(c)
 		return err
-	}
-	q, err := parseDashboardQuery(c)
+	})
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	_, info, err := digstate.Load(ctx, s.Store, dig.ID())
-	if err != nil {
-		return fromStore(err)
-	}
 	out := &dashboardView{Project: dig.Project, CompositeApp: dig.CompositeApp, CompositeAppVersion: dig.Version, Name: dig.DIG,
 		State: info.Current(), Revisions: revisionsOf(info), Apps: []string{}, Objects: map[string]int{},
 		Offset: q.offset, Limit: q.limit, Clusters: []dashboardClusterRow{}}
@@ -468,20 +463,18 @@ func revisionsOf(info lifecycle.StateInfo) []revisionView {
 }
 
 func (s *Server) dashboardObjects(c echo.Context) error {
-	dig, err := digRef(c)
+	dig, _, info, err := s.loadTarget(c, digRef, func(lifecycle.Target) error {
+		for _, p := range []string{"clusterProvider", "cluster", "app"} {
+			if err := model.ValidateName(p+" in the path", c.Param(p)); err != nil {
+				return badRequest("%v", err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
 	}
-	for _, p := range []string{"clusterProvider", "cluster", "app"} {
-		if err := model.ValidateName(p+" in the path", c.Param(p)); err != nil {
-			return badRequest("%v", err)
-		}
-	}
 	ctx := c.Request().Context()
-	_, info, err := digstate.Load(ctx, s.Store, dig.ID())
-	if err != nil {
-		return fromStore(err)
-	}
 	key, app := lifecycle.ClusterKey(c.Param("clusterProvider"), c.Param("cluster")), c.Param("app")
 	ctxID := info.ContextID()
 	f := appctx.Filter{Apps: []string{app}, Clusters: []string{key}}

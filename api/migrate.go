@@ -36,19 +36,15 @@ func (s *Server) registerMigrate(g *echo.Group) {
 // the target's lifecycle workflow to run the migrate: it answers as instantiate does,
 // with the target's new context and the migrate's workflow.
 func (s *Server) migrate(c echo.Context) error {
-	origin, err := digRef(c)
-	if err != nil {
+	var target lifecycle.Target
+	origin, _, from, err := s.loadTarget(c, digRef, func(origin lifecycle.Target) (err error) {
+		target, err = readMigrateTarget(c, origin)
 		return err
-	}
-	target, err := readMigrateTarget(c, origin)
+	})
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	_, from, err := digstate.Load(ctx, s.Store, origin.ID())
-	if err != nil {
-		return fromStore(err)
-	}
 	_, to, err := digstate.Load(ctx, s.Store, target.ID())
 	if store.CodeOf(err) == store.ErrNotFound {
 		return httpErr(http.StatusNotFound, "the migrate's target, %s, does not exist", target)

@@ -54,23 +54,19 @@ func (s *Server) registerPreview(g *echo.Group) {
 }
 
 func (s *Server) preview(c echo.Context) error {
-	dig, err := digRef(c)
-	if err != nil {
+	var limit int
+	var revision int64
+	dig, _, info, err := s.loadTarget(c, digRef, func(lifecycle.Target) (err error) {
+		if limit, err = previewLimit(c); err != nil {
+			return err
+		}
+		revision, err = previewRevision(c)
 		return err
-	}
-	limit, err := previewLimit(c)
-	if err != nil {
-		return err
-	}
-	revision, err := previewRevision(c)
+	})
 	if err != nil {
 		return err
 	}
 	ctx := c.Request().Context()
-	_, info, err := digstate.Load(ctx, s.Store, dig.ID())
-	if err != nil {
-		return fromStore(err)
-	}
 	// A first check here, for a quick answer; the workflow checks again as it starts.
 	start, err := digstate.Preview(dig, info, revision)
 	var refused *digstate.PreviewRefused

@@ -7,7 +7,6 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
 )
 
@@ -52,23 +51,22 @@ func (s *Server) registerRolloutCommands(g *echo.Group) {
 
 func (s *Server) rolloutCommand(action string) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		dig, err := digRef(c)
-		if err != nil {
-			return err
-		}
 		cmd := lifecycle.RolloutCommand{Action: action}
-		if c.Request().ContentLength != 0 {
+		dig, _, info, err := s.loadTarget(c, digRef, func(lifecycle.Target) error {
+			if c.Request().ContentLength == 0 {
+				return nil
+			}
 			var body rolloutBody
 			if err := readJSON(c, &body); err != nil {
 				return err
 			}
 			cmd.Stage = body.Stage
+			return nil
+		})
+		if err != nil {
+			return err
 		}
 		ctx := c.Request().Context()
-		_, info, err := digstate.Load(ctx, s.Store, dig.ID())
-		if err != nil {
-			return fromStore(err)
-		}
 		ctxID := info.ContextID()
 		if ctxID == "" {
 			return conflict("%s has no running operation: it was never instantiated", dig)

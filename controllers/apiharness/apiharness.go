@@ -34,6 +34,27 @@ type Server struct {
 	Keys     *seal.Keyring // seals what checks store with SetSealed
 }
 
+// ferret is the FerretDB Main starts for a package's tests.
+var ferret *devstack.FerretDB
+
+// Main is the TestMain of a package of API tests: it runs them over a FerretDB started for
+// them, which Serve and ServeDIG use, and exits with their code.
+func Main(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+
+// Serve is New over the FerretDB Main started.
+func Serve(t *testing.T, builtins ...controllers.Builtin) *Server {
+	t.Helper()
+	return New(t, ferret, builtins)
+}
+
+// ServeDIG is Serve with TreeWithDIG: the controllers' resources, and a DIG to put them in.
+func ServeDIG(t *testing.T, builtins ...controllers.Builtin) *Server {
+	t.Helper()
+	s := Serve(t, builtins...)
+	s.TreeWithDIG()
+	return s
+}
+
 // New serves the controllers' resources (and extra kinds, e.g. ncm's) over a fresh
 // database named after the test.
 func New(t *testing.T, f *devstack.FerretDB, builtins []controllers.Builtin, kinds ...api.ResourceKind) *Server {

@@ -9,21 +9,16 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
 )
 
-// docs is what the controller reads of the resource store.
-type docs interface {
-	Get(ctx context.Context, id string) (*store.Doc, error)
-	List(ctx context.Context, q store.Query) ([]*store.Doc, error)
-}
-
 // controller creates and patches the objects of the generic k8s intent a DIG names.
 type controller struct {
-	store docs
+	store controllers.Docs
 	keys  *seal.Keyring // templates and files are stored sealed: they may hold a Secret's data
 	urls  *fetcher      // fetches $(URL)$ values from the hosts an admin allowed (nil: none)
 }
@@ -64,7 +59,7 @@ func (c *controller) Run(ctx context.Context, v contract.Context) error {
 }
 
 // loadIntent reads an intent's resources and their customizations, in name order.
-func loadIntent(ctx context.Context, st docs, keys *seal.Keyring, id string) ([]*resource, error) {
+func loadIntent(ctx context.Context, st controllers.Docs, keys *seal.Keyring, id string) ([]*resource, error) {
 	if _, err := st.Get(ctx, id); err != nil {
 		if store.CodeOf(err) == store.ErrNotFound {
 			return nil, contract.Refuse("the deployment intent group has no generic-k8s-intent %q", id[strings.LastIndex(id, "/")+1:])

@@ -24,7 +24,7 @@ const (
 	testIntent = testDIG + "/generic-k8s-intents/gi"
 )
 
-// memStore is an in-memory docs.
+// memStore is an in-memory controllers.Docs.
 type memStore struct{ storetest.Docs }
 
 // put stores a resource as the API does: its id is the collection's path and its name,

@@ -8,13 +8,14 @@ import (
 	"slices"
 
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
 
 // values looks up the $(URL)$ values of one run's customizations, each URL once.
 type values struct {
-	store    docs
+	store    controllers.Docs
 	urls     *fetcher
 	clusters map[string]bool // the deployment's clusters ("provider+cluster")
 	got      map[string]any  // by URL

@@ -8,21 +8,16 @@ import (
 	"strings"
 
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
 )
 
-// docs is what the controller reads of the resource store.
-type docs interface {
-	Get(ctx context.Context, id string) (*store.Doc, error)
-	List(ctx context.Context, q store.Query) ([]*store.Doc, error)
-}
-
 // controller annotates the workloads of the network-controller-intent a DIG names.
 type controller struct {
-	store docs
+	store controllers.Docs
 	// networks reads what a cluster's network intents (ncm) offer.
 	networks func(ctx context.Context, cluster string) (ncm.ClusterNetworks, error)
 }
@@ -75,7 +70,7 @@ type namedInterface struct {
 }
 
 // loadIntent reads a network-controller-intent's workload intents and their interfaces.
-func loadIntent(ctx context.Context, st docs, dig, intent string) ([]workloadIntent, error) {
+func loadIntent(ctx context.Context, st controllers.Docs, dig, intent string) ([]workloadIntent, error) {
 	id := dig + intentsPath + "/" + intent
 	if _, err := st.Get(ctx, id); err != nil {
 		if store.CodeOf(err) == store.ErrNotFound {

@@ -25,7 +25,7 @@ const (
 	testIntent = testDIG + "/network-controller-intent/nci"
 )
 
-// memStore is an in-memory docs; failing makes List of a kind fail.
+// memStore is an in-memory controllers.Docs; failing makes List of a kind fail.
 type memStore struct {
 	docs    map[string]*store.Doc
 	failing map[string]error

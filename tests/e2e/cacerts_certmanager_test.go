@@ -5,6 +5,7 @@ import (
 	"crypto/rsa"
 	"crypto/x509"
 	"encoding/pem"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -70,18 +71,9 @@ func makeCMIssuers(t *testing.T, cl *devstack.Cluster, prefix string) cmIssuers 
 // cmReady waits until a cert-manager object is Ready.
 func cmReady(t *testing.T, cl *devstack.Cluster, gvr schema.GroupVersionResource, ns, name string) map[string]any {
 	t.Helper()
-	deadline := time.Now().Add(90 * time.Second)
-	for {
-		obj := live(t, cl, gvr, ns, name)
-		c := conditionOf(obj, "Ready")
-		if c["status"] == "True" {
-			return obj
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: %s %s/%s not Ready: %s", cl.Name, gvr.Resource, ns, name, pretty(obj["status"]))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return awaitValue(t, fmt.Sprintf("%s: %s %s/%s Ready", cl.Name, gvr.Resource, ns, name), 90*time.Second,
+		func() map[string]any { return live(t, cl, gvr, ns, name) },
+		func(obj map[string]any) bool { return conditionOf(obj, "Ready")["status"] == "True" })
 }
 
 func conditionOf(obj map[string]any, typ string) map[string]any {
@@ -98,26 +90,7 @@ func conditionOf(obj map[string]any, typ string) map[string]any {
 // secretChain reads the certificates of a Secret's tls.crt in cert-manager's namespace.
 func secretChain(t *testing.T, cl *devstack.Cluster, name string) []*x509.Certificate {
 	t.Helper()
-	cs, err := cl.Clientset()
-	if err != nil {
-		t.Fatal(err)
-	}
-	s, err := cs.CoreV1().Secrets("cert-manager").Get(context.Background(), name, metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("%s: Secret cert-manager/%s: %v", cl.Name, name, err)
-	}
-	var certs []*x509.Certificate
-	for rest := s.Data["tls.crt"]; ; {
-		var b *pem.Block
-		if b, rest = pem.Decode(rest); b == nil {
-			break
-		}
-		c, err := x509.ParseCertificate(b.Bytes)
-		if err != nil {
-			t.Fatal(err)
-		}
-		certs = append(certs, c)
-	}
+	_, certs := certSecret(t, cl, name)
 	if len(certs) == 0 {
 		t.Fatalf("%s: Secret cert-manager/%s holds no certificate", cl.Name, name)
 	}
@@ -129,7 +102,7 @@ func secretChain(t *testing.T, cl *devstack.Cluster, name string) []*x509.Certif
 // the certificate's key. It returns the key's PEM.
 func cmDistributed(t *testing.T, cl *devstack.Cluster, name, wantCN string, root *x509.Certificate) []byte {
 	t.Helper()
-	certs := secretChain(t, cl, name)
+	data, certs := certSecret(t, cl, name)
 	if len(certs) != 2 || !certs[1].Equal(root) {
 		t.Fatalf("%s: tls.crt of %s holds %d certificates, want the member's and the CA issuer's", cl.Name, name, len(certs))
 	}
@@ -145,9 +118,7 @@ func cmDistributed(t *testing.T, cl *devstack.Cluster, name, wantCN string, root
 	if d := leaf.NotAfter.Sub(leaf.NotBefore); d < 23*time.Hour || d > 25*time.Hour {
 		t.Errorf("%s: the member's certificate is valid for %s, want the intent's 24h", cl.Name, d)
 	}
-	cs, _ := cl.Clientset()
-	s, _ := cs.CoreV1().Secrets("cert-manager").Get(context.Background(), name, metav1.GetOptions{})
-	b, _ := pem.Decode(s.Data["tls.key"])
+	b, _ := pem.Decode(data["tls.key"])
 	if b == nil {
 		t.Fatalf("%s: tls.key is not PEM", cl.Name)
 	}
@@ -155,7 +126,7 @@ func cmDistributed(t *testing.T, cl *devstack.Cluster, name, wantCN string, root
 	if err != nil || !key.PublicKey.Equal(leaf.PublicKey.(*rsa.PublicKey)) {
 		t.Errorf("%s: tls.key is not the certificate's key (%v)", cl.Name, err)
 	}
-	return s.Data["tls.key"]
+	return data["tls.key"]
 }
 
 // A cluster provider's CA certificate intent signed by a cert-manager CA ClusterIssuer on

@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/base64"
 	"encoding/pem"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -29,6 +30,7 @@ import (
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/seal"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 // The kinds a distribution puts on a member cluster besides its Secret.
@@ -101,18 +103,11 @@ type certStatus struct {
 
 func (r *certRun) await(stage, want string) certStatus {
 	r.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	return awaitValue(r.t, fmt.Sprintf("%s of %s %s", stage, r.name, want), 2*time.Minute, func() certStatus {
 		var s certStatus
 		r.do("GET", r.path+"/"+stage+"/status?status=deployed&output=all", nil).must(r.t, 200).json(r.t, &s)
-		if s.DeployedStatus == want {
-			return s
-		}
-		if time.Now().After(deadline) {
-			r.t.Fatalf("%s of %s not %s: %s", stage, r.name, want, pretty(s))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return s
+	}, func(s certStatus) bool { return s.DeployedStatus == want })
 }
 
 // issuingCA is cluster1's CA, as its kubeconfig names it: what every certificate must chain to.
@@ -134,6 +129,38 @@ func issuingCA(t *testing.T) *x509.CertPool {
 // returns the key's PEM.
 func distributedSecret(t *testing.T, cl *devstack.Cluster, name, wantCN string) []byte {
 	t.Helper()
+	data, certs := certSecret(t, cl, name)
+	if len(certs) != 2 {
+		t.Fatalf("%s: tls.crt holds %d certificates, want the member's and the issuing CA's", cl.Name, len(certs))
+	}
+	leaf := certs[0]
+	if _, err := leaf.Verify(x509.VerifyOptions{Roots: issuingCA(t), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		t.Errorf("%s: the certificate does not verify against cluster1's CA: %v", cl.Name, err)
+	}
+	if !certs[1].IsCA || !bytes.Equal(certs[1].Raw, caOf(t, certs[1])) {
+		t.Errorf("%s: the chain's second certificate is not the issuing CA", cl.Name)
+	}
+	if leaf.Subject.CommonName != wantCN {
+		t.Errorf("%s: common name %q, want %q", cl.Name, leaf.Subject.CommonName, wantCN)
+	}
+	b, _ := pem.Decode(data["tls.key"])
+	if b == nil {
+		t.Fatalf("%s: tls.key is not PEM", cl.Name)
+	}
+	key, err := x509.ParsePKCS1PrivateKey(b.Bytes)
+	if err != nil {
+		t.Fatalf("%s: tls.key: %v", cl.Name, err)
+	}
+	if !key.PublicKey.Equal(leaf.PublicKey.(*rsa.PublicKey)) || key.N.BitLen() != 2048 {
+		t.Errorf("%s: tls.key (%d bits) is not the certificate's key", cl.Name, key.N.BitLen())
+	}
+	return data["tls.key"]
+}
+
+// certSecret reads a Secret of cert-manager's namespace: its data, and the certificates
+// its tls.crt holds, in order.
+func certSecret(t *testing.T, cl *devstack.Cluster, name string) (map[string][]byte, []*x509.Certificate) {
+	t.Helper()
 	cs, err := cl.Clientset()
 	if err != nil {
 		t.Fatal(err)
@@ -154,31 +181,7 @@ func distributedSecret(t *testing.T, cl *devstack.Cluster, name, wantCN string) 
 		}
 		certs = append(certs, c)
 	}
-	if len(certs) != 2 {
-		t.Fatalf("%s: tls.crt holds %d certificates, want the member's and the issuing CA's", cl.Name, len(certs))
-	}
-	leaf := certs[0]
-	if _, err := leaf.Verify(x509.VerifyOptions{Roots: issuingCA(t), KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
-		t.Errorf("%s: the certificate does not verify against cluster1's CA: %v", cl.Name, err)
-	}
-	if !certs[1].IsCA || !bytes.Equal(certs[1].Raw, caOf(t, certs[1])) {
-		t.Errorf("%s: the chain's second certificate is not the issuing CA", cl.Name)
-	}
-	if leaf.Subject.CommonName != wantCN {
-		t.Errorf("%s: common name %q, want %q", cl.Name, leaf.Subject.CommonName, wantCN)
-	}
-	b, _ := pem.Decode(s.Data["tls.key"])
-	if b == nil {
-		t.Fatalf("%s: tls.key is not PEM", cl.Name)
-	}
-	key, err := x509.ParsePKCS1PrivateKey(b.Bytes)
-	if err != nil {
-		t.Fatalf("%s: tls.key: %v", cl.Name, err)
-	}
-	if !key.PublicKey.Equal(leaf.PublicKey.(*rsa.PublicKey)) || key.N.BitLen() != 2048 {
-		t.Errorf("%s: tls.key (%d bits) is not the certificate's key", cl.Name, key.N.BitLen())
-	}
-	return s.Data["tls.key"]
+	return s.Data, certs
 }
 
 // caOf returns the raw CA certificate of cluster1 when c is it.
@@ -555,31 +558,19 @@ func TestCACertsBadInput(t *testing.T) {
 	// An intent without clusters: the enrolment fails, saying so, before anything is applied.
 	var acc lifecycle.OpAccepted
 	c.do("POST", path+"/enrollment/instantiate", nil).must(t, 202).json(t, &acc)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var s certStatus
-		c.do("GET", path+"/enrollment/status?status=deployed", nil).must(t, 200).json(t, &s)
-		if s.DeployedStatus == lifecycle.StatusInstantiateFailed {
-			if !strings.Contains(s.Error, "selects no cluster") || s.DeployedCounts["Applied"] != 0 {
-				t.Errorf("failed enrolment: %s", pretty(s))
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("enrolment of an intent without clusters: %s", pretty(s))
-		}
-		time.Sleep(200 * time.Millisecond)
+	s := awaitValue(t, "the enrolment of an intent without clusters failed", time.Minute,
+		func() certStatus { return getAs[certStatus](t, c, path+"/enrollment/status?status=deployed") },
+		func(s certStatus) bool { return s.DeployedStatus == lifecycle.StatusInstantiateFailed })
+	if !strings.Contains(s.Error, "selects no cluster") || s.DeployedCounts["Applied"] != 0 {
+		t.Errorf("failed enrolment: %s", pretty(s))
 	}
 	c.do("POST", path+"/enrollment/terminate", nil).must(t, 202)
-	deadline = time.Now().Add(time.Minute)
-	for {
-		if r := c.do("DELETE", path, nil); r.code == 204 {
-			break
-		} else if time.Now().After(deadline) {
-			t.Fatalf("delete after terminate: %d %s", r.code, r.body)
+	poll.Until(t, "delete after terminate", time.Minute, func(context.Context) error {
+		if r := c.do("DELETE", path, nil); r.code != 204 {
+			return fmt.Errorf("%d %s", r.code, r.body)
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	c.do("GET", path+"/enrollment/status", nil).must(t, 404)
 }
 

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -23,6 +24,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 // installer server-side applies objects to one cluster, as `helm install` would create them,
@@ -137,23 +139,20 @@ var apiextensionsCRDs = schema.GroupVersionResource{Group: "apiextensions.k8s.io
 
 func awaitEstablished(t *testing.T, in *installer, name string) {
 	t.Helper()
-	deadline := time.Now().Add(time.Minute)
-	for {
+	poll.Until(t, "CRD "+name+" Established", time.Minute, func(context.Context) error {
 		crd, err := in.dyn.Resource(apiextensionsCRDs).Get(context.Background(), name, metav1.GetOptions{})
-		if err == nil {
-			conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
-			for _, c := range conds {
-				c := c.(map[string]any)
-				if c["type"] == "Established" && c["status"] == "True" {
-					return
-				}
+		if err != nil {
+			return err
+		}
+		conds, _, _ := unstructured.NestedSlice(crd.Object, "status", "conditions")
+		for _, c := range conds {
+			c := c.(map[string]any)
+			if c["type"] == "Established" && c["status"] == "True" {
+				return nil
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("CRD %s not Established: %v", name, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("conditions %v", conds)
+	})
 }
 
 type deploymentGetter interface {
@@ -162,22 +161,21 @@ type deploymentGetter interface {
 
 func awaitAvailable(t *testing.T, deps deploymentGetter, name string) {
 	t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	poll.Until(t, "Deployment "+name+" Available", 2*time.Minute, func(context.Context) error {
 		d, err := deps.Get(context.Background(), name, metav1.GetOptions{})
-		if err != nil && !apierrors.IsNotFound(err) {
+		if apierrors.IsNotFound(err) {
+			return err
+		}
+		if err != nil {
 			t.Fatal(err)
 		}
-		if err == nil && d.Spec.Replicas != nil && d.Status.AvailableReplicas == *d.Spec.Replicas {
+		if d.Spec.Replicas != nil && d.Status.AvailableReplicas == *d.Spec.Replicas {
 			for _, c := range d.Status.Conditions {
 				if c.Type == appsv1.DeploymentAvailable && c.Status == corev1.ConditionTrue {
-					return
+					return nil
 				}
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("Deployment %s not Available: %+v", name, d.Status)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("%+v", d.Status)
+	})
 }

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 // client talks to the running temco api over HTTP; with t set it fails the test on a 500.
@@ -183,18 +185,9 @@ func (d *deployment) cloud(name string, spec map[string]any, clusters ...string)
 
 func (d *deployment) awaitCloud(name, want string) {
 	d.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var s status
-		d.c.do("GET", "/projects/"+d.project+"/logical-clouds/"+name+"/status?status=deployed&output=summary", nil).must(d.t, 200).json(d.t, &s)
-		if s.Status == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("logical cloud %s not %s: %s", name, want, pretty(s))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	path := "/projects/" + d.project + "/logical-clouds/" + name + "/status?status=deployed&output=summary"
+	awaitValue(d.t, "logical cloud "+name+" "+want, 2*time.Minute, func() status { return getAs[status](d.t, d.c, path) },
+		func(s status) bool { return s.Status == want })
 }
 
 // create onboards everything, with an admin logical cloud "default" over all clusters
@@ -305,17 +298,29 @@ func (d *deployment) status(query string) status {
 // await polls the DIG status until cond holds or the deadline passes.
 func (d *deployment) await(what string, timeout time.Duration, query string, cond func(status) bool) status {
 	d.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		s := d.status(query)
-		if cond(s) {
-			return s
+	return awaitValue(d.t, what, timeout, func() status { return d.status(query) }, cond)
+}
+
+// awaitValue reads until cond holds for what read returns, and returns that; at the
+// deadline it fails the test with what and the last value read.
+func awaitValue[V any](t *testing.T, what string, timeout time.Duration, read func() V, cond func(V) bool) V {
+	t.Helper()
+	var v V
+	poll.Until(t, what, timeout, func(context.Context) error {
+		if v = read(); cond(v) {
+			return nil
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%s: not reached within %s; last status: %s", what, timeout, pretty(s))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("last seen: %s", pretty(v))
+	})
+	return v
+}
+
+// getAs reads path, which must answer 200, as a V.
+func getAs[V any](t *testing.T, c *client, path string) V {
+	t.Helper()
+	var v V
+	c.do("GET", path, nil).must(t, 200).json(t, &v)
+	return v
 }
 
 func pretty(v any) string {

@@ -146,23 +146,13 @@ func TestStandardLogicalCloud(t *testing.T) {
 	d.c.do("POST", dig2+"/intents", res("intents", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi"}})).must(t, 201)
 	d.c.do("POST", dig2+"/approve", nil).must(t, 202)
 	d.c.do("POST", dig2+"/instantiate", nil).must(t, 202)
-	deadline := time.Now().Add(time.Minute)
-	for {
-		var s status
-		d.c.do("GET", dig2+"/status", nil).must(t, 200).json(t, &s)
-		if s.Status == lifecycle.StatusInstantiateFailed {
-			if !strings.Contains(s.Error, `cluster "local+cluster3", which is not in logical cloud "team"`) {
-				t.Errorf("placement outside the cloud failed with %q", s.Error)
-			}
-			if s.state() != lifecycle.StateApproved { // refused before anything was applied, as in EMCO
-				t.Errorf("after the refused instantiate the DIG is %s, want Approved", s.state())
-			}
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("placement outside the cloud: %s", pretty(s))
-		}
-		time.Sleep(100 * time.Millisecond)
+	refused := awaitValue(t, "placement outside the cloud failed", time.Minute, func() status { return getAs[status](t, d.c, dig2+"/status") },
+		func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
+	if !strings.Contains(refused.Error, `cluster "local+cluster3", which is not in logical cloud "team"`) {
+		t.Errorf("placement outside the cloud failed with %q", refused.Error)
+	}
+	if refused.state() != lifecycle.StateApproved { // refused before anything was applied, as in EMCO
+		t.Errorf("after the refused instantiate the DIG is %s, want Approved", refused.state())
 	}
 
 	r := d.c.do("POST", cloudPath(d, "team")+"/terminate", nil).must(t, 409)
@@ -289,18 +279,8 @@ func TestLogicalCloudUpdate(t *testing.T) {
 	d.c.do("PUT", lc+"/cluster-quotas/q", res("q", map[string]any{"pods": "7"})).must(t, 200)
 	var acc lifecycle.OpAccepted
 	d.c.do("POST", lc+"/update", nil).must(t, 202).json(t, &acc)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		var s status
-		d.c.do("GET", lc+"/status?status=deployed&output=summary", nil).must(t, 200).json(t, &s)
-		if s.Instance == acc.ContextID && s.Status == lifecycle.StatusInstantiated {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("logical cloud update: %s", pretty(s))
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	awaitValue(t, "logical cloud update", 2*time.Minute, func() status { return getAs[status](t, d.c, lc+"/status?status=deployed&output=summary") },
+		func(s status) bool { return s.Instance == acc.ContextID && s.Status == lifecycle.StatusInstantiated })
 	ctx := context.Background()
 	cs1, _ := stack.Clusters[0].Clientset()
 	cs2, _ := stack.Clusters[1].Clientset()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 // buildLabeller builds the example external controller from its own module, and fails
@@ -88,13 +90,12 @@ func (p *controllerProc) kill() {
 // awaitLog waits until the process has logged s.
 func (p *controllerProc) awaitLog(t *testing.T, s string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(p.out.String(), s) {
-		if time.Now().After(deadline) {
-			t.Fatalf("the controller did not log %q within %s; its output:\n%s", s, timeout, p.out.String())
+	poll.Until(t, fmt.Sprintf("the controller logging %q", s), timeout, func(context.Context) error {
+		if out := p.out.String(); !strings.Contains(out, s) {
+			return fmt.Errorf("its output:\n%s", out)
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // waitingStatus is the running operation as the status shows it.
@@ -120,17 +121,16 @@ func (d *deployment) waiting(controller string) (lifecycle.RunningOp, *lifecycle
 // awaitWaiting polls the status until the controller's step satisfies cond.
 func (d *deployment) awaitWaiting(what, controller string, timeout time.Duration, cond func(lifecycle.WaitingStep) bool) lifecycle.WaitingStep {
 	d.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	var step lifecycle.WaitingStep
+	poll.Until(d.t, what, timeout, func(context.Context) error {
 		op, w := d.waiting(controller)
 		if w != nil && cond(*w) {
-			return *w
+			step = *w
+			return nil
 		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%s: not seen within %s; last operation: %s", what, timeout, pretty(op))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Errorf("last operation: %s", pretty(op))
+	})
+	return step
 }
 
 // An external controller in its own process and module, registered with a task queue:

@@ -212,14 +212,8 @@ data: {a: b}
 		c.do("GET", dig2+"/status", nil).must(t, 200).json(t, &s)
 		return s
 	}
-	var s status
-	deadline := time.Now().Add(3 * time.Minute)
-	for s = digStatus(); s.Status != lifecycle.StatusInstantiateFailed; s = digStatus() {
-		if time.Now().After(deadline) {
-			t.Fatalf("objects outside the cloud's rights: not InstantiateFailed: %s", pretty(s))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	s := awaitValue(t, "objects outside the cloud's rights InstantiateFailed", 3*time.Minute, digStatus,
+		func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
 	failed := map[string]string{}
 	for _, a := range s.Apps {
 		for _, cl := range a.Clusters {
@@ -256,13 +250,10 @@ data: {a: b}
 	// On the GitOps cluster its Kustomization goes and its objects are Deleted.)
 	c.do("POST", dig2+"/terminate", nil).must(t, 202)
 	d.operate(lifecycle.OpTerminate)
-	deadline = time.Now().Add(3 * time.Minute)
-	for s = digStatus(); s.Status != lifecycle.StatusTerminated && s.Status != lifecycle.StatusTerminateFailed; s = digStatus() {
-		if time.Now().After(deadline) {
-			t.Fatalf("the refused DIG not Terminated: %s", pretty(s))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+	s = awaitValue(t, "the refused DIG Terminated", 3*time.Minute, digStatus,
+		func(s status) bool {
+			return s.Status == lifecycle.StatusTerminated || s.Status == lifecycle.StatusTerminateFailed
+		})
 	for _, a := range s.Apps {
 		for _, cl := range a.Clusters {
 			for _, r := range cl.Resources {

@@ -16,6 +16,7 @@ import (
 	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/testenv/poll"
 )
 
 // objectsOf lists the objects one app of one instance has on a cluster, as "Kind/name".
@@ -188,21 +189,17 @@ func TestUnreachableClusterRetriesUntilStopped(t *testing.T) {
 				return false
 			})
 			// The operation's progress query lists the cluster being retried, with its last error.
-			deadline := time.Now().Add(30 * time.Second)
-			for {
+			poll.Until(t, "the progress listing the retrying cluster", 30*time.Second, func(context.Context) error {
 				out, err := exec.Command(binDir+"/temporal", "workflow", "query", "--address", stack.Temporal.Address(),
 					"--codec-endpoint", stack.CodecEndpoint(), "--workflow-id", acc.WorkflowID, "--type", lifecycle.QueryProgress, "--output", "json").CombinedOutput()
 				if err != nil {
 					t.Fatalf("temporal workflow query: %v: %s", err, out)
 				}
-				if strings.Contains(string(out), `"cluster": "local+`+down.Name+`"`) && strings.Contains(string(out), "connection refused") {
-					break
+				if !strings.Contains(string(out), `"cluster": "local+`+down.Name+`"`) || !strings.Contains(string(out), "connection refused") {
+					return fmt.Errorf("progress: %s", out)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("progress does not list the retrying cluster: %s", out)
-				}
-				time.Sleep(300 * time.Millisecond)
-			}
+				return nil
+			})
 			start := time.Now()
 			if via == "api" {
 				d.operate(lifecycle.OpStop)
@@ -463,22 +460,18 @@ func TestRunsAreFoundBySearchAttributes(t *testing.T) {
 	term := d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	query := `project = "` + d.project + `" AND compositeApp = "ca" AND version = "v1" AND dig = "dig"`
-	deadline := time.Now().Add(30 * time.Second) // visibility is eventually consistent
-	for {
+	poll.Until(t, "the runs found by "+query, 30*time.Second, func(context.Context) error { // visibility is eventually consistent
 		out, err := exec.Command(binDir+"/temporal", "workflow", "list", "--address", stack.Temporal.Address(),
 			"--query", query, "--output", "json").CombinedOutput()
 		if err != nil {
 			t.Fatalf("temporal workflow list: %v: %s", err, out)
 		}
-		if strings.Contains(string(out), inst.WorkflowID) && strings.Contains(string(out), term.WorkflowID) &&
-			strings.Contains(string(out), d.ref().WorkflowID()) {
-			break
+		if !strings.Contains(string(out), inst.WorkflowID) || !strings.Contains(string(out), term.WorkflowID) ||
+			!strings.Contains(string(out), d.ref().WorkflowID()) {
+			return fmt.Errorf("found: %s", out)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("runs not found by %s: %s", query, out)
-		}
-		time.Sleep(500 * time.Millisecond)
-	}
+		return nil
+	})
 	out, err := exec.Command(binDir+"/temporal", "workflow", "list", "--address", stack.Temporal.Address(),
 		"--query", query+` AND operation = "terminate"`, "--output", "json").CombinedOutput()
 	if err != nil || strings.Contains(string(out), inst.WorkflowID) || !strings.Contains(string(out), term.WorkflowID) {

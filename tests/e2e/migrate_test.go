@@ -51,15 +51,7 @@ func (d *deployment) statusOf(path string) status {
 // awaitStatus polls the DIG at path until cond holds.
 func (d *deployment) awaitStatus(path, what string, cond func(status) bool) status {
 	d.t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		s := d.statusOf(path)
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%s: %s not reached: %s", path, what, pretty(s))
-		}
-	}
+	return awaitValue(d.t, path+": "+what, 2*time.Minute, func() status { return d.statusOf(path) }, cond)
 }
 
 func migrateTo(version, dig string) map[string]any {

@@ -80,17 +80,7 @@ func (n clusterNet) status(query string) netStatus {
 
 func (n clusterNet) await(what string, query string, cond func(netStatus) bool) netStatus {
 	n.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		s := n.status(query)
-		if cond(s) {
-			return s
-		}
-		if time.Now().After(deadline) {
-			n.t.Fatalf("%s: not reached; last status: %s", what, pretty(s))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return awaitValue(n.t, what, 2*time.Minute, func() netStatus { return n.status(query) }, cond)
 }
 
 // live reads an object of gvr in namespace default (nil when it does not exist).

@@ -53,17 +53,7 @@ func (d *deployment) rollout() rolloutView {
 // awaitRollout polls the status until cond holds.
 func (d *deployment) awaitRollout(what string, timeout time.Duration, cond func(rolloutView) bool) rolloutView {
 	d.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		v := d.rollout()
-		if cond(v) {
-			return v
-		}
-		if time.Now().After(deadline) {
-			d.t.Fatalf("%s: not reached within %s; last status: %s", what, timeout, pretty(v))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	return awaitValue(d.t, what, timeout, d.rollout, cond)
 }
 
 // strategy stores the DIG's rollout strategy.

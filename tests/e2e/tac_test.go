@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -117,11 +118,8 @@ func (d *deployment) hooks() hookStatus {
 // awaitJournal waits until the journal holds line.
 func awaitJournal(t *testing.T, path, line string, timeout time.Duration) {
 	t.Helper()
-	for deadline := time.Now().Add(timeout); !slices.Contains(journal(t, path), line); time.Sleep(200 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("journal never said %q: %v", line, journal(t, path))
-		}
-	}
+	awaitValue(t, fmt.Sprintf("the journal saying %q", line), timeout, func() []string { return journal(t, path) },
+		func(lines []string) bool { return slices.Contains(lines, line) })
 }
 
 // tac's hooks run as child workflows of the lifecycle operations, served by the sample
@@ -247,16 +245,8 @@ func workerDIG(d *deployment, appName string) string {
 // awaitStatusOf waits until the DIG at path has the context status want.
 func awaitStatusOf(t *testing.T, c *client, path, want string) {
 	t.Helper()
-	for deadline := time.Now().Add(2 * time.Minute); ; time.Sleep(200 * time.Millisecond) {
-		var s status
-		c.do("GET", path+"/status?status=deployed&output=summary", nil).must(t, 200).json(t, &s)
-		if s.Status == want {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s is not %s: %s", path, want, pretty(s))
-		}
-	}
+	awaitValue(t, path+" "+want, 2*time.Minute, func() status { return getAs[status](t, c, path+"/status?status=deployed&output=summary") },
+		func(s status) bool { return s.Status == want })
 }
 
 // hookIDsByAttributes lists the workflows of d's DIG that ran as hooks, found by the

@@ -9,16 +9,11 @@ import (
 	"testing"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/dtc"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/testenv"
 )
 
-var ferret *devstack.FerretDB
-
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+func TestMain(m *testing.M) { apiharness.Main(m) }
 
 var body = apiharness.Body
 
@@ -30,8 +25,7 @@ const (
 )
 
 func newServer(t *testing.T) *apiharness.Server {
-	s := apiharness.New(t, ferret, []controllers.Builtin{dtc.Controller})
-	s.TreeWithDIG()
+	s := apiharness.ServeDIG(t, dtc.Controller)
 	s.Want("POST", dig+"/traffic-group-intents", body("tg", nil), 201)
 	return s
 }

@@ -5,41 +5,34 @@ package apitest
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
 	"encoding/json"
-	"io"
-	"log/slog"
 	"mime/multipart"
 	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/gac"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/seal"
 	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/testenv"
 )
 
-var ferret *devstack.FerretDB
+func TestMain(m *testing.M) { apiharness.Main(m) }
 
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+var body = apiharness.Body
 
 const (
-	dig    = "/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig"
+	dig    = apiharness.DIG
 	intent = dig + "/generic-k8s-intents/gi"
 )
 
 // send sends a multipart request: "metadata" and one "files" part per file (name, content
 // pairs), or a "file" part when file is not nil.
-func send(t *testing.T, h *api.Server, method, path string, md any, file []byte, files ...string) {
-	t.Helper()
+func send(s *apiharness.Server, method, path string, md any, file []byte, files ...string) {
+	s.T.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	b, _ := json.Marshal(md)
@@ -56,38 +49,17 @@ func send(t *testing.T, h *api.Server, method, path string, md any, file []byte,
 	req := httptest.NewRequest(method, "/v2"+path, &buf)
 	req.Header.Set("Content-Type", mw.FormDataContentType())
 	rec := httptest.NewRecorder()
-	h.Handler().ServeHTTP(rec, req)
+	s.Handler.ServeHTTP(rec, req)
 	if rec.Code >= 300 {
-		t.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
+		s.T.Fatalf("%s %s: %d %s", method, path, rec.Code, rec.Body)
 	}
-}
-
-func body(name string, spec any) map[string]any {
-	return map[string]any{"metadata": map[string]any{"name": name}, "spec": spec}
 }
 
 // newServer is temco's API with gac, on a store holding project p's DIG "dig" of app web,
 // its intent "gi", and cluster p+c1.
-func newServer(t *testing.T) (*api.Server, *store.Store, *seal.Keyring) {
+func newServer(t *testing.T) *apiharness.Server {
 	t.Helper()
-	ctx := context.Background()
-	db := testenv.Database(t, ferret, strings.ToLower(t.Name()))
-	st, err := store.New(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	contexts, err := appctx.New(ctx, db)
-	if err != nil {
-		t.Fatal(err)
-	}
-	key := make([]byte, 32)
-	_, _ = rand.Read(key)
-	keys, err := seal.NewKeyring([]string{"k"}, [][]byte{key})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Controllers: controllers.API([]controllers.Builtin{gac.Controller}, controllers.APIDeps{})}
+	s := apiharness.Serve(t, gac.Controller)
 	for _, d := range []*store.Doc{
 		{ID: "/projects/p", Kind: "project", Name: "p", Body: `{"metadata":{"name":"p"}}`},
 		{ID: "/projects/p/composite-apps/ca/v1", Parent: "/projects/p", Kind: "composite-app", Name: "ca", Body: `{"metadata":{"name":"ca"}}`},
@@ -97,25 +69,26 @@ func newServer(t *testing.T) (*api.Server, *store.Store, *seal.Keyring) {
 		{ID: "/cluster-providers/p", Kind: model.KindClusterProvider, Name: "p", Body: `{"metadata":{"name":"p"}}`},
 		{ID: "/cluster-providers/p/clusters/c1", Parent: "/cluster-providers/p", Kind: model.KindCluster, Name: "c1", Body: `{"metadata":{"name":"c1"}}`},
 	} {
-		if err := st.Create(ctx, d); err != nil {
+		if err := s.Store.Create(context.Background(), d); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return srv, st, keys
+	return s
 }
 
 // A Secret's template and files are stored sealed (never in clear in MongoDB, nor in any
 // answer), and the controller, given the keys, builds the Secret from them.
 func TestSecretDataIsStoredSealed(t *testing.T) {
 	ctx := context.Background()
-	srv, st, keys := newServer(t)
+	s := newServer(t)
+	st, keys := s.Store, s.Keys
 	template := []byte("apiVersion: v1\nkind: Secret\nmetadata: {name: creds}\ndata: {user: dG9wLXNlY3JldC11c2Vy}\n")
-	send(t, srv, "POST", intent+"/resources", body("creds", map[string]any{"app": "web", "newObject": "true",
+	send(s, "POST", intent+"/resources", body("creds", map[string]any{"app": "web", "newObject": "true",
 		"resourceGVK": map[string]any{"apiVersion": "v1", "kind": "Secret", "name": "creds"}}), template)
-	send(t, srv, "POST", intent+"/resources/creds/customizations", body("pw", map[string]any{"clusterSpecific": "false",
+	send(s, "POST", intent+"/resources/creds/customizations", body("pw", map[string]any{"clusterSpecific": "false",
 		"clusterInfo": map[string]any{"scope": "label", "clusterProvider": "p", "mode": "allow"}}), nil, "password", "hunter2-in-clear")
 	// A replace without files keeps the stored (sealed) ones.
-	send(t, srv, "PUT", intent+"/resources/creds/customizations/pw", body("pw", map[string]any{"clusterSpecific": "false",
+	send(s, "PUT", intent+"/resources/creds/customizations/pw", body("pw", map[string]any{"clusterSpecific": "false",
 		"clusterInfo": map[string]any{"scope": "label", "clusterProvider": "p", "mode": "allow"}}), nil)
 
 	var docs []*store.Doc

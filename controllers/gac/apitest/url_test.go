@@ -10,16 +10,16 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers"
+	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/gac"
 )
 
 // call sends a JSON request (or a multipart one with a "metadata" part when multipartMD)
 // and returns the answer.
-func call(h *api.Server, method, path string, body any, multipartMD bool) *httptest.ResponseRecorder {
+func call(s *apiharness.Server, method, path string, body any, multipartMD bool) *httptest.ResponseRecorder {
 	var buf bytes.Buffer
 	ctype := "application/json"
 	b, _ := json.Marshal(body)
@@ -34,7 +34,7 @@ func call(h *api.Server, method, path string, body any, multipartMD bool) *httpt
 	req := httptest.NewRequest(method, "/v2"+path, &buf)
 	req.Header.Set("Content-Type", ctype)
 	rec := httptest.NewRecorder()
-	h.Handler().ServeHTTP(rec, req)
+	s.Handler.ServeHTTP(rec, req)
 	return rec
 }
 
@@ -42,14 +42,15 @@ func call(h *api.Server, method, path string, body any, multipartMD bool) *httpt
 // that URL answers, whatever the value's JSON type; the API takes such customizations
 // and refuses a malformed one with 400 naming the field.
 func TestKVPairValueIsWhatTheAPIAnswers(t *testing.T) {
-	srv, st, keys := newServer(t)
+	srv := newServer(t)
+	st, keys := srv.Store, srv.Keys
 	const kvPath = "/cluster-providers/p/clusters/c1/kv-pairs"
 	kv := []map[string]any{{"text": "192.168.121.26"}, {"port": "32001"}, {"number": 32001}, {"fraction": 1.5},
 		{"object": map[string]any{"a": []any{1, "b"}}}, {"flag": true}, {"text": "shadowed"}}
 	if rec := call(srv, "POST", kvPath, body("kv", map[string]any{"kv": kv}), false); rec.Code != http.StatusCreated {
 		t.Fatalf("POST kv-pairs: %d %s", rec.Code, rec.Body)
 	}
-	send(t, srv, "POST", intent+"/resources", body("w", map[string]any{"app": "web", "newObject": "true",
+	send(srv, "POST", intent+"/resources", body("w", map[string]any{"app": "web", "newObject": "true",
 		"resourceGVK": map[string]any{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w"}}),
 		[]byte("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\nspec: {}\n"))
 	keysOf := []string{"text", "port", "number", "fraction", "object", "flag"}
@@ -67,7 +68,7 @@ func TestKVPairValueIsWhatTheAPIAnswers(t *testing.T) {
 		!strings.Contains(rec.Body.String(), "spec.patchJson[0].value") || !strings.Contains(rec.Body.String(), "without ?key=") {
 		t.Errorf("a kv-pairs URL without key: %d %s, want 400 naming spec.patchJson[0].value", rec.Code, rec.Body)
 	}
-	send(t, srv, "POST", intent+"/resources/w/customizations", customization(ops), nil)
+	send(srv, "POST", intent+"/resources/w/customizations", customization(ops), nil)
 
 	f := &contracttest.Fake{In: contract.Input{Project: "p", CompositeApp: "ca", CompositeAppVersion: "v1",
 		DeploymentIntentGroup: "dig", Intent: "gi", Operation: contract.OpInstantiate},

@@ -17,18 +17,14 @@ import (
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/hpa"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/testenv"
 )
 
-var ferret *devstack.FerretDB
-
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+func TestMain(m *testing.M) { apiharness.Main(m) }
 
 var body = apiharness.Body
 
 const (
-	dig       = "/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig"
+	dig       = apiharness.DIG
 	intent    = dig + "/hpa-intents/i1"
 	consumer  = intent + "/hpa-resource-consumers/c1"
 	resources = consumer + "/resource-requirements"
@@ -36,9 +32,7 @@ const (
 
 func newServer(t *testing.T) *apiharness.Server {
 	t.Helper()
-	s := apiharness.New(t, ferret, []controllers.Builtin{hpa.Placement, hpa.Action})
-	s.TreeWithDIG()
-	return s
+	return apiharness.ServeDIG(t, hpa.Placement, hpa.Action)
 }
 
 func TestResourcesValidateAsEMCOAndMore(t *testing.T) {

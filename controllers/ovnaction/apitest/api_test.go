@@ -16,22 +16,18 @@ import (
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/ovnaction"
-	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
 	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/testenv"
 )
 
-var ferret *devstack.FerretDB
-
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+func TestMain(m *testing.M) { apiharness.Main(m) }
 
 var body = apiharness.Body
 
 const (
-	dig      = "/projects/p/composite-apps/ca/v1/deployment-intent-groups/dig"
+	dig      = apiharness.DIG
 	nci      = dig + "/network-controller-intent/nci"
 	workload = nci + "/workload-intents/web"
 	cluster  = "/cluster-providers/local/clusters/c1"
@@ -39,9 +35,7 @@ const (
 
 func newServer(t *testing.T) *apiharness.Server {
 	t.Helper()
-	s := apiharness.New(t, ferret, []controllers.Builtin{ovnaction.Controller})
-	s.TreeWithDIG()
-	return s
+	return apiharness.ServeDIG(t, ovnaction.Controller)
 }
 
 // EMCO's paths and bodies; bad bodies are refused with the reason and store nothing.

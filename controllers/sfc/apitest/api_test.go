@@ -15,14 +15,10 @@ import (
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/sfc"
-	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/testenv"
 )
 
-var ferret *devstack.FerretDB
-
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+func TestMain(m *testing.M) { apiharness.Main(m) }
 
 var body = apiharness.Body
 
@@ -37,7 +33,7 @@ const (
 func newServer(t *testing.T) *apiharness.Server {
 	t.Helper()
 	ctx := context.Background()
-	s := apiharness.New(t, ferret, []controllers.Builtin{sfc.Controller})
+	s := apiharness.Serve(t, sfc.Controller)
 	st := s.Store
 	s.Want("POST", "/projects", body("p", nil), 201)
 	s.Want("POST", "/projects/p/composite-apps", body("ca", map[string]any{"compositeAppVersion": "v1"}), 201)

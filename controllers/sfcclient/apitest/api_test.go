@@ -14,14 +14,10 @@ import (
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/sfc"
 	"github.com/temco/temco/controllers/sfcclient"
-	"github.com/temco/temco/internal/devstack"
 	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/testenv"
 )
 
-var ferret *devstack.FerretDB
-
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+func TestMain(m *testing.M) { apiharness.Main(m) }
 
 var body = apiharness.Body
 
@@ -39,7 +35,7 @@ const (
 func newServer(t *testing.T) *apiharness.Server {
 	t.Helper()
 	ctx := context.Background()
-	s := apiharness.New(t, ferret, []controllers.Builtin{sfc.Controller, sfcclient.Controller})
+	s := apiharness.Serve(t, sfc.Controller, sfcclient.Controller)
 	st := s.Store
 	s.Want("POST", "/projects", body("p", nil), 201)
 	s.Want("POST", "/projects/p/logical-clouds", body("left", map[string]any{"level": "0", "labels": map[string]string{"sfc": "head"}}), 201)
