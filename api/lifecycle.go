@@ -104,21 +104,17 @@ func (s *Server) approve(c echo.Context) error {
 // workflow checks again, authoritatively, before it records the transition.
 func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		dig, err := target(c)
+		req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
+		dig, _, info, err := s.loadTarget(c, target, func(lifecycle.Target) (err error) {
+			if op == lifecycle.OpRollback {
+				req.Revision, err = readRevision(c)
+			}
+			return err
+		})
 		if err != nil {
 			return err
 		}
 		ctx := c.Request().Context()
-		req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
-		if op == lifecycle.OpRollback {
-			if req.Revision, err = readRevision(c); err != nil {
-				return err
-			}
-		}
-		_, info, err := digstate.Load(ctx, s.Store, dig.ID())
-		if err != nil {
-			return fromStore(err)
-		}
 		t, err := dig.Kind().Machine.Start(dig.String(), op, info.Current())
 		if err != nil {
 			return conflict("%v", err)

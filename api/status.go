@@ -9,9 +9,9 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
 	"github.com/temco/temco/internal/lifecycle"
 	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/store"
 )
 
 // statusQuery is a parsed status request, read as EMCO 22.06+ reads it.
@@ -107,24 +107,21 @@ func parseStatusQuery(c echo.Context, cloud bool) (statusQuery, error) {
 
 func (s *Server) status(target targetFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		t, err := target(c)
+		var q statusQuery
+		t, d, info, err := s.loadTarget(c, target, func(t lifecycle.Target) (err error) {
+			q, err = parseStatusQuery(c, t.Kind().Status == lifecycle.ByCluster)
+			return err
+		})
 		if err != nil {
 			return err
 		}
-		q, err := parseStatusQuery(c, t.Kind().Status == lifecycle.ByCluster)
-		if err != nil {
-			return err
-		}
-		return s.writeStatus(c, t, q)
+		return s.writeStatus(c, t, d, info, q)
 	}
 }
 
-func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, q statusQuery) error {
+func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, d *store.Doc, info lifecycle.StateInfo, q statusQuery) error {
 	ctx := c.Request().Context()
-	d, info, err := digstate.Load(ctx, s.Store, dig.ID())
-	if err != nil {
-		return fromStore(err)
-	}
+	var err error
 	layout := dig.Kind().Status
 	id := identity{Project: dig.Project, Name: dig.Name(), ClusterProvider: dig.ClusterProvider}
 	if layout == lifecycle.ByApp { // a DIG's: its composite app's
