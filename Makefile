@@ -60,10 +60,10 @@ BENCH ?= Instantiate
 bench: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
 	  $(GO) test -count=1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHN)x -timeout 30m ./tests/e2e/
-	$(GO) test -count=1 -run '^$$' -bench Commit -benchtime 100x ./internal/gitops/
+	$(GO) test -count=1 -run '^$$' -bench Commit -benchtime 100x ./internal/adapters/gitops/
 	$(GO) test -count=1 -run '^$$' -bench Dashboard -benchtime 10x ./api/
-	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./internal/kubeschema/
-	$(GO) test -count=1 -run '^$$' -bench SecretsAtRest -benchtime 100x -benchmem ./internal/appctx/
+	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./internal/adapters/kubeschema/
+	$(GO) test -count=1 -run '^$$' -bench SecretsAtRest -benchtime 100x -benchmem ./internal/core/appctx/
 	$(GO) test -count=1 -run '^$$' -bench Sandbox -benchtime 20x ./activities/render/
 
 ## bench-scale: instantiate and terminate a 3-chart app on CLUSTERS clusters (namespaces of
@@ -83,7 +83,7 @@ bench-drift: tools
 ## included, also run in `make test`); a crash leaves its input under testdata/fuzz
 FUZZTIME ?= 60s
 FUZZ_TARGETS := ./api:FuzzJSONRequests ./api:FuzzMultipartRequests ./api:FuzzChartArchive ./api:FuzzCodecRequests \
-	./internal/profile:FuzzParse ./internal/kubeconfig:FuzzParse ./internal/auth:FuzzAuthenticate
+	./internal/adapters/profile:FuzzParse ./internal/adapters/kubeconfig:FuzzParse ./internal/adapters/auth:FuzzAuthenticate
 fuzz: tools
 	@set -e; for t in $(FUZZ_TARGETS); do \
 	  echo "== $${t#*:} in $${t%%:*} for $(FUZZTIME)"; \

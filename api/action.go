@@ -6,7 +6,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // RouteDIG is the route of a DIG from the API root, for kinds mounted below it.

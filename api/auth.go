@@ -8,7 +8,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/temco/temco/dashboard"
-	"github.com/temco/temco/internal/auth"
+	"github.com/temco/temco/internal/adapters/auth"
 )
 
 const principalKey = "principal"

@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/auth"
-	"github.com/temco/temco/internal/auth/authtest"
-	"github.com/temco/temco/internal/codec"
+	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/adapters/auth/authtest"
+	"github.com/temco/temco/internal/adapters/codec"
 )
 
 const (

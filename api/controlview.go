@@ -10,11 +10,11 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/remote"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/ctxedit"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/ctxedit"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // The context as a controller step sees it, for controllers outside temco's process

@@ -9,7 +9,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/remote"
-	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 // controlled stores a context placed for controllers: app "web" with a ConfigMap, one

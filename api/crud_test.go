@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 const (

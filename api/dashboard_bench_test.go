@@ -10,9 +10,9 @@ import (
 
 	"github.com/chromedp/chromedp"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // The dashboard's first screen of a DIG on 10,000 clusters (3 apps, 3 objects each, in

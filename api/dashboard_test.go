@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // The DIG's dashboard answer: a page of clusters with a cell per app, filters by name,

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/drift"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/drift"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // schedules records the drift schedules the api asks for.

@@ -11,7 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 	"go.temporal.io/api/serviceerror"
 
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/store"
 )
 
 func httpErr(code int, format string, args ...any) *echo.HTTPError {

@@ -8,9 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Controller is what the API needs of a built-in intent controller: its REST resources

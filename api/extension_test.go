@@ -13,8 +13,8 @@ import (
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/hpa"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // multipartWant sends a multipart request as emcoctl does for gac's kinds ("metadata",

@@ -10,9 +10,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/codec"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/codec"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // The fuzz targets send hostile bodies through the real handlers and store (FerretDB).

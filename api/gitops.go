@@ -7,9 +7,9 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/syncobject"
+	"github.com/temco/temco/internal/adapters/syncobject"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // checkGitOps validates spec.gitOps of a GitOps cluster. EMCO stores any type and fails at

@@ -3,7 +3,7 @@ package api
 import (
 	"testing"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Every kind of target has its readiness check: a kind added without one would answer

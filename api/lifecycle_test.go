@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // lifecycleClient is a client whose server's contexts the test can write, and whose

@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/auth"
+	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 // fakeClock is a settable time.

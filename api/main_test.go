@@ -15,11 +15,11 @@ import (
 	"sync/atomic"
 	"testing"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/store"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // The API tests run against a real FerretDB (MongoDB wire protocol, SQLite backend)

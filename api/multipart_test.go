@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 func TestClusterKubeconfigIsValidatedSealedAndNeverReturned(t *testing.T) {

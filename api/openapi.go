@@ -11,7 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"sigs.k8s.io/yaml"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // The OpenAPI 3 document is built from what the routes are registered with, so it

@@ -10,8 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/auth"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Lists answer EMCO's plain JSON array, sorted by id, of at most limit items; when more

@@ -10,8 +10,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 )
 

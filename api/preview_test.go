@@ -11,8 +11,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/starter"
 )
 

@@ -9,11 +9,11 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/syncobject"
+	"github.com/temco/temco/internal/adapters/syncobject"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // notReady lists what each kind of target lacks before it can be instantiated or updated.

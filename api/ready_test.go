@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // operations records the operations the API starts, in place of Temporal.

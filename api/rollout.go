@@ -5,14 +5,14 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/rollout"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/rollout"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // routeRollout is the collection of a DIG's rollout strategy: temco's own resource (EMCO
 // has no rollout strategies), at most one per DIG, telling its operations how to roll out
-// over its clusters (internal/rollout).
+// over its clusters (internal/core/rollout).
 const routeRollout = routeDIG + "/rollout-strategies"
 
 // registerRollout serves rollout strategies with the generic handlers. Unlike the DIG's

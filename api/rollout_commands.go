@@ -6,8 +6,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // rolloutClustersShown bounds the clusters a stage lists in the status; its counts are

@@ -14,8 +14,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/temco/temco/internal/emcoctl"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/cmd/temco/emcoctl"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 const pRollout = pDIG + "/rollout-strategies"

@@ -16,11 +16,11 @@ import (
 	"go.temporal.io/sdk/converter"
 
 	"github.com/temco/temco/dashboard"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/auth"
-	"github.com/temco/temco/internal/metrics"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Server holds the API's dependencies.

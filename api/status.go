@@ -8,10 +8,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // statusQuery is a parsed status request, read as EMCO 22.06+ reads it.

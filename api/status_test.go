@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden files of the status tests")

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // The status answers, in the shapes of EMCO 22.06+'s orchestrator and dcm (field names,

@@ -36,14 +36,14 @@ import (
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/controllers/workflowmgr"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/auth"
-	"github.com/temco/temco/internal/auth/authtest"
-	"github.com/temco/temco/internal/codec"
-	"github.com/temco/temco/internal/metrics"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/adapters/auth/authtest"
+	"github.com/temco/temco/internal/adapters/codec"
+	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/store"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // tenantReads are the routes outside projects a tenant may read: placement names cluster

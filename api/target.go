@@ -3,9 +3,9 @@ package api
 import (
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // loadTarget takes the first steps of a handler of a lifecycle target (a DIG, a logical

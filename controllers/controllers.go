@@ -13,9 +13,9 @@ import (
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers/workflowmgr"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
 )
 

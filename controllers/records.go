@@ -7,8 +7,8 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Docs is what controllers read of the resource store.

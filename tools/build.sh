@@ -63,7 +63,7 @@ build_ferretdb() {
 
 # CRDs from the modules that ship them (tools/crds/go.mod): the ServiceMonitor for the Helm
 # chart's e2e test, and in a folder each the kinds temco's controllers produce, which every
-# local cluster applies at start (internal/devstack): Istio's, Multus' and cert-manager's.
+# local cluster applies at start (internal/dev/devstack): Istio's, Multus' and cert-manager's.
 CRD_MODULES="github.com/prometheus-operator/prometheus-operator istio.io/api
   github.com/k8snetworkplumbingwg/network-attachment-definition-client github.com/cert-manager/cert-manager"
 build_crds() {

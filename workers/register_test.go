@@ -82,13 +82,13 @@ func domainPackage(register any) string {
 	return strings.TrimSuffix(strings.TrimPrefix(name, "github.com/temco/temco/"), ".Register")
 }
 
-// activityHeadings maps each Activity constant of internal/lifecycle to the comment
+// activityHeadings maps each Activity constant of internal/core/lifecycle to the comment
 // heading its group in a const block: the last doc comment above it in the block.
 func activityHeadings(t *testing.T) map[string]string {
 	t.Helper()
-	paths, err := filepath.Glob("../internal/lifecycle/*.go")
+	paths, err := filepath.Glob("../internal/core/lifecycle/*.go")
 	if err != nil || len(paths) == 0 {
-		t.Fatalf("internal/lifecycle: %d files, %v", len(paths), err)
+		t.Fatalf("internal/core/lifecycle: %d files, %v", len(paths), err)
 	}
 	headings := map[string]string{}
 	for _, path := range paths {

@@ -18,7 +18,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Workflows name their activities and child workflows by string, so a name no worker
@@ -201,11 +201,11 @@ func parseDir(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
 	return files
 }
 
-// lifecycleConstants are the string constants of internal/lifecycle, by name.
+// lifecycleConstants are the string constants of internal/core/lifecycle, by name.
 func lifecycleConstants(t *testing.T) map[string]string {
 	t.Helper()
 	consts := map[string]string{}
-	for _, f := range parseDir(t, token.NewFileSet(), "../internal/lifecycle") {
+	for _, f := range parseDir(t, token.NewFileSet(), "../internal/core/lifecycle") {
 		for _, d := range f.Decls {
 			g, ok := d.(*ast.GenDecl)
 			if !ok || g.Tok != token.CONST {

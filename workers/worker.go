@@ -20,7 +20,7 @@ import (
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers/cacerts"
 	"github.com/temco/temco/controllers/ncm"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
@@ -33,7 +33,7 @@ import (
 type Deps = deps.Deps
 
 // domains are the activity domains: each registers its own structs, and lists the
-// activity names they implement (the internal/lifecycle constants the workflows call).
+// activity names they implement (the internal/core/lifecycle constants the workflows call).
 var domains = []struct {
 	register func(worker.Registry, *deps.Deps)
 	names    []string

@@ -6,7 +6,7 @@ import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // ActivityNames are the activities Register registers: a built-in intent controller's

@@ -12,9 +12,9 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/singleflight"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/metrics"
+	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Activities apply, delete and read objects on clusters.

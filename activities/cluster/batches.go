@@ -4,7 +4,7 @@ import (
 	"cmp"
 	"context"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // ContextBatches returns how many cluster batches a context has.

@@ -12,9 +12,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/capabilities"
-	"github.com/temco/temco/internal/gitops"
+	"github.com/temco/temco/internal/adapters/gitops"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/capabilities"
 )
 
 // capsFresh is how long a connection's capabilities are used before they are read again

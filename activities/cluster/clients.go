@@ -19,12 +19,12 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 
-	"github.com/temco/temco/internal/credentials"
-	"github.com/temco/temco/internal/gitops"
-	"github.com/temco/temco/internal/kubeconfig"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/credentials"
+	"github.com/temco/temco/internal/adapters/gitops"
+	"github.com/temco/temco/internal/adapters/kubeconfig"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // client is one cluster as the activities see it: a shared connection and the namespace

@@ -6,7 +6,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 type contextCacheEntry struct {

@@ -5,9 +5,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 var ferret *devstack.FerretDB

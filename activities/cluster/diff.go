@@ -1,8 +1,8 @@
 package cluster
 
 import (
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // An update or rollback applies a new revision as a difference from the running one, per

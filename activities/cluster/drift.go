@@ -19,9 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/drift"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/drift"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // DriftBatchClusters returns the clusters of one batch for a drift check, leaving the

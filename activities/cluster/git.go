@@ -19,14 +19,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/gitops"
-	"github.com/temco/temco/internal/gitops/layout"
-	"github.com/temco/temco/internal/kubeschema"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/syncobject"
+	"github.com/temco/temco/internal/adapters/gitops"
+	"github.com/temco/temco/internal/adapters/gitops/layout"
+	"github.com/temco/temco/internal/adapters/kubeschema"
+	"github.com/temco/temco/internal/adapters/syncobject"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // gitOpsField marks a cluster registered with spec.gitOps (set by the api).

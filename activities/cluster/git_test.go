@@ -6,9 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/gitops"
-	"github.com/temco/temco/internal/gitserver"
-	"github.com/temco/temco/internal/syncobject"
+	"github.com/temco/temco/internal/adapters/gitops"
+	"github.com/temco/temco/internal/adapters/syncobject"
+	"github.com/temco/temco/internal/dev/gitserver"
 )
 
 // How a worker judges Flux's report, read from a real git server: deployed means the

@@ -9,12 +9,12 @@ import (
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/gitops"
-	"github.com/temco/temco/internal/gitserver"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/syncobject"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/gitops"
+	"github.com/temco/temco/internal/adapters/syncobject"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/gitserver"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // A GitOps cluster commits a deployment's Secrets to git in clear unless its registration

@@ -5,7 +5,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 // objectConcurrency bounds the requests one cluster activity has in flight.

@@ -6,7 +6,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 // Objects are applied in groups, each after the one before: Namespaces, CRDs, what

@@ -7,9 +7,9 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/readiness"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/readiness"
 )
 
 // ReadCluster reads the live state of every object of the context on one cluster. An

@@ -7,8 +7,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/readiness"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/readiness"
 )
 
 // get reads an object as applied (ref carries the namespace used); nil when absent.

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // run is the state of one cluster activity. Apps and objects are worked on concurrently;

@@ -17,8 +17,8 @@ import (
 	"k8s.io/client-go/openapi"
 	"k8s.io/client-go/rest"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/kubeschema"
+	"github.com/temco/temco/internal/adapters/kubeschema"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 // schemaIndex is where one API server publishes the schema of each group-version: its

@@ -7,8 +7,8 @@ import (
 	"slices"
 	"time"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // settle records an object's final status for this attempt (Applied, Deleted or Failed).

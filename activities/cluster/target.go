@@ -5,8 +5,8 @@ package cluster
 import (
 	"context"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // target is one way of reaching a cluster: its Kubernetes API (*client: server-side

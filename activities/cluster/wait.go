@@ -8,9 +8,9 @@ import (
 
 	"go.temporal.io/sdk/activity"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // pollInterval paces waiting for dependencies to become ready and objects to disappear.

@@ -2,7 +2,7 @@
 //
 // Each domain (activities/operation, activities/cluster, controllers/ncm, ...) has a
 // register.go: Register(r, d) builds its activity structs from the one *Deps and
-// registers them; ActivityNames lists the activity names (internal/lifecycle constants)
+// registers them; ActivityNames lists the activity names (internal/core/lifecycle constants)
 // they implement. workers loops over the domains. This package sits below every domain
 // and imports none of them, so what one domain owns and others use (activities/cluster's
 // clients and per-cluster activities) is built by its owner on first use and kept here
@@ -14,13 +14,13 @@ import (
 	"reflect"
 
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/credentials"
-	"github.com/temco/temco/internal/gitops"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/metrics"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/credentials"
+	"github.com/temco/temco/internal/adapters/gitops"
+	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
 )
 

@@ -4,7 +4,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temco/temco/activities/deps"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // ActivityNames are the activities Register registers: a drift check's store steps (the

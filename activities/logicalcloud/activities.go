@@ -18,11 +18,11 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temco/temco/activities/cluster"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/credentials"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/credentials"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // App is the name of the one "app" of a logical cloud's AppContext.

@@ -24,10 +24,10 @@ import (
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/temco/temco/activities/cluster"
-	"github.com/temco/temco/internal/credentials"
-	"github.com/temco/temco/internal/csr"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/adapters/credentials"
+	"github.com/temco/temco/internal/adapters/csr"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // credentialLifetime is how long an issued user certificate is valid.

@@ -7,8 +7,8 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // cloud is everything a logical cloud's objects are made from.

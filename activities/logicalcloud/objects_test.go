@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 func TestObjectsOfAStandardAndAPrivilegedCloud(t *testing.T) {

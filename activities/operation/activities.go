@@ -13,12 +13,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/activities/placement"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/rollout"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/rollout"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Activities record operations.

@@ -7,10 +7,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // A migrate records its start on the target (BeginMigrate: its new context, Instantiated)

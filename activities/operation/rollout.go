@@ -6,8 +6,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/rollout"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/rollout"
 )
 
 // RecordRollout stores where a rollout stands in its context, for the status API.

@@ -14,12 +14,12 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/activities/logicalcloud"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/ctxedit"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/rollout"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/ctxedit"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/rollout"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // DefaultClustersPerBatch is how many clusters one batch (one child workflow) applies;

@@ -5,8 +5,8 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/temco/temco/internal/ctxedit"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/ctxedit"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // Registry answers which clusters exist and which carry a label; placement itself is pure.

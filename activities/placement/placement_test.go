@@ -5,8 +5,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // registry is an in-memory cluster registry: provider -> cluster -> labels.

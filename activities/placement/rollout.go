@@ -6,10 +6,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/rollout"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/rollout"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Stages lays a context's clusters out in the stages of the rollout strategy of the DIG

@@ -17,11 +17,11 @@ import (
 
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/tac"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Activities prepare, compare and delete scratch contexts.

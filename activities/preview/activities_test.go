@@ -6,7 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // The operation previewed follows the DIG's state; other states are refused, naming it.

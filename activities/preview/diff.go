@@ -5,9 +5,9 @@ import (
 	"maps"
 	"slices"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/gitops/layout"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/adapters/gitops/layout"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // A preview compares, per cluster, what an operation would apply with what the running

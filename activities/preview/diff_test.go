@@ -5,8 +5,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 func obj(group, kind, ns, name, content string) appctx.Object {

@@ -14,12 +14,12 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/capabilities"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/profile"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/profile"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/capabilities"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Activities renders apps.

@@ -24,10 +24,10 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"sigs.k8s.io/yaml"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/archive"
-	"github.com/temco/temco/internal/capabilities"
-	"github.com/temco/temco/internal/profile"
+	"github.com/temco/temco/internal/adapters/archive"
+	"github.com/temco/temco/internal/adapters/profile"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/capabilities"
 )
 
 // chartInput is everything one app's rendering depends on.

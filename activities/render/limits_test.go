@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"helm.sh/helm/v3/pkg/strvals"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // requireRefused checks that err fails the operation at once (a non-retryable InvalidInput)

@@ -5,7 +5,7 @@ import (
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // ActivityNames are the activities Register registers: the rendering of a context's

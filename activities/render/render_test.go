@@ -10,11 +10,11 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/capabilities"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/profile"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/profile"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/capabilities"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 var webChart = testenv.Chart("web", "replicas: 1\nmessage: chart\nnested: {a: {b: x}}\n", map[string]string{

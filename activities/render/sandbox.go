@@ -24,9 +24,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/capabilities"
-	"github.com/temco/temco/internal/profile"
+	"github.com/temco/temco/internal/adapters/profile"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/capabilities"
 )
 
 // childEnv marks a sandboxed rendering; its value is the child's memory limit in bytes.

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/capabilities"
-	"github.com/temco/temco/internal/profile"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/profile"
+	"github.com/temco/temco/internal/core/capabilities"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // TestMain lets this test binary be the sandbox's child, as the worker's binary is.

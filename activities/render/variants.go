@@ -14,10 +14,10 @@ import (
 	"go.temporal.io/sdk/activity"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/capabilities"
-	"github.com/temco/temco/internal/ctxedit"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/capabilities"
+	"github.com/temco/temco/internal/core/ctxedit"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // capabilityReads bounds how many clusters' capabilities are read at once.

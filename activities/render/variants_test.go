@@ -6,9 +6,9 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/capabilities"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/capabilities"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Clusters with the same capabilities are one class, rendered once: a thousand alike

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/auth"
+	"github.com/temco/temco/internal/adapters/auth"
 )
 
 func TestAPIListensOnLoopbackUnlessTold(t *testing.T) {

@@ -9,7 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/temco/temco/internal/emcoctl"
+	"github.com/temco/temco/cmd/temco/emcoctl"
 )
 
 // defaultAPI is where the client goes without --api, TEMCO_API or --config: emcoctl's

@@ -10,8 +10,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/temco/temco/internal/gitops"
-	"github.com/temco/temco/internal/gitops/monitor"
+	"github.com/temco/temco/internal/adapters/gitops"
+	"github.com/temco/temco/internal/adapters/gitops/monitor"
 )
 
 // monitorCmd runs beside a GitOps cluster. It reads the environment EMCO's monitor reads,

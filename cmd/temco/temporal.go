@@ -10,10 +10,10 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/log"
 
-	"github.com/temco/temco/internal/codec"
-	"github.com/temco/temco/internal/metrics"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/codec"
+	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // dial connects to Temporal; with payload encryption on, keys encrypt every payload and failure.

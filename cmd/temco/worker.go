@@ -16,12 +16,12 @@ import (
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/registry"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/credentials"
-	"github.com/temco/temco/internal/egress"
-	"github.com/temco/temco/internal/gitops"
-	"github.com/temco/temco/internal/metrics"
-	"github.com/temco/temco/internal/tlsconfig"
+	"github.com/temco/temco/internal/adapters/credentials"
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/adapters/gitops"
+	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/adapters/tlsconfig"
+	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/workers"
 )
 

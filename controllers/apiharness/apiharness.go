@@ -15,11 +15,11 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/store"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // DIG is the DIG TreeWithDIG creates.

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 func validCert() CertSpec {

@@ -17,7 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 // requestNamespace is where the CertificateRequests go on the issuing cluster, and so

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // Issuer groups: EMCO's cert-manager, and the issuing cluster's own certificate signer

@@ -9,10 +9,10 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"k8s.io/client-go/rest"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Activities run the enrolment and distribution of certificate intents: each builds its

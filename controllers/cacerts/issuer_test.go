@@ -25,8 +25,8 @@ import (
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/rest"
 
-	csrpkg "github.com/temco/temco/internal/csr"
-	"github.com/temco/temco/internal/lifecycle"
+	csrpkg "github.com/temco/temco/internal/adapters/csr"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // testCA is a CA of the tests, which signs certificates for keys.

@@ -10,8 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Keys keeps, per enrolment context and member cluster, the private key temco generated

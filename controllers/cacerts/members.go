@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"slices"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // member is a cluster a certificate intent covers, and the namespaces of the logical

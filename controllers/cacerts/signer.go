@@ -15,8 +15,8 @@ import (
 	certificatesv1 "k8s.io/api/certificates/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/csr"
+	"github.com/temco/temco/internal/adapters/csr"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 // The signer and the usages it allows.

@@ -20,7 +20,7 @@
 // issuers: cert-manager's, and temco's addition, the issuing cluster's own signer).
 package cacerts
 
-import "github.com/temco/temco/internal/lifecycle"
+import "github.com/temco/temco/internal/core/lifecycle"
 
 // Stored kinds.
 const (

@@ -6,9 +6,9 @@ import (
 	"slices"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // What a project's certificate intents may sign is bound to the project: a request is

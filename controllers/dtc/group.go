@@ -7,9 +7,9 @@ import (
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // TrafficGroup is a traffic group intent with everything below it, each list in creation

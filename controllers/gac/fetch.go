@@ -13,7 +13,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/egress"
+	"github.com/temco/temco/internal/adapters/egress"
 )
 
 // URLs says which $(URL)$ values gac fetches: those on a host an admin allowed (temco

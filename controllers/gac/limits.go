@@ -32,7 +32,7 @@ const (
 )
 
 // The library's bound on copies is process-wide, so it applies also where temco applies
-// gac's patches to the app's own objects (internal/ctxedit). It is lowered, never raised,
+// gac's patches to the app's own objects (internal/core/ctxedit). It is lowered, never raised,
 // as the Kubernetes API server sets it (k8s.io/apiserver, Config.Complete).
 func init() {
 	if cur := jsonpatch.AccumulatedCopySizeLimit; cur <= 0 || cur > maxCopyBytes {

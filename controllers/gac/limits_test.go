@@ -14,7 +14,7 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // requireRefusal checks that err refuses the operation (not retried) and names the limit.

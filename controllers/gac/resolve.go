@@ -9,8 +9,8 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // values looks up the $(URL)$ values of one run's customizations, each URL once.

@@ -6,7 +6,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // A JSON patch value "$(URL)$" stands for the value the URL answers, as in EMCO: a

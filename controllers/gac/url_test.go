@@ -20,8 +20,8 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/egress"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // EMCO's examples/test-gac: the clusters, their kv-pairs (clusters.yaml) and the host

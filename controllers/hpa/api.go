@@ -10,8 +10,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Paths and path parameters as EMCO's hpa-plc serves them (parameters spelled as in its

@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // intent is one hpa intent with its consumers and their requirements.

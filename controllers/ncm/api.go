@@ -11,10 +11,10 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Kinds are ncm's REST resources below a cluster, with EMCO's paths and parameter names.

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 func TestObjectsAsEMCOsNcmMakesThem(t *testing.T) {

@@ -9,9 +9,9 @@ package ncm
 import (
 	"context"
 
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Stored kinds.

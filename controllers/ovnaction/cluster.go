@@ -9,9 +9,9 @@ import (
 	"strings"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // The cluster kv-pairs that say whether Multus wraps the CNI (EMCO's keys for ovnaction;

@@ -15,9 +15,9 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/ncm"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 const (

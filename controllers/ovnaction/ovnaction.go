@@ -39,7 +39,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/ncm"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // Stored kinds.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 func checkWorkloadIntent(_ context.Context, r *api.Request[WorkloadIntentSpec]) error {

@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // controller adds each network chain's NetworkChaining and its links' pod labels.

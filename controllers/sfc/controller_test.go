@@ -16,10 +16,10 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/storetest"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/ctxedit"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/ctxedit"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 const testDIG = "/projects/p/composite-apps/ca/v1/deployment-intent-groups/d"

@@ -4,7 +4,7 @@ import (
 	"context"
 
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Docs is what sfc and sfcclient read of the resource store.

@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // The checks answer 400 with the reason. EMCO validates the same fields with its JSON

@@ -10,9 +10,9 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/sfc"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // controller labels the pods of every sfc client's workload.

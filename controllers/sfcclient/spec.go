@@ -7,7 +7,7 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/controllers/sfc"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // ClientSpec attaches a workload of the DIG to one end of a network chain of another DIG

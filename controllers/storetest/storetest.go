@@ -6,7 +6,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Docs is an in-memory controllers.Docs: documents by ID.

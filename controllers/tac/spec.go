@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/temco/temco/controllers/workflowmgr"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // Hook types, as EMCO names them.

@@ -37,8 +37,8 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/workflowmgr"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Stored kinds.

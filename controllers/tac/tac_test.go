@@ -9,7 +9,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // EMCO's example hook, as its files have it: lowercase start option keys, a retry policy,

@@ -12,10 +12,10 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/appctx"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
 )
 

@@ -12,10 +12,10 @@ import (
 	"go.temporal.io/api/serviceerror"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/egress"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Kind is the stored kind of a workflow intent.

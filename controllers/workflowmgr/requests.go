@@ -9,7 +9,7 @@ import (
 	"net/url"
 	"strings"
 
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // StatusQuery is what the status route's query parameters ask, with EMCO's names.

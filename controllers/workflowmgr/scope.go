@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/workflows/relocate"
 )
 

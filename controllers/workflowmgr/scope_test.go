@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 var scope = Scope{DIG: lifecycle.Target{Project: "pa", CompositeApp: "ca", Version: "v1", DIG: "dig"}}

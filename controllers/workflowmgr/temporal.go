@@ -21,8 +21,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/internal/egress"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Temporal reaches the Temporal servers the routes name: temco's own, or another one a

@@ -15,9 +15,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/testenv"
-	"github.com/temco/temco/internal/testenv/poll"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
+	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
 // The REST side of the tests: what an operator sets up with curl before opening the

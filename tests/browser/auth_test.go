@@ -17,8 +17,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/chromedp"
 
-	"github.com/temco/temco/internal/auth/authtest"
-	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/adapters/auth/authtest"
+	"github.com/temco/temco/internal/dev/devstack"
 )
 
 // Authentication: the dev stack's api runs without it, so this test starts a second

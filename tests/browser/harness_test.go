@@ -35,8 +35,8 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // provider is the cluster provider TestMain registers the dev cluster under.

@@ -17,7 +17,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 func chartDir(t *testing.T) string {

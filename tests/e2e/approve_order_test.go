@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // EMCO's gac example, in its order (written anew): the intents file names gac and ends

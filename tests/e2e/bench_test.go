@@ -19,8 +19,8 @@ import (
 
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // tenObjects renders the 10 objects of bench app name: 4 ConfigMaps, 3 Services, 3 Deployments.

@@ -17,7 +17,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // The bench's controllers, registered by EMCO's service hosts under names of its own.

@@ -26,11 +26,11 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/temco/temco/internal/codec"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/testenv/poll"
+	"github.com/temco/temco/internal/adapters/codec"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
 // The kinds a distribution puts on a member cluster besides its Secret.

@@ -23,8 +23,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
-	"github.com/temco/temco/internal/testenv"
-	"github.com/temco/temco/internal/testenv/poll"
+	"github.com/temco/temco/internal/dev/testenv"
+	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
 // installer server-side applies objects to one cluster, as `helm install` would create them,

@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // session is an emcoctl file as EMCO users write them: one document per resource, in

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
-	"github.com/temco/temco/internal/testenv/poll"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
+	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
 // client talks to the running temco api over HTTP; with t set it fails the test on a 500.

@@ -12,7 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/dev/devstack"
 )
 
 // Objects shaped as EMCO's ncm and sfc write them for Nodus and Multus.

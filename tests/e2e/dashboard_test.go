@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 )
 

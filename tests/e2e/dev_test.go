@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/devstack"
+	"github.com/temco/temco/internal/dev/devstack"
 )
 
 // devCmd prepares `temco dev` with one cluster on free ports.

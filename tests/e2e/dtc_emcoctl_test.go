@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // dtcFile is EMCO's network_policy example as its users write it (written anew): the dtc

@@ -7,7 +7,7 @@ import (
 
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // A dtc sub-controller outside temco: the example labeller, registered in

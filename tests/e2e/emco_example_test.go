@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/temco/temco/internal/archive"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/adapters/archive"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // The EMCO-style example under tests/emco (emcoctl files, a values file, charts and

@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
-	"github.com/temco/temco/internal/testenv/poll"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
+	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
 // buildLabeller builds the example external controller from its own module, and fails

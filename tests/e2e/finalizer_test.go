@@ -9,8 +9,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // A chart's object held by a finalizer no controller removes (its operator is gone) keeps

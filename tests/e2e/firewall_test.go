@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/devstack"
 )
 
 // EMCO's vFW flow (examples/single-cluster, written anew for two clusters): ncm networks

@@ -19,7 +19,7 @@ import (
 	"go.temporal.io/api/operatorservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/workers"
 )
 

@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // gac's $(URL)$ values as EMCO's test-gac example writes them, naming clm's kv-pairs

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/api/temporalproto"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/temco/temco/internal/codec"
-	"github.com/temco/temco/internal/seal"
+	"github.com/temco/temco/internal/adapters/codec"
+	"github.com/temco/temco/internal/adapters/seal"
 )
 
 // recordHistory saves a workflow's history for the replay tests when

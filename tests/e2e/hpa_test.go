@@ -15,14 +15,14 @@ import (
 
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/temco/temco/internal/codec"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/seal"
-	"github.com/temco/temco/internal/testenv/poll"
+	"github.com/temco/temco/internal/adapters/codec"
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
-// The nodes' hardware in the shared stack (internal/devstack/stack.go): cluster1's node
+// The nodes' hardware in the shared stack (internal/dev/devstack/stack.go): cluster1's node
 // has AVX-512, cluster2's QuickAssist and two GPUs.
 const (
 	qatLabel    = "feature.node.kubernetes.io/intel_qat"

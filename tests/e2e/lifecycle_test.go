@@ -13,10 +13,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
-	"github.com/temco/temco/internal/testenv/poll"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
+	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
 // objectsOf lists the objects one app of one instance has on a cluster, as "Kind/name".

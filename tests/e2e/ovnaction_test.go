@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/devstack"
 )
 
 // The annotations ovnaction writes into a workload's pod template.

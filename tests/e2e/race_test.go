@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // Operators watching a DIG's live state (status=ready reads every cluster and records

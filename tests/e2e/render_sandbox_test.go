@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // A tenant's chart that takes all the memory it can (a string doubled in a loop: 8 GiB by

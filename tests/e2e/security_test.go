@@ -22,10 +22,10 @@ import (
 
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/temco/temco/internal/auth/authtest"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/auth/authtest"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // encryptedMarker is how an encrypted payload's metadata appears in JSON: base64 of "binary/encrypted".

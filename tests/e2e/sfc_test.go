@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/temco/temco/controllers/sfc"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// Nodus's network chains; the dev stack's clusters define the kind (internal/devstack/crds).
+// Nodus's network chains; the dev stack's clusters define the kind (internal/dev/devstack/crds).
 var sfcChainings = schema.GroupVersionResource{Group: "k8s.plugin.opnfv.org", Version: "v1alpha1", Resource: "networkchainings"}
 
 const sfcLinkKey = "sfc.example.com/link"

@@ -14,8 +14,8 @@ import (
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // buildHooks builds the sample hooks worker from its own module; it may import nothing of

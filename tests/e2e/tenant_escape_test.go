@@ -11,7 +11,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // A tenant of project A tries, through routes that are its own (workflow intents, hook

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/temco/temco/activities/cluster"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // snapshot maps "cluster/Kind/name" of every object of the instance to what temco wrote:

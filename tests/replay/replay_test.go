@@ -22,8 +22,8 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/codec"
-	"github.com/temco/temco/internal/seal"
+	"github.com/temco/temco/internal/adapters/codec"
+	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/workers"
 )
 

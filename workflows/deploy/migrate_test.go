@@ -14,7 +14,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // The target's new context and the origin's running one.

@@ -9,7 +9,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/workflows/localfirst"
 )
 

@@ -3,7 +3,7 @@ package deploy
 import (
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // ReadClusterStatus reads the live state of a context's objects from its clusters into

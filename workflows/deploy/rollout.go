@@ -7,8 +7,8 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/rollout"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/rollout"
 )
 
 // rolloutRun is a staged rollout: an operation applies its context stage by stage, each

@@ -12,8 +12,8 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/rollout"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/rollout"
 )
 
 // Three stages: a (cp+a1), b (cp+b1, cp+b2) and c (cp+c1), one batch each, as placement

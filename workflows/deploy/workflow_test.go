@@ -20,7 +20,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 var opInput = lifecycle.OpInput{Target: lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}, ContextID: "42"}

@@ -11,7 +11,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 var originRef = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v0", DIG: "origin"}

@@ -13,7 +13,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 var digRef = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}

@@ -29,7 +29,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Input is what a workflow intent starts Relocate with: its workflowParams, EMCO's

@@ -52,9 +52,9 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/dtc"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Controller is its as built into temco, registered in /v2/dtc-controllers as EMCO's

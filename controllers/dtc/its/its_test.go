@@ -12,9 +12,9 @@ import (
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/dtc"
 	"github.com/temco/temco/controllers/storetest"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // memStore is an in-memory controllers.Docs; documents are created a second apart, in

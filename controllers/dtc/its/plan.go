@@ -9,7 +9,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers/dtc"
-	"github.com/temco/temco/internal/lifecycle"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // The cluster kv-pairs EMCO's its reads: where a cluster's Istio ingress gateway is

@@ -13,8 +13,8 @@ import (
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/dtc"
 	"github.com/temco/temco/controllers/storetest"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 func server(app, label string, port int, protocol string) dtc.InboundSpec {

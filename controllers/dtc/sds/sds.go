@@ -48,7 +48,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/dtc"
-	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 // Controller is sds as built into temco, registered in /v2/dtc-controllers; EMCO's files

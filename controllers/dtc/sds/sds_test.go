@@ -16,7 +16,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/dtc"
-	"github.com/temco/temco/internal/appctx"
+	"github.com/temco/temco/internal/core/appctx"
 )
 
 const (

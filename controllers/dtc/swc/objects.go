@@ -8,8 +8,8 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers/dtc"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // EMCO's SD-EWAN objects and the kv-pairs they are made from.

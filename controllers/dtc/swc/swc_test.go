@@ -11,7 +11,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/contract/contracttest"
 	"github.com/temco/temco/controllers/dtc"
-	"github.com/temco/temco/internal/model"
+	"github.com/temco/temco/internal/core/model"
 )
 
 const (

@@ -16,8 +16,8 @@ import (
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/gac"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 func TestMain(m *testing.M) { apiharness.Main(m) }

@@ -16,10 +16,10 @@ import (
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/ovnaction"
-	"github.com/temco/temco/internal/digstate"
-	"github.com/temco/temco/internal/lifecycle"
-	"github.com/temco/temco/internal/model"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 func TestMain(m *testing.M) { apiharness.Main(m) }

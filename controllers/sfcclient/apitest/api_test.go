@@ -14,7 +14,7 @@ import (
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/sfc"
 	"github.com/temco/temco/controllers/sfcclient"
-	"github.com/temco/temco/internal/store"
+	"github.com/temco/temco/internal/core/store"
 )
 
 func TestMain(m *testing.M) { apiharness.Main(m) }

@@ -25,9 +25,9 @@ import (
 
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/workflowmgr"
-	"github.com/temco/temco/internal/devstack"
-	"github.com/temco/temco/internal/egress"
-	"github.com/temco/temco/internal/testenv"
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 var (

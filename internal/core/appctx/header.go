@@ -1,0 +1,57 @@
+// A context's header: creating, reading and updating it.
+
+package appctx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// ErrNotFound is returned for a missing context.
+var ErrNotFound = errors.New("appcontext not found")
+
+// Create stores a new context header; creating the same id again is a no-op.
+func (s *Store) Create(ctx context.Context, c *Context) error {
+	c.Created, c.Updated = time.Now().UTC(), time.Now().UTC()
+	_, err := s.contexts.InsertOne(ctx, c)
+	if mongo.IsDuplicateKeyError(err) {
+		return nil
+	}
+	return err
+}
+
+// Get returns a context header.
+func (s *Store) Get(ctx context.Context, id string) (*Context, error) {
+	var c Context
+	err := s.contexts.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return &c, err
+}
+
+// Set updates fields of a context header.
+func (s *Store) Set(ctx context.Context, id string, fields bson.D) error {
+	fields = append(fields, bson.E{Key: "updated", Value: time.Now().UTC()})
+	return s.exclusive(ctx, s.contexts, id, func(ctx context.Context) error {
+		_, err := s.contexts.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: fields}})
+		return err
+	})
+}
+
+// SetStatus sets the context status (and its error message, cleared when empty).
+func (s *Store) SetStatus(ctx context.Context, id, status, errMsg string) error {
+	return s.Set(ctx, id, bson.D{{Key: "status", Value: status}, {Key: "error", Value: errMsg}})
+}
+
+// SetHooks records the workflows the context's operation ran for its controllers.
+func (s *Store) SetHooks(ctx context.Context, id string, hooks []lifecycle.HookRun) error {
+	return s.Set(ctx, id, bson.D{{Key: "hooks", Value: hooks}})
+}

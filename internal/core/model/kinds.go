@@ -1,0 +1,43 @@
+package model
+
+import (
+	"encoding/json"
+	"fmt"
+)
+
+// Store kinds of the resources (the "kind" field of stored documents).
+const (
+	KindClusterProvider  = "clusterProvider"
+	KindCluster          = "cluster"
+	KindClusterLabel     = "clusterLabel"
+	KindClusterKV        = "clusterKV"
+	KindClusterSyncObj   = "clusterSyncObject"
+	KindClmController    = "clmController"
+	KindProject          = "project"
+	KindCompositeApp     = "compositeApp"
+	KindApp              = "app"
+	KindAppDependency    = "appDependency"
+	KindCompositeProfile = "compositeProfile"
+	KindAppProfile       = "appProfile"
+	KindController       = "controller"
+	KindDIG              = "deploymentIntentGroup"
+	KindDIGIntent        = "deploymentIntent"
+	KindGPI              = "genericPlacementIntent"
+	KindAppIntent        = "appPlacementIntent"
+	KindLogicalCloud     = "logicalCloud"
+	KindClusterReference = "clusterReference"
+	KindUserPermission   = "userPermission"
+	KindClusterQuota     = "clusterQuota"
+	KindLogicalCloudKV   = "logicalCloudKV"
+	// KindRolloutStrategy is temco's own: a DIG's staged rollout (internal/core/rollout).
+	KindRolloutStrategy = "rolloutStrategy"
+)
+
+// Decode parses a stored resource body.
+func Decode[S any](body string) (Resource[S], error) {
+	var r Resource[S]
+	if err := json.Unmarshal([]byte(body), &r); err != nil {
+		return r, fmt.Errorf("decode stored resource: %w", err)
+	}
+	return r, nil
+}

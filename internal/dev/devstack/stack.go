@@ -1,0 +1,425 @@
+package devstack
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	enumspb "go.temporal.io/api/enums/v1"
+	taskqueuepb "go.temporal.io/api/taskqueue/v1"
+	"go.temporal.io/api/workflowservice/v1"
+	"go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/dev/gitserver"
+)
+
+// Config describes a local stack.
+type Config struct {
+	BinDir  string // built tools (.bin)
+	DataDir string // all state (.data); reused by the next start
+	Self    string // the temco binary, started as `temco api` and `temco worker`
+
+	Clusters        int
+	TemporalPort    int
+	UIPort          int
+	MongoPort       int
+	MongoBackend    string // "sqlite" (default) or "postgresql" (faster; needs PostgreSQL installed)
+	PostgresPort    int
+	APIPort         int
+	MetricsPort     int // the worker's /metrics and /healthz
+	ClusterBasePort int // cluster i uses ClusterBasePort+10*i .. +2
+
+	// GitOps adds cluster<Clusters+1>, which temco reaches only through git: Flux applies
+	// what the stack's git server holds under clusters/<GitOpsProvider>+<cluster>. Its
+	// range of ten ports also holds Flux's (+3 .. +7) and, by default, the git server's (+8).
+	GitOps         bool
+	GitOpsProvider string // default "local"
+	GitPort        int    // the git server's port; 0: the GitOps cluster's base port + 8
+
+	// CertManager runs cert-manager's controller against cluster1 (ca-certs' issuing
+	// cluster in the tests), on port ClusterBasePort+3.
+	CertManager bool
+
+	Namespace        string
+	TaskQueue        string
+	SearchAttributes map[string]string
+	Out              io.Writer // progress and the summary
+	Env              []string  // extra environment of temco api and worker
+}
+
+// nodeHardware sets the first clusters' nodes apart, so that hardware-aware placement
+// (hpa) has a choice to make: cluster1 has AVX-512, cluster2 QuickAssist and two GPUs,
+// the others nothing beyond CPU and memory.
+var nodeHardware = []struct {
+	labels    map[string]string
+	resources corev1.ResourceList
+}{
+	{labels: map[string]string{"feature.node.kubernetes.io/cpu-cpuid.AVX512F": "true"}},
+	{labels: map[string]string{"feature.node.kubernetes.io/intel_qat": "true"},
+		resources: corev1.ResourceList{"example.com/gpu": resource.MustParse("2")}},
+}
+
+// Stack is a running local stack.
+type Stack struct {
+	cfg      Config
+	Temporal *Temporal
+	Postgres *Postgres // nil with the SQLite backend
+	Mongo    *FerretDB
+	Clusters []*Cluster
+	Git      *gitserver.Server // with GitOps: the git server, run in this process
+	GitOps   *GitOps           // with GitOps: the cluster temco reaches through Git
+	API      *Proc
+	Worker   *Proc
+	KeyFile  string
+
+	CertManager *CertManager // with CertManager: cert-manager's controller on cluster1
+}
+
+// Start brings every component up in dependency order and waits for each to be ready.
+// On failure everything already started is stopped again.
+func Start(ctx context.Context, cfg Config) (*Stack, error) {
+	s := &Stack{cfg: cfg, KeyFile: filepath.Join(cfg.DataDir, "encryption.keys")}
+	s.Temporal = &Temporal{Bin: filepath.Join(cfg.BinDir, "temporal"), Dir: filepath.Join(cfg.DataDir, "temporal"),
+		Port: cfg.TemporalPort, UIPort: cfg.UIPort, Namespace: cfg.Namespace, SearchAttributes: cfg.SearchAttributes,
+		CodecEndpoint: fmt.Sprintf("http://127.0.0.1:%d/codec", cfg.APIPort)} // the UI decrypts payloads through temco api
+	s.Mongo = &FerretDB{Bin: filepath.Join(cfg.BinDir, "ferretdb"), Dir: filepath.Join(cfg.DataDir, "ferretdb"), Port: cfg.MongoPort}
+	switch cfg.MongoBackend {
+	case "", "sqlite":
+	case "postgresql":
+		s.Postgres = &Postgres{Dir: filepath.Join(cfg.DataDir, "postgres"), Port: cfg.PostgresPort}
+		s.Mongo.PostgresURL = s.Postgres.URL()
+	default:
+		return nil, fmt.Errorf("unknown MongoDB-wire backend %q: use sqlite or postgresql", cfg.MongoBackend)
+	}
+	for i := range cfg.Clusters {
+		name := "cluster" + strconv.Itoa(i+1)
+		c := &Cluster{Name: name, BinDir: cfg.BinDir,
+			Dir: filepath.Join(cfg.DataDir, "clusters", name), BasePort: cfg.ClusterBasePort + 10*i}
+		if i < len(nodeHardware) {
+			c.NodeLabels, c.NodeResources = nodeHardware[i].labels, nodeHardware[i].resources
+		}
+		s.Clusters = append(s.Clusters, c)
+	}
+	if cfg.GitOps {
+		s.configureGitOps()
+	}
+	if cfg.CertManager && len(s.Clusters) > 0 {
+		s.CertManager = &CertManager{Cluster: s.Clusters[0], BinDir: cfg.BinDir}
+	}
+	if err := s.checkPorts(); err != nil {
+		return nil, err
+	}
+	if err := s.checkBinaries(); err != nil {
+		return nil, err
+	}
+	if err := s.startInfrastructure(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	if err := s.startTemco(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	return s, nil
+}
+
+func (s *Stack) checkPorts() error {
+	ports := map[string]int{"temporal": s.cfg.TemporalPort, "temporal web ui": s.cfg.UIPort,
+		"ferretdb": s.cfg.MongoPort, "temco api": s.cfg.APIPort, "temco worker metrics": s.cfg.MetricsPort}
+	if s.Postgres != nil {
+		ports["postgres"] = s.Postgres.Port
+	}
+	for _, c := range s.Clusters {
+		maps.Copy(ports, c.Ports())
+	}
+	if s.GitOps != nil {
+		maps.Copy(ports, s.GitOps.ports())
+		ports["git server"] = s.gitPort()
+	}
+	if s.CertManager != nil {
+		maps.Copy(ports, s.CertManager.ports())
+	}
+	return CheckPortsFree(ports)
+}
+
+func (s *Stack) checkBinaries() error {
+	bins := []string{"temporal", "ferretdb", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+	for _, f := range moduleCRDFolders { // the definitions every cluster applies
+		bins = append(bins, filepath.Join("crds", f))
+	}
+	if s.GitOps != nil {
+		bins = append(bins, gitOpsBinaries...)
+	}
+	if s.CertManager != nil {
+		bins = append(bins, certManagerBinary)
+	}
+	for _, b := range bins {
+		if _, err := os.Stat(filepath.Join(s.cfg.BinDir, b)); err != nil {
+			return fmt.Errorf("%s is missing from %s: run `make tools`", b, s.cfg.BinDir)
+		}
+	}
+	return nil
+}
+
+// startInfrastructure starts Temporal, FerretDB and the clusters concurrently.
+func (s *Stack) startInfrastructure(ctx context.Context) error {
+	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil { // 0755: PostgreSQL runs as its own user
+		return err
+	}
+	mongo := s.Mongo.Start
+	if s.Postgres != nil {
+		mongo = func(ctx context.Context) error {
+			if err := s.Postgres.Start(ctx); err != nil {
+				return err
+			}
+			return s.Mongo.Start(ctx)
+		}
+	}
+	starters := []func(context.Context) error{s.Temporal.Start, mongo}
+	for _, c := range s.Clusters {
+		starters = append(starters, func(ctx context.Context) error {
+			if err := c.Start(ctx); err != nil {
+				return err
+			}
+			if err := c.WaitNodeReady(ctx, 60*time.Second); err != nil {
+				return err
+			}
+			if s.CertManager != nil && s.CertManager.Cluster == c {
+				return s.CertManager.Start(ctx)
+			}
+			return nil
+		})
+	}
+	if s.GitOps != nil {
+		starters = append(starters, s.startGitOps)
+	}
+	errs := make([]error, len(starters))
+	var wg sync.WaitGroup
+	for i, start := range starters {
+		wg.Go(func() { errs[i] = start(ctx) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+func (s *Stack) startTemco(ctx context.Context) error {
+	if err := seal.WriteNewKeyFile(s.KeyFile, "k1"); err != nil {
+		return fmt.Errorf("encryption key: %w", err)
+	}
+	// The api first: it creates the collections' indexes the worker then finds in place.
+	if err := s.StartAPI(ctx); err != nil {
+		return err
+	}
+	return s.StartWorker(ctx)
+}
+
+func (s *Stack) env() []string {
+	return append([]string{
+		"TEMCO_MONGO_URI=" + s.Mongo.URI(), "TEMCO_MONGO_DB=temco", "TEMCO_KEY_FILE=" + s.KeyFile,
+		"TEMCO_TEMPORAL_ADDRESS=" + s.Temporal.Address(), "TEMCO_TEMPORAL_NAMESPACE=" + s.namespace(),
+		"TEMCO_TASK_QUEUE=" + s.cfg.TaskQueue,
+		// The worker's clones of GitOps repositories outlive it, as its other data does.
+		"TEMCO_GIT_CACHE=" + filepath.Join(s.cfg.DataDir, "git", "cache"),
+		"TEMCO_API_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.APIPort),
+		"TEMCO_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.MetricsPort),
+		"TEMCO_TEMPORAL_UI_URL=" + s.Temporal.UIURL(),
+		fmt.Sprintf("TEMCO_CODEC_CORS_ORIGINS=http://127.0.0.1:%d,http://localhost:%d", s.cfg.UIPort, s.cfg.UIPort),
+	}, s.cfg.Env...)
+}
+
+// Env is the environment temco api and worker run with (a later entry overrides an earlier one).
+func (s *Stack) Env() []string { return s.env() }
+
+// StartAPI (re)starts temco api and waits until it answers.
+func (s *Stack) StartAPI(ctx context.Context) error {
+	p, err := StartProc("temco api", filepath.Join(s.cfg.DataDir, "logs", "api.log"), s.cfg.Self, []string{"api"}, s.env())
+	if err != nil {
+		return err
+	}
+	s.API = p
+	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.cfg.APIPort)
+	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, health) })
+}
+
+// StartWorker (re)starts temco worker and waits until it polls its task queue.
+func (s *Stack) StartWorker(ctx context.Context) error {
+	p, err := StartProc("temco worker", filepath.Join(s.cfg.DataDir, "logs", "worker.log"), s.cfg.Self, []string{"worker"}, s.env())
+	if err != nil {
+		return err
+	}
+	s.Worker = p
+	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return s.workerPolling(ctx, p.Cmd.Process.Pid) })
+}
+
+// workerPolling succeeds once the worker process pid polls the task queue (the SDK's
+// default identity starts with "<pid>@").
+func (s *Stack) workerPolling(ctx context.Context, pid int) error {
+	c, err := client.DialContext(ctx, client.Options{HostPort: s.Temporal.Address(), Namespace: s.namespace(), Logger: quietLogger{}})
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	resp, err := c.WorkflowService().DescribeTaskQueue(ctx, &workflowservice.DescribeTaskQueueRequest{
+		Namespace: s.namespace(), TaskQueue: &taskqueuepb.TaskQueue{Name: s.cfg.TaskQueue},
+		TaskQueueType: enumspb.TASK_QUEUE_TYPE_WORKFLOW,
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range resp.GetPollers() {
+		if strings.HasPrefix(p.GetIdentity(), strconv.Itoa(pid)+"@") {
+			return nil
+		}
+	}
+	return errNotReady
+}
+
+// CodecEndpoint is the api's codec (`temporal ... --codec-endpoint`): payloads are encrypted.
+func (s *Stack) CodecEndpoint() string { return s.Temporal.CodecEndpoint }
+
+// MetricsPort is the port of the worker's /metrics.
+func (s *Stack) MetricsPort() int { return s.cfg.MetricsPort }
+
+// DataDir is where the stack keeps its state and logs.
+func (s *Stack) DataDir() string { return s.cfg.DataDir }
+
+// APIPort is the port of temco api.
+func (s *Stack) APIPort() int { return s.cfg.APIPort }
+
+func (s *Stack) namespace() string {
+	if s.cfg.Namespace == "" {
+		return "default"
+	}
+	return s.cfg.Namespace
+}
+
+// HTTPOK succeeds when url answers 200 OK.
+func HTTPOK(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("%s: %s", url, resp.Status)
+	}
+	return nil
+}
+
+// Procs lists every running process of the stack.
+func (s *Stack) Procs() []*Proc {
+	var out []*Proc
+	procs := []*Proc{s.API, s.Worker, s.Temporal.Proc(), s.Mongo.Proc()}
+	if s.Postgres != nil {
+		procs = append(procs, s.Postgres.Proc())
+	}
+	for _, p := range procs {
+		if p != nil {
+			out = append(out, p)
+		}
+	}
+	for _, c := range s.Clusters {
+		out = append(out, c.Procs()...)
+	}
+	if s.CertManager != nil && s.CertManager.Proc() != nil {
+		out = append(out, s.CertManager.Proc())
+	}
+	if s.GitOps != nil {
+		out = append(out, s.GitOps.Procs()...)
+	}
+	return out
+}
+
+// Wait blocks until ctx ends or a process of the stack exits, and says which.
+func (s *Stack) Wait(ctx context.Context) error {
+	exited := make(chan *Proc, 1)
+	for _, p := range s.Procs() {
+		go func() {
+			select {
+			case <-p.Done():
+				select {
+				case exited <- p:
+				default:
+				}
+			case <-ctx.Done():
+			}
+		}()
+	}
+	select {
+	case <-ctx.Done():
+		return nil
+	case p := <-exited:
+		return p.Exited()
+	}
+}
+
+// Stop ends temco first, then the clusters, FerretDB and Temporal.
+func (s *Stack) Stop() {
+	s.Worker.Stop(15 * time.Second)
+	s.API.Stop(15 * time.Second)
+	if s.CertManager != nil && s.CertManager.Proc() != nil {
+		s.CertManager.Stop() // before its cluster
+	}
+	var wg sync.WaitGroup
+	for _, c := range s.Clusters {
+		wg.Go(c.Stop)
+	}
+	if s.GitOps != nil {
+		wg.Go(s.stopGitOps)
+	}
+	wg.Go(func() {
+		if s.Mongo.Proc() != nil {
+			s.Mongo.Stop()
+		}
+		if s.Postgres != nil && s.Postgres.Proc() != nil {
+			s.Postgres.Stop()
+		}
+	})
+	if s.Temporal.Proc() != nil {
+		wg.Go(s.Temporal.Stop)
+	}
+	wg.Wait()
+}
+
+// Summary prints where everything is.
+func (s *Stack) Summary(w io.Writer) {
+	fmt.Fprintf(w, "\ntemco is running\n")
+	fmt.Fprintf(w, "  dashboard         http://127.0.0.1:%d/dashboard/\n", s.cfg.APIPort)
+	fmt.Fprintf(w, "  REST API          http://127.0.0.1:%d/v2\n", s.cfg.APIPort)
+	fmt.Fprintf(w, "  Temporal Web UI   %s\n", s.Temporal.UIURL())
+	fmt.Fprintf(w, "  Temporal frontend %s (namespace %s, task queue %s)\n", s.Temporal.Address(), s.namespace(), s.cfg.TaskQueue)
+	fmt.Fprintf(w, "  payload codec     %s (temporal --codec-endpoint; the Web UI uses it already)\n", s.CodecEndpoint())
+	backend := "SQLite"
+	if s.Postgres != nil {
+		backend = "PostgreSQL on 127.0.0.1:" + strconv.Itoa(s.Postgres.Port)
+	}
+	fmt.Fprintf(w, "  MongoDB wire      %s (FerretDB, %s)\n", s.Mongo.URI(), backend)
+	for _, c := range s.Clusters {
+		fmt.Fprintf(w, "  cluster %-9s https://127.0.0.1:%d  kubeconfig %s\n", c.Name, c.APIPort(), c.Kubeconfig())
+	}
+	if s.CertManager != nil {
+		s.CertManager.summary(w)
+	}
+	if s.GitOps != nil {
+		s.gitOpsSummary(w)
+	}
+	fmt.Fprintf(w, "  metrics           http://127.0.0.1:%d/metrics (api), http://127.0.0.1:%d/metrics (worker)\n", s.cfg.APIPort, s.cfg.MetricsPort)
+	fmt.Fprintf(w, "  logs              %s\n", filepath.Join(s.cfg.DataDir, "logs"))
+	fmt.Fprintf(w, "Stop with Ctrl-C.\n")
+}
