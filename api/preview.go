@@ -10,7 +10,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 )
@@ -68,8 +67,8 @@ func (s *Server) preview(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	// A first check here, for a quick answer; the workflow checks again as it starts.
-	start, err := digstate.Preview(dig, info, revision)
-	var refused *digstate.PreviewRefused
+	start, err := lifecycle.Preview(dig, info, revision)
+	var refused *lifecycle.PreviewRefused
 	switch {
 	case errors.As(err, &refused) && refused.BadRevision:
 		return badRequest("%s", refused.Message)

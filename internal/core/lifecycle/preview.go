@@ -1,5 +1,10 @@
 package lifecycle
 
+import (
+	"cmp"
+	"fmt"
+)
+
 // Rollout previews (temco's own; EMCO has none): POST DIG/rollout-preview answers, before
 // anything runs, what the DIG's next operation would change on each cluster, stage by
 // stage. The PreviewRollout workflow builds the operation's context as a scratch context
@@ -139,4 +144,46 @@ func (c *PreviewCounts) Sum(o PreviewCounts) {
 	c.Changed += o.Changed
 	c.Removed += o.Removed
 	c.Unchanged += o.Unchanged
+}
+
+// PreviewRefused is a rollout preview the DIG's state does not allow, or (BadRevision)
+// one asking for a revision its current instance does not have.
+type PreviewRefused struct {
+	Message     string
+	BadRevision bool
+}
+
+func (e *PreviewRefused) Error() string { return e.Message }
+
+// Preview is the operation a rollout preview of dig shows: a rollback to revision when it
+// is set, else the instantiate or update its state allows next, with the running context
+// and revision it would replace and the revision it would record.
+func Preview(dig Target, info StateInfo, revision int64) (PreviewStart, error) {
+	cur := info.Current()
+	var last Action
+	if n := len(info.Actions); n > 0 {
+		last = info.Actions[n-1]
+	}
+	if revision > 0 {
+		if _, err := DIGs.Machine.Start(dig.String(), OpRollback, cur); err != nil {
+			return PreviewStart{}, &PreviewRefused{Message: err.Error()}
+		}
+		src, ok := info.RevisionContext(revision)
+		if !ok {
+			return PreviewStart{}, &PreviewRefused{BadRevision: true, Message: fmt.Sprintf(
+				"%s has no revision %d in its current instance (revisions 1 to %d)", dig, revision, info.LatestRevision())}
+		}
+		return PreviewStart{Op: OpRollback, Previous: last.ContextID, Source: src, Current: last.Revision,
+			Revision: info.LatestRevision() + 1}, nil
+	}
+	if _, err := DIGs.Machine.Start(dig.String(), OpInstantiate, cur); err == nil {
+		return PreviewStart{Op: OpInstantiate, Revision: 1}, nil
+	}
+	if _, err := DIGs.Machine.Start(dig.String(), OpUpdate, cur); err == nil {
+		return PreviewStart{Op: OpUpdate, Previous: last.ContextID, Current: last.Revision,
+			Revision: info.LatestRevision() + 1}, nil
+	}
+	return PreviewStart{}, &PreviewRefused{Message: fmt.Sprintf(
+		"%s is %s: a rollout preview shows its next instantiate (when it is Approved or Terminated) or update (when it is Instantiated)",
+		dig, cmp.Or(cur, "new"))}
 }
