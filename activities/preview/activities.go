@@ -38,11 +38,11 @@ func refuse(typ, format string, args ...any) error {
 // runningStatuses are the statuses of a context whose operation runs.
 var runningStatuses = []string{lifecycle.StatusInstantiating, lifecycle.StatusUpdating, lifecycle.StatusTerminating}
 
-// operationFor is the operation a preview shows (digstate.Preview), its refusals typed
+// operationFor is the operation a preview shows (lifecycle.Preview), its refusals typed
 // for the api: 409, or 400 for a revision that is not there.
 func operationFor(dig lifecycle.Target, info lifecycle.StateInfo, revision int64) (lifecycle.PreviewStart, error) {
-	start, err := digstate.Preview(dig, info, revision)
-	var r *digstate.PreviewRefused
+	start, err := lifecycle.Preview(dig, info, revision)
+	var r *lifecycle.PreviewRefused
 	switch {
 	case errors.As(err, &r) && r.BadRevision:
 		return start, refuse(lifecycle.ErrInvalidInput, "%s", r.Message)
