@@ -6,8 +6,6 @@ import (
 	"go/token"
 	"maps"
 	"path/filepath"
-	"reflect"
-	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -22,16 +20,17 @@ import (
 )
 
 // An activity's code is found from its call in one hop: the lifecycle constant's heading
-// names the package, whose register.go registers exactly the names it lists, and the
-// method has the constant's value. This holds every part of that path.
+// names the package of the struct that implements it, whose ActivityNames lists exactly
+// what is registered of it, and the method has the constant's value. This holds every
+// part of that path.
 func TestEachActivityIsRegisteredByTheDomainItsConstantNames(t *testing.T) {
 	consts := lifecycleConstants(t)
 	headings := activityHeadings(t)
 	owner := map[string]string{} // activity name: the package whose list has it
 	for _, dom := range domains {
-		pkg := domainPackage(dom.register)
 		r := &recorder{registrations: registrations{activities: map[string]bool{}, workflows: map[string]bool{}}}
 		dom.register(r, &deps.Deps{})
+		pkg := r.pkg // the package of the structs it registers
 		listed := map[string]bool{}
 		for _, name := range dom.names {
 			if listed[name] {
@@ -74,12 +73,6 @@ func TestEachActivityIsRegisteredByTheDomainItsConstantNames(t *testing.T) {
 				owner[name], name)
 		}
 	}
-}
-
-// domainPackage is the package of a Register function, e.g. "activities/cluster".
-func domainPackage(register any) string {
-	name := runtime.FuncForPC(reflect.ValueOf(register).Pointer()).Name()
-	return strings.TrimSuffix(strings.TrimPrefix(name, "github.com/temco/temco/"), ".Register")
 }
 
 // activityHeadings maps each Activity constant of internal/core/lifecycle to the comment

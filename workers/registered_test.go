@@ -69,6 +69,7 @@ type registrations struct{ activities, workflows map[string]bool }
 type recorder struct {
 	worker.Registry
 	registrations
+	pkg string // the package of the structs last registered, e.g. "activities/cluster"
 }
 
 func (r *recorder) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
@@ -83,6 +84,7 @@ func (r *recorder) RegisterActivity(a any) {
 // the SDK does: each exported method, prefixed by the option.
 func (r *recorder) RegisterActivityWithOptions(a any, o activity.RegisterOptions) {
 	v := reflect.ValueOf(a)
+	r.pkg = strings.TrimPrefix(reflect.Indirect(v).Type().PkgPath(), "github.com/temco/temco/")
 	if v.Kind() == reflect.Func {
 		r.activities[o.Name] = true
 		return

@@ -47,8 +47,8 @@ var domains = []struct {
 	{driftchecks.Register, driftchecks.ActivityNames},
 	{previews.Register, previews.ActivityNames},
 	{relocations.Register, relocations.ActivityNames},
-	{ncm.Register, ncm.ActivityNames},
-	{cacerts.Register, cacerts.ActivityNames},
+	{registerNCM, ncm.ActivityNames},
+	{registerCACerts, cacerts.ActivityNames},
 }
 
 // Workflows maps each workflow type name to its function; replay tests use it too.
