@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 

@@ -18,8 +18,8 @@ import (
 	"github.com/temco/temco/dashboard"
 	"github.com/temco/temco/internal/adapters/auth"
 	"github.com/temco/temco/internal/adapters/metrics"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 

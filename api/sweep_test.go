@@ -40,8 +40,8 @@ import (
 	"github.com/temco/temco/internal/adapters/auth/authtest"
 	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/adapters/metrics"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )

@@ -13,8 +13,8 @@ import (
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers/workflowmgr"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
 )

@@ -22,8 +22,8 @@ import (
 	"github.com/temco/temco/internal/adapters/credentials"
 	"github.com/temco/temco/internal/adapters/gitops"
 	"github.com/temco/temco/internal/adapters/kubeconfig"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 

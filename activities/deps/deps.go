@@ -17,9 +17,9 @@ import (
 	"github.com/temco/temco/internal/adapters/credentials"
 	"github.com/temco/temco/internal/adapters/gitops"
 	"github.com/temco/temco/internal/adapters/metrics"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
 )

@@ -25,9 +25,9 @@ import (
 	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/metrics"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/adapters/tlsconfig"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
 )

@@ -12,7 +12,7 @@ import (
 
 	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/adapters/metrics"
-	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 

@@ -15,8 +15,8 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"

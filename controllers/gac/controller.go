@@ -10,9 +10,9 @@ import (
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 

@@ -27,8 +27,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/temco/temco/internal/adapters/codec"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv/poll"
 )

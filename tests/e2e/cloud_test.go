@@ -13,8 +13,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/temco/temco/internal/adapters/credentials"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 

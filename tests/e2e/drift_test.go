@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/temco/temco/internal/adapters/codec"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/seal"
 )
 
 // driftView is the drift section of a DIG's status.

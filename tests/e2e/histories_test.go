@@ -15,7 +15,7 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/temco/temco/internal/adapters/codec"
-	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/seal"
 )
 
 // recordHistory saves a workflow's history for the replay tests when

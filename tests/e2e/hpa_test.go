@@ -16,8 +16,8 @@ import (
 	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/temco/temco/internal/adapters/codec"
-	"github.com/temco/temco/internal/adapters/seal"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv/poll"
 )

@@ -23,7 +23,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/adapters/codec"
-	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/workers"
 )
 

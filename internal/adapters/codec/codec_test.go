@@ -8,7 +8,7 @@ import (
 	commonpb "go.temporal.io/api/common/v1"
 	"go.temporal.io/sdk/converter"
 
-	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/seal"
 )
 
 func ring(t *testing.T, ids ...string) *seal.Keyring {

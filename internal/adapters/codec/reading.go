@@ -5,7 +5,7 @@ import (
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 
-	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/seal"
 )
 
 // ReadingConverter is for a client that writes plain payloads (users' workflows, whose

@@ -12,7 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 

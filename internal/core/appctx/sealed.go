@@ -14,7 +14,7 @@ import (
 	"strings"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/seal"
 )
 
 // Option configures a Store.

@@ -21,7 +21,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
-	"github.com/temco/temco/internal/adapters/seal"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/dev/gitserver"
 )
 
