@@ -18,14 +18,14 @@ import (
 
 // Operator runs lifecycle operations (the Temporal starter in production).
 type Operator interface {
-	Operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error)
-	Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpAccepted, error)
+	Operate(ctx context.Context, target lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error)
+	Stop(ctx context.Context, target lifecycle.Target) (lifecycle.OpAccepted, error)
 	// ReadClusters reads the live state of a context's objects (of in.Clusters, or all).
-	ReadClusters(ctx context.Context, dig lifecycle.Target, in lifecycle.ReadInput) error
+	ReadClusters(ctx context.Context, target lifecycle.Target, in lifecycle.ReadInput) error
 	// Progress asks a running operation's workflow how far it is.
 	Progress(ctx context.Context, op *lifecycle.RunningOp) (lifecycle.Progress, error)
 	// Running describes the operation running on a context with a status (nil: none).
-	Running(ctx context.Context, dig lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error)
+	Running(ctx context.Context, target lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error)
 	// Migrate asks the target DIG to take over the running deployment of req.Origin.
 	Migrate(ctx context.Context, target lifecycle.Target, req lifecycle.MigrateRequest) (lifecycle.OpAccepted, error)
 	// Command gives an operator's command to the staged rollout of the operation running

@@ -119,29 +119,29 @@ func (s *Server) status(target targetFunc) echo.HandlerFunc {
 	}
 }
 
-func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, d *store.Doc, info lifecycle.StateInfo, q statusQuery) error {
+func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.Doc, info lifecycle.StateInfo, q statusQuery) error {
 	ctx := c.Request().Context()
 	var err error
-	layout := dig.Kind().Status
-	id := identity{Project: dig.Project, Name: dig.Name(), ClusterProvider: dig.ClusterProvider}
+	layout := target.Kind().Status
+	id := identity{Project: target.Project, Name: target.Name(), ClusterProvider: target.ClusterProvider}
 	if layout == lifecycle.ByApp { // a DIG's: its composite app's
 		spec, err := model.Decode[model.DIGSpec](d.Body)
 		if err != nil {
 			return err
 		}
-		id.CompositeApp, id.CompositeAppVersion, id.CompositeProfile = dig.CompositeApp, dig.Version, spec.Spec.CompositeProfile
+		id.CompositeApp, id.CompositeAppVersion, id.CompositeProfile = target.CompositeApp, target.Version, spec.Spec.CompositeProfile
 	}
 	ctxID := q.instance
 	if ctxID == "" {
 		ctxID = info.ContextID()
 	} else if !slices.ContainsFunc(info.Actions, func(a lifecycle.Action) bool { return a.ContextID == ctxID }) {
-		return badRequest("instance %q is not a context in the status history of %s", ctxID, dig)
+		return badRequest("instance %q is not a context in the status history of %s", ctxID, target)
 	}
 	var header *appctx.Context
 	if ctxID != "" {
 		header, err = s.Contexts.Get(ctx, ctxID)
 		if errors.Is(err, appctx.ErrNotFound) {
-			return httpErr(http.StatusNotFound, "the context %q of %s no longer exists", ctxID, dig)
+			return httpErr(http.StatusNotFound, "the context %q of %s no longer exists", ctxID, target)
 		}
 		if err != nil {
 			return err
@@ -156,14 +156,14 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, d *store.Doc,
 	}
 	for _, a := range q.apps {
 		if !slices.Contains(header.Apps, a) {
-			return badRequest("app filter %q: %s has no app %q in context %s", a, dig, a, ctxID)
+			return badRequest("app filter %q: %s has no app %q in context %s", a, target, a, ctxID)
 		}
 	}
 	out.Instance, out.Revision, out.Error, out.Hooks = ctxID, header.Revision, header.Error, header.Hooks
-	if out.Operation, err = s.Ops.Running(ctx, dig, header.Status, ctxID); err != nil {
+	if out.Operation, err = s.Ops.Running(ctx, target, header.Status, ctxID); err != nil {
 		return operationErr(err)
 	}
-	if dig.DIG != "" {
+	if target.DIG != "" {
 		if out.Drift, err = s.driftOf(ctx, ctxID, q); err != nil {
 			return err
 		}
@@ -175,7 +175,7 @@ func (s *Server) writeStatus(c echo.Context, dig lifecycle.Target, d *store.Doc,
 		if err := s.allowLiveRead(c); err != nil {
 			return err
 		}
-		if err := s.Ops.ReadClusters(ctx, dig, lifecycle.ReadInput{ContextID: ctxID, Detail: q.output == "detail"}); err != nil {
+		if err := s.Ops.ReadClusters(ctx, target, lifecycle.ReadInput{ContextID: ctxID, Detail: q.output == "detail"}); err != nil {
 			return operationErr(err)
 		}
 	}

@@ -28,15 +28,15 @@ func (s *Starter) Hold(ctx context.Context, dig lifecycle.Target, req lifecycle.
 
 // updateWithStart runs a Workflow Update of a DIG's lifecycle workflow as Operate does,
 // sent again when it meets the workflow ending.
-func (s *Starter) updateWithStart(ctx context.Context, dig lifecycle.Target, update string, arg any) (lifecycle.OpAccepted, error) {
+func (s *Starter) updateWithStart(ctx context.Context, target lifecycle.Target, update string, arg any) (lifecycle.OpAccepted, error) {
 	for attempt := 1; ; attempt++ {
 		start := s.Client.NewWithStartWorkflowOperation(client.StartWorkflowOptions{
-			ID:                       dig.WorkflowID(),
+			ID:                       target.WorkflowID(),
 			TaskQueue:                s.TaskQueue,
 			WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
-			TypedSearchAttributes:    lifecycle.SearchAttributes(dig, "lifecycle"),
-			StaticSummary:            "lifecycle of " + dig.String(),
-		}, lifecycle.WorkflowDIG, lifecycle.TargetInput{Target: dig})
+			TypedSearchAttributes:    lifecycle.SearchAttributes(target, "lifecycle"),
+			StaticSummary:            "lifecycle of " + target.String(),
+		}, lifecycle.WorkflowDIG, lifecycle.TargetInput{Target: target})
 		h, err := s.Client.UpdateWithStartWorkflow(ctx, client.UpdateWithStartWorkflowOptions{
 			StartWorkflowOperation: start,
 			UpdateOptions: client.UpdateWorkflowOptions{

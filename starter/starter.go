@@ -40,19 +40,19 @@ func (e *Refused) Error() string { return e.Message }
 // returns once the operation's own workflow has started. The lifecycle workflow ends
 // after a while without operations; a request that meets it ending is sent again, to the
 // next run.
-func (s *Starter) Operate(ctx context.Context, dig lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
-	return s.updateWithStart(ctx, dig, lifecycle.UpdateOperate, req)
+func (s *Starter) Operate(ctx context.Context, target lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
+	return s.updateWithStart(ctx, target, lifecycle.UpdateOperate, req)
 }
 
 // Start runs op on dig as the API's route does, for the processes that operate on other
 // DIGs (tac's worker DIGs, migrate, relocate): a new context for anything but terminate.
 // The DIG's lifecycle workflow checks its state and refuses what it does not allow.
-func (s *Starter) Start(ctx context.Context, dig lifecycle.Target, op string) (lifecycle.OpAccepted, error) {
+func (s *Starter) Start(ctx context.Context, target lifecycle.Target, op string) (lifecycle.OpAccepted, error) {
 	req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
 	if op != lifecycle.OpTerminate {
 		req.ContextID = NewContextID()
 	}
-	return s.Operate(ctx, dig, req)
+	return s.Operate(ctx, target, req)
 }
 
 // Await waits until an accepted operation's workflow has ended: a failed or cancelled
@@ -69,14 +69,14 @@ func NewContextID() string {
 }
 
 // Stop stops the running operation of a DIG; without one it is refused.
-func (s *Starter) Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpAccepted, error) {
+func (s *Starter) Stop(ctx context.Context, target lifecycle.Target) (lifecycle.OpAccepted, error) {
 	h, err := s.Client.UpdateWorkflow(ctx, client.UpdateWorkflowOptions{
-		WorkflowID: dig.WorkflowID(), UpdateName: lifecycle.UpdateOperate,
+		WorkflowID: target.WorkflowID(), UpdateName: lifecycle.UpdateOperate,
 		Args: []any{lifecycle.OpRequest{Op: lifecycle.OpStop}}, WaitForStage: client.WorkflowUpdateStageCompleted,
 	})
 	var notFound *serviceerror.NotFound
 	if errors.As(err, &notFound) {
-		return lifecycle.OpAccepted{}, &Refused{Message: fmt.Sprintf("%s has no running operation to stop", dig)}
+		return lifecycle.OpAccepted{}, &Refused{Message: fmt.Sprintf("%s has no running operation to stop", target)}
 	}
 	if err != nil {
 		return lifecycle.OpAccepted{}, refused(err)
@@ -86,7 +86,7 @@ func (s *Starter) Stop(ctx context.Context, dig lifecycle.Target) (lifecycle.OpA
 	// The operation ended between the update's validation and its signal to it.
 	var appErr *temporal.ApplicationError
 	if errors.As(err, &appErr) && appErr.Type() == unknownExternalWorkflow {
-		return lifecycle.OpAccepted{}, &Refused{Message: fmt.Sprintf("%s has no running operation to stop: it has just ended", dig)}
+		return lifecycle.OpAccepted{}, &Refused{Message: fmt.Sprintf("%s has no running operation to stop: it has just ended", target)}
 	}
 	return acc, refused(err)
 }
@@ -97,8 +97,8 @@ const unknownExternalWorkflow = "UnknownExternalWorkflowExecutionError"
 // ReadClusters reads the live state of a context's objects (all, or in.Clusters') into
 // the AppContext and returns when done. Concurrent reads of the same clusters of a
 // context share one workflow run.
-func (s *Starter) ReadClusters(ctx context.Context, dig lifecycle.Target, in lifecycle.ReadInput) error {
-	_, err := s.read(ctx, dig, in)
+func (s *Starter) ReadClusters(ctx context.Context, target lifecycle.Target, in lifecycle.ReadInput) error {
+	_, err := s.read(ctx, target, in)
 	return err
 }
 
@@ -114,13 +114,13 @@ func (s *Starter) Progress(ctx context.Context, op *lifecycle.RunningOp) (lifecy
 
 // Readiness reads the live state of a context's objects, as ReadClusters, and counts them:
 // NotReady is what is missing, not Ready or on a cluster that did not answer.
-func (s *Starter) Readiness(ctx context.Context, dig lifecycle.Target, ctxID string) (lifecycle.BatchResult, error) {
-	return s.read(ctx, dig, lifecycle.ReadInput{ContextID: ctxID})
+func (s *Starter) Readiness(ctx context.Context, target lifecycle.Target, ctxID string) (lifecycle.BatchResult, error) {
+	return s.read(ctx, target, lifecycle.ReadInput{ContextID: ctxID})
 }
 
 // ReadWorkflowID is the id of the workflow reading in's clusters: concurrent reads of the
 // same clusters of a context share one run.
-func ReadWorkflowID(dig lifecycle.Target, in lifecycle.ReadInput) string {
+func ReadWorkflowID(target lifecycle.Target, in lifecycle.ReadInput) string {
 	kind := "read"
 	if in.Detail {
 		kind = "read-detail"
@@ -129,17 +129,17 @@ func ReadWorkflowID(dig lifecycle.Target, in lifecycle.ReadInput) string {
 		h := sha256.Sum256([]byte(strings.Join(in.Clusters, "\n")))
 		kind += "-" + hex.EncodeToString(h[:8])
 	}
-	return dig.OpWorkflowID(kind, in.ContextID)
+	return target.OpWorkflowID(kind, in.ContextID)
 }
 
-func (s *Starter) read(ctx context.Context, dig lifecycle.Target, in lifecycle.ReadInput) (lifecycle.BatchResult, error) {
+func (s *Starter) read(ctx context.Context, target lifecycle.Target, in lifecycle.ReadInput) (lifecycle.BatchResult, error) {
 	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       ReadWorkflowID(dig, in),
+		ID:                       ReadWorkflowID(target, in),
 		TaskQueue:                s.TaskQueue,
 		WorkflowIDConflictPolicy: enumspb.WORKFLOW_ID_CONFLICT_POLICY_USE_EXISTING,
 		WorkflowExecutionTimeout: 5 * time.Minute,
-		TypedSearchAttributes:    lifecycle.SearchAttributes(dig, "status"),
-		StaticSummary:            "cluster status of " + dig.String(),
+		TypedSearchAttributes:    lifecycle.SearchAttributes(target, "status"),
+		StaticSummary:            "cluster status of " + target.String(),
 	}, lifecycle.WorkflowReadStatus, in)
 	if err != nil {
 		return lifecycle.BatchResult{}, err
@@ -185,9 +185,9 @@ var batchWorkflows = []string{lifecycle.WorkflowApplyBatch, lifecycle.WorkflowDe
 // Running describes the operation running on a context with the given status (nil when
 // none runs): its workflow, and its controller steps and retried steps. It reads only
 // Temporal's record of the run, so it answers while every worker is down.
-func (s *Starter) Running(ctx context.Context, dig lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error) {
+func (s *Starter) Running(ctx context.Context, target lifecycle.Target, status, ctxID string) (*lifecycle.RunningOp, error) {
 	for _, op := range opsOfStatus[status] {
-		id := dig.OpWorkflowID(op, ctxID)
+		id := target.OpWorkflowID(op, ctxID)
 		d, err := s.Client.DescribeWorkflowExecution(ctx, id, "")
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {

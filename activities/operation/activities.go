@@ -275,8 +275,8 @@ func (a *Activities) unused(ctx context.Context, cloud lifecycle.Target) error {
 
 // leftovers finds the earlier contexts of the current instance that an update did not
 // finish replacing (stopped or cancelled before it removed what they had applied).
-func (a *Activities) leftovers(ctx context.Context, dig lifecycle.Target, current string) ([]string, error) {
-	_, info, err := digstate.Load(ctx, a.Store, dig.ID())
+func (a *Activities) leftovers(ctx context.Context, target lifecycle.Target, current string) ([]string, error) {
+	_, info, err := digstate.Load(ctx, a.Store, target.ID())
 	if err != nil {
 		return nil, err
 	}
@@ -361,12 +361,12 @@ func (a *Activities) reapprove(ctx context.Context, dig lifecycle.Target, failed
 
 // restore records that context prev is current again: a failed rollout returned every
 // cluster it had changed to it, so the next update or terminate starts from it.
-func (a *Activities) restore(ctx context.Context, dig lifecycle.Target, prev string) error {
+func (a *Activities) restore(ctx context.Context, target lifecycle.Target, prev string) error {
 	c, err := a.Contexts.Get(ctx, prev)
 	if err != nil {
 		return err
 	}
-	_, err = digstate.Change(ctx, a.Store, dig.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
+	_, err = digstate.Change(ctx, a.Store, target.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		if cur := last(info); cur.ContextID == prev { // recorded by an earlier attempt
 			return nil, nil
 		}

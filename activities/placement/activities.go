@@ -110,7 +110,7 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 }
 
 // store checks the placement against the logical cloud and stores it in batches.
-func (a *Activities) store(ctx context.Context, dig lifecycle.Target, ctxID string, cloud *cloudMembers, placed []*appctx.ClusterApp) (lifecycle.Plan, error) {
+func (a *Activities) store(ctx context.Context, target lifecycle.Target, ctxID string, cloud *cloudMembers, placed []*appctx.ClusterApp) (lifecycle.Plan, error) {
 	union, apps := map[string]bool{}, map[string]bool{}
 	for _, p := range placed {
 		union[p.Cluster], apps[p.App] = true, true
@@ -122,9 +122,9 @@ func (a *Activities) store(ctx context.Context, dig lifecycle.Target, ctxID stri
 	perBatch := a.perBatch()
 	var staged *rollout.Plan
 	var batchOf map[string]int
-	if dig.Kind().Staged {
+	if target.Kind().Staged {
 		var err error
-		if staged, batchOf, err = Stages(ctx, a.Store, dig.ID(), all, perBatch); err != nil {
+		if staged, batchOf, err = Stages(ctx, a.Store, target.ID(), all, perBatch); err != nil {
 			return lifecycle.Plan{}, err
 		}
 	}
