@@ -66,7 +66,7 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
 	lifecycle.WorkflowRelocate:    relocate.Relocate,
 	lifecycle.WorkflowDrift:       drift.Drift,
-	lifecycle.WorkflowDriftBatch:  deploy.DriftBatch,
+	lifecycle.WorkflowDriftBatch:  drift.DriftBatch,
 
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }

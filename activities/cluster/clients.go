@@ -1,5 +1,7 @@
-// Package cluster does everything that talks to the managed clusters: server-side apply,
-// deletion, and reading live state. Clients are cached per worker and cluster.
+// Package cluster talks to the managed clusters for the operations: server-side apply,
+// deletion, and reading live state. Clients are cached per worker and cluster. The
+// per-cluster activities of other domains (activities/drift) reach the clusters with
+// the same machinery through Access (access.go).
 package cluster
 
 import (

@@ -8,18 +8,19 @@ import (
 )
 
 // ActivityNames are the activities Register registers: a batch's clusters, and per
-// cluster the apply, delete, read, prune and drift detection.
+// cluster the apply, delete, read and prune.
 var ActivityNames = []string{
 	lifecycle.ActivityContextBatches, lifecycle.ActivityListBatch, lifecycle.ActivityCountBatch,
 	lifecycle.ActivityApplyCluster, lifecycle.ActivityDeleteCluster, lifecycle.ActivityReadCluster,
-	lifecycle.ActivityPruneCluster, lifecycle.ActivityDriftBatch, lifecycle.ActivityDetectDrift,
+	lifecycle.ActivityPruneCluster,
 }
 
 // Register registers the worker's Activities (Shared) on r.
 func Register(r worker.Registry, d *deps.Deps) { r.RegisterActivity(Shared(d)) }
 
 // Shared is the worker's one Activities, and in it its one Clients: they pool connections
-// and cache contexts, and logicalcloud, cacerts, render and actions use them too.
+// and cache contexts, and logicalcloud, cacerts, render, actions and drift (AccessOf) use
+// them too.
 func Shared(d *deps.Deps) *Activities {
 	return deps.Shared(d, func() *Activities {
 		clients := &Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials, Git: d.Git}

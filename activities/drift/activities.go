@@ -1,6 +1,9 @@
-// Package drift holds the store-only steps of a drift check (workflows/drift): what to
-// check, and the check's summary. The per-cluster comparison is activities/cluster's
-// DetectDrift, beside the apply it reuses to correct drift.
+// Package drift holds the activities of a drift check (workflows/drift): its store steps,
+// what to check and the check's summary (here), and its per-cluster steps, a batch's
+// clusters and DetectDrift, which compares a cluster's live objects with those the
+// context applied and corrects drift (detect.go). The clusters are reached, and drift
+// applied again, with activities/cluster's machinery (cluster.Access), as the operations'
+// per-cluster activities do.
 package drift
 
 import (
@@ -8,6 +11,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -15,10 +19,11 @@ import (
 	"github.com/temco/temco/internal/core/store"
 )
 
-// Activities read DIGs and write drift summaries.
+// Activities read DIGs, check clusters for drift and write what they found.
 type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
+	Clusters cluster.Access // the worker's clients and cached contexts (cluster.Shared)
 }
 
 // PlanDriftCheck reads the DIG: a check runs on its running context only when the DIG is

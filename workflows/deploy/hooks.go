@@ -86,7 +86,7 @@ func (o *operation) awaitReady(ctx workflow.Context, wait time.Duration) error {
 		if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, o.in.ContextID).Get(ctx, &batches); err != nil {
 			return err
 		}
-		f := fan{kind: lifecycle.WorkflowReadBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID}, batches: batches,
+		f := fan{kind: readBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID}, batches: batches,
 			prefix: fmt.Sprintf("ready-%d-batch", round), gates: o.gates}
 		res, err := f.run(ctx, sum)
 		if err != nil {

@@ -164,7 +164,7 @@ func (o *operation) renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRe
 // apply applies the context to its clusters (as a difference from o.in.Previous, if set).
 func (o *operation) apply(ctx workflow.Context, plan lifecycle.Plan) error {
 	o.progress.Phase = "apply"
-	f := fan{kind: lifecycle.WorkflowApplyBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID, Previous: o.in.Previous},
+	f := fan{kind: applyBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID, Previous: o.in.Previous},
 		batches: plan.Batches}
 	// Version gate (2026-11-22): a single batch's clusters come with the plan, sparing
 	// the ListBatch activity; histories recorded before still look them up.
@@ -185,14 +185,14 @@ func (o *operation) apply(ctx workflow.Context, plan lifecycle.Plan) error {
 // applyRange applies the context to a range of its batches (a rollout's stage), counting
 // failed clusters instead of failing.
 func (o *operation) applyRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
-	return o.fanOut(ctx, fan{kind: lifecycle.WorkflowApplyBatch, batches: n, offset: first, window: window,
+	return o.fanOut(ctx, fan{kind: applyBatch, batches: n, offset: first, window: window,
 		in: lifecycle.BatchInput{ContextID: o.in.ContextID, Previous: o.in.Previous, Tolerant: true}})
 }
 
 // deleteRange removes the context from a range of its batches: a failed first rollout
 // takes back what it deployed.
 func (o *operation) deleteRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
-	return o.fanOut(ctx, fan{kind: lifecycle.WorkflowDeleteBatch, batches: n, offset: first, window: window, prefix: "undo",
+	return o.fanOut(ctx, fan{kind: deleteBatch, batches: n, offset: first, window: window, prefix: "undo",
 		in: lifecycle.BatchInput{ContextID: o.in.ContextID, Tolerant: true}})
 }
 

@@ -120,7 +120,7 @@ func (m *migration) forward(ctx workflow.Context) error {
 		return err
 	}
 	m.progress.Phase = "delete what only the origin has"
-	res, err := m.fanContext(ctx, m.in.Previous, fan{kind: lifecycle.WorkflowPruneBatch, prefix: "prune",
+	res, err := m.fanContext(ctx, m.in.Previous, fan{kind: pruneBatch, prefix: "prune",
 		in: lifecycle.BatchInput{ContextID: m.in.Previous, Next: m.in.ContextID}})
 	if err != nil {
 		return err
@@ -145,7 +145,7 @@ func (m *migration) rollBack(ctx workflow.Context) error {
 		return nil
 	}
 	m.progress.Phase = "roll back: apply the origin again"
-	restored, err := m.fanContext(ctx, m.in.Previous, fan{kind: lifecycle.WorkflowApplyBatch, prefix: "restore",
+	restored, err := m.fanContext(ctx, m.in.Previous, fan{kind: applyBatch, prefix: "restore",
 		in: lifecycle.BatchInput{ContextID: m.in.Previous, Previous: m.in.ContextID}})
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -158,7 +158,7 @@ func (m *migration) rollBack(ctx workflow.Context) error {
 	}
 	// Even after a partial restore: objects only the target has would have no owner.
 	m.progress.Phase = "roll back: delete what only the target has"
-	withdrawn, err := m.fanContext(ctx, m.in.ContextID, fan{kind: lifecycle.WorkflowPruneBatch, prefix: "withdraw",
+	withdrawn, err := m.fanContext(ctx, m.in.ContextID, fan{kind: pruneBatch, prefix: "withdraw",
 		in: lifecycle.BatchInput{ContextID: m.in.ContextID, Next: m.in.Previous}})
 	if ctx.Err() != nil {
 		return ctx.Err()

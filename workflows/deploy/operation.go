@@ -181,7 +181,7 @@ func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error
 // and starts nothing new.
 func (o *operation) fanOut(ctx workflow.Context, f fan) (lifecycle.BatchResult, error) {
 	o.progress.BatchesTotal += f.batches
-	f.in.Activity = o.perCluster(f.kind)
+	f.in.Activity = o.perCluster(f.kind.Workflow)
 	f.gates = o.gates
 	f.settled = func(_ workflow.Context, cluster string) { delete(o.retrying, cluster) }
 	f.hold = o.hold
@@ -195,9 +195,47 @@ type batchHold struct {
 	wait func(workflow.Context) error
 }
 
+// BatchKind is a kind of batch the engine here runs (runBatch, fan): its child workflow,
+// and the activities and options it runs. The operations' kinds are the table below; a
+// workflow of another package with batches of its own declares its kind beside its batch
+// workflow, whose body is RunBatch, and fans out with FanOut.
+type BatchKind struct {
+	Workflow string // the batch child workflow's type (lifecycle.WorkflowApplyBatch...)
+	List     string // the activity listing a batch's clusters (lifecycle.BatchInput -> []string)
+	// PerCluster is the activity run on each cluster of a batch (lifecycle.ClusterInput ->
+	// lifecycle.ClusterResult); a target kind's own (BatchInput.Activity) replaces it.
+	PerCluster string
+	Options    func(workflow.Context) workflow.Context // of the PerCluster activity
+	// KeepsCounts: the batches change no status, so their status counts, which List
+	// leaves alone, are not counted again (CountBatch) when a listed batch ends.
+	KeepsCounts bool
+}
+
+// The operations' batch kinds: a batch is listed with ListBatch, which drops its status
+// counts, and a listed batch counts them again at its end.
+var (
+	applyBatch = BatchKind{Workflow: lifecycle.WorkflowApplyBatch, List: lifecycle.ActivityListBatch,
+		PerCluster: lifecycle.ActivityApplyCluster, Options: onCluster}
+	deleteBatch = BatchKind{Workflow: lifecycle.WorkflowDeleteBatch, List: lifecycle.ActivityListBatch,
+		PerCluster: lifecycle.ActivityDeleteCluster, Options: onCluster}
+	pruneBatch = BatchKind{Workflow: lifecycle.WorkflowPruneBatch, List: lifecycle.ActivityListBatch,
+		PerCluster: lifecycle.ActivityPruneCluster, Options: onCluster}
+	readBatch = BatchKind{Workflow: lifecycle.WorkflowReadBatch, List: lifecycle.ActivityListBatch,
+		PerCluster: lifecycle.ActivityReadCluster, Options: reading}
+)
+
+// FanOut runs batches of kind over a context's batches (in, Batch set per batch) for a
+// workflow that is no operation: inline when there is one, else as kind.Workflow children
+// (ids: the calling workflow's, then "/prefix-N"), BatchWindow at a time; the counts are
+// summed. It asks the release gate first, as every workflow of the engine does.
+func FanOut(ctx workflow.Context, kind BatchKind, in lifecycle.BatchInput, batches int, prefix string) (lifecycle.BatchResult, error) {
+	f := fan{kind: kind, in: in, batches: batches, prefix: prefix, gates: newGates(ctx)}
+	return f.run(ctx, sum)
+}
+
 // fan is one fan-out over the batches of a context.
 type fan struct {
-	kind    string               // the batch workflow: ApplyBatch, DeleteBatch, PruneBatch or ReadBatch
+	kind    BatchKind            // applyBatch, deleteBatch, pruneBatch, readBatch or another workflow's (FanOut)
 	in      lifecycle.BatchInput // what every batch gets (Batch is set per batch)
 	batches int
 	first   []string                       // the clusters of a single batch, when the plan carried them
@@ -238,7 +276,7 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 			})
 			in := f.in
 			in.Batch = f.offset + next
-			fut := workflow.ExecuteChildWorkflow(cctx, f.kind, in)
+			fut := workflow.ExecuteChildWorkflow(cctx, f.kind.Workflow, in)
 			sel.AddFuture(fut, func(fut workflow.Future) {
 				var r lifecycle.BatchResult
 				err := fut.Get(ctx, &r)
@@ -292,25 +330,12 @@ func (o *operation) perCluster(kind string) string {
 
 // runBatch works on every cluster of one batch, all concurrently; clusters is looked up
 // when not given. settled (optional) hears of each cluster as it is done.
-func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind string, clusters []string,
+func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind BatchKind, clusters []string,
 	settled func(workflow.Context, string)) (lifecycle.BatchResult, error) {
-	activityType, opts := lifecycle.ActivityApplyCluster, onCluster
-	switch kind {
-	case lifecycle.WorkflowDeleteBatch:
-		activityType = lifecycle.ActivityDeleteCluster
-	case lifecycle.WorkflowPruneBatch:
-		activityType = lifecycle.ActivityPruneCluster
-	case lifecycle.WorkflowReadBatch:
-		activityType, opts = lifecycle.ActivityReadCluster, reading
-	case lifecycle.WorkflowDriftBatch:
-		activityType, opts = lifecycle.ActivityDetectDrift, checking
-	}
-	if in.Activity != "" {
-		activityType = in.Activity
-	}
+	activityType, opts := cmp.Or(in.Activity, kind.PerCluster), kind.Options
 	listed := clusters == nil
 	if listed {
-		if err := workflow.ExecuteActivity(bookkeeping(ctx), listBatch(kind), in).Get(ctx, &clusters); err != nil {
+		if err := workflow.ExecuteActivity(bookkeeping(ctx), kind.List, in).Get(ctx, &clusters); err != nil {
 			return lifecycle.BatchResult{}, err
 		}
 	}
@@ -346,7 +371,7 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind strin
 	// A listed batch (a child workflow) stores its counts for status summaries; one that
 	// was stopped leaves them to be counted live, as does a failure to count.
 	// Nor is a batch listed from another context's this one's to count.
-	if listed && ctx.Err() == nil && kind != lifecycle.WorkflowDriftBatch && in.ClustersOf == "" && g.has(ctx, changeCountBatch) {
+	if listed && ctx.Err() == nil && !kind.KeepsCounts && in.ClustersOf == "" && g.has(ctx, changeCountBatch) {
 		_ = workflow.ExecuteActivity(counting(ctx), lifecycle.ActivityCountBatch, in).Get(ctx, nil)
 	}
 	return res, firstErr
@@ -355,8 +380,9 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind strin
 // changeCountBatch marks batch workflows that count their statuses at the end.
 const changeCountBatch = "count-batch"
 
-// batch runs a batch child workflow, passing retry reports on to the operation.
-func batch(ctx workflow.Context, in lifecycle.BatchInput, kind string) (lifecycle.BatchResult, error) {
+// RunBatch is the body of a batch child workflow of kind: it works on the batch's
+// clusters, passing retry reports on to the parent workflow.
+func RunBatch(ctx workflow.Context, in lifecycle.BatchInput, kind BatchKind) (lifecycle.BatchResult, error) {
 	var settled func(workflow.Context, string)
 	if parent := workflow.GetInfo(ctx).ParentWorkflowExecution; parent != nil {
 		fw := &forwarder{parent: *parent, reported: map[string]bool{}}
@@ -368,21 +394,21 @@ func batch(ctx workflow.Context, in lifecycle.BatchInput, kind string) (lifecycl
 
 // ApplyBatch is the child workflow applying one batch of clusters.
 func ApplyBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return batch(ctx, in, lifecycle.WorkflowApplyBatch)
+	return RunBatch(ctx, in, applyBatch)
 }
 
 // ReadBatch is the child workflow reading one batch of clusters.
 func ReadBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return batch(ctx, in, lifecycle.WorkflowReadBatch)
+	return RunBatch(ctx, in, readBatch)
 }
 
 // DeleteBatch is the child workflow deleting one batch of clusters.
 func DeleteBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return batch(ctx, in, lifecycle.WorkflowDeleteBatch)
+	return RunBatch(ctx, in, deleteBatch)
 }
 
 // PruneBatch is the child workflow removing, from one batch of a previous revision's
 // clusters, what the next revision no longer has.
 func PruneBatch(ctx workflow.Context, in lifecycle.BatchInput) (lifecycle.BatchResult, error) {
-	return batch(ctx, in, lifecycle.WorkflowPruneBatch)
+	return RunBatch(ctx, in, pruneBatch)
 }

@@ -1,6 +1,9 @@
 // Package deploy holds the operation workflows of a DIG: Instantiate and Terminate, and
-// the batch workflows they fan out to. Workflow code here is deterministic: all I/O is in
-// activities, named by lifecycle's constants, and manifests never travel through history.
+// the batch workflows they fan out to. Its batch engine (operation.go) runs a kind of
+// batch a BatchKind describes: the operations' kinds are its own, and a workflow of
+// another package with batches of its own declares its kind and runs it with RunBatch
+// and FanOut. Workflow code here is deterministic: all I/O is in activities, named by
+// lifecycle's constants, and manifests never travel through history.
 package deploy
 
 import (

@@ -11,12 +11,12 @@ import (
 func ReadClusterStatus(ctx workflow.Context, in lifecycle.ReadInput) (lifecycle.BatchResult, error) {
 	g := newGates(ctx)
 	if len(in.Clusters) > 0 {
-		return runBatch(ctx, g, lifecycle.BatchInput{ContextID: in.ContextID, Detail: in.Detail}, lifecycle.WorkflowReadBatch, in.Clusters, nil)
+		return runBatch(ctx, g, lifecycle.BatchInput{ContextID: in.ContextID, Detail: in.Detail}, readBatch, in.Clusters, nil)
 	}
 	var batches int
 	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, in.ContextID).Get(ctx, &batches); err != nil {
 		return lifecycle.BatchResult{}, err
 	}
-	f := fan{kind: lifecycle.WorkflowReadBatch, in: lifecycle.BatchInput{ContextID: in.ContextID, Detail: in.Detail}, batches: batches, gates: g}
+	f := fan{kind: readBatch, in: lifecycle.BatchInput{ContextID: in.ContextID, Detail: in.Detail}, batches: batches, gates: g}
 	return f.run(ctx, sum)
 }

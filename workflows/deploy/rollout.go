@@ -252,7 +252,7 @@ func (r *rolloutRun) read(ctx workflow.Context, i int, round string) (lifecycle.
 // a gate judges what the clusters say now).
 func (r *rolloutRun) readRange(ctx workflow.Context, i, n int, round string) (lifecycle.BatchResult, error) {
 	st := r.plan.Stages[i]
-	f := fan{kind: lifecycle.WorkflowReadBatch, in: lifecycle.BatchInput{ContextID: r.o.in.ContextID, Tolerant: true},
+	f := fan{kind: readBatch, in: lifecycle.BatchInput{ContextID: r.o.in.ContextID, Tolerant: true},
 		batches: n, offset: st.FirstBatch, prefix: fmt.Sprintf("stage%d-read-%s", i, round), gates: r.o.gates}
 	return f.run(ctx, sum)
 }

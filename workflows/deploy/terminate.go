@@ -38,7 +38,7 @@ func (o *operation) terminate(ctx workflow.Context) error {
 		return err
 	}
 	o.progress.Phase = "delete"
-	res, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowDeleteBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID}, batches: batches})
+	res, err := o.fanOut(ctx, fan{kind: deleteBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID}, batches: batches})
 	if err != nil {
 		return err
 	}
@@ -50,7 +50,7 @@ func (o *operation) terminate(ctx workflow.Context) error {
 			if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, left).Get(ctx, &n); err != nil {
 				return err
 			}
-			r, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowDeleteBatch, in: lifecycle.BatchInput{ContextID: left}, batches: n,
+			r, err := o.fanOut(ctx, fan{kind: deleteBatch, in: lifecycle.BatchInput{ContextID: left}, batches: n,
 				prefix: fmt.Sprintf("leftover-%d-batch", i)})
 			if err != nil {
 				return err

@@ -71,7 +71,7 @@ func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
 	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, o.in.Previous).Get(ctx, &batches); err != nil {
 		return false, err
 	}
-	res, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowPruneBatch, prefix: "prune",
+	res, err := o.fanOut(ctx, fan{kind: pruneBatch, prefix: "prune",
 		in: lifecycle.BatchInput{ContextID: o.in.Previous, Next: o.in.ContextID}, batches: batches})
 	if err != nil {
 		return false, err
@@ -95,7 +95,7 @@ func (o *operation) reviseRange(ctx workflow.Context, first, n, window int) (lif
 	if err != nil {
 		return res, err
 	}
-	pruned, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowPruneBatch, batches: n, offset: first, window: window, prefix: "prune",
+	pruned, err := o.fanOut(ctx, fan{kind: pruneBatch, batches: n, offset: first, window: window, prefix: "prune",
 		in: lifecycle.BatchInput{ContextID: o.in.Previous, Next: o.in.ContextID, ClustersOf: o.in.ContextID, Tolerant: true}})
 	res.ClustersFailed += pruned.ClustersFailed
 	return res, err
@@ -105,12 +105,12 @@ func (o *operation) reviseRange(ctx workflow.Context, first, n, window int) (lif
 // previous revision: its objects applied again where they differ, then what only the new
 // revision had removed.
 func (o *operation) restoreRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
-	res, err := o.fanOut(ctx, fan{kind: lifecycle.WorkflowApplyBatch, batches: n, offset: first, window: window, prefix: "restore",
+	res, err := o.fanOut(ctx, fan{kind: applyBatch, batches: n, offset: first, window: window, prefix: "restore",
 		in: lifecycle.BatchInput{ContextID: o.in.Previous, Previous: o.in.ContextID, ClustersOf: o.in.ContextID, Tolerant: true}})
 	if err != nil {
 		return res, err
 	}
-	_, err = o.fanOut(ctx, fan{kind: lifecycle.WorkflowPruneBatch, batches: n, offset: first, window: window, prefix: "unprune",
+	_, err = o.fanOut(ctx, fan{kind: pruneBatch, batches: n, offset: first, window: window, prefix: "unprune",
 		in: lifecycle.BatchInput{ContextID: o.in.ContextID, Next: o.in.Previous, Tolerant: true}})
 	return res, err
 }

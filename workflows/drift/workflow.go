@@ -1,7 +1,9 @@
-// Package drift holds the Drift workflow: one drift check of a DIG, started by the DIG's
-// Temporal Schedule (see starter.SyncDrift). It finds the DIG's running context, checks
-// every cluster of it for drift in batches (deploy.FanOutDrift, DetectDrift on each
-// cluster) and records the check's summary. Workflow code only: the activities do the I/O.
+// Package drift holds the drift check's workflows: Drift, one check of a DIG, started by
+// the DIG's Temporal Schedule (see starter.SyncDrift), and DriftBatch, its child checking
+// one batch of clusters (batch.go). Drift finds the DIG's running context, checks every
+// cluster of it for drift in batches (deploy's batch engine with drift's deploy.BatchKind,
+// DetectDrift on each cluster) and records the check's summary. Workflow code only: the
+// activities (activities/drift) do the I/O.
 package drift
 
 import (
@@ -11,7 +13,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/workflows/deploy"
 )
 
 // Drift checks the DIG's running context once. It checks nothing (and says why) unless
@@ -29,7 +30,7 @@ func Drift(ctx workflow.Context, in lifecycle.DriftInput) (lifecycle.DriftResult
 		return lifecycle.DriftResult{Skipped: plan.Skip}, nil
 	}
 	check := lifecycle.DriftCheck{ID: workflow.GetInfo(ctx).WorkflowExecution.ID, Started: workflow.Now(ctx).UTC(), Correct: plan.Correct}
-	total, err := deploy.FanOutDrift(ctx, lifecycle.BatchInput{ContextID: plan.ContextID, Drift: &check}, plan.Batches)
+	total, err := fanOut(ctx, lifecycle.BatchInput{ContextID: plan.ContextID, Drift: &check}, plan.Batches)
 	rec := lifecycle.DriftRecordInput{DIG: in.DIG, ContextID: plan.ContextID, Check: check, Result: total}
 	if err != nil {
 		rec.Error = err.Error()

@@ -13,7 +13,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/workflows/deploy"
 )
 
 var dig = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
@@ -42,7 +41,7 @@ func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, lifecycle
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Drift, workflow.RegisterOptions{Name: lifecycle.WorkflowDrift})
-	env.RegisterWorkflowWithOptions(deploy.DriftBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowDriftBatch})
+	env.RegisterWorkflowWithOptions(DriftBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowDriftBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
 	reg(lifecycle.ActivityPlanDriftCheck, func(_ context.Context, in lifecycle.DriftInput) (lifecycle.DriftPlan, error) {
 		if in.DIG != dig {

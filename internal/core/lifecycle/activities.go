@@ -36,7 +36,7 @@ const (
 	ActivityContextControllers = "ContextControllers"
 
 	// activities/cluster (cluster.Activities): a context's batches of clusters, and per
-	// cluster the apply, delete, read and prune, and drift detection (drift.go).
+	// cluster the apply, delete, read and prune.
 	ActivityContextBatches = "ContextBatches"
 	ActivityListBatch      = "ListBatch"
 	ActivityCountBatch     = "CountBatch"
@@ -44,8 +44,6 @@ const (
 	ActivityDeleteCluster  = "DeleteCluster"
 	ActivityReadCluster    = "ReadCluster"
 	ActivityPruneCluster   = "PruneCluster"
-	ActivityDriftBatch     = "DriftBatchClusters"
-	ActivityDetectDrift    = "DetectDrift"
 
 	// activities/logicalcloud (logicalcloud.Activities): a logical cloud's preparation, and
 	// its objects' set-up, tear-down and prune on each cluster.
@@ -54,9 +52,12 @@ const (
 	ActivityTearDownLogicalCloud = "TearDownLogicalCloud"
 	ActivityPruneLogicalCloud    = "PruneLogicalCloud"
 
-	// activities/drift (drift.Activities): a drift check's plan and record (see drift.go).
+	// activities/drift (drift.Activities): a drift check's plan and record, and per batch
+	// its clusters and per cluster the drift detection (detect.go).
 	ActivityPlanDriftCheck   = "PlanDriftCheck"
 	ActivityRecordDriftCheck = "RecordDriftCheck"
+	ActivityDriftBatch       = "DriftBatchClusters"
+	ActivityDetectDrift      = "DetectDrift"
 
 	// activities/preview (preview.Activities): a rollout preview's steps (see preview.go).
 	ActivityBeginPreview       = "BeginPreview"

@@ -1,7 +1,9 @@
-// DetectDrift: compare what one cluster has with what the context applied there, and
-// (correctDrift) apply again what drifted.
+// The per-cluster steps of a drift check: a batch's clusters, and DetectDrift, which
+// compares what one cluster has with what the context applied there and (correctDrift)
+// applies again what drifted. The cluster is reached as activities/cluster reaches it
+// (cluster.Access).
 
-package cluster
+package drift
 
 import (
 	"cmp"
@@ -19,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/drift"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -40,11 +43,12 @@ const gitOpsNotChecked = "GitOps cluster: its Flux controllers reconcile it from
 // check comes soon enough. The result counts objects: Done in sync, Failed drifted,
 // NotReady not compared.
 func (a *Activities) DetectDrift(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
-	defer a.observe(ctx, in.Cluster, "drift", time.Now(), &err)
+	defer a.Clusters.Observe(ctx, in.Cluster, "drift", time.Now(), &err)
 	if in.Drift == nil {
-		return lifecycle.ClusterResult{}, permanentf("DetectDrift of %s: no drift check named", in.Cluster)
+		return lifecycle.ClusterResult{}, temporal.NewNonRetryableApplicationError(
+			fmt.Sprintf("DetectDrift of %s: no drift check named", in.Cluster), lifecycle.ErrInvalidInput, nil)
 	}
-	header, apps, err := a.context(ctx, in.ContextID)
+	header, apps, err := a.Clusters.Context(ctx, in.ContextID)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
@@ -56,7 +60,7 @@ func (a *Activities) DetectDrift(ctx context.Context, in lifecycle.ClusterInput)
 	appctx.List(placements, apps)
 	rec := &appctx.ClusterDrift{Context: in.ContextID, Cluster: in.Cluster, Check: in.Drift.ID, Checked: time.Now().UTC()}
 	var res lifecycle.ClusterResult
-	tg, err := a.Clients.target(ctx, in.Cluster, header)
+	api, err := a.Clusters.API(ctx, in.Cluster, header)
 	var appErr *temporal.ApplicationError
 	switch {
 	case errors.As(err, &appErr) && appErr.NonRetryable():
@@ -64,20 +68,17 @@ func (a *Activities) DetectDrift(ctx context.Context, in lifecycle.ClusterInput)
 		res.NotReady = applied(placements)
 	case err != nil:
 		return res, err
+	case api == nil:
+		rec.Skipped = gitOpsNotChecked
+		res.NotReady = applied(placements)
 	default:
-		cl, ok := tg.(*client)
-		if !ok {
-			rec.Skipped = gitOpsNotChecked
-			res.NotReady = applied(placements)
-			break
-		}
-		if err := cl.detect(ctx, cmp.Or(cl.namespace, header.Namespace), placements, apps, rec); err != nil {
+		if err := detect(ctx, api, placements, apps, rec); err != nil {
 			rec.Error, rec.Objects, rec.InSync = err.Error(), nil, 0
 			res.NotReady = applied(placements)
 			break
 		}
 		if in.Drift.Correct && len(rec.Objects) > 0 {
-			a.correct(ctx, cl, in.ContextID, header, apps, rec)
+			a.correct(ctx, api, in.ContextID, apps, rec)
 		}
 		res.Done, res.Failed = rec.InSync, len(rec.Objects)
 	}
@@ -118,8 +119,9 @@ const listPage = 500
 // costs one LIST per API resource and namespace the cluster's objects are in (selected by
 // their emco/deployment-id labels; a page per listPage objects), plus one GET per object
 // whose manifest has no such label — never one request per object.
-func (c *client) detect(ctx context.Context, defaultNS string, placements []*appctx.ClusterApp, apps map[string]*appctx.App,
+func detect(ctx context.Context, api *cluster.API, placements []*appctx.ClusterApp, apps map[string]*appctx.App,
 	rec *appctx.ClusterDrift) error {
+	defaultNS := api.Namespace()
 	groups := map[collection][]expected{}
 	var order []collection
 	for _, p := range placements {
@@ -131,32 +133,29 @@ func (c *client) detect(ctx context.Context, defaultNS string, placements []*app
 			if r.Status != lifecycle.ResApplied || i >= len(app.Objects) {
 				continue // never applied: nothing to compare (the apply reported why)
 			}
-			m, err := c.mapping(r.Ref, cmp.Or(r.Namespace, defaultNS))
-			if permanent(err) { // the kind is no longer served: the object is gone with it
+			gvr, namespace, err := api.Locate(r.Ref, cmp.Or(r.Namespace, defaultNS))
+			if cluster.Permanent(err) { // the kind is no longer served: the object is gone with it
 				rec.Objects = append(rec.Objects, appctx.DriftObject{App: p.App, Ref: r.Ref, Missing: true, Error: err.Error()})
 				continue
 			}
 			if err != nil {
 				return err
 			}
-			pruned, err := c.prune(ctx, &app.Objects[i])
+			body, err := api.Declared(ctx, &app.Objects[i])
 			if err != nil {
 				return err
 			}
-			if pruned.Body == nil {
-				pruned.Body = []byte(app.Objects[i].Manifest)
-			}
 			ref := r.Ref
-			ref.Namespace = m.namespace
-			k := collection{gvr: m.gvr, namespace: m.namespace}
+			ref.Namespace = namespace
+			k := collection{gvr: gvr, namespace: namespace}
 			if groups[k] == nil {
 				order = append(order, k)
 			}
-			groups[k] = append(groups[k], expected{app: p.App, obj: &app.Objects[i], ref: ref, body: pruned.Body})
+			groups[k] = append(groups[k], expected{app: p.App, obj: &app.Objects[i], ref: ref, body: body})
 		}
 	}
 	for _, k := range order {
-		live, err := c.listLive(ctx, k, groups[k], &rec.Requests)
+		live, err := listLive(ctx, api, k, groups[k], &rec.Requests)
 		if err != nil {
 			return err
 		}
@@ -169,8 +168,8 @@ func (c *client) detect(ctx context.Context, defaultNS string, placements []*app
 
 // listLive reads the live objects of one collection, by name: those labelled as the
 // expected objects' manifests are, with one LIST (paged), and each unlabelled one by GET.
-func (c *client) listLive(ctx context.Context, k collection, want []expected, requests *int) (map[string]*unstructured.Unstructured, error) {
-	ri := c.dyn.Resource(k.gvr)
+func listLive(ctx context.Context, api *cluster.API, k collection, want []expected, requests *int) (map[string]*unstructured.Unstructured, error) {
+	ri := api.Resource(k.gvr)
 	var rc interface {
 		List(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error)
 		Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
@@ -260,8 +259,7 @@ func compareObject(rec *appctx.ClusterDrift, e expected, live *unstructured.Unst
 // (server-side apply as temco's field manager, forced), once the context is found still
 // running undisturbed: an operation that started since the check began applies what it
 // wants itself, and an older revision must not be written over it.
-func (a *Activities) correct(ctx context.Context, cl *client, ctxID string, header *appctx.Context, apps map[string]*appctx.App,
-	rec *appctx.ClusterDrift) {
+func (a *Activities) correct(ctx context.Context, api *cluster.API, ctxID string, apps map[string]*appctx.App, rec *appctx.ClusterDrift) {
 	now, err := a.Contexts.Get(ctx, ctxID)
 	if err == nil && now.Status != lifecycle.StatusInstantiated {
 		err = fmt.Errorf("the context is %s now: an operation started", now.Status)
@@ -272,15 +270,13 @@ func (a *Activities) correct(ctx context.Context, cl *client, ctxID string, head
 		}
 		return
 	}
-	r := &run{ctx: ctx, cl: cl, header: header}
 	for i := range rec.Objects {
 		o := &rec.Objects[i]
 		obj := objectOf(apps[o.App], o.Ref)
 		if obj == nil || o.Error != "" {
 			continue
 		}
-		res := appctx.ResourceStatus{Ref: o.Ref}
-		_, err := r.applyObject(obj, &res)
+		err := api.Apply(ctx, obj)
 		rec.Requests++
 		if err != nil {
 			o.Error = "not corrected: " + err.Error()
