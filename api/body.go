@@ -19,8 +19,8 @@ import (
 // Request size limits. Charts and profiles are stored inside one MongoDB document,
 // whose hard limit is 16 MiB.
 const (
-	maxJSONBody      = 2 << 20
-	maxMultipartBody = 10 << 20
+	maxJSONBody   = 2 << 20
+	maxUploadBody = 10 << 20 // multipart, and JSON imports of many resources (opDoc.bulk)
 )
 
 // bodyRules checks a request's body before its route's handler, by what the route reads
@@ -30,7 +30,7 @@ const (
 // elsewhere from changing anything with a body. Bodiless requests pass as they are.
 func bodyRules(routes map[string]opDoc) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		json, upload := limitBody(maxJSONBody)(next), limitBody(maxMultipartBody)(next)
+		json, upload := limitBody(maxJSONBody)(next), limitBody(maxUploadBody)(next)
 		return func(c echo.Context) error {
 			r := c.Request()
 			d := routes[r.Method+" "+c.Path()]
@@ -51,7 +51,7 @@ func bodyRules(routes map[string]opDoc) echo.MiddlewareFunc {
 			case !ok:
 				return httpErr(http.StatusUnsupportedMediaType, "content type %q is not accepted here: send %s",
 					r.Header.Get(echo.HeaderContentType), want)
-			case d.multipart:
+			case d.multipart || d.bulk:
 				extendDeadlines(c, time.Now().Add(uploadTimeout), true)
 				return upload(c)
 			}
@@ -201,7 +201,7 @@ func readMultipart(c echo.Context) (*multipartForm, error) {
 			"content type %q is not supported here: send multipart/form-data with parts \"metadata\" and \"file\"", mt)
 	}
 	r := c.Request()
-	if err := r.ParseMultipartForm(maxMultipartBody); err != nil {
+	if err := r.ParseMultipartForm(maxUploadBody); err != nil {
 		if e := tooLarge(err); e != nil {
 			return nil, e
 		}

@@ -24,8 +24,7 @@ func (s *Server) registerClm(g *echo.Group) {
 	register(g, s, kind[model.Empty]{name: model.KindClusterProvider,
 		coll: "/cluster-providers", item: "/cluster-providers/:clusterProvider"})
 
-	clusters := kind[model.ClusterSpec]{name: model.KindCluster, coll: routeClusters, item: routeCluster, noPut: true,
-		check: checkCluster, file: &fileSpec[model.ClusterSpec]{attach: attachKubeconfig}}
+	clusters := clusterRes
 	res := typeOf[model.Resource[model.ClusterSpec]]()
 	s.route(g, opDoc{method: http.MethodPost, path: clusters.coll, summary: "Register a cluster (metadata + kubeconfig file)", multipart: true,
 		code: http.StatusCreated, response: res}, func(c echo.Context) error { return create(c, s, clusters) })
@@ -36,6 +35,10 @@ func (s *Server) registerClm(g *echo.Group) {
 	// Refused while its network intents may have objects on it (ncm), with their contexts.
 	s.route(g, opDoc{method: http.MethodDelete, path: clusters.item, summary: "Delete a cluster", code: http.StatusNoContent},
 		s.deleteOperated(routeCluster, lifecycle.ClusterNetworks.Machine))
+
+	s.route(g, opDoc{method: http.MethodPost, path: routeClusterImports, summary: "Register many clusters at once, with their labels and logical clouds' references (temco's own)",
+		description: clusterImportDoc, body: typeOf[clusterImport](), bulk: true, code: http.StatusCreated, response: typeOf[clusterImported]()},
+		s.importClusters)
 
 	label := typeOf[model.ClusterLabel]()
 	s.route(g, opDoc{method: http.MethodPost, path: routeCluster + "/labels", summary: "Label a cluster", body: label,
@@ -54,6 +57,10 @@ func (s *Server) registerClm(g *echo.Group) {
 	register(g, s, kind[model.ControllerSpec]{name: model.KindClmController, check: checkClmController,
 		coll: "/clm-controllers", item: "/clm-controllers/:controller"})
 }
+
+// clusterRes is a cluster: registered with its kubeconfig, never replaced.
+var clusterRes = kind[model.ClusterSpec]{name: model.KindCluster, coll: routeClusters, item: routeCluster, noPut: true,
+	check: checkCluster, file: &fileSpec[model.ClusterSpec]{attach: attachKubeconfig}}
 
 // fieldGitOps marks clusters reached through GitOps (queried when placing apps).
 const fieldGitOps = "gitOps"
@@ -164,13 +171,18 @@ func (s *Server) createLabel(c echo.Context) error {
 	if err := model.ValidateName("clusterLabel", l.Label); err != nil {
 		return badRequest("%v", err)
 	}
-	body, _ := json.Marshal(l)
-	d := &store.Doc{ID: cluster + "/labels/" + l.Label, Parent: cluster, Scope: scopeOf(cluster),
-		Kind: model.KindClusterLabel, Name: l.Label, Body: string(body)}
+	d := labelDoc(cluster, l.Label)
 	if err := s.Store.Create(c.Request().Context(), d); err != nil {
 		return fromStore(err)
 	}
-	return c.JSONBlob(http.StatusCreated, body)
+	return c.JSONBlob(http.StatusCreated, []byte(d.Body))
+}
+
+// labelDoc is the document of a cluster's label.
+func labelDoc(cluster, label string) *store.Doc {
+	body, _ := json.Marshal(model.ClusterLabel{Label: label})
+	return &store.Doc{ID: cluster + "/labels/" + label, Parent: cluster, Scope: scopeOf(cluster),
+		Kind: model.KindClusterLabel, Name: label, Body: string(body)}
 }
 
 func (s *Server) listLabels(c echo.Context) error {

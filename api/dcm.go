@@ -20,8 +20,7 @@ func (s *Server) registerDcm(g *echo.Group) {
 	register(g, s, kind[model.LogicalCloudSpec]{name: model.KindLogicalCloud, check: checkLogicalCloud,
 		coll: "/projects/:project/logical-clouds", item: routeLC,
 		remove: s.deleteOperated(routeLC, lifecycle.LogicalClouds.Machine), state: digstate.NewHistory})
-	register(g, s, kind[model.ClusterReferenceSpec]{name: model.KindClusterReference, check: checkClusterReference,
-		coll: routeLC + "/cluster-references", item: routeLC + "/cluster-references/:clusterReference"})
+	register(g, s, clusterRefKind)
 	register(g, s, kind[model.UserPermissionSpec]{name: model.KindUserPermission, check: checkUserPermission,
 		coll: routeLC + "/user-permissions", item: routeLC + "/user-permissions/:userPermission"})
 	register(g, s, kind[model.ClusterQuotaSpec]{name: model.KindClusterQuota, check: checkClusterQuota,
@@ -72,6 +71,10 @@ func checkLogicalCloud(_ context.Context, _ *Server, r *request[model.LogicalClo
 	}
 	return nil
 }
+
+// clusterRefKind is a logical cloud's reference to a cluster.
+var clusterRefKind = kind[model.ClusterReferenceSpec]{name: model.KindClusterReference, check: checkClusterReference,
+	coll: routeLC + "/cluster-references", item: routeLC + "/cluster-references/:clusterReference"}
 
 func checkClusterReference(_ context.Context, _ *Server, r *request[model.ClusterReferenceSpec]) error {
 	sp := r.res.Spec

@@ -25,6 +25,7 @@ type opDoc struct {
 	body         reflect.Type // JSON request body (nil: none)
 	bodyOptional bool         // the body may be left out
 	multipart    bool         // multipart metadata + file instead of JSON
+	bulk         bool         // a JSON body of many resources: an upload's size limit and deadline
 	code         int          // success status
 	response     reflect.Type // success body (nil: none)
 	query        []string     // query parameters

@@ -69,7 +69,7 @@ const (
 	WriteTimeout = 6 * time.Minute
 	// IdleTimeout keeps a polling dashboard's connection open between its polls.
 	IdleTimeout = 2 * time.Minute
-	// uploadTimeout is a chart's or profile's upload: maxMultipartBody at about 17 KiB/s.
+	// uploadTimeout is a chart's or profile's upload: maxUploadBody at about 17 KiB/s.
 	uploadTimeout = 10 * time.Minute
 )
 

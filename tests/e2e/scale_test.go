@@ -46,7 +46,7 @@ func BenchmarkScale(b *testing.B) {
 	}
 	prov := fmt.Sprintf("scale%d", n)
 	setup := time.Now()
-	registerScaleClusters(b, prov, n)
+	kubeconfigs := scaleClusters(b, prov, n)
 	d := &deployment{t: &testing.T{}, c: &client{}, project: prov, logicalCloud: "all"}
 	for _, a := range []string{"a1", "a2", "a3"} {
 		d.apps = append(d.apps, app{name: a, placement: map[string]any{"allOf": []any{map[string]any{"clusterProvider": prov, "clusterLabel": "scale"}}},
@@ -55,12 +55,10 @@ func BenchmarkScale(b *testing.B) {
 	d.setUpCloud = func(d *deployment) {
 		lc := "/projects/" + d.project + "/logical-clouds/all"
 		mustCode(b, d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("all", map[string]any{"level": "0"})), 201)
-		parallel(b, n, 8, func(i int) error {
-			name := "s" + strconv.Itoa(i)
-			return created(func() response {
-				return d.c.do("POST", lc+"/cluster-references", res(name, map[string]any{"clusterProvider": prov, "cluster": name}))
-			})
-		})
+		start := time.Now()
+		importScaleClusters(b, prov, d.project, kubeconfigs)
+		fmt.Printf("scale: N=%d registration (clusters with kubeconfig, label and logical-cloud reference; imports of %d, 2 at once): %s\n",
+			n, scaleImport, time.Since(start).Round(time.Millisecond))
 		mustCode(b, d.c.do("POST", lc+"/instantiate", nil), 202)
 		d.awaitCloud("all", lifecycle.StatusInstantiated)
 	}
@@ -121,12 +119,13 @@ func BenchmarkScale(b *testing.B) {
 		n, 3*n, apply.Round(time.Millisecond), float64(3*n)/apply.Seconds(), del.Round(time.Millisecond))
 }
 
-// registerScaleClusters registers provider prov's clusters s0..s<n-1>, labelled "scale":
-// cluster i is namespace s<i> of the stack's API server i%3 (once per stack).
-func registerScaleClusters(b *testing.B, prov string, n int) {
+// scaleClusters makes provider prov's clusters s0..s<n-1>: cluster i is namespace s<i> of
+// the stack's API server i%3. It returns their kubeconfigs; nil when prov is registered
+// already (once per stack).
+func scaleClusters(b *testing.B, prov string, n int) [][]byte {
 	c := &client{}
 	if c.do("GET", "/cluster-providers/"+prov, nil).code == 200 {
-		return
+		return nil
 	}
 	mustCode(b, c.do("POST", "/cluster-providers", res(prov, nil)), 201)
 	var base [][]byte
@@ -142,6 +141,7 @@ func registerScaleClusters(b *testing.B, prov string, n int) {
 		}
 		base, sets = append(base, kc), append(sets, cs)
 	}
+	kubeconfigs := make([][]byte, n)
 	parallel(b, n, 8, func(i int) error {
 		ns := "s" + strconv.Itoa(i)
 		_, err := sets[i%len(sets)].CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
@@ -153,15 +153,33 @@ func registerScaleClusters(b *testing.B, prov string, n int) {
 			return err
 		}
 		cfg.Contexts[cfg.CurrentContext].Namespace = ns
-		kc, err := clientcmd.Write(*cfg)
-		if err != nil {
-			return err
-		}
-		if err := created(func() response { return c.multipart("POST", "/cluster-providers/"+prov+"/clusters", res(ns, nil), kc) }); err != nil {
-			return err
+		kubeconfigs[i], err = clientcmd.Write(*cfg)
+		return err
+	})
+	return kubeconfigs
+}
+
+// scaleImport is how many clusters one import registers.
+const scaleImport = 1000
+
+// importScaleClusters registers prov's clusters (scaleClusters), labelled "scale" and
+// referenced by project's logical cloud "all" (none without a project), scaleImport at a
+// time, two imports at once.
+func importScaleClusters(b *testing.B, prov, project string, kubeconfigs [][]byte) {
+	c := &client{}
+	imports := (len(kubeconfigs) + scaleImport - 1) / scaleImport
+	parallel(b, imports, 2, func(k int) error {
+		var clusters []map[string]any
+		for i := k * scaleImport; i < min(len(kubeconfigs), (k+1)*scaleImport); i++ {
+			cl := map[string]any{"metadata": map[string]any{"name": "s" + strconv.Itoa(i)},
+				"kubeconfig": string(kubeconfigs[i]), "labels": []string{"scale"}}
+			if project != "" {
+				cl["logicalClouds"] = []map[string]string{{"project": project, "logicalCloud": "all"}}
+			}
+			clusters = append(clusters, cl)
 		}
 		return created(func() response {
-			return c.do("POST", "/cluster-providers/"+prov+"/clusters/"+ns+"/labels", map[string]string{"clusterLabel": "scale"})
+			return c.do("POST", "/cluster-providers/"+prov+"/cluster-imports", map[string]any{"clusters": clusters})
 		})
 	})
 }
