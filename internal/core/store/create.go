@@ -20,8 +20,14 @@ const maxDeleteWaits = 5
 // accepted delete and succeeds after a refused one. It never waits while pending: the
 // delete may be waiting for it.
 func (s *Store) Create(ctx context.Context, d *Doc) error {
+	return s.afterDeletes(ctx, func() error { return s.createOnce(ctx, d) })
+}
+
+// afterDeletes runs a create until it finds no parent or reference being deleted, waiting
+// out each delete it finds (maxDeleteWaits at most).
+func (s *Store) afterDeletes(ctx context.Context, create func() error) error {
 	for attempt := 1; ; attempt++ {
-		err := s.createOnce(ctx, d)
+		err := create()
 		deleting := deletingOf(err)
 		if deleting == "" || attempt == maxDeleteWaits {
 			return err

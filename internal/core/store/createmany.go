@@ -20,16 +20,7 @@ func (s *Store) CreateMany(ctx context.Context, docs []*Doc) error {
 	if len(docs) == 0 {
 		return nil
 	}
-	for attempt := 1; ; attempt++ {
-		err := s.createManyOnce(ctx, docs)
-		deleting := deletingOf(err)
-		if deleting == "" || attempt == maxDeleteWaits {
-			return err
-		}
-		if err := s.awaitDeleted(ctx, deleting); err != nil {
-			return err
-		}
-	}
+	return s.afterDeletes(ctx, func() error { return s.createManyOnce(ctx, docs) })
 }
 
 func (s *Store) createManyOnce(ctx context.Context, docs []*Doc) error {
