@@ -51,7 +51,7 @@ var wantCRDs = []struct {
 const istioCRDs = "istio/customresourcedefinitions.gen.yaml"
 
 func TestCRDFilesDefineTheExpectedKinds(t *testing.T) {
-	bin, err := filepath.Abs("../../.bin")
+	bin, err := filepath.Abs("../../../.bin") // internal/dev/devstack
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,7 +20,7 @@ func startGitOpsAlone(t *testing.T, dataDir string, base int) *Stack {
 	if testing.Short() {
 		t.Skip("starts a local cluster and Flux")
 	}
-	bin, err := filepath.Abs("../../.bin")
+	bin, err := filepath.Abs("../../../.bin") // internal/dev/devstack
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -27,6 +27,7 @@ import (
 	"github.com/temco/temco/internal/adapters/gitops"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/gitserver"
+	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
@@ -74,7 +75,7 @@ func (g *gitServer) head(t *testing.T, branch string) string {
 // Flux's Kustomization definition installed.
 func startCluster(t *testing.T) *rest.Config {
 	t.Helper()
-	bin, err := filepath.Abs("../../../.bin")
+	bin, err := testenv.BinDir()
 	if err != nil {
 		t.Fatal(err)
 	}
