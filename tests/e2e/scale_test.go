@@ -97,6 +97,9 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatalf("after instantiate (%s): %s, rsync-status %v", inst, s.Status, s.RsyncStatus)
 		}
 		docs := documentCounts(b)
+		if run == 1 {
+			apiLoad(b, d, n, 50, 20*time.Second)
+		}
 
 		start = time.Now()
 		operate(b, d, tc, lifecycle.OpTerminate)
