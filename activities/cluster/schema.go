@@ -12,6 +12,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/singleflight"
+
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/openapi"
@@ -75,6 +77,10 @@ func (x *schemaIndex) forget() {
 // the URL carries a hash of the document, so clusters that publish the same schema (the
 // same Kubernetes version and CRDs) share one parse, and so do their pruned objects.
 type Schemas struct {
+	// loads makes the clusters that miss the same document at once (a cold worker's
+	// first batch) wait for one load and parse of it, not each do its own: a hundred
+	// parses of a megabyte's schema at once took a gigabyte and seconds of CPU.
+	loads  singleflight.Group
 	mu     sync.Mutex
 	docs   map[string]*kubeschema.Schema
 	order  []string // oldest first: the first to go when the cache is full
@@ -96,6 +102,22 @@ const (
 
 // doc returns the parsed schema document key names, loading it on a miss.
 func (s *Schemas) doc(key string, load func() ([]byte, error)) (*kubeschema.Schema, error) {
+	s.mu.Lock()
+	d := s.docs[key]
+	s.mu.Unlock()
+	if d != nil {
+		return d, nil
+	}
+	v, err, _ := s.loads.Do(key, func() (any, error) { return s.load(key, load) })
+	if err != nil {
+		return nil, err
+	}
+	return v.(*kubeschema.Schema), nil
+}
+
+// load loads, parses and caches the schema document key names, unless a load that ended
+// since the caller's miss has.
+func (s *Schemas) load(key string, load func() ([]byte, error)) (*kubeschema.Schema, error) {
 	s.mu.Lock()
 	d := s.docs[key]
 	s.mu.Unlock()

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -99,8 +100,8 @@ func BenchmarkScale(b *testing.B) {
 			b.Fatalf("after instantiate (%s): %s, rsync-status %v", inst, s.Status, s.RsyncStatus)
 		}
 		docs := documentCounts(b)
-		if run == 1 {
-			apiLoad(b, d, n, 50, 20*time.Second)
+		if secs, err := strconv.Atoi(cmp.Or(os.Getenv("TEMCO_SCALE_API_SECONDS"), "20")); run == 1 && err == nil && secs > 0 {
+			apiLoad(b, d, n, 50, time.Duration(secs)*time.Second)
 		}
 
 		start = time.Now()
