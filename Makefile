@@ -66,8 +66,10 @@ bench: tools
 	$(GO) test -count=1 -run '^$$' -bench SecretsAtRest -benchtime 100x -benchmem ./internal/core/appctx/
 	$(GO) test -count=1 -run '^$$' -bench Sandbox -benchtime 20x ./activities/render/
 
-## bench-scale: instantiate and terminate a 3-chart app on CLUSTERS clusters (namespaces of
-## three local API servers), twice, against a raw parallel server-side apply
+## bench-scale: register CLUSTERS clusters (namespaces of three local API servers) through
+## cluster imports, instantiate and terminate a 3-chart app on them, twice (TEMCO_SCALE_RUNS),
+## with 50 API clients for 20 s (TEMCO_SCALE_API_SECONDS) after the first instantiate,
+## against a raw parallel server-side apply; prints the ratios on a line of their own
 CLUSTERS ?= 100
 bench-scale: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
