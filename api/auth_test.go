@@ -170,6 +170,10 @@ func TestTenantIsolation(t *testing.T) {
 		{"POST", "/cluster-providers", res("cp2", nil)},
 		{"DELETE", "/cluster-providers/cp1/clusters/c1", nil},
 		{"POST", "/cluster-providers/cp1/clusters/c1/labels", map[string]any{"clusterLabel": "x"}},
+		// An import would put references into her project's logical cloud: admin only too.
+		{"POST", "/cluster-providers/cp1/cluster-imports", map[string]any{"clusters": []any{map[string]any{
+			"metadata": map[string]any{"name": "c9"}, "kubeconfig": testKubeconfig,
+			"logicalClouds": []any{map[string]any{"project": "p1", "logicalCloud": "lc1"}}}}}},
 		{"POST", "/controllers", res("c2", map[string]any{"type": "action", "priority": 2})},
 		{"GET", "/controllers", nil},
 		{"GET", "/cluster-providers/cp1/clusters/c1/kv-pairs", nil},

@@ -40,6 +40,7 @@ func TestClusterImportIsAllOrNothing(t *testing.T) {
 		want string
 	}{
 		{"empty", map[string]any{"clusters": []any{}}, 400, "at least one cluster"},
+		{"too many", map[string]any{"clusters": make([]map[string]any, maxClusterImport+1)}, 400, "takes 1000 at most"},
 		{"exists", with(cluster("taken")), 409, "taken"},
 		{"named twice", with(cluster("c3")), 409, "c3"},
 		{"no kubeconfig", with(noKubeconfig), 400, `clusters[50] ("x"): kubeconfig is missing`},
