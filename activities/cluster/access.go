@@ -13,6 +13,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Access is the cluster activities' machinery for a per-cluster activity of another
@@ -26,8 +27,8 @@ func AccessOf(a *Activities) Access { return Access{a} }
 // Observe records one attempt of a per-cluster activity as the cluster activities' own
 // are recorded (metrics, and the retries reported to the workflow); deferred with the
 // activity's named error.
-func (x Access) Observe(ctx context.Context, cluster, op string, start time.Time, err *error) {
-	x.a.observe(ctx, cluster, op, start, err)
+func (x Access) Observe(ctx context.Context, in lifecycle.ClusterInput, op string, start time.Time, err *error) {
+	x.a.observe(ctx, in, op, start, err)
 }
 
 // Context returns the header and rendered apps of a context, from the worker's cache.

@@ -33,16 +33,18 @@ type Activities struct {
 
 // observe records one attempt of a cluster activity; a failure Temporal will retry
 // (anything but a non-retryable application error) counts as a retry, and is reported
-// to the workflow on attempts 1, 2, 4, 8... (a cluster down for a day costs a dozen).
-func (a *Activities) observe(ctx context.Context, cluster, op string, start time.Time, err *error) {
+// to the workflow on attempts 1, 2, 4, 8... (a cluster down for a day costs a dozen),
+// counted as attemptOf does: a cluster leaving a group is reported on the group's.
+func (a *Activities) observe(ctx context.Context, in lifecycle.ClusterInput, op string, start time.Time, err *error) {
 	var appErr *temporal.ApplicationError
 	retry := *err != nil && ctx.Err() == nil && !(errors.As(*err, &appErr) && appErr.NonRetryable())
-	a.Metrics.Observe(cluster, op, *err, retry, time.Since(start))
-	info := activity.GetInfo(ctx)
-	if retry && a.Report != nil && info.Attempt&(info.Attempt-1) == 0 {
-		r := lifecycle.ClusterRetry{Cluster: cluster, Attempt: info.Attempt, Error: (*err).Error()}
+	a.Metrics.Observe(in.Cluster, op, *err, retry, time.Since(start))
+	attempt, _ := attemptOf(ctx, in)
+	if n := attempt.Number; retry && a.Report != nil && n&(n-1) == 0 {
+		info := activity.GetInfo(ctx)
+		r := lifecycle.ClusterRetry{Cluster: in.Cluster, Attempt: n, Error: (*err).Error()}
 		if rerr := a.Report(ctx, info.WorkflowExecution.ID, info.WorkflowExecution.RunID, r); rerr != nil {
-			activity.GetLogger(ctx).Warn("report a retrying cluster", "cluster", cluster, "error", rerr)
+			activity.GetLogger(ctx).Warn("report a retrying cluster", "cluster", in.Cluster, "error", rerr)
 		}
 	}
 }

@@ -21,7 +21,7 @@ const FieldManager = "temco"
 // with backoff) after marking its pending objects Retrying; an object the apiserver
 // rejects is Failed and not retried.
 func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
-	defer a.observe(ctx, in.Cluster, "apply", time.Now(), &err)
+	defer a.observe(ctx, in, "apply", time.Now(), &err)
 	r, err := a.begin(ctx, in)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err

@@ -20,7 +20,7 @@ import (
 // marking it Deleted. Objects never applied are marked Deleted at once. An unreachable
 // cluster fails the activity for Temporal to retry, its objects shown as Retrying.
 func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
-	defer a.observe(ctx, in.Cluster, "delete", time.Now(), &err)
+	defer a.observe(ctx, in, "delete", time.Now(), &err)
 	r, err := a.begin(ctx, in)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
@@ -38,7 +38,7 @@ func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInpu
 // Deleted in the previous revision's AppContext. Apps and clusters the next revision
 // dropped are removed whole this way.
 func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
-	defer a.observe(ctx, in.Cluster, "prune", time.Now(), &err)
+	defer a.observe(ctx, in, "prune", time.Now(), &err)
 	r, err := a.begin(ctx, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: in.Cluster})
 	if err != nil {
 		return lifecycle.ClusterResult{}, err

@@ -8,11 +8,13 @@ import (
 )
 
 // ActivityNames are the activities Register registers: a batch's clusters, and per
-// cluster the apply, delete, read and prune.
+// cluster (and per group of clusters) the apply, delete, read and prune.
 var ActivityNames = []string{
 	lifecycle.ActivityContextBatches, lifecycle.ActivityListBatch, lifecycle.ActivityCountBatch,
 	lifecycle.ActivityApplyCluster, lifecycle.ActivityDeleteCluster, lifecycle.ActivityReadCluster,
 	lifecycle.ActivityPruneCluster,
+	lifecycle.ActivityApplyGroup, lifecycle.ActivityDeleteGroup, lifecycle.ActivityReadGroup,
+	lifecycle.ActivityPruneGroup,
 }
 
 // Register registers the worker's Activities (Shared) on r.

@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
@@ -50,7 +49,7 @@ const heartbeatAfter = 3 * time.Second
 // heartbeat records progress once the activity has run heartbeatAfter.
 func (r *run) heartbeat(details string) {
 	if time.Since(r.started) >= heartbeatAfter {
-		activity.RecordHeartbeat(r.ctx, details)
+		beat(r.ctx, details)
 	}
 }
 
@@ -94,13 +93,12 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	if err := g.Wait(); err != nil {
 		return nil, err
 	}
-	info := activity.GetInfo(ctx)
+	writer, scheduled := attemptOf(ctx, in)
 	apps = appctx.ForCluster(apps, placements) // controllers may have edited this cluster's objects
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
-		applied: applied, previous: in.Previous != "", target: tg, attempt: info.Attempt, started: time.Now(), saved: time.Now(),
-		scheduled: info.ScheduledTime,
-		writer:    appctx.Attempt{Activity: info.WorkflowExecution.RunID + "/" + info.ActivityID, Number: info.Attempt}}
+		applied: applied, previous: in.Previous != "", target: tg, attempt: writer.Number, started: time.Now(), saved: time.Now(),
+		scheduled: scheduled, writer: writer}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -91,7 +90,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 		case <-ctx.Done():
 			return ctx.Err()
 		case <-time.After(min(left, 5*time.Second)):
-			activity.RecordHeartbeat(ctx)
+			beat(ctx)
 		}
 	}
 }

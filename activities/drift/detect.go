@@ -36,6 +36,11 @@ func (a *Activities) DriftBatchClusters(ctx context.Context, in lifecycle.BatchI
 // gitOpsNotChecked is why a GitOps cluster's objects are not compared.
 const gitOpsNotChecked = "GitOps cluster: its Flux controllers reconcile it from git; temco does not read it"
 
+// DetectDriftGroup is DetectDrift on each cluster of a group (cluster.RunGroup).
+func (a *Activities) DetectDriftGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+	return cluster.RunGroup(ctx, in, a.DetectDrift)
+}
+
 // DetectDrift compares the objects the context applied on one cluster with the live ones
 // and stores the result (appctx.ClusterDrift): per object, deleted or the fields that
 // differ. With in.Drift.Correct the drifted objects are applied again, as ApplyCluster
@@ -43,7 +48,7 @@ const gitOpsNotChecked = "GitOps cluster: its Flux controllers reconcile it from
 // check comes soon enough. The result counts objects: Done in sync, Failed drifted,
 // NotReady not compared.
 func (a *Activities) DetectDrift(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
-	defer a.Clusters.Observe(ctx, in.Cluster, "drift", time.Now(), &err)
+	defer a.Clusters.Observe(ctx, in, "drift", time.Now(), &err)
 	if in.Drift == nil {
 		return lifecycle.ClusterResult{}, temporal.NewNonRetryableApplicationError(
 			fmt.Sprintf("DetectDrift of %s: no drift check named", in.Cluster), lifecycle.ErrInvalidInput, nil)

@@ -9,10 +9,10 @@ import (
 )
 
 // ActivityNames are the activities Register registers: a drift check's store steps and
-// its per-cluster ones.
+// its per-cluster (and per-group) ones.
 var ActivityNames = []string{
 	lifecycle.ActivityPlanDriftCheck, lifecycle.ActivityRecordDriftCheck,
-	lifecycle.ActivityDriftBatch, lifecycle.ActivityDetectDrift,
+	lifecycle.ActivityDriftBatch, lifecycle.ActivityDetectDrift, lifecycle.ActivityDetectDriftGroup,
 }
 
 // Register registers Activities on r, on the worker's shared cluster machinery.

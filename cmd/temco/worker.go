@@ -23,6 +23,7 @@ import (
 	"github.com/temco/temco/internal/adapters/tlsconfig"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/workers"
+	"github.com/temco/temco/workflows/deploy"
 )
 
 // temporalFlags are the Temporal connection settings shared by api and worker.
@@ -121,6 +122,8 @@ func workerCmd() *cobra.Command {
 		"MiB of memory one chart's rendering may take (each renders in a child process; one per core at once) [TEMCO_RENDER_MEMORY]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),
 		"clusters per fan-out batch (child workflow); 0 for the default [TEMCO_CLUSTERS_PER_BATCH]")
+	cmd.Flags().IntVar(&deploy.GroupSize, "apply-group", envInt("TEMCO_APPLY_GROUP", deploy.DefaultGroupSize),
+		"clusters of a batch one activity applies, deletes or reads together (a cluster that fails goes on in its own activity); 1: one activity per cluster [TEMCO_APPLY_GROUP]")
 	return cmd
 }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -48,17 +47,16 @@ func runMigrate(t *testing.T, f *fakes, applyErr func(in lifecycle.ClusterInput)
 		r.finished = append(r.finished, in)
 		return nil
 	}, activity.RegisterOptions{Name: lifecycle.ActivityFinishMigrate})
-	env.OnActivity(lifecycle.ActivityApplyCluster, mock.Anything, mock.Anything).Return(
-		func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
-			f.mu.Lock()
-			r.applies = append(r.applies, in.ContextID+" over "+in.Previous+" on "+in.Cluster)
-			f.applied[in.Cluster]++
-			f.mu.Unlock()
-			if applyErr != nil {
-				return applyErr(in)
-			}
-			return lifecycle.ClusterResult{Done: 3}, nil
-		})
+	f.onApply = func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		f.mu.Lock()
+		r.applies = append(r.applies, in.ContextID+" over "+in.Previous+" on "+in.Cluster)
+		f.applied[in.Cluster]++
+		f.mu.Unlock()
+		if applyErr != nil {
+			return applyErr(in)
+		}
+		return lifecycle.ClusterResult{Done: 3}, nil
+	}
 	if setup != nil {
 		setup(env)
 	}
@@ -164,19 +162,17 @@ func TestAFailedApplyIsRolledBack(t *testing.T) {
 func TestAFailedPruneOfTheOriginIsRolledBack(t *testing.T) {
 	f := newFakes()
 	pruneFails := true
-	r := runMigrate(t, f, nil, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(lifecycle.ActivityPruneCluster, mock.Anything, mock.Anything).Return(
-			func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
-				f.mu.Lock()
-				defer f.mu.Unlock()
-				f.pruned = append(f.pruned, in)
-				if in.ContextID == originCtx && pruneFails {
-					pruneFails = false
-					return lifecycle.ClusterResult{Failed: 1}, nil
-				}
-				return lifecycle.ClusterResult{Done: 1}, nil
-			})
-	})
+	f.onPrune = func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		f.pruned = append(f.pruned, in)
+		if in.ContextID == originCtx && pruneFails {
+			pruneFails = false
+			return lifecycle.ClusterResult{Failed: 1}, nil
+		}
+		return lifecycle.ClusterResult{Done: 1}, nil
+	}
+	r := runMigrate(t, f, nil, nil)
 	if r.err == nil || !strings.Contains(r.err.Error(), "1 objects only the origin has could not be deleted; rolled back") {
 		t.Fatalf("workflow error %v", r.err)
 	}

@@ -65,8 +65,11 @@ const (
 	// releaseVariants (2026-11-27): charts that read .Capabilities are rendered again for
 	// the capabilities of the clusters they go to (RenderVariants), once prepared.
 	releaseVariants workflow.Version = 6
+	// releaseGroups (2026-11-27): a batch's clusters are worked on by group activities
+	// (GroupSize clusters each, recorded as a side effect) rather than one each.
+	releaseGroups workflow.Version = 7
 
-	releaseLatest = releaseVariants
+	releaseLatest = releaseGroups
 )
 
 // gates are a run's answers to version gates.
@@ -205,7 +208,10 @@ type BatchKind struct {
 	// PerCluster is the activity run on each cluster of a batch (lifecycle.ClusterInput ->
 	// lifecycle.ClusterResult); a target kind's own (BatchInput.Activity) replaces it.
 	PerCluster string
-	Options    func(workflow.Context) workflow.Context // of the PerCluster activity
+	// Group is PerCluster on a group of clusters (lifecycle.GroupInput ->
+	// lifecycle.GroupResult; "": the kind has none, one activity per cluster).
+	Group   string
+	Options func(workflow.Context) workflow.Context // of the PerCluster (and Group) activity
 	// KeepsCounts: the batches change no status, so their status counts, which List
 	// leaves alone, are not counted again (CountBatch) when a listed batch ends.
 	KeepsCounts bool
@@ -215,13 +221,13 @@ type BatchKind struct {
 // counts, and a listed batch counts them again at its end.
 var (
 	applyBatch = BatchKind{Workflow: lifecycle.WorkflowApplyBatch, List: lifecycle.ActivityListBatch,
-		PerCluster: lifecycle.ActivityApplyCluster, Options: onCluster}
+		PerCluster: lifecycle.ActivityApplyCluster, Group: lifecycle.ActivityApplyGroup, Options: onCluster}
 	deleteBatch = BatchKind{Workflow: lifecycle.WorkflowDeleteBatch, List: lifecycle.ActivityListBatch,
-		PerCluster: lifecycle.ActivityDeleteCluster, Options: onCluster}
+		PerCluster: lifecycle.ActivityDeleteCluster, Group: lifecycle.ActivityDeleteGroup, Options: onCluster}
 	pruneBatch = BatchKind{Workflow: lifecycle.WorkflowPruneBatch, List: lifecycle.ActivityListBatch,
-		PerCluster: lifecycle.ActivityPruneCluster, Options: onCluster}
+		PerCluster: lifecycle.ActivityPruneCluster, Group: lifecycle.ActivityPruneGroup, Options: onCluster}
 	readBatch = BatchKind{Workflow: lifecycle.WorkflowReadBatch, List: lifecycle.ActivityListBatch,
-		PerCluster: lifecycle.ActivityReadCluster, Options: reading}
+		PerCluster: lifecycle.ActivityReadCluster, Group: lifecycle.ActivityReadGroup, Options: reading}
 )
 
 // FanOut runs batches of kind over a context's batches (in, Batch set per batch) for a
@@ -266,6 +272,9 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 		return total, err
 	}
 	prefix := cmp.Or(f.prefix, "batch")
+	if f.kind.Group != "" && f.in.Activity == "" && f.gates.release >= releaseGroups {
+		f.in.GroupSize = groupSize(ctx) // recorded once for all the batches
+	}
 	sel := workflow.NewSelector(ctx)
 	var firstErr error
 	next, running := 0, 0
@@ -328,8 +337,10 @@ func (o *operation) perCluster(kind string) string {
 	return ""
 }
 
-// runBatch works on every cluster of one batch, all concurrently; clusters is looked up
-// when not given. settled (optional) hears of each cluster as it is done.
+// runBatch works on every cluster of one batch, all concurrently: in group activities of
+// up to GroupSize clusters when the kind has them, a cluster that fails in its group going
+// on in its own activity; else one activity per cluster. clusters is looked up when not
+// given. settled (optional) hears of each cluster as it is done.
 func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind BatchKind, clusters []string,
 	settled func(workflow.Context, string)) (lifecycle.BatchResult, error) {
 	activityType, opts := cmp.Or(in.Activity, kind.PerCluster), kind.Options
@@ -341,31 +352,70 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 	}
 	res := lifecycle.BatchResult{Clusters: len(clusters)}
 	var firstErr error
+	tally := func(c string, r lifecycle.ClusterResult, err error) {
+		if err != nil && firstErr == nil && !in.Tolerant {
+			firstErr = err
+		}
+		res.Done += r.Done
+		res.Failed += r.Failed
+		res.NotReady += r.NotReady
+		if err != nil || r.Failed > 0 {
+			res.ClustersFailed++
+		}
+		if err != nil || r.NotReady > 0 || r.Failed > 0 {
+			res.ClustersNotReady++
+		}
+		if settled != nil {
+			settled(ctx, c)
+		}
+	}
+	base := lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}
 	sel := workflow.NewSelector(ctx)
-	for _, c := range clusters {
-		f := workflow.ExecuteActivity(opts(ctx), activityType, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: c,
-			Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift})
-		sel.AddFuture(f, func(f workflow.Future) {
+	pending := 0
+	alone := func(c string, after *lifecycle.Prior) {
+		one := base
+		one.Cluster, one.After = c, after
+		actx := opts(ctx)
+		if after != nil {
+			actx = continuing(actx, after.Attempts)
+		}
+		pending++
+		sel.AddFuture(workflow.ExecuteActivity(actx, activityType, one), func(f workflow.Future) {
 			var r lifecycle.ClusterResult
 			err := f.Get(ctx, &r)
-			if err != nil && firstErr == nil && !in.Tolerant {
-				firstErr = err
-			}
-			res.Done += r.Done
-			res.Failed += r.Failed
-			res.NotReady += r.NotReady
-			if err != nil || r.Failed > 0 {
-				res.ClustersFailed++
-			}
-			if err != nil || r.NotReady > 0 || r.Failed > 0 {
-				res.ClustersNotReady++
-			}
-			if settled != nil {
-				settled(ctx, c)
-			}
+			tally(c, r, err)
 		})
 	}
-	for range clusters {
+	size := in.GroupSize
+	if size == 0 && kind.Group != "" && in.Activity == "" && g.release >= releaseGroups {
+		size = groupSize(ctx)
+	}
+	if size > 1 {
+		for group := range slices.Chunk(clusters, size) {
+			pending++
+			f := workflow.ExecuteActivity(grouped(opts(ctx)), kind.Group, lifecycle.GroupInput{ClusterInput: base, Clusters: group})
+			sel.AddFuture(f, func(f workflow.Future) {
+				var r lifecycle.GroupResult
+				if err := f.Get(ctx, &r); err != nil {
+					for _, c := range group {
+						tally(c, lifecycle.ClusterResult{}, err)
+					}
+					return
+				}
+				for _, d := range r.Done {
+					tally(d.Cluster, d.Result, nil)
+				}
+				for _, l := range r.Left {
+					alone(l.Cluster, &r.Prior)
+				}
+			})
+		}
+	} else {
+		for _, c := range clusters {
+			alone(c, nil)
+		}
+	}
+	for ; pending > 0; pending-- {
 		sel.Select(ctx)
 	}
 	// A listed batch (a child workflow) stores its counts for status summaries; one that

@@ -20,6 +20,45 @@ import (
 // clusters each, at most a few hundred cluster activities are in flight per operation.
 const BatchWindow = 4
 
+// GroupSize is how many clusters of a batch one group activity works on (runBatch); 1 or
+// less: one activity per cluster. The worker sets it at start (--apply-group); a run
+// records the value it used, so changing it never disturbs a replay.
+var GroupSize = DefaultGroupSize
+
+// DefaultGroupSize is a default batch (placement.DefaultClustersPerBatch): one group
+// activity per batch.
+const DefaultGroupSize = 50
+
+// groupSize is GroupSize as this run recorded it.
+func groupSize(ctx workflow.Context) int {
+	var n int
+	_ = workflow.SideEffect(ctx, func(workflow.Context) any { return GroupSize }).Get(&n)
+	return n
+}
+
+// grouped is a kind's activity options for its group activity: a group heartbeats, so
+// a worker that died with it is noticed soon, whatever the kind's options say.
+func grouped(ctx workflow.Context) workflow.Context {
+	o := workflow.GetActivityOptions(ctx)
+	if o.HeartbeatTimeout == 0 {
+		o.HeartbeatTimeout = 10 * time.Second
+	}
+	return workflow.WithActivityOptions(ctx, o)
+}
+
+// continuing is activity options for a cluster that left its group after attempts: a
+// limit on attempts counts the group's too (one at least remains).
+func continuing(ctx workflow.Context, attempts int32) workflow.Context {
+	o := workflow.GetActivityOptions(ctx)
+	if o.RetryPolicy == nil || o.RetryPolicy.MaximumAttempts == 0 {
+		return ctx
+	}
+	p := *o.RetryPolicy
+	p.MaximumAttempts = max(1, p.MaximumAttempts-attempts)
+	o.RetryPolicy = &p
+	return workflow.WithActivityOptions(ctx, o)
+}
+
 // retryForever retries transient failures with capped exponential backoff until they
 // succeed, the operation is stopped or it is cancelled; InvalidInput fails at once.
 var retryForever = &temporal.RetryPolicy{

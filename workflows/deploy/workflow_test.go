@@ -14,11 +14,13 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
@@ -41,17 +43,19 @@ type fakes struct {
 	previous map[string]string   // cluster -> Previous seen by ApplyCluster
 	deletedC map[string][]string // context -> clusters deleted
 
-	render   func() error
-	place    func() error
-	control  func(contract.Input) error
-	asks     func(contract.Input) []contract.Workflow     // what a controller call asks to run
-	read     func(round int) lifecycle.ClusterResult      // ReadCluster's answer per call
-	readOf   func(cluster string) lifecycle.ClusterResult // ... or per cluster, when set
-	reads    int
-	plan     lifecycle.Plan
-	hooked   lifecycle.Hooked // ContextControllers' answer
-	apply    func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
-	clusters func(batch int) []string
+	render  func() error
+	place   func() error
+	control func(contract.Input) error
+	asks    func(contract.Input) []contract.Workflow     // what a controller call asks to run
+	read    func(round int) lifecycle.ClusterResult      // ReadCluster's answer per call
+	readOf  func(cluster string) lifecycle.ClusterResult // ... or per cluster, when set
+	reads   int
+	plan    lifecycle.Plan
+	hooked  lifecycle.Hooked // ContextControllers' answer
+	apply   func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
+	// onApply and onPrune replace the apply and prune fakes whole (alone and in groups).
+	onApply, onPrune func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
+	clusters         func(batch int) []string
 }
 
 func newFakes() *fakes {
@@ -115,21 +119,24 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Unlock()
 		return nil
 	})
-	reg(lifecycle.ActivityApplyCluster, func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	apply := func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		if f.onApply != nil {
+			return f.onApply(ctx, in)
+		}
 		f.mu.Lock()
 		f.applied[in.Cluster]++
 		f.previous[in.Cluster] = in.Previous
 		f.mu.Unlock()
-		return f.apply(in.Cluster, activity.GetInfo(ctx).Attempt)
-	})
-	reg(lifecycle.ActivityDeleteCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		return f.apply(in.Cluster, attempt(ctx, in))
+	}
+	del := func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
 		f.deleted[in.Cluster]++
 		f.deletedC[in.ContextID] = append(f.deletedC[in.ContextID], in.Cluster)
 		f.mu.Unlock()
 		return lifecycle.ClusterResult{Done: 3}, nil
-	})
-	reg(lifecycle.ActivityReadCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	}
+	read := func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.reads++
@@ -140,13 +147,31 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 			return f.read(f.reads), nil
 		}
 		return lifecycle.ClusterResult{Done: 1}, nil
-	})
-	reg(lifecycle.ActivityPruneCluster, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	}
+	prune := func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		if f.onPrune != nil {
+			return f.onPrune(ctx, in)
+		}
 		f.mu.Lock()
 		f.pruned = append(f.pruned, in)
 		f.mu.Unlock()
 		return lifecycle.ClusterResult{Done: 1}, nil
-	})
+	}
+	// Each per-cluster fake also runs in groups, as the worker runs the real ones.
+	for _, a := range []struct {
+		one, group string
+		fn         func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
+	}{
+		{lifecycle.ActivityApplyCluster, lifecycle.ActivityApplyGroup, apply},
+		{lifecycle.ActivityDeleteCluster, lifecycle.ActivityDeleteGroup, del},
+		{lifecycle.ActivityReadCluster, lifecycle.ActivityReadGroup, read},
+		{lifecycle.ActivityPruneCluster, lifecycle.ActivityPruneGroup, prune},
+	} {
+		reg(a.one, a.fn)
+		reg(a.group, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+			return cluster.RunGroup(ctx, in, a.fn)
+		})
+	}
 	for _, name := range []string{lifecycle.ActivitySetUpLogicalCloud, lifecycle.ActivityTearDownLogicalCloud} {
 		reg(name, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 			f.mu.Lock()
@@ -173,6 +198,16 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Unlock()
 		return nil
 	})
+}
+
+// attempt is the attempt a cluster's fake activity counts as: the group's in a group, and
+// counted on from it once the cluster left its group.
+func attempt(ctx context.Context, in lifecycle.ClusterInput) int32 {
+	n := activity.GetInfo(ctx).Attempt
+	if in.After != nil {
+		n += in.After.Attempts
+	}
+	return n
 }
 
 func (f *fakes) finish(t *testing.T) lifecycle.FinishInput {
@@ -378,6 +413,59 @@ func TestInstantiateRetriesAnUnreachableClusterUntilItAnswers(t *testing.T) {
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated {
 		t.Errorf("finished %+v", fin)
+	}
+}
+
+// A batch's clusters are applied by group activities of GroupSize; a cluster that fails
+// leaves its group and goes on in its own activity, continuing the group's attempts; with
+// a GroupSize of 1, every cluster has its own activity, as before groups.
+func TestABatchIsAppliedInGroupsAndAFailedClusterGoesOnAlone(t *testing.T) {
+	defer func(n int) { GroupSize = n }(GroupSize)
+	for _, tc := range []struct {
+		size          int
+		groups, alone int
+	}{{size: 3, groups: 2, alone: 1}, {size: 1, groups: 0, alone: 6}} {
+		GroupSize = tc.size
+		f := newFakes()
+		f.plan = lifecycle.Plan{Apps: 1, Clusters: 5, Batches: 1}
+		f.clusters = func(int) []string { return []string{"cp+c1", "cp+c2", "cp+c3", "cp+c4", "cp+c5"} }
+		var afters []lifecycle.Prior
+		f.apply = func(cluster string, attempt int32) (lifecycle.ClusterResult, error) {
+			if cluster == "cp+c4" && attempt < 2 {
+				return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+			}
+			return lifecycle.ClusterResult{Done: 3}, nil
+		}
+		started := map[string]int{}
+		var mu sync.Mutex
+		err := runWith(t, f, Instantiate, lifecycle.OpInput{Target: opInput.Target, ContextID: "42"}, func(env *testsuite.TestWorkflowEnvironment) {
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+				mu.Lock()
+				defer mu.Unlock()
+				started[info.ActivityType.Name]++
+				if info.ActivityType.Name == lifecycle.ActivityApplyCluster {
+					var in lifecycle.ClusterInput
+					if args.Get(&in) == nil && in.After != nil {
+						afters = append(afters, *in.After)
+					}
+				}
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if started[lifecycle.ActivityApplyGroup] != tc.groups || started[lifecycle.ActivityApplyCluster] != tc.alone {
+			t.Errorf("size %d: activities started %v, want %d groups and %d alone", tc.size, started, tc.groups, tc.alone)
+		}
+		if tc.size > 1 && (len(afters) != 1 || afters[0].Attempts != 1 || afters[0].Activity == "") {
+			t.Errorf("size %d: the left cluster's activity continues %+v, want the group's first attempt", tc.size, afters)
+		}
+		if f.applied["cp+c4"] != 2 || f.applied["cp+c1"] != 1 {
+			t.Errorf("size %d: applies %v, want cp+c4 twice and every other cluster once", tc.size, f.applied)
+		}
+		if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated {
+			t.Errorf("size %d: finished %+v", tc.size, fin)
+		}
 	}
 }
 
@@ -743,17 +831,16 @@ func TestProgressListsRetryingClustersOfBatchChildren(t *testing.T) {
 	env := newEnv()
 	f.register(env)
 	// ApplyCluster of cp+cb fails three times, reporting like the worker does.
-	env.OnActivity(lifecycle.ActivityApplyCluster, mock.Anything, mock.Anything).Return(
-		func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
-			info := activity.GetInfo(ctx)
-			if in.Cluster == "cp+cb" && info.Attempt < 4 {
-				err := errors.New("dial tcp: connection refused")
-				_ = env.SignalWorkflowByID(info.WorkflowExecution.ID, lifecycle.SignalClusterRetrying,
-					lifecycle.ClusterRetry{Cluster: in.Cluster, Attempt: info.Attempt, Error: err.Error()})
-				return lifecycle.ClusterResult{}, err
-			}
-			return lifecycle.ClusterResult{Done: 3}, nil
-		})
+	f.onApply = func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+		info := activity.GetInfo(ctx)
+		if n := attempt(ctx, in); in.Cluster == "cp+cb" && n < 4 {
+			err := errors.New("dial tcp: connection refused")
+			_ = env.SignalWorkflowByID(info.WorkflowExecution.ID, lifecycle.SignalClusterRetrying,
+				lifecycle.ClusterRetry{Cluster: in.Cluster, Attempt: n, Error: err.Error()})
+			return lifecycle.ClusterResult{}, err
+		}
+		return lifecycle.ClusterResult{Done: 3}, nil
+	}
 	var during, after lifecycle.Progress
 	query := func(p *lifecycle.Progress) func() {
 		return func() {

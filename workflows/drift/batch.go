@@ -18,6 +18,7 @@ var batchKind = deploy.BatchKind{
 	Workflow:    lifecycle.WorkflowDriftBatch,
 	List:        lifecycle.ActivityDriftBatch,
 	PerCluster:  lifecycle.ActivityDetectDrift,
+	Group:       lifecycle.ActivityDetectDriftGroup,
 	Options:     checking,
 	KeepsCounts: true,
 }

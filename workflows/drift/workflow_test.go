@@ -12,6 +12,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -55,11 +56,19 @@ func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, lifecycle
 		f.mu.Unlock()
 		return []string{"cp+c" + string(rune('a'+2*in.Batch)), "cp+c" + string(rune('a'+2*in.Batch+1))}, nil
 	})
-	reg(lifecycle.ActivityDetectDrift, func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	detect := func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
 		f.checked = append(f.checked, in)
 		f.mu.Unlock()
-		return f.detect(in.Cluster, activity.GetInfo(ctx).Attempt)
+		n := activity.GetInfo(ctx).Attempt
+		if in.After != nil { // left its group: attempts go on from the group's
+			n += in.After.Attempts
+		}
+		return f.detect(in.Cluster, n)
+	}
+	reg(lifecycle.ActivityDetectDrift, detect)
+	reg(lifecycle.ActivityDetectDriftGroup, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+		return cluster.RunGroup(ctx, in, detect)
 	})
 	reg(lifecycle.ActivityRecordDriftCheck, func(_ context.Context, in lifecycle.DriftRecordInput) error {
 		f.mu.Lock()

@@ -36,7 +36,8 @@ const (
 	ActivityContextControllers = "ContextControllers"
 
 	// activities/cluster (cluster.Activities): a context's batches of clusters, and per
-	// cluster the apply, delete, read and prune.
+	// cluster the apply, delete, read and prune; and the same per group of clusters (one
+	// activity works on a batch's clusters together: see cluster/group.go).
 	ActivityContextBatches = "ContextBatches"
 	ActivityListBatch      = "ListBatch"
 	ActivityCountBatch     = "CountBatch"
@@ -44,6 +45,10 @@ const (
 	ActivityDeleteCluster  = "DeleteCluster"
 	ActivityReadCluster    = "ReadCluster"
 	ActivityPruneCluster   = "PruneCluster"
+	ActivityApplyGroup     = "ApplyGroup"
+	ActivityDeleteGroup    = "DeleteGroup"
+	ActivityReadGroup      = "ReadGroup"
+	ActivityPruneGroup     = "PruneGroup"
 
 	// activities/logicalcloud (logicalcloud.Activities): a logical cloud's preparation, and
 	// its objects' set-up, tear-down and prune on each cluster.
@@ -58,6 +63,7 @@ const (
 	ActivityRecordDriftCheck = "RecordDriftCheck"
 	ActivityDriftBatch       = "DriftBatchClusters"
 	ActivityDetectDrift      = "DetectDrift"
+	ActivityDetectDriftGroup = "DetectDriftGroup"
 
 	// activities/preview (preview.Activities): a rollout preview's steps (see preview.go).
 	ActivityBeginPreview       = "BeginPreview"

@@ -195,6 +195,9 @@ type BatchInput struct {
 	Tolerant bool `json:"tolerant,omitempty"`
 	// Drift: a drift check's batch (DriftBatch).
 	Drift *DriftCheck `json:"drift,omitempty"`
+	// GroupSize: clusters per group activity, as the fan-out recorded it (0: the batch
+	// records it itself, or, in a run from before groups, has none).
+	GroupSize int `json:"groupSize,omitempty"`
 }
 
 // ClusterInput names one cluster of a context.
@@ -205,6 +208,45 @@ type ClusterInput struct {
 	Previous  string      `json:"previous,omitempty"`
 	Next      string      `json:"next,omitempty"`
 	Drift     *DriftCheck `json:"drift,omitempty"`
+	// After: the cluster left a group (GroupResult.Left) and its own activity continues
+	// the group's attempts.
+	After *Prior `json:"after,omitempty"`
+}
+
+// GroupInput names the clusters one group activity works on together: each as its
+// ClusterInput (Cluster unset here) would on its own.
+type GroupInput struct {
+	ClusterInput
+	Clusters []string `json:"clusters"`
+}
+
+// GroupResult is what a group activity did: the clusters it finished, and those that
+// failed and left the group to be retried each by its own activity, after Prior.
+type GroupResult struct {
+	Done  []GroupDone `json:"done,omitempty"`
+	Left  []GroupLeft `json:"left,omitempty"`
+	Prior Prior       `json:"prior"`
+}
+
+// GroupDone is one cluster a group finished.
+type GroupDone struct {
+	Cluster string        `json:"cluster"`
+	Result  ClusterResult `json:"result"`
+}
+
+// GroupLeft is one cluster that failed in a group, and why.
+type GroupLeft struct {
+	Cluster string `json:"cluster"`
+	Error   string `json:"error"`
+}
+
+// Prior is the group attempt a left cluster's own activity continues: its statuses are
+// saved as Activity's with attempt numbers counted on from Attempts, and its patience
+// with a new CRD runs from Scheduled.
+type Prior struct {
+	Activity  string    `json:"activity"`
+	Attempts  int32     `json:"attempts"`
+	Scheduled time.Time `json:"scheduled"`
 }
 
 // ReadInput asks for the live state of a context's objects on its clusters.

@@ -1,0 +1,178 @@
+// Groups: one activity works on the clusters of a batch together, as each cluster's own
+// activity would, so that Temporal persists one schedule, start and completion per group
+// instead of per cluster. A cluster that fails leaves the group and goes on as its own
+// retrying activity, which continues the group's attempt numbers and status writer.
+
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// groupBeat is how often a group heartbeats, carrying the clusters it has finished: well
+// within the HeartbeatTimeout, and Temporal's client sends at most one per 80% of it.
+const groupBeat = 2 * time.Second
+
+// groupStall is how long a cluster in a group may go without progress (its heartbeats)
+// before it is cancelled and leaves the group: on its own, its activity's HeartbeatTimeout
+// would have caught it; the group's heartbeats say only that the worker lives.
+var groupStall = time.Minute // tests shorten it
+
+// errStalled is why a stalled cluster left its group.
+var errStalled = fmt.Errorf("no progress for %s: left its group to be retried on its own", groupStall)
+
+// member marks the context of a cluster worked on in a group: its attempt is the group's,
+// and its heartbeats record when it last made progress.
+type member struct {
+	prior lifecycle.Prior
+	last  *atomic.Int64 // unix nanoseconds of its last heartbeat
+}
+
+type memberKey struct{}
+
+// attemptOf returns the attempt a cluster's work counts as, the writer of its statuses
+// and when its first attempt was scheduled: the group's when in one, a left cluster's
+// activity's counted on from the group's (in.After), else its own activity's.
+func attemptOf(ctx context.Context, in lifecycle.ClusterInput) (appctx.Attempt, time.Time) {
+	if m, ok := ctx.Value(memberKey{}).(member); ok {
+		return appctx.Attempt{Activity: m.prior.Activity, Number: m.prior.Attempts}, m.prior.Scheduled
+	}
+	info := activity.GetInfo(ctx)
+	if p := in.After; p != nil {
+		return appctx.Attempt{Activity: p.Activity, Number: p.Attempts + info.Attempt}, p.Scheduled
+	}
+	return appctx.Attempt{Activity: info.WorkflowExecution.RunID + "/" + info.ActivityID, Number: info.Attempt}, info.ScheduledTime
+}
+
+// beat heartbeats a cluster's own activity; in a group it does nothing, the group
+// heartbeats for all (its details are the clusters it finished).
+func beat(ctx context.Context, details ...any) {
+	if m, ok := ctx.Value(memberKey{}).(member); ok {
+		m.last.Store(time.Now().UnixNano())
+		return
+	}
+	activity.RecordHeartbeat(ctx, details...)
+}
+
+// RunGroup runs each, a cluster activity's body, on every cluster of a group at once. A
+// retried attempt skips the clusters an earlier one finished (its heartbeat details). A
+// cluster whose work fails, or stalls for groupStall, leaves the group (Left); the group
+// fails only when cancelled.
+func RunGroup(ctx context.Context, in lifecycle.GroupInput,
+	each func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)) (lifecycle.GroupResult, error) {
+	info := activity.GetInfo(ctx)
+	out := lifecycle.GroupResult{Prior: lifecycle.Prior{Activity: info.WorkflowExecution.RunID + "/" + info.ActivityID,
+		Attempts: info.Attempt, Scheduled: info.ScheduledTime}}
+	if activity.HasHeartbeatDetails(ctx) {
+		_ = activity.GetHeartbeatDetails(ctx, &out.Done) // unreadable: everything is redone
+	}
+	finished := slices.Clone(out.Done)
+	var mu sync.Mutex // guards out
+	report := func() {
+		mu.Lock()
+		defer mu.Unlock()
+		activity.RecordHeartbeat(ctx, out.Done)
+	}
+	var running sync.Map // cluster -> *stallWatch
+	stop, stopped := make(chan struct{}), make(chan struct{})
+	defer func() { close(stop); <-stopped }()
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(groupBeat)
+		defer t.Stop()
+		stall := groupStall
+		for {
+			select {
+			case <-stop:
+				return
+			case now := <-t.C:
+				report()
+				running.Range(func(_, w any) bool {
+					w.(*stallWatch).check(now, stall)
+					return true
+				})
+			}
+		}
+	}()
+
+	var g errgroup.Group
+	for _, c := range in.Clusters {
+		if slices.ContainsFunc(finished, func(d lifecycle.GroupDone) bool { return d.Cluster == c }) {
+			continue
+		}
+		g.Go(func() error {
+			w := &stallWatch{last: new(atomic.Int64)}
+			w.last.Store(time.Now().UnixNano())
+			mctx, cancel := context.WithCancelCause(context.WithValue(ctx, memberKey{}, member{prior: out.Prior, last: w.last}))
+			defer cancel(nil)
+			w.cancel = cancel
+			running.Store(c, w)
+			defer running.Delete(c)
+			one := in.ClusterInput
+			one.Cluster = c
+			r, err := each(mctx, one)
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if cause := context.Cause(mctx); err != nil && cause != nil {
+				err = cause
+			}
+			mu.Lock()
+			if err != nil {
+				out.Left = append(out.Left, lifecycle.GroupLeft{Cluster: c, Error: err.Error()})
+			} else {
+				out.Done = append(out.Done, lifecycle.GroupDone{Cluster: c, Result: r})
+			}
+			mu.Unlock()
+			report()
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return lifecycle.GroupResult{}, err
+	}
+	return out, nil
+}
+
+// stallWatch cancels a cluster of a group that has not heartbeaten for groupStall.
+type stallWatch struct {
+	last   *atomic.Int64
+	cancel context.CancelCauseFunc
+}
+
+func (w *stallWatch) check(now time.Time, stall time.Duration) {
+	if now.Sub(time.Unix(0, w.last.Load())) > stall {
+		w.cancel(errStalled)
+	}
+}
+
+// ApplyGroup is ApplyCluster on each cluster of a group.
+func (a *Activities) ApplyGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+	return RunGroup(ctx, in, a.ApplyCluster)
+}
+
+// DeleteGroup is DeleteCluster on each cluster of a group.
+func (a *Activities) DeleteGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+	return RunGroup(ctx, in, a.DeleteCluster)
+}
+
+// PruneGroup is PruneCluster on each cluster of a group.
+func (a *Activities) PruneGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+	return RunGroup(ctx, in, a.PruneCluster)
+}
+
+// ReadGroup is ReadCluster on each cluster of a group.
+func (a *Activities) ReadGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+	return RunGroup(ctx, in, a.ReadCluster)
+}

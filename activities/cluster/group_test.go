@@ -1,0 +1,137 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// runGroup runs RunGroup in a test activity environment, an earlier attempt having
+// finished done, and returns its result and the clusters each was called on.
+func runGroup(t *testing.T, clusters []string, done []lifecycle.GroupDone,
+	each func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)) (lifecycle.GroupResult, []string, error) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	if done != nil {
+		env.SetHeartbeatDetails(done)
+	}
+	var mu sync.Mutex
+	var called []string
+	env.RegisterActivityWithOptions(func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+		return RunGroup(ctx, in, func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+			mu.Lock()
+			called = append(called, in.Cluster)
+			mu.Unlock()
+			return each(ctx, in)
+		})
+	}, activityOptions("Group"))
+	v, err := env.ExecuteActivity("Group", lifecycle.GroupInput{ClusterInput: lifecycle.ClusterInput{ContextID: "42"}, Clusters: clusters})
+	var out lifecycle.GroupResult
+	if err == nil {
+		err = v.Get(&out)
+	}
+	slices.Sort(called)
+	return out, called, err
+}
+
+// A retried group redoes only the clusters its earlier attempts did not finish; a cluster
+// that fails leaves the group with its error, and the others are done.
+func TestAGroupRedoesOnlyUnfinishedClustersAndAFailedOneLeaves(t *testing.T) {
+	earlier := []lifecycle.GroupDone{{Cluster: "p+c1", Result: lifecycle.ClusterResult{Done: 7}}}
+	out, called, err := runGroup(t, []string{"p+c1", "p+c2", "p+c3"}, earlier,
+		func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+			w, _ := attemptOf(ctx, in)
+			if w.Activity != out0(ctx).Activity || w.Number != out0(ctx).Attempts {
+				return lifecycle.ClusterResult{}, errors.New("a cluster in a group saves as another writer")
+			}
+			if in.Cluster == "p+c3" {
+				return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+			}
+			return lifecycle.ClusterResult{Done: 2}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(called, []string{"p+c2", "p+c3"}) {
+		t.Errorf("worked on %v, want only the unfinished p+c2 and p+c3", called)
+	}
+	if len(out.Done) != 2 || out.Done[0] != earlier[0] || out.Done[1].Cluster != "p+c2" || out.Done[1].Result.Done != 2 {
+		t.Errorf("done %+v", out.Done)
+	}
+	if len(out.Left) != 1 || out.Left[0].Cluster != "p+c3" || !strings.Contains(out.Left[0].Error, "connection refused") {
+		t.Errorf("left %+v", out.Left)
+	}
+	if out.Prior.Activity == "" || out.Prior.Attempts != 1 {
+		t.Errorf("prior %+v: a left cluster's activity must continue this attempt", out.Prior)
+	}
+}
+
+// out0 is the group attempt a member's context carries.
+func out0(ctx context.Context) lifecycle.Prior { return ctx.Value(memberKey{}).(member).prior }
+
+// A cluster that makes no progress in a group is cancelled and leaves it, saying why;
+// one that heartbeats as it goes stays.
+func TestAStalledClusterLeavesItsGroup(t *testing.T) {
+	defer func(d time.Duration) { groupStall = d }(groupStall)
+	groupStall = 300 * time.Millisecond
+	out, _, err := runGroup(t, []string{"p+slow", "p+stuck"}, nil,
+		func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+			if in.Cluster == "p+stuck" {
+				<-ctx.Done()
+				return lifecycle.ClusterResult{}, ctx.Err()
+			}
+			for deadline := time.Now().Add(4 * time.Second); time.Now().Before(deadline); {
+				beat(ctx)
+				select {
+				case <-ctx.Done():
+					return lifecycle.ClusterResult{}, ctx.Err()
+				case <-time.After(50 * time.Millisecond):
+				}
+			}
+			return lifecycle.ClusterResult{Done: 1}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out.Done) != 1 || out.Done[0].Cluster != "p+slow" {
+		t.Errorf("done %+v, want the cluster that made progress", out.Done)
+	}
+	if len(out.Left) != 1 || out.Left[0].Cluster != "p+stuck" || !strings.Contains(out.Left[0].Error, "no progress") {
+		t.Errorf("left %+v, want the stuck cluster, saying why", out.Left)
+	}
+}
+
+// A cluster that left its group saves its statuses as the group did, its attempts counted
+// on from the group's, so a later save of the group's attempt is refused.
+func TestALeftClusterContinuesTheGroupsAttempts(t *testing.T) {
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	prior := lifecycle.Prior{Activity: "run/7", Attempts: 2, Scheduled: time.Unix(1e9, 0)}
+	env.RegisterActivityWithOptions(func(ctx context.Context, in lifecycle.ClusterInput) (string, error) {
+		w, scheduled := attemptOf(ctx, in)
+		if !scheduled.Equal(prior.Scheduled) {
+			return "", errors.New("patience does not run from the group's first schedule")
+		}
+		return w.Activity + " " + string(rune('0'+w.Number)), nil
+	}, activityOptions("One"))
+	v, err := env.ExecuteActivity("One", lifecycle.ClusterInput{ContextID: "42", Cluster: "p+c1", After: &prior})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got string
+	if err := v.Get(&got); err != nil || got != "run/7 3" {
+		t.Errorf("writer %q (%v), want run/7 3", got, err)
+	}
+}
+
+func activityOptions(name string) activity.RegisterOptions { return activity.RegisterOptions{Name: name} }
