@@ -134,4 +134,6 @@ func TestALeftClusterContinuesTheGroupsAttempts(t *testing.T) {
 	}
 }
 
-func activityOptions(name string) activity.RegisterOptions { return activity.RegisterOptions{Name: name} }
+func activityOptions(name string) activity.RegisterOptions {
+	return activity.RegisterOptions{Name: name}
+}

@@ -6,7 +6,6 @@ import (
 	"context"
 	"time"
 
-
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
