@@ -176,7 +176,8 @@ var opsOfStatus = map[string][]string{
 
 // clusterActivities are shown by the per-resource statuses, not as waiting steps.
 var clusterActivities = []string{lifecycle.ActivityApplyCluster, lifecycle.ActivityDeleteCluster,
-	lifecycle.ActivityPruneCluster, lifecycle.ActivityReadCluster}
+	lifecycle.ActivityPruneCluster, lifecycle.ActivityReadCluster, lifecycle.ActivityApplyGroup, lifecycle.ActivityDeleteGroup,
+	lifecycle.ActivityPruneGroup, lifecycle.ActivityReadGroup}
 
 // batchWorkflows are an operation's own children; the others run for its controllers.
 var batchWorkflows = []string{lifecycle.WorkflowApplyBatch, lifecycle.WorkflowDeleteBatch, lifecycle.WorkflowPruneBatch,

@@ -5,21 +5,26 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
+	"k8s.io/utils/lru"
 
 	"github.com/temco/temco/internal/adapters/credentials"
 	"github.com/temco/temco/internal/adapters/gitops"
@@ -32,36 +37,87 @@ import (
 // client is one cluster as the activities see it: a shared connection and the namespace
 // its kubeconfig context names.
 type client struct {
-	version [32]byte // hash of the sealed kubeconfig: a re-registered cluster gets a new client
 	*conn
 	namespace string // the kubeconfig context's namespace ("" if none)
 }
 
 // conn is shared by every cluster reached through the same API server with the same
 // credentials (clusters that differ only in their context namespace, or edge clusters
-// behind one gateway): one HTTP/2 connection pool, one discovery cache, not one per cluster.
+// behind one gateway). What the server publishes is its endpoint's, shared by every
+// credential used there.
 type conn struct {
-	dyn     dynamic.Interface
-	rest    rest.Interface // raw requests (server-side apply without decoding the answer)
-	disco   discovery.CachedDiscoveryInterface
-	mapper  *restmapper.DeferredDiscoveryRESTMapper // over disco: a Reset reads the APIs again
-	schemas *schemaIndex                            // where the server publishes its OpenAPI schemas
-	shared  *Schemas                                // the schemas parsed, shared by every cluster
-	caps    capsCache
+	dyn  dynamic.Interface
+	rest rest.Interface    // raw requests (server-side apply without decoding the answer)
+	auth http.RoundTripper // the endpoint's transport with these credentials
+	*endpoint
 }
 
-// Clients caches one client per cluster (and per logical cloud whose own credentials
-// are used there).
+// endpoint is one API server as every credential used on it sees it: one HTTP transport
+// (its pool of connections), and what the server publishes, the same for every
+// credential: its APIs (discovery and the REST mapper over it), its OpenAPI schemas and
+// capabilities. Those are read with the credentials of the connection used there last
+// (any credential may read them), so one revoked since is replaced by the next cluster's.
+type endpoint struct {
+	transport *http.Transport
+	last      atomic.Pointer[http.RoundTripper] // the last connection's auth
+	disco     discovery.CachedDiscoveryInterface
+	mapper    *restmapper.DeferredDiscoveryRESTMapper // over disco: a Reset reads the APIs again
+	schemas   *schemaIndex                            // where the server publishes its OpenAPI schemas
+	shared    *Schemas                                // the schemas parsed, shared by every cluster
+	caps      capsCache
+}
+
+// RoundTrip sends a request of the endpoint's own with the last connection's credentials.
+func (e *endpoint) RoundTrip(req *http.Request) (*http.Response, error) {
+	return (*e.last.Load()).RoundTrip(req)
+}
+
+// registration is a cluster's parsed credentials, cached until they change.
+type registration struct {
+	version   [32]byte // hash of the sealed kubeconfig: a re-registered cluster is parsed anew
+	cfg       *rest.Config
+	namespace string
+}
+
+// DefaultMaxConns bounds the connections (credentials) and the endpoints (servers, each
+// with its HTTP transport and discovery cache) a worker keeps: the least recently used
+// beyond it are dropped, their idle connections closed. A fleet larger than this costs a
+// discovery per cluster and operation, not unbounded memory or sockets.
+const DefaultMaxConns = 2000
+
+// connsPerTransport caps the connections of one transport (HTTP/2 multiplexes requests
+// on one; a server that speaks only HTTP/1.1 gets a few), so that thousands of concurrent
+// requests to one server never open thousands of sockets.
+const connsPerTransport = 16
+
+// idleConnTimeout closes a transport's connections unused for that long.
+const idleConnTimeout = 90 * time.Second
+
+// Clients caches each cluster's credentials (and those of each logical cloud used
+// there), one connection per server and credentials, and one endpoint per server and TLS
+// identity, the latter two bounded (MaxConns).
 type Clients struct {
 	Store       *store.Store
 	Keys        *seal.Keyring
 	Credentials *credentials.Store
 	Git         *gitops.Writer // commits GitOps clusters' desired state (nil: GitOps clusters fail)
 	Schemas     Schemas        // the clusters' OpenAPI schemas (see schema.go)
+	MaxConns    int            // 0: DefaultMaxConns
 
-	mu      sync.Mutex
-	clients map[string]*client
-	conns   map[[32]byte]*conn
+	once      sync.Once
+	mu        sync.Mutex // guards clients, and makes one conn or endpoint at a time
+	clients   map[string]*registration
+	conns     *lru.Cache // connKey -> *conn
+	endpoints *lru.Cache // endpointKey -> *endpoint
+}
+
+func (c *Clients) init() {
+	c.once.Do(func() {
+		n := cmp.Or(c.MaxConns, DefaultMaxConns)
+		c.clients = map[string]*registration{}
+		c.conns = lru.New(n)
+		c.endpoints = lru.NewWithEvictionFunc(n, func(_ lru.Key, e any) { e.(*endpoint).transport.CloseIdleConnections() })
+	})
 }
 
 func permanentf(format string, args ...any) error {
@@ -78,83 +134,137 @@ func (c *Clients) For(ctx context.Context, key, cloud string) (*client, error) {
 	return c.client(key, cloud, raw, sealed)
 }
 
-// client returns the cached client of a cluster's credentials, made anew when they changed.
+// client returns a client of a cluster's credentials, parsed anew when they changed.
 func (c *Clients) client(key, cloud string, raw, sealed []byte) (*client, error) {
+	c.init()
 	version := sha256.Sum256(sealed)
 	cacheKey := key + "|" + cloud
 	c.mu.Lock()
-	cached := c.clients[cacheKey]
+	reg := c.clients[cacheKey]
 	c.mu.Unlock()
-	if cached != nil && cached.version == version {
-		return cached, nil
+	if reg == nil || reg.version != version {
+		parsed, err := kubeconfig.Parse(raw)
+		if err != nil {
+			return nil, permanentf("cluster %q: %v", key, err)
+		}
+		reg = &registration{version: version, cfg: parsed.Config, namespace: parsed.Namespace}
+		c.mu.Lock()
+		c.clients[cacheKey] = reg
+		c.mu.Unlock()
 	}
-	parsed, err := kubeconfig.Parse(raw)
-	if err != nil {
-		return nil, permanentf("cluster %q: %v", key, err)
-	}
-	cn, err := c.conn(parsed.Config)
+	cn, err := c.conn(reg.cfg)
 	if err != nil {
 		return nil, err
 	}
-	cl := &client{version: version, conn: cn, namespace: parsed.Namespace}
-	c.mu.Lock()
-	if c.clients == nil {
-		c.clients = map[string]*client{}
-	}
-	c.clients[cacheKey] = cl
-	c.mu.Unlock()
-	return cl, nil
+	return &client{conn: cn, namespace: reg.namespace}, nil
 }
 
 // conn returns the shared connection for cfg's server and credentials.
 func (c *Clients) conn(cfg *rest.Config) (*conn, error) {
+	c.init()
 	key := connKey(cfg)
-	c.mu.Lock()
-	cn := c.conns[key]
-	c.mu.Unlock()
-	if cn != nil {
+	if cn, ok := c.conns.Get(key); ok {
+		cn := cn.(*conn)
+		cn.last.Store(&cn.auth)
 		return cn, nil
 	}
+	c.mu.Lock() // one creation at a time: a cold batch asks for the same one at once
+	defer c.mu.Unlock()
+	if cn, ok := c.conns.Get(key); ok {
+		return cn.(*conn), nil
+	}
+	ep, err := c.endpoint(cfg)
+	if err != nil {
+		return nil, err
+	}
 	cfg = rest.CopyConfig(cfg)
+	// The endpoint's transport has the server's TLS settings; the config keeps what goes in
+	// headers (token, basic auth, impersonation).
+	cfg.TLSClientConfig, cfg.Transport = rest.TLSClientConfig{}, ep.transport
+	auth, err := rest.TransportFor(cfg)
+	if err != nil {
+		return nil, err
+	}
 	// Many objects per activity, many activities per worker: the default 5 QPS would throttle.
 	cfg.QPS, cfg.Burst, cfg.Timeout = 200, 400, 30*time.Second
-	cfg.Dial = (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext
 	dyn, err := dynamic.NewForConfig(cfg)
 	if err != nil {
 		return nil, err
 	}
-	disco, err := discovery.NewDiscoveryClientForConfig(cfg)
+	rc, err := rawClient(cfg)
 	if err != nil {
 		return nil, err
 	}
-	rcfg := rest.CopyConfig(cfg)
-	rcfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
-	rc, err := rest.UnversionedRESTClientFor(rcfg)
-	if err != nil {
-		return nil, err
-	}
-	cached := memory.NewMemCacheClient(disco)
-	cn = &conn{dyn: dyn, rest: rc, disco: cached, mapper: restmapper.NewDeferredDiscoveryRESTMapper(cached),
-		schemas: newSchemaIndex(rc), shared: &c.Schemas}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.conns == nil {
-		c.conns = map[[32]byte]*conn{}
-	}
-	if existing := c.conns[key]; existing != nil { // another activity won the race
-		return existing, nil
-	}
-	c.conns[key] = cn
+	cn := &conn{dyn: dyn, rest: rc, auth: auth, endpoint: ep}
+	ep.last.Store(&cn.auth)
+	c.conns.Add(key, cn)
 	return cn, nil
+}
+
+// endpoint returns the endpoint of cfg's server and TLS identity (c.mu held). Its
+// requests go out with the credentials of the last connection made or used there.
+func (c *Clients) endpoint(cfg *rest.Config) (*endpoint, error) {
+	key := endpointKey(cfg)
+	if ep, ok := c.endpoints.Get(key); ok {
+		return ep.(*endpoint), nil
+	}
+	tlsConf, err := rest.TLSConfigFor(cfg)
+	if err != nil {
+		return nil, permanentf("the kubeconfig's TLS settings: %v", err)
+	}
+	ep := &endpoint{shared: &c.Schemas, transport: utilnet.SetTransportDefaults(&http.Transport{
+		TLSClientConfig:     tlsConf,
+		DialContext:         (&net.Dialer{Timeout: 5 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		TLSHandshakeTimeout: 10 * time.Second,
+		MaxConnsPerHost:     connsPerTransport,
+		MaxIdleConnsPerHost: connsPerTransport,
+		IdleConnTimeout:     idleConnTimeout,
+		Proxy:               cfg.Proxy, // the kubeconfig's proxy-url (nil: the environment's)
+	})}
+	own := &rest.Config{Host: cfg.Host, APIPath: cfg.APIPath, Transport: ep, QPS: 200, Burst: 400, Timeout: 30 * time.Second}
+	disco, err := discovery.NewDiscoveryClientForConfig(own)
+	if err != nil {
+		return nil, err
+	}
+	rc, err := rawClient(own)
+	if err != nil {
+		return nil, err
+	}
+	ep.disco = memory.NewMemCacheClient(disco)
+	ep.mapper = restmapper.NewDeferredDiscoveryRESTMapper(ep.disco)
+	ep.schemas = newSchemaIndex(rc)
+	c.endpoints.Add(key, ep)
+	return ep, nil
+}
+
+// rawClient makes a REST client that sends bodies as they are and does not decode answers.
+func rawClient(cfg *rest.Config) (rest.Interface, error) {
+	cfg = rest.CopyConfig(cfg)
+	cfg.NegotiatedSerializer = scheme.Codecs.WithoutConversion()
+	return rest.UnversionedRESTClientFor(cfg)
 }
 
 // connKey identifies a server and the credentials used on it.
 func connKey(cfg *rest.Config) [32]byte {
-	h := sha256.New()
+	e := endpointKey(cfg)
+	return hashOf(e[:], []byte(cfg.BearerToken), []byte(cfg.Username), []byte(cfg.Password), []byte(cfg.Impersonate.UserName))
+}
+
+// endpointKey identifies a server and the TLS identity used on it. A kubeconfig with a
+// proxy-url (a function, not comparable) gets an endpoint of its own.
+func endpointKey(cfg *rest.Config) [32]byte {
 	t := cfg.TLSClientConfig
-	for _, f := range [][]byte{[]byte(cfg.Host), []byte(cfg.APIPath), []byte(cfg.BearerToken), []byte(cfg.Username),
-		[]byte(cfg.Password), []byte(cfg.Impersonate.UserName), []byte(t.ServerName), []byte(fmt.Sprint(t.Insecure)),
-		t.CAData, t.CertData, t.KeyData} {
+	proxy := ""
+	if cfg.Proxy != nil {
+		proxy = fmt.Sprintf("%p", cfg.Proxy)
+	}
+	return hashOf([]byte(cfg.Host), []byte(cfg.APIPath), []byte(t.ServerName), []byte(fmt.Sprint(t.Insecure)), t.CAData, t.CertData, t.KeyData,
+		[]byte(proxy))
+}
+
+func hashOf(fields ...[]byte) [32]byte {
+	h := sha256.New()
+	for _, f := range fields {
 		fmt.Fprintf(h, "%d:", len(f))
 		h.Write(f)
 	}

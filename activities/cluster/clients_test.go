@@ -37,3 +37,42 @@ func TestConnectionsAreSharedPerServerAndCredentials(t *testing.T) {
 		}
 	}
 }
+
+// Every token used on one server shares the server's HTTP transport (its connections); a
+// client certificate is a TLS identity of its own. Beyond MaxConns, the least recently
+// used connection is dropped and made anew when needed.
+func TestTokensShareTheirServersTransportAndConnectionsAreBounded(t *testing.T) {
+	c := &Clients{MaxConns: 2}
+	server := func(token string) *rest.Config {
+		return &rest.Config{Host: "https://10.0.0.1:6443", BearerToken: token, TLSClientConfig: rest.TLSClientConfig{Insecure: true}}
+	}
+	a, err := c.conn(server("a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := c.conn(server("b"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a == b {
+		t.Fatal("two tokens share a connection")
+	}
+	if c.endpoints.Len() != 1 {
+		t.Errorf("%d endpoints (transports, discovery) for one server and TLS identity, want 1", c.endpoints.Len())
+	}
+	if a.endpoint != b.endpoint {
+		t.Error("two tokens on one server read its APIs twice")
+	}
+	if endpointKey(server("a")) == endpointKey(&rest.Config{Host: "https://10.0.0.1:6443", TLSClientConfig: rest.TLSClientConfig{Insecure: true, CertData: []byte("c"), KeyData: []byte("k")}}) {
+		t.Error("a client certificate shares the transport of token clients")
+	}
+	if _, err := c.conn(server("c")); err != nil {
+		t.Fatal(err)
+	}
+	if c.conns.Len() != 2 {
+		t.Errorf("%d connections kept, want MaxConns (2)", c.conns.Len())
+	}
+	if again, _ := c.conn(server("a")); again == a {
+		t.Error("the least recently used connection was kept beyond MaxConns")
+	}
+}

@@ -25,7 +25,7 @@ func Register(r worker.Registry, d *deps.Deps) { r.RegisterActivity(Shared(d)) }
 // them too.
 func Shared(d *deps.Deps) *Activities {
 	return deps.Shared(d, func() *Activities {
-		clients := &Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials, Git: d.Git}
+		clients := &Clients{Store: d.Store, Keys: d.Keys, Credentials: d.Credentials, Git: d.Git, MaxConns: d.MaxConns}
 		return &Activities{Clients: clients, Contexts: d.Contexts, Metrics: d.Metrics, Report: d.Report}
 	})
 }

@@ -33,7 +33,9 @@ type Deps struct {
 	Controllers []controllers.Builtin // the built-in intent controllers (controllers/registry)
 	// ClustersPerBatch sizes the fan-out batches (0: the default).
 	ClustersPerBatch int
-	Metrics          *metrics.Clusters // nil: not recorded
+	// MaxConns bounds the cluster connections and HTTP transports kept (0: the default).
+	MaxConns int
+	Metrics  *metrics.Clusters // nil: not recorded
 	// Ops operates on DIGs from activities (tac's worker DIGs, migrate, relocate).
 	Ops *starter.Starter
 	// Git commits the desired state of clusters reached through GitOps (nil: they fail).

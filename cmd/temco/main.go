@@ -5,11 +5,15 @@ package main
 import (
 	"context"
 	"fmt"
+	"net"
+	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -24,6 +28,7 @@ func main() {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	servePprof(pprofAddr())
 	root.AddCommand(apiCmd(), workerCmd(), devCmd(), monitorCmd())
 	root.AddCommand(clientCmds()...)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -32,6 +37,34 @@ func main() {
 		fmt.Fprintln(os.Stderr, "temco:", err)
 		os.Exit(1)
 	}
+}
+
+// pprofAddr is TEMCO_PPROF_ADDR_<COMMAND> (TEMCO_PPROF_ADDR_WORKER: the worker's) or else
+// TEMCO_PPROF_ADDR: api and worker started with one environment can each have their own.
+func pprofAddr() string {
+	if len(os.Args) > 1 {
+		if a := os.Getenv("TEMCO_PPROF_ADDR_" + strings.ToUpper(os.Args[1])); a != "" {
+			return a
+		}
+	}
+	return os.Getenv("TEMCO_PPROF_ADDR")
+}
+
+// servePprof serves Go's profiles (/debug/pprof/) on addr when it is set: an operator's
+// way to see where a process spends its time. Keep it on a loopback address.
+func servePprof(addr string) {
+	if addr == "" {
+		return
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "temco: pprof listener:", err)
+		return
+	}
+	go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(l) }()
 }
 
 // envInt returns the integer environment variable key, or def when it is unset or invalid.

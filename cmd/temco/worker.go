@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/registry"
@@ -51,7 +52,7 @@ func (f *temporalFlags) bind(cmd *cobra.Command) {
 func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
-	var perBatch, renderMemory int
+	var perBatch, renderMemory, maxConns int
 	var metricsAddr, gitCache, gacURLAllow string
 	cmd := &cobra.Command{
 		Use:   "worker",
@@ -101,7 +102,7 @@ func workerCmd() *cobra.Command {
 				defer os.RemoveAll(gitDir)
 			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
-				ClustersPerBatch: perBatch, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
+				ClustersPerBatch: perBatch, MaxConns: maxConns, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
 				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
@@ -122,6 +123,8 @@ func workerCmd() *cobra.Command {
 		"MiB of memory one chart's rendering may take (each renders in a child process; one per core at once) [TEMCO_RENDER_MEMORY]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),
 		"clusters per fan-out batch (child workflow); 0 for the default [TEMCO_CLUSTERS_PER_BATCH]")
+	cmd.Flags().IntVar(&maxConns, "cluster-conns", envInt("TEMCO_CLUSTER_CONNS", cluster.DefaultMaxConns),
+		"cluster connections (credentials, each with its discovery cache) and HTTP transports (servers and TLS identities) a worker keeps; the least recently used beyond are closed [TEMCO_CLUSTER_CONNS]")
 	cmd.Flags().IntVar(&deploy.GroupSize, "apply-group", envInt("TEMCO_APPLY_GROUP", deploy.DefaultGroupSize),
 		"clusters of a batch one activity applies, deletes or reads together (a cluster that fails goes on in its own activity); 1: one activity per cluster [TEMCO_APPLY_GROUP]")
 	return cmd

@@ -18,7 +18,7 @@ var phaseNames = []string{"start", "render and placement", "to apply", "apply", 
 
 // phases splits one instantiate, from the request (start) until the client heard of its
 // end (returned), by its workflow history: until the workflow started, rendering and
-// placement (which run together), until the first cluster activity was scheduled, the cluster activities,
+// placement (which run together), until the first cluster (group) activity was scheduled, the cluster activities,
 // until the workflow completed, and until the client heard of it. It tells which part
 // of temco's time is its own and which is the apply. The clusters must be one batch
 // (applied by the operation itself, not by batch child workflows), as in `make bench`.
@@ -53,7 +53,11 @@ func phases(tc temporalclient.Client, workflowID string, start, returned time.Ti
 	if p := last[lifecycle.ActivityPlaceApps]; p.After(prepared) || p.IsZero() {
 		prepared = p
 	}
-	points := []time.Time{start, started, prepared, first[lifecycle.ActivityApplyCluster], last[lifecycle.ActivityApplyCluster], ended, returned}
+	apply := lifecycle.ActivityApplyGroup // or, with groups off, one per cluster
+	if first[apply].IsZero() {
+		apply = lifecycle.ActivityApplyCluster
+	}
+	points := []time.Time{start, started, prepared, first[apply], last[apply], ended, returned}
 	out := make([]time.Duration, len(phaseNames))
 	for i := range out {
 		if points[i].IsZero() || points[i+1].IsZero() {

@@ -21,12 +21,18 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
+	authnv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	corev1ac "k8s.io/client-go/applyconfigurations/core/v1"
 	"k8s.io/client-go/kubernetes"
+	corev1client "k8s.io/client-go/kubernetes/typed/core/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	"k8s.io/utils/ptr"
 
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -84,6 +90,7 @@ func BenchmarkScale(b *testing.B) {
 		cpuW, cpuT := cpuSeconds(worker), cpuSeconds(temporal)
 		since := time.Now().UTC().Add(-time.Second)
 
+		socks := peakSockets(worker)
 		start := time.Now()
 		inst := operate(b, d, tc, lifecycle.OpInstantiate)
 		instantiate := time.Since(start)
@@ -107,12 +114,13 @@ func BenchmarkScale(b *testing.B) {
 		start = time.Now()
 		operate(b, d, tc, lifecycle.OpTerminate)
 		terminate := time.Since(start)
+		peakSocks := socks()
 		wf, events := largestHistory(b, tc, since)
 		rss = append(rss, rssKiB(worker, "VmRSS"))
 		fmt.Printf("scale: N=%d run %d: instantiate %s (%.0f objects/s), terminate %s, status summary %s, "+
-			"largest history %d events (%s), worker %.1f CPU s peak RSS %d MiB (after: %d MiB), Temporal %.1f CPU s peak RSS %d MiB, documents %s\n",
+			"largest history %d events (%s), worker %.1f CPU s peak RSS %d MiB (after: %d MiB) peak sockets %d, Temporal %.1f CPU s peak RSS %d MiB, documents %s\n",
 			n, run, instantiate.Round(time.Millisecond), float64(3*n)/instantiate.Seconds(), terminate.Round(time.Millisecond),
-			summary.Round(time.Millisecond), events, wf, cpuSeconds(worker)-cpuW, rssKiB(worker, "VmHWM")>>10, rss[len(rss)-1]>>10,
+			summary.Round(time.Millisecond), events, wf, cpuSeconds(worker)-cpuW, rssKiB(worker, "VmHWM")>>10, rss[len(rss)-1]>>10, peakSocks,
 			cpuSeconds(temporal)-cpuT, rssKiB(temporal, "VmHWM")>>10, docs)
 		b.ReportMetric(instantiate.Seconds(), fmt.Sprintf("instantiate-s/run%d", run))
 		bestInst, bestTerm = min(bestInst, instantiate), min(bestTerm, terminate)
@@ -121,7 +129,7 @@ func BenchmarkScale(b *testing.B) {
 		fmt.Printf("scale: worker RSS after run 1: %d MiB, after run %d: %d MiB (%+.0f%%)\n", rss[0]>>10, len(rss),
 			rss[len(rss)-1]>>10, 100*float64(rss[len(rss)-1]-rss[0])/float64(rss[0]))
 	}
-	apply, del := rawScaleApply(b, n)
+	apply, del := rawScaleApply(b, n, kubeconfigs)
 	fmt.Printf("scale: N=%d raw client-go server-side apply of the same %d objects: %s (%.0f objects/s), delete %s\n",
 		n, 3*n, apply.Round(time.Millisecond), float64(3*n)/apply.Seconds(), del.Round(time.Millisecond))
 	// The target (≤ 1.5), the best run of each against the raw apply and delete.
@@ -129,18 +137,20 @@ func BenchmarkScale(b *testing.B) {
 }
 
 // scaleClusters makes provider prov's clusters s0..s<n-1>: cluster i is namespace s<i> of
-// the stack's API server i%3. It returns their kubeconfigs; nil when prov is registered
-// already (once per stack).
+// the stack's API server i%3, reached with its own credentials: ServiceAccount "temco" of
+// the namespace, bound to the admin role there alone, and a token of it (so no two
+// clusters share an identity, and none can touch another's namespace). It returns their
+// kubeconfigs; nil when prov is registered already (once per stack).
 func scaleClusters(b *testing.B, prov string, n int) [][]byte {
 	c := &client{}
 	if c.do("GET", "/cluster-providers/"+prov, nil).code == 200 {
 		return nil
 	}
 	mustCode(b, c.do("POST", "/cluster-providers", res(prov, nil)), 201)
-	var base [][]byte
+	var base []*clientcmdapi.Config
 	var sets []*kubernetes.Clientset
 	for _, cl := range stack.Clusters {
-		kc, err := os.ReadFile(cl.Kubeconfig())
+		cfg, err := clientcmd.LoadFromFile(cl.Kubeconfig())
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -148,20 +158,39 @@ func scaleClusters(b *testing.B, prov string, n int) [][]byte {
 		if err != nil {
 			b.Fatal(err)
 		}
-		base, sets = append(base, kc), append(sets, cs)
+		base, sets = append(base, cfg), append(sets, cs)
 	}
 	kubeconfigs := make([][]byte, n)
-	parallel(b, n, 8, func(i int) error {
-		ns := "s" + strconv.Itoa(i)
-		_, err := sets[i%len(sets)].CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
+	ctx := context.Background()
+	parallel(b, n, 32, func(i int) error {
+		ns, cs := "s"+strconv.Itoa(i), sets[i%len(sets)]
+		_, err := cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{})
 		if err != nil && !apierrors.IsAlreadyExists(err) {
 			return err
 		}
-		cfg, err := clientcmd.Load(base[i%len(base)])
+		meta := metav1.ObjectMeta{Name: "temco", Namespace: ns}
+		_, err = cs.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: meta}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		_, err = cs.RbacV1().RoleBindings(ns).Create(ctx, &rbacv1.RoleBinding{ObjectMeta: meta,
+			RoleRef:  rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "admin"},
+			Subjects: []rbacv1.Subject{{Kind: "ServiceAccount", Name: "temco", Namespace: ns}}}, metav1.CreateOptions{})
+		if err != nil && !apierrors.IsAlreadyExists(err) {
+			return err
+		}
+		tr, err := cs.CoreV1().ServiceAccounts(ns).CreateToken(ctx, "temco",
+			&authnv1.TokenRequest{Spec: authnv1.TokenRequestSpec{ExpirationSeconds: ptr.To[int64](48 * 3600)}}, metav1.CreateOptions{})
 		if err != nil {
 			return err
 		}
-		cfg.Contexts[cfg.CurrentContext].Namespace = ns
+		from := base[i%len(base)]
+		server := from.Clusters[from.Contexts[from.CurrentContext].Cluster]
+		cfg := clientcmdapi.NewConfig()
+		cfg.Clusters[ns] = server
+		cfg.AuthInfos[ns] = &clientcmdapi.AuthInfo{Token: tr.Status.Token}
+		cfg.Contexts[ns] = &clientcmdapi.Context{Cluster: ns, AuthInfo: ns, Namespace: ns}
+		cfg.CurrentContext = ns
 		kubeconfigs[i], err = clientcmd.Write(*cfg)
 		return err
 	})
@@ -254,26 +283,32 @@ func documentCounts(b *testing.B) string {
 }
 
 // rawScaleApply applies, then deletes, the benchmark's objects with client-go directly:
-// 64 requests in flight, one client per API server.
-func rawScaleApply(b *testing.B, n int) (apply, del time.Duration) {
-	var clients []*kubernetes.Clientset
-	for _, cl := range stack.Clusters {
-		cfg, err := clientcmd.BuildConfigFromFlags("", cl.Kubeconfig())
+// 64 requests in flight, each cluster with its own credentials (kubeconfigs), as temco
+// reaches it; with the stack's admin credentials when there are none (a stack that had
+// registered the clusters before).
+func rawScaleApply(b *testing.B, n int, kubeconfigs [][]byte) (apply, del time.Duration) {
+	clients := make([]corev1client.CoreV1Interface, n)
+	for i := range n {
+		var cfg *rest.Config
+		var err error
+		if kubeconfigs != nil {
+			cfg, err = clientcmd.RESTConfigFromKubeConfig(kubeconfigs[i])
+		} else {
+			cfg, err = clientcmd.BuildConfigFromFlags("", stack.Clusters[i%len(stack.Clusters)].Kubeconfig())
+		}
 		if err != nil {
 			b.Fatal(err)
 		}
 		cfg.QPS, cfg.Burst = 5000, 5000
-		cs, err := kubernetes.NewForConfig(cfg)
-		if err != nil {
+		if clients[i], err = corev1client.NewForConfig(cfg); err != nil {
 			b.Fatal(err)
 		}
-		clients = append(clients, cs)
 	}
 	for _, remove := range []bool{false, true} {
 		start := time.Now()
 		parallel(b, 3*n, 64, func(k int) error {
 			i, a := k/3, "raw-a"+strconv.Itoa(k%3+1)
-			cms := clients[i%len(clients)].CoreV1().ConfigMaps("s" + strconv.Itoa(i))
+			cms := clients[i].ConfigMaps("s" + strconv.Itoa(i))
 			if remove {
 				return cms.Delete(context.Background(), a, metav1.DeleteOptions{})
 			}
@@ -383,3 +418,38 @@ func rssKiB(pid int, field string) int64 {
 
 // resetPeak restarts the kernel's peak-RSS (VmHWM) accounting of pid.
 func resetPeak(pid int) { _ = os.WriteFile("/proc/"+strconv.Itoa(pid)+"/clear_refs", []byte("5"), 0) }
+
+// sockets counts the open sockets of pid (its connections to the API servers, Temporal and
+// the store).
+func sockets(pid int) int {
+	dir := "/proc/" + strconv.Itoa(pid) + "/fd/"
+	fds, _ := os.ReadDir(dir)
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink(dir + fd.Name()); err == nil && strings.HasPrefix(l, "socket:") {
+			n++
+		}
+	}
+	return n
+}
+
+// peakSockets samples sockets(pid) every 200 ms until the returned stop, which returns
+// the most it saw.
+func peakSockets(pid int) (stop func() int) {
+	done, peak := make(chan struct{}), make(chan int)
+	go func() {
+		most := sockets(pid)
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				peak <- max(most, sockets(pid))
+				return
+			case <-t.C:
+				most = max(most, sockets(pid))
+			}
+		}
+	}()
+	return func() int { close(done); return <-peak }
+}
