@@ -182,7 +182,7 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 	b := newStatusBuilder(q, header.Status)
 	if q.output == "summary" && !q.ready && len(q.clusters) == 0 && len(q.names) == 0 {
 		// The dashboard query, at any scale: per-batch counts, not every cluster's document.
-		if b.deployed, err = s.Contexts.Summary(ctx, ctxID, q.apps); err != nil {
+		if b.deployed, err = s.Contexts.SummaryOf(ctx, header, q.apps); err != nil {
 			return err
 		}
 	} else {

@@ -24,6 +24,7 @@ type Store struct {
 	edits, groups                     *mongo.Collection // controllers' layers, placement before controllers
 	drift                             *mongo.Collection // drift checks: per cluster, and each check's summary
 	claims                            *store.Claims
+	summaries                         summaryCache  // settled contexts' status counts (summarycache.go)
 	keys                              *seal.Keyring // seals Secrets (sealed.go); nil: stored in clear
 }
 

@@ -1,0 +1,69 @@
+package appctx
+
+import (
+	"context"
+	"maps"
+	"testing"
+	"time"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// A settled context whose batches were all counted answers its summary from memory until
+// its header changes; a running one, or one with a batch counted live, reads the store.
+func TestSummaryOfASettledContextIsKeptUntilItsHeaderChanges(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	place(t, s)
+	summary := func(h *Context, want map[string]int) {
+		t.Helper()
+		got, err := s.SummaryOf(ctx, h, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !maps.Equal(got, want) {
+			t.Errorf("summary under %s %s = %v, want %v", h.Status, h.Updated.Format(time.StampMilli), got, want)
+		}
+	}
+	for b := range 3 {
+		clusters, err := s.StartBatch(ctx, "ctx1", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range clusters {
+			apply(t, s, c, lifecycle.ResApplied)
+		}
+		if b < 2 {
+			if err := s.CountBatch(ctx, "ctx1", b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	done := &Context{ID: "ctx1", Status: lifecycle.StatusInstantiated, Updated: time.Now().UTC()}
+	applied := map[string]int{lifecycle.ResApplied: 24}
+	summary(done, applied) // batch 2 counted live: not kept
+	apply(t, s, "p+c5", lifecycle.ResFailed)
+	summary(done, map[string]int{lifecycle.ResApplied: 20, lifecycle.ResFailed: 4})
+
+	apply(t, s, "p+c5", lifecycle.ResApplied)
+	if err := s.CountBatch(ctx, "ctx1", 2); err != nil {
+		t.Fatal(err)
+	}
+	summary(done, applied) // every batch counted: kept
+	apply(t, s, "p+c0", lifecycle.ResDeleted)
+	summary(done, applied) // what no operation could have written is not seen
+
+	if err := s.CountBatch(ctx, "ctx1", 0); err != nil {
+		t.Fatal(err)
+	}
+	later := *done
+	later.Updated = done.Updated.Add(time.Second) // the next operation's end
+	summary(&later, map[string]int{lifecycle.ResApplied: 20, lifecycle.ResDeleted: 4})
+
+	if _, err := s.StartBatch(ctx, "ctx1", 1); err != nil {
+		t.Fatal(err)
+	}
+	apply(t, s, "p+c2", lifecycle.ResDeleted)
+	running := &Context{ID: "ctx1", Status: lifecycle.StatusTerminating, Updated: later.Updated.Add(time.Second)}
+	summary(running, map[string]int{lifecycle.ResApplied: 16, lifecycle.ResDeleted: 8})
+}
