@@ -70,9 +70,14 @@ bench: tools
 ## cluster imports, instantiate and terminate a 3-chart app on them, twice (TEMCO_SCALE_RUNS),
 ## with 50 API clients for 20 s (TEMCO_SCALE_API_SECONDS) after the first instantiate,
 ## against a raw parallel server-side apply; prints the ratios on a line of their own
+## (TEMPORAL=postgresql: on temporal-server with PostgreSQL and 4 history shards, with
+## REPLICAS api and worker processes, 2 by default there)
 CLUSTERS ?= 100
+TEMPORAL ?=
+REPLICAS ?= $(if $(TEMPORAL),2,1)
 bench-scale: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
+	  TEMCO_E2E_TEMPORAL_BACKEND=$(TEMPORAL) TEMCO_E2E_REPLICAS=$(REPLICAS) \
 	  $(GO) test -count=1 -run '^$$' -bench Scale -benchtime 1x -timeout 180m ./tests/e2e/
 
 ## bench-drift: one drift check of a 3-chart DIG over CLUSTERS clusters (as bench-scale's),

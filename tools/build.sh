@@ -2,7 +2,7 @@
 # Builds the pinned development binaries into $BIN (default .bin/) from the Go module
 # proxy only. Each tool's version is pinned by the go.mod in its folder here; a tool
 # is skipped when $BIN/.stamp/<tool> already records that version (idempotent).
-#   tools/build.sh [tool ...]    tools: temporal ferretdb etcd kube kwok crds charts flux certmanager (default: all)
+#   tools/build.sh [tool ...]    tools: temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager (default: all)
 set -euo pipefail
 TOOLS="$(cd "$(dirname "$0")" && pwd)"
 BIN="${BIN:-$TOOLS/../.bin}"
@@ -20,6 +20,16 @@ build_temporal() {
   fresh temporal "$v" && return
   (cd "$TOOLS/temporal" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/temporal" github.com/temporalio/cli/cmd/temporal)
   stamp temporal "$v"
+}
+
+# The production server (PostgreSQL persistence, several history shards) and its schema
+# tool, of the version the CLI's dev server embeds: the scale benchmark and its smoke test.
+build_temporal_server() {
+  local v; v=$(version temporal go.temporal.io/server)
+  fresh temporal-server "$v" && return
+  (cd "$TOOLS/temporal" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/temporal-server" go.temporal.io/server/cmd/server &&
+    go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/temporal-sql-tool" go.temporal.io/server/cmd/tools/sql)
+  stamp temporal-server "$v"
 }
 
 build_kwok() {
@@ -148,6 +158,6 @@ build_certmanager() {
   stamp cert-manager "$v"
 }
 
-for t in "${@:-temporal ferretdb etcd kube kwok crds charts flux certmanager}"; do
+for t in "${@:-temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager}"; do
   for one in $t; do timed "build_$one"; done
 done

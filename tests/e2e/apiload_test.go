@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -15,14 +16,13 @@ import (
 // and of CRUD as a whole (issue 41: p99 ≤ 50 ms for CRUD at 50 clients over 10,000
 // clusters).
 func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration) {
-	c := &client{}
-	if r := c.do("GET", "/projects/load", nil); r.code == 404 {
-		mustCode(b, c.do("POST", "/projects", res("load", nil)), 201)
+	if r := (&client{}).do("GET", "/projects/load", nil); r.code == 404 {
+		mustCode(b, (&client{}).do("POST", "/projects", res("load", nil)), 201)
 	}
 	var mu sync.Mutex
 	took := map[string][]time.Duration{}
 	var failed []string
-	timed := func(op, method, path string, body any, code int) {
+	timed := func(c *client, op, method, path string, body any, code int) {
 		start := time.Now()
 		r := c.do(method, path, body)
 		elapsed := time.Since(start)
@@ -35,18 +35,23 @@ func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration) {
 	}
 	end := time.Now().Add(dur)
 	var wg sync.WaitGroup
+	bases := []string{""} // the stack's api, and its replicas: clients spread over them
+	for _, p := range stack.APIPorts {
+		bases = append(bases, "http://127.0.0.1:"+strconv.Itoa(p)+"/v2")
+	}
 	for w := range clients {
+		c := &client{base: bases[w%len(bases)]}
 		wg.Go(func() {
 			for i := 0; time.Now().Before(end); i++ {
 				name := fmt.Sprintf("w%d-%d", w, i)
 				path := "/projects/load/composite-apps/" + name + "/v1"
-				timed("create", "POST", "/projects/load/composite-apps", res(name, map[string]any{"compositeAppVersion": "v1"}), 201)
-				timed("read", "GET", path, nil, 200)
+				timed(c, "create", "POST", "/projects/load/composite-apps", res(name, map[string]any{"compositeAppVersion": "v1"}), 201)
+				timed(c, "read", "GET", path, nil, 200)
 				spec := res(name, map[string]any{"compositeAppVersion": "v1"})
 				spec["metadata"].(map[string]any)["description"] = "updated"
-				timed("update", "PUT", path, spec, 200)
-				timed("delete", "DELETE", path, nil, 204)
-				timed("status", "GET", d.dig()+"/status?output=summary", nil, 200)
+				timed(c, "update", "PUT", path, spec, 200)
+				timed(c, "delete", "DELETE", path, nil, 204)
+				timed(c, "status", "GET", d.dig()+"/status?output=summary", nil, 200)
 			}
 		})
 	}

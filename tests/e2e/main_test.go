@@ -8,6 +8,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"strconv"
 	"testing"
 
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -55,7 +56,12 @@ func runSuite(m *testing.M) (int, error) {
 	if os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH") != "" {
 		cfg.Env = []string{"TEMCO_CLUSTERS_PER_BATCH=" + os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH")}
 	}
-	fmt.Printf("e2e: MongoDB wire backend %s\n", cmp.Or(cfg.MongoBackend, "sqlite"))
+	// The scale benchmark on a production Temporal (PostgreSQL, several history shards),
+	// with more than one api and worker.
+	cfg.TemporalBackend = os.Getenv("TEMCO_E2E_TEMPORAL_BACKEND")
+	cfg.Replicas, _ = strconv.Atoi(os.Getenv("TEMCO_E2E_REPLICAS"))
+	fmt.Printf("e2e: MongoDB wire backend %s, Temporal %s, %d api and worker processes\n", cmp.Or(cfg.MongoBackend, "sqlite"),
+		cmp.Or(cfg.TemporalBackend, "dev server"), max(1, cfg.Replicas))
 	s, err := testenv.StartStack("e2e", cfg)
 	if err != nil {
 		return 0, err

@@ -158,6 +158,19 @@ func dialable(ctx context.Context, addr string) error {
 
 var errNotReady = errors.New("not ready")
 
+// FreeLowPort finds a free port in 12000-19999: below the clusters' ranges and Linux's
+// ephemeral range (for a server that stores its port as a 16-bit signed integer, as
+// Temporal's membership table does).
+func FreeLowPort() (int, error) {
+	for range 50 {
+		p := 12000 + rand.IntN(8000)
+		if CheckPortsFree(map[string]int{"port": p}) == nil {
+			return p, nil
+		}
+	}
+	return 0, errors.New("no free port in 12000-19999")
+}
+
 // FreeClusterBase finds a first port from which clusters ranges of ten ports (a cluster's,
 // with room for the GitOps cluster's Flux and git server) are all free. The ports are below
 // Linux's ephemeral range (32768+): no outgoing connection takes one between this check

@@ -36,6 +36,13 @@ type Config struct {
 	UIPort          int
 	MongoPort       int
 	MongoBackend    string // "sqlite" (default) or "postgresql" (faster; needs PostgreSQL installed)
+	// TemporalBackend "postgresql" runs temporal-server on PostgreSQL with TemporalShards
+	// history shards (0: DefaultShards), as production does; "" the CLI's dev server on SQLite.
+	TemporalBackend string
+	TemporalShards  int
+	// Replicas of temco api and temco worker (0 or 1: one of each): the others listen on
+	// free ports (APIs) and share the task queue.
+	Replicas int
 	PostgresPort    int
 	APIPort         int
 	MetricsPort     int // the worker's /metrics and /healthz
@@ -82,7 +89,11 @@ type Stack struct {
 	GitOps   *GitOps           // with GitOps: the cluster temco reaches through Git
 	API      *Proc
 	Worker   *Proc
-	KeyFile  string
+	// MoreAPIs and MoreWorkers are the replicas beyond the first (Config.Replicas); each
+	// of MoreAPIs listens on the port in APIPorts of the same index.
+	MoreAPIs, MoreWorkers []*Proc
+	APIPorts              []int
+	KeyFile               string
 
 	CertManager *CertManager // with CertManager: cert-manager's controller on cluster1
 }
@@ -102,6 +113,17 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 		s.Mongo.PostgresURL = s.Postgres.URL()
 	default:
 		return nil, fmt.Errorf("unknown MongoDB-wire backend %q: use sqlite or postgresql", cfg.MongoBackend)
+	}
+	switch cfg.TemporalBackend {
+	case "":
+	case "postgresql":
+		if s.Postgres == nil {
+			s.Postgres = &Postgres{Dir: filepath.Join(cfg.DataDir, "postgres"), Port: cfg.PostgresPort}
+		}
+		s.Temporal.Production = &productionServer{Server: filepath.Join(cfg.BinDir, "temporal-server"),
+			SQLTool: filepath.Join(cfg.BinDir, "temporal-sql-tool"), Postgres: s.Postgres, Shards: cfg.TemporalShards}
+	default:
+		return nil, fmt.Errorf("unknown Temporal backend %q: use postgresql, or nothing for the dev server", cfg.TemporalBackend)
 	}
 	for i := range cfg.Clusters {
 		name := "cluster" + strconv.Itoa(i+1)
@@ -156,6 +178,9 @@ func (s *Stack) checkPorts() error {
 
 func (s *Stack) checkBinaries() error {
 	bins := []string{"temporal", "ferretdb", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
+	if s.Temporal.Production != nil {
+		bins = append(bins, "temporal-server", "temporal-sql-tool")
+	}
 	for _, f := range moduleCRDFolders { // the definitions every cluster applies
 		bins = append(bins, filepath.Join("crds", f))
 	}
@@ -178,16 +203,25 @@ func (s *Stack) startInfrastructure(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil { // 0755: PostgreSQL runs as its own user
 		return err
 	}
-	mongo := s.Mongo.Start
-	if s.Postgres != nil {
-		mongo = func(ctx context.Context) error {
-			if err := s.Postgres.Start(ctx); err != nil {
-				return err
+	temporal, mongo := s.Temporal.Start, s.Mongo.Start
+	if s.Postgres != nil { // FerretDB's store, or the production Temporal's
+		var pg sync.Once
+		var pgErr error
+		startPG := func(ctx context.Context) error { pg.Do(func() { pgErr = s.Postgres.Start(ctx) }); return pgErr }
+		after := func(start func(context.Context) error) func(context.Context) error {
+			return func(ctx context.Context) error {
+				if err := startPG(ctx); err != nil {
+					return err
+				}
+				return start(ctx)
 			}
-			return s.Mongo.Start(ctx)
+		}
+		mongo = after(mongo)
+		if s.Temporal.Production != nil {
+			temporal = after(temporal)
 		}
 	}
-	starters := []func(context.Context) error{s.Temporal.Start, mongo}
+	starters := []func(context.Context) error{temporal, mongo}
 	for _, c := range s.Clusters {
 		starters = append(starters, func(ctx context.Context) error {
 			if err := c.Start(ctx); err != nil {
@@ -222,7 +256,47 @@ func (s *Stack) startTemco(ctx context.Context) error {
 	if err := s.StartAPI(ctx); err != nil {
 		return err
 	}
-	return s.StartWorker(ctx)
+	if err := s.StartWorker(ctx); err != nil {
+		return err
+	}
+	for i := 2; i <= s.cfg.Replicas; i++ {
+		if err := s.startReplica(ctx, i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startReplica starts api and worker number i (2, 3, ...) beside the first ones: the api
+// on a free port, the worker with its own metrics port and git cache.
+func (s *Stack) startReplica(ctx context.Context, i int) error {
+	apiPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	metricsPort, err := FreePort()
+	if err != nil {
+		return err
+	}
+	n := strconv.Itoa(i)
+	env := append(s.env(), "TEMCO_API_ADDR=127.0.0.1:"+strconv.Itoa(apiPort))
+	api, err := StartProc("temco api "+n, filepath.Join(s.cfg.DataDir, "logs", "api"+n+".log"), s.cfg.Self, []string{"api"}, env)
+	if err != nil {
+		return err
+	}
+	s.MoreAPIs, s.APIPorts = append(s.MoreAPIs, api), append(s.APIPorts, apiPort)
+	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", apiPort)
+	if err := WaitReady(ctx, api, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, health) }); err != nil {
+		return err
+	}
+	env = append(s.env(), "TEMCO_METRICS_ADDR=127.0.0.1:"+strconv.Itoa(metricsPort),
+		"TEMCO_GIT_CACHE="+filepath.Join(s.cfg.DataDir, "git", "cache"+n))
+	w, err := StartProc("temco worker "+n, filepath.Join(s.cfg.DataDir, "logs", "worker"+n+".log"), s.cfg.Self, []string{"worker"}, env)
+	if err != nil {
+		return err
+	}
+	s.MoreWorkers = append(s.MoreWorkers, w)
+	return WaitReady(ctx, w, 60*time.Second, func(ctx context.Context) error { return s.workerPolling(ctx, w.Cmd.Process.Pid) })
 }
 
 func (s *Stack) env() []string {
@@ -371,6 +445,9 @@ func (s *Stack) Wait(ctx context.Context) error {
 
 // Stop ends temco first, then the clusters, FerretDB and Temporal.
 func (s *Stack) Stop() {
+	for _, p := range append(s.MoreWorkers, s.MoreAPIs...) {
+		p.Stop(15 * time.Second)
+	}
 	s.Worker.Stop(15 * time.Second)
 	s.API.Stop(15 * time.Second)
 	if s.CertManager != nil && s.CertManager.Proc() != nil {

@@ -22,7 +22,10 @@ type Temporal struct {
 	Namespace        string            // created at start ("default" always exists)
 	SearchAttributes map[string]string // name -> type, registered at start
 	CodecEndpoint    string            // optional remote codec for the UI
-	proc             *Proc
+	// Production, when set, runs temporal-server on PostgreSQL instead of the dev server
+	// (temporalserver.go); it has no Web UI.
+	Production *productionServer
+	proc       *Proc
 }
 
 // Address is the frontend host:port for SDK clients.
@@ -31,10 +34,14 @@ func (t *Temporal) Address() string { return net.JoinHostPort("127.0.0.1", strco
 // UIURL is the Web UI address.
 func (t *Temporal) UIURL() string { return fmt.Sprintf("http://127.0.0.1:%d", t.UIPort) }
 
-// Start runs the dev server and waits until the frontend is healthy and the UI answers.
+// Start runs the dev server and waits until the frontend is healthy and the UI answers
+// (or the production server, until it serves the namespace with its search attributes).
 func (t *Temporal) Start(ctx context.Context) error {
 	if err := os.MkdirAll(t.Dir, 0o755); err != nil {
 		return err
+	}
+	if t.Production != nil {
+		return t.startProduction(ctx)
 	}
 	args := []string{"server", "start-dev", "--ip", "127.0.0.1",
 		"--port", strconv.Itoa(t.Port), "--ui-port", strconv.Itoa(t.UIPort),
@@ -67,10 +74,7 @@ func (t *Temporal) Start(ctx context.Context) error {
 		return err
 	}
 	t.proc = p
-	ns := t.Namespace
-	if ns == "" {
-		ns = "default"
-	}
+	ns := t.namespace()
 	err = WaitReady(ctx, p, 120*time.Second, func(ctx context.Context) error {
 		c, err := client.DialContext(ctx, client.Options{HostPort: t.Address(), Namespace: ns, Logger: quietLogger{}})
 		if err != nil {
@@ -86,6 +90,13 @@ func (t *Temporal) Start(ctx context.Context) error {
 		p.Stop(10 * time.Second)
 	}
 	return err
+}
+
+func (t *Temporal) namespace() string {
+	if t.Namespace == "" {
+		return "default"
+	}
+	return t.Namespace
 }
 
 // Proc is the running server process.
