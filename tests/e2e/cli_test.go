@@ -12,137 +12,16 @@ import (
 )
 
 // session is an emcoctl file as EMCO users write them: one document per resource, in
-// the order they depend on each other, the variable parts in a values file.
-const session = `version: emco/v2
-resourceContext:
-  anchor: projects
-metadata:
-  name: {{.Project}}
----
-version: emco/v2
-resourceContext:
-  anchor: cluster-providers
-metadata:
-  name: {{.Provider}}
-{{- range .Clusters}}
----
-version: emco/v2
-resourceContext:
-  anchor: cluster-providers/{{$.Provider}}/clusters
-metadata:
-  name: {{.name}}
-file: {{.kubeconfig}}
----
-version: emco/v2
-resourceContext:
-  anchor: cluster-providers/{{$.Provider}}/clusters/{{.name}}/labels
-clusterLabel: {{$.Label}}
-{{- end}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/logical-clouds
-metadata:
-  name: default
-spec:
-  level: "0"
-{{- range .Clusters}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{$.Project}}/logical-clouds/default/cluster-references
-metadata:
-  name: {{.name}}
-spec:
-  clusterProvider: {{$.Provider}}
-  cluster: {{.name}}
-{{- end}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/logical-clouds/default/instantiate
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/composite-apps
-metadata:
-  name: shop
-spec:
-  compositeAppVersion: v1
-{{- range .Apps}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{$.Project}}/composite-apps/shop/v1/apps
-metadata:
-  name: {{.}}
-file: {{.}}.tgz
-{{- end}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/composite-apps/shop/v1/composite-profiles
-metadata:
-  name: shop-profile
-{{- range .Apps}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{$.Project}}/composite-apps/shop/v1/composite-profiles/shop-profile/profiles
-metadata:
-  name: {{.}}-profile
-spec:
-  app: {{.}}
-file: profile.tgz
-{{- end}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups
-metadata:
-  name: shop-dig
-spec:
-  compositeProfile: shop-profile
-  version: r1
-  logicalCloud: default
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/generic-placement-intents
-metadata:
-  name: shop-placement
-{{- range .Apps}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{$.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/generic-placement-intents/shop-placement/app-intents
-metadata:
-  name: {{.}}-placement
-spec:
-  app: {{.}}
-  intent:
-    allOf:
-    - clusterProvider: {{$.Provider}}
-      clusterLabel: {{$.Label}}
-{{- end}}
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/intents
-metadata:
-  name: shop-intents
-spec:
-  intent:
-    genericPlacementIntent: shop-placement
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/approve
----
-version: emco/v2
-resourceContext:
-  anchor: projects/{{.Project}}/composite-apps/shop/v1/deployment-intent-groups/shop-dig/instantiate
-`
+// the order they depend on each other, the variable parts in a values file (clusters, a
+// logical cloud, a composite app of Apps, a DIG placed by label, instantiate). The
+// production-Temporal smoke test (tests/production) runs it too.
+var session = func() string {
+	b, err := os.ReadFile("../testdata/emcoctl/session.yaml")
+	if err != nil {
+		panic(err)
+	}
+	return string(b)
+}()
 
 // temco runs the temco binary's client commands against the stack's API.
 func temco(t *testing.T, dir string, args ...string) (string, error) {
