@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale bench-drift histories fmt clean fuzz emco-example chromium
+.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-drift histories fmt clean fuzz emco-example chromium
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -79,6 +79,16 @@ bench-scale: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
 	  TEMCO_E2E_TEMPORAL_BACKEND=$(TEMPORAL) TEMCO_E2E_REPLICAS=$(REPLICAS) \
 	  $(GO) test -count=1 -run '^$$' -bench Scale -benchtime 1x -timeout 180m ./tests/e2e/
+
+## bench-rollouts: DIGS DIGs (100) with 3-stage rollout strategies over FLEET clusters
+## (1000) instantiated at once, and one DIG placed by label on a tenth of them, ten times:
+## p50/p90/p99 beside KubeFleet's published figures (BENCHMARKS.md)
+DIGS ?= 100
+FLEET ?= 1000
+bench-rollouts: tools
+	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(FLEET) \
+	  TEMCO_ROLLOUT_DIGS=$(DIGS) TEMCO_E2E_TEMPORAL_BACKEND=$(TEMPORAL) TEMCO_E2E_REPLICAS=$(REPLICAS) \
+	  $(GO) test -count=1 -run '^$$' -bench RolloutFleet -benchtime 1x -timeout 120m ./tests/e2e/
 
 ## bench-drift: one drift check of a 3-chart DIG over CLUSTERS clusters (as bench-scale's),
 ## then one with correctDrift after a ConfigMap was deleted on every tenth (BENCHMARKS.md)

@@ -15,6 +15,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -31,6 +32,12 @@ var groupStall = time.Minute // tests shorten it
 
 // errStalled is why a stalled cluster left its group.
 var errStalled = fmt.Errorf("no progress for %s: left its group to be retried on its own", groupStall)
+
+// clusterSlots bounds the clusters a worker works on at once across its groups: a group
+// takes one Temporal activity slot for up to 50 clusters, so the worker's slots no longer
+// bound them. 400, as many as the worker's activity slots (workers.Options) allowed
+// clusters at once before groups.
+var clusterSlots = semaphore.NewWeighted(400)
 
 // member marks the context of a cluster worked on in a group: its attempt is the group's,
 // and its heartbeats record when it last made progress.
@@ -112,6 +119,10 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 			continue
 		}
 		g.Go(func() error {
+			if err := clusterSlots.Acquire(ctx, 1); err != nil {
+				return err // cancelled while waiting for a slot
+			}
+			defer clusterSlots.Release(1)
 			w := &stallWatch{last: new(atomic.Int64)}
 			w.last.Store(time.Now().UnixNano())
 			mctx, cancel := context.WithCancelCause(context.WithValue(ctx, memberKey{}, member{prior: out.Prior, last: w.last}))

@@ -34,7 +34,7 @@ func BenchmarkDriftCheck(b *testing.B) {
 	}
 	prov := fmt.Sprintf("scale%d", n)
 	setup := time.Now()
-	importScaleClusters(b, prov, "", scaleClusters(b, prov, n))
+	importScaleClusters(b, prov, "", scaleClusters(b, prov, n), nil)
 	d := &deployment{t: &testing.T{}, c: &client{}, project: fmt.Sprintf("drift%d", n), logicalCloud: "all"}
 	for _, a := range []string{"d1", "d2", "d3"} {
 		d.apps = append(d.apps, app{name: a, placement: map[string]any{"allOf": []any{map[string]any{"clusterProvider": prov, "clusterLabel": "scale"}}},

@@ -64,7 +64,7 @@ func BenchmarkScale(b *testing.B) {
 		lc := "/projects/" + d.project + "/logical-clouds/all"
 		mustCode(b, d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("all", map[string]any{"level": "0"})), 201)
 		start := time.Now()
-		importScaleClusters(b, prov, d.project, kubeconfigs)
+		importScaleClusters(b, prov, d.project, kubeconfigs, nil)
 		fmt.Printf("scale: N=%d registration (clusters with kubeconfig, label and logical-cloud reference; imports of %d, 2 at once): %s\n",
 			n, scaleImport, time.Since(start).Round(time.Millisecond))
 		mustCode(b, d.c.do("POST", lc+"/instantiate", nil), 202)
@@ -210,10 +210,10 @@ func scaleClusters(b *testing.B, prov string, n int) [][]byte {
 // scaleImport is how many clusters one import registers.
 const scaleImport = 1000
 
-// importScaleClusters registers prov's clusters (scaleClusters), labelled "scale" and
-// referenced by project's logical cloud "all" (none without a project), scaleImport at a
-// time, two imports at once.
-func importScaleClusters(b *testing.B, prov, project string, kubeconfigs [][]byte) {
+// importScaleClusters registers prov's clusters (scaleClusters), labelled "scale" (and
+// what more adds for cluster i) and referenced by project's logical cloud "all" (none
+// without a project), scaleImport at a time, two imports at once.
+func importScaleClusters(b *testing.B, prov, project string, kubeconfigs [][]byte, more func(i int) []string) {
 	c := &client{}
 	imports := (len(kubeconfigs) + scaleImport - 1) / scaleImport
 	parallel(b, imports, 2, func(k int) error {
@@ -221,6 +221,9 @@ func importScaleClusters(b *testing.B, prov, project string, kubeconfigs [][]byt
 		for i := k * scaleImport; i < min(len(kubeconfigs), (k+1)*scaleImport); i++ {
 			cl := map[string]any{"metadata": map[string]any{"name": "s" + strconv.Itoa(i)},
 				"kubeconfig": string(kubeconfigs[i]), "labels": []string{"scale"}}
+			if more != nil {
+				cl["labels"] = append([]string{"scale"}, more(i)...)
+			}
 			if project != "" {
 				cl["logicalClouds"] = []map[string]string{{"project": project, "logicalCloud": "all"}}
 			}

@@ -21,10 +21,16 @@ type Postgres struct {
 	proc *Proc
 }
 
-// URL is the connection URL of the database FerretDB stores into.
+// URL is the connection URL of the database FerretDB stores into. FerretDB 1.x stops
+// answering when more requests are in flight than its pool has connections (50 by
+// default: seen with two workers of 100 MongoDB connections each, every request waiting
+// minutes), so its pool is made larger than what temco's processes open (100 each).
 func (p *Postgres) URL() string {
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/ferretdb", p.Port)
+	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/ferretdb?pool_max_conns=%d", p.Port, ferretPoolConns)
 }
+
+// ferretPoolConns is FerretDB's pool: above 4 temco processes' 100 connections each.
+const ferretPoolConns = 450
 
 // asPostgres runs a PostgreSQL program as the "postgres" user when we are root: the
 // server refuses to run as root.
@@ -52,7 +58,7 @@ func (p *Postgres) Start(ctx context.Context) error {
 		}
 	}
 	bin, args := asPostgres("postgres", "-D", data, "-p", strconv.Itoa(p.Port), "-h", "127.0.0.1", "-k", p.Dir,
-		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=200",
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off", "-c", "max_connections=600", // FerretDB's pool (ferretPoolConns) and the production Temporal's
 		"-c", "plan_cache_mode=force_custom_plan") // see ginMirror
 	proc, err := StartProc("postgres", filepath.Join(p.Dir, "postgres.log"), bin, args, nil)
 	if err != nil {

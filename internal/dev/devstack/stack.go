@@ -31,18 +31,18 @@ type Config struct {
 	DataDir string // all state (.data); reused by the next start
 	Self    string // the temco binary, started as `temco api` and `temco worker`
 
-	Clusters        int
-	TemporalPort    int
-	UIPort          int
-	MongoPort       int
-	MongoBackend    string // "sqlite" (default) or "postgresql" (faster; needs PostgreSQL installed)
+	Clusters     int
+	TemporalPort int
+	UIPort       int
+	MongoPort    int
+	MongoBackend string // "sqlite" (default) or "postgresql" (faster; needs PostgreSQL installed)
 	// TemporalBackend "postgresql" runs temporal-server on PostgreSQL with TemporalShards
 	// history shards (0: DefaultShards), as production does; "" the CLI's dev server on SQLite.
 	TemporalBackend string
 	TemporalShards  int
 	// Replicas of temco api and temco worker (0 or 1: one of each): the others listen on
 	// free ports (APIs) and share the task queue.
-	Replicas int
+	Replicas        int
 	PostgresPort    int
 	APIPort         int
 	MetricsPort     int // the worker's /metrics and /healthz
