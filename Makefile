@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-drift histories fmt clean fuzz emco-example chromium
+.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift histories fmt clean fuzz emco-example chromium
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -89,6 +89,14 @@ bench-rollouts: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(FLEET) \
 	  TEMCO_ROLLOUT_DIGS=$(DIGS) TEMCO_E2E_TEMPORAL_BACKEND=$(TEMPORAL) TEMCO_E2E_REPLICAS=$(REPLICAS) \
 	  $(GO) test -count=1 -run '^$$' -bench RolloutFleet -benchtime 1x -timeout 120m ./tests/e2e/
+
+## bench-restart: the scale DIG on FLEET clusters (1000) instantiated uninterrupted, then
+## with the worker killed a third of the way, then with the Temporal server killed: times
+## and the API servers' count of server-side applies (BENCHMARKS.md)
+bench-restart: tools
+	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(FLEET) \
+	  TEMCO_E2E_TEMPORAL_BACKEND=$(TEMPORAL) TEMCO_E2E_REPLICAS=$(REPLICAS) \
+	  $(GO) test -count=1 -run '^$$' -bench Restart -benchtime 1x -timeout 60m ./tests/e2e/
 
 ## bench-drift: one drift check of a 3-chart DIG over CLUSTERS clusters (as bench-scale's),
 ## then one with correctDrift after a ConfigMap was deleted on every tenth (BENCHMARKS.md)

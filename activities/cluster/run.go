@@ -37,8 +37,11 @@ type run struct {
 	// scheduled is when the activity's first attempt was scheduled.
 	scheduled time.Time
 	saved     time.Time // last write of the statuses
-	unsaved   bool      // statuses changed since
-	barrier   configBarrier
+	// resumed: an earlier attempt of this activity (or of the group it left) saved the
+	// statuses; what it recorded Applied is not applied again (worker restarts).
+	resumed bool
+	unsaved bool // statuses changed since
+	barrier configBarrier
 }
 
 // heartbeatAfter is how long a cluster activity runs before it heartbeats: the first
@@ -64,7 +67,8 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 		placements []*appctx.ClusterApp
 		applied    map[string]string
 		tg         target
-		clErr      error // kept apart: a permanently unusable cluster is recorded, not returned
+		clErr      error           // kept apart: a permanently unusable cluster is recorded, not returned
+		saved      *appctx.Attempt // who last saved the statuses
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
@@ -81,7 +85,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 		return apl.Wait()
 	})
 	g.Go(func() (err error) {
-		placements, err = a.Contexts.PlacedApps(gctx, in.ContextID, in.Cluster)
+		placements, saved, err = a.Contexts.PlacedAppsBy(gctx, in.ContextID, in.Cluster)
 		return err
 	})
 	if in.Previous != "" {
@@ -98,7 +102,8 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
 		applied: applied, previous: in.Previous != "", target: tg, attempt: writer.Number, started: time.Now(), saved: time.Now(),
-		scheduled: scheduled, writer: writer}
+		scheduled: scheduled, writer: writer,
+		resumed: saved != nil && saved.Activity == writer.Activity && saved.Number < writer.Number}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}

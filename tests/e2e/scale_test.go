@@ -54,25 +54,7 @@ func BenchmarkScale(b *testing.B) {
 	}
 	prov := fmt.Sprintf("scale%d", n)
 	setup := time.Now()
-	kubeconfigs := scaleClusters(b, prov, n)
-	d := &deployment{t: &testing.T{}, c: &client{}, project: prov, logicalCloud: "all"}
-	for _, a := range []string{"a1", "a2", "a3"} {
-		d.apps = append(d.apps, app{name: a, placement: map[string]any{"allOf": []any{map[string]any{"clusterProvider": prov, "clusterLabel": "scale"}}},
-			chart: testenv.Chart(a, "", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + a + "\ndata:\n  k: v\n"})})
-	}
-	d.setUpCloud = func(d *deployment) {
-		lc := "/projects/" + d.project + "/logical-clouds/all"
-		mustCode(b, d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("all", map[string]any{"level": "0"})), 201)
-		start := time.Now()
-		importScaleClusters(b, prov, d.project, kubeconfigs, nil)
-		fmt.Printf("scale: N=%d registration (clusters with kubeconfig, label and logical-cloud reference; imports of %d, 2 at once): %s\n",
-			n, scaleImport, time.Since(start).Round(time.Millisecond))
-		mustCode(b, d.c.do("POST", lc+"/instantiate", nil), 202)
-		d.awaitCloud("all", lifecycle.StatusInstantiated)
-	}
-	if d.c.do("GET", "/projects/"+d.project, nil).code == 404 {
-		d.create()
-	}
+	d, kubeconfigs := scaleDeployment(b, prov, n)
 	fmt.Printf("scale: %d clusters registered, cloud and DIG ready in %s (%d creates retried after a 5xx)\n",
 		n, time.Since(setup).Round(time.Second), retried.Load())
 
@@ -144,6 +126,33 @@ func BenchmarkScale(b *testing.B) {
 		n, 3*n, apply.Round(time.Millisecond), float64(3*n)/apply.Seconds(), del.Round(time.Millisecond))
 	// The target (≤ 1.5), the best run of each against the raw apply and delete.
 	fmt.Printf("scale: N=%d ratio instantiate %.2f terminate %.2f\n", n, bestInst.Seconds()/apply.Seconds(), bestTerm.Seconds()/del.Seconds())
+}
+
+// scaleDeployment makes prov's n clusters (scaleClusters), registers them (imports) in a
+// logical cloud "all" of project prov, and creates and approves the benchmark's DIG: 3
+// one-ConfigMap charts placed on all of them by label. It returns the DIG and the
+// clusters' kubeconfigs.
+func scaleDeployment(b *testing.B, prov string, n int) (*deployment, [][]byte) {
+	kubeconfigs := scaleClusters(b, prov, n)
+	d := &deployment{t: &testing.T{}, c: &client{}, project: prov, logicalCloud: "all"}
+	for _, a := range []string{"a1", "a2", "a3"} {
+		d.apps = append(d.apps, app{name: a, placement: map[string]any{"allOf": []any{map[string]any{"clusterProvider": prov, "clusterLabel": "scale"}}},
+			chart: testenv.Chart(a, "", map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: " + a + "\ndata:\n  k: v\n"})})
+	}
+	d.setUpCloud = func(d *deployment) {
+		lc := "/projects/" + d.project + "/logical-clouds/all"
+		mustCode(b, d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("all", map[string]any{"level": "0"})), 201)
+		start := time.Now()
+		importScaleClusters(b, prov, d.project, kubeconfigs, nil)
+		fmt.Printf("scale: N=%d registration (clusters with kubeconfig, label and logical-cloud reference; imports of %d, 2 at once): %s\n",
+			n, scaleImport, time.Since(start).Round(time.Millisecond))
+		mustCode(b, d.c.do("POST", lc+"/instantiate", nil), 202)
+		d.awaitCloud("all", lifecycle.StatusInstantiated)
+	}
+	if d.c.do("GET", "/projects/"+d.project, nil).code == 404 {
+		d.create()
+	}
+	return d, kubeconfigs
 }
 
 // scaleClusters makes provider prov's clusters s0..s<n-1>: cluster i is namespace s<i> of
