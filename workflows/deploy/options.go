@@ -36,15 +36,22 @@ func groupSize(ctx workflow.Context) int {
 	return n
 }
 
-// grouped is a kind's activity options for its group activity: a group heartbeats, so
-// a worker that died with it is noticed soon, whatever the kind's options say.
+// grouped is a kind's activity options for its group activity. A group heartbeats, so a
+// worker that died with it is noticed soon, whatever the kind's options say; and it may
+// wait for the worker's cluster slots (activities/cluster/group.go) besides its slowest
+// cluster's time, so it gets groupTime times the kind's time to end, 10 minutes at least.
+// A cluster that stalls leaves the group on its own after a minute.
 func grouped(ctx workflow.Context) workflow.Context {
 	o := workflow.GetActivityOptions(ctx)
 	if o.HeartbeatTimeout == 0 {
 		o.HeartbeatTimeout = 10 * time.Second
 	}
+	o.StartToCloseTimeout = max(groupTime*o.StartToCloseTimeout, 10*time.Minute)
 	return workflow.WithActivityOptions(ctx, o)
 }
+
+// groupTime multiplies a kind's StartToCloseTimeout for its group activity.
+const groupTime = 5
 
 // continuing is activity options for a cluster that left its group after attempts: a
 // limit on attempts counts the group's too (one at least remains).
