@@ -119,12 +119,8 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 // The response is not decoded: the status code says all we need.
 //
 // In an update, an object the previous revision applied with the same content is left
-// alone: nothing on the cluster changes, not even its resourceVersion; nor is one an
-// earlier attempt of the same activity recorded Applied (a worker that died mid-apply).
+// alone: nothing on the cluster changes, not even its resourceVersion.
 func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) (warning string, err error) {
-	if r.resumed && res.Status == lifecycle.ResApplied { // an earlier attempt applied it: same content
-		return res.Warning, nil
-	}
 	m, err := r.cl.mapping(obj.Ref, r.defaultNamespace())
 	if err != nil {
 		return "", err

@@ -12,7 +12,6 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 
-	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -137,16 +136,4 @@ func TestALeftClusterContinuesTheGroupsAttempts(t *testing.T) {
 
 func activityOptions(name string) activity.RegisterOptions {
 	return activity.RegisterOptions{Name: name}
-}
-
-// An attempt that follows one of the same activity (or of the group a cluster left)
-// applies nothing that attempt recorded Applied: a worker killed mid-apply costs only
-// what was in flight. (Reaching the cluster would panic here: the run has no client.)
-func TestAResumedAttemptDoesNotApplyWhatWasAppliedAgain(t *testing.T) {
-	r := &run{resumed: true}
-	res := appctx.ResourceStatus{Status: lifecycle.ResApplied, Warning: "applied without spec.replicas"}
-	warning, err := r.applyObject(&appctx.Object{Ref: appctx.Ref{Version: "v1", Kind: "ConfigMap", Name: "x"}}, &res)
-	if err != nil || warning != res.Warning {
-		t.Errorf("applyObject = %q, %v; want the recorded warning and no request", warning, err)
-	}
 }

@@ -67,8 +67,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 		placements []*appctx.ClusterApp
 		applied    map[string]string
 		tg         target
-		clErr      error           // kept apart: a permanently unusable cluster is recorded, not returned
-		saved      *appctx.Attempt // who last saved the statuses
+		clErr      error // kept apart: a permanently unusable cluster is recorded, not returned
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
@@ -85,7 +84,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 		return apl.Wait()
 	})
 	g.Go(func() (err error) {
-		placements, saved, err = a.Contexts.PlacedAppsBy(gctx, in.ContextID, in.Cluster)
+		placements, err = a.Contexts.PlacedApps(gctx, in.ContextID, in.Cluster)
 		return err
 	})
 	if in.Previous != "" {
@@ -102,8 +101,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
 		applied: applied, previous: in.Previous != "", target: tg, attempt: writer.Number, started: time.Now(), saved: time.Now(),
-		scheduled: scheduled, writer: writer,
-		resumed: saved != nil && saved.Activity == writer.Activity && saved.Number < writer.Number}
+		scheduled: scheduled, writer: writer}
 	for _, p := range placements {
 		r.byApp[p.App] = p
 	}

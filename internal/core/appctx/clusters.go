@@ -28,18 +28,11 @@ func (s *Store) ClusterApps(ctx context.Context, ctxID, cluster string) ([]*Clus
 // PlacedApps is ClusterApps for a caller that holds the rendered apps and lists the
 // placements itself (see List).
 func (s *Store) PlacedApps(ctx context.Context, ctxID, cluster string) ([]*ClusterApp, error) {
-	apps, _, err := s.PlacedAppsBy(ctx, ctxID, cluster)
-	return apps, err
-}
-
-// PlacedAppsBy is PlacedApps and the cluster activity attempt that last saved their
-// statuses (nil: none has).
-func (s *Store) PlacedAppsBy(ctx context.Context, ctxID, cluster string) ([]*ClusterApp, *Attempt, error) {
 	d, err := s.clusterDoc(ctx, ctxID, cluster)
 	if d == nil || err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	return d.Apps, d.Writer, nil
+	return d.Apps, nil
 }
 
 // clusterDoc reads the document of one cluster of a context (nil if it has none).

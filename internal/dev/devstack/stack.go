@@ -178,7 +178,7 @@ func (s *Stack) checkPorts() error {
 
 func (s *Stack) checkBinaries() error {
 	bins := []string{"temporal", "ferretdb", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kwok"}
-	if s.Temporal.Production != nil {
+	if s.Temporal != nil && s.Temporal.Production != nil {
 		bins = append(bins, "temporal-server", "temporal-sql-tool")
 	}
 	for _, f := range moduleCRDFolders { // the definitions every cluster applies
