@@ -37,11 +37,8 @@ type run struct {
 	// scheduled is when the activity's first attempt was scheduled.
 	scheduled time.Time
 	saved     time.Time // last write of the statuses
-	// resumed: an earlier attempt of this activity (or of the group it left) saved the
-	// statuses; what it recorded Applied is not applied again (worker restarts).
-	resumed bool
-	unsaved bool // statuses changed since
-	barrier configBarrier
+	unsaved   bool      // statuses changed since
+	barrier   configBarrier
 }
 
 // heartbeatAfter is how long a cluster activity runs before it heartbeats: the first
