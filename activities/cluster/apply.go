@@ -119,7 +119,8 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 // The response is not decoded: the status code says all we need.
 //
 // In an update, an object the previous revision applied with the same content is left
-// alone: nothing on the cluster changes, not even its resourceVersion.
+// alone: nothing on the cluster changes, not even its resourceVersion. So is, in a retried
+// attempt, an object the cluster already has as applied (asApplied).
 func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) (warning string, err error) {
 	m, err := r.cl.mapping(obj.Ref, r.defaultNamespace())
 	if err != nil {
@@ -132,7 +133,7 @@ func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) (warni
 	if err != nil {
 		return "", err
 	}
-	if unchanged(r.applied, obj, m.namespace) {
+	if unchanged(r.applied, obj, m.namespace) || r.retried && r.asApplied(obj, m, p.bodyOf(obj)) {
 		return dropWarning(p.Dropped), nil
 	}
 	err = r.patch(obj, m, p)
@@ -154,12 +155,16 @@ func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) (warni
 
 // patch sends the server-side apply of obj, pruned as p says.
 func (r *run) patch(obj *appctx.Object, m mapped, p prunedObject) error {
-	body := p.Body
-	if body == nil {
-		body = []byte(obj.Manifest)
-	}
 	return r.cl.rest.Patch(types.ApplyPatchType).AbsPath(m.path(obj.Name)...).
-		Param("fieldManager", FieldManager).Param("force", "true").Body(body).Do(r.ctx).Error()
+		Param("fieldManager", FieldManager).Param("force", "true").Body(p.bodyOf(obj)).Do(r.ctx).Error()
+}
+
+// bodyOf is what applying obj sends: its manifest as pruned, or as stored when nothing was.
+func (p prunedObject) bodyOf(obj *appctx.Object) []byte {
+	if p.Body == nil {
+		return []byte(obj.Manifest)
+	}
+	return p.Body
 }
 
 func (r *run) defaultNamespace() string {

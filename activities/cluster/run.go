@@ -31,6 +31,7 @@ type run struct {
 	apps     map[string]*appctx.App
 	byApp    map[string]*appctx.ClusterApp
 	attempt  int32
+	retried  bool           // not the first attempt: objects are looked at before they are applied
 	writer   appctx.Attempt // saves its statuses as: a later attempt's saves refuse this one's
 	result   lifecycle.ClusterResult
 	started  time.Time
@@ -97,7 +98,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	apps = appctx.ForCluster(apps, placements) // controllers may have edited this cluster's objects
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
-		applied: applied, previous: in.Previous != "", target: tg, attempt: writer.Number, started: time.Now(), saved: time.Now(),
+		applied: applied, previous: in.Previous != "", target: tg, attempt: writer.Number, retried: writer.Number > 1, started: time.Now(), saved: time.Now(),
 		scheduled: scheduled, writer: writer}
 	for _, p := range placements {
 		r.byApp[p.App] = p

@@ -259,7 +259,8 @@ func TestRejectedManifestFailsWithoutRetry(t *testing.T) {
 }
 
 // Killing the worker in the middle of an instantiate loses nothing: after a restart the
-// operation completes with every object present exactly once.
+// operation completes with every object present exactly once, and what was applied before
+// the kill is not applied again (the API servers count one apply per Service).
 func TestWorkerKilledDuringInstantiate(t *testing.T) {
 	d := newDeployment(t,
 		app{name: "base", chart: webChart("base"), placement: clusterLabel("edge")},
@@ -267,6 +268,7 @@ func TestWorkerKilledDuringInstantiate(t *testing.T) {
 		app{name: "slow", chart: webChart("slow"), placement: clusterLabel("edge"), dependsOn: "base", wait: 8},
 	)
 	d.create()
+	services := applyCount(t, "services")
 	acc := d.operate(lifecycle.OpInstantiate)
 	d.await("base applied, slow pending", time.Minute, "", func(s status) bool {
 		return s.RsyncStatus[lifecycle.ResApplied] >= 3 && s.RsyncStatus[lifecycle.ResPending] > 0
@@ -280,6 +282,9 @@ func TestWorkerKilledDuringInstantiate(t *testing.T) {
 	recordHistory(t, acc.WorkflowID, "Instantiate-worker-killed")
 	if s.RsyncStatus[lifecycle.ResApplied] != 12 {
 		t.Errorf("rsync-status %v, want 12 Applied", s.RsyncStatus)
+	}
+	if n := applyCount(t, "services") - services; n != 4 {
+		t.Errorf("%d server-side applies of the 4 Services (2 apps on 2 clusters): some were applied again", n)
 	}
 	for _, cl := range stack.Clusters[:2] {
 		for _, a := range []string{"base", "slow"} {

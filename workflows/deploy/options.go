@@ -36,19 +36,23 @@ func groupSize(ctx workflow.Context) int {
 	return n
 }
 
-// grouped is a kind's activity options for its group activity. A group heartbeats, so a
-// worker that died with it is noticed soon, whatever the kind's options say; and it may
-// wait for the worker's cluster slots (activities/cluster/group.go) besides its slowest
-// cluster's time, so it gets groupTime times the kind's time to end, 10 minutes at least.
-// A cluster that stalls leaves the group on its own after a minute.
+// grouped is a kind's activity options for its group activity. A group heartbeats every
+// few seconds whatever its clusters do, so a worker that died with it is noticed within
+// groupHeartbeat, whatever the kind's options say: a group holds up to 50 clusters, and
+// their retry waits for it. It may wait for the worker's cluster slots
+// (activities/cluster/group.go) besides its slowest cluster's time, so it gets groupTime
+// times the kind's time to end, 10 minutes at least. A cluster that stalls leaves the
+// group on its own after a minute.
 func grouped(ctx workflow.Context) workflow.Context {
 	o := workflow.GetActivityOptions(ctx)
-	if o.HeartbeatTimeout == 0 {
-		o.HeartbeatTimeout = 10 * time.Second
-	}
+	o.HeartbeatTimeout = groupHeartbeat
 	o.StartToCloseTimeout = max(groupTime*o.StartToCloseTimeout, 10*time.Minute)
 	return workflow.WithActivityOptions(ctx, o)
 }
+
+// groupHeartbeat is a group's HeartbeatTimeout: its heartbeats are sent every 4 s at most
+// (Temporal's client throttles them to 80% of it).
+const groupHeartbeat = 5 * time.Second
 
 // groupTime multiplies a kind's StartToCloseTimeout for its group activity.
 const groupTime = 5
