@@ -190,7 +190,7 @@ func (s *Store) saveCluster(ctx context.Context, ctxID, cluster string, by Attem
 		}})
 		set = append(set, bson.E{Key: "writer", Value: by})
 	}
-	return s.exclusive(ctx, s.clusters, id, func(ctx context.Context) error {
+	return s.exclusiveAs(ctx, s.clusters, id, by, func(ctx context.Context) error {
 		res, err := s.clusters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: set}})
 		if err != nil || res.MatchedCount > 0 || by.Activity == "" {
 			return err

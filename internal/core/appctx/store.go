@@ -56,6 +56,15 @@ func (s *Store) exclusive(ctx context.Context, c *mongo.Collection, id string, w
 	return s.claims.Exclusive(ctx, c.Name()+":"+id, write)
 }
 
+// exclusiveAs is exclusive for an attempt of a cluster activity (none: by.Activity ""): a
+// later attempt takes over the claim an earlier one left within seconds, not a lease.
+func (s *Store) exclusiveAs(ctx context.Context, c *mongo.Collection, id string, by Attempt, write func(ctx context.Context) error) error {
+	if by.Activity == "" {
+		return s.exclusive(ctx, c, id, write)
+	}
+	return s.claims.ExclusiveAs(ctx, c.Name()+":"+id, store.Holder{Name: by.Activity, Attempt: by.Number}, write)
+}
+
 func clusterID(ctxID, cluster string) string { return ctxID + "/" + cluster }
 
 func batchID(ctxID string, batch int) string { return fmt.Sprintf("%s/batch/%d", ctxID, batch) }

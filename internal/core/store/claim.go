@@ -29,11 +29,34 @@ import (
 //     deadline; the driver then abandons the request and FerretDB cancels it), while others
 //     take the claim over only once it is a lease old. Clocks of the processes sharing a
 //     database must agree to within lease/2.
+//   - The holder was one attempt of a Temporal activity, and a later attempt of it wants
+//     the claim (Holder): Temporal has given up on the earlier one, mostly because its
+//     worker died, so its claim is taken over once it is supersededAfter old, not a
+//     lease: a retried attempt does not wait half a minute for every cluster the dead
+//     worker was writing.
 type claimDoc struct {
-	ID  string    `bson:"_id"` // random: identifies this claim alone
-	Key string    `bson:"key"` // the claimed resource's _id; unique
-	At  time.Time `bson:"at"`
+	ID     string    `bson:"_id"` // random: identifies this claim alone
+	Key    string    `bson:"key"` // the claimed resource's _id; unique
+	At     time.Time `bson:"at"`
+	Holder *Holder   `bson:"holder,omitempty"`
 }
+
+// Holder names a writer that is one of a succession: the attempts of one Temporal
+// activity (Name), numbered (Attempt). A later attempt supersedes an earlier one.
+type Holder struct {
+	Name    string `bson:"name"`
+	Attempt int32  `bson:"attempt"`
+}
+
+// supersedes reports whether h may take over a claim other holds.
+func (h *Holder) supersedes(other *Holder) bool {
+	return h != nil && other != nil && h.Name == other.Name && h.Attempt > other.Attempt
+}
+
+// supersededAfter is how old a superseded holder's claim must be to be taken over: far
+// longer than a write takes (milliseconds), so that an earlier attempt still alive is not
+// cut off mid-write; about the time Temporal takes to notice a dead worker and retry.
+const supersededAfter = 5 * time.Second
 
 const (
 	claimWait       = 2 * time.Second // how long a writer waits for another (see poll)
@@ -47,14 +70,14 @@ func ensureClaimIndex(ctx context.Context, claims *mongo.Collection) error {
 // exclusive runs write while holding the claim on resource id. write's context ends when
 // the claim is lease/2 old and is not cancelled with ctx: a protocol under way finishes.
 func (s *Store) exclusive(ctx context.Context, id string, write func(ctx context.Context) error) error {
-	return s.exclusiveAt(ctx, id, 0, write)
+	return s.exclusiveAt(ctx, id, 0, nil, write)
 }
 
 // exclusiveAt is exclusive for a write conditional on revision rev (0: none): it stops
 // waiting for the claim with ErrConflict (ErrNotFound) once the resource has moved past
-// rev (is gone), as the write would fail anyway.
-func (s *Store) exclusiveAt(ctx context.Context, id string, rev int64, write func(ctx context.Context) error) error {
-	c, err := s.claim(ctx, id, rev)
+// rev (is gone), as the write would fail anyway. holder (nil: anonymous) names the writer.
+func (s *Store) exclusiveAt(ctx context.Context, id string, rev int64, holder *Holder, write func(ctx context.Context) error) error {
+	c, err := s.claim(ctx, id, rev, holder)
 	if err != nil {
 		return err
 	}
@@ -67,13 +90,14 @@ func (s *Store) exclusiveAt(ctx context.Context, id string, rev int64, write fun
 }
 
 // claim inserts a claim on id, waiting while a live writer holds it and taking over one
-// whose holder died (older than the lease). Error: ErrBusy after waiting claimWait; with
-// rev > 0, ErrConflict or ErrNotFound once the resource is no longer at rev.
-func (s *Store) claim(ctx context.Context, id string, rev int64) (*claimDoc, error) {
+// whose holder died (older than the lease) or is superseded by holder. Error: ErrBusy
+// after waiting claimWait; with rev > 0, ErrConflict or ErrNotFound once the resource is
+// no longer at rev.
+func (s *Store) claim(ctx context.Context, id string, rev int64, holder *Holder) (*claimDoc, error) {
 	var c *claimDoc
 	got, err := s.poll(ctx, func() (bool, error) {
 		for tookOver := false; ; tookOver = true {
-			c = &claimDoc{ID: crand.Text(), Key: id, At: s.now()}
+			c = &claimDoc{ID: crand.Text(), Key: id, At: s.now(), Holder: holder}
 			_, err := s.claims.InsertOne(ctx, c)
 			if err == nil {
 				return true, nil
@@ -88,9 +112,9 @@ func (s *Store) claim(ctx context.Context, id string, rev int64) (*claimDoc, err
 				return false, nil // released meanwhile
 			case err != nil:
 				return false, fmt.Errorf("claim %s: %w", id, err)
-			case s.now().Sub(held.At) >= lease && !tookOver:
-				// A dead holder's: removed, and claimed again at once, not after a pause
-				// (on a slow database the pause could outlast the whole wait).
+			case !tookOver && (s.now().Sub(held.At) >= lease || holder.supersedes(held.Holder) && s.now().Sub(held.At) >= supersededAfter):
+				// A dead or superseded holder's: removed, and claimed again at once, not
+				// after a pause (on a slow database the pause could outlast the whole wait).
 				if _, err := s.claims.DeleteOne(ctx, bson.D{{Key: "_id", Value: held.ID}}); err != nil {
 					return false, err
 				}

@@ -67,3 +67,42 @@ func TestAConditionalWriteStopsWaitingOnceItHasLost(t *testing.T) {
 		wantCode(t, s.Update(ctx, stale), ErrConflict)
 	})
 }
+
+// A later attempt of the activity whose earlier attempt left a claim takes it over within
+// seconds, not a lease; anyone else, and the earlier attempt itself, still wait.
+func TestALaterAttemptTakesOverItsPredecessorsClaim(t *testing.T) {
+	forEachBackend(t, "", func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		s.claimWait = 50 * time.Millisecond
+		c := &Claims{s: s}
+		left := func(at time.Time) {
+			t.Helper()
+			if _, err := s.claims.DeleteMany(ctx, bson.D{}); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.claims.InsertOne(ctx, claimDoc{ID: "left", Key: "k", At: at, Holder: &Holder{Name: "run/7", Attempt: 1}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		wrote := false
+		write := func(context.Context) error { wrote = true; return nil }
+		left(s.now().Add(-2 * supersededAfter))
+		for _, h := range []Holder{{Name: "run/7", Attempt: 1}, {Name: "run/8", Attempt: 2}} {
+			wantCode(t, c.ExclusiveAs(ctx, "k", h, write), ErrBusy)
+		}
+		wantCode(t, c.Exclusive(ctx, "k", write), ErrBusy)
+		if wrote {
+			t.Fatal("a writer that supersedes nobody wrote under another's claim")
+		}
+		if err := c.ExclusiveAs(ctx, "k", Holder{Name: "run/7", Attempt: 2}, write); err != nil || !wrote {
+			t.Fatalf("the next attempt did not take its predecessor's claim over: %v", err)
+		}
+		// A claim the earlier attempt took a moment ago may be a write under way: waited for.
+		left(s.now())
+		wrote = false
+		wantCode(t, c.ExclusiveAs(ctx, "k", Holder{Name: "run/7", Attempt: 2}, write), ErrBusy)
+		if wrote {
+			t.Fatal("a fresh claim of an earlier attempt was taken over")
+		}
+	})
+}

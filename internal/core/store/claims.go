@@ -27,3 +27,9 @@ func NewClaims(ctx context.Context, db *mongo.Database) (*Claims, error) {
 func (c *Claims) Exclusive(ctx context.Context, key string, write func(ctx context.Context) error) error {
 	return c.s.exclusive(ctx, key, write)
 }
+
+// ExclusiveAs is Exclusive for a writer that is one attempt of a succession: a claim an
+// earlier attempt left is taken over within seconds rather than a lease.
+func (c *Claims) ExclusiveAs(ctx context.Context, key string, holder Holder, write func(ctx context.Context) error) error {
+	return c.s.exclusiveAt(ctx, key, 0, &holder, write)
+}

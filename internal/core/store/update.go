@@ -17,7 +17,7 @@ import (
 // reference being deleted is waited for (the delete does not wait for a committed
 // referrer: it refuses), so the update answers as if it came after that delete.
 func (s *Store) Update(ctx context.Context, d *Doc) error {
-	return s.exclusiveAt(ctx, d.ID, d.Rev, func(ctx context.Context) error {
+	return s.exclusiveAt(ctx, d.ID, d.Rev, nil, func(ctx context.Context) error {
 		old, err := s.Get(ctx, d.ID)
 		if err != nil {
 			return err
@@ -47,7 +47,7 @@ func (s *Store) Update(ctx context.Context, d *Doc) error {
 // Rev (ErrConflict otherwise). Nothing else is written: a state change adds no reference,
 // so unlike Update it needs no read first.
 func (s *Store) SetState(ctx context.Context, d *Doc) error {
-	err := s.exclusiveAt(ctx, d.ID, d.Rev, func(ctx context.Context) error {
+	err := s.exclusiveAt(ctx, d.ID, d.Rev, nil, func(ctx context.Context) error {
 		d.Updated = s.now()
 		res, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "rev", Value: d.Rev}, visible},
 			bson.D{{Key: "$set", Value: bson.D{{Key: "rev", Value: d.Rev + 1}, {Key: "updated", Value: d.Updated}, {Key: "state", Value: d.State}}}})
