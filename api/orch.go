@@ -52,6 +52,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	register(g, s, kind[model.AppIntentSpec]{name: model.KindAppIntent, check: checkAppIntent, changed: unapprove,
 		coll: routeGPI + "/app-intents", item: routeGPI + "/app-intents/:appIntent"})
 	s.registerRollout(g)
+	s.registerCapacity(g)
 }
 
 // caOf returns the composite app _id that contains id: "/projects/p/composite-apps/ca/v".

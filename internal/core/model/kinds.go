@@ -31,6 +31,9 @@ const (
 	KindLogicalCloudKV   = "logicalCloudKV"
 	// KindRolloutStrategy is temco's own: a DIG's staged rollout (internal/core/rollout).
 	KindRolloutStrategy = "rolloutStrategy"
+	// KindCapacityPlacement is temco's own: the clusters a DIG's workloads run on, chosen
+	// from their capacity (internal/core/capacity).
+	KindCapacityPlacement = "capacityPlacement"
 )
 
 // Decode parses a stored resource body.

@@ -1,0 +1,281 @@
+package capacity
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// State is where a cluster stands in a capacity placement (the seed's state machine, with
+// UNHEALTHY added).
+type State string
+
+const (
+	// Active: the workloads run there and it counts towards the clusters below the ceiling.
+	Active State = "ACTIVE"
+	// ScalingIn: the load no longer needs it; drained (when asked) and removed at the floor.
+	ScalingIn State = "SCALING_IN"
+	// Evicting: no longer eligible; drained (when asked) and removed.
+	Evicting State = "EVICTING"
+	// Unhealthy: unreachable for UnhealthyAfter; out of the placement, replaced, and
+	// eligible again once it answers.
+	Unhealthy State = "UNHEALTHY"
+)
+
+// Member is one cluster the autoscaler keeps: in the placement unless Unhealthy.
+type Member struct {
+	Cluster string    `json:"cluster"`
+	State   State     `json:"state"`
+	Since   time.Time `json:"since"`  // of the state
+	Reason  string    `json:"reason"` // of the last transition
+	Added   time.Time `json:"added"`  // to the placement (the cool-down counts from it)
+	// Unreachable is when its signals first failed to be read in a row (zero: read).
+	Unreachable time.Time `json:"unreachable,omitzero"`
+}
+
+// Signals are what one evaluation read of one cluster, its workloads' taken together: a
+// cluster is at its capacity ceiling when any workload is, wants fewer when every one does.
+type Signals struct {
+	Reachable bool   `json:"reachable"`
+	Error     string `json:"error,omitempty"` // why it was not
+	// Unschedulable counts the workloads' pods pending because no node can take them.
+	Unschedulable int `json:"unschedulable"`
+	// AtMaxReplicas: an HPA is at its maximum and ScalingLimited (it wants more).
+	AtMaxReplicas bool `json:"atMaxReplicas"`
+	// WantsFewer: every HPA is at its minimum and ScalingLimited (it wants fewer).
+	WantsFewer bool `json:"wantsFewer"`
+	// AtFloor: every workload runs no more replicas than the floor of a cluster being
+	// emptied (the drain's maximum, else the HPA's minimum).
+	AtFloor bool `json:"atFloor"`
+}
+
+// AtCeiling tells whether the cluster can take no more of the workloads' pods.
+func (s Signals) AtCeiling() bool { return s.Unschedulable > 0 || s.AtMaxReplicas }
+
+// Decision is what one evaluation decided: the placement's clusters to add and remove (one
+// update of the DIG carries them), the clusters whose HPAs to drain or restore, every
+// transition with its reason, and the members after it.
+type Decision struct {
+	Add         []string     `json:"add,omitempty"`
+	Remove      []string     `json:"remove,omitempty"`
+	Drain       []string     `json:"drain,omitempty"`
+	Restore     []string     `json:"restore,omitempty"`
+	Transitions []Transition `json:"transitions,omitempty"`
+	Members     []Member     `json:"members"`
+}
+
+// Changes tells whether the decision changes the placement's clusters.
+func (d Decision) Changes() bool { return len(d.Add) > 0 || len(d.Remove) > 0 }
+
+// Transition is one cluster's change of state; From "" is a cluster added, To "" one removed.
+type Transition struct {
+	Cluster string `json:"cluster"`
+	From    State  `json:"from,omitempty"`
+	To      State  `json:"to,omitempty"`
+	Reason  string `json:"reason"`
+}
+
+// Decide is one evaluation: from the members, the eligible clusters in order of preference,
+// the signals read (by cluster; a member without signals was not read) and the time, what
+// changes. It is pure, so the autoscaler workflow calls it directly and every decision
+// replays. The rules, in order:
+//
+//  1. a member no longer eligible is Evicting; an Active one unreachable for UnhealthyAfter
+//     is Unhealthy (out of the placement); an Unhealthy one that answers again is forgotten
+//     (eligible as any other);
+//  2. a cluster Scaling in or Evicting is removed once its workloads are at the floor (at
+//     once when Evicting without a drain), or once it has been unreachable for
+//     UnhealthyAfter (nothing can be drained there);
+//  3. scale out, while fewer Active clusters than MinClustersBelowCapacityCeiling are below
+//     their ceiling or fewer than MinClusters are Active, up to MaxClusters: a cluster
+//     Scaling in comes back first (its HPA restored), then the next eligible cluster;
+//  4. otherwise scale in, unless disabled and not within Cooldown of the last cluster
+//     added (hysteresis): of the Active clusters whose workloads want fewer, the least
+//     preferred goes Scaling in (drained when asked), if that leaves enough clusters below
+//     the ceiling and MinClusters Active. One at a time.
+func Decide(spec Spec, members []Member, eligible []string, signals map[string]Signals, now time.Time) Decision {
+	spec = spec.WithDefaults()
+	d := Decision{}
+	rank := map[string]int{}
+	for i, c := range eligible {
+		rank[c] = i
+	}
+	move := func(m *Member, to State, reason string) {
+		d.Transitions = append(d.Transitions, Transition{Cluster: m.Cluster, From: m.State, To: to, Reason: reason})
+		m.State, m.Since, m.Reason = to, now, reason
+	}
+	var kept []Member
+	for _, m := range members {
+		s, read := signals[m.Cluster]
+		switch {
+		case read && s.Reachable:
+			m.Unreachable = time.Time{}
+		case m.Unreachable.IsZero():
+			m.Unreachable = now
+		}
+		_, ok := rank[m.Cluster]
+		switch {
+		case m.State == Unhealthy && (!ok || read && s.Reachable):
+			d.Transitions = append(d.Transitions, Transition{Cluster: m.Cluster, From: Unhealthy, Reason: "answers again: eligible as any other cluster"})
+			continue
+		case !ok && m.State != Evicting && m.State != Unhealthy:
+			move(&m, Evicting, "no longer eligible")
+			if spec.ScaleIn.Drain != nil {
+				d.Drain = append(d.Drain, m.Cluster)
+			}
+		case m.State == Active && !m.Unreachable.IsZero() && now.Sub(m.Unreachable) >= time.Duration(spec.UnhealthyAfter):
+			move(&m, Unhealthy, fmt.Sprintf("unreachable for %s: %s", now.Sub(m.Unreachable).Round(time.Second), s.Error))
+			d.Remove = append(d.Remove, m.Cluster)
+		}
+		lost := !m.Unreachable.IsZero() && now.Sub(m.Unreachable) >= time.Duration(spec.UnhealthyAfter)
+		if (m.State == ScalingIn || m.State == Evicting) && (read && s.Reachable && s.AtFloor || m.State == Evicting && spec.ScaleIn.Drain == nil || lost) {
+			why := removedWhy(m.State, spec)
+			if lost {
+				why = fmt.Sprintf("unreachable for %s while being emptied: removed", now.Sub(m.Unreachable).Round(time.Second))
+			}
+			d.Transitions = append(d.Transitions, Transition{Cluster: m.Cluster, From: m.State, Reason: why})
+			d.Remove = append(d.Remove, m.Cluster)
+			continue
+		}
+		kept = append(kept, m)
+	}
+
+	count := func() (active, below int) {
+		for _, m := range kept {
+			if m.State != Active {
+				continue
+			}
+			active++
+			if s, read := signals[m.Cluster]; read && s.Reachable && !s.AtCeiling() {
+				below++
+			}
+		}
+		return active, below
+	}
+	active, below := count()
+	placed := func() int { // clusters the workloads run on
+		n := 0
+		for _, m := range kept {
+			if m.State != Unhealthy {
+				n++
+			}
+		}
+		return n
+	}
+	short := func() string {
+		switch {
+		case active < spec.MinClusters:
+			return fmt.Sprintf("%d active, fewer than minClusters (%d)", active, spec.MinClusters)
+		case below < spec.MinClustersBelowCapacityCeiling:
+			return fmt.Sprintf("%d active cluster(s) below their capacity ceiling, fewer than %d", below, spec.MinClustersBelowCapacityCeiling)
+		}
+		return ""
+	}
+	for why := short(); why != "" && (spec.MaxClusters == 0 || active < spec.MaxClusters); why = short() {
+		if i := slices.IndexFunc(kept, func(m Member) bool { return m.State == ScalingIn }); i >= 0 {
+			move(&kept[i], Active, "scale out: "+why)
+			d.Restore = append(d.Restore, kept[i].Cluster)
+		} else if c := next(eligible, kept); c != "" && (spec.MaxClusters == 0 || placed() < spec.MaxClusters) {
+			kept = append(kept, Member{Cluster: c, State: Active, Since: now, Added: now, Reason: "scale out: " + why})
+			d.Transitions = append(d.Transitions, Transition{Cluster: c, To: Active, Reason: "scale out: " + why})
+			d.Add = append(d.Add, c)
+		} else {
+			break // nothing left to add
+		}
+		// A cluster added has not been read: it counts as below its ceiling until it is.
+		active, below = active+1, below+1
+	}
+	if short() == "" && !spec.ScaleIn.Disabled && !d.Changes() {
+		if c := scaleInCandidate(spec, kept, signals, rank, now); c >= 0 {
+			if active-1 >= spec.MinClusters && below-1 >= spec.MinClustersBelowCapacityCeiling {
+				move(&kept[c], ScalingIn, "its workloads want fewer replicas than their minimum")
+				if spec.ScaleIn.Drain != nil {
+					d.Drain = append(d.Drain, kept[c].Cluster)
+				}
+			}
+		}
+	}
+	d.Members = kept
+	slices.SortStableFunc(d.Members, func(a, b Member) int { return order(rank, a.Cluster) - order(rank, b.Cluster) })
+	return d
+}
+
+func removedWhy(s State, spec Spec) string {
+	switch {
+	case s == Evicting && spec.ScaleIn.Drain == nil:
+		return "no longer eligible: removed"
+	case spec.ScaleIn.Drain != nil:
+		return fmt.Sprintf("drained to %d replica(s): removed", spec.ScaleIn.Drain.MaxReplicas)
+	}
+	return "down to its minimum replicas: removed"
+}
+
+// order ranks a cluster by preference; clusters no longer eligible go last.
+func order(rank map[string]int, c string) int {
+	if r, ok := rank[c]; ok {
+		return r
+	}
+	return len(rank)
+}
+
+// next is the most preferred eligible cluster that is not a member.
+func next(eligible []string, members []Member) string {
+	for _, c := range eligible {
+		if !slices.ContainsFunc(members, func(m Member) bool { return m.Cluster == c }) {
+			return c
+		}
+	}
+	return ""
+}
+
+// scaleInCandidate is the least preferred Active member whose workloads want fewer, once
+// the last cluster added has run the cool-down (-1: none).
+func scaleInCandidate(spec Spec, members []Member, signals map[string]Signals, rank map[string]int, now time.Time) int {
+	for _, m := range members {
+		if now.Sub(m.Added) < time.Duration(spec.ScaleIn.Cooldown) {
+			return -1 // the last scale-out is recent: the load that asked for it may come back
+		}
+	}
+	best := -1
+	for i, m := range members {
+		s, read := signals[m.Cluster]
+		if m.State != Active || !read || !s.Reachable || !s.WantsFewer {
+			continue
+		}
+		if best < 0 || order(rank, m.Cluster) > order(rank, members[best].Cluster) {
+			best = i
+		}
+	}
+	return best
+}
+
+// Clusters lists the members the workloads run on (every state but Unhealthy), in order.
+func Clusters(members []Member) []string {
+	var out []string
+	for _, m := range members {
+		if m.State != Unhealthy {
+			out = append(out, m.Cluster)
+		}
+	}
+	return out
+}
+
+// Describe is a decision in a line, for the DIG's history and the dashboard.
+func (d Decision) Describe() string {
+	var parts []string
+	for _, t := range d.Transitions {
+		from, to := string(t.From), string(t.To)
+		if from == "" {
+			from = "added"
+		}
+		if to == "" {
+			to = "removed"
+		}
+		parts = append(parts, fmt.Sprintf("%s %s→%s (%s)", t.Cluster, from, to, t.Reason))
+	}
+	if len(parts) == 0 {
+		return "no change"
+	}
+	return strings.Join(parts, "; ")
+}
