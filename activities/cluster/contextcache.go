@@ -12,7 +12,16 @@ import (
 type contextCacheEntry struct {
 	header *appctx.Context
 	apps   map[string]*appctx.App // nil until loaded
+	size   int                    // bytes of the apps' manifests
 }
+
+// The cache holds the contexts most recently used, as many as maxCachedContexts and
+// maxCachedBytes of manifests allow: a fleet of rollouts runs a hundred contexts at once,
+// and a context evicted is loaded again by each of its next activities.
+const (
+	maxCachedContexts = 256
+	maxCachedBytes    = 256 << 20
+)
 
 // header returns the header of a context, cached: every cluster of a context needs it,
 // and what they read of it does not change once the context is prepared (its status
@@ -33,9 +42,7 @@ func (a *Activities) header(ctx context.Context, ctxID string) (*appctx.Context,
 		}
 		a.cacheMu.Lock()
 		a.cache = append([]*contextCacheEntry{{header: h}}, a.cache...)
-		if len(a.cache) > 8 {
-			a.cache = a.cache[:8]
-		}
+		a.evict()
 		a.cacheMu.Unlock()
 		return h, nil
 	})
@@ -68,9 +75,10 @@ func (a *Activities) context(ctx context.Context, ctxID string) (*appctx.Context
 		a.cacheMu.Lock()
 		for _, e := range a.cache {
 			if e.header.ID == ctxID {
-				e.apps = apps
+				e.apps, e.size = apps, manifestBytes(apps)
 			}
 		}
+		a.evict()
 		a.cacheMu.Unlock()
 		return apps, nil
 	})
@@ -86,14 +94,41 @@ func detached(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
 }
 
-// cached returns what the cache holds of a context (nil when nothing).
+// cached returns what the cache holds of a context (nil when nothing), and makes it the
+// most recently used.
 func (a *Activities) cached(ctxID string) (*appctx.Context, map[string]*appctx.App) {
 	a.cacheMu.Lock()
 	defer a.cacheMu.Unlock()
-	for _, e := range a.cache {
+	for i, e := range a.cache {
 		if e.header.ID == ctxID {
+			copy(a.cache[1:i+1], a.cache[:i])
+			a.cache[0] = e
 			return e.header, e.apps
 		}
 	}
 	return nil, nil
+}
+
+// evict drops the least recently used contexts beyond the cache's bounds (the most recent
+// one stays, however large). cacheMu is held.
+func (a *Activities) evict() {
+	total := 0
+	for i, e := range a.cache {
+		total += e.size
+		if i > 0 && (i >= maxCachedContexts || total > maxCachedBytes) {
+			clear(a.cache[i:]) // not kept alive by the backing array
+			a.cache = a.cache[:i]
+			return
+		}
+	}
+}
+
+func manifestBytes(apps map[string]*appctx.App) int {
+	n := 0
+	for _, app := range apps {
+		for _, o := range app.Objects {
+			n += len(o.Manifest)
+		}
+	}
+	return n
 }

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 
@@ -49,5 +50,34 @@ func TestActivitiesOfAContextShareOneLoad(t *testing.T) {
 		if apps["a"] == nil || apps["a"] != got[0]["a"] {
 			t.Fatalf("caller %d got apps %p, caller 0 %p: loaded more than once", i, apps["a"], got[0]["a"])
 		}
+	}
+}
+
+// The cache keeps the contexts most recently used, within its bounds of contexts and bytes.
+func TestContextCacheKeepsTheMostRecentlyUsed(t *testing.T) {
+	entry := func(id string, size int) *contextCacheEntry {
+		return &contextCacheEntry{header: &appctx.Context{ID: id}, size: size}
+	}
+	a := &Activities{}
+	for i := range maxCachedContexts + 10 {
+		a.cache = append([]*contextCacheEntry{entry(fmt.Sprint(i), 0)}, a.cache...)
+		a.evict()
+	}
+	if len(a.cache) != maxCachedContexts || a.cache[0].header.ID != fmt.Sprint(maxCachedContexts+9) {
+		t.Fatalf("%d contexts cached, newest %s", len(a.cache), a.cache[0].header.ID)
+	}
+	oldest := a.cache[len(a.cache)-1].header.ID
+	if h, _ := a.cached(oldest); h == nil || a.cache[0].header.ID != oldest {
+		t.Fatalf("a hit did not make %s the most recent", oldest)
+	}
+	a.cache = []*contextCacheEntry{entry("big", maxCachedBytes+1), entry("a", 1), entry("b", 1)}
+	a.evict()
+	if len(a.cache) != 1 || a.cache[0].header.ID != "big" {
+		t.Errorf("after a context larger than the bound: %d cached", len(a.cache))
+	}
+	a.cache = []*contextCacheEntry{entry("a", maxCachedBytes/2), entry("b", maxCachedBytes/2), entry("c", 1)}
+	a.evict()
+	if len(a.cache) != 2 {
+		t.Errorf("%d cached, want the 2 within %d bytes", len(a.cache), maxCachedBytes)
 	}
 }
