@@ -50,7 +50,7 @@ func appliedAs(live *unstructured.Unstructured, body []byte, since time.Time) bo
 	since = since.Truncate(time.Second)
 	recent := false
 	for _, f := range live.GetManagedFields() {
-		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Time != nil {
+		if f.Manager == FieldManager && f.Operation == metav1.ManagedFieldsOperationApply && f.Subresource == "" && f.Time != nil {
 			recent = !f.Time.Time.Before(since)
 		}
 	}
