@@ -3,6 +3,7 @@ package workers
 
 import (
 	"context"
+	"time"
 
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
@@ -71,10 +72,14 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }
 
-// Options tune the worker: cluster activities mostly wait on the network, so many run at once.
+// Options tune the worker: cluster activities mostly wait on the network, so many run at
+// once. Heartbeats go out every 3 s at most (Temporal's client sends them at 80% of the
+// HeartbeatTimeout otherwise): a group's 5 s timeout then leaves 2 s for a heartbeat's
+// round trip on a loaded server, as a 10 s timeout did.
 var Options = worker.Options{
 	MaxConcurrentActivityExecutionSize:     400,
 	MaxConcurrentWorkflowTaskExecutionSize: 100,
+	MaxHeartbeatThrottleInterval:           3 * time.Second,
 }
 
 // New creates a worker on taskQueue with everything registered; unless d says otherwise,

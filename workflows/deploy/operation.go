@@ -346,7 +346,7 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 	activityType, opts := cmp.Or(in.Activity, kind.PerCluster), kind.Options
 	listed := clusters == nil
 	if listed {
-		if err := workflow.ExecuteActivity(bookkeeping(ctx), kind.List, in).Get(ctx, &clusters); err != nil {
+		if err := workflow.ExecuteActivity(listing(ctx), kind.List, in).Get(ctx, &clusters); err != nil {
 			return lifecycle.BatchResult{}, err
 		}
 	}

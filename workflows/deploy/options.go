@@ -50,8 +50,8 @@ func grouped(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, o)
 }
 
-// groupHeartbeat is a group's HeartbeatTimeout: its heartbeats are sent every 4 s at most
-// (Temporal's client throttles them to 80% of it).
+// groupHeartbeat is a group's HeartbeatTimeout: the group records one every 2 s, and the
+// worker sends one every 3 s at most (workers.Options), leaving 2 s for its round trip.
 const groupHeartbeat = 5 * time.Second
 
 // groupTime multiplies a kind's StartToCloseTimeout for its group activity.
@@ -95,10 +95,23 @@ func recording(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// batchRead bounds an activity that reads or counts one batch's documents (milliseconds).
+// Its StartToCloseTimeout is what a worker that dies while running it costs the batch
+// (15 s: counting 50 clusters takes seconds only on a store overloaded at 10,000):
+// such activities do not heartbeat, so a minute here was a minute of every restart.
+const batchRead = 15 * time.Second
+
+// listing is for looking up a batch's clusters.
+func listing(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: batchRead, RetryPolicy: retryForever,
+	})
+}
+
 // counting is for storing a batch's status counts: a convenience, not worth waiting for.
 func counting(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Minute, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+		StartToCloseTimeout: batchRead, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
 	})
 }
 
