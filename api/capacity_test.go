@@ -56,7 +56,9 @@ func TestCapacityPlacementResource(t *testing.T) {
 		{func(s map[string]any) { s["maxClusters"] = 100000 }, "spec.maxClusters: 100000 is above 10000"},
 		{func(s map[string]any) { s["evaluationInterval"] = "soon" }, `spec.evaluationInterval: "soon" is not a duration`},
 		{func(s map[string]any) { s["maxClusters"] = "two" }, "spec.maxClusters: expected int, not string"},
-		{func(s map[string]any) { s["workloads"] = []any{map[string]any{"app": "app1", "deployment": "Web", "hpa": "web"}} }, `spec.workloads[0].deployment "Web"`},
+		{func(s map[string]any) {
+			s["workloads"] = []any{map[string]any{"app": "app1", "deployment": "Web", "hpa": "web"}}
+		}, `spec.workloads[0].deployment "Web"`},
 	} {
 		s := capacitySpec("app1")
 		tc.edit(s)

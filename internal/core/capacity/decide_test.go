@@ -15,7 +15,9 @@ func spec3() Spec {
 	return Spec{Eligible: Eligible{Clusters: []string{"a", "b", "c"}}, Workloads: []Workload{{App: "web", Deployment: "web", HPA: "web"}}}
 }
 
-func active(c string, added time.Time) Member { return Member{Cluster: c, State: Active, Since: added, Added: added} }
+func active(c string, added time.Time) Member {
+	return Member{Cluster: c, State: Active, Since: added, Added: added}
+}
 
 var (
 	room     = Signals{Reachable: true}
