@@ -7,7 +7,6 @@ import (
 
 	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/model"
-	"github.com/temco/temco/internal/core/store"
 )
 
 // routeCapacity is the collection of a DIG's capacity placement: temco's own resource
@@ -36,15 +35,5 @@ func checkCapacityPlacement(ctx context.Context, s *Server, r *request[capacity.
 		}
 		r.ref(app)
 	}
-	others, err := s.Store.List(ctx, store.Query{Parent: r.parent, Kind: model.KindCapacityPlacement})
-	if err != nil {
-		return err
-	}
-	for _, o := range others {
-		if o.ID != r.id {
-			return conflict("%s already has %s: a deployment intent group has one capacity placement at most; replace it (PUT) or delete it first",
-				describe(r.parent), describe(o.ID))
-		}
-	}
-	return nil
+	return onePerDIG(ctx, s, r.parent, r.id, model.KindCapacityPlacement, "capacity placement")
 }

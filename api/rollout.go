@@ -33,14 +33,20 @@ func checkRolloutStrategy(ctx context.Context, s *Server, r *request[rollout.Spe
 	if err := r.res.Spec.Validate(); err != nil {
 		return badRequest("%v", err)
 	}
-	others, err := s.Store.List(ctx, store.Query{Parent: r.parent, Kind: model.KindRolloutStrategy})
+	return onePerDIG(ctx, s, r.parent, r.id, model.KindRolloutStrategy, "rollout strategy")
+}
+
+// onePerDIG refuses (409, naming it) a resource of kind under dig other than id: temco's
+// own DIG resources (rollout strategy, capacity placement) are one per DIG at most.
+func onePerDIG(ctx context.Context, s *Server, dig, id, kind, what string) error {
+	others, err := s.Store.List(ctx, store.Query{Parent: dig, Kind: kind})
 	if err != nil {
 		return err
 	}
 	for _, o := range others {
-		if o.ID != r.id {
-			return conflict("%s already has %s: a deployment intent group has one rollout strategy at most; replace it (PUT) or delete it first",
-				describe(r.parent), describe(o.ID))
+		if o.ID != id {
+			return conflict("%s already has %s: a deployment intent group has one %s at most; replace it (PUT) or delete it first",
+				describe(dig), describe(o.ID), what)
 		}
 	}
 	return nil
