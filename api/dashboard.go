@@ -61,6 +61,7 @@ type dashboardView struct {
 	Revisions           []revisionView        `json:"revisions"`
 	Operation           *operationView        `json:"operation"`
 	Rollout             *rolloutStatus        `json:"rollout"`
+	Autoscaler          *autoscalerStatus     `json:"autoscaler"`
 	Apps                []string              `json:"apps"`
 	Objects             map[string]int        `json:"objects"`
 	Total               int                   `json:"total"`
@@ -228,6 +229,7 @@ func (s *Server) dashboard(c echo.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { out.Operation, err = s.operationOf(gctx, dig, header); return err })
 	g.Go(func() (err error) { out.Rollout, err = s.rolloutOf(gctx, header); return err })
+	g.Go(func() (err error) { out.Autoscaler, err = s.autoscalerOfDIG(gctx, dig.ID()); return err })
 	g.Go(func() (err error) { out.Objects, keys, err = s.Contexts.Overview(gctx, ctxID); return err })
 	if err := g.Wait(); err != nil {
 		return err

@@ -34,6 +34,8 @@ type Server struct {
 	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
 	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
 	Drift    DriftScheduler              // DIGs' drift-check schedules; nil: none are kept
+	// Autoscalers run DIGs' autoscalers (capacity placements); nil: none run.
+	Autoscalers Autoscalers
 
 	// Controllers are the intent controllers built into temco (controllers/registry): their
 	// resources are served under the DIG, and a DIG may use them or controllers registered

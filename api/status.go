@@ -170,6 +170,9 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 		if out.Rollout, err = s.rolloutOf(ctx, header); err != nil {
 			return err
 		}
+		if out.Autoscaler, err = s.autoscalerOfDIG(ctx, target.ID()); err != nil {
+			return err
+		}
 	}
 	if q.ready {
 		if err := s.allowLiveRead(c); err != nil {

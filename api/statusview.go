@@ -52,6 +52,9 @@ type statusResult struct {
 	// Rollout is where the context's staged rollout stands (DIGs with a rollout strategy):
 	// each stage's state, counts, timers and (up to rolloutClustersShown) clusters.
 	Rollout *rolloutStatus `json:"rollout,omitempty"`
+	// Autoscaler is where the autoscaler of the DIG's capacity placement stands: its
+	// clusters' states, its last evaluation and its last decisions.
+	Autoscaler *autoscalerStatus `json:"autoscaler,omitempty"`
 }
 
 type statusStates struct {

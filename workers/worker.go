@@ -6,10 +6,12 @@ import (
 	"time"
 
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/activities/actions"
+	autoscaling "github.com/temco/temco/activities/autoscale"
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	driftchecks "github.com/temco/temco/activities/drift"
@@ -23,6 +25,7 @@ import (
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
+	"github.com/temco/temco/workflows/autoscale"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
 	"github.com/temco/temco/workflows/drift"
@@ -48,6 +51,7 @@ var domains = []struct {
 	{driftchecks.Register, driftchecks.ActivityNames},
 	{previews.Register, previews.ActivityNames},
 	{relocations.Register, relocations.ActivityNames},
+	{autoscaling.Register, autoscaling.ActivityNames},
 	{registerNCM, ncm.ActivityNames},
 	{registerCACerts, cacerts.ActivityNames},
 }
@@ -68,6 +72,7 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowRelocate:    relocate.Relocate,
 	lifecycle.WorkflowDrift:       drift.Drift,
 	lifecycle.WorkflowDriftBatch:  drift.DriftBatch,
+	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
 
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }
@@ -80,6 +85,7 @@ var Options = worker.Options{
 	MaxConcurrentActivityExecutionSize:     400,
 	MaxConcurrentWorkflowTaskExecutionSize: 100,
 	MaxHeartbeatThrottleInterval:           3 * time.Second,
+	Interceptors:                           []interceptor.WorkerInterceptor{&keepAlive{}},
 }
 
 // New creates a worker on taskQueue with everything registered; unless d says otherwise,

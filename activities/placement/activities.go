@@ -90,6 +90,9 @@ func (a *Activities) PlaceApps(ctx context.Context, in lifecycle.ContextRef) (li
 		}
 		groups[app] = g
 	}
+	if err := a.placeCapacity(ctx, in.Target, cloud, groups); err != nil {
+		return lifecycle.Plan{}, err
+	}
 	if len(controllers) > 0 { // they work on the groups; CommitControllers places
 		if err := a.Contexts.PutGroups(ctx, in.ContextID, groups); err != nil {
 			return lifecycle.Plan{}, err

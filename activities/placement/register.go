@@ -8,9 +8,10 @@ import (
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// ActivityNames are the activities Register registers: placement, and the commit of the
-// controllers' edits.
-var ActivityNames = []string{lifecycle.ActivityPlaceApps, lifecycle.ActivityCommitControllers}
+// ActivityNames are the activities Register registers: placement, the commit of the
+// controllers' edits, and the autoscaler's view of its capacity placement and its record.
+var ActivityNames = []string{lifecycle.ActivityPlaceApps, lifecycle.ActivityCommitControllers,
+	lifecycle.ActivityObserveCapacity, lifecycle.ActivityRecordCapacity}
 
 // Register registers Activities on r.
 func Register(r worker.Registry, d *deps.Deps) {

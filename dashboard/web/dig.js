@@ -44,6 +44,7 @@ export function digView(r, ctx) {
   const summary = h('div');
   const operationBox = h('div');
   const rolloutBox = h('div');
+  const autoscalerBox = h('div');
   const countsBox = h('div');
   const matrixBox = h('div', { class: 'scroll matrix', tabindex: '0', role: 'region', 'aria-label': 'Apps by cluster, scrollable' });
   const retryBox = h('div');
@@ -178,6 +179,7 @@ export function digView(r, ctx) {
     ], { class: 'kv summary' }));
     replace(operationBox, operation(d.operation));
     replace(rolloutBox, rollout(d.rollout));
+    replace(autoscalerBox, autoscaler(d.autoscaler));
     replace(countsBox, kv([
       ['Clusters', `${d.total ?? 0} in the deployment`],
       ['Matching the filters', d.matched ?? 0],
@@ -273,6 +275,55 @@ export function digView(r, ctx) {
       }));
   }
 
+  // autoscaler is the box of the DIG's capacity placement (nothing without one): each
+  // member's state and last signals, the last evaluation, the last decisions, pause/resume.
+  function autoscaler(a) {
+    if (!a) return null;
+    const signals = a.last?.signals || {};
+    const read = (c) => {
+      const s = signals[c];
+      if (!s) return '—';
+      if (!s.reachable) return h('span', { class: 'error' }, `unreachable: ${s.error || ''}`);
+      const parts = [];
+      if (s.unschedulable) parts.push(`${s.unschedulable} pod(s) unschedulable`);
+      if (s.atMaxReplicas) parts.push('HPA at its maximum');
+      if (s.wantsFewer) parts.push('HPA wants fewer');
+      if (s.atFloor) parts.push('at the floor');
+      return parts.join(', ') || 'room';
+    };
+    const signal = a.paused ? 'resume' : 'pause';
+    return section('Autoscaler',
+      kv([
+        ['Capacity placement', a.name ?? ''],
+        ['State', a.paused ? 'paused' : 'running', { 'data-testid': 'autoscaler-state' }],
+        ['Last evaluation', a.last ? time(a.last.at) : 'none yet'],
+        ['Waiting', a.last?.waiting || undefined, { class: 'warn' }],
+        ['Update in flight', a.update || undefined],
+      ]),
+      may ? h('div', { class: 'actions' }, h('button', {
+        type: 'button', 'data-action': `autoscaler-${signal}`, 'data-key': `autoscaler-${signal}`,
+        onclick: (e) => run(e.currentTarget, async () => {
+          await post(`${base}/capacity-placements/${encodeURIComponent(a.name)}/${signal}`);
+          ctx.say(`Autoscaler of ${r.dig}: ${signal} sent.`, 'ok');
+        }),
+      }, a.paused ? 'Resume autoscaler' : 'Pause autoscaler')) : null,
+      table({
+        caption: 'Clusters, in order of preference', testid: 'autoscaler-members',
+        head: ['Cluster', 'State', 'Since', 'Why', 'Signals read'],
+        rows: list(a.members).map((m) => row({ 'data-cluster': m?.cluster ?? '' }, [
+          dash(m?.cluster), h('td', { 'data-testid': 'member-state' }, stateText(m?.state)), time(m?.since), dash(m?.reason), read(m?.cluster),
+        ])),
+        empty: 'No cluster yet.',
+      }),
+      table({
+        caption: 'Decisions, newest first', testid: 'autoscaler-decisions', head: ['Time', 'Decision', 'Update'],
+        rows: list(a.events).slice().reverse().map((e) => row(null, [
+          time(e?.at), dash(e?.summary), e?.update ? `${e.update}: ${e.outcome || 'running'}` : '—',
+        ])),
+        empty: 'No decision yet.',
+      }));
+  }
+
   // matrix: a row per cluster of the page, a column per app; each cell links to the objects.
   function matrix(d) {
     const apps = list(d.apps).map(String);
@@ -325,7 +376,7 @@ export function digView(r, ctx) {
     title: `Deployment intent group ${r.dig}`,
     crumbs: [...trail.app(r), [`DIG ${r.dig}`]],
     body: [
-      summary, actions, operationBox, rolloutBox,
+      summary, actions, operationBox, rolloutBox, autoscalerBox,
       section('Clusters', countsBox, filters, pager, matrixBox),
       section('Retrying', retryBox),
       section('History', historyBox),

@@ -118,9 +118,13 @@ func counting(ctx workflow.Context) workflow.Context {
 // preparing is for rendering, placement and controllers.
 func preparing(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: 10 * time.Minute, RetryPolicy: retryForever,
+		StartToCloseTimeout: 10 * time.Minute, HeartbeatTimeout: preparingHeartbeat, RetryPolicy: retryForever,
 	})
 }
+
+// preparingHeartbeat: the worker heartbeats for the preparing activities (workers'
+// keepAlive), so one on a worker that dies is retried within 30 s, not 10 minutes.
+const preparingHeartbeat = 30 * time.Second
 
 // controlling is for controller activities: built-in and external ones heartbeat while
 // they run, so a controller worker that dies is retried within a minute, not after the

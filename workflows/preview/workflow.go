@@ -124,7 +124,8 @@ func quick(ctx workflow.Context) workflow.Context {
 
 // preparing is for rendering, placement, the copy of a revision and the comparison.
 func preparing(ctx workflow.Context) workflow.Context {
-	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute, RetryPolicy: retryAFewTimes})
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute,
+		HeartbeatTimeout: 30 * time.Second, RetryPolicy: retryAFewTimes}) // the worker heartbeats for them (keepAlive)
 }
 
 // controlling is for a built-in controller's Run, which heartbeats.

@@ -18,12 +18,13 @@ const (
 	ScalingIn State = "SCALING_IN"
 	// Evicting: no longer eligible; drained (when asked) and removed.
 	Evicting State = "EVICTING"
-	// Unhealthy: unreachable for UnhealthyAfter; out of the placement, replaced, and
-	// eligible again once it answers.
+	// Unhealthy: unreachable for UnhealthyAfter; replaced, not counted, and Active again
+	// once it answers. It stays in the placement: an update that took it out would wait
+	// for it to answer to delete its objects, and hold every other decision meanwhile.
 	Unhealthy State = "UNHEALTHY"
 )
 
-// Member is one cluster the autoscaler keeps: in the placement unless Unhealthy.
+// Member is one cluster the autoscaler keeps: each is in the placement.
 type Member struct {
 	Cluster string    `json:"cluster"`
 	State   State     `json:"state"`
@@ -82,11 +83,10 @@ type Transition struct {
 // replays. The rules, in order:
 //
 //  1. a member no longer eligible is Evicting; an Active one unreachable for UnhealthyAfter
-//     is Unhealthy (out of the placement); an Unhealthy one that answers again is forgotten
-//     (eligible as any other);
-//  2. a cluster Scaling in or Evicting is removed once its workloads are at the floor (at
-//     once when Evicting without a drain), or once it has been unreachable for
-//     UnhealthyAfter (nothing can be drained there);
+//     is Unhealthy (no longer counted); an Unhealthy one that answers again is Active;
+//  2. a cluster Scaling in or Evicting is removed once it answers and its workloads are at
+//     the floor (at once when Evicting without a drain): its objects are deleted by the
+//     update, which needs the cluster to answer;
 //  3. scale out, while fewer Active clusters than MinClustersBelowCapacityCeiling are below
 //     their ceiling or fewer than MinClusters are Active, up to MaxClusters: a cluster
 //     Scaling in comes back first (its HPA restored), then the next eligible cluster;
@@ -116,25 +116,19 @@ func Decide(spec Spec, members []Member, eligible []string, signals map[string]S
 		}
 		_, ok := rank[m.Cluster]
 		switch {
-		case m.State == Unhealthy && (!ok || read && s.Reachable):
-			d.Transitions = append(d.Transitions, Transition{Cluster: m.Cluster, From: Unhealthy, Reason: "answers again: eligible as any other cluster"})
-			continue
-		case !ok && m.State != Evicting && m.State != Unhealthy:
+		case !ok && m.State != Evicting:
 			move(&m, Evicting, "no longer eligible")
 			if spec.ScaleIn.Drain != nil {
 				d.Drain = append(d.Drain, m.Cluster)
 			}
+		case m.State == Unhealthy && read && s.Reachable:
+			move(&m, Active, "answers again")
 		case m.State == Active && !m.Unreachable.IsZero() && now.Sub(m.Unreachable) >= time.Duration(spec.UnhealthyAfter):
 			move(&m, Unhealthy, fmt.Sprintf("unreachable for %s: %s", now.Sub(m.Unreachable).Round(time.Second), s.Error))
-			d.Remove = append(d.Remove, m.Cluster)
 		}
-		lost := !m.Unreachable.IsZero() && now.Sub(m.Unreachable) >= time.Duration(spec.UnhealthyAfter)
-		if (m.State == ScalingIn || m.State == Evicting) && (read && s.Reachable && s.AtFloor || m.State == Evicting && spec.ScaleIn.Drain == nil || lost) {
-			why := removedWhy(m.State, spec)
-			if lost {
-				why = fmt.Sprintf("unreachable for %s while being emptied: removed", now.Sub(m.Unreachable).Round(time.Second))
-			}
-			d.Transitions = append(d.Transitions, Transition{Cluster: m.Cluster, From: m.State, Reason: why})
+		answers := read && s.Reachable
+		if (m.State == ScalingIn || m.State == Evicting) && answers && (s.AtFloor || m.State == Evicting && spec.ScaleIn.Drain == nil) {
+			d.Transitions = append(d.Transitions, Transition{Cluster: m.Cluster, From: m.State, Reason: removedWhy(m.State, spec)})
 			d.Remove = append(d.Remove, m.Cluster)
 			continue
 		}
@@ -154,7 +148,7 @@ func Decide(spec Spec, members []Member, eligible []string, signals map[string]S
 		return active, below
 	}
 	active, below := count()
-	placed := func() int { // clusters the workloads run on
+	placed := func() int { // clusters the workloads run on, those unreachable apart
 		n := 0
 		for _, m := range kept {
 			if m.State != Unhealthy {
@@ -250,13 +244,11 @@ func scaleInCandidate(spec Spec, members []Member, signals map[string]Signals, r
 	return best
 }
 
-// Clusters lists the members the workloads run on (every state but Unhealthy), in order.
+// Clusters lists the members: the clusters the workloads are placed on, in order.
 func Clusters(members []Member) []string {
-	var out []string
-	for _, m := range members {
-		if m.State != Unhealthy {
-			out = append(out, m.Cluster)
-		}
+	out := make([]string, len(members))
+	for i, m := range members {
+		out[i] = m.Cluster
 	}
 	return out
 }

@@ -78,6 +78,15 @@ const (
 	ActivityUpdateDIG      = "UpdateDIG"
 	ActivityAwaitAppReady  = "AwaitAppReady"
 
+	// activities/placement (placement.Activities, capacity.go): the autoscaler's view of
+	// its DIG and capacity placement, and the record of its state there.
+	ActivityObserveCapacity = "ObserveCapacity"
+	ActivityRecordCapacity  = "RecordCapacity"
+	// activities/autoscale (autoscale.Activities): a cluster's signals, and the drain of
+	// its HPAs.
+	ActivityCapacitySignals = "CapacitySignals"
+	ActivityDrainCapacity   = "DrainCapacity"
+
 	// controllers/ncm (ncm.Activities): a cluster network's preparation.
 	ActivityPrepareClusterNetwork = "PrepareClusterNetwork"
 

@@ -158,8 +158,10 @@ func (c *Cluster) startControllers(pki clusterPKI) error {
 	kc := c.Kubeconfig()
 	common := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 		"--leader-elect=false", "--secure-port=0", "--bind-address=127.0.0.1"}
-	// The controller manager also signs CertificateSigningRequests with the cluster CA.
-	if _, err := c.start("kube-controller-manager", append(common,
+	// The controller manager also signs CertificateSigningRequests with the cluster CA. Its
+	// HPA controller is off: there is no metrics server, so tests set HPAs' status
+	// themselves (the autoscaler's signals) and nothing may overwrite it.
+	if _, err := c.start("kube-controller-manager", append(common, "--controllers=*,-horizontal-pod-autoscaler-controller",
 		"--service-account-private-key-file="+pki.path("sa.key"), "--root-ca-file="+pki.path("ca.crt"),
 		"--use-service-account-credentials=false",
 		"--cluster-signing-cert-file="+pki.path("ca.crt"), "--cluster-signing-key-file="+pki.path("ca.key"))...); err != nil {

@@ -1,0 +1,44 @@
+package starter
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.temporal.io/api/serviceerror"
+	"go.temporal.io/sdk/client"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// WakeAutoscaler has the DIG's autoscaler (lifecycle.WorkflowAutoscale) evaluate now; with
+// start, one is started when none runs (its capacity placement was stored), else a DIG
+// without one is left alone (its capacity placement was deleted).
+func (s *Starter) WakeAutoscaler(ctx context.Context, dig lifecycle.Target, start bool) error {
+	id := dig.AutoscaleWorkflowID()
+	if !start {
+		err := s.Client.SignalWorkflow(ctx, id, "", lifecycle.SignalWake, nil)
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return nil
+		}
+		return err
+	}
+	_, err := s.Client.SignalWithStartWorkflow(ctx, id, lifecycle.SignalWake, nil, client.StartWorkflowOptions{
+		ID: id, TaskQueue: s.TaskQueue,
+		TypedSearchAttributes: lifecycle.SearchAttributes(dig, lifecycle.OpAutoscale),
+		StaticSummary:         "autoscaler of " + dig.String(),
+	}, lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	return err
+}
+
+// SignalAutoscaler pauses or resumes the DIG's autoscaler; without one running it is
+// *Refused.
+func (s *Starter) SignalAutoscaler(ctx context.Context, dig lifecycle.Target, signal string) error {
+	err := s.Client.SignalWorkflow(ctx, dig.AutoscaleWorkflowID(), "", signal, nil)
+	var notFound *serviceerror.NotFound
+	if errors.As(err, &notFound) {
+		return &Refused{Message: fmt.Sprintf("%s has no autoscaler running: storing its capacity placement starts one", dig)}
+	}
+	return err
+}

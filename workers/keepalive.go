@@ -1,0 +1,60 @@
+package workers
+
+import (
+	"context"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/interceptor"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// keptAlive are the activities the worker heartbeats for while they run: an operation's
+// preparation (rendering, placement, controllers' commit, a kind's own preparation) and a
+// preview's. They record no progress of their own, and run under a HeartbeatTimeout, so
+// that one on a worker that dies is retried on another within that timeout, not after its
+// ten-minute StartToCloseTimeout. (PrepareCertEnrollment heartbeats itself, per key.)
+var keptAlive = map[string]bool{
+	lifecycle.ActivityRenderApps: true, lifecycle.ActivityPlaceApps: true, lifecycle.ActivityRenderVariants: true,
+	lifecycle.ActivityCommitControllers: true, lifecycle.ActivityPrepareLogicalCloud: true,
+	lifecycle.ActivityPrepareClusterNetwork: true, lifecycle.ActivityPrepareCertDistribution: true,
+	lifecycle.ActivityDiffPreview: true, lifecycle.ActivityCopyContext: true,
+}
+
+// keepAliveEvery paces those heartbeats (deploy's preparing timeout is 30 s).
+var keepAliveEvery = 5 * time.Second
+
+type keepAlive struct {
+	interceptor.WorkerInterceptorBase
+}
+
+func (*keepAlive) InterceptActivity(_ context.Context, next interceptor.ActivityInboundInterceptor) interceptor.ActivityInboundInterceptor {
+	i := &keepAliveActivity{}
+	i.Next = next
+	return i
+}
+
+type keepAliveActivity struct {
+	interceptor.ActivityInboundInterceptorBase
+}
+
+func (k *keepAliveActivity) ExecuteActivity(ctx context.Context, in *interceptor.ExecuteActivityInput) (any, error) {
+	if keptAlive[activity.GetInfo(ctx).ActivityType.Name] {
+		done := make(chan struct{})
+		defer close(done)
+		go func() {
+			t := time.NewTicker(keepAliveEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-t.C:
+					activity.RecordHeartbeat(ctx)
+				}
+			}
+		}()
+	}
+	return k.Next.ExecuteActivity(ctx, in)
+}
