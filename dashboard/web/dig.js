@@ -280,15 +280,17 @@ export function digView(r, ctx) {
   function autoscaler(a) {
     if (!a) return null;
     const signals = a.last?.signals || {};
-    const read = (c) => {
-      const s = signals[c];
+    // read says what the last evaluation read on a member (the floor matters only to a
+    // cluster being emptied).
+    const read = (m) => {
+      const s = signals[m?.cluster];
       if (!s) return '—';
       if (!s.reachable) return h('span', { class: 'error' }, `unreachable: ${s.error || ''}`);
       const parts = [];
       if (s.unschedulable) parts.push(`${s.unschedulable} pod(s) unschedulable`);
       if (s.atMaxReplicas) parts.push('HPA at its maximum');
       if (s.wantsFewer) parts.push('HPA wants fewer');
-      if (s.atFloor) parts.push('at the floor');
+      if (s.atFloor && (m.state === 'SCALING_IN' || m.state === 'EVICTING')) parts.push('at the floor');
       return parts.join(', ') || 'room';
     };
     const signal = a.paused ? 'resume' : 'pause';
@@ -311,7 +313,7 @@ export function digView(r, ctx) {
         caption: 'Clusters, in order of preference', testid: 'autoscaler-members',
         head: ['Cluster', 'State', 'Since', 'Why', 'Signals read'],
         rows: list(a.members).map((m) => row({ 'data-cluster': m?.cluster ?? '' }, [
-          dash(m?.cluster), h('td', { 'data-testid': 'member-state' }, stateText(m?.state)), time(m?.since), dash(m?.reason), read(m?.cluster),
+          dash(m?.cluster), h('td', { 'data-testid': 'member-state' }, stateText(m?.state)), time(m?.since), dash(m?.reason), read(m),
         ])),
         empty: 'No cluster yet.',
       }),

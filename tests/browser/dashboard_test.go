@@ -372,3 +372,63 @@ func TestSpentLiveReadsShowTheStoredState(t *testing.T) {
 // button#sign-out) is exercised by TestAuthenticatedDashboard (auth_test.go), which starts
 // a `temco api` of its own with authentication on. TestInstantiateFromThePageUntilReady
 // only checks that no token is asked for when authentication is off.
+
+// A DIG with a capacity placement shows its autoscaler: each cluster's state and the
+// signals read there, its decisions; the page's Pause and Resume reach the autoscaler,
+// which the REST API confirms.
+func TestAutoscalerOnThePage(t *testing.T) {
+	cluster := devCluster.name
+	f := newProject(t, "br-autoscale", cluster)
+	f.deploy(cluster)
+	capacity := f.dig() + "/capacity-placements"
+	must(t, 201, "POST", capacity, res("fleet", map[string]any{
+		"eligible":           map[string]any{"clusters": []string{provider + "+" + cluster}},
+		"workloads":          []any{map[string]any{"app": app, "deployment": app, "hpa": app}},
+		"evaluationInterval": "5s",
+	}))
+	must(t, 202, "POST", f.dig()+"/approve", nil)
+	must(t, 202, "POST", f.dig()+"/instantiate", nil)
+	paused := func() bool {
+		var s struct {
+			Paused bool `json:"paused"`
+		}
+		if err := json.Unmarshal(must(t, 200, "GET", capacity+"/fleet/status", nil), &s); err != nil {
+			t.Fatal(err)
+		}
+		return s.Paused
+	}
+
+	p := newPage(t)
+	p.open(f.digRoute())
+	p.oneH1()
+	member := fmt.Sprintf(`table[data-testid=autoscaler-members] tr[data-cluster="%s+%s"]`, provider, cluster)
+	p.waitText(member+` [data-testid=member-state]`, "ACTIVE", 3*time.Minute)
+	// The signals column says what was read: the chart's Deployment has room.
+	p.waitUntil("the member's signals", time.Minute, func() (bool, string, error) {
+		got, err := eval[string](p, fmt.Sprintf(`document.querySelector(%q)?.lastElementChild?.textContent ?? ""`, member))
+		return strings.TrimSpace(got) == "room", got, err
+	})
+	p.waitText(`[data-testid=autoscaler-state]`, "running", time.Minute)
+	p.shot("autoscaler")
+
+	p.click(`button[data-action=autoscaler-pause]`)
+	p.waitText(`[data-testid=autoscaler-state]`, "paused", time.Minute)
+	if !paused() {
+		t.Error("the page shows the autoscaler paused; the API does not")
+	}
+	p.shot("autoscaler-paused")
+	p.click(`button[data-action=autoscaler-resume]`)
+	p.waitText(`[data-testid=autoscaler-state]`, "running", time.Minute)
+	if paused() {
+		t.Error("the page shows the autoscaler running; the API says paused")
+	}
+
+	must(t, 204, "DELETE", capacity+"/fleet", nil)
+	must(t, 202, "POST", f.dig()+"/terminate", nil)
+	f.eventually("terminated", 2*time.Minute, func() error {
+		if s := f.status(); s.Status != "Terminated" {
+			return fmt.Errorf("status %s", s.Status)
+		}
+		return nil
+	})
+}
