@@ -129,7 +129,7 @@ func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 			return badRequest("%s has no revision %d in its current instance (revisions 1 to %d)", dig, req.Revision, info.LatestRevision())
 		}
 		if op != lifecycle.OpTerminate {
-			req.ContextID = starter.NewContextID()
+			req.ContextID = lifecycle.NewContextID()
 		}
 		acc, err := s.Ops.Operate(ctx, dig, req)
 		if err != nil {

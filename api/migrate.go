@@ -10,7 +10,6 @@ import (
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
-	"github.com/temco/temco/starter"
 )
 
 // migrateBody is EMCO's migrate request: the target is a DIG of another version of the
@@ -61,7 +60,7 @@ func (s *Server) migrate(c echo.Context) error {
 	if err := s.readyFor(ctx, target, lifecycle.OpInstantiate); err != nil {
 		return err
 	}
-	acc, err := s.Ops.Migrate(ctx, target, lifecycle.MigrateRequest{Origin: origin, ContextID: starter.NewContextID(),
+	acc, err := s.Ops.Migrate(ctx, target, lifecycle.MigrateRequest{Origin: origin, ContextID: lifecycle.NewContextID(),
 		Requested: time.Now().UTC().Format(time.RFC3339Nano)})
 	if err != nil {
 		return operationErr(err)

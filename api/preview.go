@@ -84,7 +84,7 @@ func (s *Server) preview(c echo.Context) error {
 	}
 	wctx, cancel := context.WithTimeout(ctx, previewWait)
 	defer cancel()
-	in := lifecycle.PreviewInput{DIG: dig, ContextID: starter.NewContextID(), Revision: revision, Limit: limit}
+	in := lifecycle.PreviewInput{DIG: dig, ContextID: lifecycle.NewContextID(), Revision: revision, Limit: limit}
 	out, err := p.Preview(wctx, in)
 	var failed *starter.PreviewFailed
 	switch {

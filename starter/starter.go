@@ -5,14 +5,11 @@ package starter
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -50,7 +47,7 @@ func (s *Starter) Operate(ctx context.Context, target lifecycle.Target, req life
 func (s *Starter) Start(ctx context.Context, target lifecycle.Target, op string) (lifecycle.OpAccepted, error) {
 	req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
 	if op != lifecycle.OpTerminate {
-		req.ContextID = NewContextID()
+		req.ContextID = lifecycle.NewContextID()
 	}
 	return s.Operate(ctx, target, req)
 }
@@ -59,13 +56,6 @@ func (s *Starter) Start(ctx context.Context, target lifecycle.Target, op string)
 // operation is an error, a stopped one is not (the DIG's state tells).
 func (s *Starter) Await(ctx context.Context, acc lifecycle.OpAccepted) error {
 	return s.Client.GetWorkflow(ctx, acc.WorkflowID, "").Get(ctx, nil)
-}
-
-// NewContextID draws an AppContext id: a positive 63-bit number in decimal, as EMCO's.
-func NewContextID() string {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10)
 }
 
 // Stop stops the running operation of a DIG; without one it is refused.

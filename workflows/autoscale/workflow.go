@@ -8,11 +8,7 @@
 package autoscale
 
 import (
-	"crypto/rand"
-	"encoding/binary"
-	"errors"
 	"slices"
-	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -36,7 +32,7 @@ type autoscaler struct {
 // Autoscale runs the DIG's autoscaler until its capacity placement is gone or it is
 // stopped; pause and resume signals hold and restart its evaluations.
 func Autoscale(ctx workflow.Context, in lifecycle.AutoscaleInput) error {
-	a := &autoscaler{dig: in.DIG, woken: true}
+	a := &autoscaler{dig: in.DIG, name: in.Name, woken: true}
 	if in.State != nil {
 		a.state = *in.State
 	}
@@ -70,7 +66,7 @@ func Autoscale(ctx workflow.Context, in lifecycle.AutoscaleInput) error {
 			}
 		}
 		if n >= evaluationsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			return workflow.NewContinueAsNewError(ctx, Autoscale, lifecycle.AutoscaleInput{DIG: a.dig, State: &a.state})
+			return workflow.NewContinueAsNewError(ctx, Autoscale, lifecycle.AutoscaleInput{DIG: a.dig, Name: a.name, State: &a.state})
 		}
 	}
 }
@@ -138,7 +134,7 @@ func (a *autoscaler) evaluate(ctx workflow.Context) (lifecycle.CapacityView, err
 		workflow.GetLogger(ctx).Info("autoscaler decided", "dig", a.dig.String(), "decision", ev.Summary)
 	}
 	if d.Changes() {
-		ev.Update = newContextID(ctx)
+		ev.Update = lifecycle.DrawContextID(ctx)
 		a.state.Update = ev.Update
 	}
 	// Recorded before anything is done: placement reads the members from the record, and
@@ -169,7 +165,7 @@ func (a *autoscaler) read(ctx workflow.Context, view lifecycle.CapacityView, spe
 	for i, f := range futures {
 		var s capacity.Signals
 		if err := f.Get(ctx, &s); err != nil {
-			s = capacity.Signals{Error: message(err)}
+			s = capacity.Signals{Error: lifecycle.ErrorMessage(err)}
 		}
 		signals[a.state.Members[i].Cluster] = s
 	}
@@ -200,7 +196,7 @@ func (a *autoscaler) drain(ctx workflow.Context, view lifecycle.CapacityView, sp
 	}
 	for _, f := range futures {
 		if err := f.Get(ctx, nil); err != nil {
-			workflow.GetLogger(ctx).Warn("autoscaler drain", "dig", a.dig.String(), "error", message(err))
+			workflow.GetLogger(ctx).Warn("autoscaler drain", "dig", a.dig.String(), "error", lifecycle.ErrorMessage(err))
 		}
 	}
 }
@@ -215,7 +211,7 @@ func (a *autoscaler) carry(ctx workflow.Context, name, ctxID string) error {
 	}
 	outcome := "the update ended " + lifecycle.StatusInstantiated
 	if err != nil {
-		outcome = "the update failed: " + message(err)
+		outcome = "the update failed: " + lifecycle.ErrorMessage(err)
 	}
 	a.state.Update = ""
 	workflow.GetLogger(ctx).Info("autoscaler update ended", "dig", a.dig.String(), "context", ctxID, "outcome", outcome)
@@ -244,27 +240,6 @@ func (a *autoscaler) record(ctx workflow.Context, name string, ev *lifecycle.Eva
 	}
 	return workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityRecordCapacity,
 		lifecycle.CapacityRecord{DIG: a.dig, Name: name, State: a.state}).Get(ctx, nil)
-}
-
-// newContextID draws the context of an update, once (a side effect), so that a retried
-// update activity finds the update it started.
-func newContextID(ctx workflow.Context) string {
-	var id string
-	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10)
-	}).Get(&id)
-	return id
-}
-
-// message is an error's text without Temporal's wrapping.
-func message(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	return err.Error()
 }
 
 var permanent = []string{lifecycle.ErrInvalidInput, lifecycle.ErrInvalidState, lifecycle.ErrApplyFailed}

@@ -295,7 +295,7 @@ func TestContinuesAsNewWithItsState(t *testing.T) {
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 		t.Fatal(err)
 	}
-	if in.State == nil || !slices.Equal(members(*in.State), []string{"cp+a=ACTIVE"}) {
+	if in.Name != "fleet" || in.State == nil || !slices.Equal(members(*in.State), []string{"cp+a=ACTIVE"}) {
 		t.Errorf("carried state %+v", in.State)
 	}
 }

@@ -152,7 +152,7 @@ func (o *operation) runWorkflow(ctx workflow.Context, controller string, w contr
 	child := workflow.ExecuteChildWorkflow(cctx, w.Type, args...)
 	var exec workflow.Execution
 	if err := child.GetChildWorkflowExecution().Get(ctx, &exec); err != nil {
-		run.State, run.Error = hookFailed, message(err)
+		run.State, run.Error = hookFailed, lifecycle.ErrorMessage(err)
 		return fmt.Errorf("%s: workflow %s did not start: %w", what, id, err)
 	}
 	run.RunID = exec.RunID
@@ -182,9 +182,9 @@ func (o *operation) runWorkflow(ctx workflow.Context, controller string, w contr
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s (workflow %s, run %s) did not finish within %s",
 			what, id, exec.RunID, w.Timeout), lifecycle.ErrHookFailed, nil)
 	case err != nil:
-		run.State, run.Error = hookFailed, message(err)
+		run.State, run.Error = hookFailed, lifecycle.ErrorMessage(err)
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s (workflow %s, run %s) failed: %s",
-			what, id, exec.RunID, message(err)), lifecycle.ErrHookFailed, nil)
+			what, id, exec.RunID, lifecycle.ErrorMessage(err)), lifecycle.ErrHookFailed, nil)
 	}
 	run.State = hookCompleted
 	return nil

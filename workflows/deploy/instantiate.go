@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 
 	"go.temporal.io/sdk/temporal"
@@ -135,7 +134,7 @@ func (o *operation) hook(ctx workflow.Context, hook string, h lifecycle.Hooked) 
 			return fmt.Errorf("controller %s: %w", c.Name, err)
 		default:
 			workflow.GetLogger(ctx).Warn("a controller's finished hook failed", "controller", c.Name, "op", o.progress.Op,
-				"context", o.in.ContextID, "error", message(err))
+				"context", o.in.ContextID, "error", lifecycle.ErrorMessage(err))
 		}
 	}
 	return nil
@@ -194,13 +193,4 @@ func (o *operation) applyRange(ctx workflow.Context, first, n, window int) (life
 func (o *operation) deleteRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
 	return o.fanOut(ctx, fan{kind: deleteBatch, batches: n, offset: first, window: window, prefix: "undo",
 		in: lifecycle.BatchInput{ContextID: o.in.ContextID, Tolerant: true}})
-}
-
-// message is the text of an error for the AppContext status, without Temporal's wrapping.
-func message(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	return err.Error()
 }

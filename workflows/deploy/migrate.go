@@ -38,7 +38,7 @@ func Migrate(ctx workflow.Context, in lifecycle.MigrateInput) error {
 	if !m.stopped && ctx.Err() != nil {
 		reason = "cancelled"
 	} else if !m.stopped {
-		reason = "failed: " + message(err)
+		reason = "failed: " + lifecycle.ErrorMessage(err)
 	}
 	rollbackErr := m.rollBack(back)
 	switch {
@@ -46,7 +46,7 @@ func Migrate(ctx workflow.Context, in lifecycle.MigrateInput) error {
 		m.progress.Phase = "rollback stopped"
 		return m.finish(ctx, lifecycle.MigrateStopped, "migrate "+reason+"; its rollback was stopped")
 	case rollbackErr != nil:
-		reason += "; rolled back, but " + message(rollbackErr)
+		reason += "; rolled back, but " + lifecycle.ErrorMessage(rollbackErr)
 	default:
 		reason += "; rolled back"
 	}

@@ -169,8 +169,8 @@ func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error
 		ended(out.stopped)
 		return o.finish(ctx, out.stopped, "stopped")
 	case err != nil:
-		ended(out.failed, "error", message(err))
-		if ferr := o.finish(ctx, out.failed, message(err)); ferr != nil {
+		ended(out.failed, "error", lifecycle.ErrorMessage(err))
+		if ferr := o.finish(ctx, out.failed, lifecycle.ErrorMessage(err)); ferr != nil {
 			return ferr
 		}
 		return err

@@ -69,7 +69,7 @@ func (o *operation) roll(ctx workflow.Context, plan *rollout.Plan, apply, compen
 			return r.undo(ctx, i, err, compensate)
 		}
 		// Manual: hold until an operator resumes (the stage stays failed) or rolls back.
-		r.setRollout(lifecycle.RolloutAwaitingDecision, message(err))
+		r.setRollout(lifecycle.RolloutAwaitingDecision, lifecycle.ErrorMessage(err))
 		if werr := workflow.Await(ctx, func() bool { return r.decision != "" || r.rollback }); werr != nil {
 			return err
 		}
@@ -435,13 +435,13 @@ func (r *rolloutRun) sleep(ctx workflow.Context, d time.Duration) error {
 // undo returns the clusters of the stages that ran, the failed one included, to what
 // they had, and fails the operation with the stage's cause.
 func (r *rolloutRun) undo(ctx workflow.Context, failed int, cause error, compensate batchRange) error {
-	r.setRollout(lifecycle.RolloutRollingBack, message(cause))
+	r.setRollout(lifecycle.RolloutRollingBack, lifecycle.ErrorMessage(cause))
 	r.o.progress.Phase = "rollback"
 	res, err := compensate(ctx, 0, r.changed, BatchWindow)
 	if err != nil {
-		r.setRollout(lifecycle.RolloutFailed, message(cause))
+		r.setRollout(lifecycle.RolloutFailed, lifecycle.ErrorMessage(cause))
 		r.flush(ctx)
-		return fmt.Errorf("%s; returning the changed clusters failed: %w", message(cause), err)
+		return fmt.Errorf("%s; returning the changed clusters failed: %w", lifecycle.ErrorMessage(cause), err)
 	}
 	for i := 0; i <= failed; i++ {
 		if r.plan.Stages[i].Clusters > 0 {
@@ -449,7 +449,7 @@ func (r *rolloutRun) undo(ctx workflow.Context, failed int, cause error, compens
 		}
 	}
 	r.o.rolledBack = true
-	msg := fmt.Sprintf("%s; rolled back on the %d clusters it had changed", message(cause), res.Clusters)
+	msg := fmt.Sprintf("%s; rolled back on the %d clusters it had changed", lifecycle.ErrorMessage(cause), res.Clusters)
 	r.setRollout(lifecycle.RolloutRolledBack, msg)
 	r.flush(ctx)
 	return temporal.NewNonRetryableApplicationError(msg, lifecycle.ErrRolloutFailed, nil)

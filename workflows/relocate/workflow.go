@@ -18,12 +18,9 @@
 package relocate
 
 import (
-	"crypto/rand"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"slices"
-	"strconv"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
@@ -97,7 +94,7 @@ func (r *relocation) at(step, format string, args ...any) {
 }
 
 func (r *relocation) fail(err error) (Progress, error) {
-	r.at(StepFailed, "%s", message(err))
+	r.at(StepFailed, "%s", lifecycle.ErrorMessage(err))
 	return r.progress, err
 }
 
@@ -131,7 +128,7 @@ func (r *relocation) run(ctx workflow.Context, req lifecycle.RelocateRequest, ti
 	if _, err := r.place(ctx, req, final); err != nil {
 		// The app runs, Ready, on the new cluster: nothing to undo; the DIG's status says
 		// what the update could not do on the old one.
-		return r.fail(failure(err, "%s is Ready on %s, but its removal from %s failed: %s", req.App, req.To, req.From, message(err)))
+		return r.fail(failure(err, "%s is Ready on %s, but its removal from %s failed: %s", req.App, req.To, req.From, lifecycle.ErrorMessage(err)))
 	}
 	r.at(StepDone, "%s moved from %s to %s", req.App, req.From, req.To)
 	return r.progress, nil
@@ -144,7 +141,7 @@ func (r *relocation) place(ctx workflow.Context, req lifecycle.RelocateRequest, 
 	if err != nil {
 		return "", err
 	}
-	ctxID := newContextID(ctx)
+	ctxID := lifecycle.DrawContextID(ctx)
 	r.progress.Updates = append(r.progress.Updates, req.DIG.OpWorkflowID(lifecycle.OpUpdate, ctxID))
 	err = workflow.ExecuteActivity(updating(ctx), lifecycle.ActivityUpdateDIG,
 		lifecycle.UpdateDIGInput{DIG: req.DIG, ContextID: ctxID}).Get(ctx, nil)
@@ -155,15 +152,15 @@ func (r *relocation) place(ctx workflow.Context, req lifecycle.RelocateRequest, 
 // with cause.
 func (r *relocation) rollBack(ctx workflow.Context, req lifecycle.RelocateRequest, clusters []string, cause error) (Progress, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
-	r.at(StepRollBack, "%s did not come up on %s (%s): placing it back on %v", req.App, req.To, message(cause), clusters)
+	r.at(StepRollBack, "%s did not come up on %s (%s): placing it back on %v", req.App, req.To, lifecycle.ErrorMessage(cause), clusters)
 	if _, err := r.place(dctx, req, clusters); err != nil {
-		return r.fail(failure(cause, "%s; placing it back on %v failed too: %s", message(cause), clusters, message(err)))
+		return r.fail(failure(cause, "%s; placing it back on %v failed too: %s", lifecycle.ErrorMessage(cause), clusters, lifecycle.ErrorMessage(err)))
 	}
 	if ctx.Err() != nil {
 		r.at(StepFailed, "cancelled; %s placed back on %v", req.App, clusters)
 		return r.progress, temporal.NewCanceledError()
 	}
-	return r.fail(failure(cause, "%s; %s placed back on %v", message(cause), req.App, clusters))
+	return r.fail(failure(cause, "%s; %s placed back on %v", lifecycle.ErrorMessage(cause), req.App, clusters))
 }
 
 // failure is the workflow's error: the message given, with the type of cause (what
@@ -233,28 +230,6 @@ func Placements(clusters []string, from, to string) (both, final []string, err e
 		}
 	}
 	return both, final, nil
-}
-
-// newContextID draws the context of a DIG update, once (a side effect): a positive 63-bit
-// number in decimal, as the API's. Drawn in the workflow, it lets a retried update
-// activity find the update it started.
-func newContextID(ctx workflow.Context) string {
-	var id string
-	_ = workflow.SideEffect(ctx, func(workflow.Context) any {
-		var b [8]byte
-		_, _ = rand.Read(b[:])
-		return strconv.FormatUint(binary.BigEndian.Uint64(b[:])>>1, 10)
-	}).Get(&id)
-	return id
-}
-
-// message is an error's text without Temporal's wrapping.
-func message(err error) string {
-	var appErr *temporal.ApplicationError
-	if errors.As(err, &appErr) {
-		return appErr.Message()
-	}
-	return err.Error()
 }
 
 // Failures no retry can fix.

@@ -28,9 +28,11 @@ func (d Target) AutoscaleWorkflowID() string {
 	return autoscalePrefix + d.WorkflowID()[len("dig/"):]
 }
 
-// AutoscaleInput starts an autoscaler; State carries it over a continue-as-new.
+// AutoscaleInput starts an autoscaler; Name (its capacity placement) and State carry it
+// over a continue-as-new.
 type AutoscaleInput struct {
 	DIG   Target          `json:"dig"`
+	Name  string          `json:"name,omitempty"`
 	State *AutoscaleState `json:"state,omitempty"`
 }
 
