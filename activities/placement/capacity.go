@@ -3,11 +3,14 @@ package placement
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 	"time"
+
+	"go.temporal.io/sdk/temporal"
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/capacity"
@@ -215,11 +218,23 @@ func (a *Activities) ObserveCapacity(ctx context.Context, dig lifecycle.Target) 
 	}
 	slices.Sort(view.Placed)
 	groups, cloud, err := a.groupsOf(ctx, dig, c.apps())
-	if err != nil {
-		return view, err
+	if err == nil {
+		view.Eligible, err = c.eligible(ctx, a.Store, cloud, groups)
 	}
-	view.Eligible, err = c.eligible(ctx, a.Store, cloud, groups)
-	return view, err
+	// A capacity placement that cannot be used, or leaves no cluster eligible, changes
+	// nothing until it is mended: evicting every cluster is never what was meant.
+	var appErr *temporal.ApplicationError
+	switch {
+	case errors.As(err, &appErr) && appErr.Type() == lifecycle.ErrInvalidInput:
+		view.Waiting = fmt.Sprintf("capacity placement %q cannot be used: %s", c.name, appErr.Message())
+		return view, nil
+	case err != nil:
+		return view, err
+	case len(view.Eligible) == 0:
+		view.Waiting = fmt.Sprintf("capacity placement %q leaves no cluster eligible (of logical cloud %q's, selected by spec.eligible and by the placement intents of apps %s)",
+			c.name, cloud.name, strings.Join(c.apps(), ", "))
+	}
+	return view, nil
 }
 
 // groupsOf resolves the placement groups of apps, and the DIG's logical cloud.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -129,12 +130,13 @@ func TestAutoscalerScalesAcrossClusters(t *testing.T) {
 			d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 		}
 	})
-	d.c.do("POST", d.dig()+"/capacity-placements", res("fleet", map[string]any{
+	spec := map[string]any{
 		"eligible":           map[string]any{"clusters": []string{"cluster1", "cluster2", "cluster3"}},
 		"workloads":          []any{map[string]any{"app": "scaled", "deployment": "scaled", "hpa": "scaled"}},
 		"evaluationInterval": "5s", "unhealthyAfter": "15s",
 		"scaleIn": map[string]any{"cooldown": "20s", "drain": map[string]any{"maxReplicas": 1}},
-	})).must(t, 201)
+	}
+	d.c.do("POST", d.dig()+"/capacity-placements", res("fleet", spec)).must(t, 201)
 	statusPath := d.dig() + "/capacity-placements/fleet/status"
 	read := func() autoscaler { return getAs[autoscaler](t, d.c, statusPath) }
 	awaitMembers := func(what, want string) autoscaler {
@@ -229,6 +231,30 @@ func TestAutoscalerScalesAcrossClusters(t *testing.T) {
 	d.c.do("POST", d.dig()+"/capacity-placements/fleet/resume", nil).must(t, 202)
 	awaitValue(t, "resumed", time.Minute, func() string { return string(d.c.do("GET", statusPath, nil).must(t, 200).body) },
 		func(s string) bool { return !strings.Contains(s, `"paused":true`) })
+
+	// A capacity placement that cannot be used, or makes no cluster eligible, changes
+	// nothing and says why.
+	for _, tc := range []struct {
+		edit func(map[string]any)
+		want string
+	}{
+		{func(s map[string]any) { s["eligible"] = map[string]any{"namePattern": "^elsewhere$"} }, "leaves no cluster eligible"},
+		{func(s map[string]any) {
+			s["workloads"] = []any{map[string]any{"app": "missing", "deployment": "scaled", "hpa": "scaled"}}
+		}, `cannot be used: the placement of app "missing" selects no cluster`},
+	} {
+		bad := maps.Clone(spec)
+		tc.edit(bad)
+		d.c.do("PUT", d.dig()+"/capacity-placements/fleet", res("fleet", bad)).must(t, 200)
+		a := awaitValue(t, "waiting: "+tc.want, time.Minute, read, func(a autoscaler) bool {
+			return a.Last != nil && strings.Contains(a.Last.Waiting, tc.want)
+		})
+		if a.states() != "cluster1=ACTIVE cluster2=ACTIVE" {
+			t.Errorf("members changed by an unusable capacity placement: %s", a.states())
+		}
+	}
+	d.c.do("PUT", d.dig()+"/capacity-placements/fleet", res("fleet", spec)).must(t, 200)
+	awaitValue(t, "evaluating again", time.Minute, read, func(a autoscaler) bool { return a.Last != nil && a.Last.Waiting == "" })
 
 	// The DIG's status shows the autoscaler too.
 	var s struct {
