@@ -48,7 +48,11 @@ var (
 // cluster that cannot be read answers Reachable false with the reason; only a context
 // that cannot be read is an error.
 func (a *Activities) CapacitySignals(ctx context.Context, in lifecycle.CapacitySignalsInput) (capacity.Signals, error) {
-	api, err := a.api(ctx, in)
+	header, _, err := a.Clusters.Context(ctx, in.ContextID)
+	if err != nil {
+		return capacity.Signals{}, err
+	}
+	api, err := a.Clusters.API(ctx, in.Cluster, header)
 	if err != nil || api == nil {
 		return unreachable(err, in.Cluster), nil
 	}
@@ -69,15 +73,13 @@ func (a *Activities) CapacitySignals(ctx context.Context, in lifecycle.CapacityS
 // their minimum, where it is higher), or with in.Restore applies the context's own HPAs
 // back. An HPA the cluster does not have is left alone.
 func (a *Activities) DrainCapacity(ctx context.Context, in lifecycle.CapacityDrainInput) error {
-	api, err := a.api(ctx, in.CapacitySignalsInput)
+	header, own, err := a.Clusters.Context(ctx, in.ContextID)
+	if err != nil {
+		return err
+	}
+	api, err := a.Clusters.API(ctx, in.Cluster, header)
 	if err != nil || api == nil {
 		return cmp.Or(err, fmt.Errorf("%s is reached through git: temco does not drain it", in.Cluster))
-	}
-	var own map[string]*appctx.App
-	if in.Restore {
-		if _, own, err = a.Clusters.Context(ctx, in.ContextID); err != nil {
-			return err
-		}
 	}
 	for _, w := range in.Workloads {
 		if w.HPA == "" {
@@ -131,15 +133,6 @@ func hpaOf(app *appctx.App, name string) *appctx.Object {
 		}
 	}
 	return nil
-}
-
-// api is the cluster as the DIG's running context reaches it (nil: through git).
-func (a *Activities) api(ctx context.Context, in lifecycle.CapacitySignalsInput) (*cluster.API, error) {
-	header, _, err := a.Clusters.Context(ctx, in.ContextID)
-	if err != nil {
-		return nil, err
-	}
-	return a.Clusters.API(ctx, in.Cluster, header)
 }
 
 func unreachable(err error, key string) capacity.Signals {

@@ -113,7 +113,7 @@ func (a *autoscaler) evaluate(ctx workflow.Context) (lifecycle.CapacityView, err
 	if view.Waiting != "" {
 		return view, a.record(ctx, view.Name, &lifecycle.Evaluation{At: now, Waiting: view.Waiting})
 	}
-	if a.state.Update != "" { // an update started before and not seen to end (a continue-as-new)
+	if a.state.Update != "" { // an update started and not seen to end (a run reset after it began)
 		if err := a.carry(ctx, view.Name, a.state.Update); err != nil {
 			return view, err
 		}

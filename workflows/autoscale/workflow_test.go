@@ -299,3 +299,31 @@ func TestContinuesAsNewWithItsState(t *testing.T) {
 		t.Errorf("carried state %+v", in.State)
 	}
 }
+
+// A cluster scaling in whose load comes back is ACTIVE again, its HPA restored, before any
+// new cluster is added; the placement does not change.
+func TestScaleInUndoneRestoresTheHPA(t *testing.T) {
+	s := spec(func(s *capacity.Spec) { s.ScaleIn.Drain = &capacity.Drain{MaxReplicas: 1} })
+	f := &fakes{view: deployed(s, "cp+a", "cp+b"), signals: func(n int, c string) capacity.Signals {
+		if n >= 5 && c == "cp+a" {
+			return capacity.Signals{Reachable: true, AtMaxReplicas: true}
+		}
+		return capacity.Signals{Reachable: true, WantsFewer: true}
+	}}
+	env := f.env(t)
+	stopAfter(env, 2*time.Minute+15*time.Second) // five evaluations
+	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	if err := env.GetWorkflowError(); err != nil {
+		t.Fatal(err)
+	}
+	restored := slices.IndexFunc(f.drained, func(d lifecycle.CapacityDrainInput) bool { return d.Restore })
+	if restored < 1 || f.drained[restored].Cluster != "cp+b" {
+		t.Fatalf("drains %+v: want cp+b drained, then restored", f.drained)
+	}
+	if len(f.updates) != 0 {
+		t.Errorf("updates %v: a cluster scaling in and back changes no placement", f.updates)
+	}
+	if got := members(f.records[len(f.records)-1]); !slices.Equal(got, []string{"cp+a=ACTIVE", "cp+b=ACTIVE"}) {
+		t.Errorf("members %v", got)
+	}
+}
