@@ -53,14 +53,22 @@ func wakeAutoscaler(ctx context.Context, s *Server, id string) error {
 	if s.Autoscalers == nil {
 		return nil
 	}
+	return wakeAfterChange(ctx, s, id, "autoscaler", func(ctx context.Context, start bool) error {
+		return s.Autoscalers.WakeAutoscaler(ctx, digTarget(id), start)
+	})
+}
+
+// wakeAfterChange wakes the workflow of resource id after a change: started when the
+// resource exists (what names it in the answer if it cannot be), left to end when not.
+func wakeAfterChange(ctx context.Context, s *Server, id, what string, wake func(ctx context.Context, start bool) error) error {
 	exists, err := s.Store.Exists(ctx, id)
 	if err != nil {
 		return err
 	}
-	if err := s.Autoscalers.WakeAutoscaler(ctx, digTarget(id), exists); err != nil {
-		s.Log.Warn("autoscaler", "capacity placement", id, "error", err)
+	if err := wake(ctx, exists); err != nil {
+		s.Log.Warn("wake "+what, "resource", id, "error", err)
 		if exists {
-			return httpErr(http.StatusServiceUnavailable, "%s is stored, but its autoscaler could not be started (%v): send the request again", describe(id), err)
+			return httpErr(http.StatusServiceUnavailable, "%s is stored, but its %s could not be started (%v): send the request again", describe(id), what, err)
 		}
 	}
 	return nil

@@ -83,15 +83,17 @@ func attachKubeconfig(_ context.Context, s *Server, r *request[model.ClusterSpec
 	if r.res.Spec.IsGitOps() {
 		return nil
 	}
-	if _, err := kubeconfig.Parse(r.file); err != nil {
-		return badRequest("invalid kubeconfig: %v", err)
-	}
-	sealed, err := s.Keys.Seal(r.file, []byte(r.id))
-	if err != nil {
-		return err
-	}
+	sealed, err := sealKubeconfig(s, r.file, r.id)
 	r.secret = sealed
-	return nil
+	return err
+}
+
+// sealKubeconfig checks a kubeconfig and seals it, bound to the resource's id.
+func sealKubeconfig(s *Server, file []byte, id string) ([]byte, error) {
+	if _, err := kubeconfig.Parse(file); err != nil {
+		return nil, badRequest("invalid kubeconfig: %v", err)
+	}
+	return s.Keys.Seal(file, []byte(id))
 }
 
 // listClusters lists clusters; ?label=X answers just the names of clusters with that

@@ -53,6 +53,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 		coll: routeGPI + "/app-intents", item: routeGPI + "/app-intents/:appIntent"})
 	s.registerRollout(g)
 	s.registerCapacity(g)
+	s.registerInventories(g)
 }
 
 // caOf returns the composite app _id that contains id: "/projects/p/composite-apps/ca/v".

@@ -53,7 +53,7 @@ var labels = map[string]string{
 	"logical-clouds": "logical cloud", "cluster-references": "cluster reference", "user-permissions": "user permission",
 	"cluster-quotas": "cluster quota", "dtc-controllers": "dtc controller", "cluster-sync-objects": "cluster sync object",
 	"ca-certs": "CA certificate intent", "rollout-strategies": "rollout strategy",
-	"capacity-placements": "capacity placement",
+	"capacity-placements": "capacity placement", "cluster-inventories": "cluster inventory",
 }
 
 // describe turns an _id into words for messages: `app "web" of composite app "ca" version "v1"`

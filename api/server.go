@@ -36,6 +36,8 @@ type Server struct {
 	Drift    DriftScheduler              // DIGs' drift-check schedules; nil: none are kept
 	// Autoscalers run DIGs' autoscalers (capacity placements); nil: none run.
 	Autoscalers Autoscalers
+	// Inventories run the cluster inventories' syncs; nil: none run.
+	Inventories Inventories
 
 	// Controllers are the intent controllers built into temco (controllers/registry): their
 	// resources are served under the DIG, and a DIG may use them or controllers registered

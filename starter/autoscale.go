@@ -15,20 +15,25 @@ import (
 // start, one is started when none runs (its capacity placement was stored), else a DIG
 // without one is left alone (its capacity placement was deleted).
 func (s *Starter) WakeAutoscaler(ctx context.Context, dig lifecycle.Target, start bool) error {
-	id := dig.AutoscaleWorkflowID()
+	return s.wake(ctx, start, client.StartWorkflowOptions{ID: dig.AutoscaleWorkflowID(),
+		TypedSearchAttributes: lifecycle.SearchAttributes(dig, lifecycle.OpAutoscale),
+		StaticSummary:         "autoscaler of " + dig.String(),
+	}, lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+}
+
+// wake sends SignalWake to workflow o.ID, with start starting it (with arg) when none runs;
+// without, a workflow that does not run is left alone.
+func (s *Starter) wake(ctx context.Context, start bool, o client.StartWorkflowOptions, workflowType string, arg any) error {
 	if !start {
-		err := s.Client.SignalWorkflow(ctx, id, "", lifecycle.SignalWake, nil)
+		err := s.Client.SignalWorkflow(ctx, o.ID, "", lifecycle.SignalWake, nil)
 		var notFound *serviceerror.NotFound
 		if errors.As(err, &notFound) {
 			return nil
 		}
 		return err
 	}
-	_, err := s.Client.SignalWithStartWorkflow(ctx, id, lifecycle.SignalWake, nil, client.StartWorkflowOptions{
-		ID: id, TaskQueue: s.TaskQueue,
-		TypedSearchAttributes: lifecycle.SearchAttributes(dig, lifecycle.OpAutoscale),
-		StaticSummary:         "autoscaler of " + dig.String(),
-	}, lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	o.TaskQueue = s.TaskQueue
+	_, err := s.Client.SignalWithStartWorkflow(ctx, o.ID, lifecycle.SignalWake, nil, o, workflowType, arg)
 	return err
 }
 

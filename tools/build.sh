@@ -73,9 +73,11 @@ build_ferretdb() {
 
 # CRDs from the modules that ship them (tools/crds/go.mod): the ServiceMonitor for the Helm
 # chart's e2e test, and in a folder each the kinds temco's controllers produce, which every
-# local cluster applies at start (internal/dev/devstack): Istio's, Multus' and cert-manager's.
+# local cluster applies at start (internal/dev/devstack): Istio's, Multus' and cert-manager's,
+# and the cluster inventory API's ClusterProfile and PlacementDecision (a hub's kinds).
 CRD_MODULES="github.com/prometheus-operator/prometheus-operator istio.io/api
-  github.com/k8snetworkplumbingwg/network-attachment-definition-client github.com/cert-manager/cert-manager"
+  github.com/k8snetworkplumbingwg/network-attachment-definition-client github.com/cert-manager/cert-manager
+  sigs.k8s.io/cluster-inventory-api"
 build_crds() {
   local v; v=$(cd "$TOOLS/crds" && go list -m -f '{{.Path}}@{{.Version}}' $CRD_MODULES | paste -sd ' ')
   fresh crds "$v" && return
@@ -84,6 +86,7 @@ build_crds() {
   crd_folder istio "$(crd_module istio.io/api)"/kubernetes/customresourcedefinitions.gen.yaml
   crd_folder multus "$(crd_module github.com/k8snetworkplumbingwg/network-attachment-definition-client)"/artifacts/networks-crd.yaml
   crd_folder cert-manager "$(crd_module github.com/cert-manager/cert-manager)"/deploy/crds/*.yaml
+  crd_folder cluster-inventory "$(crd_module sigs.k8s.io/cluster-inventory-api)"/config/crd/bases/*.yaml
   stamp crds "$v"
 }
 crd_module() { (cd "$TOOLS/crds" && go mod download -json "$1" | sed -n 's/.*"Dir": "\(.*\)".*/\1/p'); }

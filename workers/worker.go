@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	driftchecks "github.com/temco/temco/activities/drift"
+	inventories "github.com/temco/temco/activities/inventory"
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
@@ -29,6 +30,7 @@ import (
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
 	"github.com/temco/temco/workflows/drift"
+	"github.com/temco/temco/workflows/inventory"
 	"github.com/temco/temco/workflows/preview"
 	"github.com/temco/temco/workflows/relocate"
 )
@@ -52,6 +54,7 @@ var domains = []struct {
 	{previews.Register, previews.ActivityNames},
 	{relocations.Register, relocations.ActivityNames},
 	{autoscaling.Register, autoscaling.ActivityNames},
+	{inventories.Register, inventories.ActivityNames},
 	{registerNCM, ncm.ActivityNames},
 	{registerCACerts, cacerts.ActivityNames},
 }
@@ -73,6 +76,7 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowDrift:       drift.Drift,
 	lifecycle.WorkflowDriftBatch:  drift.DriftBatch,
 	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
+	lifecycle.WorkflowInventory:   inventory.ClusterInventory,
 
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }

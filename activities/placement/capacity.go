@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/inventory"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -115,6 +116,22 @@ func (c *capacityDoc) eligible(ctx context.Context, st *store.Store, cloud *clou
 	return order, nil
 }
 
+// usable leaves out of clusters those a cluster inventory took out of placements: their
+// ClusterProfile is unhealthy or gone (internal/core/inventory).
+func usable(ctx context.Context, st *store.Store, clusters []string) ([]string, error) {
+	members, err := labelled(ctx, st, clusters)
+	if err != nil {
+		return nil, err
+	}
+	out := clusters[:0:0]
+	for _, m := range members {
+		if !slices.Contains(m.Labels, inventory.LabelUnhealthy) && !slices.Contains(m.Labels, inventory.LabelRemoved) {
+			out = append(out, m.Key)
+		}
+	}
+	return out, nil
+}
+
 // members are the clusters the placement's apps go to: the autoscaler's members, else
 // those its first evaluation would choose.
 func (c *capacityDoc) members(eligible []string, now time.Time) ([]string, error) {
@@ -136,6 +153,9 @@ func (a *Activities) placeCapacity(ctx context.Context, dig lifecycle.Target, cl
 		return err
 	}
 	eligible, err := c.eligible(ctx, a.Store, cloud, groups)
+	if err == nil {
+		eligible, err = usable(ctx, a.Store, eligible)
+	}
 	if err != nil {
 		return err
 	}
@@ -220,6 +240,9 @@ func (a *Activities) ObserveCapacity(ctx context.Context, dig lifecycle.Target) 
 	groups, cloud, err := a.groupsOf(ctx, dig, c.apps())
 	if err == nil {
 		view.Eligible, err = c.eligible(ctx, a.Store, cloud, groups)
+	}
+	if err == nil {
+		view.Eligible, err = usable(ctx, a.Store, view.Eligible)
 	}
 	// A capacity placement that cannot be used, or leaves no cluster eligible, changes
 	// nothing until it is mended: evicting every cluster is never what was meant.

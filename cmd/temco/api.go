@@ -140,7 +140,7 @@ func apiCmd() *cobra.Command {
 				Rules: workflowmgr.Rules{OwnTaskQueue: tf.taskQueue, Grants: grants}}
 			ops := &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
-				Ops: ops, Drift: ops, Autoscalers: ops, Ready: ready(st, tc), CodecOrigins: codecOrigins,
+				Ops: ops, Drift: ops, Autoscalers: ops, Inventories: ops, Ready: ready(st, tc), CodecOrigins: codecOrigins,
 				TemporalUI: strings.TrimSuffix(temporalUI, "/"), Namespace: tf.namespace,
 				Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 				Kinds:       slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: certOrgs}), workflowmgr.Kinds(workflows))}

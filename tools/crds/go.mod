@@ -5,7 +5,9 @@
 //   - the kinds temco's controllers put on clusters, which every local cluster applies at
 //     start (internal/devstack): Istio's (.bin/crds/istio/: its, ca-certs' ProxyConfig),
 //     Multus' NetworkAttachmentDefinition (.bin/crds/multus/: ncm) and cert-manager's
-//     (.bin/crds/cert-manager/: ca-certs' ClusterIssuer).
+//     (.bin/crds/cert-manager/: ca-certs' ClusterIssuer);
+//   - the cluster inventory API's ClusterProfile and PlacementDecision
+//     (.bin/crds/cluster-inventory/), so that any local cluster can be a hub.
 module temco/tools/crds
 
 go 1.26
@@ -15,4 +17,5 @@ require (
 	github.com/k8snetworkplumbingwg/network-attachment-definition-client v1.7.7
 	github.com/prometheus-operator/prometheus-operator v0.85.0
 	istio.io/api v1.32.0
+	sigs.k8s.io/cluster-inventory-api v0.1.0
 )

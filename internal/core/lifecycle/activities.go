@@ -87,6 +87,9 @@ const (
 	ActivityCapacitySignals = "CapacitySignals"
 	ActivityDrainCapacity   = "DrainCapacity"
 
+	// activities/inventory (inventory.Activities): one sync of a cluster inventory.
+	ActivitySyncInventory = "SyncInventory"
+
 	// controllers/ncm (ncm.Activities): a cluster network's preparation.
 	ActivityPrepareClusterNetwork = "PrepareClusterNetwork"
 

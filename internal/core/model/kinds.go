@@ -34,6 +34,9 @@ const (
 	// KindCapacityPlacement is temco's own: the clusters a DIG's workloads run on, chosen
 	// from their capacity (internal/core/capacity).
 	KindCapacityPlacement = "capacityPlacement"
+	// KindClusterInventory is temco's own: a hub of ClusterProfiles a cluster provider's
+	// clusters are kept in step with (internal/core/inventory).
+	KindClusterInventory = "clusterInventory"
 )
 
 // Decode parses a stored resource body.

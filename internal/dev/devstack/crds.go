@@ -33,9 +33,10 @@ var crdFiles embed.FS
 // definitions of the other kinds temco's controllers produce, copied from the modules
 // that ship them (pinned by tools/crds/go.mod): every local cluster applies them too.
 var moduleCRDFolders = []string{
-	"istio",        // istio.io/api: its's Gateway, ServiceEntry, DestinationRule, AuthorizationPolicy..., ca-certs' ProxyConfig
-	"multus",       // network-attachment-definition-client: ncm's NetworkAttachmentDefinition
-	"cert-manager", // cert-manager: ca-certs' ClusterIssuer, and the other five kinds of its CRDs
+	"istio",             // istio.io/api: its's Gateway, ServiceEntry, DestinationRule, AuthorizationPolicy..., ca-certs' ProxyConfig
+	"multus",            // network-attachment-definition-client: ncm's NetworkAttachmentDefinition
+	"cert-manager",      // cert-manager: ca-certs' ClusterIssuer, and the other five kinds of its CRDs
+	"cluster-inventory", // sigs.k8s.io/cluster-inventory-api: ClusterProfile, PlacementDecision (a hub's: cluster inventories)
 }
 
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}

@@ -1,0 +1,172 @@
+package inventory
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
+	"sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
+)
+
+// The access providers temco understands: those of the cluster inventory API's two
+// reference plugins, both of which read a Secret on the hub. temco reads the Secret
+// itself; it never runs a plugin a profile names.
+const (
+	// ProviderSecretReader: a bearer token under key "token" of the Secret named after
+	// the cluster (clusterName of the provider's exec config, else the profile's name).
+	ProviderSecretReader = "secretreader"
+	// ProviderKubeconfigSecretReader: a kubeconfig under key "key" of Secret "name" (exec
+	// config {name, key, namespace}).
+	ProviderKubeconfigSecretReader = "kubeconfig-secretreader"
+
+	execExtension = "client.authentication.k8s.io/exec"
+	tokenKey      = "token"
+)
+
+// Access is how temco reaches a profile's cluster: the provider's server and CA, and the
+// Secret on the hub that holds its token, or (Kubeconfig) a whole kubeconfig.
+type Access struct {
+	Provider   string
+	Cluster    clientcmdv1.Cluster
+	Secret     string // in the inventory's namespace
+	Key        string
+	Kubeconfig bool
+}
+
+// execConfig is the exec config of both reference plugins, as a provider's cluster
+// extension carries it.
+type execConfig struct {
+	ClusterName string `json:"clusterName"`
+	Name        string `json:"name"`
+	Key         string `json:"key"`
+	Namespace   string `json:"namespace"`
+}
+
+// AccessOf picks the first access provider of the profile temco understands (those of
+// status.accessProviders first, then the deprecated credentialProviders). A Secret in
+// another namespace than the inventory's is refused: the inventory reads its own.
+func AccessOf(p *v1alpha1.ClusterProfile, namespace string) (Access, error) {
+	providers := append(append([]v1alpha1.AccessProvider{}, p.Status.AccessProviders...), p.Status.CredentialProviders...)
+	var names []string
+	for _, ap := range providers {
+		var cfg execConfig
+		for _, ext := range ap.Cluster.Extensions {
+			if ext.Name == execExtension && len(ext.Extension.Raw) > 0 {
+				if err := json.Unmarshal(ext.Extension.Raw, &cfg); err != nil {
+					return Access{}, fmt.Errorf("access provider %q: its exec config is not JSON: %v", ap.Name, err)
+				}
+			}
+		}
+		switch ap.Name {
+		case ProviderSecretReader:
+			return Access{Provider: ap.Name, Cluster: ap.Cluster, Secret: firstOf(cfg.ClusterName, p.Name), Key: tokenKey}, nil
+		case ProviderKubeconfigSecretReader:
+			if cfg.Name == "" || cfg.Key == "" {
+				return Access{}, fmt.Errorf("access provider %q: its exec config names no Secret (name and key)", ap.Name)
+			}
+			if cfg.Namespace != "" && cfg.Namespace != namespace {
+				return Access{}, fmt.Errorf("access provider %q names a Secret in namespace %q: temco reads Secrets of the inventory's namespace %q only", ap.Name, cfg.Namespace, namespace)
+			}
+			return Access{Provider: ap.Name, Cluster: ap.Cluster, Secret: cfg.Name, Key: cfg.Key, Kubeconfig: true}, nil
+		}
+		names = append(names, ap.Name)
+	}
+	return Access{}, fmt.Errorf("no access provider temco can use (it reads %s and %s; the profile has %v)",
+		ProviderSecretReader, ProviderKubeconfigSecretReader, names)
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// TokenKubeconfig is a kubeconfig reaching cluster with a bearer token.
+func TokenKubeconfig(name string, c clientcmdv1.Cluster, token string) ([]byte, error) {
+	cfg := clientcmdapi.NewConfig()
+	cfg.Clusters[name] = &clientcmdapi.Cluster{Server: c.Server, CertificateAuthorityData: c.CertificateAuthorityData,
+		TLSServerName: c.TLSServerName, InsecureSkipTLSVerify: c.InsecureSkipTLSVerify, ProxyURL: c.ProxyURL}
+	cfg.AuthInfos[name] = &clientcmdapi.AuthInfo{Token: token}
+	cfg.Contexts[name] = &clientcmdapi.Context{Cluster: name, AuthInfo: name}
+	cfg.CurrentContext = name
+	return clientcmd.Write(*cfg)
+}
+
+// Healthy tells whether a profile's control plane is healthy: not when its
+// ControlPlaneHealthy condition is False (a profile without it is taken as healthy).
+func Healthy(p *v1alpha1.ClusterProfile) (bool, string) {
+	c := meta.FindStatusCondition(p.Status.Conditions, v1alpha1.ClusterConditionControlPlaneHealthy)
+	if c != nil && c.Status == metav1.ConditionFalse {
+		return false, fmt.Sprintf("%s: %s", c.Reason, c.Message)
+	}
+	return true, ""
+}
+
+// ProfileLabels are the temco labels of a healthy profile's cluster.
+func ProfileLabels(p *v1alpha1.ClusterProfile) []string {
+	props := make(map[string]string, len(p.Status.Properties))
+	for _, pr := range p.Status.Properties {
+		props[pr.Name] = pr.Value
+	}
+	return Labels(p.Labels, props)
+}
+
+// Label keys of the PlacementDecisions temco writes, beside the API's own.
+const (
+	LabelManagedBy = "app.kubernetes.io/managed-by"
+	LabelInventory = "temco.io/inventory"
+	// AnnotationDIG names the DIG a decision is for (its store id).
+	AnnotationDIG = "temco.io/deployment-intent-group"
+	// MaxDecisions is the API's limit of clusters per PlacementDecision.
+	MaxDecisions = 100
+	// SchedulerName names temco in its decisions.
+	SchedulerName = "temco"
+)
+
+// DecisionKey is the decision key of a DIG's slices: a label value derived from its id.
+func DecisionKey(digID string) string {
+	h := sha256.Sum256([]byte(digID))
+	return "temco-" + hex.EncodeToString(h[:10])
+}
+
+// InventoryLabel is the label value naming an inventory (hashed when too long for one).
+func InventoryLabel(name string) string {
+	if len(name) <= 63 {
+		return name
+	}
+	h := sha256.Sum256([]byte(name))
+	return "inventory-" + hex.EncodeToString(h[:10])
+}
+
+// Decisions lays out the profiles (names, in order) a DIG is placed on as
+// PlacementDecision slices of at most MaxDecisions, named "<key>-<index>".
+func Decisions(namespace, inventory, digID string, profiles []string) []*v1alpha1.PlacementDecision {
+	key := DecisionKey(digID)
+	var out []*v1alpha1.PlacementDecision
+	for i := 0; i*MaxDecisions < len(profiles); i++ {
+		part := profiles[i*MaxDecisions : min(len(profiles), (i+1)*MaxDecisions)]
+		d := &v1alpha1.PlacementDecision{
+			TypeMeta: metav1.TypeMeta{APIVersion: v1alpha1.GroupVersion.String(), Kind: "PlacementDecision"},
+			ObjectMeta: metav1.ObjectMeta{Name: key + "-" + strconv.Itoa(i), Namespace: namespace,
+				Labels: map[string]string{v1alpha1.DecisionKeyLabel: key, v1alpha1.DecisionIndexLabel: strconv.Itoa(i),
+					v1alpha1.PlacementKeyLabel: key, LabelManagedBy: SchedulerName, LabelInventory: InventoryLabel(inventory)},
+				Annotations: map[string]string{AnnotationDIG: digID}},
+			SchedulerName: SchedulerName,
+		}
+		for _, p := range part {
+			d.Decisions = append(d.Decisions, v1alpha1.ClusterDecision{
+				ClusterProfileRef: v1alpha1.ClusterProfileReference{Name: p, Namespace: namespace},
+				Reason:            "placed by " + digID})
+		}
+		out = append(out, d)
+	}
+	return out
+}

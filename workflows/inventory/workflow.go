@@ -1,0 +1,55 @@
+// Package inventory holds the ClusterInventory workflow: the loop of one cluster inventory
+// (docs/inventory.md). Each sync is one activity (activities/inventory), a reconciliation
+// that may run again at no harm; the workflow only paces it, takes the wake and stop
+// signals and continues as new now and then.
+package inventory
+
+import (
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// syncsPerRun bounds one run's history: the workflow continues as new after them.
+const syncsPerRun = 200
+
+// ClusterInventory syncs the inventory every interval until it is deleted or stopped. A
+// sync that fails is logged and tried again at the next interval (the failure is in its
+// status too).
+func ClusterInventory(ctx workflow.Context, in lifecycle.InventoryInput) error {
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute,
+		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 2}})
+	wake := workflow.GetSignalChannel(ctx, lifecycle.SignalWake)
+	stop := workflow.GetSignalChannel(ctx, lifecycle.SignalStop)
+	interval := time.Duration(0)
+	for n := 0; n < syncsPerRun; n++ {
+		var done lifecycle.InventorySynced
+		if err := workflow.ExecuteActivity(ctx, lifecycle.ActivitySyncInventory, in).Get(ctx, &done); err != nil {
+			workflow.GetLogger(ctx).Warn("inventory sync failed", "inventory", in.ID(), "error", lifecycle.ErrorMessage(err))
+		} else {
+			if done.Gone {
+				return nil
+			}
+			interval = done.Interval
+			workflow.GetLogger(ctx).Info("inventory synced", "inventory", in.ID(), "summary", done.Summary)
+		}
+		stopped := false
+		tctx, cancel := workflow.WithCancel(ctx)
+		sel := workflow.NewSelector(ctx)
+		sel.AddFuture(workflow.NewTimer(tctx, max(interval, 5*time.Second)), func(workflow.Future) {})
+		sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil) })
+		sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); stopped = true })
+		sel.Select(ctx)
+		for sel.HasPending() {
+			sel.Select(ctx)
+		}
+		cancel()
+		if stopped {
+			return nil
+		}
+	}
+	return workflow.NewContinueAsNewError(ctx, ClusterInventory, in)
+}

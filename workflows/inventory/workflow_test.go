@@ -1,0 +1,83 @@
+package inventory
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/testsuite"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+var inv = lifecycle.InventoryInput{Provider: "cp", Name: "hub"}
+
+// run runs the workflow with a sync that answers sync(n) for its n-th call.
+func run(t *testing.T, sync func(n int) (lifecycle.InventorySynced, error), setUp func(*testsuite.TestWorkflowEnvironment)) (int, error) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestWorkflowEnvironment()
+	env.RegisterWorkflowWithOptions(ClusterInventory, workflow.RegisterOptions{Name: lifecycle.WorkflowInventory})
+	n := 0
+	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.InventoryInput) (lifecycle.InventorySynced, error) {
+		if in != inv {
+			return lifecycle.InventorySynced{}, errors.New("another inventory")
+		}
+		n++
+		return sync(n)
+	}, activity.RegisterOptions{Name: lifecycle.ActivitySyncInventory})
+	if setUp != nil {
+		setUp(env)
+	}
+	env.ExecuteWorkflow(lifecycle.WorkflowInventory, inv)
+	return n, env.GetWorkflowError()
+}
+
+func every(d time.Duration) func(int) (lifecycle.InventorySynced, error) {
+	return func(int) (lifecycle.InventorySynced, error) { return lifecycle.InventorySynced{Interval: d}, nil }
+}
+
+func TestSyncsAtItsIntervalUntilStopped(t *testing.T) {
+	n, err := run(t, every(30*time.Second), func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, 95*time.Second)
+	})
+	if err != nil || n != 4 {
+		t.Errorf("%d syncs (%v), want 4 in 95 s at 30 s", n, err)
+	}
+}
+
+func TestWakeSyncsNow(t *testing.T) {
+	n, err := run(t, every(time.Hour), func(env *testsuite.TestWorkflowEnvironment) {
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalWake, nil) }, time.Minute)
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, 2*time.Minute)
+	})
+	if err != nil || n != 2 {
+		t.Errorf("%d syncs (%v), want 2: the first, and the wake's", n, err)
+	}
+}
+
+func TestEndsWhenGoneAndOutlivesAFailedSync(t *testing.T) {
+	n, err := run(t, func(n int) (lifecycle.InventorySynced, error) {
+		switch n {
+		case 1, 2: // the sync's two attempts
+			return lifecycle.InventorySynced{}, errors.New("store down")
+		case 3:
+			return lifecycle.InventorySynced{Interval: 10 * time.Second}, nil
+		}
+		return lifecycle.InventorySynced{Gone: true}, nil
+	}, nil)
+	if err != nil || n != 4 {
+		t.Errorf("%d calls (%v), want 4: a failed sync (two attempts), one, and the one that found it gone", n, err)
+	}
+}
+
+func TestContinuesAsNew(t *testing.T) {
+	n, err := run(t, every(5*time.Second), nil)
+	var can *workflow.ContinueAsNewError
+	if !errors.As(err, &can) || n != syncsPerRun {
+		t.Errorf("%d syncs, then %v: want %d and a continue-as-new", n, err, syncsPerRun)
+	}
+}
