@@ -141,6 +141,15 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 	for _, c := range slices.Concat(clusters, mine) {
 		byName[c.Name] = c
 	}
+	// Every label of the provider's clusters in one read, not one per cluster.
+	labelDocs, err := a.Store.List(ctx, store.Query{Scope: providerID, Kind: model.KindClusterLabel})
+	if err != nil {
+		return err
+	}
+	labels := labelIndex{}
+	for _, l := range labelDocs {
+		labels[l.Parent] = append(labels[l.Parent], l)
+	}
 	seen := map[string]bool{}
 	var placeable []string // clusters whose profile exists: a decision may name them
 	items := list.Items
@@ -155,7 +164,7 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 		if spec.ClusterManager != "" && p.Labels[v1alpha1.LabelClusterManagerKey] != spec.ClusterManager {
 			continue
 		}
-		ps, err := a.profile(ctx, in, h, &p, byName[p.Name])
+		ps, err := a.profile(ctx, in, h, &p, byName[p.Name], labels)
 		if err != nil {
 			return err
 		}
@@ -169,7 +178,7 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 		if seen[c.Name] {
 			continue
 		}
-		if err := a.setLabels(ctx, c.ID, []string{core.LabelRemoved}); err != nil {
+		if err := a.setLabels(ctx, c.ID, labels[c.ID], []string{core.LabelRemoved}); err != nil {
 			return err
 		}
 		status.Profiles = append(status.Profiles, lifecycle.ProfileStatus{Profile: c.Name, Cluster: lifecycle.ClusterKey(in.Provider, c.Name),
@@ -179,7 +188,7 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 }
 
 // profile brings one profile's cluster in step with it.
-func (a *Activities) profile(ctx context.Context, in lifecycle.InventoryInput, h *hub, p *v1alpha1.ClusterProfile, existing *store.Doc) (lifecycle.ProfileStatus, error) {
+func (a *Activities) profile(ctx context.Context, in lifecycle.InventoryInput, h *hub, p *v1alpha1.ClusterProfile, existing *store.Doc, labels labelIndex) (lifecycle.ProfileStatus, error) {
 	ps := lifecycle.ProfileStatus{Profile: p.Name, Cluster: lifecycle.ClusterKey(in.Provider, p.Name)}
 	skip := func(format string, args ...any) (lifecycle.ProfileStatus, error) {
 		ps.State, ps.Reason = lifecycle.ProfileSkipped, fmt.Sprintf(format, args...)
@@ -196,7 +205,7 @@ func (a *Activities) profile(ctx context.Context, in lifecycle.InventoryInput, h
 		if existing == nil {
 			return skip("control plane not healthy (%s): not registered", why)
 		}
-		return ps, a.setLabels(ctx, existing.ID, []string{core.LabelUnhealthy})
+		return ps, a.setLabels(ctx, existing.ID, labels[existing.ID], []string{core.LabelUnhealthy})
 	}
 	access, err := core.AccessOf(p, h.ns)
 	if err != nil {
@@ -214,7 +223,7 @@ func (a *Activities) profile(ctx context.Context, in lifecycle.InventoryInput, h
 		return ps, err
 	}
 	ps.State, ps.Labels = lifecycle.ProfileRegistered, core.ProfileLabels(p)
-	return ps, a.setLabels(ctx, id, ps.Labels)
+	return ps, a.setLabels(ctx, id, labels[id], ps.Labels)
 }
 
 // kubeconfigOf reads the credentials an access provider names from the hub.
@@ -270,12 +279,11 @@ func (a *Activities) saveCluster(ctx context.Context, in lifecycle.InventoryInpu
 	return nil // created by an earlier attempt of this sync
 }
 
-// setLabels makes a cluster's labels exactly want.
-func (a *Activities) setLabels(ctx context.Context, cluster string, want []string) error {
-	have, err := a.Store.List(ctx, store.Query{Parent: cluster, Kind: model.KindClusterLabel})
-	if err != nil {
-		return err
-	}
+// labelIndex holds label documents by cluster id.
+type labelIndex map[string][]*store.Doc
+
+// setLabels makes a cluster's labels (have now) exactly want.
+func (a *Activities) setLabels(ctx context.Context, cluster string, have []*store.Doc, want []string) error {
 	for _, l := range have {
 		if !slices.Contains(want, l.Name) {
 			if err := a.Store.Delete(ctx, l.ID); err != nil && store.CodeOf(err) != store.ErrNotFound {
