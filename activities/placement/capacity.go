@@ -204,7 +204,8 @@ func (m *cloudMembers) resolve(name string) (string, error) {
 
 // ObserveCapacity is what an evaluation of the DIG's autoscaler starts from (see
 // lifecycle.CapacityView).
-func (a *Activities) ObserveCapacity(ctx context.Context, dig lifecycle.Target) (lifecycle.CapacityView, error) {
+func (a *Activities) ObserveCapacity(ctx context.Context, in lifecycle.CapacityObserveInput) (lifecycle.CapacityView, error) {
+	dig := in.Target
 	c, err := a.capacityOf(ctx, dig)
 	if err != nil || c == nil {
 		return lifecycle.CapacityView{}, err
@@ -227,16 +228,18 @@ func (a *Activities) ObserveCapacity(ctx context.Context, dig lifecycle.Target) 
 		view.Waiting = fmt.Sprintf("its context %s is %s: an operation runs, or the last one did not succeed", view.ContextID, header.Status)
 		return view, nil
 	}
-	placed, err := a.Contexts.Placements(ctx, view.ContextID, appctx.Filter{Apps: c.apps()})
-	if err != nil {
-		return view, err
-	}
-	for _, p := range placed {
-		if !slices.Contains(view.Placed, p.Cluster) {
-			view.Placed = append(view.Placed, p.Cluster)
+	if in.Seed {
+		placed, err := a.Contexts.Placements(ctx, view.ContextID, appctx.Filter{Apps: c.apps()})
+		if err != nil {
+			return view, err
 		}
+		for _, p := range placed {
+			if !slices.Contains(view.Placed, p.Cluster) {
+				view.Placed = append(view.Placed, p.Cluster)
+			}
+		}
+		slices.Sort(view.Placed)
 	}
-	slices.Sort(view.Placed)
 	groups, cloud, err := a.groupsOf(ctx, dig, c.apps())
 	if err == nil {
 		view.Eligible, err = c.eligible(ctx, a.Store, cloud, groups)

@@ -99,7 +99,8 @@ func (a *autoscaler) wait(ctx workflow.Context, interval time.Duration) {
 // evaluate is one evaluation: observe, decide, act. It returns the view it started from.
 func (a *autoscaler) evaluate(ctx workflow.Context) (lifecycle.CapacityView, error) {
 	var view lifecycle.CapacityView
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityObserveCapacity, a.dig).Get(ctx, &view); err != nil {
+	in := lifecycle.CapacityObserveInput{Target: a.dig, Seed: len(a.state.Members) == 0}
+	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityObserveCapacity, in).Get(ctx, &view); err != nil {
 		return view, err
 	}
 	now := workflow.Now(ctx).UTC()

@@ -29,6 +29,7 @@ type fakes struct {
 	signals  func(n int, cluster string) capacity.Signals
 	update   func(ctxID string) error
 	observed int
+	seeds    []bool // each observation's Seed
 	read     []string
 	drained  []lifecycle.CapacityDrainInput
 	records  []lifecycle.AutoscaleState
@@ -58,13 +59,14 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Autoscale, workflow.RegisterOptions{Name: lifecycle.WorkflowAutoscale})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityObserveCapacity, func(_ context.Context, in lifecycle.Target) (lifecycle.CapacityView, error) {
-		if in != dig {
+	reg(lifecycle.ActivityObserveCapacity, func(_ context.Context, in lifecycle.CapacityObserveInput) (lifecycle.CapacityView, error) {
+		if in.Target != dig {
 			return lifecycle.CapacityView{}, errors.New("another DIG")
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.observed++
+		f.seeds = append(f.seeds, in.Seed)
 		return f.view(f.observed), nil
 	})
 	reg(lifecycle.ActivityCapacitySignals, func(_ context.Context, in lifecycle.CapacitySignalsInput) (capacity.Signals, error) {
@@ -130,6 +132,9 @@ func TestScaleOutThroughOneUpdate(t *testing.T) {
 	}
 	if len(f.updates) != 1 {
 		t.Fatalf("updates %v, want one (a then b full: b added once)", f.updates)
+	}
+	if len(f.seeds) < 2 || !f.seeds[0] || slices.Contains(f.seeds[1:], true) {
+		t.Errorf("seeds %v: only the first observation, with no members yet, reads the placed clusters", f.seeds)
 	}
 	// The members are recorded, with the update named, before the update starts.
 	var before *lifecycle.AutoscaleState

@@ -80,8 +80,16 @@ type CapacityView struct {
 	// Deployed: the DIG is Instantiated (a DIG that is not forgets its members).
 	Deployed  bool     `json:"deployed,omitempty"`
 	ContextID string   `json:"contextId,omitempty"`
-	Placed    []string `json:"placed,omitempty"`
+	Placed    []string `json:"placed,omitempty"` // only when asked to Seed
 	Eligible  []string `json:"eligible,omitempty"`
+}
+
+// CapacityObserveInput asks for a DIG's CapacityView; Seed asks for its Placed clusters too
+// (the autoscaler has no members yet), which reads every placement of the context. The DIG
+// is inline: the input of a Target alone reads the same.
+type CapacityObserveInput struct {
+	Target
+	Seed bool `json:"seed,omitempty"`
 }
 
 // CapacitySignalsInput reads one cluster's signals for a DIG's workloads.
