@@ -54,6 +54,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	s.registerRollout(g)
 	s.registerCapacity(g)
 	s.registerInventories(g)
+	s.registerPolicy(g)
 }
 
 // caOf returns the composite app _id that contains id: "/projects/p/composite-apps/ca/v".

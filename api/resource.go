@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"path"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -25,7 +26,10 @@ type kind[S any] struct {
 	// (controllers' kinds).
 	multipart bool
 	noPut     bool // EMCO has no PUT for this kind (clusters)
-	kvKey     bool // kv kinds: GET item?key=K answers {"value": ...} (EMCO's lookup)
+	// postItem: EMCO creates or replaces this kind with a POST on the item, whose path
+	// names it (policy intents): served beside the collection's POST, answering 201.
+	postItem bool
+	kvKey    bool // kv kinds: GET item?key=K answers {"value": ...} (EMCO's lookup)
 	// state returns the initial lifecycle state of a new resource (DIGs).
 	state func() string
 	// changed runs after a successful create, replace or delete (un-approving DIGs).
@@ -88,6 +92,10 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 		s.route(g, opDoc{method: http.MethodPut, path: k.item, summary: "Replace (or create) a " + k.name, body: body, multipart: multipart,
 			code: http.StatusOK, response: res}, func(c echo.Context) error { return replace(c, s, k) })
 	}
+	if k.postItem {
+		s.route(g, opDoc{method: http.MethodPost, path: k.item, summary: "Create or replace a " + k.name + " (EMCO's POST on the item; the path names it)",
+			body: body, code: http.StatusCreated, response: res}, func(c echo.Context) error { return replace(c, s, k) })
+	}
 	del := k.remove
 	if del == nil {
 		del = func(c echo.Context) error { return remove(c, s, k) }
@@ -109,6 +117,9 @@ func decode[S any](c echo.Context, k kind[S]) (*request[S], error) {
 		}
 	} else if err := readJSON(c, &r.res); err != nil {
 		return nil, err
+	}
+	if k.postItem && c.Request().Method == http.MethodPost && c.Path() == "/v2"+k.item {
+		r.res.Metadata.Name = c.Param(strings.TrimPrefix(path.Base(k.item), ":")) // EMCO: the path names it, not the body
 	}
 	if err := r.res.Validate(); err != nil {
 		return nil, badRequest("%v", err)
@@ -339,6 +350,9 @@ func replace[S any](c echo.Context, s *Server, k kind[S]) error {
 		}
 		if err := k.afterChange(ctx, s, d.ID); err != nil {
 			return err
+		}
+		if c.Request().Method == http.MethodPost {
+			code = http.StatusCreated // EMCO's POST on the item
 		}
 		return c.JSONBlob(code, []byte(d.Body))
 	}

@@ -17,6 +17,7 @@ import (
 
 	"github.com/temco/temco/dashboard"
 	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/metrics"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/seal"
@@ -38,6 +39,10 @@ type Server struct {
 	Autoscalers Autoscalers
 	// Inventories run the cluster inventories' syncs; nil: none run.
 	Inventories Inventories
+	// PolicyAgents run the policy agents' listeners; nil: none run.
+	PolicyAgents PolicyAgents
+	// PolicyEngines are the OPA servers a policy intent may name (nil: none).
+	PolicyEngines *egress.Allow
 
 	// Controllers are the intent controllers built into temco (controllers/registry): their
 	// resources are served under the DIG, and a DIG may use them or controllers registered

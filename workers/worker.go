@@ -19,6 +19,7 @@ import (
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
+	policies "github.com/temco/temco/activities/policy"
 	previews "github.com/temco/temco/activities/preview"
 	relocations "github.com/temco/temco/activities/relocate"
 	"github.com/temco/temco/activities/render"
@@ -31,6 +32,7 @@ import (
 	"github.com/temco/temco/workflows/dig"
 	"github.com/temco/temco/workflows/drift"
 	"github.com/temco/temco/workflows/inventory"
+	"github.com/temco/temco/workflows/policy"
 	"github.com/temco/temco/workflows/preview"
 	"github.com/temco/temco/workflows/relocate"
 )
@@ -55,6 +57,7 @@ var domains = []struct {
 	{relocations.Register, relocations.ActivityNames},
 	{autoscaling.Register, autoscaling.ActivityNames},
 	{inventories.Register, inventories.ActivityNames},
+	{policies.Register, policies.ActivityNames},
 	{registerNCM, ncm.ActivityNames},
 	{registerCACerts, cacerts.ActivityNames},
 }
@@ -77,6 +80,8 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowDriftBatch:  drift.DriftBatch,
 	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
 	lifecycle.WorkflowInventory:   inventory.ClusterInventory,
+	lifecycle.WorkflowPolicyAgent: policy.PolicyAgent,
+	lifecycle.WorkflowPolicy:      policy.Policy,
 
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }

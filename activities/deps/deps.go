@@ -15,6 +15,7 @@ import (
 
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/internal/adapters/credentials"
+	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/gitops"
 	"github.com/temco/temco/internal/adapters/metrics"
 	"github.com/temco/temco/internal/core/appctx"
@@ -43,6 +44,8 @@ type Deps struct {
 	// RenderMemory bounds, in bytes, the child process each chart renders in
 	// (render.Sandbox); 0: charts render in the worker's own process (tests).
 	RenderMemory int64
+	// PolicyEngines are the OPA servers policy intents may name (nil: none).
+	PolicyEngines *egress.Allow
 	// Report tells a workflow that one of its clusters is being retried (nil: nobody is).
 	Report func(ctx context.Context, workflowID, runID string, r lifecycle.ClusterRetry) error
 

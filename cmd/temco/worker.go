@@ -53,7 +53,7 @@ func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var perBatch, renderMemory, maxConns int
-	var metricsAddr, gitCache, gacURLAllow string
+	var metricsAddr, gitCache, gacURLAllow, policyEngines string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
@@ -66,6 +66,10 @@ func workerCmd() *cobra.Command {
 			gacHosts, err := egress.Parse(gacURLAllow)
 			if err != nil {
 				return fmt.Errorf("--gac-url-allow: %w", err)
+			}
+			engines, err := egress.Parse(policyEngines)
+			if err != nil {
+				return fmt.Errorf("--policy-engine-allow: %w", err)
 			}
 			st, keys, closeStore, err := sf.open(ctx)
 			if err != nil {
@@ -103,7 +107,7 @@ func workerCmd() *cobra.Command {
 			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
 				ClustersPerBatch: perBatch, MaxConns: maxConns, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
-				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20})
+				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20, PolicyEngines: engines})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)
@@ -119,6 +123,8 @@ func workerCmd() *cobra.Command {
 		"directory of this worker's clones of GitOps repositories, not shared with another worker; empty: a temporary one [TEMCO_GIT_CACHE]")
 	cmd.Flags().StringVar(&gacURLAllow, "gac-url-allow", env("TEMCO_GAC_URL_ALLOW", ""),
 		"hosts (host, any port, or host:port; comma-separated) from which gac may fetch $(URL)$ patch values; none by default, and temco's own kv-pairs route needs none [TEMCO_GAC_URL_ALLOW]")
+	cmd.Flags().StringVar(&policyEngines, "policy-engine-allow", env("TEMCO_POLICY_ENGINE_ALLOW", ""),
+		"OPA servers (host, any port, or host:port; comma-separated) policy intents may name; the api takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
 	cmd.Flags().IntVar(&renderMemory, "render-memory", envInt("TEMCO_RENDER_MEMORY", render.DefaultSandboxMemory>>20),
 		"MiB of memory one chart's rendering may take (each renders in a child process; one per core at once) [TEMCO_RENDER_MEMORY]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),

@@ -21,8 +21,10 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/temco/temco/api"
+	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Temporal reaches the Temporal servers the routes name: temco's own, or another one a
@@ -294,4 +296,44 @@ func (t *Temporal) cancel(ctx context.Context, r CancelSpec) error {
 		return c.TerminateWorkflow(ctx, r.WorkflowID, r.RunID, r.Reason, r.Details...)
 	}
 	return c.CancelWorkflow(ctx, r.WorkflowID, r.RunID)
+}
+
+// Child is the workflow the workflow intent stored in d starts when a temco workflow
+// starts it as a child (a policy intent's decision): the same type, task queue, id,
+// options and argument as its start route, under the same rules (checked again: they may
+// have changed since the intent was stored). An intent that starts through an EMCO
+// workflow client is refused: temco cannot make that call exactly once.
+func Child(d *store.Doc, ownQueue string) (contract.Workflow, error) {
+	spec, err := specOf(d)
+	if err != nil {
+		return contract.Workflow{}, err
+	}
+	if spec.WorkflowClient.EndpointName != "" {
+		return contract.Workflow{}, fmt.Errorf("workflow intent %s starts through the EMCO workflow client %s, which a policy cannot call exactly once: give it no spec.workflowClient endpoint",
+			d.Name, spec.WorkflowClient.EndpointName)
+	}
+	scope := ScopeOf(d.ID)
+	if err := (Rules{OwnTaskQueue: ownQueue}).Check(spec, scope, true, false); err != nil {
+		return contract.Workflow{}, fmt.Errorf("workflow intent %s: %w", d.Name, err)
+	}
+	t := spec.Temporal
+	params := t.Params
+	if workflowType(t) == lifecycle.WorkflowRelocate {
+		if params, err = BindRelocate(params, scope); err != nil {
+			return contract.Workflow{}, err
+		}
+	}
+	arg, err := json.Marshal(params)
+	if err != nil {
+		return contract.Workflow{}, err
+	}
+	o := t.StartOptions
+	w := contract.Workflow{Name: d.Name, Kind: "workflow intent", Type: workflowType(t), TaskQueue: o.TaskQueue,
+		ID: intentWorkflowID(spec, scope, d), Arg: arg, ExecutionTimeout: o.WorkflowExecutionTimeout,
+		RunTimeout: o.WorkflowRunTimeout, TaskTimeout: o.WorkflowTaskTimeout, IDReusePolicy: o.WorkflowIDReusePolicy}
+	if p := o.RetryPolicy; p != nil {
+		w.Retry = &contract.RetryPolicy{InitialInterval: p.InitialInterval, BackoffCoefficient: p.BackoffCoefficient,
+			MaximumInterval: p.MaximumInterval, MaximumAttempts: p.MaximumAttempts, NonRetryableErrorTypes: p.NonRetryableErrorTypes}
+	}
+	return w, nil
 }

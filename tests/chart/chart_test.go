@@ -185,7 +185,7 @@ func TestFullInstall(t *testing.T) {
 	api, worker := r.container(t, "temco-api"), r.container(t, "temco-worker")
 	e := env(api)
 	for k, v := range map[string]string{
-		"TEMCO_MONGO_URI": "secret:temco-mongodb/connection-string", "TEMCO_MONGO_DB": "temco_edge",
+		"TEMCO_MONGO_URI": "secret:temco-mongodb/connection-string", "TEMCO_MONGO_DB": "temco_edge", "TEMCO_POLICY_ENGINE_ALLOW": "opa.example.com",
 		"TEMCO_TEMPORAL_TLS": "true", "TEMCO_TEMPORAL_TLS_CA": "/etc/temco/temporal-ca/ca.crt",
 		"TEMCO_TEMPORAL_TLS_CERT": "/etc/temco/temporal-client/tls.crt", "TEMCO_TEMPORAL_TLS_KEY": "/etc/temco/temporal-client/tls.key",
 		"TEMCO_TEMPORAL_TLS_SERVER_NAME": "frontend.temporal.example.com", "TEMCO_TEMPORAL_NAMESPACE": "edge",
@@ -209,7 +209,7 @@ func TestFullInstall(t *testing.T) {
 		t.Errorf("api probes over HTTP while it serves HTTPS: %v", api["readinessProbe"])
 	}
 	if we := env(worker); we["TEMCO_CLUSTERS_PER_BATCH"] != "100" || we["TEMCO_METRICS_ADDR"] != ":9100" || we["TEMCO_TEMPORAL_TLS_CERT"] == "" ||
-		we["TEMCO_GAC_URL_ALLOW"] != "config.example.com,10.0.0.7:8080" {
+		we["TEMCO_GAC_URL_ALLOW"] != "config.example.com,10.0.0.7:8080" || we["TEMCO_POLICY_ENGINE_ALLOW"] != "opa.example.com" {
 		t.Errorf("worker env %v", we)
 	}
 	var mounts []string

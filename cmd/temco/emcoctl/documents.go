@@ -41,6 +41,9 @@ type document struct {
 	Files        []string       `yaml:"files"`
 	ClusterLabel string         `yaml:"clusterLabel"`
 	LabelName    string         `yaml:"label-name"` // older emcoctl files' clusterLabel
+	// Addr is a policy agent's address (EMCO's example 05.register_agent.yaml), which
+	// emcoctl drops: temco sends it.
+	Addr string `yaml:"addr"`
 }
 
 type metadata struct {
@@ -55,6 +58,7 @@ type body struct {
 	Metadata     metadata       `json:"metadata"`
 	ClusterLabel string         `json:"clusterLabel,omitempty"`
 	Spec         map[string]any `json:"spec,omitempty"`
+	Addr         string         `json:"addr,omitempty"`
 }
 
 // Load reads every file in order and returns its documents. With values files the files
@@ -136,7 +140,7 @@ func convert(node *yaml.Node) (*Document, error) {
 		label = raw.LabelName
 	}
 	spec, _ := stringKeys(raw.Spec).(map[string]any)
-	data, err := json.Marshal(body{Metadata: raw.Metadata, ClusterLabel: label, Spec: spec})
+	data, err := json.Marshal(body{Metadata: raw.Metadata, ClusterLabel: label, Spec: spec, Addr: raw.Addr})
 	if err != nil {
 		return nil, fmt.Errorf("spec cannot be sent as JSON: %w", err)
 	}

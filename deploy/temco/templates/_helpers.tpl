@@ -94,6 +94,10 @@ app.kubernetes.io/component: {{ index . 1 }}
   value: {{ .serverName | quote }}
 {{- end }}
 {{- end }}
+{{- with .Values.policyEngineAllow }}
+- name: TEMCO_POLICY_ENGINE_ALLOW
+  value: {{ join "," . | quote }}
+{{- end }}
 - name: HOME
   value: /tmp
 {{- end -}}

@@ -10,6 +10,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/temco/temco/internal/core/lifecycle"
 )
@@ -54,4 +55,22 @@ func (s *Store) SetStatus(ctx context.Context, id, status, errMsg string) error 
 // SetHooks records the workflows the context's operation ran for its controllers.
 func (s *Store) SetHooks(ctx context.Context, id string, hooks []lifecycle.HookRun) error {
 	return s.Set(ctx, id, bson.D{{Key: "hooks", Value: hooks}})
+}
+
+// DIGOf returns the store id of the DIG whose context id is, or whose instance began
+// with it (the emco/deployment-id label of every object names the instance's first
+// context, which an update's later ones keep).
+func (s *Store) DIGOf(ctx context.Context, id string) (string, error) {
+	var c struct {
+		DIG string `bson:"dig"`
+	}
+	proj := options.FindOne().SetProjection(bson.D{{Key: "dig", Value: 1}})
+	err := s.contexts.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, proj).Decode(&c)
+	if errors.Is(err, mongo.ErrNoDocuments) { // the instance's first context was pruned: rare, so unindexed
+		err = s.contexts.FindOne(ctx, bson.D{{Key: "instance", Value: id}}, proj).Decode(&c)
+	}
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", fmt.Errorf("%w: %s", ErrNotFound, id)
+	}
+	return c.DIG, err
 }

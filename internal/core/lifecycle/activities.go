@@ -90,6 +90,13 @@ const (
 	// activities/inventory (inventory.Activities): one sync of a cluster inventory.
 	ActivitySyncInventory = "SyncInventory"
 
+	// activities/policy (policy.Activities): an agent's event stream, a policy intent's
+	// evaluation, the workflow a decision starts, and the decision's record.
+	ActivityListenPolicyAgent = "ListenPolicyAgent"
+	ActivityEvaluatePolicy    = "EvaluatePolicy"
+	ActivityPolicyAction      = "PolicyAction"
+	ActivityRecordPolicy      = "RecordPolicy"
+
 	// controllers/ncm (ncm.Activities): a cluster network's preparation.
 	ActivityPrepareClusterNetwork = "PrepareClusterNetwork"
 

@@ -41,7 +41,8 @@ const (
 // user's intent may start one, but Relocate (workflowmgr).
 var OwnWorkflowTypes = []string{WorkflowDIG, WorkflowInstantiate, WorkflowTerminate, WorkflowUpdate, WorkflowRollback,
 	WorkflowMigrate, WorkflowPruneBatch, WorkflowApplyBatch, WorkflowDeleteBatch, WorkflowReadStatus, WorkflowReadBatch,
-	WorkflowRelocate, WorkflowDrift, WorkflowDriftBatch, WorkflowPreviewRollout, WorkflowAutoscale, WorkflowInventory}
+	WorkflowRelocate, WorkflowDrift, WorkflowDriftBatch, WorkflowPreviewRollout, WorkflowAutoscale, WorkflowInventory,
+	WorkflowPolicyAgent, WorkflowPolicy}
 
 // IsOwnWorkflowType reports whether name is one of OwnWorkflowTypes.
 func IsOwnWorkflowType(name string) bool { return slices.Contains(OwnWorkflowTypes, name) }

@@ -37,6 +37,12 @@ const (
 	// KindClusterInventory is temco's own: a hub of ClusterProfiles a cluster provider's
 	// clusters are kept in step with (internal/core/inventory).
 	KindClusterInventory = "clusterInventory"
+	// EMCO's policy controller: agents streaming events (global, admin-only) and a DIG's
+	// policy intents; KindPolicy is temco's own, a project's Rego module for the embedded
+	// engine (internal/core/policy).
+	KindPolicyAgent  = "policyAgent"
+	KindPolicyIntent = "policyIntent"
+	KindPolicy       = "policy"
 )
 
 // Decode parses a stored resource body.

@@ -1,0 +1,207 @@
+package policy
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"time"
+
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temco/temco/contract"
+	"github.com/temco/temco/controllers/workflowmgr"
+	"github.com/temco/temco/internal/adapters/policyengine"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/policy"
+	"github.com/temco/temco/internal/core/store"
+)
+
+// evaluationTimeout bounds one evaluation, embedded or external.
+const evaluationTimeout = 10 * time.Second
+
+// maxAnswerBytes bounds what an external engine's answer may be.
+const maxAnswerBytes = 1 << 20
+
+// EvaluatePolicy evaluates the event's policy intent as it is stored now: Gone when it no
+// longer exists or names another event; else the verdict and the workflow intent it names.
+// A policy that cannot be evaluated (it does not compile, its answer is not a verdict, its
+// engine is not allowed) fails without retry.
+func (a *Activities) EvaluatePolicy(ctx context.Context, in lifecycle.PolicyEvaluateInput) (lifecycle.PolicyVerdict, error) {
+	id := in.DIG.ID() + "/policy-intents/" + in.Event.Intent
+	d, err := a.Store.Get(ctx, id)
+	if store.CodeOf(err) == store.ErrNotFound {
+		return lifecycle.PolicyVerdict{Gone: true}, nil
+	}
+	if err != nil {
+		return lifecycle.PolicyVerdict{}, err
+	}
+	r, err := model.Decode[policy.Intent](d.Body)
+	if err != nil {
+		return lifecycle.PolicyVerdict{}, permanent(err.Error())
+	}
+	spec := r.Spec
+	if !spec.Event.Matches(in.Event.EventID, in.Event.Agent) || spec.ActorArg == nil {
+		return lifecycle.PolicyVerdict{Gone: true}, nil // changed since the event came
+	}
+	keys := policy.IntentKeys{PolicyIntentID: d.Name, Project: in.DIG.Project, CompositeApp: in.DIG.CompositeApp,
+		CompositeAppVersion: in.DIG.Version, DeploymentIntentGroup: in.DIG.DIG}
+	input, err := policy.Input(keys, spec, in.Event.AgentSpec, in.Event.Payload)
+	if err != nil {
+		return lifecycle.PolicyVerdict{}, permanent(err.Error())
+	}
+	ectx, cancel := context.WithTimeout(ctx, evaluationTimeout)
+	defer cancel()
+	out := lifecycle.PolicyVerdict{Engine: "embedded"}
+	var answer []byte
+	if spec.Policy.EngineURL == "" {
+		var modules map[string]string
+		if modules, err = a.embedded(ectx, in.DIG.Project); err == nil {
+			if answer, err = policyengine.Evaluate(ectx, modules, path(spec.Policy), input); err != nil {
+				err = permanent(err.Error()) // the same policy fails the same way again
+			}
+		}
+	} else {
+		out.Engine, answer, err = a.external(ectx, spec.Policy, input)
+	}
+	if err != nil {
+		return out, err
+	}
+	v, err := policy.VerdictOf(answer, spec.Policy.NamespaceOrDefault())
+	if err != nil {
+		return out, permanent(err.Error())
+	}
+	out.ActionRequired, out.Workflow = v.ActionRequired, spec.ActorArg.WorkFlowName
+	if v.WorkflowName != "" {
+		out.Workflow = v.WorkflowName
+	}
+	return out, nil
+}
+
+func path(e policy.Engine) string {
+	p, _ := e.Path() // validated when the intent was stored
+	return p
+}
+
+// embedded reads the project's policies for the embedded engine.
+func (a *Activities) embedded(ctx context.Context, project string) (map[string]string, error) {
+	docs, err := a.Store.List(ctx, store.Query{Parent: "/projects/" + project, Kind: model.KindPolicy})
+	if err != nil {
+		return nil, err
+	}
+	modules := make(map[string]string, len(docs))
+	for _, d := range docs {
+		r, err := model.Decode[policy.Module](d.Body)
+		if err != nil {
+			return nil, permanent(err.Error())
+		}
+		modules["policies/"+d.Name] = r.Spec.Rego
+	}
+	if len(modules) == 0 {
+		return nil, permanent(fmt.Sprintf("project %s has no policies for the embedded engine: create one (POST /v2/projects/%s/policies) or give spec.policy.engineUrl", project, project))
+	}
+	return modules, nil
+}
+
+// external asks an OPA server on the allow-list, as EMCO does: POST {"input": ...} to
+// <engineUrl>/<policyName>, 200 with the answer expected.
+func (a *Activities) external(ctx context.Context, e policy.Engine, input json.RawMessage) (string, []byte, error) {
+	u, err := e.URL()
+	if err != nil {
+		return "", nil, permanent(err.Error())
+	}
+	engine := u.String()
+	if !a.Engines.AllowsURL(u) {
+		return engine, nil, permanent(fmt.Sprintf("policy engine %s is not on the hosts an admin allowed (--policy-engine-allow)", u.Host))
+	}
+	body, err := json.Marshal(map[string]json.RawMessage{"input": input})
+	if err != nil {
+		return engine, nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, engine, bytes.NewReader(body))
+	if err != nil {
+		return engine, nil, permanent(err.Error())
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := a.Engines.HTTPClient(evaluationTimeout).Do(req)
+	if err != nil {
+		return engine, nil, fmt.Errorf("policy engine %s: %w", u.Host, err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswerBytes+1))
+	switch {
+	case err != nil:
+		return engine, nil, fmt.Errorf("policy engine %s: read the answer: %w", u.Host, err)
+	case len(answer) > maxAnswerBytes:
+		return engine, nil, permanent(fmt.Sprintf("policy engine %s answered more than %d bytes", u.Host, maxAnswerBytes))
+	case resp.StatusCode >= 500:
+		return engine, nil, fmt.Errorf("policy engine %s answered %s", u.Host, resp.Status)
+	case resp.StatusCode != http.StatusOK:
+		return engine, nil, permanent(fmt.Sprintf("policy engine %s answered %s: %s", u.Host, resp.Status, bytes.TrimSpace(answer[:min(len(answer), 512)])))
+	}
+	return engine, answer, nil
+}
+
+// PolicyAction is the workflow a decision starts: workflow intent in.Workflow of the DIG
+// (workflowmgr.Child), refused when it does not exist or may not start from here.
+func (a *Activities) PolicyAction(ctx context.Context, in lifecycle.PolicyActionInput) (contract.Workflow, error) {
+	id := in.DIG.ID() + "/temporal-workflow-intents/" + in.Workflow
+	d, err := a.Store.Get(ctx, id)
+	if store.CodeOf(err) == store.ErrNotFound {
+		return contract.Workflow{}, permanent(fmt.Sprintf("%s has no workflow intent %s", in.DIG, in.Workflow))
+	}
+	if err != nil {
+		return contract.Workflow{}, err
+	}
+	w, err := workflowmgr.Child(d, a.OwnQueue)
+	if err != nil {
+		return contract.Workflow{}, permanent(err.Error())
+	}
+	return w, nil
+}
+
+// RecordPolicy adds a decision to its policy intent's record (none when the intent is
+// gone); a write that lost to another is read and written again.
+func (a *Activities) RecordPolicy(ctx context.Context, rec lifecycle.PolicyRecord) error {
+	id := rec.DIG.ID() + "/policy-intents/" + rec.Intent
+	for {
+		d, err := a.Store.Get(ctx, id)
+		if store.CodeOf(err) == store.ErrNotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		var st lifecycle.PolicyStatus
+		if d.State != "" {
+			_ = json.Unmarshal([]byte(d.State), &st) // a record that does not decode starts again
+		}
+		st.Evaluations++
+		dec := rec.Decision
+		st.Last = &dec
+		if dec.ActionRequired {
+			st.Actions++
+			st.Decisions = append(st.Decisions, dec)
+			if n := len(st.Decisions) - lifecycle.PolicyDecisionsKept; n > 0 {
+				st.Decisions = st.Decisions[n:]
+			}
+		}
+		state, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		d.State = string(state)
+		err = a.Store.SetState(ctx, d)
+		if store.CodeOf(err) == store.ErrConflict {
+			continue
+		}
+		return err
+	}
+}
+
+func permanent(msg string) error {
+	return temporal.NewNonRetryableApplicationError(msg, lifecycle.ErrInvalidInput, nil)
+}

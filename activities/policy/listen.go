@@ -1,0 +1,272 @@
+// Package policy holds the policy controller's activities (workflows/policy): an agent's
+// event stream, a policy intent's evaluation (temco's embedded engine or an allowed OPA
+// server), the workflow a decision starts and the decision's record.
+package policy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/adapters/policyevents"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/policy"
+	"github.com/temco/temco/internal/core/store"
+)
+
+// Activities are the policy controller's activities.
+type Activities struct {
+	Store    *store.Store
+	Contexts *appctx.Store
+	// Signal hands an event to a DIG's Policy workflow (starter.SignalPolicyEvent).
+	Signal func(ctx context.Context, dig lifecycle.Target, ev lifecycle.PolicyEvent) error
+	// Engines are the OPA servers a policy intent may name (nil: none; the embedded
+	// engine needs none).
+	Engines *egress.Allow
+	// OwnQueue is temco's task queue, where no decision starts anything but Relocate.
+	OwnQueue string
+}
+
+// MaxPayloadBytes bounds an event's metric list handed to a policy: each one goes into a
+// workflow's history.
+const MaxPayloadBytes = 64 << 10
+
+// statusEvery is how often a listener records its agent's status while events flow.
+const statusEvery = 10 * time.Second
+
+// ListenPolicyAgent holds the agent's event stream open until the attempt's deadline
+// (less a minute: the workflow then opens a new one) and hands every event to the
+// Policy workflow of the DIG whose context it names, once per matching policy intent. It
+// returns an error when the agent cannot be reached or ends the stream (the workflow
+// retries), and Gone when the agent is deregistered.
+func (a *Activities) ListenPolicyAgent(ctx context.Context, in lifecycle.PolicyAgentInput) (lifecycle.PolicyListened, error) {
+	l, err := a.listener(ctx, in)
+	if err != nil || l == nil {
+		return lifecycle.PolicyListened{Gone: l == nil && err == nil}, err
+	}
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if dl, ok := ctx.Deadline(); ok {
+		var stop context.CancelFunc
+		lctx, stop = context.WithDeadline(lctx, dl.Add(-time.Minute))
+		defer stop()
+	}
+	// The stream's Recv blocks between events: heartbeats and the status go out on
+	// their own clock, so a quiet agent's listener is not taken for dead.
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		t := time.NewTicker(statusEvery / 2)
+		defer t.Stop()
+		for {
+			select {
+			case <-lctx.Done():
+				return
+			case <-t.C:
+				activity.RecordHeartbeat(ctx, l.snapshot())
+				l.record(lctx, false)
+			}
+		}
+	}()
+	err = policyevents.Listen(lctx, l.agent.Addr, l.connected, func(ev policyevents.Event) error {
+		l.handle(lctx, ev)
+		return nil
+	})
+	cancel()
+	wg.Wait()
+	switch {
+	case ctx.Err() != nil: // cancelled by the workflow (re-registered, stopped) or timed out
+		l.failed("")
+		l.record(context.WithoutCancel(ctx), true)
+		return lifecycle.PolicyListened{}, ctx.Err()
+	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
+		l.record(ctx, true)
+		return lifecycle.PolicyListened{}, nil // the attempt ran its course
+	}
+	l.failed(err.Error())
+	l.record(ctx, true)
+	return lifecycle.PolicyListened{}, fmt.Errorf("policy agent %s (%s): %w", in.Name, l.agent.Addr, err)
+}
+
+// listener is one listening attempt: the agent as registered, its status, and what it
+// learnt of contexts.
+type listener struct {
+	a     *Activities
+	id    string
+	agent policy.Agent
+
+	mu      sync.Mutex
+	status  lifecycle.PolicyAgentStatus
+	changed bool
+	// digs caches each context's DIG ("": not temco's); reset when full.
+	digs map[string]string
+}
+
+const contextsCached = 10000
+
+// listener reads the agent (nil: deregistered) and the status its last listener recorded.
+func (a *Activities) listener(ctx context.Context, in lifecycle.PolicyAgentInput) (*listener, error) {
+	d, err := a.Store.Get(ctx, in.ID())
+	if store.CodeOf(err) == store.ErrNotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	l := &listener{a: a, id: in.ID(), digs: map[string]string{}}
+	if err := json.Unmarshal([]byte(d.Body), &l.agent); err != nil {
+		return nil, temporal.NewNonRetryableApplicationError("policy agent "+in.Name+": "+err.Error(), lifecycle.ErrInvalidInput, nil)
+	}
+	if d.State != "" {
+		_ = json.Unmarshal([]byte(d.State), &l.status) // a status that does not decode starts again
+	}
+	l.status.Addr, l.status.Connected = l.agent.Addr, false
+	return l, nil
+}
+
+func (l *listener) connected() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.status.Connected, l.status.Since, l.status.LastError, l.changed = true, time.Now().UTC(), "", true
+}
+
+func (l *listener) failed(msg string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.status.Connected || msg != "" {
+		l.status.Since = time.Now().UTC()
+	}
+	l.status.Connected, l.changed = false, true
+	if msg != "" {
+		l.status.LastError = msg
+	}
+}
+
+func (l *listener) snapshot() lifecycle.PolicyAgentStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.status
+}
+
+func (l *listener) count(f func(s *lifecycle.PolicyAgentStatus)) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	f(&l.status)
+	l.changed = true
+}
+
+// record writes the status into the agent's document when it changed (always: every
+// time); a write that loses to a re-registration is left to the next.
+func (l *listener) record(ctx context.Context, always bool) {
+	l.mu.Lock()
+	if !l.changed && !always {
+		l.mu.Unlock()
+		return
+	}
+	l.changed = false
+	state, _ := json.Marshal(l.status)
+	l.mu.Unlock()
+	d, err := l.a.Store.Get(ctx, l.id)
+	if err != nil {
+		return
+	}
+	d.State = string(state)
+	if err := l.a.Store.SetState(ctx, d); err != nil {
+		activity.GetLogger(ctx).Warn("record policy agent status", "agent", l.id, "error", err)
+	}
+}
+
+// handle hands one event to the policy intents it is for.
+func (l *listener) handle(ctx context.Context, ev policyevents.Event) {
+	l.count(func(s *lifecycle.PolicyAgentStatus) { s.Events++; s.LastEvent = time.Now().UTC() })
+	if ev.ContextID == "" || ev.EventID == "" || len(ev.MetricList) > MaxPayloadBytes || !json.Valid(ev.MetricList) {
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+		return
+	}
+	digID, err := l.digOf(ctx, ev.ContextID)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("policy event: read its context", "context", ev.ContextID, "error", err)
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+		return
+	}
+	intents, err := l.matching(ctx, digID, ev)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("policy event: read the DIG's policy intents", "dig", digID, "error", err)
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+		return
+	}
+	if len(intents) == 0 {
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Unmatched++ })
+		return
+	}
+	dig := targetOf(digID)
+	for _, name := range intents {
+		pe := lifecycle.PolicyEvent{Intent: name, EventID: ev.EventID, Agent: ev.AgentID, Source: l.agent.ID,
+			ContextID: ev.ContextID, App: ev.AppName, At: time.Now().UTC(), AgentSpec: ev.AgentSpec, Payload: ev.MetricList}
+		if err := l.a.Signal(ctx, dig, pe); err != nil {
+			activity.GetLogger(ctx).Warn("policy event: hand it to the DIG's Policy workflow", "dig", digID, "error", err)
+			l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+			continue
+		}
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Delivered++ })
+	}
+}
+
+// digOf is the DIG of a context ("" when temco has none of that id).
+func (l *listener) digOf(ctx context.Context, contextID string) (string, error) {
+	if dig, ok := l.digs[contextID]; ok {
+		return dig, nil
+	}
+	dig, err := l.a.Contexts.DIGOf(ctx, contextID)
+	if errors.Is(err, appctx.ErrNotFound) {
+		dig, err = "", nil
+	}
+	if err != nil {
+		return "", err
+	}
+	if len(l.digs) >= contextsCached {
+		clear(l.digs)
+	}
+	l.digs[contextID] = dig
+	return dig, nil
+}
+
+// matching lists the DIG's policy intents that name the event (read each time: an intent
+// created a moment ago counts for the next event).
+func (l *listener) matching(ctx context.Context, digID string, ev policyevents.Event) ([]string, error) {
+	if digID == "" {
+		return nil, nil
+	}
+	docs, err := l.a.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindPolicyIntent})
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, d := range docs {
+		r, err := model.Decode[policy.Intent](d.Body)
+		if err == nil && r.Spec.Event.Matches(ev.EventID, ev.AgentID) {
+			names = append(names, d.Name)
+		}
+	}
+	return names, nil
+}
+
+// targetOf is the DIG of store id /projects/p/composite-apps/ca/v/deployment-intent-groups/dig.
+func targetOf(id string) lifecycle.Target {
+	seg := strings.Split(strings.TrimPrefix(id, "/"), "/")
+	if len(seg) < 7 {
+		return lifecycle.Target{}
+	}
+	return lifecycle.Target{Project: seg[1], CompositeApp: seg[3], Version: seg[4], DIG: seg[6]}
+}

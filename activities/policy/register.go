@@ -1,0 +1,21 @@
+package policy
+
+import (
+	"go.temporal.io/sdk/worker"
+
+	"github.com/temco/temco/activities/deps"
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// ActivityNames are the activities Register registers.
+var ActivityNames = []string{lifecycle.ActivityListenPolicyAgent, lifecycle.ActivityEvaluatePolicy,
+	lifecycle.ActivityPolicyAction, lifecycle.ActivityRecordPolicy}
+
+// Register registers Activities on r.
+func Register(r worker.Registry, d *deps.Deps) {
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines}
+	if d.Ops != nil {
+		a.Signal, a.OwnQueue = d.Ops.SignalPolicyEvent, d.Ops.TaskQueue
+	}
+	r.RegisterActivity(a)
+}

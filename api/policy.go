@@ -1,0 +1,246 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/adapters/policyengine"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/policy"
+	"github.com/temco/temco/internal/core/store"
+)
+
+// EMCO's policy controller (internal/core/policy, docs/policy.md): agents registered at
+// /policy/agents (admin only: temco dials them), a DIG's policy intents, and temco's own
+// project policies, the Rego modules of the embedded engine.
+const (
+	routeAgents          = "/policy/agents"
+	routeAgent           = routeAgents + "/:policyAgent"
+	routePolicyIntents   = routeDIG + "/policy-intents"
+	routeProjectPolicies = "/projects/:project/policies"
+)
+
+// PolicyAgents run the agents' listeners (starter.Starter).
+type PolicyAgents interface {
+	// WakePolicyAgent has the agent's listener open its stream anew (started if start and
+	// none runs); without start it stops the listener.
+	WakePolicyAgent(ctx context.Context, in lifecycle.PolicyAgentInput, start bool) error
+}
+
+func (s *Server) registerPolicy(g *echo.Group) {
+	s.route(g, opDoc{method: http.MethodPost, path: routeAgent, summary: "Register (or re-register) a policy agent: temco listens to its events service",
+		body: typeOf[policy.Agent](), code: http.StatusCreated, response: typeOf[policy.Agent]()}, s.registerAgent)
+	s.route(g, opDoc{method: http.MethodGet, path: routeAgent, summary: "Get a policy agent", code: http.StatusOK,
+		response: typeOf[policy.Agent]()}, s.getAgent)
+	s.route(g, listDoc(opDoc{method: http.MethodGet, path: routeAgents, summary: "List policy agents", code: http.StatusOK,
+		response: typeOf[[]policy.Agent]()}), s.listAgents)
+	s.route(g, opDoc{method: http.MethodDelete, path: routeAgent, summary: "Deregister a policy agent: temco stops listening to it",
+		code: http.StatusOK}, s.deleteAgent)
+	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/status", code: http.StatusOK, response: typeOf[lifecycle.PolicyAgentStatus](),
+		summary: "Whether temco is connected to a policy agent, and what it sent"}, s.agentStatus)
+
+	register(g, s, kind[policy.Intent]{name: model.KindPolicyIntent, coll: routePolicyIntents, item: routePolicyIntents + "/:policyIntent",
+		check: checkPolicyIntent, postItem: true})
+	s.route(g, opDoc{method: http.MethodGet, path: routePolicyIntents + "/:policyIntent/status", code: http.StatusOK,
+		response: typeOf[policyStatus](), summary: "A policy intent's evaluations and the workflows its decisions started"}, s.policyStatus)
+	register(g, s, kind[policy.Module]{name: model.KindPolicy, coll: routeProjectPolicies, item: routeProjectPolicies + "/:policy",
+		check: checkPolicyModule})
+}
+
+// agentBody is EMCO's agent body ({addr}; the path names the agent), with the metadata
+// temco apply sends with every document.
+type agentBody struct {
+	Metadata *model.Metadata `json:"metadata,omitempty"`
+	ID       string          `json:"id,omitempty"`
+	Addr     string          `json:"addr"`
+}
+
+func (s *Server) registerAgent(c echo.Context) error {
+	id, err := fill(c, routeAgent)
+	if err != nil {
+		return err
+	}
+	var b agentBody
+	if err := readJSON(c, &b); err != nil {
+		return err
+	}
+	a := policy.Agent{ID: c.Param("policyAgent"), Addr: b.Addr}
+	if err := a.Validate(); err != nil {
+		return badRequest("%v", err)
+	}
+	body, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	for attempt := 1; ; attempt++ {
+		old, err := s.Store.Get(ctx, id)
+		switch {
+		case store.CodeOf(err) == store.ErrNotFound:
+			err = s.Store.Create(ctx, &store.Doc{ID: id, Scope: scopeOf(id), Kind: model.KindPolicyAgent, Name: a.ID, Body: string(body)})
+		case err == nil:
+			old.Body = string(body) // the listener's status stays
+			err = s.Store.Update(ctx, old)
+		}
+		if lostTo(err, http.StatusOK) && attempt < maxReplaceAttempts {
+			continue
+		}
+		if err != nil {
+			return fromStore(err)
+		}
+		break
+	}
+	if err := s.wakeAgent(ctx, id); err != nil {
+		return err
+	}
+	return c.JSONBlob(http.StatusCreated, body)
+}
+
+func (s *Server) wakeAgent(ctx context.Context, id string) error {
+	if s.PolicyAgents == nil {
+		return nil
+	}
+	in := lifecycle.PolicyAgentInput{Name: id[strings.LastIndex(id, "/")+1:]}
+	return wakeAfterChange(ctx, s, id, "listener", func(ctx context.Context, start bool) error {
+		return s.PolicyAgents.WakePolicyAgent(ctx, in, start)
+	})
+}
+
+func (s *Server) getAgent(c echo.Context) error {
+	id, err := fill(c, routeAgent)
+	if err != nil {
+		return err
+	}
+	d, err := s.Store.Get(c.Request().Context(), id)
+	if err != nil {
+		return fromStore(err)
+	}
+	return c.JSONBlob(http.StatusOK, []byte(d.Body))
+}
+
+func (s *Server) listAgents(c echo.Context) error {
+	page, err := parseListPage(c)
+	if err != nil {
+		return err
+	}
+	keys := collKeys(routeAgents)
+	docs, err := s.Store.List(c.Request().Context(), page.query(store.Query{Kind: model.KindPolicyAgent}, keys))
+	if err != nil {
+		return err
+	}
+	return listAnswer(c, page, docs, keys)
+}
+
+func (s *Server) deleteAgent(c echo.Context) error {
+	id, err := fill(c, routeAgent)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.Store.Delete(ctx, id); err != nil {
+		return fromStore(err)
+	}
+	if err := s.wakeAgent(ctx, id); err != nil {
+		return err
+	}
+	return c.NoContent(http.StatusOK) // EMCO's
+}
+
+func (s *Server) agentStatus(c echo.Context) error {
+	id, err := fill(c, routeAgent)
+	if err != nil {
+		return err
+	}
+	d, err := s.Store.Get(c.Request().Context(), id)
+	if err != nil {
+		return fromStore(err)
+	}
+	var a policy.Agent
+	if err := json.Unmarshal([]byte(d.Body), &a); err != nil {
+		return err
+	}
+	st := lifecycle.PolicyAgentStatus{Addr: a.Addr}
+	if d.State != "" {
+		if err := json.Unmarshal([]byte(d.State), &st); err != nil {
+			return err
+		}
+		st.Addr = a.Addr
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+// checkPolicyIntent refuses what could never be evaluated or acted on: the intent's own
+// checks, an external engine not on the admin's list, a workflow intent the DIG lacks
+// (it is a reference: it cannot be deleted while the policy intent names it).
+func checkPolicyIntent(ctx context.Context, s *Server, r *request[policy.Intent]) error {
+	spec := &r.res.Spec
+	if err := spec.Validate(); err != nil {
+		return badRequest("%v", err)
+	}
+	if spec.Policy.EngineURL != "" {
+		u, _ := spec.Policy.URL()
+		if !s.PolicyEngines.AllowsURL(u) {
+			return httpErr(http.StatusForbidden, "spec.policy.engineUrl: %v (--policy-engine-allow); without an engineUrl temco evaluates the project's policies itself",
+				&egress.Refused{Host: u.Host})
+		}
+	}
+	wf := r.parent + "/temporal-workflow-intents/" + spec.ActorArg.WorkFlowName
+	ok, err := s.Store.Exists(ctx, wf)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return badRequest("spec.actorArg.workFlowName: %s has no workflow intent %q: create it first (temporal-workflow-intents)", describe(r.parent), spec.ActorArg.WorkFlowName)
+	}
+	r.ref(wf)
+	return nil
+}
+
+// checkPolicyModule compiles the module with the project's others, as the embedded engine
+// will evaluate them together.
+func checkPolicyModule(ctx context.Context, s *Server, r *request[policy.Module]) error {
+	docs, err := s.Store.List(ctx, store.Query{Parent: r.parent, Kind: model.KindPolicy})
+	if err != nil {
+		return err
+	}
+	others := make(map[string]string, len(docs))
+	for _, d := range docs {
+		if o, err := model.Decode[policy.Module](d.Body); err == nil {
+			others["policies/"+d.Name] = o.Spec.Rego
+		}
+	}
+	if err := policyengine.CheckWith("policies/"+r.res.Metadata.Name, r.res.Spec.Rego, others); err != nil {
+		return badRequest("spec.rego: %v", err)
+	}
+	return nil
+}
+
+// policyStatus answers GET .../policy-intents/{name}/status.
+type policyStatus struct {
+	Name string `json:"name"`
+	lifecycle.PolicyStatus
+}
+
+func (s *Server) policyStatus(c echo.Context) error {
+	id, err := fill(c, routePolicyIntents+"/:policyIntent")
+	if err != nil {
+		return err
+	}
+	d, err := s.Store.Get(c.Request().Context(), id)
+	if err != nil {
+		return fromStore(err)
+	}
+	out := policyStatus{Name: d.Name, PolicyStatus: lifecycle.PolicyStatus{Decisions: []lifecycle.PolicyDecision{}}}
+	if d.State != "" {
+		if err := json.Unmarshal([]byte(d.State), &out.PolicyStatus); err != nil {
+			return err
+		}
+	}
+	return c.JSON(http.StatusOK, out)
+}

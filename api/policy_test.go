@@ -1,0 +1,177 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
+)
+
+const pPolicyIntents = pDIG + "/policy-intents"
+
+// agents records what the API asks of the agents' listeners.
+type agents struct{ wakes []string }
+
+func (a *agents) WakePolicyAgent(_ context.Context, in lifecycle.PolicyAgentInput, start bool) error {
+	a.wakes = append(a.wakes, map[bool]string{true: "start", false: "stop"}[start]+" "+in.Name)
+	return nil
+}
+
+// emcoPolicyIntent is EMCO's example 06.define_policy_intent.yaml as emcoctl sends it:
+// metadata.name "policy", the path naming another.
+func emcoPolicyIntent(engineURL string) map[string]any {
+	return res("policy", map[string]any{
+		"policy":   map[string]any{"engineUrl": engineURL, "namespace": "emco", "policyName": "data"},
+		"actor":    "temporal",
+		"actorArg": map[string]any{"workFlowMgr": "emco-workflowmgr:9095", "workFlowName": "dig1-workflow-intent"},
+		"event":    map[string]any{"agent": "", "id": "memory_usage_bytes"},
+	})
+}
+
+const emcoPolicy = `package emco
+
+import future.keywords.in
+
+default actionRequired := false
+
+actionRequired {
+   input.agentSpec.agentId == "EMCOTEST"
+   input.event.metric == "memory_usage_bytes"
+   some item in input.event.value.items
+   to_number(item.value) > 999999999
+}
+`
+
+func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
+	c, srv, _ := lifecycleClient(t)
+	ag := &agents{}
+	srv.PolicyAgents, srv.PolicyEngines = ag, egress.MustParse("opa.example.com")
+
+	// 05.register_agent.yaml: POST on the item, {addr} (temco apply sends its metadata too).
+	r := c.do("POST", "/policy/agents/sampleagent", map[string]any{"metadata": meta(""), "addr": "10.0.0.9:9090"}).must(t, http.StatusCreated)
+	if strings.TrimSpace(string(r.body)) != `{"id":"sampleagent","addr":"10.0.0.9:9090"}` {
+		t.Errorf("agent answer %s", r.body)
+	}
+	c.do("POST", "/policy/agents/sampleagent", map[string]any{"addr": "10.0.0.9:9091"}).must(t, http.StatusCreated)
+	if r := c.do("GET", "/policy/agents", nil).must(t, http.StatusOK); !strings.Contains(string(r.body), `"addr":"10.0.0.9:9091"`) {
+		t.Errorf("agents %s", r.body)
+	}
+	for _, bad := range []string{"", "10.0.0.9", "http://10.0.0.9:9090", "10.0.0.9:0"} {
+		if r := c.do("POST", "/policy/agents/bad", map[string]any{"addr": bad}); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "addr") {
+			t.Errorf("addr %q: %d %s, want 400 naming addr", bad, r.code, r.body)
+		}
+	}
+	if r := c.do("GET", "/policy/agents/sampleagent/status", nil).must(t, http.StatusOK); !strings.Contains(string(r.body), `"connected":false`) {
+		t.Errorf("status before any listener: %s", r.body)
+	}
+
+	// The intent names a workflow intent of the DIG, which must exist.
+	if r := c.do("POST", pPolicyIntents+"/migrate-on-memory-policy", emcoPolicyIntent("")); r.code != http.StatusBadRequest ||
+		!strings.Contains(string(r.body), "dig1-workflow-intent") {
+		t.Errorf("without the workflow intent: %d %s", r.code, r.body)
+	}
+	wf := pDIG + "/temporal-workflow-intents/dig1-workflow-intent"
+	if err := srv.Store.Create(context.Background(), &store.Doc{ID: wf, Parent: pDIG, Scope: pP, Kind: "temporal-workflow-intent",
+		Name: "dig1-workflow-intent", Body: `{"metadata":{"name":"dig1-workflow-intent"},"spec":{}}`}); err != nil {
+		t.Fatal(err)
+	}
+	// An external engine only on the admin's list; none: the project's policies.
+	if r := c.do("POST", pPolicyIntents+"/migrate-on-memory-policy", emcoPolicyIntent("172.31.82.234:8181/v1")); r.code != http.StatusForbidden ||
+		!strings.Contains(string(r.body), "172.31.82.234:8181") {
+		t.Errorf("an engine not allowed: %d %s", r.code, r.body)
+	}
+	c.do("POST", pPolicyIntents+"/external", emcoPolicyIntent("opa.example.com:8181/v1")).must(t, http.StatusCreated)
+	r = c.do("POST", pPolicyIntents+"/migrate-on-memory-policy", emcoPolicyIntent("")).must(t, http.StatusCreated)
+	if !strings.Contains(string(r.body), `"name":"migrate-on-memory-policy"`) {
+		t.Errorf("the path names the intent, as in EMCO: %s", r.body)
+	}
+	c.do("POST", pPolicyIntents+"/migrate-on-memory-policy", emcoPolicyIntent("")).must(t, http.StatusCreated) // again: replaced
+	for name, spec := range map[string]map[string]any{
+		"spec.actor":                 {"actor": "kafka", "actorArg": map[string]any{"workFlowName": "x"}, "event": map[string]any{"id": "m"}, "policy": map[string]any{"policyName": "data"}},
+		"spec.event.id":              {"actor": "temporal", "actorArg": map[string]any{"workFlowName": "x"}, "policy": map[string]any{"policyName": "data"}},
+		"spec.actorArg.workFlowName": {"actor": "temporal", "event": map[string]any{"id": "m"}, "policy": map[string]any{"policyName": "data"}},
+		"spec.policy.policyName":     {"actor": "temporal", "actorArg": map[string]any{"workFlowName": "x"}, "event": map[string]any{"id": "m"}, "policy": map[string]any{"policyName": "emco/x"}},
+	} {
+		if r := c.do("POST", pPolicyIntents, res("bad", spec)); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), name) {
+			t.Errorf("%s: %d %s, want 400 naming it", name, r.code, r.body)
+		}
+	}
+	// The workflow intent it names cannot go while it does.
+	if err := srv.Store.Delete(context.Background(), wf); err == nil || !strings.Contains(err.Error(), "policy-intents") {
+		t.Errorf("delete the workflow intent a policy intent names: %v, want refused naming the policy intent", err)
+	}
+
+	// The project's policies: compiled when stored.
+	c.do("POST", pP+"/policies", res("migrate", map[string]any{"rego": emcoPolicy})).must(t, http.StatusCreated)
+	for what, rego := range map[string]string{
+		"policies/broken:": "package emco\nactionRequired if {",
+		"http.send":        "package emco\nimport rego.v1\nx := http.send({\"method\": \"get\", \"url\": \"http://169.254.169.254/\"})\n",
+		"opa.runtime":      "package emco\nimport rego.v1\nenv := opa.runtime().env\n",
+	} {
+		name := map[bool]string{true: "broken", false: "evil"}[what == "policies/broken:"]
+		if r := c.do("POST", pP+"/policies", res(name, map[string]any{"rego": rego})); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), what) {
+			t.Errorf("policy using %s: %d %s, want 400 naming it", what, r.code, r.body)
+		}
+	}
+
+	// Valid alone, but conflicting with the stored one (evaluated together): refused.
+	if r := c.do("POST", pP+"/policies", res("conflict", map[string]any{"rego": "package emco\nimport rego.v1\ndefault actionRequired := true\n"})); r.code != http.StatusBadRequest ||
+		!strings.Contains(string(r.body), "actionRequired") {
+		t.Errorf("a policy conflicting with another: %d %s", r.code, r.body)
+	}
+	c.do("PUT", pP+"/policies/migrate", res("migrate", map[string]any{"rego": emcoPolicy})).must(t, http.StatusOK) // itself: no conflict
+
+	// The status: nothing yet, then what the workflow recorded.
+	if r := c.do("GET", pPolicyIntents+"/migrate-on-memory-policy/status", nil).must(t, http.StatusOK); strings.TrimSpace(string(r.body)) !=
+		`{"name":"migrate-on-memory-policy","evaluations":0,"actions":0,"decisions":[]}` {
+		t.Errorf("status before any event: %s", r.body)
+	}
+	d, err := srv.Store.Get(context.Background(), pPolicyIntents+"/migrate-on-memory-policy")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := lifecycle.PolicyDecision{At: time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC), EventID: "memory_usage_bytes", ActionRequired: true,
+		Workflow: "dig1-workflow-intent", WorkflowID: "user/p1/ca/v1/dig1/dig1-workflow-intent", Outcome: "started"}
+	state, _ := json.Marshal(lifecycle.PolicyStatus{Evaluations: 3, Actions: 1, Last: &dec, Decisions: []lifecycle.PolicyDecision{dec}})
+	d.State = string(state)
+	if err := srv.Store.SetState(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	var st policyStatus
+	c.do("GET", pPolicyIntents+"/migrate-on-memory-policy/status", nil).must(t, http.StatusOK).json(t, &st)
+	if st.Evaluations != 3 || len(st.Decisions) != 1 || st.Decisions[0].WorkflowID != dec.WorkflowID {
+		t.Errorf("status %+v", st)
+	}
+
+	// Deleted, the policy intent no longer holds its workflow intent.
+	c.do("DELETE", pPolicyIntents+"/migrate-on-memory-policy", nil).must(t, http.StatusNoContent)
+	c.do("DELETE", pPolicyIntents+"/external", nil).must(t, http.StatusNoContent)
+	if err := srv.Store.Delete(context.Background(), wf); err != nil {
+		t.Errorf("delete the workflow intent no policy intent names: %v", err)
+	}
+
+	c.do("DELETE", "/policy/agents/sampleagent", nil).must(t, http.StatusOK)
+	c.do("GET", "/policy/agents/sampleagent", nil).must(t, http.StatusNotFound)
+	if want := []string{"start sampleagent", "start sampleagent", "stop sampleagent"}; !slices.Equal(ag.wakes, want) {
+		t.Errorf("listeners asked %v, want %v", ag.wakes, want)
+	}
+}
+
+func TestPolicyAgentsAreAdminOnly(t *testing.T) {
+	iss := newIssuer(t)
+	c := authClient(t, iss)
+	tenant := c.as(iss.Token("alice", []string{"project:p1"}, nil))
+	for _, r := range []struct{ method, path string }{{"POST", "/policy/agents/a"}, {"GET", "/policy/agents"}, {"GET", "/policy/agents/a"},
+		{"DELETE", "/policy/agents/a"}, {"GET", "/policy/agents/a/status"}} {
+		if got := tenant.do(r.method, r.path, map[string]any{"addr": "127.0.0.1:9090"}); got.code != http.StatusForbidden {
+			t.Errorf("tenant %s %s: %d %s, want 403", r.method, r.path, got.code, got.body)
+		}
+	}
+}
