@@ -91,6 +91,11 @@ func (a *Activities) SyncInventory(ctx context.Context, in lifecycle.InventoryIn
 	default:
 		out.Summary = summary(status)
 	}
+	for _, e := range status.Evictions { // found before any write to the hub
+		if t := digOf(e.DIG); e.Action == lifecycle.EvictionUpdate && !slices.Contains(out.Evict, t) {
+			out.Evict = append(out.Evict, t)
+		}
+	}
 	return out, a.record(ctx, in.ID(), status)
 }
 
@@ -174,9 +179,13 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 		}
 		status.Profiles = append(status.Profiles, ps)
 	}
+	var gone []string // clusters whose profile went away in this sync
 	for _, c := range mine {
 		if seen[c.Name] {
 			continue
+		}
+		if have := labels[c.ID]; len(have) != 1 || have[0].Name != core.LabelRemoved {
+			gone = append(gone, c.Name)
 		}
 		if err := a.setLabels(ctx, c.ID, labels[c.ID], []string{core.LabelRemoved}); err != nil {
 			return err
@@ -184,7 +193,7 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 		status.Profiles = append(status.Profiles, lifecycle.ProfileStatus{Profile: c.Name, Cluster: lifecycle.ClusterKey(in.Provider, c.Name),
 			State: lifecycle.ProfileRemoved, Reason: "its ClusterProfile is gone: out of placements by label and of capacity placements"})
 	}
-	return a.publish(ctx, in, h, placeable, status)
+	return a.publish(ctx, in, h, placeable, gone, status)
 }
 
 // profile brings one profile's cluster in step with it.
@@ -322,6 +331,60 @@ func (a *Activities) allDIGs(ctx context.Context) ([]*store.Doc, error) {
 	return out, nil
 }
 
+// eviction says what becomes of DIG digID placed on cluster (of provider), whose profile
+// went away: an update, unless the DIG names the cluster in a placement (an operator's
+// explicit choice, kept) or has a capacity placement (its autoscaler decides).
+func (a *Activities) eviction(ctx context.Context, digID, provider, cluster string) (lifecycle.EvictionStatus, error) {
+	e := lifecycle.EvictionStatus{DIG: digID, Cluster: lifecycle.ClusterKey(provider, cluster), Action: lifecycle.EvictionUpdate,
+		Reason: "its ClusterProfile is gone: the DIG is updated, and its placements by label no longer select the cluster"}
+	capacity, err := a.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindCapacityPlacement})
+	if err != nil {
+		return e, err
+	}
+	if len(capacity) > 0 {
+		e.Action, e.Reason = lifecycle.EvictionKept, "its capacity placement's autoscaler evicts the cluster"
+		return e, nil
+	}
+	gpis, err := a.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindGPI})
+	if err != nil {
+		return e, err
+	}
+	for _, g := range gpis {
+		intents, err := a.Store.List(ctx, store.Query{Parent: g.ID, Kind: model.KindAppIntent})
+		if err != nil {
+			return e, err
+		}
+		for _, ai := range intents {
+			r, err := model.Decode[model.AppIntentSpec](ai.Body)
+			if err == nil && namesCluster(r.Spec.Intent, provider, cluster) {
+				e.Action, e.Reason = lifecycle.EvictionKept, "app intent "+ai.Name+" places an app on it by name: the operator changes it"
+				return e, nil
+			}
+		}
+	}
+	return e, nil
+}
+
+// namesCluster reports whether a placement intent names the cluster.
+func namesCluster(p model.PlacementIntent, provider, cluster string) bool {
+	is := func(m model.ClusterMatch) bool { return m.ClusterProvider == provider && m.Cluster == cluster }
+	for _, all := range p.AllOf {
+		if is(all.ClusterMatch) || slices.ContainsFunc(all.AnyOf, is) {
+			return true
+		}
+	}
+	return slices.ContainsFunc(p.AnyOf, is)
+}
+
+// digOf is the DIG of store id /projects/p/composite-apps/ca/v/deployment-intent-groups/dig.
+func digOf(id string) lifecycle.Target {
+	seg := strings.Split(strings.TrimPrefix(id, "/"), "/")
+	if len(seg) < 7 {
+		return lifecycle.Target{}
+	}
+	return lifecycle.Target{Project: seg[1], CompositeApp: seg[3], Version: seg[4], DIG: seg[6]}
+}
+
 // providerOf is the store id of a cluster's provider ("/cluster-providers/p").
 func providerOf(cluster string) string {
 	parts := strings.SplitN(cluster, "/", 4)
@@ -359,13 +422,21 @@ func summary(s lifecycle.InventoryStatus) string {
 }
 
 // publish writes, for every Instantiated DIG placed on clusters of the inventory, their
-// PlacementDecisions, and deletes the inventory's decisions no DIG has any more.
-func (a *Activities) publish(ctx context.Context, in lifecycle.InventoryInput, h *hub, placeable []string, status *lifecycle.InventoryStatus) error {
+// PlacementDecisions, and deletes the inventory's decisions no DIG has any more. A DIG
+// placed on a cluster of gone (whose profile went away in this sync) is to be evicted
+// from it (status.Evictions).
+func (a *Activities) publish(ctx context.Context, in lifecycle.InventoryInput, h *hub, placeable, gone []string, status *lifecycle.InventoryStatus) error {
 	digs, err := a.allDIGs(ctx)
 	if err != nil {
 		return err
 	}
-	want := map[string]bool{}
+	// First what every DIG is placed on (the store only), so that a hub that fails a write
+	// below loses no eviction.
+	type placed struct {
+		id   string
+		mine []string
+	}
+	var all []placed
 	for _, d := range digs {
 		info, err := digstate.Parse(d)
 		if err != nil || info.Current() != lifecycle.StateInstantiated {
@@ -377,15 +448,26 @@ func (a *Activities) publish(ctx context.Context, in lifecycle.InventoryInput, h
 		}
 		var mine []string
 		for _, k := range keys {
-			if p, c := lifecycle.SplitClusterKey(k); p == in.Provider && slices.Contains(placeable, c) {
+			p, c := lifecycle.SplitClusterKey(k)
+			if p == in.Provider && slices.Contains(placeable, c) {
 				mine = append(mine, c)
 			}
+			if p == in.Provider && slices.Contains(gone, c) {
+				e, err := a.eviction(ctx, d.ID, in.Provider, c)
+				if err != nil {
+					return err
+				}
+				status.Evictions = append(status.Evictions, e)
+			}
 		}
-		if len(mine) == 0 {
-			continue
+		if len(mine) > 0 {
+			slices.Sort(mine)
+			all = append(all, placed{d.ID, mine})
 		}
-		slices.Sort(mine)
-		objs := core.Decisions(h.ns, in.Name, d.ID, mine)
+	}
+	want := map[string]bool{}
+	for _, p := range all {
+		objs := core.Decisions(h.ns, in.Name, p.id, p.mine)
 		for _, o := range objs {
 			u, err := runtime.DefaultUnstructuredConverter.ToUnstructured(o)
 			if err != nil {
@@ -398,7 +480,7 @@ func (a *Activities) publish(ctx context.Context, in lifecycle.InventoryInput, h
 			}
 			want[o.Name] = true
 		}
-		status.Decisions = append(status.Decisions, lifecycle.DecisionStatus{DIG: d.ID, Key: core.DecisionKey(d.ID), Slices: len(objs), Clusters: len(mine)})
+		status.Decisions = append(status.Decisions, lifecycle.DecisionStatus{DIG: p.id, Key: core.DecisionKey(p.id), Slices: len(objs), Clusters: len(p.mine)})
 	}
 	old, err := h.dyn.Resource(decisions).Namespace(h.ns).List(ctx, metav1.ListOptions{
 		LabelSelector: core.LabelManagedBy + "=" + core.SchedulerName + "," + core.LabelInventory + "=" + core.InventoryLabel(in.Name)})

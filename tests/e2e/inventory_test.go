@@ -39,6 +39,7 @@ type inventoryStatus struct {
 		DIG      string `json:"dig"`
 		Clusters int    `json:"clusters"`
 	} `json:"decisions"`
+	Evictions []lifecycle.EvictionStatus `json:"evictions"`
 }
 
 func (s inventoryStatus) profile(name string) string {
@@ -53,10 +54,11 @@ func (s inventoryStatus) profile(name string) string {
 // A cluster inventory on a hub (cluster1, which has the cluster inventory API's CRDs as
 // every local cluster): a ClusterProfile whose access provider names a Secret holding a
 // ServiceAccount token of cluster3 registers cluster3 under provider "inv", with labels
-// from the profile; a DIG deploys there with those credentials, and its clusters appear as
-// a PlacementDecision on the hub; an unhealthy, then deleted, profile takes the cluster
-// out of placements by label; a terminated DIG's decision goes; deleting the inventory
-// ends its workflow.
+// from the profile; a DIG deploys there (and on cluster2, named) with those credentials, and
+// its clusters appear as a PlacementDecision on the hub; an unhealthy, then deleted, profile
+// takes the cluster out of placements by label: once deleted, the DIG is updated through
+// its ordinary update and leaves it; a terminated DIG's decision goes; deleting the
+// inventory ends its workflow.
 func TestClusterInventoryFromAHub(t *testing.T) {
 	ctx := context.Background()
 	hub, member := stack.Clusters[0], stack.Clusters[2]
@@ -185,17 +187,19 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 	// A DIG on it, in a logical cloud over it: deployed with the profile's credentials, and
 	// published as a PlacementDecision.
 	d := newDeployment(t, app{name: "inventoried", chart: webChart("inventoried"),
-		placement: map[string]any{"allOf": []any{map[string]any{"clusterProvider": "inv", "clusterLabel": "region_west"}}}})
+		placement: map[string]any{"allOf": []any{map[string]any{"clusterProvider": "inv", "clusterLabel": "region_west"},
+			map[string]any{"clusterProvider": provider, "cluster": "cluster2"}}}})
 	d.logicalCloud = "inv"
 	d.setUpCloud = func(d *deployment) {
 		lc := "/projects/" + d.project + "/logical-clouds/inv"
 		d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("inv", map[string]any{"level": "0"})).must(t, 201)
 		d.c.do("POST", lc+"/cluster-references", res("member", map[string]any{"clusterProvider": "inv", "cluster": "member"})).must(t, 201)
+		d.c.do("POST", lc+"/cluster-references", res("cluster2", map[string]any{"clusterProvider": provider, "cluster": "cluster2"})).must(t, 201)
 		d.c.do("POST", lc+"/instantiate", nil).must(t, 202)
 		d.awaitCloud("inv", lifecycle.StatusInstantiated)
 	}
 	d.create()
-	d.operate(lifecycle.OpInstantiate)
+	inst := d.operate(lifecycle.OpInstantiate).ContextID
 	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
 	awaitDeployment(t, memberCS, "inventoried", true)
 	decisions := hubDyn.Resource(v1alpha1.GroupVersion.WithResource("placementdecisions")).Namespace(ns)
@@ -232,6 +236,19 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 	if got := labels(); !slices.Equal(got, []string{inventory.LabelRemoved}) {
 		t.Errorf("a removed profile's cluster has labels %v", got)
 	}
+	// Removed: the DIG is updated and leaves the member; cluster2, named, keeps its app.
+	s = awaitValue(t, "the DIG's eviction", time.Minute, read, func(s inventoryStatus) bool { return len(s.Evictions) > 0 })
+	if e := s.Evictions[0]; len(s.Evictions) != 1 || e.DIG != d.ref().ID() || e.Cluster != "inv+member" || e.Action != lifecycle.EvictionUpdate {
+		t.Errorf("evictions %+v", s.Evictions)
+	}
+	awaitDeployment(t, memberCS, "inventoried", false)
+	d.await("updated off the member", 2*time.Minute, "", func(s status) bool {
+		last := s.States.Actions[len(s.States.Actions)-1]
+		return s.Status == lifecycle.StatusInstantiated && last.State == lifecycle.StateInstantiated && last.Revision == 2
+	})
+	if got := keys(snapshot(t, inst, "inventoried")); len(got) == 0 || !strings.HasPrefix(got[0], "cluster2/") || strings.Contains(strings.Join(got, " "), "cluster3/") {
+		t.Errorf("the app's objects after the eviction: %v", got)
+	}
 
 	// A terminated DIG has no decision; a deleted inventory ends its workflow.
 	d.operate(lifecycle.OpTerminate)
@@ -258,5 +275,5 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 	if err := tc.GetWorkflow(wctx, id, "").Get(wctx, nil); err != nil {
 		t.Errorf("the inventory's workflow did not end with it: %v", err)
 	}
-	recordHistory(t, id, "ClusterInventory-register-unhealthy-removed-decisions")
+	recordHistory(t, id, "ClusterInventory-register-unhealthy-removed-evicted")
 }

@@ -1,7 +1,8 @@
 // Package inventory holds the ClusterInventory workflow: the loop of one cluster inventory
 // (docs/inventory.md). Each sync is one activity (activities/inventory), a reconciliation
-// that may run again at no harm; the workflow only paces it, takes the wake and stop
-// signals and continues as new now and then.
+// that may run again at no harm; the workflow paces it, updates the DIGs placed on a
+// cluster whose profile went away, takes the wake and stop signals and continues as new
+// now and then.
 package inventory
 
 import (
@@ -35,6 +36,7 @@ func ClusterInventory(ctx workflow.Context, in lifecycle.InventoryInput) error {
 			}
 			interval = done.Interval
 			workflow.GetLogger(ctx).Info("inventory synced", "inventory", in.ID(), "summary", done.Summary)
+			evict(ctx, in, done.Evict)
 		}
 		stopped := false
 		tctx, cancel := workflow.WithCancel(ctx)
@@ -53,3 +55,29 @@ func ClusterInventory(ctx workflow.Context, in lifecycle.InventoryInput) error {
 	}
 	return workflow.NewContinueAsNewError(ctx, ClusterInventory, in)
 }
+
+// evict updates each DIG, at once, through its ordinary update (its placements by label no
+// longer select the removed cluster), and waits for the updates: the next sync publishes
+// their clusters. Each update's context is drawn once, so a retried start finds its own.
+// A DIG busy with another operation for evictWait, or whose update fails, keeps the
+// cluster until its next operation (logged).
+func evict(ctx workflow.Context, in lifecycle.InventoryInput, digs []lifecycle.Target) {
+	uctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{ScheduleToCloseTimeout: evictWait,
+		StartToCloseTimeout: evictWait, HeartbeatTimeout: 30 * time.Second,
+		RetryPolicy: &temporal.RetryPolicy{MaximumInterval: 30 * time.Second,
+			NonRetryableErrorTypes: []string{lifecycle.ErrInvalidInput, lifecycle.ErrInvalidState, lifecycle.ErrApplyFailed}}})
+	futures := make([]workflow.Future, len(digs))
+	for i, d := range digs {
+		futures[i] = workflow.ExecuteActivity(uctx, lifecycle.ActivityUpdateDIG, lifecycle.UpdateDIGInput{DIG: d, ContextID: lifecycle.DrawContextID(ctx)})
+	}
+	for i, f := range futures {
+		if err := f.Get(ctx, nil); err != nil {
+			workflow.GetLogger(ctx).Warn("inventory eviction: update failed", "inventory", in.ID(), "dig", digs[i].String(), "error", lifecycle.ErrorMessage(err))
+			continue
+		}
+		workflow.GetLogger(ctx).Info("inventory eviction: updated", "inventory", in.ID(), "dig", digs[i].String())
+	}
+}
+
+// evictWait bounds an eviction's update, its wait for the DIG's other operations included.
+const evictWait = 30 * time.Minute

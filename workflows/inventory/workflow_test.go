@@ -3,6 +3,7 @@ package inventory
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -79,5 +80,40 @@ func TestContinuesAsNew(t *testing.T) {
 	var can *workflow.ContinueAsNewError
 	if !errors.As(err, &can) || n != syncsPerRun {
 		t.Errorf("%d syncs, then %v: want %d and a continue-as-new", n, err, syncsPerRun)
+	}
+}
+
+func TestEvictsUpdateEachDIGOnceThroughItsUpdate(t *testing.T) {
+	a := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "a"}
+	b := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "b"}
+	var mu sync.Mutex
+	updates := map[lifecycle.Target][]string{}
+	n, err := run(t, func(n int) (lifecycle.InventorySynced, error) {
+		switch n {
+		case 1:
+			return lifecycle.InventorySynced{Interval: time.Minute, Evict: []lifecycle.Target{a, b}}, nil
+		case 2:
+			return lifecycle.InventorySynced{Interval: time.Minute}, nil
+		}
+		return lifecycle.InventorySynced{Gone: true}, nil
+	}, func(env *testsuite.TestWorkflowEnvironment) {
+		attempts := 0
+		env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.UpdateDIGInput) error {
+			mu.Lock()
+			defer mu.Unlock()
+			if in.DIG == b && attempts == 0 { // busy once: tried again, with the same context
+				attempts++
+				updates[in.DIG] = append(updates[in.DIG], in.ContextID)
+				return errors.New("an operation runs")
+			}
+			updates[in.DIG] = append(updates[in.DIG], in.ContextID)
+			return nil
+		}, activity.RegisterOptions{Name: lifecycle.ActivityUpdateDIG})
+	})
+	if err != nil || n != 3 {
+		t.Fatalf("%d syncs (%v), want 3", n, err)
+	}
+	if len(updates[a]) != 1 || len(updates[b]) != 2 || updates[b][0] != updates[b][1] || updates[a][0] == updates[b][0] || updates[a][0] == "" {
+		t.Errorf("updates %v: want one of a, a retried one of b on the same context, each its own", updates)
 	}
 }

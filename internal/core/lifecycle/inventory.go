@@ -34,6 +34,9 @@ type InventorySynced struct {
 	Gone     bool          `json:"gone,omitempty"`
 	Interval time.Duration `json:"interval"`
 	Summary  string        `json:"summary"`
+	// Evict are the Instantiated DIGs placed on a cluster whose profile went away in this
+	// sync, by label: the workflow updates each, and placement no longer selects it.
+	Evict []Target `json:"evict,omitempty"`
 }
 
 // InventoryStatus is an inventory's last sync, recorded in its document and answered by
@@ -44,7 +47,25 @@ type InventoryStatus struct {
 	Error     string           `json:"error,omitempty"` // the hub could not be read
 	Profiles  []ProfileStatus  `json:"profiles"`
 	Decisions []DecisionStatus `json:"decisions"`
+	// Evictions are what became of the DIGs placed on a cluster whose profile went away
+	// in this sync.
+	Evictions []EvictionStatus `json:"evictions,omitempty"`
 }
+
+// EvictionStatus is a DIG placed on a cluster whose profile went away: updated (by its
+// placements by label, which no longer select the cluster), or kept, and why.
+type EvictionStatus struct {
+	DIG     string `json:"dig"`
+	Cluster string `json:"cluster"` // provider+name
+	Action  string `json:"action"`  // EvictionUpdate or EvictionKept
+	Reason  string `json:"reason,omitempty"`
+}
+
+// Eviction actions.
+const (
+	EvictionUpdate = "update"
+	EvictionKept   = "kept"
+)
 
 // ProfileStatus is one ClusterProfile and its cluster in temco.
 type ProfileStatus struct {
