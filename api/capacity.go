@@ -54,7 +54,7 @@ func wakeAutoscaler(ctx context.Context, s *Server, id string) error {
 		return nil
 	}
 	return wakeAfterChange(ctx, s, id, "autoscaler", func(ctx context.Context, start bool) error {
-		return s.Autoscalers.WakeAutoscaler(ctx, digTarget(id), start)
+		return s.Autoscalers.WakeAutoscaler(ctx, lifecycle.DIGOfID(id), start)
 	})
 }
 
@@ -140,7 +140,7 @@ func (s *Server) signalAutoscaler(signal string) echo.HandlerFunc {
 		if s.Autoscalers == nil {
 			return conflict("this temco runs no autoscalers")
 		}
-		if err := s.Autoscalers.SignalAutoscaler(ctx, digTarget(id), signal); err != nil {
+		if err := s.Autoscalers.SignalAutoscaler(ctx, lifecycle.DIGOfID(id), signal); err != nil {
 			return operationErr(err)
 		}
 		return c.NoContent(http.StatusAccepted)

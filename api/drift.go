@@ -5,7 +5,6 @@ import (
 	"context"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -82,7 +81,7 @@ func (s *Server) syncDrift(ctx context.Context, id string) error {
 		d = nil
 	}
 	interval := driftInterval(d)
-	if err := s.Drift.SyncDrift(ctx, digTarget(id), interval); err != nil {
+	if err := s.Drift.SyncDrift(ctx, lifecycle.DIGOfID(id), interval); err != nil {
 		s.Log.Warn("drift schedule", "dig", id, "error", err)
 		if interval == 0 {
 			// A DIG without drift detection (every EMCO file) is never refused for it: a
@@ -105,21 +104,12 @@ func (s *Server) deleteDIG(del echo.HandlerFunc) echo.HandlerFunc {
 			return nil
 		}
 		if s.Drift != nil {
-			if err := s.Drift.SyncDrift(context.WithoutCancel(c.Request().Context()), digTarget(id), 0); err != nil {
+			if err := s.Drift.SyncDrift(context.WithoutCancel(c.Request().Context()), lifecycle.DIGOfID(id), 0); err != nil {
 				s.Log.Warn("remove drift schedule", "dig", id, "error", err)
 			}
 		}
 		return nil
 	}
-}
-
-// digTarget is the target of DIG _id id (/projects/p/composite-apps/ca/v/deployment-intent-groups/d).
-func digTarget(id string) lifecycle.Target {
-	seg := strings.Split(strings.TrimPrefix(id, "/"), "/")
-	if len(seg) < 7 {
-		return lifecycle.Target{}
-	}
-	return lifecycle.Target{Project: seg[1], CompositeApp: seg[3], Version: seg[4], DIG: seg[6]}
 }
 
 // driftStatus is the last drift check of the context a DIG's status shows (temco's own).

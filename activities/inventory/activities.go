@@ -92,7 +92,7 @@ func (a *Activities) SyncInventory(ctx context.Context, in lifecycle.InventoryIn
 		out.Summary = summary(status)
 	}
 	for _, e := range status.Evictions { // found before any write to the hub
-		if t := digOf(e.DIG); e.Action == lifecycle.EvictionUpdate && !slices.Contains(out.Evict, t) {
+		if t := lifecycle.DIGOfID(e.DIG); e.Action == lifecycle.EvictionUpdate && !slices.Contains(out.Evict, t) {
 			out.Evict = append(out.Evict, t)
 		}
 	}
@@ -374,15 +374,6 @@ func namesCluster(p model.PlacementIntent, provider, cluster string) bool {
 		}
 	}
 	return slices.ContainsFunc(p.AnyOf, is)
-}
-
-// digOf is the DIG of store id /projects/p/composite-apps/ca/v/deployment-intent-groups/dig.
-func digOf(id string) lifecycle.Target {
-	seg := strings.Split(strings.TrimPrefix(id, "/"), "/")
-	if len(seg) < 7 {
-		return lifecycle.Target{}
-	}
-	return lifecycle.Target{Project: seg[1], CompositeApp: seg[3], Version: seg[4], DIG: seg[6]}
 }
 
 // providerOf is the store id of a cluster's provider ("/cluster-providers/p").

@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
@@ -210,7 +209,7 @@ func (l *listener) handle(ctx context.Context, ev policyevents.Event) {
 		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Unmatched++ })
 		return
 	}
-	dig := targetOf(digID)
+	dig := lifecycle.DIGOfID(digID)
 	for _, name := range intents {
 		pe := lifecycle.PolicyEvent{Intent: name, EventID: ev.EventID, Agent: ev.AgentID, Source: l.agent.ID,
 			ContextID: ev.ContextID, App: ev.AppName, At: time.Now().UTC(), AgentSpec: ev.AgentSpec, Payload: ev.MetricList}
@@ -260,13 +259,4 @@ func (l *listener) matching(ctx context.Context, digID string, ev policyevents.E
 		}
 	}
 	return names, nil
-}
-
-// targetOf is the DIG of store id /projects/p/composite-apps/ca/v/deployment-intent-groups/dig.
-func targetOf(id string) lifecycle.Target {
-	seg := strings.Split(strings.TrimPrefix(id, "/"), "/")
-	if len(seg) < 7 {
-		return lifecycle.Target{}
-	}
-	return lifecycle.Target{Project: seg[1], CompositeApp: seg[3], Version: seg[4], DIG: seg[6]}
 }

@@ -74,3 +74,13 @@ var DIGs = &Kind{
 
 // RouteDIG is the REST path of a DIG.
 const RouteDIG = "/projects/:project/composite-apps/:compositeApp/:version/deployment-intent-groups/:deploymentIntentGroup"
+
+// DIGOfID is the DIG whose store id (Target.ID) is id, or any id below it; the zero
+// Target when id is not one.
+func DIGOfID(id string) Target {
+	seg := strings.Split(strings.TrimPrefix(id, "/"), "/")
+	if len(seg) < 7 || seg[0] != "projects" || seg[2] != "composite-apps" || seg[5] != "deployment-intent-groups" {
+		return Target{}
+	}
+	return Target{Project: seg[1], CompositeApp: seg[3], Version: seg[4], DIG: seg[6]}
+}

@@ -79,3 +79,12 @@ func TestPerClusterActivities(t *testing.T) {
 		t.Error("DIGs and clusters' networks use the usual per-cluster activities")
 	}
 }
+
+func TestDIGOfID(t *testing.T) {
+	d := Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
+	for id, want := range map[string]Target{d.ID(): d, d.ID() + "/policy-intents/x": d, "/projects/p/logical-clouds/lc": {}, "/cluster-providers/a/clusters/b/c/d/e": {}} {
+		if got := DIGOfID(id); got != want {
+			t.Errorf("%s: %+v, want %+v", id, got, want)
+		}
+	}
+}
