@@ -12,6 +12,7 @@ import (
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/store"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 const pPolicyIntents = pDIG + "/policy-intents"
@@ -34,20 +35,6 @@ func emcoPolicyIntent(engineURL string) map[string]any {
 		"event":    map[string]any{"agent": "", "id": "memory_usage_bytes"},
 	})
 }
-
-const emcoPolicy = `package emco
-
-import future.keywords.in
-
-default actionRequired := false
-
-actionRequired {
-   input.agentSpec.agentId == "EMCOTEST"
-   input.event.metric == "memory_usage_bytes"
-   some item in input.event.value.items
-   to_number(item.value) > 999999999
-}
-`
 
 func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	c, srv, _ := lifecycleClient(t)
@@ -109,7 +96,7 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	}
 
 	// The project's policies: compiled when stored.
-	c.do("POST", pP+"/policies", res("migrate", map[string]any{"rego": emcoPolicy})).must(t, http.StatusCreated)
+	c.do("POST", pP+"/policies", res("migrate", map[string]any{"rego": testenv.EMCOMemoryPolicy})).must(t, http.StatusCreated)
 	for what, rego := range map[string]string{
 		"policies/broken:": "package emco\nactionRequired if {",
 		"http.send":        "package emco\nimport rego.v1\nx := http.send({\"method\": \"get\", \"url\": \"http://169.254.169.254/\"})\n",
@@ -126,7 +113,7 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 		!strings.Contains(string(r.body), "actionRequired") {
 		t.Errorf("a policy conflicting with another: %d %s", r.code, r.body)
 	}
-	c.do("PUT", pP+"/policies/migrate", res("migrate", map[string]any{"rego": emcoPolicy})).must(t, http.StatusOK) // itself: no conflict
+	c.do("PUT", pP+"/policies/migrate", res("migrate", map[string]any{"rego": testenv.EMCOMemoryPolicy})).must(t, http.StatusOK) // itself: no conflict
 
 	// The status: nothing yet, then what the workflow recorded.
 	if r := c.do("GET", pPolicyIntents+"/migrate-on-memory-policy/status", nil).must(t, http.StatusOK); strings.TrimSpace(string(r.body)) !=

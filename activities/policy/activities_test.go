@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -17,7 +16,6 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
-	"google.golang.org/grpc"
 
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/policyevents"
@@ -34,20 +32,6 @@ var ferret *devstack.FerretDB
 func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
 var dig = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
-
-const emcoPolicy = `package emco
-
-import future.keywords.in
-
-default actionRequired := false
-
-actionRequired {
-   input.agentSpec.agentId == "EMCOTEST"
-   input.event.metric == "memory_usage_bytes"
-   some item in input.event.value.items
-   to_number(item.value) > 999999999
-}
-`
 
 // signals records the events handed to Policy workflows.
 type signals struct {
@@ -96,7 +80,7 @@ func newActivities(t *testing.T, engine string) (*Activities, *signals) {
 	docs := []*store.Doc{
 		{ID: "/projects/p", Kind: model.KindProject, Name: "p", Body: `{"metadata":{"name":"p"},"spec":{}}`},
 		{ID: "/projects/p/policies/migrate", Parent: "/projects/p", Kind: model.KindPolicy, Name: "migrate",
-			Body: mustJSON(map[string]any{"metadata": map[string]any{"name": "migrate"}, "spec": map[string]any{"rego": emcoPolicy}})},
+			Body: mustJSON(map[string]any{"metadata": map[string]any{"name": "migrate"}, "spec": map[string]any{"rego": testenv.EMCOMemoryPolicy}})},
 		{ID: dig.ID(), Kind: model.KindDIG, Name: "d", Body: `{"metadata":{"name":"d"},"spec":{}}`},
 		{ID: dig.ID() + "/temporal-workflow-intents/mig", Parent: dig.ID(), Kind: "temporal-workflow-intent", Name: "mig",
 			Body: `{"metadata":{"name":"mig"},"spec":{"workflowClient":{},"temporal":{"workflowClientName":"migrate","workflowStartOptions":{"TaskQueue":"p","WorkflowRunTimeout":60000000000},"workflowParams":{"activityParams":{"migrate":{"app":"web"}}}}}}`},
@@ -232,35 +216,9 @@ func TestRecordKeepsTheLastDecisions(t *testing.T) {
 	}
 }
 
-// agent serves EMCO's events protocol, sending what the test puts on its channel.
-func agent(t *testing.T) (string, chan policyevents.Event) {
-	t.Helper()
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := make(chan policyevents.Event, 16)
-	s := grpc.NewServer()
-	policyevents.Register(s, func(ctx context.Context, _ int32, send func(policyevents.Event) error) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case ev := <-events:
-				if err := send(ev); err != nil {
-					return err
-				}
-			}
-		}
-	})
-	go func() { _ = s.Serve(lis) }()
-	t.Cleanup(s.Stop)
-	return lis.Addr().String(), events
-}
-
 func TestListenerHandsEventsToTheirIntents(t *testing.T) {
 	a, sig := newActivities(t, "")
-	addr, events := agent(t)
+	addr, events := testenv.PolicyAgent(t)
 	ctx := context.Background()
 	if err := a.Store.Create(ctx, &store.Doc{ID: "/policy/agents/sampleagent", Kind: model.KindPolicyAgent, Name: "sampleagent",
 		Body: mustJSON(map[string]any{"id": "sampleagent", "addr": addr})}); err != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/runtime"
 
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // An external engine is a real OPA server (OPA's own runtime, in the test's process), run
@@ -19,7 +20,7 @@ import (
 // at <engineUrl>/data.
 func TestRealOPAServerAnswersAsTheEmbeddedEngine(t *testing.T) {
 	dir := t.TempDir()
-	if err := os.WriteFile(filepath.Join(dir, "emco.rego"), []byte(emcoPolicy), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "emco.rego"), []byte(testenv.EMCOMemoryPolicy), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	params := runtime.NewParams()

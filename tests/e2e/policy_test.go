@@ -3,7 +3,6 @@ package e2e
 import (
 	"context"
 	"encoding/json"
-	"net"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,12 +12,12 @@ import (
 
 	enumspb "go.temporal.io/api/enums/v1"
 	temporalclient "go.temporal.io/sdk/client"
-	"google.golang.org/grpc"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // EMCO's example 05 and 06 (examples/test-policy) as an EMCO user brings them: the agent,
@@ -50,21 +49,6 @@ spec:
     id: memory_usage_bytes
 `
 
-// The policy of EMCO's example README, in Rego v0 as it is written there.
-const memoryPolicy = `package emco
-
-import future.keywords.in
-
-default actionRequired := false
-
-actionRequired {
-   input.agentSpec.agentId == "EMCOTEST"
-   input.event.metric == "memory_usage_bytes"
-   some item in input.event.value.items
-   to_number(item.value) > 999999999
-}
-`
-
 // An agent speaking EMCO's events protocol (as EMCO's metrics collector does) reports the
 // memory of web's pods, naming the context from their emco/deployment-id label. Below
 // the policy's threshold nothing happens; above it the policy intent starts the DIG's
@@ -92,32 +76,13 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 		"workflowStartOptions": map[string]any{"TaskQueue": "temco", "WorkflowExecutionTimeout": int64(10 * time.Minute)},
 		"workflowParams":       map[string]any{"activityParams": map[string]any{"relocate": p}},
 	}})).must(t, 201)
-	c.do("POST", "/projects/"+d.project+"/policies", res("migrate", map[string]any{"rego": memoryPolicy})).must(t, 201)
+	c.do("POST", "/projects/"+d.project+"/policies", res("migrate", map[string]any{"rego": testenv.EMCOMemoryPolicy})).must(t, 201)
 
 	// The agent, then the intent, through temco apply.
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	events := make(chan policyevents.Event, 8)
-	srv := grpc.NewServer()
-	policyevents.Register(srv, func(ctx context.Context, _ int32, send func(policyevents.Event) error) error {
-		for {
-			select {
-			case <-ctx.Done():
-				return nil
-			case ev := <-events:
-				if err := send(ev); err != nil {
-					return err
-				}
-			}
-		}
-	})
-	go func() { _ = srv.Serve(lis) }()
-	defer srv.Stop()
+	addr, events := testenv.PolicyAgent(t)
 	agentName := d.project + "-agent"
 	dir := t.TempDir()
-	values := "ProjectName: " + d.project + "\nCompositeApp: ca\nDeploymentIntent: dig\nAgent: " + agentName + "\nAddr: " + lis.Addr().String() + "\n"
+	values := "ProjectName: " + d.project + "\nCompositeApp: ca\nDeploymentIntent: dig\nAgent: " + agentName + "\nAddr: " + addr + "\n"
 	for name, data := range map[string]string{"05.register_agent.yaml": policyAgentFile, "06.define_policy_intent.yaml": policyIntentFile,
 		"values.yaml": values + "Engine: ''\n", "values-external.yaml": values + "Engine: '172.31.82.234:8181/v1'\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
@@ -141,7 +106,7 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 			break
 		}
 	}
-	if !agentStatus.Connected || agentStatus.Addr != lis.Addr().String() {
+	if !agentStatus.Connected || agentStatus.Addr != addr {
 		t.Fatalf("the agent's listener: %+v", agentStatus)
 	}
 
