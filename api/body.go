@@ -45,7 +45,8 @@ func bodyRules(routes map[string]opDoc) echo.MiddlewareFunc {
 			mt, err := requestMediaType(r)
 			ok, want := err == nil && (mt == "" || isJSON(mt)), "the body as JSON, with Content-Type: application/json"
 			if d.multipart {
-				ok, want = err == nil && mt == echo.MIMEMultipartForm, `multipart/form-data with the parts "metadata" and "file"`
+				jsonToo := d.body != nil && ok // a multipart route that also takes JSON (apps by reference)
+				ok, want = err == nil && mt == echo.MIMEMultipartForm || jsonToo, `multipart/form-data with the parts "metadata" and "file"`
 			}
 			switch {
 			case !ok:

@@ -124,7 +124,7 @@ func FuzzChartArchive(f *testing.F) {
 		f.Add(a)
 	}
 	f.Fuzz(func(t *testing.T, data []byte) {
-		r := &request[model.Empty]{file: data}
+		r := &request[model.AppSpec]{file: data}
 		r.res.Metadata.Name = "web"
 		if err := attachChart(context.Background(), nil, r); err != nil {
 			if he, ok := err.(*echo.HTTPError); !ok || he.Code != 400 {
@@ -143,7 +143,7 @@ func TestHostileChartsAreRefused(t *testing.T) {
 		"traversal": `"../../etc/cron.d/x" leads outside the archive`, "symlink": `"web/values.yaml" is a symbolic link`,
 		"device": `"web/values.yaml" is a device`, "flood": "more than 1000 entries"}
 	for name, a := range testenv.HostileArchives("web") {
-		r := &request[model.Empty]{file: a}
+		r := &request[model.AppSpec]{file: a}
 		r.res.Metadata.Name = "web"
 		if err := attachChart(context.Background(), nil, r); err == nil || !strings.Contains(err.Error(), want[name]) {
 			t.Errorf("%s chart: %v, want an error saying %q", name, err, want[name])

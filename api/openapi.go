@@ -68,12 +68,16 @@ func (s *Server) openAPI() ([]byte, error) {
 		}
 		switch {
 		case d.multipart:
-			op["requestBody"] = map[string]any{"required": true, "content": map[string]any{"multipart/form-data": map[string]any{
+			content := map[string]any{"multipart/form-data": map[string]any{
 				"schema": map[string]any{"type": "object", "required": []any{"metadata"}, "properties": map[string]any{
 					"metadata": map[string]any{"type": "string", "description": "the resource as JSON"},
 					"file":     map[string]any{"type": "string", "format": "binary"},
 				}},
-			}}}
+			}}
+			if d.body != nil { // or JSON alone (an app whose chart comes by reference)
+				content["application/json"] = map[string]any{"schema": schemaOf(d.body)}
+			}
+			op["requestBody"] = map[string]any{"required": true, "content": content}
 		case d.body != nil:
 			op["requestBody"] = map[string]any{"required": !d.bodyOptional, "content": map[string]any{"application/json": map[string]any{"schema": schemaOf(d.body)}}}
 		}

@@ -27,8 +27,8 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	register(g, s, kind[model.CompositeAppSpec]{name: model.KindCompositeApp,
 		coll: "/projects/:project/composite-apps", item: routeCA,
 		version: func(sp *model.CompositeAppSpec) string { return sp.Version }})
-	register(g, s, kind[model.Empty]{name: model.KindApp, coll: routeCA + "/apps", item: routeCA + "/apps/:app",
-		file: &fileSpec[model.Empty]{required: true, attach: attachChart, download: true}})
+	register(g, s, kind[model.AppSpec]{name: model.KindApp, coll: routeCA + "/apps", item: routeCA + "/apps/:app", check: checkApp,
+		file: &fileSpec[model.AppSpec]{required: true, attach: attachChart, download: true, orJSON: true}})
 	register(g, s, kind[model.AppDependencySpec]{name: model.KindAppDependency, check: checkDependency,
 		coll: routeCA + "/apps/:app/dependency", item: routeCA + "/apps/:app/dependency/:dependency"})
 	register(g, s, kind[model.Empty]{name: model.KindCompositeProfile,
@@ -55,6 +55,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	s.registerCapacity(g)
 	s.registerInventories(g)
 	s.registerPolicy(g)
+	s.registerArtifacts(g)
 }
 
 // caOf returns the composite app _id that contains id: "/projects/p/composite-apps/ca/v".
@@ -84,9 +85,30 @@ func appRef(id, field, app string) (string, error) {
 	return caOf(id) + "/apps/" + app, nil
 }
 
+// checkApp: an app's chart is EMCO's upload (the multipart "file" part) or temco's
+// reference (spec.chart: an OCI registry, a Helm repository or a URL on a host the admin
+// allowed), never both; a reference replaces a stored upload.
+func checkApp(_ context.Context, s *Server, r *request[model.AppSpec]) error {
+	src := r.res.Spec.Chart
+	if src == nil {
+		return nil
+	}
+	if r.hasFile {
+		return badRequest("give the chart as the multipart part \"file\" or as spec.chart, not both")
+	}
+	if err := src.Validate("spec.chart"); err != nil {
+		return badRequest("%v", err)
+	}
+	if u := src.Endpoint(); u == nil || !s.ArtifactHosts.AllowsURL(u) {
+		return badRequest("spec.chart: %s is not on the hosts an admin allowed charts to come from (--artifact-hosts-allow)", src.Host())
+	}
+	r.noFile = true
+	return nil
+}
+
 // attachChart accepts a chart archive Helm can load, in any layout EMCO accepts, and
 // stores it as uploaded.
-func attachChart(_ context.Context, _ *Server, r *request[model.Empty]) error {
+func attachChart(_ context.Context, _ *Server, r *request[model.AppSpec]) error {
 	if _, err := archive.LoadChart(r.file, r.res.Metadata.Name); err != nil {
 		return badRequest("invalid Helm chart archive: %v", err)
 	}

@@ -45,6 +45,9 @@ type fileSpec[S any] struct {
 	attach func(context.Context, *Server, *request[S]) error
 	// download: GET with Accept application/octet-stream returns the blob.
 	download bool
+	// orJSON: the body may instead be JSON alone, the file coming otherwise (an app's
+	// chart by reference); check then decides whether the file is required.
+	orJSON bool
 }
 
 // request is one create or replace being validated.
@@ -59,6 +62,7 @@ type request[S any] struct {
 	hasFile    bool        // whether the request carried one
 	files      []NamedFile // the multipart "files" parts
 	old        *store.Doc  // the stored resource on a replace
+	noFile     bool        // check found the file comes otherwise (by reference): none is kept
 }
 
 // ref records a dependency on another resource, which must exist.
@@ -75,7 +79,7 @@ func (r *request[S]) field(k, v string) {
 func register[S any](g *echo.Group, s *Server, k kind[S]) {
 	res, many := typeOf[model.Resource[S]](), typeOf[[]model.Resource[S]]()
 	body, multipart := res, k.file != nil || k.multipart
-	if multipart {
+	if multipart && (k.file == nil || !k.file.orJSON) {
 		body = nil
 	}
 	var query []string
@@ -106,7 +110,7 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 // decode reads the body (JSON, or multipart metadata + file) into a request.
 func decode[S any](c echo.Context, k kind[S]) (*request[S], error) {
 	r := &request[S]{}
-	if k.file != nil || k.multipart {
+	if (k.file != nil || k.multipart) && (k.file == nil || !k.file.orJSON || mediaType(c) == echo.MIMEMultipartForm) {
 		f, err := readMultipart(c)
 		if err != nil {
 			return nil, err
@@ -138,10 +142,13 @@ func validate[S any](ctx context.Context, s *Server, k kind[S], r *request[S]) e
 		return nil
 	}
 	if !r.hasFile {
-		if k.file.required && r.old == nil {
+		if k.file.required && r.old == nil && !r.noFile {
+			if k.file.orJSON {
+				return badRequest("the chart is missing: send it as the multipart part \"file\" or name it in spec.chart")
+			}
 			return badRequest("multipart part \"file\" is missing")
 		}
-		if r.old != nil { // a replace without a new file keeps the stored one
+		if r.old != nil && !r.noFile { // a replace without a new file keeps the stored one
 			r.blob, r.secret = r.old.Blob, r.old.Secret
 		}
 		return nil
@@ -293,6 +300,9 @@ func get[S any](c echo.Context, s *Server, k kind[S]) error {
 		return fromStore(err)
 	}
 	if k.file != nil && k.file.download && strings.Contains(c.Request().Header.Get(echo.HeaderAccept), echo.MIMEOctetStream) {
+		if len(d.Blob) == 0 {
+			return httpErr(http.StatusNotFound, "%s has no uploaded archive: its chart comes by reference (spec.chart)", describe(d.ID))
+		}
 		return c.Blob(http.StatusOK, echo.MIMEOctetStream, d.Blob)
 	}
 	if key := c.QueryParam("key"); k.kvKey && key != "" {

@@ -43,6 +43,8 @@ type Server struct {
 	PolicyAgents PolicyAgents
 	// PolicyEngines are the OPA servers a policy intent may name (nil: none).
 	PolicyEngines *egress.Allow
+	// ArtifactHosts are the registries and repositories apps' charts may come from (nil: none).
+	ArtifactHosts *egress.Allow
 
 	// Controllers are the intent controllers built into temco (controllers/registry): their
 	// resources are served under the DIG, and a DIG may use them or controllers registered

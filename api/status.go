@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -160,6 +161,9 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 		}
 	}
 	out.Instance, out.Revision, out.Error, out.Hooks = ctxID, header.Revision, header.Error, header.Hooks
+	for _, app := range slices.Sorted(maps.Keys(header.Artifacts)) {
+		out.Artifacts = append(out.Artifacts, header.Artifacts[app])
+	}
 	if out.Operation, err = s.Ops.Running(ctx, target, header.Status, ctxID); err != nil {
 		return operationErr(err)
 	}

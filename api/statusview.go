@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -44,6 +45,9 @@ type statusResult struct {
 	// Hooks are the workflows the context's last operation ran for its controllers (tac's
 	// hooks), once it has ended; a running operation's are in Operation.
 	Hooks []lifecycle.HookRun `json:"hooks,omitempty"`
+	// Artifacts are the charts that came by reference, by app: the stage each reached in
+	// the revision, what it was pinned to (digest, version), and its error or retries.
+	Artifacts []artifact.Status `json:"artifacts,omitempty"`
 	// Operation is the context's running operation: its workflow, and the controller
 	// steps and retried steps it waits on.
 	Operation *lifecycle.RunningOp `json:"operation,omitempty"`

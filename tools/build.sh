@@ -2,7 +2,7 @@
 # Builds the pinned development binaries into $BIN (default .bin/) from the Go module
 # proxy only. Each tool's version is pinned by the go.mod in its folder here; a tool
 # is skipped when $BIN/.stamp/<tool> already records that version (idempotent).
-#   tools/build.sh [tool ...]    tools: temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager (default: all)
+#   tools/build.sh [tool ...]    tools: temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry (default: all)
 set -euo pipefail
 TOOLS="$(cd "$(dirname "$0")" && pwd)"
 BIN="${BIN:-$TOOLS/../.bin}"
@@ -161,6 +161,17 @@ build_certmanager() {
   stamp cert-manager "$v"
 }
 
-for t in "${@:-temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager}"; do
+# CNCF distribution's registry: the local stack's OCI registry (charts pushed as OCI
+# artifacts), its version stamped as its release build does.
+build_registry() {
+  local v; v=$(version registry github.com/distribution/distribution/v3)
+  fresh registry "$v" && return
+  (cd "$TOOLS/registry" && go build -trimpath \
+    -ldflags "$LDFLAGS -X github.com/distribution/distribution/v3/version.version=$v" \
+    -o "$BIN/registry" github.com/distribution/distribution/v3/cmd/registry)
+  stamp registry "$v"
+}
+
+for t in "${@:-temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry}"; do
   for one in $t; do timed "build_$one"; done
 done

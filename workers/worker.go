@@ -11,6 +11,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/activities/actions"
+	"github.com/temco/temco/activities/artifact"
 	autoscaling "github.com/temco/temco/activities/autoscale"
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
@@ -47,6 +48,7 @@ var domains = []struct {
 	names    []string
 }{
 	{operation.Register, operation.ActivityNames},
+	{artifact.Register, artifact.ActivityNames},
 	{render.Register, render.ActivityNames},
 	{placement.Register, placement.ActivityNames},
 	{actions.Register, actions.ActivityNames},

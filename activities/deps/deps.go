@@ -44,6 +44,8 @@ type Deps struct {
 	// RenderMemory bounds, in bytes, the child process each chart renders in
 	// (render.Sandbox); 0: charts render in the worker's own process (tests).
 	RenderMemory int64
+	// ArtifactHosts are the registries and repositories charts may come from (nil: none).
+	ArtifactHosts *egress.Allow
 	// PolicyEngines are the OPA servers policy intents may name (nil: none).
 	PolicyEngines *egress.Allow
 	// Report tells a workflow that one of its clusters is being retried (nil: nobody is).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/temco/temco/internal/adapters/profile"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/capabilities"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -31,6 +32,8 @@ type Activities struct {
 	Capabilities func(ctx context.Context, cluster string, header *appctx.Context) (capabilities.Capabilities, error)
 	// Sandbox renders each chart in a child process (nil: in this one, for tests).
 	Sandbox *Sandbox
+	// Blobs hold the charts that came by reference (activities/artifact stored them).
+	Blobs *artifact.Store
 }
 
 // invalid is a permanent failure caused by what the user configured.
@@ -71,7 +74,11 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 	}
 	w, wctx := errgroup.WithContext(ctx) // different collections: written together
 	w.Go(func() error { return a.Contexts.PutApps(wctx, in.ContextID, rendered) })
-	w.Go(func() error { return a.Contexts.Set(wctx, in.ContextID, bson.D{{Key: "apps", Value: order}}) })
+	header := bson.D{{Key: "apps", Value: order}}
+	for app := range r.header.Artifacts {
+		header = append(header, bson.E{Key: "artifacts." + app + ".stage", Value: artifact.StageRendered})
+	}
+	w.Go(func() error { return a.Contexts.Set(wctx, in.ContextID, header) })
 	return len(rendered), w.Wait()
 }
 
@@ -159,11 +166,37 @@ func (a *Activities) load(ctx context.Context, in lifecycle.ContextRef) (*render
 	if len(apps) == 0 {
 		return nil, invalid("composite app %q %q has no apps", in.Target.CompositeApp, in.Target.Version)
 	}
+	if err := a.charts(ctx, apps, header); err != nil {
+		return nil, err
+	}
 	r := &renderInputs{dig: dig, apps: apps, profiles: profiles, header: header, deps: deps, overrides: map[string]map[string]string{}}
 	for _, ov := range dig.Spec.OverrideValues {
 		r.overrides[ov.App] = ov.Values
 	}
 	return r, nil
+}
+
+// charts puts into each app that names its chart by reference the bytes its artifact was
+// pinned to in this revision (never what a tag names now).
+func (a *Activities) charts(ctx context.Context, apps []*store.Doc, header *appctx.Context) error {
+	for _, d := range apps {
+		st, ok := header.Artifacts[d.Name]
+		if !ok {
+			if len(d.Blob) == 0 {
+				return invalid("app %q has neither a chart archive nor a fetched chart reference", d.Name)
+			}
+			continue
+		}
+		if st.Blob == "" {
+			return invalid("app %q: its chart %s was not fetched (stage %s)", d.Name, st.Source, st.Stage)
+		}
+		data, err := a.Blobs.Get(ctx, st.Blob)
+		if err != nil {
+			return err
+		}
+		d.Blob = data
+	}
+	return nil
 }
 
 // profiles loads the composite profile's app profiles by app name.

@@ -86,7 +86,7 @@ func apiCmd() *cobra.Command {
 	var addr, certFile, keyFile string
 	var af auth.Config
 	var codecOrigins []string
-	var temporalUI, workflowHosts, taskQueueGrants, policyEngines string
+	var temporalUI, workflowHosts, taskQueueGrants, policyEngines, artifactHosts string
 	var certOrgs []string
 	var liveReads int
 	cmd := &cobra.Command{
@@ -136,6 +136,10 @@ func apiCmd() *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--policy-engine-allow: %w", err)
 			}
+			artifacts, err := egress.Parse(artifactHosts)
+			if err != nil {
+				return fmt.Errorf("--artifact-hosts-allow: %w", err)
+			}
 			grants, err := workflowmgr.ParseGrants(taskQueueGrants)
 			if err != nil {
 				return fmt.Errorf("--workflow-task-queues: %w", err)
@@ -144,7 +148,7 @@ func apiCmd() *cobra.Command {
 				Rules: workflowmgr.Rules{OwnTaskQueue: tf.taskQueue, Grants: grants}}
 			ops := &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
-				Ops: ops, Drift: ops, Autoscalers: ops, Inventories: ops, PolicyAgents: ops, PolicyEngines: engines, Ready: ready(st, tc), CodecOrigins: codecOrigins,
+				Ops: ops, Drift: ops, Autoscalers: ops, Inventories: ops, PolicyAgents: ops, PolicyEngines: engines, ArtifactHosts: artifacts, Ready: ready(st, tc), CodecOrigins: codecOrigins,
 				TemporalUI: strings.TrimSuffix(temporalUI, "/"), Namespace: tf.namespace,
 				Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 				Kinds:       slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: certOrgs}), workflowmgr.Kinds(workflows))}
@@ -211,6 +215,8 @@ func apiCmd() *cobra.Command {
 		"the Temporal Web UI's address, for the dashboard's links to workflows [TEMCO_TEMPORAL_UI_URL]")
 	cmd.Flags().StringVar(&policyEngines, "policy-engine-allow", env("TEMCO_POLICY_ENGINE_ALLOW", ""),
 		"OPA servers (host, any port, or host:port; comma-separated) a policy intent's engineUrl may name; none by default: the embedded engine needs none. The worker takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
+	cmd.Flags().StringVar(&artifactHosts, "artifact-hosts-allow", env("TEMCO_ARTIFACT_HOSTS_ALLOW", ""),
+		"OCI registries, Helm repositories and web servers (host, any port, or host:port; comma-separated) apps' charts may come from (spec.chart); none by default. The worker takes the same list [TEMCO_ARTIFACT_HOSTS_ALLOW]")
 	cmd.Flags().StringVar(&workflowHosts, "workflow-hosts-allow", env("TEMCO_WORKFLOW_HOSTS_ALLOW", ""),
 		"hosts (host, any port, or host:port; comma-separated) of Temporal servers and EMCO workflow clients that workflow intents may name; none by default [TEMCO_WORKFLOW_HOSTS_ALLOW]")
 	cmd.Flags().StringVar(&taskQueueGrants, "workflow-task-queues", env("TEMCO_WORKFLOW_TASK_QUEUES", ""),

@@ -36,7 +36,7 @@ func devCmd() *cobra.Command {
 			if cfg.GitOps {
 				extra += ", a GitOps cluster with Flux and a git server"
 			}
-			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters%s, api, worker (data in %s)\n", cfg.Clusters, extra, cfg.DataDir)
+			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters%s, an OCI registry, a Helm repository, api, worker (data in %s)\n", cfg.Clusters, extra, cfg.DataDir)
 			stack, err := devstack.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -64,6 +64,8 @@ func devCmd() *cobra.Command {
 	f.BoolVar(&cfg.CertManager, "cert-manager", true, "run cert-manager's controller against cluster1 (ca-certs' cert-manager issuers sign there)")
 	f.StringVar(&cfg.GitOpsProvider, "gitops-provider", "local", "cluster provider of the GitOps cluster in its git paths (<provider>+<cluster>)")
 	f.IntVar(&cfg.GitPort, "git-port", 0, "git server port (0: the GitOps cluster's first port + 8)")
+	f.IntVar(&cfg.RegistryPort, "registry-port", 0, "OCI registry port (0: the clusters' first port + 8)")
+	f.IntVar(&cfg.HelmRepoPort, "helm-repo-port", 0, "Helm chart repository port (0: the clusters' first port + 9)")
 	f.StringVar(&cfg.Namespace, "namespace", "default", "Temporal namespace")
 	f.StringVar(&cfg.TaskQueue, "task-queue", "temco", "Temporal task queue")
 	return cmd

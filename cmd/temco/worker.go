@@ -53,7 +53,7 @@ func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var perBatch, renderMemory, maxConns int
-	var metricsAddr, gitCache, gacURLAllow, policyEngines string
+	var metricsAddr, gitCache, gacURLAllow, policyEngines, artifactHosts string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
@@ -70,6 +70,10 @@ func workerCmd() *cobra.Command {
 			engines, err := egress.Parse(policyEngines)
 			if err != nil {
 				return fmt.Errorf("--policy-engine-allow: %w", err)
+			}
+			artifacts, err := egress.Parse(artifactHosts)
+			if err != nil {
+				return fmt.Errorf("--artifact-hosts-allow: %w", err)
 			}
 			st, keys, closeStore, err := sf.open(ctx)
 			if err != nil {
@@ -107,7 +111,8 @@ func workerCmd() *cobra.Command {
 			}
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
 				ClustersPerBatch: perBatch, MaxConns: maxConns, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
-				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20, PolicyEngines: engines})
+				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20, PolicyEngines: engines,
+				ArtifactHosts: artifacts})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)
@@ -125,6 +130,8 @@ func workerCmd() *cobra.Command {
 		"hosts (host, any port, or host:port; comma-separated) from which gac may fetch $(URL)$ patch values; none by default, and temco's own kv-pairs route needs none [TEMCO_GAC_URL_ALLOW]")
 	cmd.Flags().StringVar(&policyEngines, "policy-engine-allow", env("TEMCO_POLICY_ENGINE_ALLOW", ""),
 		"OPA servers (host, any port, or host:port; comma-separated) policy intents may name; the api takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
+	cmd.Flags().StringVar(&artifactHosts, "artifact-hosts-allow", env("TEMCO_ARTIFACT_HOSTS_ALLOW", ""),
+		"OCI registries, Helm repositories and web servers (host, any port, or host:port; comma-separated) apps' charts may come from; the api takes the same list [TEMCO_ARTIFACT_HOSTS_ALLOW]")
 	cmd.Flags().IntVar(&renderMemory, "render-memory", envInt("TEMCO_RENDER_MEMORY", render.DefaultSandboxMemory>>20),
 		"MiB of memory one chart's rendering may take (each renders in a child process; one per core at once) [TEMCO_RENDER_MEMORY]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),

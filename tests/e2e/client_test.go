@@ -148,6 +148,7 @@ spec:
 type app struct {
 	name      string
 	chart     []byte
+	source    map[string]any // instead of chart: the app's spec.chart (a reference)
 	placement map[string]any // the app intent's "intent"
 	dependsOn string         // optional dependency (opStatus Ready)
 	wait      int
@@ -161,6 +162,7 @@ type deployment struct {
 	apps         []app
 	logicalCloud string            // "" for an admin cloud "default" over every cluster
 	setUpCloud   func(*deployment) // creates logicalCloud, when named
+	beforeApps   func(*deployment) // runs once the project exists (artifact credentials)
 }
 
 func (d *deployment) ca() string  { return "/projects/" + d.project + "/composite-apps/ca/v1" }
@@ -204,8 +206,15 @@ func (d *deployment) create() {
 	}
 	c.do("POST", "/projects/"+d.project+"/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, 201)
 	c.do("POST", d.ca()+"/composite-profiles", res("prof", nil)).must(t, 201)
+	if d.beforeApps != nil {
+		d.beforeApps(d)
+	}
 	for _, a := range d.apps {
-		c.multipart("POST", d.ca()+"/apps", res(a.name, nil), a.chart).must(t, 201)
+		if a.source != nil {
+			c.do("POST", d.ca()+"/apps", res(a.name, map[string]any{"chart": a.source})).must(t, 201)
+		} else {
+			c.multipart("POST", d.ca()+"/apps", res(a.name, nil), a.chart).must(t, 201)
+		}
 		c.multipart("POST", d.ca()+"/composite-profiles/prof/profiles", res(a.name+"-profile", map[string]any{"app": a.name}),
 			testenv.Profile("message: from-"+a.name+"-profile\n")).must(t, 201)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/workflows/artifact"
 )
 
 // Instantiate deploys a new context: render, placement, controllers in priority order,
@@ -145,6 +146,16 @@ func (o *operation) hook(ctx workflow.Context, hook string, h lifecycle.Hooked) 
 // recorded before run them one after the other. Rendering's error is reported first.
 func (o *operation) renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRef) (lifecycle.Plan, error) {
 	var plan lifecycle.Plan
+	if o.release >= releaseArtifacts {
+		o.progress.Phase = "artifacts and placement"
+		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
+		rerr := artifact.Fetch(ctx, ref)
+		if rerr == nil {
+			o.progress.Phase = "render and placement"
+			rerr = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil)
+		}
+		return plan, cmp.Or(rerr, placed.Get(ctx, &plan))
+	}
 	if o.has(ctx, "placement-beside-render") {
 		o.progress.Phase = "render and placement"
 		rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)

@@ -68,8 +68,11 @@ const (
 	// releaseGroups (2026-11-27): a batch's clusters are worked on by group activities
 	// (GroupSize clusters each, recorded as a side effect) rather than one each.
 	releaseGroups workflow.Version = 7
+	// releaseArtifacts (2026-11-28): the charts apps name by reference are pinned and
+	// fetched (workflows/artifact) before rendering, placement beside them.
+	releaseArtifacts workflow.Version = 8
 
-	releaseLatest = releaseGroups
+	releaseLatest = releaseArtifacts
 )
 
 // gates are a run's answers to version gates.

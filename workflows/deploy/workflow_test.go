@@ -22,6 +22,7 @@ import (
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -43,16 +44,21 @@ type fakes struct {
 	previous map[string]string   // cluster -> Previous seen by ApplyCluster
 	deletedC map[string][]string // context -> clusters deleted
 
-	render  func() error
-	place   func() error
-	control func(contract.Input) error
-	asks    func(contract.Input) []contract.Workflow     // what a controller call asks to run
-	read    func(round int) lifecycle.ClusterResult      // ReadCluster's answer per call
-	readOf  func(cluster string) lifecycle.ClusterResult // ... or per cluster, when set
-	reads   int
-	plan    lifecycle.Plan
-	hooked  lifecycle.Hooked // ContextControllers' answer
-	apply   func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
+	render func() error
+	place  func() error
+	// artifacts is what ResolveArtifacts answers (nil: no app's chart comes by
+	// reference); fetched the apps FetchArtifact was called for.
+	artifacts func() ([]artifact.Resolved, error)
+	fetched   []string
+	rendered  int
+	control   func(contract.Input) error
+	asks      func(contract.Input) []contract.Workflow     // what a controller call asks to run
+	read      func(round int) lifecycle.ClusterResult      // ReadCluster's answer per call
+	readOf    func(cluster string) lifecycle.ClusterResult // ... or per cluster, when set
+	reads     int
+	plan      lifecycle.Plan
+	hooked    lifecycle.Hooked // ContextControllers' answer
+	apply     func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
 	// onApply and onPrune replace the apply and prune fakes whole (alone and in groups).
 	onApply, onPrune func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
 	clusters         func(batch int) []string
@@ -78,7 +84,24 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(PruneBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowPruneBatch})
 	env.RegisterWorkflowWithOptions(ReadBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowReadBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) { return 1, f.render() })
+	reg(lifecycle.ActivityResolveArtifacts, func(context.Context, lifecycle.ContextRef) ([]artifact.Resolved, error) {
+		if f.artifacts == nil {
+			return nil, nil
+		}
+		return f.artifacts()
+	})
+	reg(lifecycle.ActivityFetchArtifact, func(_ context.Context, in lifecycle.FetchInput) error {
+		f.mu.Lock()
+		f.fetched = append(f.fetched, in.Artifact.App)
+		f.mu.Unlock()
+		return nil
+	})
+	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) {
+		f.mu.Lock()
+		f.rendered++
+		f.mu.Unlock()
+		return 1, f.render()
+	})
 	reg(lifecycle.ActivityRenderVariants, func(context.Context, lifecycle.ContextRef) error {
 		f.mu.Lock()
 		f.variants++
@@ -883,5 +906,40 @@ func TestReadOfSomeClustersReadsOnlyThem(t *testing.T) {
 	slices.Sort(read)
 	if !slices.Equal(read, []string{"cp+c7", "cp+c9"}) || f.listed != 0 || res.Clusters != 2 || res.Done != 4 || res.ClustersNotReady != 2 {
 		t.Errorf("read %v, listed %d batches, result %+v", read, f.listed, res)
+	}
+}
+
+// A chart that cannot be fetched fails the operation before anything renders; the ones
+// that can are fetched, each in its own activity, before rendering.
+func TestArtifactsAreFetchedBeforeRendering(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		resolve func() ([]artifact.Resolved, error)
+		fetched []string
+		renders int
+	}{
+		{"two to fetch", func() ([]artifact.Resolved, error) {
+			return []artifact.Resolved{{App: "a", Digest: "sha256:1"}, {App: "b", Digest: "sha256:2"}}, nil
+		}, []string{"a", "b"}, 1},
+		{"a digest mismatch", func() ([]artifact.Resolved, error) {
+			return nil, temporal.NewNonRetryableApplicationError("app \"a\": digest mismatch", lifecycle.ErrInvalidInput, nil)
+		}, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var s testsuite.WorkflowTestSuite
+			env := s.NewTestWorkflowEnvironment()
+			f := newFakes()
+			f.artifacts = c.resolve
+			f.register(env)
+			env.ExecuteWorkflow(Instantiate, opInput)
+			slices.Sort(f.fetched)
+			if !slices.Equal(f.fetched, c.fetched) || f.rendered != c.renders {
+				t.Fatalf("fetched %v and rendered %d times, want %v and %d", f.fetched, f.rendered, c.fetched, c.renders)
+			}
+			if c.renders == 0 && (len(f.finished) != 1 || f.finished[0].Status != lifecycle.StatusInstantiateFailed ||
+				!strings.Contains(f.finished[0].Error, "digest mismatch")) {
+				t.Fatalf("finished %+v, want InstantiateFailed naming the mismatch", f.finished)
+			}
+		})
 	}
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/workflows/artifact"
 )
 
 // PreviewRollout answers what the DIG's next operation (in.Revision set: a rollback to
@@ -59,9 +60,7 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 		return plan, nil, err
 	}
 	ref := lifecycle.ContextRef{Target: in.DIG, ContextID: in.ContextID}
-	rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)
-	placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
-	if err := cmp.Or(rendered.Get(ctx, nil), placed.Get(ctx, &plan)); err != nil {
+	if err := renderAndPlace(ctx, ref, &plan); err != nil {
 		return plan, nil, err
 	}
 	if len(plan.Controllers) == 0 {
@@ -89,6 +88,23 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 		return plan, notes, err
 	}
 	return plan, notes, renderVariants(ctx, ref)
+}
+
+// renderAndPlace renders the apps and places them, as the operation would: the charts
+// that come by reference pinned and fetched first. Version gate (2026-11-28): previews
+// started before render at once.
+func renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRef, plan *lifecycle.Plan) error {
+	if workflow.GetVersion(ctx, "artifacts", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
+		rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)
+		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
+		return cmp.Or(rendered.Get(ctx, nil), placed.Get(ctx, plan))
+	}
+	placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
+	err := artifact.Fetch(ctx, ref)
+	if err == nil {
+		err = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil)
+	}
+	return cmp.Or(err, placed.Get(ctx, plan))
 }
 
 // renderVariants renders the charts that read .Capabilities for their clusters, as the

@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/rollout"
 )
@@ -80,6 +81,10 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 			return lifecycle.PreviewStart{}, errors.New("another DIG or context")
 		}
 		return f.start, f.begin()
+	})
+	reg(lifecycle.ActivityResolveArtifacts, func(context.Context, lifecycle.ContextRef) ([]artifact.Resolved, error) {
+		f.note(lifecycle.ActivityResolveArtifacts)
+		return nil, nil
 	})
 	reg(lifecycle.ActivityRenderApps, func(ctx context.Context, in lifecycle.ContextRef) (int, error) {
 		f.note(lifecycle.ActivityRenderApps)

@@ -169,3 +169,17 @@ const DialTimeout = 10 * time.Second
 func WithDialTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, DialTimeout)
 }
+
+// HTTPClientFollowing is HTTPClient following up to 5 redirects, each to an allowed host
+// (a registry's blobs are often served from another host; Go drops the credentials of a
+// request redirected to another one).
+func (a *Allow) HTTPClientFollowing(timeout time.Duration) *http.Client {
+	c := a.HTTPClient(timeout)
+	c.CheckRedirect = func(_ *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("more than 5 redirects")
+		}
+		return nil
+	}
+	return c
+}

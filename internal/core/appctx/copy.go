@@ -73,7 +73,11 @@ func (s *Store) Copy(ctx context.Context, from, to string, relayout Relayout) (l
 	if err := s.PutPlacement(ctx, to, placed, batchOf); err != nil {
 		return lifecycle.Plan{}, err
 	}
-	if err := s.Set(ctx, to, bson.D{{Key: "apps", Value: src.Apps}}); err != nil {
+	fields := bson.D{{Key: "apps", Value: src.Apps}}
+	if len(src.Artifacts) > 0 { // the bits the revision was approved with, not a tag's now
+		fields = append(fields, bson.E{Key: "artifacts", Value: src.Artifacts})
+	}
+	if err := s.Set(ctx, to, fields); err != nil {
 		return lifecycle.Plan{}, err
 	}
 	return lifecycle.Plan{Apps: len(src.Apps), Clusters: len(batchOf), Batches: batches, Rollout: staged}, nil

@@ -5,6 +5,7 @@ package appctx
 import (
 	"time"
 
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 )
@@ -28,6 +29,9 @@ type Context struct {
 	Apps []string `bson:"apps"` // in dependency order
 	// Hooks are the workflows the context's operation ran for its controllers (tac's hooks).
 	Hooks []lifecycle.HookRun `bson:"hooks,omitempty"`
+	// Artifacts are the charts that came by reference, by app: what each was pinned to
+	// (the revision deploys exactly those bits) and how far its pipeline got.
+	Artifacts map[string]artifact.Status `bson:"artifacts,omitempty"`
 	// Rollout is where the operation's staged rollout stands, as it last recorded it.
 	Rollout *lifecycle.RolloutStatus `bson:"rollout,omitempty"`
 	Created time.Time                `bson:"created"`

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -45,6 +46,12 @@ func (s *Store) Set(ctx context.Context, id string, fields bson.D) error {
 		_, err := s.contexts.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: fields}})
 		return err
 	})
+}
+
+// SetArtifact records where one app's artifact stands.
+func (s *Store) SetArtifact(ctx context.Context, id string, st artifact.Status) error {
+	st.Updated = time.Now().UTC()
+	return s.Set(ctx, id, bson.D{{Key: "artifacts." + st.App, Value: st}})
 }
 
 // SetStatus sets the context status (and its error message, cleared when empty).

@@ -20,6 +20,11 @@ const (
 	ActivityHoldDIG     = "HoldDIG"
 	ActivityAwaitHolder = "AwaitHolder"
 
+	// activities/artifact (artifact.Activities): the pipeline of charts that come by
+	// reference: each pinned to a digest, then fetched, verified and stored.
+	ActivityResolveArtifacts = "ResolveArtifacts"
+	ActivityFetchArtifact    = "FetchArtifact"
+
 	// activities/render (render.Activities): the rendering of a context's charts, and again
 	// per set of cluster capabilities (variants.go).
 	ActivityRenderApps     = "RenderApps"

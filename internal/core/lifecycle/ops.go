@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/rollout"
 )
 
@@ -357,6 +358,12 @@ type WaitingStep struct {
 	LastError string     `json:"lastError,omitempty"`
 	Scheduled *time.Time `json:"scheduled,omitempty"` // when the current attempt was (or will be) scheduled
 	Worker    string     `json:"lastWorker,omitempty"`
+}
+
+// FetchInput fetches one artifact a context's app needs (activities/artifact).
+type FetchInput struct {
+	ContextRef
+	Artifact artifact.Resolved `json:"artifact"`
 }
 
 // CopyInput copies a stored revision into a new context (rollback).

@@ -43,6 +43,9 @@ const (
 	KindPolicyAgent  = "policyAgent"
 	KindPolicyIntent = "policyIntent"
 	KindPolicy       = "policy"
+	// KindArtifactCredential is temco's own: a project's user and password (sealed) for
+	// a registry or repository host its charts come from (internal/core/artifact).
+	KindArtifactCredential = "artifactCredential"
 )
 
 // Decode parses a stored resource body.

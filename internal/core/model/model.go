@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/temco/temco/contract"
+	"github.com/temco/temco/internal/core/artifact"
 )
 
 // Metadata is common to every EMCO resource.
@@ -177,6 +178,20 @@ const (
 	ControllerPlacement = contract.TypePlacement
 	ControllerAction    = contract.TypeAction
 )
+
+// AppSpec is an app's: EMCO's has none (the chart is the multipart upload); temco's
+// Chart names where the chart comes from instead.
+type AppSpec struct {
+	Chart *artifact.Source `json:"chart,omitempty"`
+}
+
+// ArtifactCredentialSpec is a project's login to a registry or repository host; the
+// password is sealed at rest and masked in answers.
+type ArtifactCredentialSpec struct {
+	Host     string `json:"host"`
+	Username string `json:"username"`
+	Password string `json:"password,omitempty"`
+}
 
 // AppProfileSpec names the app an app profile belongs to.
 type AppProfileSpec struct {

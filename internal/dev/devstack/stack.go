@@ -59,6 +59,12 @@ type Config struct {
 	// cluster in the tests), on port ClusterBasePort+3.
 	CertManager bool
 
+	// RegistryPort is the OCI registry's (CNCF distribution) and HelmRepoPort the Helm
+	// repository's; 0: the last two of cluster1's range of ten, ClusterBasePort+8 and +9
+	// (free ports without clusters).
+	RegistryPort int
+	HelmRepoPort int
+
 	Namespace        string
 	TaskQueue        string
 	SearchAttributes map[string]string
@@ -96,6 +102,9 @@ type Stack struct {
 	KeyFile               string
 
 	CertManager *CertManager // with CertManager: cert-manager's controller on cluster1
+
+	Registry *Registry // the OCI registry (CNCF distribution): charts pushed as OCI artifacts
+	HelmRepo *HelmRepo // the Helm chart repository (index.yaml and archives), run in this process
 }
 
 // Start brings every component up in dependency order and waits for each to be ready.
@@ -140,6 +149,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.CertManager && len(s.Clusters) > 0 {
 		s.CertManager = &CertManager{Cluster: s.Clusters[0], BinDir: cfg.BinDir}
 	}
+	if err := s.configureArtifacts(); err != nil {
+		return nil, err
+	}
 	if err := s.checkPorts(); err != nil {
 		return nil, err
 	}
@@ -173,6 +185,9 @@ func (s *Stack) checkPorts() error {
 	if s.CertManager != nil {
 		maps.Copy(ports, s.CertManager.ports())
 	}
+	if s.Registry != nil {
+		maps.Copy(ports, s.artifactPorts())
+	}
 	return CheckPortsFree(ports)
 }
 
@@ -190,6 +205,9 @@ func (s *Stack) checkBinaries() error {
 	if s.CertManager != nil {
 		bins = append(bins, certManagerBinary)
 	}
+	if s.Registry != nil {
+		bins = append(bins, registryBinary)
+	}
 	for _, b := range bins {
 		if _, err := os.Stat(filepath.Join(s.cfg.BinDir, b)); err != nil {
 			return fmt.Errorf("%s is missing from %s: run `make tools`", b, s.cfg.BinDir)
@@ -198,7 +216,8 @@ func (s *Stack) checkBinaries() error {
 	return nil
 }
 
-// startInfrastructure starts Temporal, FerretDB and the clusters concurrently.
+// startInfrastructure starts Temporal, FerretDB, the clusters, the OCI registry and the
+// Helm repository concurrently.
 func (s *Stack) startInfrastructure(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil { // 0755: PostgreSQL runs as its own user
 		return err
@@ -238,6 +257,9 @@ func (s *Stack) startInfrastructure(ctx context.Context) error {
 	}
 	if s.GitOps != nil {
 		starters = append(starters, s.startGitOps)
+	}
+	if s.Registry != nil {
+		starters = append(starters, s.startArtifacts)
 	}
 	errs := make([]error, len(starters))
 	var wg sync.WaitGroup
@@ -300,7 +322,7 @@ func (s *Stack) startReplica(ctx context.Context, i int) error {
 }
 
 func (s *Stack) env() []string {
-	return append([]string{
+	env := append([]string{
 		"TEMCO_MONGO_URI=" + s.Mongo.URI(), "TEMCO_MONGO_DB=temco", "TEMCO_KEY_FILE=" + s.KeyFile,
 		"TEMCO_TEMPORAL_ADDRESS=" + s.Temporal.Address(), "TEMCO_TEMPORAL_NAMESPACE=" + s.namespace(),
 		"TEMCO_TASK_QUEUE=" + s.cfg.TaskQueue,
@@ -311,6 +333,10 @@ func (s *Stack) env() []string {
 		"TEMCO_TEMPORAL_UI_URL=" + s.Temporal.UIURL(),
 		fmt.Sprintf("TEMCO_CODEC_CORS_ORIGINS=http://127.0.0.1:%d,http://localhost:%d", s.cfg.UIPort, s.cfg.UIPort),
 	}, s.cfg.Env...)
+	if s.Registry != nil { // charts by reference may come from the stack's registry and Helm repository
+		env = append(env, ArtifactHostsAllowEnv+"="+s.artifactHostsAllow())
+	}
+	return env
 }
 
 // Env is the environment temco api and worker run with (a later entry overrides an earlier one).
@@ -417,6 +443,9 @@ func (s *Stack) Procs() []*Proc {
 	if s.GitOps != nil {
 		out = append(out, s.GitOps.Procs()...)
 	}
+	if s.Registry != nil && s.Registry.Proc() != nil {
+		out = append(out, s.Registry.Proc())
+	}
 	return out
 }
 
@@ -443,7 +472,8 @@ func (s *Stack) Wait(ctx context.Context) error {
 	}
 }
 
-// Stop ends temco first, then the clusters, FerretDB and Temporal.
+// Stop ends temco first, then the clusters, the OCI registry and the Helm repository,
+// FerretDB and Temporal.
 func (s *Stack) Stop() {
 	for _, p := range append(s.MoreWorkers, s.MoreAPIs...) {
 		p.Stop(15 * time.Second)
@@ -459,6 +489,9 @@ func (s *Stack) Stop() {
 	}
 	if s.GitOps != nil {
 		wg.Go(s.stopGitOps)
+	}
+	if s.Registry != nil {
+		wg.Go(s.stopArtifacts)
 	}
 	wg.Go(func() {
 		if s.Mongo.Proc() != nil {
@@ -495,6 +528,9 @@ func (s *Stack) Summary(w io.Writer) {
 	}
 	if s.GitOps != nil {
 		s.gitOpsSummary(w)
+	}
+	if s.Registry != nil {
+		s.artifactsSummary(w)
 	}
 	fmt.Fprintf(w, "  metrics           http://127.0.0.1:%d/metrics (api), http://127.0.0.1:%d/metrics (worker)\n", s.cfg.APIPort, s.cfg.MetricsPort)
 	fmt.Fprintf(w, "  logs              %s\n", filepath.Join(s.cfg.DataDir, "logs"))

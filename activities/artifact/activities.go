@@ -1,0 +1,230 @@
+// Package artifact runs the pipeline of the charts a context's apps name by reference, in
+// EVE's stages: each source pinned to a digest (ResolveArtifacts), then fetched, verified
+// against the digest and stored by content (FetchArtifact), each app's stage recorded in
+// the context's header; rendering then reads the stored bytes (activities/render).
+package artifact
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/temporal"
+
+	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/adapters/sources"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/seal"
+	"github.com/temco/temco/internal/core/store"
+)
+
+// Activities run the artifact pipeline.
+type Activities struct {
+	Store    *store.Store
+	Contexts *appctx.Store
+	Blobs    *artifact.Store
+	Keys     *seal.Keyring
+	// Allow are the hosts charts may come from (nil: none).
+	Allow *egress.Allow
+}
+
+// ResolveArtifacts pins the chart of every app of the context's composite app that names
+// one by reference, and returns those the store does not have yet (to FetchArtifact).
+// Pinned sources ask nobody; the others ask their registry or index, every app at once.
+func (a *Activities) ResolveArtifacts(ctx context.Context, in lifecycle.ContextRef) ([]artifact.Resolved, error) {
+	apps, err := a.Store.List(ctx, store.Query{Parent: in.Target.CompositeAppID(), Kind: model.KindApp})
+	if err != nil {
+		return nil, err
+	}
+	type named struct {
+		app string
+		src artifact.Source
+	}
+	var refs []named
+	for _, d := range apps {
+		r, err := model.Decode[model.AppSpec](d.Body)
+		if err != nil {
+			return nil, err
+		}
+		if r.Spec.Chart != nil {
+			refs = append(refs, named{d.Name, *r.Spec.Chart})
+		}
+	}
+	if len(refs) == 0 {
+		return nil, nil
+	}
+	creds, err := a.credentials(ctx, in.Target.Project)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]artifact.Resolved, len(refs))
+	errs := make([]error, len(refs))
+	var wg sync.WaitGroup
+	for i, ref := range refs {
+		wg.Go(func() {
+			out[i], errs[i] = a.resolve(ctx, in, ref.app, ref.src, creds)
+		})
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return nil, failure(err)
+	}
+	var fetch []artifact.Resolved
+	for _, r := range out {
+		if r.Blob == "" || r.Size == 0 {
+			fetch = append(fetch, r)
+		}
+	}
+	return fetch, nil
+}
+
+// resolve pins one app's source and records its stage: Stored when the store has the
+// bytes (Blob and Size set), else what FetchArtifact is to fetch.
+func (a *Activities) resolve(ctx context.Context, in lifecycle.ContextRef, app string, src artifact.Source, creds credentials) (artifact.Resolved, error) {
+	st := artifact.Status{App: app, Source: src.Location(), Transport: src.Transport(), Stage: artifact.StageResolving}
+	c := sources.NewClient(ctx, a.Allow, creds.lookup, nil)
+	r, err := sources.Resolve(ctx, src, c)
+	r.App, r.Project = app, in.Target.Project
+	if err != nil {
+		return r, a.failed(ctx, in.ContextID, st, fmt.Errorf("app %q: chart %s: %w", app, src.Location(), err))
+	}
+	st.Version, st.Digest = r.Version, r.Digest
+	blob, size, ok, err := a.Blobs.Find(ctx, r.Digest)
+	if err != nil {
+		return r, err
+	}
+	if ok {
+		r.Blob, r.Size = blob, size
+		st.Stage, st.Blob, st.Size, st.Cached = artifact.StageStored, blob, size, true
+	} else {
+		st.Stage = artifact.StageDownloading
+	}
+	return r, a.Contexts.SetArtifact(ctx, in.ContextID, st)
+}
+
+// FetchArtifact downloads one pinned artifact, verifies it against its digest and stores
+// it by content, recording each stage (and the bytes received) in the context's header.
+func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput) error {
+	r := in.Artifact
+	st := artifact.Status{App: r.App, Source: r.Ref, Transport: r.Transport, Stage: artifact.StageDownloading,
+		Version: r.Version, Digest: r.Digest}
+	if blob, size, ok, err := a.Blobs.Find(ctx, r.Digest); err != nil {
+		return err
+	} else if ok { // an earlier attempt, or another revision, stored it
+		st.Stage, st.Blob, st.Size = artifact.StageStored, blob, size
+		return a.Contexts.SetArtifact(ctx, in.ContextID, st)
+	}
+	creds, err := a.credentials(ctx, r.Project)
+	if err != nil {
+		return err
+	}
+	if err := a.Contexts.SetArtifact(ctx, in.ContextID, st); err != nil {
+		return err
+	}
+	p := progress{last: time.Now()}
+	c := sources.NewClient(ctx, a.Allow, creds.lookup, func(n int64) { p.received(ctx, a, in.ContextID, st, n) })
+	data, blob, err := sources.Download(ctx, r, c)
+	if err != nil {
+		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("app %q: chart %s: %w", r.App, r.Ref, err)))
+	}
+	st.Stage, st.Downloaded, st.Size = artifact.StageVerifying, int64(len(data)), int64(len(data))
+	if err := a.Contexts.SetArtifact(ctx, in.ContextID, st); err != nil {
+		return err
+	}
+	if r.Blob != "" && r.Blob != blob { // Download checked the source's digest; the blob's too
+		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("app %q: chart %s: %w", r.App, r.Ref,
+			sources.Permanent(&sources.Mismatch{Ref: r.Ref, Want: r.Blob, Got: blob}))))
+	}
+	if _, err := a.Blobs.Put(ctx, data, r.Digest); err != nil {
+		return err
+	}
+	st.Stage, st.Blob = artifact.StageStored, blob
+	return a.Contexts.SetArtifact(ctx, in.ContextID, st)
+}
+
+// progress records the bytes a download received, at most every second.
+type progress struct {
+	mu   sync.Mutex
+	last time.Time
+}
+
+func (p *progress) received(ctx context.Context, a *Activities, ctxID string, st artifact.Status, n int64) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if time.Since(p.last) < time.Second {
+		return
+	}
+	p.last = time.Now()
+	st.Downloaded = n
+	_ = a.Contexts.SetArtifact(ctx, ctxID, st) // progress only: the next write says more
+}
+
+// failed records why an app's artifact did not get through, and returns err: a
+// permanent failure is the stage Failed; another is Retrying with the attempt and when
+// the next comes.
+func (a *Activities) failed(ctx context.Context, ctxID string, st artifact.Status, err error) error {
+	st.Error = err.Error()
+	if sources.IsPermanent(err) {
+		st.Stage, st.Retrying = artifact.StageFailed, false
+	} else {
+		attempt := activity.GetInfo(ctx).Attempt
+		st.Retrying, st.Attempts, st.NextTry = true, attempt, lifecycle.NextAttempt(time.Now().UTC(), attempt)
+	}
+	if werr := a.Contexts.SetArtifact(ctx, ctxID, st); werr != nil && ctx.Err() == nil {
+		return errors.Join(err, werr)
+	}
+	return err
+}
+
+// failure makes a permanent failure final for Temporal: the operation fails with it and
+// nothing is rendered; any other is retried with the deploy workflows' backoff.
+func failure(err error) error {
+	if err != nil && sources.IsPermanent(err) {
+		return temporal.NewNonRetryableApplicationError(err.Error(), lifecycle.ErrInvalidInput, nil)
+	}
+	return err
+}
+
+// credentials are a project's logins, by host.
+type credentials map[string]sources.Credential
+
+func (c credentials) lookup(host string) (sources.Credential, bool) {
+	cr, ok := c[strings.ToLower(host)]
+	return cr, ok
+}
+
+// credentials reads and opens the project's artifact credentials: only the project's own
+// are ever sent, and only to the host each names.
+func (a *Activities) credentials(ctx context.Context, project string) (credentials, error) {
+	docs, err := a.Store.List(ctx, store.Query{Parent: "/projects/" + project, Kind: model.KindArtifactCredential, Full: true})
+	if err != nil {
+		return nil, err
+	}
+	out := credentials{}
+	for _, d := range docs {
+		r, err := model.Decode[model.ArtifactCredentialSpec](d.Body)
+		if err != nil {
+			return nil, err
+		}
+		var secret struct{ Password string }
+		if len(d.Secret) > 0 {
+			plain, err := a.Keys.Open(d.Secret, []byte(d.ID))
+			if err != nil {
+				return nil, fmt.Errorf("artifact credential %q: %w", d.Name, err)
+			}
+			if err := json.Unmarshal(plain, &secret); err != nil {
+				return nil, err
+			}
+		}
+		out[strings.ToLower(r.Spec.Host)] = sources.Credential{Username: r.Spec.Username, Password: secret.Password}
+	}
+	return out, nil
+}

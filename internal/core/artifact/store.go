@@ -1,0 +1,109 @@
+package artifact
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/temco/temco/internal/core/store"
+)
+
+// MaxSize bounds an artifact (as an upload is bounded): one document of the store.
+const MaxSize = 10 << 20
+
+// Store keeps artifacts by the sha256 of their bytes: the same chart is stored once, for
+// every app, project and revision that uses it, and fetched once for the whole fleet.
+type Store struct{ coll *mongo.Collection }
+
+// blobDoc is one stored artifact. Aliases are the other digests it is known by (an OCI
+// manifest's), so a pinned OCI chart is found without asking its registry.
+type blobDoc struct {
+	ID      string    `bson:"_id"` // sha256:<hex> of Data
+	Data    []byte    `bson:"data"`
+	Size    int64     `bson:"size"`
+	Aliases []string  `bson:"aliases,omitempty"`
+	Stored  time.Time `bson:"stored"`
+}
+
+// NewStore is the store of db's "artifacts" collection.
+func NewStore(db *mongo.Database) *Store { return &Store{coll: db.Collection("artifacts")} }
+
+// StoreOf is the artifact store beside the resources of st (nil for nil: tests that
+// register activities without a database).
+func StoreOf(st *store.Store) *Store {
+	if st == nil {
+		return nil
+	}
+	return NewStore(st.Database())
+}
+
+// Digest is the sha256 of data as "sha256:<hex>".
+func Digest(data []byte) string {
+	sum := sha256.Sum256(data)
+	return "sha256:" + hex.EncodeToString(sum[:])
+}
+
+// Put stores data (whose digest is computed here) known also by alias (none: ""), and
+// returns its digest. Storing what is there already adds the alias only.
+func (s *Store) Put(ctx context.Context, data []byte, alias string) (string, error) {
+	if len(data) > MaxSize {
+		return "", fmt.Errorf("artifact of %d bytes is over the %d allowed", len(data), MaxSize)
+	}
+	d := Digest(data)
+	doc := blobDoc{ID: d, Data: data, Size: int64(len(data)), Stored: time.Now().UTC()}
+	if alias != "" && alias != d {
+		doc.Aliases = []string{alias}
+	}
+	_, err := s.coll.InsertOne(ctx, doc)
+	if mongo.IsDuplicateKeyError(err) && len(doc.Aliases) > 0 {
+		_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d}},
+			bson.D{{Key: "$addToSet", Value: bson.D{{Key: "aliases", Value: alias}}}})
+	} else if mongo.IsDuplicateKeyError(err) {
+		err = nil
+	}
+	return d, err
+}
+
+// ErrNotStored: no artifact has the digest.
+var ErrNotStored = errors.New("artifact not stored")
+
+// Get returns the bytes stored under digest, checked against it (ErrNotStored if none).
+func (s *Store) Get(ctx context.Context, digest string) ([]byte, error) {
+	var doc blobDoc
+	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: digest}}).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, fmt.Errorf("%w: %s", ErrNotStored, digest)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if got := Digest(doc.Data); got != digest {
+		return nil, fmt.Errorf("stored artifact %s reads back as %s", digest, got)
+	}
+	return doc.Data, nil
+}
+
+// Find returns the digest and size of the artifact stored under digest or known by it as
+// an alias; ok is false when there is none.
+func (s *Store) Find(ctx context.Context, digest string) (blob string, size int64, ok bool, err error) {
+	var doc blobDoc
+	opts := options.FindOne().SetProjection(bson.D{{Key: "data", Value: 0}})
+	err = s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: digest}}, opts).Decode(&doc)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		err = s.coll.FindOne(ctx, bson.D{{Key: "aliases", Value: digest}}, opts).Decode(&doc)
+	}
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return "", 0, false, nil
+	}
+	if err != nil {
+		return "", 0, false, err
+	}
+	return doc.ID, doc.Size, true, nil
+}

@@ -1,0 +1,240 @@
+package devstack
+
+import (
+	"archive/tar"
+	"bytes"
+	"compress/gzip"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"helm.sh/helm/v3/pkg/registry"
+	"helm.sh/helm/v3/pkg/repo"
+	"sigs.k8s.io/yaml"
+)
+
+// startArtifactsAlone starts the OCI registry and the Helm repository of a stack on
+// dataDir, without the rest, and stops them when the test ends.
+func startArtifactsAlone(t *testing.T, dataDir string) *Stack {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts the OCI registry")
+	}
+	bin, err := filepath.Abs("../../../.bin") // internal/dev/devstack
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(bin, registryBinary)); err != nil {
+		t.Fatalf("%s is missing from %s: run `make tools`", registryBinary, bin)
+	}
+	s := &Stack{cfg: Config{BinDir: bin, DataDir: dataDir}}
+	if err := s.configureArtifacts(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.checkPorts(); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	t.Cleanup(s.stopArtifacts)
+	if err := s.startArtifacts(ctx); err != nil {
+		t.Fatalf("start: %v (log %s)", err, s.Registry.Log())
+	}
+	return s
+}
+
+// testChart packs a minimal chart as `helm package` would name its folder.
+func testChart(t *testing.T, name, version string) []byte {
+	t.Helper()
+	files := []struct{ name, body string }{
+		{name + "/Chart.yaml", "apiVersion: v2\nname: " + name + "\nversion: " + version + "\n"},
+		{name + "/values.yaml", "greeting: hi\n"},
+		{name + "/templates/cm.yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: {{ .Release.Name }}\ndata:\n  greeting: {{ .Values.greeting }}\n"},
+	}
+	var buf bytes.Buffer
+	zw := gzip.NewWriter(&buf)
+	tw := tar.NewWriter(zw)
+	for _, f := range files {
+		if err := tw.WriteHeader(&tar.Header{Name: f.name, Mode: 0o644, Size: int64(len(f.body)), Typeflag: tar.TypeReg}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := tw.Write([]byte(f.body)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := zw.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return buf.Bytes()
+}
+
+func helmRegistryClient(t *testing.T, options ...registry.ClientOption) *registry.Client {
+	t.Helper()
+	options = append(options, registry.ClientOptPlainHTTP(),
+		registry.ClientOptCredentialsFile(filepath.Join(t.TempDir(), "registry.json")))
+	c, err := registry.NewClient(options...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func httpGet(t *testing.T, url string, auth ...string) (int, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(auth) == 2 {
+		req.SetBasicAuth(auth[0], auth[1])
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, body
+}
+
+// A chart pushed with Helm's registry client comes back the same from the registry, to
+// its user only; a restart on the same data (on other ports) keeps the password and the chart.
+func TestRegistryServesPushedCharts(t *testing.T) {
+	dir := t.TempDir()
+	s := startArtifactsAlone(t, dir)
+	r := s.Registry
+	tgz := testChart(t, "web", "0.1.0")
+	ref := r.Address() + "/charts/web:0.1.0"
+	client := helmRegistryClient(t, registry.ClientOptBasicAuth(r.User, r.Password))
+	pushed, err := client.Push(tgz, ref)
+	if err != nil {
+		t.Fatalf("push: %v (log %s)", err, r.Log())
+	}
+	pulled, err := client.Pull(ref)
+	if err != nil {
+		t.Fatalf("pull: %v", err)
+	}
+	if !bytes.Equal(pulled.Chart.Data, tgz) {
+		t.Errorf("pulled %d bytes, pushed %d, not the same", len(pulled.Chart.Data), len(tgz))
+	}
+	if pulled.Manifest.Digest != pushed.Manifest.Digest {
+		t.Errorf("pulled manifest %s, pushed %s", pulled.Manifest.Digest, pushed.Manifest.Digest)
+	}
+
+	manifest := "http://" + r.Address() + "/v2/charts/web/manifests/0.1.0"
+	if code, _ := httpGet(t, manifest); code != http.StatusUnauthorized {
+		t.Errorf("anonymous GET of the manifest: %d, want 401", code)
+	}
+	if code, _ := httpGet(t, manifest, r.User, "wrong"); code != http.StatusUnauthorized {
+		t.Errorf("GET of the manifest with a wrong password: %d, want 401", code)
+	}
+	if _, err := helmRegistryClient(t).Pull(ref); err == nil {
+		t.Error("an anonymous pull succeeded")
+	}
+
+	password := r.Password
+	s.stopArtifacts()
+	s = startArtifactsAlone(t, dir)
+	if s.Registry.Password != password {
+		t.Error("the registry password changed with the restart")
+	}
+	again, err := helmRegistryClient(t, registry.ClientOptBasicAuth(r.User, password)).Pull(s.Registry.Address() + "/charts/web:0.1.0")
+	if err != nil {
+		t.Fatalf("pull after the restart: %v", err)
+	}
+	if !bytes.Equal(again.Chart.Data, tgz) {
+		t.Error("the chart changed with the restart")
+	}
+}
+
+// A chart published to the Helm repository is in its index.yaml, generated by Helm, with
+// the archive's sha256 and a URL that serves it; anything else is refused.
+func TestRegistryHelmRepoPublishes(t *testing.T) {
+	s := startArtifactsAlone(t, t.TempDir())
+	h := s.HelmRepo
+	tgz := testChart(t, "web", "0.2.0")
+	if err := h.Publish(tgz, "web-0.2.0.tgz"); err != nil {
+		t.Fatal(err)
+	}
+	code, body := httpGet(t, h.URL()+"/index.yaml")
+	if code != http.StatusOK {
+		t.Fatalf("GET index.yaml: %d", code)
+	}
+	var index repo.IndexFile
+	if err := yaml.Unmarshal(body, &index); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(tgz)
+	entries := index.Entries["web"]
+	if len(entries) != 1 || entries[0].Version != "0.2.0" || entries[0].Digest != hex.EncodeToString(sum[:]) ||
+		len(entries[0].URLs) != 1 || entries[0].URLs[0] != h.URL()+"/web-0.2.0.tgz" {
+		t.Fatalf("index.yaml:\n%s", body)
+	}
+	if code, got := httpGet(t, entries[0].URLs[0]); code != http.StatusOK || !bytes.Equal(got, tgz) {
+		t.Errorf("GET %s: %d, %d bytes", entries[0].URLs[0], code, len(got))
+	}
+	for name, archive := range map[string][]byte{"../x.tgz": tgz, "web.txt": tgz, "junk.tgz": []byte("not a chart")} {
+		if err := h.Publish(archive, name); err == nil {
+			t.Errorf("published %s", name)
+		}
+	}
+	req, _ := http.NewRequest(http.MethodPut, h.URL()+"/x.tgz", strings.NewReader("x"))
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Errorf("PUT: %s, want 405", resp.Status)
+	}
+}
+
+// The two ports are the last of cluster1's range of ten; temco api and worker may reach
+// both, beside the hosts the caller allowed.
+func TestRegistryPortsAndHostsAllowed(t *testing.T) {
+	t.Setenv(ArtifactHostsAllowEnv, "from-the-environment:1")
+	s := &Stack{cfg: Config{Clusters: 2, ClusterBasePort: 20000, DataDir: "/data",
+		Env: []string{ArtifactHostsAllowEnv + "=charts.example.com:443, 127.0.0.1:20008"}}}
+	if err := s.configureArtifacts(); err != nil {
+		t.Fatal(err)
+	}
+	ports := s.artifactPorts()
+	if ports["oci registry"] != 20008 || ports["helm repository"] != 20009 {
+		t.Errorf("ports %v", ports)
+	}
+	if got := s.artifactHostsAllow(); got != "charts.example.com:443,127.0.0.1:20008,127.0.0.1:20009" {
+		t.Errorf("%s=%s", ArtifactHostsAllowEnv, got)
+	}
+	s.cfg.Env = nil
+	if got := s.artifactHostsAllow(); got != "from-the-environment:1,127.0.0.1:20008,127.0.0.1:20009" {
+		t.Errorf("%s=%s", ArtifactHostsAllowEnv, got)
+	}
+	s.cfg.RegistryPort, s.cfg.HelmRepoPort = 5000, 5001
+	if err := s.configureArtifacts(); err != nil {
+		t.Fatal(err)
+	}
+	if ports := s.artifactPorts(); ports["oci registry"] != 5000 || ports["helm repository"] != 5001 {
+		t.Errorf("ports %v", ports)
+	}
+	var out bytes.Buffer
+	s.artifactsSummary(&out)
+	for _, want := range []string{"oci://127.0.0.1:5000 (user temco, password in /data/registry/password",
+		"http://127.0.0.1:5001 (the charts in /data/helmrepo"} {
+		if !strings.Contains(out.String(), want) {
+			t.Errorf("summary %q lacks %q", out.String(), want)
+		}
+	}
+}
