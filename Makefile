@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift histories fmt clean fuzz emco-example chromium
+.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift bench-artifacts histories fmt clean fuzz emco-example chromium
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -103,6 +103,17 @@ bench-restart: tools
 bench-drift: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
 	  $(GO) test -count=1 -run '^$$' -bench DriftCheck -benchtime 1x -timeout 60m ./tests/e2e/
+
+## bench-artifacts: one chart pushed to the stack's OCI registry and named by reference by
+## the app of ARTIFACT_DIGS DIGs (3, a project each) on CLUSTERS clusters (as bench-scale's;
+## 200 unless CLUSTERS is given), instantiated one after another after the same DIG with the
+## chart uploaded; a counting proxy before the registry: fails unless the chart's blob was
+## downloaded once in all (BENCHMARKS.md)
+ARTIFACT_DIGS ?= 3
+bench-artifacts: tools
+	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 \
+	  TEMCO_SCALE_CLUSTERS=$(if $(filter file,$(origin CLUSTERS)),200,$(CLUSTERS)) TEMCO_ARTIFACT_DIGS=$(ARTIFACT_DIGS) \
+	  $(GO) test -count=1 -run '^$$' -bench ArtifactFleet -benchtime 1x -timeout 60m ./tests/e2e/
 
 ## fuzz: run every fuzz target for FUZZTIME each (their seed corpora, hostile archives
 ## included, also run in `make test`); a crash leaves its input under testdata/fuzz

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"net/http"
 	"slices"
 	"strconv"
@@ -15,6 +16,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -72,6 +74,10 @@ type dashboardView struct {
 	Clusters            []dashboardClusterRow `json:"clusters"`
 	// LiveError says why the live read asked for did not finish (the stored state is shown).
 	LiveError string `json:"liveError,omitempty"`
+	// Artifacts are the charts the context's apps name by reference (an OCI registry, a
+	// Helm repository, a URL), by app: how far each one's pipeline got. Absent when every
+	// chart was uploaded.
+	Artifacts []artifact.Status `json:"artifacts,omitempty"`
 }
 
 type revisionView struct {
@@ -224,6 +230,9 @@ func (s *Server) dashboard(c echo.Context) error {
 	out.Instance, out.Revision, out.ContextStatus, out.Error = ctxID, header.Revision, header.Status, header.Error
 	out.Apps = append(out.Apps, header.Apps...)
 	slices.Sort(out.Apps)
+	for _, app := range slices.Sorted(maps.Keys(header.Artifacts)) {
+		out.Artifacts = append(out.Artifacts, header.Artifacts[app])
+	}
 	// Temporal's record of the operation, the rollout and the batches are independent reads.
 	var keys []string
 	g, gctx := errgroup.WithContext(ctx)

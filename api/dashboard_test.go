@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -218,5 +220,49 @@ func TestOmittedObjectsDoNotHoldReadinessBack(t *testing.T) {
 	p.Live[0].Ready = false
 	if cell := cellOf(p); cell.Ready != readyNotReady {
 		t.Errorf("cell %+v", cell)
+	}
+}
+
+// The charts that came by reference show in the dashboard answer, sorted by app, each
+// with its stage, digest, retry and error; a context whose charts were all uploaded has
+// none (the field is absent).
+func TestDashboardShowsArtifacts(t *testing.T) {
+	reads := &liveReads{}
+	c := newClient(t, func(s *Server) { reads.contexts = s.Contexts; s.Ops = reads })
+	tree(t, c)
+	refs := res3("")
+	instantiated(t, c, reads, pDIG, "ctx-1", map[string][]appctx.Object{
+		"app1": {{Ref: refs[0].Ref, Manifest: manifest("apps/v1", "Deployment", "web", nil)}},
+	}, []*appctx.ClusterApp{{App: "app1", Cluster: "cp1+c1", Resources: res3("Applied")}})
+
+	r := c.do("GET", pDIG+"/dashboard", nil).must(t, 200)
+	if strings.Contains(string(r.body), `"artifacts"`) {
+		t.Errorf("uploaded charts only, yet artifacts: %s", r.body)
+	}
+
+	ctx := context.Background()
+	digest := "sha256:" + strings.Repeat("ab", 32)
+	next := time.Now().UTC().Add(time.Minute).Truncate(time.Second)
+	for _, st := range []artifact.Status{
+		{App: "web", Source: "oci://registry.example/charts/web", Transport: artifact.TransportOCI, Stage: artifact.StageRendered,
+			Version: "1.2.0", Digest: digest, Blob: digest, Size: 2048, Cached: true},
+		{App: "api", Source: "http://charts.example api", Transport: artifact.TransportHelm, Stage: artifact.StageDownloading,
+			Version: "1.0.0", Size: 4096, Downloaded: 1024, Retrying: true, Attempts: 3, Error: "dial tcp: connection refused", NextTry: next},
+	} {
+		if err := reads.contexts.SetArtifact(ctx, "ctx-1", st); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var v dashboardView
+	c.do("GET", pDIG+"/dashboard", nil).must(t, 200).json(t, &v)
+	if len(v.Artifacts) != 2 || v.Artifacts[0].App != "api" || v.Artifacts[1].App != "web" {
+		t.Fatalf("artifacts: %+v", v.Artifacts)
+	}
+	if a := v.Artifacts[1]; a.Stage != artifact.StageRendered || a.Digest != digest || !a.Cached || a.Version != "1.2.0" || a.Updated.IsZero() {
+		t.Errorf("web: %+v", a)
+	}
+	if a := v.Artifacts[0]; !a.Retrying || a.Attempts != 3 || !strings.Contains(a.Error, "connection refused") ||
+		!a.NextTry.Equal(next) || a.Size != 4096 || a.Downloaded != 1024 {
+		t.Errorf("api: %+v", a)
 	}
 }

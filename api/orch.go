@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/temco/temco/internal/adapters/archive"
+	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/profile"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -175,6 +177,13 @@ func checkDIG(_ context.Context, _ *Server, r *request[model.DIGSpec]) error {
 	}
 	if err := checkDriftDetection(sp.DriftDetection); err != nil {
 		return err
+	}
+	if p := sp.ImagePinning; p != nil {
+		for i, h := range p.PlainHTTP {
+			if _, err := egress.Parse(h); err != nil || h == "" || strings.Contains(h, ",") {
+				return badRequest("spec.imagePinning.plainHTTP[%d] %q: give a registry's host or host:port", i, h)
+			}
+		}
 	}
 	r.ref(caOf(r.id) + "/composite-profiles/" + sp.CompositeProfile)
 	r.ref(lifecycle.LogicalCloudID(prefixSegments(r.id, 2)[len("/projects/"):], sp.LogicalCloud))

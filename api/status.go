@@ -160,7 +160,7 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 			return badRequest("app filter %q: %s has no app %q in context %s", a, target, a, ctxID)
 		}
 	}
-	out.Instance, out.Revision, out.Error, out.Hooks = ctxID, header.Revision, header.Error, header.Hooks
+	out.Instance, out.Revision, out.Error, out.Hooks, out.Images = ctxID, header.Revision, header.Error, header.Hooks, header.Images
 	for _, app := range slices.Sorted(maps.Keys(header.Artifacts)) {
 		out.Artifacts = append(out.Artifacts, header.Artifacts[app])
 	}

@@ -48,6 +48,8 @@ type statusResult struct {
 	// Artifacts are the charts that came by reference, by app: the stage each reached in
 	// the revision, what it was pinned to (digest, version), and its error or retries.
 	Artifacts []artifact.Status `json:"artifacts,omitempty"`
+	// Images are the container images the revision pinned to digests (spec.imagePinning).
+	Images []artifact.Image `json:"images,omitempty"`
 	// Operation is the context's running operation: its workflow, and the controller
 	// steps and retried steps it waits on.
 	Operation *lifecycle.RunningOp `json:"operation,omitempty"`

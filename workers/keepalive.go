@@ -16,7 +16,8 @@ import (
 // that one on a worker that dies is retried on another within that timeout, not after its
 // ten-minute StartToCloseTimeout. (PrepareCertEnrollment heartbeats itself, per key.)
 var keptAlive = map[string]bool{
-	lifecycle.ActivityResolveArtifacts: true, lifecycle.ActivityFetchArtifact: true, lifecycle.ActivityRenderApps: true, lifecycle.ActivityPlaceApps: true, lifecycle.ActivityRenderVariants: true,
+	lifecycle.ActivityResolveArtifacts: true, lifecycle.ActivityFetchArtifact: true, lifecycle.ActivityPinImages: true,
+	lifecycle.ActivityRenderApps: true, lifecycle.ActivityPlaceApps: true, lifecycle.ActivityRenderVariants: true,
 	lifecycle.ActivityCommitControllers: true, lifecycle.ActivityPrepareLogicalCloud: true,
 	lifecycle.ActivityPrepareClusterNetwork: true, lifecycle.ActivityPrepareCertDistribution: true,
 	lifecycle.ActivityDiffPreview: true, lifecycle.ActivityCopyContext: true,

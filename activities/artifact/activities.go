@@ -37,9 +37,26 @@ type Activities struct {
 }
 
 // ResolveArtifacts pins the chart of every app of the context's composite app that names
-// one by reference, and returns those the store does not have yet (to FetchArtifact).
-// Pinned sources ask nobody; the others ask their registry or index, every app at once.
-func (a *Activities) ResolveArtifacts(ctx context.Context, in lifecycle.ContextRef) ([]artifact.Resolved, error) {
+// one by reference, and returns those the store does not have yet (to FetchArtifact), and
+// whether the DIG pins its images. Pinned sources ask nobody; the others ask their
+// registry or index, every app at once.
+func (a *Activities) ResolveArtifacts(ctx context.Context, in lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
+	var plan lifecycle.ArtifactPlan
+	digDoc, err := a.Store.Get(ctx, in.Target.ID())
+	if err != nil {
+		return plan, err
+	}
+	dig, err := model.Decode[model.DIGSpec](digDoc.Body)
+	if err != nil {
+		return plan, err
+	}
+	plan.PinImages = dig.Spec.ImagePinning != nil && dig.Spec.ImagePinning.Enabled
+	plan.Fetch, err = a.resolveAll(ctx, in)
+	return plan, err
+}
+
+// resolveAll pins every app's chart reference, returning those to fetch.
+func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef) ([]artifact.Resolved, error) {
 	apps, err := a.Store.List(ctx, store.Query{Parent: in.Target.CompositeAppID(), Kind: model.KindApp})
 	if err != nil {
 		return nil, err
@@ -129,8 +146,21 @@ func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput)
 	if err := a.Contexts.SetArtifact(ctx, in.ContextID, st); err != nil {
 		return err
 	}
+	// Operations that start together download a digest once: the others wait for it.
+	renew, release, err := a.Blobs.Claim(ctx, r.Digest)
+	if errors.Is(err, artifact.ErrFetching) {
+		return a.awaitStored(ctx, in, st)
+	}
+	if err != nil {
+		return err
+	}
+	defer release()
 	p := progress{last: time.Now()}
-	c := sources.NewClient(ctx, a.Allow, creds.lookup, func(n int64) { p.received(ctx, a, in.ContextID, st, n) })
+	c := sources.NewClient(ctx, a.Allow, creds.lookup, func(n int64) {
+		if p.received(ctx, a, in.ContextID, st, n) {
+			renew(ctx)
+		}
+	})
 	data, blob, err := sources.Download(ctx, r, c)
 	if err != nil {
 		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("app %q: chart %s: %w", r.App, r.Ref, err)))
@@ -150,21 +180,53 @@ func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput)
 	return a.Contexts.SetArtifact(ctx, in.ContextID, st)
 }
 
-// progress records the bytes a download received, at most every second.
+// awaitStored waits while another operation fetches the same digest (polling the store),
+// then records it stored; the other's failure, or its claim going stale, fails this
+// attempt for Temporal to retry (then this one may fetch).
+func (a *Activities) awaitStored(ctx context.Context, in lifecycle.FetchInput, st artifact.Status) error {
+	st.Error = "waiting for another operation fetching the same digest"
+	_ = a.Contexts.SetArtifact(ctx, in.ContextID, st)
+	tick := time.NewTicker(500 * time.Millisecond)
+	defer tick.Stop()
+	for deadline := time.Now().Add(2 * time.Minute); time.Now().Before(deadline); {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+		blob, size, ok, err := a.Blobs.Find(ctx, in.Artifact.Digest)
+		if err != nil {
+			return err
+		}
+		if ok {
+			st.Stage, st.Blob, st.Size, st.Cached, st.Error = artifact.StageStored, blob, size, true, ""
+			return a.Contexts.SetArtifact(ctx, in.ContextID, st)
+		}
+		if _, release, err := a.Blobs.Claim(ctx, in.Artifact.Digest); err == nil {
+			release() // the other gave up or died: this attempt's retry fetches it
+			return fmt.Errorf("app %q: %s: the other fetch of %s ended without storing it", in.Artifact.App, in.Artifact.Ref, in.Artifact.Digest)
+		}
+	}
+	return fmt.Errorf("app %q: %s: still being fetched by another operation", in.Artifact.App, in.Artifact.Ref)
+}
+
+// progress records the bytes a download received, at most every second; received says
+// whether it did (the fetch's claim is renewed then too).
 type progress struct {
 	mu   sync.Mutex
 	last time.Time
 }
 
-func (p *progress) received(ctx context.Context, a *Activities, ctxID string, st artifact.Status, n int64) {
+func (p *progress) received(ctx context.Context, a *Activities, ctxID string, st artifact.Status, n int64) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if time.Since(p.last) < time.Second {
-		return
+		return false
 	}
 	p.last = time.Now()
 	st.Downloaded = n
 	_ = a.Contexts.SetArtifact(ctx, ctxID, st) // progress only: the next write says more
+	return true
 }
 
 // failed records why an app's artifact did not get through, and returns err: a

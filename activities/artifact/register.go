@@ -9,7 +9,7 @@ import (
 )
 
 // ActivityNames are the activities Register registers.
-var ActivityNames = []string{lifecycle.ActivityResolveArtifacts, lifecycle.ActivityFetchArtifact}
+var ActivityNames = []string{lifecycle.ActivityResolveArtifacts, lifecycle.ActivityFetchArtifact, lifecycle.ActivityPinImages}
 
 // Register registers Activities on r.
 func Register(r worker.Registry, d *deps.Deps) {

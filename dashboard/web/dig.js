@@ -1,5 +1,5 @@
 // The DIG view: one GET DIG/dashboard answer per poll renders the DIG's state, operation,
-// rollout, the apps × clusters matrix of one page of clusters, and its history. The
+// rollout, autoscaler, the charts that came by reference, the apps × clusters matrix of one page of clusters, and its history. The
 // filter form and the action buttons are built once; only the data parts are re-rendered.
 
 import { digPath, get, post } from './api.js';
@@ -17,6 +17,53 @@ const ACTIONS = [
 ];
 // How many of a rollout stage's clusters its row names.
 const STAGE_NAMES = 5;
+// An artifact's transports, as the page names them (the API's artifact.Transport*).
+const TRANSPORTS = { oci: 'OCI registry', helmRepo: 'Helm repository', url: 'URL' };
+// How many hex digits of a digest the artifacts table shows (the whole one is its title).
+const DIGEST_SHOWN = 12;
+
+// shortDigest is "sha256:0123456789ab…" for a long digest, the digest itself otherwise.
+function shortDigest(d) {
+  const s = String(d || '');
+  const i = s.indexOf(':') + 1;
+  return s.length - i > DIGEST_SHOWN ? `${s.slice(0, i + DIGEST_SHOWN)}…` : s;
+}
+
+// bytes renders a size: "512 B", "2.0 KiB", "3.4 MiB".
+function bytes(n) {
+  const v = Number(n) || 0;
+  if (v < 1024) return `${v} B`;
+  const units = ['KiB', 'MiB', 'GiB'];
+  let x = v / 1024;
+  let u = 0;
+  while (x >= 1024 && u < units.length - 1) { x /= 1024; u++; }
+  return `${x.toFixed(1)} ${units[u]}`;
+}
+
+// copyText puts text on the clipboard: the Clipboard API where the page may use it, else
+// the older copy command on a selected, off-screen text area. Resolves to whether it worked.
+async function copyText(text) {
+  try {
+    if (navigator.clipboard && window.isSecureContext) {
+      await navigator.clipboard.writeText(text);
+      return true;
+    }
+  } catch {
+    // refused (no focus, no permission): try the copy command
+  }
+  const area = h('textarea', { readonly: true, class: 'sr-only', 'aria-hidden': 'true', tabindex: '-1' });
+  area.value = text;
+  document.body.append(area);
+  area.select();
+  let ok = false;
+  try {
+    ok = document.execCommand('copy');
+  } catch {
+    ok = false;
+  }
+  area.remove();
+  return ok;
+}
 
 // readQuery reads the filters and the page from the hash query.
 function readQuery(params) {
@@ -45,6 +92,7 @@ export function digView(r, ctx) {
   const operationBox = h('div');
   const rolloutBox = h('div');
   const autoscalerBox = h('div');
+  const artifactsBox = h('div');
   const countsBox = h('div');
   const matrixBox = h('div', { class: 'scroll matrix', tabindex: '0', role: 'region', 'aria-label': 'Apps by cluster, scrollable' });
   const retryBox = h('div');
@@ -180,6 +228,7 @@ export function digView(r, ctx) {
     replace(operationBox, operation(d.operation));
     replace(rolloutBox, rollout(d.rollout));
     replace(autoscalerBox, autoscaler(d.autoscaler));
+    replace(artifactsBox, artifacts(list(d.artifacts)));
     replace(countsBox, kv([
       ['Clusters', `${d.total ?? 0} in the deployment`],
       ['Matching the filters', d.matched ?? 0],
@@ -326,6 +375,89 @@ export function digView(r, ctx) {
       }));
   }
 
+  // artifacts is the box of the charts the apps name by reference (nothing when every
+  // chart was uploaded): each one's source, stage, version and digest, its download, and
+  // its retries; a Failed one's error is also listed above the table.
+  function artifacts(arts) {
+    if (!arts.length) return null;
+    const failed = arts.filter((a) => a?.stage === 'Failed');
+    return h('section', { 'data-testid': 'artifacts-section', 'aria-labelledby': 'artifacts-title' },
+      h('h2', { id: 'artifacts-title' }, 'Charts by reference'),
+      failed.length ? h('ul', { class: 'failures', 'data-testid': 'artifact-failures' }, failed.map((a) => h('li', { 'data-app': a.app ?? '' },
+        h('strong', null, 'Failed:'), ` the chart of app ${a.app ?? '?'}: `, h('span', { class: 'error' }, a.error || 'no reason given'),
+        '. Nothing was rendered from it.'))) : null,
+      table({
+        caption: 'Each app’s chart: where it comes from and how far its pipeline got',
+        testid: 'artifacts',
+        head: ['App', 'Source', 'Stage', 'Version', 'Digest', 'Size / download', 'Retries and errors', 'Updated'],
+        rows: arts.map((a) => row({ 'data-app': a?.app ?? '', 'data-stage': a?.stage ?? '' }, [
+          h('th', { scope: 'row' }, dash(a?.app)),
+          [h('span', { class: 'source' }, dash(a?.source)), a?.transport ? h('span', { class: 'sub' }, TRANSPORTS[a.transport] || a.transport) : null],
+          h('td', { 'data-testid': 'artifact-stage' }, stateText(a?.stage),
+            a?.retrying ? h('span', { class: 'sub warn' }, 'retrying') : null),
+          dash(a?.version),
+          h('td', { 'data-testid': 'artifact-digest' }, digest(a)),
+          h('td', { 'data-testid': 'artifact-transfer' }, transfer(a)),
+          h('td', { 'data-testid': 'artifact-retry', class: 'wrap' }, retry(a)),
+          time(a?.updated),
+        ])),
+      }));
+  }
+
+  // digest shows the pinned digest shortened, the whole of it in its title and copied by
+  // its button (the outcome, with the whole digest, in #message).
+  function digest(a) {
+    const full = String(a?.digest || '');
+    if (!full) return '—';
+    const app = String(a.app ?? '');
+    return [
+      h('code', { class: 'digest', title: full, 'data-digest': full }, shortDigest(full)), ' ',
+      h('button', {
+        type: 'button', class: 'small', 'data-action': 'copy-digest', 'data-app': app, 'data-key': `copy-digest:${app}`,
+        'aria-label': `Copy the digest of app ${app}`, title: `Copy ${full}`,
+        onclick: async (e) => {
+          const button = e.currentTarget;
+          const ok = await copyText(full);
+          // A poll may have rendered the table again meanwhile: its new button takes the focus.
+          const key = button.dataset.key;
+          (button.isConnected ? button : [...artifactsBox.querySelectorAll('[data-key]')].find((x) => x.dataset.key === key))?.focus();
+          if (ok) ctx.say(`Digest of ${app} copied: ${full}`, 'ok');
+          else ctx.say(`The browser refused to copy; the digest of ${app} is ${full}`, 'info');
+        },
+      }, 'Copy'),
+    ];
+  }
+
+  // transfer: the download's progress while it runs, "cached" when the store had the
+  // bits, else the archive's size.
+  function transfer(a) {
+    const size = Number(a?.size) || 0;
+    const got = Number(a?.downloaded) || 0;
+    if (a?.stage === 'Downloading') {
+      return [
+        `${bytes(got)} of ${size ? bytes(size) : 'an unknown size'}`,
+        size ? h('progress', { max: String(size), value: String(Math.min(got, size)), 'aria-label': `Downloaded of ${a.app ?? ''}` }) : null,
+      ];
+    }
+    if (a?.cached) return size ? `cached (not downloaded), ${bytes(size)}` : 'cached (not downloaded)';
+    return size ? bytes(size) : '—';
+  }
+
+  // retry: a retrying artifact's attempts, next try and last error; a Failed one's error.
+  function retry(a) {
+    if (a?.retrying) {
+      const at = when(a.nextTry);
+      return [
+        `retrying: attempt ${a.attempts ?? '?'}`,
+        at ? [', next try at ', h('time', { datetime: at.toISOString() }, clock(at))] : null,
+        h('span', { class: 'sub error' }, `Last error: ${a.error || 'none recorded'}`),
+      ];
+    }
+    if (a?.stage === 'Failed') return h('span', { class: 'error' }, h('strong', null, 'Failed: '), a.error || 'no reason given');
+    if (a?.error) return h('span', { class: 'error' }, `Error: ${a.error}`);
+    return Number(a?.attempts) > 1 ? `${a.attempts} attempts` : '—';
+  }
+
   // matrix: a row per cluster of the page, a column per app; each cell links to the objects.
   function matrix(d) {
     const apps = list(d.apps).map(String);
@@ -378,7 +510,7 @@ export function digView(r, ctx) {
     title: `Deployment intent group ${r.dig}`,
     crumbs: [...trail.app(r), [`DIG ${r.dig}`]],
     body: [
-      summary, actions, operationBox, rolloutBox, autoscalerBox,
+      summary, actions, operationBox, rolloutBox, autoscalerBox, artifactsBox,
       section('Clusters', countsBox, filters, pager, matrixBox),
       section('Retrying', retryBox),
       section('History', historyBox),

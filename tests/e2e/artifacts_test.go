@@ -10,6 +10,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
 	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -200,6 +201,83 @@ func TestATamperedChartIsRefused(t *testing.T) {
 	}
 	if got := bits(t, 0, "tampered"); got != "" {
 		t.Errorf("the tampered chart was applied: %q", got)
+	}
+}
+
+// imageChart is a chart whose Deployment runs image.
+func imageChart(name, image string) []byte {
+	return testenv.Chart(name, "", map[string]string{"d.yaml": `apiVersion: apps/v1
+kind: Deployment
+metadata:
+  name: ` + name + `
+spec:
+  selector: {matchLabels: {app: ` + name + `}}
+  template:
+    metadata: {labels: {app: ` + name + `}}
+    spec:
+      initContainers: [{name: init, image: "` + image + `"}]
+      containers: [{name: main, image: "` + image + `"}]
+`})
+}
+
+// liveImages are the images of the Deployment name on each cluster of the stack's first two.
+func liveImages(t *testing.T, name string) []string {
+	t.Helper()
+	var out []string
+	for i := range 2 {
+		img, _, _ := unstructured.NestedSlice(liveObject(t, i, deployments, name), "spec", "template", "spec", "containers")
+		for _, c := range img {
+			out = append(out, c.(map[string]any)["image"].(string))
+		}
+	}
+	return out
+}
+
+// With imagePinning, a revision's images are resolved to digests once and every cluster
+// runs those; an update takes what the tag names now, a rollback the digest its revision
+// recorded; an image the registry does not have fails the update, the clusters untouched.
+func TestImagesArePinnedToDigestsOncePerRevision(t *testing.T) {
+	reg := stack.Registry.Address()
+	image := reg + "/images/pinweb:1"
+	first := testenv.PushImage(t, stack, "images/pinweb", "1", "first")
+	d := newDeployment(t, app{name: "pinweb", chart: imageChart("pinweb", image), placement: clusterLabel("edge")})
+	d.beforeApps = func(d *deployment) {
+		d.c.do("POST", "/projects/"+d.project+"/artifact-credentials", res("registry", map[string]any{
+			"host": reg, "username": stack.Registry.User, "password": stack.Registry.Password})).must(t, 201)
+	}
+	d.digSpec = map[string]any{"imagePinning": map[string]any{"enabled": true, "plainHTTP": []string{reg}}}
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	d.awaitArtifacts("Instantiated", func(v artifactsView) bool { return v.Status == lifecycle.StatusInstantiated })
+	want := image + "@" + first
+	if got := liveImages(t, "pinweb"); !slices.Equal(got, []string{want, want}) {
+		t.Fatalf("live images %v, want %s on both clusters", got, want)
+	}
+	type imagesView struct {
+		Images []artifact.Image `json:"images"`
+	}
+	if got := getAs[imagesView](t, d.c, d.dig()+"/status?status=deployed&output=summary").Images; !slices.Equal(got, []artifact.Image{{Image: image, Digest: first}}) {
+		t.Errorf("status images %v", got)
+	}
+
+	second := testenv.PushImage(t, stack, "images/pinweb", "1", "second") // the tag moves
+	d.update("update", nil)
+	if got, want := liveImages(t, "pinweb"), image+"@"+second; !slices.Equal(got, []string{want, want}) {
+		t.Fatalf("after an update live images %v, want %s", got, want)
+	}
+	d.update("rollback", map[string]any{"spec": map[string]any{"revision": "1"}})
+	if got := liveImages(t, "pinweb"); !slices.Equal(got, []string{want, want}) {
+		t.Fatalf("after the rollback live images %v, want revision 1's %s", got, want)
+	}
+
+	d.c.multipart("PUT", d.ca()+"/apps/pinweb", res("pinweb", nil), imageChart("pinweb", reg+"/images/missing:1")).must(t, 200)
+	d.operate(lifecycle.OpUpdate)
+	v := d.awaitArtifacts("UpdateFailed", func(v artifactsView) bool { return v.Status == lifecycle.StatusUpdateFailed })
+	if !strings.Contains(v.Error, "images/missing:1") || !strings.Contains(v.Error, "not found") {
+		t.Errorf("error %q, want it to name the missing image", v.Error)
+	}
+	if got := liveImages(t, "pinweb"); !slices.Equal(got, []string{want, want}) {
+		t.Errorf("after the failed update live images %v, want them untouched", got)
 	}
 }
 

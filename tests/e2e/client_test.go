@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"strings"
@@ -163,6 +164,7 @@ type deployment struct {
 	logicalCloud string            // "" for an admin cloud "default" over every cluster
 	setUpCloud   func(*deployment) // creates logicalCloud, when named
 	beforeApps   func(*deployment) // runs once the project exists (artifact credentials)
+	digSpec      map[string]any    // more fields of the DIG's spec (temco's own)
 }
 
 func (d *deployment) ca() string  { return "/projects/" + d.project + "/composite-apps/ca/v1" }
@@ -224,8 +226,9 @@ func (d *deployment) create() {
 				map[string]any{"app": a.dependsOn, "opStatus": "Ready", "wait": a.wait})).must(t, 201)
 		}
 	}
-	c.do("POST", d.ca()+"/deployment-intent-groups", res("dig", map[string]any{
-		"compositeProfile": "prof", "version": "r1", "logicalCloud": d.logicalCloud})).must(t, 201)
+	spec := map[string]any{"compositeProfile": "prof", "version": "r1", "logicalCloud": d.logicalCloud}
+	maps.Copy(spec, d.digSpec)
+	c.do("POST", d.ca()+"/deployment-intent-groups", res("dig", spec)).must(t, 201)
 	c.do("POST", d.dig()+"/generic-placement-intents", res("gpi", nil)).must(t, 201)
 	for _, a := range d.apps {
 		c.do("POST", d.dig()+"/generic-placement-intents/gpi/app-intents", res(a.name+"-placement",

@@ -10,32 +10,37 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
 
-	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Fetch runs the pipeline for the context ref: every artifact pinned, then those not
 // stored fetched at once. A registry or repository that fails is tried again with the
 // deploy workflows' backoff until it answers or the operation is stopped; what cannot
-// succeed (not found, refused, a digest that does not match) fails at once.
-func Fetch(ctx workflow.Context, ref lifecycle.ContextRef) error {
-	var fetch []artifact.Resolved
-	if err := workflow.ExecuteActivity(options(ctx, 10*time.Minute), lifecycle.ActivityResolveArtifacts, ref).Get(ctx, &fetch); err != nil {
-		return err
+// succeed (not found, refused, a digest that does not match) fails at once. It returns
+// whether the DIG pins its images (Pin, once the context's objects are final).
+func Fetch(ctx workflow.Context, ref lifecycle.ContextRef) (pinImages bool, err error) {
+	var plan lifecycle.ArtifactPlan
+	if err := workflow.ExecuteActivity(options(ctx, 10*time.Minute), lifecycle.ActivityResolveArtifacts, ref).Get(ctx, &plan); err != nil {
+		return false, err
 	}
-	futures := make([]workflow.Future, len(fetch))
-	for i, r := range fetch {
+	futures := make([]workflow.Future, len(plan.Fetch))
+	for i, r := range plan.Fetch {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{ActivityID: "artifact/" + r.App,
 			StartToCloseTimeout: 20 * time.Minute, HeartbeatTimeout: time.Minute, RetryPolicy: retry})
 		futures[i] = workflow.ExecuteActivity(actx, lifecycle.ActivityFetchArtifact, lifecycle.FetchInput{ContextRef: ref, Artifact: r})
 	}
-	var first error
 	for _, f := range futures {
-		if err := f.Get(ctx, nil); err != nil && first == nil {
-			first = err
+		if ferr := f.Get(ctx, nil); ferr != nil && err == nil {
+			err = ferr
 		}
 	}
-	return first
+	return plan.PinImages, err
+}
+
+// Pin resolves the images of the context's objects to digests and writes them so: every
+// cluster of the revision gets the same bits, whatever a tag does later.
+func Pin(ctx workflow.Context, ref lifecycle.ContextRef) error {
+	return workflow.ExecuteActivity(options(ctx, 10*time.Minute), lifecycle.ActivityPinImages, ref).Get(ctx, nil)
 }
 
 // retry is the deploy workflows' policy: capped exponential backoff, forever, but not

@@ -72,6 +72,10 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 		o.progress.Phase = "render for the clusters' capabilities"
 		err = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderVariants, ref).Get(ctx, nil)
 	}
+	if err == nil && o.pinImages {
+		o.progress.Phase = "pin images"
+		err = artifact.Pin(ctx, ref)
+	}
 	return plan, err
 }
 
@@ -149,7 +153,8 @@ func (o *operation) renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRe
 	if o.release >= releaseArtifacts {
 		o.progress.Phase = "artifacts and placement"
 		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
-		rerr := artifact.Fetch(ctx, ref)
+		pin, rerr := artifact.Fetch(ctx, ref)
+		o.pinImages = pin
 		if rerr == nil {
 			o.progress.Phase = "render and placement"
 			rerr = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil)

@@ -22,6 +22,8 @@ type operation struct {
 	// superseded is the previous context once an update removed what only it had.
 	superseded string
 	retrying   retryList
+	// pinImages: the DIG pins its images once the context's objects are final.
+	pinImages bool
 	// later are the workflows controllers asked to run after the apply (or deletion).
 	later []askedBy
 	// rollout is the operation's staged rollout (nil without a rollout strategy);

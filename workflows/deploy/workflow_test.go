@@ -51,6 +51,8 @@ type fakes struct {
 	artifacts func() ([]artifact.Resolved, error)
 	fetched   []string
 	rendered  int
+	pin       bool // ResolveArtifacts says the DIG pins its images
+	pinned    int  // PinImages calls
 	control   func(contract.Input) error
 	asks      func(contract.Input) []contract.Workflow     // what a controller call asks to run
 	read      func(round int) lifecycle.ClusterResult      // ReadCluster's answer per call
@@ -84,11 +86,18 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(PruneBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowPruneBatch})
 	env.RegisterWorkflowWithOptions(ReadBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowReadBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityResolveArtifacts, func(context.Context, lifecycle.ContextRef) ([]artifact.Resolved, error) {
+	reg(lifecycle.ActivityResolveArtifacts, func(context.Context, lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
 		if f.artifacts == nil {
-			return nil, nil
+			return lifecycle.ArtifactPlan{}, nil
 		}
-		return f.artifacts()
+		fetch, err := f.artifacts()
+		return lifecycle.ArtifactPlan{Fetch: fetch, PinImages: f.pin}, err
+	})
+	reg(lifecycle.ActivityPinImages, func(context.Context, lifecycle.ContextRef) error {
+		f.mu.Lock()
+		f.pinned++
+		f.mu.Unlock()
+		return nil
 	})
 	reg(lifecycle.ActivityFetchArtifact, func(_ context.Context, in lifecycle.FetchInput) error {
 		f.mu.Lock()
@@ -915,26 +924,27 @@ func TestArtifactsAreFetchedBeforeRendering(t *testing.T) {
 	for _, c := range []struct {
 		name    string
 		resolve func() ([]artifact.Resolved, error)
+		pin     bool
 		fetched []string
 		renders int
 	}{
-		{"two to fetch", func() ([]artifact.Resolved, error) {
+		{"two to fetch, images pinned", func() ([]artifact.Resolved, error) {
 			return []artifact.Resolved{{App: "a", Digest: "sha256:1"}, {App: "b", Digest: "sha256:2"}}, nil
-		}, []string{"a", "b"}, 1},
+		}, true, []string{"a", "b"}, 1},
 		{"a digest mismatch", func() ([]artifact.Resolved, error) {
 			return nil, temporal.NewNonRetryableApplicationError("app \"a\": digest mismatch", lifecycle.ErrInvalidInput, nil)
-		}, nil, 0},
+		}, true, nil, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var s testsuite.WorkflowTestSuite
 			env := s.NewTestWorkflowEnvironment()
 			f := newFakes()
-			f.artifacts = c.resolve
+			f.artifacts, f.pin = c.resolve, c.pin
 			f.register(env)
 			env.ExecuteWorkflow(Instantiate, opInput)
 			slices.Sort(f.fetched)
-			if !slices.Equal(f.fetched, c.fetched) || f.rendered != c.renders {
-				t.Fatalf("fetched %v and rendered %d times, want %v and %d", f.fetched, f.rendered, c.fetched, c.renders)
+			if !slices.Equal(f.fetched, c.fetched) || f.rendered != c.renders || f.pinned != c.renders {
+				t.Fatalf("fetched %v, rendered %d times and pinned %d, want %v and %d", f.fetched, f.rendered, f.pinned, c.fetched, c.renders)
 			}
 			if c.renders == 0 && (len(f.finished) != 1 || f.finished[0].Status != lifecycle.StatusInstantiateFailed ||
 				!strings.Contains(f.finished[0].Error, "digest mismatch")) {

@@ -60,11 +60,12 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 		return plan, nil, err
 	}
 	ref := lifecycle.ContextRef{Target: in.DIG, ContextID: in.ContextID}
-	if err := renderAndPlace(ctx, ref, &plan); err != nil {
+	var pin bool
+	if err := renderAndPlace(ctx, ref, &plan, &pin); err != nil {
 		return plan, nil, err
 	}
 	if len(plan.Controllers) == 0 {
-		return plan, nil, renderVariants(ctx, ref)
+		return plan, nil, finish(ctx, ref, pin)
 	}
 	var chosen lifecycle.PreviewControllers
 	if err := workflow.ExecuteActivity(quick(ctx), lifecycle.ActivityPreviewControllers, plan.Controllers).Get(ctx, &chosen); err != nil {
@@ -87,23 +88,33 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCommitControllers, ref).Get(ctx, &plan); err != nil {
 		return plan, notes, err
 	}
-	return plan, notes, renderVariants(ctx, ref)
+	return plan, notes, finish(ctx, ref, pin)
+}
+
+// finish renders the charts that read .Capabilities again for their clusters, then pins
+// the images when the DIG does, as the operation would.
+func finish(ctx workflow.Context, ref lifecycle.ContextRef, pinImages bool) error {
+	if err := renderVariants(ctx, ref); err != nil || !pinImages {
+		return err
+	}
+	return artifact.Pin(ctx, ref)
 }
 
 // renderAndPlace renders the apps and places them, as the operation would: the charts
 // that come by reference pinned and fetched first. Version gate (2026-11-28): previews
 // started before render at once.
-func renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRef, plan *lifecycle.Plan) error {
+func renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRef, plan *lifecycle.Plan, pinImages *bool) error {
 	if workflow.GetVersion(ctx, "artifacts", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)
 		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
 		return cmp.Or(rendered.Get(ctx, nil), placed.Get(ctx, plan))
 	}
 	placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
-	err := artifact.Fetch(ctx, ref)
+	pin, err := artifact.Fetch(ctx, ref)
 	if err == nil {
 		err = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil)
 	}
+	*pinImages = pin
 	return cmp.Or(err, placed.Get(ctx, plan))
 }
 

@@ -15,7 +15,6 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/rollout"
 )
@@ -82,9 +81,9 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		}
 		return f.start, f.begin()
 	})
-	reg(lifecycle.ActivityResolveArtifacts, func(context.Context, lifecycle.ContextRef) ([]artifact.Resolved, error) {
+	reg(lifecycle.ActivityResolveArtifacts, func(context.Context, lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
 		f.note(lifecycle.ActivityResolveArtifacts)
-		return nil, nil
+		return lifecycle.ArtifactPlan{}, nil
 	})
 	reg(lifecycle.ActivityRenderApps, func(ctx context.Context, in lifecycle.ContextRef) (int, error) {
 		f.note(lifecycle.ActivityRenderApps)

@@ -77,6 +77,9 @@ func (s *Store) Copy(ctx context.Context, from, to string, relayout Relayout) (l
 	if len(src.Artifacts) > 0 { // the bits the revision was approved with, not a tag's now
 		fields = append(fields, bson.E{Key: "artifacts", Value: src.Artifacts})
 	}
+	if len(src.Images) > 0 {
+		fields = append(fields, bson.E{Key: "images", Value: src.Images})
+	}
 	if err := s.Set(ctx, to, fields); err != nil {
 		return lifecycle.Plan{}, err
 	}

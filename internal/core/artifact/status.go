@@ -50,3 +50,9 @@ type Status struct {
 	NextTry    time.Time `json:"nextTry,omitzero" bson:"nextTry,omitempty"`
 	Updated    time.Time `json:"updated" bson:"updated"`
 }
+
+// Image is a container image a revision pinned: as the objects named it, and its digest.
+type Image struct {
+	Image  string `json:"image" bson:"image"`
+	Digest string `json:"digest" bson:"digest"`
+}

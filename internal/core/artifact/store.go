@@ -107,3 +107,52 @@ func (s *Store) Find(ctx context.Context, digest string) (blob string, size int6
 	}
 	return doc.ID, doc.Size, true, nil
 }
+
+// fetchLease is how long a fetch's claim on a digest lasts without being renewed: the
+// fetcher renews it while it downloads; one that died leaves it to the next after this.
+const fetchLease = time.Minute
+
+// ErrFetching: another fetch of the digest is under way (its claim is fresh).
+var ErrFetching = errors.New("another operation is fetching this artifact")
+
+// Claim makes the caller the one fetcher of digest, so that operations starting together
+// download it once: it returns a renew func (call it while downloading) and a release
+// func, or ErrFetching while another holds a fresh claim.
+func (s *Store) Claim(ctx context.Context, digest string) (renew func(context.Context), release func(), err error) {
+	id := "fetching/" + digest
+	at := time.Now().UTC()
+	_, err = s.coll.InsertOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "at", Value: at}})
+	if mongo.IsDuplicateKeyError(err) {
+		// Taken over only once stale: the filter on the old time makes one taker win.
+		var held struct {
+			At time.Time `bson:"at"`
+		}
+		if err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&held); err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, nil, err
+		}
+		if time.Since(held.At) < fetchLease {
+			return nil, nil, ErrFetching
+		}
+		res, uerr := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "at", Value: held.At}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "at", Value: at}}}})
+		if uerr != nil {
+			return nil, nil, uerr
+		}
+		if res.MatchedCount == 0 {
+			return nil, nil, ErrFetching
+		}
+		err = nil
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	renew = func(ctx context.Context) {
+		_, _ = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "at", Value: time.Now().UTC()}}}})
+	}
+	release = func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+		defer cancel()
+		_, _ = s.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}})
+	}
+	return renew, release, nil
+}

@@ -21,9 +21,11 @@ const (
 	ActivityAwaitHolder = "AwaitHolder"
 
 	// activities/artifact (artifact.Activities): the pipeline of charts that come by
-	// reference: each pinned to a digest, then fetched, verified and stored.
+	// reference: each pinned to a digest, then fetched, verified and stored; and the
+	// images of a context's objects pinned to their digests (pin.go).
 	ActivityResolveArtifacts = "ResolveArtifacts"
 	ActivityFetchArtifact    = "FetchArtifact"
+	ActivityPinImages        = "PinImages"
 
 	// activities/render (render.Activities): the rendering of a context's charts, and again
 	// per set of cluster capabilities (variants.go).

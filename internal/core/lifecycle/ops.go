@@ -360,6 +360,13 @@ type WaitingStep struct {
 	Worker    string     `json:"lastWorker,omitempty"`
 }
 
+// ArtifactPlan is what ResolveArtifacts found: the artifacts to fetch, and whether the
+// DIG pins its images once its objects are final (activities/artifact).
+type ArtifactPlan struct {
+	Fetch     []artifact.Resolved `json:"fetch,omitempty"`
+	PinImages bool                `json:"pinImages,omitempty"`
+}
+
 // FetchInput fetches one artifact a context's app needs (activities/artifact).
 type FetchInput struct {
 	ContextRef

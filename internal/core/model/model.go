@@ -220,6 +220,18 @@ type DIGSpec struct {
 	// DriftDetection (temco's own; EMCO has none) checks the DIG's objects on its clusters
 	// against what it applied, every Interval.
 	DriftDetection *DriftDetection `json:"driftDetection,omitempty"`
+	// ImagePinning (temco's own) pins the container images the DIG's objects name to
+	// their digests, once per revision: every cluster of a revision runs the same bits.
+	ImagePinning *ImagePinning `json:"imagePinning,omitempty"`
+}
+
+// ImagePinning: when Enabled, each image tag is resolved to its digest at the registry
+// (through the admin's artifact hosts, with the project's artifact credentials) and the
+// image rewritten name:tag@sha256:...; PlainHTTP lists the registries (host:port) that
+// speak http.
+type ImagePinning struct {
+	Enabled   bool     `json:"enabled"`
+	PlainHTTP []string `json:"plainHTTP,omitempty"`
 }
 
 // DriftDetection schedules drift checks of an instantiated DIG: Interval is a duration

@@ -1,10 +1,19 @@
 package testenv
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 
+	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"helm.sh/helm/v3/pkg/registry"
+	"oras.land/oras-go/v2"
+	"oras.land/oras-go/v2/content"
+	"oras.land/oras-go/v2/errdef"
+	"oras.land/oras-go/v2/registry/remote"
+	"oras.land/oras-go/v2/registry/remote/auth"
 
 	"github.com/temco/temco/internal/dev/devstack"
 )
@@ -54,4 +63,37 @@ func PublishChart(t testing.TB, st *devstack.Stack, tgz []byte, filename string)
 	if err := st.HelmRepo.Publish(tgz, filename); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// PushImage pushes a small container image (an OCI image manifest: a config naming
+// body, and one layer holding it) to the stack's registry as <repo>:<tag>, and
+// returns the manifest's digest; a different body makes a different digest.
+func PushImage(t testing.TB, st *devstack.Stack, repo, tag, body string) (manifestDigest string) {
+	t.Helper()
+	ctx := context.Background()
+	r, err := remote.NewRepository(st.Registry.Address() + "/" + repo)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.PlainHTTP = true
+	r.Client = &auth.Client{Credential: auth.StaticCredential(st.Registry.Address(),
+		auth.Credential{Username: st.Registry.User, Password: st.Registry.Password})}
+	push := func(mediaType string, data []byte) ocispec.Descriptor {
+		desc := content.NewDescriptorFromBytes(mediaType, data)
+		if err := r.Push(ctx, desc, bytes.NewReader(data)); err != nil && !errors.Is(err, errdef.ErrAlreadyExists) {
+			t.Fatalf("push %s to %s: %v", mediaType, repo, err)
+		}
+		return desc
+	}
+	layer := push(ocispec.MediaTypeImageLayer, []byte(body))
+	config := push(ocispec.MediaTypeImageConfig, []byte(`{"architecture":"amd64","os":"linux","rootfs":{"type":"layers","diff_ids":["`+layer.Digest.String()+`"]}}`))
+	desc, err := oras.PackManifest(ctx, r, oras.PackManifestVersion1_1, "", oras.PackManifestOptions{
+		ConfigDescriptor: &config, Layers: []ocispec.Descriptor{layer}})
+	if err != nil {
+		t.Fatalf("pack %s:%s: %v", repo, tag, err)
+	}
+	if err := r.Tag(ctx, desc, tag); err != nil {
+		t.Fatalf("tag %s:%s: %v", repo, tag, err)
+	}
+	return desc.Digest.String()
 }
