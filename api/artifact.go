@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
 	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 )
@@ -66,4 +68,23 @@ func checkArtifactCredential(ctx context.Context, s *Server, r *request[model.Ar
 	}
 	sp.Password = secretMask
 	return nil
+}
+
+// artifactGrace spares an artifact used this recently from collection: an operation that
+// is pinning it may not have recorded it in its context yet.
+const artifactGrace = 10 * time.Minute
+
+// collectArtifacts deletes the stored charts no revision keeps any more (their DIGs were
+// deleted, the last revisions holding them with them) and none used lately: a DIG's
+// deletion is when revisions go, so it is when charts may go. Leftovers of a deletion
+// within the grace go at a later one. Its failure fails nothing: it is logged.
+func (s *Server) collectArtifacts(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := artifact.StoreOf(s.Store).Collect(ctx, time.Now().Add(-artifactGrace), s.Contexts.RefersTo)
+	if err != nil {
+		s.Log.Warn("collect unused artifacts", "error", err)
+	} else if n > 0 {
+		s.Log.Info("unused artifacts deleted", "count", n)
+	}
 }

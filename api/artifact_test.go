@@ -1,11 +1,18 @@
 package api
 
 import (
+	"errors"
 	"net/http"
 	"strings"
 	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // An app's chart is EMCO's upload or temco's reference, on a host the admin allowed.
@@ -81,5 +88,49 @@ func TestArtifactCredentialsAreSealedAndMasked(t *testing.T) {
 		if r := c.do("POST", coll, res("bad", spec)); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), want) {
 			t.Errorf("%v: %d %s, want 400 saying %q", spec, r.code, r.body, want)
 		}
+	}
+}
+
+// Deleting a DIG collects the charts no remaining revision keeps, once unused for the grace.
+func TestDeletingADIGCollectsItsCharts(t *testing.T) {
+	c, srv, _ := lifecycleClient(t)
+	ctx := t.Context()
+	blobs := artifact.StoreOf(srv.Store)
+	gone, err := blobs.Put(ctx, []byte("only the deleted DIG's chart"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared, err := blobs.Put(ctx, []byte("a chart another revision keeps"), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dig := "/projects/p1/composite-apps/ca/v1/deployment-intent-groups/dig1"
+	record(t, srv, dig, lifecycle.StatusInstantiated, "ctx-deleted", lifecycle.StatusInstantiated)
+	if err := srv.Contexts.Create(ctx, &appctx.Context{ID: "ctx-other", DIG: "/elsewhere", Instance: "ctx-other", Revision: 1}); err != nil {
+		t.Fatal(err)
+	}
+	for ctxID, sts := range map[string][]artifact.Status{
+		"ctx-deleted": {{App: "app1", Blob: gone}, {App: "app2", Blob: shared}},
+		"ctx-other":   {{App: "web", Blob: shared}},
+	} {
+		for _, st := range sts {
+			if err := srv.Contexts.SetArtifact(ctx, ctxID, st); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	// Used longer ago than the grace.
+	if _, err := srv.Store.Database().Collection("artifacts").UpdateMany(ctx, bson.D{},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "used", Value: time.Now().Add(-time.Hour)}}}}); err != nil {
+		t.Fatal(err)
+	}
+	record(t, srv, dig, lifecycle.StatusTerminated, "", "")
+	c.do("DELETE", pGPI, nil).must(t, http.StatusNoContent)
+	c.do("DELETE", pDIG, nil).must(t, http.StatusNoContent)
+	if _, err := blobs.Get(ctx, gone); !errors.Is(err, artifact.ErrNotStored) {
+		t.Errorf("the deleted DIG's chart: %v, want it collected", err)
+	}
+	if _, err := blobs.Get(ctx, shared); err != nil {
+		t.Errorf("the chart another revision keeps: %v", err)
 	}
 }

@@ -244,6 +244,7 @@ func (s *Server) deleteWithContexts(c echo.Context, route string, m *lifecycle.M
 			}
 		}
 	}
+	s.collectArtifacts(context.WithoutCancel(ctx))
 	return c.NoContent(http.StatusNoContent)
 }
 

@@ -104,8 +104,9 @@ func TestChartsByReferenceInstantiateUpdateRollBackAndRetry(t *testing.T) {
 			"host": reg, "username": stack.Registry.User, "password": stack.Registry.Password})).must(t, 201)
 	}
 	d.create()
-	d.operate(lifecycle.OpInstantiate)
+	acc := d.operate(lifecycle.OpInstantiate)
 	v := d.awaitArtifacts("Instantiated", func(v artifactsView) bool { return v.Status == lifecycle.StatusInstantiated })
+	recordHistory(t, acc.WorkflowID, "Instantiate-charts-by-reference")
 	if a := v.of("refweb"); a.Stage != artifact.StageRendered || a.Digest != v1 || a.Version != "1.0.0" || a.Blob == "" || a.Size == 0 {
 		t.Errorf("refweb's artifact %+v, want Rendered pinned to %s", a, v1)
 	}
@@ -153,7 +154,7 @@ func TestChartsByReferenceInstantiateUpdateRollBackAndRetry(t *testing.T) {
 		}
 	}()
 	d.setChart("refweb", oci("1.2.0"))
-	d.operate(lifecycle.OpUpdate)
+	acc = d.operate(lifecycle.OpUpdate)
 	v = d.awaitArtifacts("refweb retrying", func(v artifactsView) bool {
 		a := v.of("refweb")
 		return a.Retrying && a.Attempts >= 2 && a.Error != "" && !a.NextTry.IsZero()
@@ -174,6 +175,7 @@ func TestChartsByReferenceInstantiateUpdateRollBackAndRetry(t *testing.T) {
 	if got := bits(t, 0, "refweb"); got != "web-C" {
 		t.Errorf("refweb after the registry came back: %q, want web-C", got)
 	}
+	recordHistory(t, acc.WorkflowID, "Update-chart-registry-down")
 }
 
 // A chart whose bytes are not what the repository's index says is refused: the
@@ -189,8 +191,9 @@ func TestATamperedChartIsRefused(t *testing.T) {
 	d := newDeployment(t, app{name: "tampered", placement: clusterNamed("cluster1"),
 		source: map[string]any{"helmRepo": stack.HelmRepo.URL(), "chart": "tampered", "version": "1.0.0"}})
 	d.create()
-	d.operate(lifecycle.OpInstantiate)
+	acc := d.operate(lifecycle.OpInstantiate)
 	v := d.awaitArtifacts("InstantiateFailed", func(v artifactsView) bool { return v.Status == lifecycle.StatusInstantiateFailed })
+	recordHistory(t, acc.WorkflowID, "Instantiate-chart-tampered")
 	for _, want := range []string{"digest mismatch", artifact.Digest(good), artifact.Digest(evil)} {
 		if !strings.Contains(v.Error, want) {
 			t.Errorf("error %q does not say %q", v.Error, want)
@@ -261,7 +264,8 @@ func TestImagesArePinnedToDigestsOncePerRevision(t *testing.T) {
 	}
 
 	second := testenv.PushImage(t, stack, "images/pinweb", "1", "second") // the tag moves
-	d.update("update", nil)
+	acc := d.update("update", nil)
+	recordHistory(t, acc.WorkflowID, "Update-images-pinned")
 	if got, want := liveImages(t, "pinweb"), image+"@"+second; !slices.Equal(got, []string{want, want}) {
 		t.Fatalf("after an update live images %v, want %s", got, want)
 	}

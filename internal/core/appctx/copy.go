@@ -75,7 +75,7 @@ func (s *Store) Copy(ctx context.Context, from, to string, relayout Relayout) (l
 	}
 	fields := bson.D{{Key: "apps", Value: src.Apps}}
 	if len(src.Artifacts) > 0 { // the bits the revision was approved with, not a tag's now
-		fields = append(fields, bson.E{Key: "artifacts", Value: src.Artifacts})
+		fields = append(fields, bson.E{Key: "artifacts", Value: src.Artifacts}, bson.E{Key: "blobs", Value: src.Blobs})
 	}
 	if len(src.Images) > 0 {
 		fields = append(fields, bson.E{Key: "images", Value: src.Images})

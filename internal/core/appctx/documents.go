@@ -32,6 +32,8 @@ type Context struct {
 	// Artifacts are the charts that came by reference, by app: what each was pinned to
 	// (the revision deploys exactly those bits) and how far its pipeline got.
 	Artifacts map[string]artifact.Status `bson:"artifacts,omitempty"`
+	// Blobs are the stored artifacts (by digest) the context keeps from garbage collection.
+	Blobs []string `bson:"blobs,omitempty"`
 	// Images are the container images the revision pinned to digests (spec.imagePinning).
 	Images []artifact.Image `bson:"images,omitempty"`
 	// Rollout is where the operation's staged rollout stands, as it last recorded it.

@@ -48,10 +48,27 @@ func (s *Store) Set(ctx context.Context, id string, fields bson.D) error {
 	})
 }
 
-// SetArtifact records where one app's artifact stands.
+// SetArtifact records where one app's artifact stands; a stored one's digest joins the
+// context's Blobs, what it keeps from garbage collection.
 func (s *Store) SetArtifact(ctx context.Context, id string, st artifact.Status) error {
 	st.Updated = time.Now().UTC()
-	return s.Set(ctx, id, bson.D{{Key: "artifacts." + st.App, Value: st}})
+	update := bson.D{{Key: "$set", Value: bson.D{{Key: "artifacts." + st.App, Value: st}, {Key: "updated", Value: st.Updated}}}}
+	if st.Blob != "" {
+		update = append(update, bson.E{Key: "$addToSet", Value: bson.D{{Key: "blobs", Value: st.Blob}}})
+	}
+	return s.exclusive(ctx, s.contexts, id, func(ctx context.Context) error {
+		_, err := s.contexts.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, update)
+		return err
+	})
+}
+
+// RefersTo reports whether a context keeps the artifact stored under digest.
+func (s *Store) RefersTo(ctx context.Context, digest string) (bool, error) {
+	err := s.contexts.FindOne(ctx, bson.D{{Key: "blobs", Value: digest}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return false, nil
+	}
+	return err == nil, err
 }
 
 // SetStatus sets the context status (and its error message, cleared when empty).

@@ -40,6 +40,10 @@ func New(ctx context.Context, db *mongo.Database, opts ...Option) (*Store, error
 	if s.claims, err = store.NewClaims(ctx, db); err != nil {
 		return nil, err
 	}
+	// What garbage collection of artifacts asks: does a context keep this digest?
+	if err := store.EnsureIndexes(ctx, s.contexts, []store.Index{store.Index(bson.D{{Key: "blobs", Value: 1}})}); err != nil {
+		return nil, err
+	}
 	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.batches, s.edits, s.groups, s.drift} {
 		if err := store.EnsureIndexes(ctx, c, []store.Index{store.Index(bson.D{{Key: "ctx", Value: 1}})}); err != nil {
 			return nil, err

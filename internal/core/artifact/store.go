@@ -30,6 +30,9 @@ type blobDoc struct {
 	Size    int64     `bson:"size"`
 	Aliases []string  `bson:"aliases,omitempty"`
 	Stored  time.Time `bson:"stored"`
+	// Used is when a revision last pinned it: Collect spares what was used lately, so that
+	// an operation that just found it keeps it.
+	Used time.Time `bson:"used"`
 }
 
 // NewStore is the store of db's "artifacts" collection.
@@ -57,16 +60,17 @@ func (s *Store) Put(ctx context.Context, data []byte, alias string) (string, err
 		return "", fmt.Errorf("artifact of %d bytes is over the %d allowed", len(data), MaxSize)
 	}
 	d := Digest(data)
-	doc := blobDoc{ID: d, Data: data, Size: int64(len(data)), Stored: time.Now().UTC()}
+	now := time.Now().UTC()
+	doc := blobDoc{ID: d, Data: data, Size: int64(len(data)), Stored: now, Used: now}
 	if alias != "" && alias != d {
 		doc.Aliases = []string{alias}
 	}
 	_, err := s.coll.InsertOne(ctx, doc)
 	if mongo.IsDuplicateKeyError(err) && len(doc.Aliases) > 0 {
 		_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d}},
-			bson.D{{Key: "$addToSet", Value: bson.D{{Key: "aliases", Value: alias}}}})
+			bson.D{{Key: "$addToSet", Value: bson.D{{Key: "aliases", Value: alias}}}, {Key: "$set", Value: bson.D{{Key: "used", Value: now}}}})
 	} else if mongo.IsDuplicateKeyError(err) {
-		err = nil
+		_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d}}, bson.D{{Key: "$set", Value: bson.D{{Key: "used", Value: now}}}})
 	}
 	return d, err
 }
@@ -91,21 +95,61 @@ func (s *Store) Get(ctx context.Context, digest string) ([]byte, error) {
 }
 
 // Find returns the digest and size of the artifact stored under digest or known by it as
-// an alias; ok is false when there is none.
+// an alias, marking it used now (Collect spares it); ok is false when there is none.
 func (s *Store) Find(ctx context.Context, digest string) (blob string, size int64, ok bool, err error) {
-	var doc blobDoc
-	opts := options.FindOne().SetProjection(bson.D{{Key: "data", Value: 0}})
-	err = s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: digest}}, opts).Decode(&doc)
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		err = s.coll.FindOne(ctx, bson.D{{Key: "aliases", Value: digest}}, opts).Decode(&doc)
+	// Marked used first, then read (without its bytes): once marked, Collect leaves it.
+	use := bson.D{{Key: "$set", Value: bson.D{{Key: "used", Value: time.Now().UTC()}}}}
+	for _, filter := range []bson.D{{{Key: "_id", Value: digest}}, {{Key: "aliases", Value: digest}}} {
+		res, err := s.coll.UpdateOne(ctx, filter, use)
+		if err != nil {
+			return "", 0, false, err
+		}
+		if res.MatchedCount == 0 {
+			continue
+		}
+		var doc blobDoc
+		err = s.coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "data", Value: 0}})).Decode(&doc)
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			continue
+		}
+		if err != nil {
+			return "", 0, false, err
+		}
+		return doc.ID, doc.Size, true, nil
 	}
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return "", 0, false, nil
-	}
+	return "", 0, false, nil
+}
+
+// Collect deletes the artifacts no revision refers to (referenced says) and none used
+// since cutoff, and returns how many it deleted.
+func (s *Store) Collect(ctx context.Context, cutoff time.Time, referenced func(context.Context, string) (bool, error)) (int, error) {
+	cur, err := s.coll.Find(ctx, bson.D{{Key: "used", Value: bson.D{{Key: "$lt", Value: cutoff}}}},
+		options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
 	if err != nil {
-		return "", 0, false, err
+		return 0, err
 	}
-	return doc.ID, doc.Size, true, nil
+	var docs []struct {
+		ID string `bson:"_id"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return 0, err
+	}
+	deleted := 0
+	for _, d := range docs {
+		if ref, err := referenced(ctx, d.ID); err != nil || ref {
+			if err != nil {
+				return deleted, err
+			}
+			continue
+		}
+		// Only if still unused: an operation that found it meanwhile keeps it.
+		res, err := s.coll.DeleteOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "used", Value: bson.D{{Key: "$lt", Value: cutoff}}}})
+		if err != nil {
+			return deleted, err
+		}
+		deleted += int(res.DeletedCount)
+	}
+	return deleted, nil
 }
 
 // fetchLease is how long a fetch's claim on a digest lasts without being renewed: the
