@@ -55,6 +55,18 @@ func TestAnAppsChartMayComeByReference(t *testing.T) {
 	if r := c.multipart("POST", pCA+"/apps", oci, testChart); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "not both") {
 		t.Errorf("a file and a reference: %d %s", r.code, r.body)
 	}
+
+	// A profile's archive, from a URL with its digest.
+	profiles := pCA + "/composite-profiles/cprof/profiles"
+	c.do("POST", profiles, res("web-prof", map[string]any{"app": "web", "archive": map[string]any{
+		"url": "https://reg.example.com/web-profile.tgz", "digest": digest}})).must(t, http.StatusCreated)
+	if r := c.do("POST", profiles, res("tgz-prof", map[string]any{"app": "tgz", "archive": map[string]any{
+		"oci": "oci://reg.example.com/profiles/tgz", "version": "1"}})); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "from a url") {
+		t.Errorf("a profile from OCI: %d %s", r.code, r.body)
+	}
+	if r := c.do("POST", profiles, res("tgz-prof", map[string]any{"app": "tgz"})); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "archive is missing") {
+		t.Errorf("a profile without archive: %d %s", r.code, r.body)
+	}
 }
 
 // A project's registry password is sealed, masked in answers and kept by a PUT of the mask.

@@ -59,4 +59,14 @@ func TestOpenAPIDocumentMatchesTheRouter(t *testing.T) {
 	if get := doc.Paths.Find("/v2/projects/{project}"); get == nil || get.Get.Responses.Status(429) != nil {
 		t.Error("a project's read documents 429: it never reads a cluster")
 	}
+	// An app is EMCO's upload, or JSON naming its chart by reference (temco's spec.chart).
+	apps := doc.Paths.Find("/v2/projects/{project}/composite-apps/{compositeApp}/{version}/apps")
+	if apps == nil || apps.Post == nil || apps.Post.RequestBody.Value.Content.Get("multipart/form-data") == nil {
+		t.Fatal("an app's POST does not document its upload")
+	}
+	js := apps.Post.RequestBody.Value.Content.Get("application/json")
+	if js == nil || js.Schema.Value.Properties["spec"] == nil || js.Schema.Value.Properties["spec"].Value.Properties["chart"] == nil ||
+		js.Schema.Value.Properties["spec"].Value.Properties["chart"].Value.Properties["oci"] == nil {
+		t.Error("an app's POST does not document spec.chart")
+	}
 }

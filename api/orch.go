@@ -11,6 +11,7 @@ import (
 	"github.com/temco/temco/internal/adapters/archive"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/profile"
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -38,7 +39,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	register(g, s, kind[model.AppProfileSpec]{name: model.KindAppProfile, check: checkAppProfile,
 		coll: routeCA + "/composite-profiles/:compositeProfile/profiles",
 		item: routeCA + "/composite-profiles/:compositeProfile/profiles/:profile",
-		file: &fileSpec[model.AppProfileSpec]{required: true, attach: attachProfile, download: true}})
+		file: &fileSpec[model.AppProfileSpec]{required: true, attach: attachProfile, download: true, orJSON: true}})
 	register(g, s, kind[model.ControllerSpec]{name: model.KindController, check: checkController,
 		coll: "/controllers", item: "/controllers/:controller"})
 	// A change of a DIG or its intents is a modify of its lifecycle: an approved DIG
@@ -89,22 +90,30 @@ func appRef(id, field, app string) (string, error) {
 
 // checkApp: an app's chart is EMCO's upload (the multipart "file" part) or temco's
 // reference (spec.chart: an OCI registry, a Helm repository or a URL on a host the admin
-// allowed), never both; a reference replaces a stored upload.
+// allowed), never both; a reference replaces a stored upload. A profile likewise
+// (spec.archive, a URL).
 func checkApp(_ context.Context, s *Server, r *request[model.AppSpec]) error {
-	src := r.res.Spec.Chart
-	if src == nil {
-		return nil
+	if src := r.res.Spec.Chart; src != nil {
+		if err := s.checkReference("spec.chart", src, r.hasFile); err != nil {
+			return err
+		}
+		r.noFile = true
 	}
-	if r.hasFile {
-		return badRequest("give the chart as the multipart part \"file\" or as spec.chart, not both")
+	return nil
+}
+
+// checkReference validates a reference (field names it) that replaces an upload: never
+// both, and only from a host the admin allowed.
+func (s *Server) checkReference(field string, src *artifact.Source, hasFile bool) error {
+	if hasFile {
+		return badRequest("give the archive as the multipart part \"file\" or as %s, not both", field)
 	}
-	if err := src.Validate("spec.chart"); err != nil {
+	if err := src.Validate(field); err != nil {
 		return badRequest("%v", err)
 	}
 	if u := src.Endpoint(); u == nil || !s.ArtifactHosts.AllowsURL(u) {
-		return badRequest("spec.chart: %s is not on the hosts an admin allowed charts to come from (--artifact-hosts-allow)", src.Host())
+		return badRequest("%s: %s is not on the hosts an admin allowed charts to come from (--artifact-hosts-allow)", field, src.Host())
 	}
-	r.noFile = true
 	return nil
 }
 
@@ -130,6 +139,15 @@ func checkAppProfile(ctx context.Context, s *Server, r *request[model.AppProfile
 	app, err := appRef(r.id, "spec.app", r.res.Spec.App)
 	if err != nil {
 		return err
+	}
+	if src := r.res.Spec.Archive; src != nil {
+		if err := s.checkReference("spec.archive", src, r.hasFile); err != nil {
+			return err
+		}
+		if src.Transport() != artifact.TransportURL {
+			return badRequest("spec.archive: a profile's archive comes from a url (with its digest)")
+		}
+		r.noFile = true
 	}
 	r.ref(app)
 	r.field("app", r.res.Spec.App)

@@ -143,6 +143,9 @@ func validate[S any](ctx context.Context, s *Server, k kind[S], r *request[S]) e
 	}
 	if !r.hasFile {
 		if k.file.required && r.old == nil && !r.noFile {
+			if k.file.orJSON && k.name == model.KindAppProfile {
+				return badRequest("the profile's archive is missing: send it as the multipart part \"file\" or name it in spec.archive")
+			}
 			if k.file.orJSON {
 				return badRequest("the chart is missing: send it as the multipart part \"file\" or name it in spec.chart")
 			}
@@ -301,7 +304,7 @@ func get[S any](c echo.Context, s *Server, k kind[S]) error {
 	}
 	if k.file != nil && k.file.download && strings.Contains(c.Request().Header.Get(echo.HeaderAccept), echo.MIMEOctetStream) {
 		if len(d.Blob) == 0 {
-			return httpErr(http.StatusNotFound, "%s has no uploaded archive: its chart comes by reference (spec.chart)", describe(d.ID))
+			return httpErr(http.StatusNotFound, "%s has no uploaded archive: it comes by reference", describe(d.ID))
 		}
 		return c.Blob(http.StatusOK, echo.MIMEOctetStream, d.Blob)
 	}

@@ -1,6 +1,7 @@
 // Package artifact runs the pipeline of the charts a context's apps name by reference, in
 // EVE's stages: each source pinned to a digest (ResolveArtifacts), then fetched, verified
-// against the digest and stored by content (FetchArtifact), each app's stage recorded in
+// against the digest (and, with a keyring, their Helm provenance) and stored by content
+// (FetchArtifact), each app's stage recorded in
 // the context's header; rendering then reads the stored bytes (activities/render).
 package artifact
 
@@ -34,6 +35,9 @@ type Activities struct {
 	Keys     *seal.Keyring
 	// Allow are the hosts charts may come from (nil: none).
 	Allow *egress.Allow
+	// Keyring is the path of the public GPG keyring every chart's provenance must be signed
+	// with ("": charts are not asked for one).
+	Keyring string
 }
 
 // ResolveArtifacts pins the chart of every app of the context's composite app that names
@@ -51,28 +55,28 @@ func (a *Activities) ResolveArtifacts(ctx context.Context, in lifecycle.ContextR
 		return plan, err
 	}
 	plan.PinImages = dig.Spec.ImagePinning != nil && dig.Spec.ImagePinning.Enabled
-	plan.Fetch, err = a.resolveAll(ctx, in)
+	plan.Fetch, err = a.resolveAll(ctx, in, in.Target.CompositeAppID()+"/composite-profiles/"+dig.Spec.CompositeProfile)
 	return plan, err
 }
 
-// resolveAll pins every app's chart reference, returning those to fetch.
-func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef) ([]artifact.Resolved, error) {
+// resolveAll pins every app's chart reference and every profile's archive reference,
+// returning those to fetch.
+func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef, compositeProfile string) ([]artifact.Resolved, error) {
 	apps, err := a.Store.List(ctx, store.Query{Parent: in.Target.CompositeAppID(), Kind: model.KindApp})
 	if err != nil {
 		return nil, err
 	}
-	type named struct {
-		app string
-		src artifact.Source
+	refs, err := a.profileReferences(ctx, compositeProfile)
+	if err != nil {
+		return nil, err
 	}
-	var refs []named
 	for _, d := range apps {
 		r, err := model.Decode[model.AppSpec](d.Body)
 		if err != nil {
 			return nil, err
 		}
 		if r.Spec.Chart != nil {
-			refs = append(refs, named{d.Name, *r.Spec.Chart})
+			refs = append(refs, reference{d.Name, *r.Spec.Chart})
 		}
 	}
 	if len(refs) == 0 {
@@ -87,7 +91,7 @@ func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef) ([
 	var wg sync.WaitGroup
 	for i, ref := range refs {
 		wg.Go(func() {
-			out[i], errs[i] = a.resolve(ctx, in, ref.app, ref.src, creds)
+			out[i], errs[i] = a.resolve(ctx, in, ref.key, ref.src, creds)
 		})
 	}
 	wg.Wait()
@@ -111,32 +115,41 @@ func (a *Activities) resolve(ctx context.Context, in lifecycle.ContextRef, app s
 	r, err := sources.Resolve(ctx, src, c)
 	r.App, r.Project = app, in.Target.Project
 	if err != nil {
-		return r, a.failed(ctx, in.ContextID, st, fmt.Errorf("app %q: chart %s: %w", app, src.Location(), err))
+		return r, a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(app), src.Location(), err))
 	}
 	st.Version, st.Digest = r.Version, r.Digest
-	blob, size, ok, err := a.Blobs.Find(ctx, r.Digest)
+	keyring, err := a.keyring(app)
 	if err != nil {
 		return r, err
 	}
-	if ok {
-		r.Blob, r.Size = blob, size
-		st.Stage, st.Blob, st.Size, st.Cached = artifact.StageStored, blob, size, true
+	e, ok, err := a.Blobs.Lookup(ctx, r.Digest)
+	if err != nil {
+		return r, err
+	}
+	if ok && trusted(keyring, e) && e.UsableBy(r.Project) {
+		r.Blob, r.Size = e.Blob, e.Size
+		st.Stage, st.Blob, st.Size, st.Cached, st.Signer = artifact.StageStored, e.Blob, e.Size, true, e.Signer
 	} else {
 		st.Stage = artifact.StageDownloading
 	}
 	return r, a.Contexts.SetArtifact(ctx, in.ContextID, st)
 }
 
-// FetchArtifact downloads one pinned artifact, verifies it against its digest and stores
-// it by content, recording each stage (and the bytes received) in the context's header.
+// FetchArtifact downloads one pinned artifact, verifies it against its digest (and, when
+// the worker has a keyring, its provenance) and stores it by content, recording each stage
+// (and the bytes received) in the context's header.
 func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput) error {
 	r := in.Artifact
 	st := artifact.Status{App: r.App, Source: r.Ref, Transport: r.Transport, Stage: artifact.StageDownloading,
 		Version: r.Version, Digest: r.Digest}
-	if blob, size, ok, err := a.Blobs.Find(ctx, r.Digest); err != nil {
+	keyring, err := a.keyring(r.App)
+	if err != nil {
 		return err
-	} else if ok { // an earlier attempt, or another revision, stored it
-		st.Stage, st.Blob, st.Size = artifact.StageStored, blob, size
+	}
+	if e, ok, err := a.Blobs.Lookup(ctx, r.Digest); err != nil {
+		return err
+	} else if ok && trusted(keyring, e) && e.UsableBy(r.Project) { // an earlier attempt, or another revision, stored it
+		st.Stage, st.Blob, st.Size, st.Signer = artifact.StageStored, e.Blob, e.Size, e.Signer
 		return a.Contexts.SetArtifact(ctx, in.ContextID, st)
 	}
 	creds, err := a.credentials(ctx, r.Project)
@@ -147,9 +160,9 @@ func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput)
 		return err
 	}
 	// Operations that start together download a digest once: the others wait for it.
-	renew, release, err := a.Blobs.Claim(ctx, r.Digest)
+	renew, release, err := a.Blobs.Claim(ctx, claimKey(r))
 	if errors.Is(err, artifact.ErrFetching) {
-		return a.awaitStored(ctx, in, st)
+		return a.awaitStored(ctx, in, st, keyring)
 	}
 	if err != nil {
 		return err
@@ -163,27 +176,65 @@ func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput)
 	})
 	data, blob, err := sources.Download(ctx, r, c)
 	if err != nil {
-		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("app %q: chart %s: %w", r.App, r.Ref, err)))
+		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref, err)))
 	}
 	st.Stage, st.Downloaded, st.Size = artifact.StageVerifying, int64(len(data)), int64(len(data))
 	if err := a.Contexts.SetArtifact(ctx, in.ContextID, st); err != nil {
 		return err
 	}
 	if r.Blob != "" && r.Blob != blob { // Download checked the source's digest; the blob's too
-		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("app %q: chart %s: %w", r.App, r.Ref,
+		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref,
 			sources.Permanent(&sources.Mismatch{Ref: r.Ref, Want: r.Blob, Got: blob}))))
 	}
-	if _, err := a.Blobs.Put(ctx, data, r.Digest); err != nil {
+	var sig sources.Signature
+	if keyring != nil {
+		if sig, err = a.verifyProvenance(ctx, r, creds, keyring, data); err != nil {
+			return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref, err)))
+		}
+	}
+	if _, err := a.Blobs.PutSigned(ctx, data, r.Digest, sig.Signer, sig.Key); err != nil {
 		return err
 	}
-	st.Stage, st.Blob = artifact.StageStored, blob
+	if err := a.Blobs.Grant(ctx, blob, r.Project); err != nil {
+		return err
+	}
+	st.Stage, st.Blob, st.Signer = artifact.StageStored, blob, sig.Signer
 	return a.Contexts.SetArtifact(ctx, in.ContextID, st)
+}
+
+// verifyProvenance fetches the provenance of the chart r pins (data) and checks it with
+// keyring, returning who signed it: missing or invalid, or signed by a key not in the
+// keyring, it fails permanently.
+func (a *Activities) verifyProvenance(ctx context.Context, r artifact.Resolved, creds credentials, keyring *sources.Keyring, data []byte) (sources.Signature, error) {
+	prov, name, err := sources.DownloadProvenance(ctx, r, sources.NewClient(ctx, a.Allow, creds.lookup, nil))
+	if err != nil {
+		return sources.Signature{}, err
+	}
+	return keyring.Verify(name, data, prov)
+}
+
+// keyring is the worker's keyring, read afresh, for the artifact of key: nil when none is
+// configured, or for a profile's archive (provenance is a chart's). One that cannot be read
+// fails the attempt, to be retried once the file is mended.
+func (a *Activities) keyring(key string) (*sources.Keyring, error) {
+	if a.Keyring == "" || strings.HasPrefix(key, artifact.ProfileKey("")) {
+		return nil, nil
+	}
+	return sources.LoadKeyring(a.Keyring)
+}
+
+// trusted reports whether a stored chart may be used without fetching it again: always
+// without a keyring; with one, only if its provenance was verified when it was stored, by
+// a key the keyring still holds (one stored unverified, or verified by a key since
+// removed, is fetched and verified again).
+func trusted(keyring *sources.Keyring, e artifact.Entry) bool {
+	return keyring == nil || keyring.Has(e.SignerKey)
 }
 
 // awaitStored waits while another operation fetches the same digest (polling the store),
 // then records it stored; the other's failure, or its claim going stale, fails this
 // attempt for Temporal to retry (then this one may fetch).
-func (a *Activities) awaitStored(ctx context.Context, in lifecycle.FetchInput, st artifact.Status) error {
+func (a *Activities) awaitStored(ctx context.Context, in lifecycle.FetchInput, st artifact.Status, keyring *sources.Keyring) error {
 	st.Error = "waiting for another operation fetching the same digest"
 	_ = a.Contexts.SetArtifact(ctx, in.ContextID, st)
 	tick := time.NewTicker(500 * time.Millisecond)
@@ -194,21 +245,25 @@ func (a *Activities) awaitStored(ctx context.Context, in lifecycle.FetchInput, s
 			return ctx.Err()
 		case <-tick.C:
 		}
-		blob, size, ok, err := a.Blobs.Find(ctx, in.Artifact.Digest)
+		e, ok, err := a.Blobs.Lookup(ctx, in.Artifact.Digest)
 		if err != nil {
 			return err
 		}
-		if ok {
-			st.Stage, st.Blob, st.Size, st.Cached, st.Error = artifact.StageStored, blob, size, true, ""
+		if ok && trusted(keyring, e) && e.UsableBy(in.Artifact.Project) {
+			st.Stage, st.Blob, st.Size, st.Cached, st.Signer, st.Error = artifact.StageStored, e.Blob, e.Size, true, e.Signer, ""
 			return a.Contexts.SetArtifact(ctx, in.ContextID, st)
 		}
-		if _, release, err := a.Blobs.Claim(ctx, in.Artifact.Digest); err == nil {
+		if _, release, err := a.Blobs.Claim(ctx, claimKey(in.Artifact)); err == nil {
 			release() // the other gave up or died: this attempt's retry fetches it
 			return fmt.Errorf("app %q: %s: the other fetch of %s ended without storing it", in.Artifact.App, in.Artifact.Ref, in.Artifact.Digest)
 		}
 	}
 	return fmt.Errorf("app %q: %s: still being fetched by another operation", in.Artifact.App, in.Artifact.Ref)
 }
+
+// claimKey is what a fetch claims: the digest for the project (another project's fetch
+// would not serve it: Entry.UsableBy).
+func claimKey(r artifact.Resolved) string { return r.Digest + "/" + r.Project }
 
 // progress records the bytes a download received, at most every second; received says
 // whether it did (the fetch's claim is renewed then too).

@@ -14,5 +14,5 @@ var ActivityNames = []string{lifecycle.ActivityResolveArtifacts, lifecycle.Activ
 // Register registers Activities on r.
 func Register(r worker.Registry, d *deps.Deps) {
 	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Allow: d.ArtifactHosts,
-		Blobs: deps.Shared(d, func() *artifact.Store { return artifact.StoreOf(d.Store) })})
+		Keyring: d.ChartKeyring, Blobs: deps.Shared(d, func() *artifact.Store { return artifact.StoreOf(d.Store) })})
 }

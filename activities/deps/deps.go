@@ -46,6 +46,9 @@ type Deps struct {
 	RenderMemory int64
 	// ArtifactHosts are the registries and repositories charts may come from (nil: none).
 	ArtifactHosts *egress.Allow
+	// ChartKeyring is the path of the public GPG keyring charts' provenance must be signed
+	// with ("": provenance is not checked).
+	ChartKeyring string
 	// PolicyEngines are the OPA servers policy intents may name (nil: none).
 	PolicyEngines *egress.Allow
 	// Report tells a workflow that one of its clusters is being retried (nil: nobody is).

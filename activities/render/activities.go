@@ -131,7 +131,7 @@ func (a *Activities) load(ctx context.Context, in lifecycle.ContextRef) (*render
 	var (
 		dig      model.Resource[model.DIGSpec]
 		apps     []*store.Doc
-		profiles map[string]*profile.Profile
+		profiles map[string]*store.Doc
 		header   *appctx.Context
 		deps     map[string][]model.AppDependencySpec
 	)
@@ -169,7 +169,11 @@ func (a *Activities) load(ctx context.Context, in lifecycle.ContextRef) (*render
 	if err := a.charts(ctx, apps, header); err != nil {
 		return nil, err
 	}
-	r := &renderInputs{dig: dig, apps: apps, profiles: profiles, header: header, deps: deps, overrides: map[string]map[string]string{}}
+	parsed, err := a.parseProfiles(ctx, profiles, header)
+	if err != nil {
+		return nil, err
+	}
+	r := &renderInputs{dig: dig, apps: apps, profiles: parsed, header: header, deps: deps, overrides: map[string]map[string]string{}}
 	for _, ov := range dig.Spec.OverrideValues {
 		r.overrides[ov.App] = ov.Values
 	}
@@ -200,18 +204,38 @@ func (a *Activities) charts(ctx context.Context, apps []*store.Doc, header *appc
 }
 
 // profiles loads the composite profile's app profiles by app name.
-func (a *Activities) profiles(ctx context.Context, compositeProfile string) (map[string]*profile.Profile, error) {
+func (a *Activities) profiles(ctx context.Context, compositeProfile string) (map[string]*store.Doc, error) {
 	docs, err := a.Store.List(ctx, store.Query{Parent: compositeProfile, Kind: model.KindAppProfile, Full: true})
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]*profile.Profile{}
+	out := map[string]*store.Doc{}
 	for _, d := range docs {
-		p, err := profile.Parse(d.Blob)
+		out[d.Fields["app"]] = d
+	}
+	return out, nil
+}
+
+// parseProfiles reads each app's profile: its upload, or the archive its reference was
+// pinned to in this revision.
+func (a *Activities) parseProfiles(ctx context.Context, docs map[string]*store.Doc, header *appctx.Context) (map[string]*profile.Profile, error) {
+	out := map[string]*profile.Profile{}
+	for app, d := range docs {
+		data := d.Blob
+		if st, ok := header.Artifacts[artifact.ProfileKey(app)]; ok {
+			if st.Blob == "" {
+				return nil, invalid("app profile %q: its archive %s was not fetched (stage %s)", d.Name, st.Source, st.Stage)
+			}
+			var err error
+			if data, err = a.Blobs.Get(ctx, st.Blob); err != nil {
+				return nil, err
+			}
+		}
+		p, err := profile.Parse(data)
 		if err != nil {
 			return nil, invalid("app profile %q: %v", d.Name, err)
 		}
-		out[d.Fields["app"]] = p
+		out[app] = p
 	}
 	return out, nil
 }

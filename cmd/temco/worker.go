@@ -21,6 +21,7 @@ import (
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/gitops"
 	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/adapters/sources"
 	"github.com/temco/temco/internal/adapters/tlsconfig"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/workers"
@@ -53,7 +54,7 @@ func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var perBatch, renderMemory, maxConns int
-	var metricsAddr, gitCache, gacURLAllow, policyEngines, artifactHosts string
+	var metricsAddr, gitCache, gacURLAllow, policyEngines, artifactHosts, chartKeyring string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
@@ -74,6 +75,11 @@ func workerCmd() *cobra.Command {
 			artifacts, err := egress.Parse(artifactHosts)
 			if err != nil {
 				return fmt.Errorf("--artifact-hosts-allow: %w", err)
+			}
+			if chartKeyring != "" {
+				if _, err := sources.LoadKeyring(chartKeyring); err != nil {
+					return fmt.Errorf("--chart-keyring: %w", err)
+				}
 			}
 			st, keys, closeStore, err := sf.open(ctx)
 			if err != nil {
@@ -112,7 +118,7 @@ func workerCmd() *cobra.Command {
 			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
 				ClustersPerBatch: perBatch, MaxConns: maxConns, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
 				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20, PolicyEngines: engines,
-				ArtifactHosts: artifacts})
+				ArtifactHosts: artifacts, ChartKeyring: chartKeyring})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)
@@ -132,6 +138,8 @@ func workerCmd() *cobra.Command {
 		"OPA servers (host, any port, or host:port; comma-separated) policy intents may name; the api takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
 	cmd.Flags().StringVar(&artifactHosts, "artifact-hosts-allow", env("TEMCO_ARTIFACT_HOSTS_ALLOW", ""),
 		"OCI registries, Helm repositories and web servers (host, any port, or host:port; comma-separated) apps' charts may come from; the api takes the same list [TEMCO_ARTIFACT_HOSTS_ALLOW]")
+	cmd.Flags().StringVar(&chartKeyring, "chart-keyring", env("TEMCO_CHART_KEYRING", ""),
+		"public GPG keyring (binary, as helm verify --keyring takes): when set, every chart by reference must carry a Helm provenance file signed by one of its keys, or is refused [TEMCO_CHART_KEYRING]")
 	cmd.Flags().IntVar(&renderMemory, "render-memory", envInt("TEMCO_RENDER_MEMORY", render.DefaultSandboxMemory>>20),
 		"MiB of memory one chart's rendering may take (each renders in a child process; one per core at once) [TEMCO_RENDER_MEMORY]")
 	cmd.Flags().IntVar(&perBatch, "clusters-per-batch", envInt("TEMCO_CLUSTERS_PER_BATCH", 0),

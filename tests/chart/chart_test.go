@@ -130,6 +130,9 @@ func TestMinimalInstall(t *testing.T) {
 		if _, tls := e["TEMCO_TEMPORAL_TLS"]; tls {
 			t.Errorf("%s: Temporal TLS on by default", name)
 		}
+		if hosts, set := e["TEMCO_ARTIFACT_HOSTS_ALLOW"]; set {
+			t.Errorf("%s: artifact hosts %q allowed by default", name, hosts)
+		}
 		if e["TEMCO_ENCRYPT_PAYLOADS"] != "true" {
 			t.Errorf("%s: payload encryption off by default", name)
 		}
@@ -193,6 +196,7 @@ func TestFullInstall(t *testing.T) {
 		"TEMCO_AUTH_ISSUER": "https://login.example.com", "TEMCO_AUTH_AUDIENCE": "temco-edge",
 		"TEMCO_AUTH_PUBLIC_KEY_FILE": "/etc/temco/auth/keys.pem", "TEMCO_AUTH_ROLES_CLAIM": "realm_access.roles",
 		"TEMCO_AUTH_ADMIN_ROLE": "platform-admin", "TEMCO_CODEC_CORS_ORIGINS": "https://temporal-ui.example.com",
+		"TEMCO_ARTIFACT_HOSTS_ALLOW": "registry.example.com,charts.example.com:8443",
 	} {
 		if e[k] != v {
 			t.Errorf("api %s = %q, want %q", k, e[k], v)
@@ -209,7 +213,8 @@ func TestFullInstall(t *testing.T) {
 		t.Errorf("api probes over HTTP while it serves HTTPS: %v", api["readinessProbe"])
 	}
 	if we := env(worker); we["TEMCO_CLUSTERS_PER_BATCH"] != "100" || we["TEMCO_METRICS_ADDR"] != ":9100" || we["TEMCO_TEMPORAL_TLS_CERT"] == "" ||
-		we["TEMCO_GAC_URL_ALLOW"] != "config.example.com,10.0.0.7:8080" || we["TEMCO_POLICY_ENGINE_ALLOW"] != "opa.example.com" {
+		we["TEMCO_GAC_URL_ALLOW"] != "config.example.com,10.0.0.7:8080" || we["TEMCO_POLICY_ENGINE_ALLOW"] != "opa.example.com" ||
+		we["TEMCO_ARTIFACT_HOSTS_ALLOW"] != "registry.example.com,charts.example.com:8443" {
 		t.Errorf("worker env %v", we)
 	}
 	var mounts []string
@@ -245,6 +250,7 @@ func TestIncompleteOrMistypedValuesAreRefused(t *testing.T) {
 		"misspelt key":      {func(v map[string]any) { v["workers"] = map[string]any{"replicas": 2} }, "workers"},
 		"address sans port": {func(v map[string]any) { v["temporal"] = map[string]any{"address": "temporal"} }, "/temporal/address"},
 		"not a MongoDB URI": {func(v map[string]any) { v["mongodb"] = map[string]any{"uri": "postgres://x"} }, "/mongodb/uri"},
+		"hosts a string":    {func(v map[string]any) { v["artifactHostsAllow"] = "registry.example.com" }, "/artifactHostsAllow': got string, want array"},
 		"auth half set":     {func(v map[string]any) { v["api"] = map[string]any{"auth": map[string]any{"issuer": "https://x"}} }, "api.auth needs issuer, audience and jwksUrl or publicKeySecret"},
 	} {
 		v := values(t, "minimal-values.yaml")

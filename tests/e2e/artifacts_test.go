@@ -178,6 +178,26 @@ func TestChartsByReferenceInstantiateUpdateRollBackAndRetry(t *testing.T) {
 	recordHistory(t, acc.WorkflowID, "Update-chart-registry-down")
 }
 
+// A profile's archive may come from a URL with its digest: the chart renders with it.
+func TestAProfileByReference(t *testing.T) {
+	archive := testenv.Profile("message: from-the-url-profile\n")
+	if err := os.WriteFile(filepath.Join(stack.HelmRepo.Dir, "profref-profile.tar.gz"), archive, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := newDeployment(t, app{name: "profref", chart: webChart("profref"), placement: clusterNamed("cluster1"),
+		profile: map[string]any{"url": stack.HelmRepo.URL() + "/profref-profile.tar.gz", "digest": artifact.Digest(archive)}})
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	v := d.awaitArtifacts("Instantiated", func(v artifactsView) bool { return v.Status == lifecycle.StatusInstantiated })
+	if a := v.of(artifact.ProfileKey("profref")); a.Stage != artifact.StageRendered || a.Digest != artifact.Digest(archive) {
+		t.Errorf("the profile's artifact %+v", a)
+	}
+	cm := liveObject(t, 0, configMaps, "profref-config")
+	if msg, _, _ := unstructured.NestedString(cm, "data", "message"); msg != "from-the-url-profile" {
+		t.Errorf("the chart rendered with message %q, want the URL profile's", msg)
+	}
+}
+
 // A chart whose bytes are not what the repository's index says is refused: the
 // instantiate fails naming both digests, its artifact is Failed and nothing is applied.
 func TestATamperedChartIsRefused(t *testing.T) {

@@ -110,3 +110,87 @@ func TestEmcoctlFileSession(t *testing.T) {
 	d.c.do("GET", "/projects/"+d.project, nil).must(t, 404)
 	d.c.do("GET", "/cluster-providers/cli-provider", nil).must(t, 404)
 }
+
+// The same session with its charts by reference: each app's document names its chart in
+// the stack's private OCI registry (spec.chart, no file:) and the project's registry login
+// is an artifact-credentials document, its password from a second values file. The chart's
+// tag "1.0" reaches the API as written, not as YAML's number 1; the password is masked in
+// get's answer; the app deploys and delete removes everything, the credential included.
+func TestEmcoctlFileWithChartsByReference(t *testing.T) {
+	dir := t.TempDir()
+	d := newDeployment(t)
+	reg, app := stack.Registry.Address(), "cli-ref"
+	digest := testenv.PushChart(t, stack, webChart(app), "charts/"+app, "1.0")
+	const project = "  name: {{.Project}}\n---\n"
+	file := strings.Replace(session, project, project+`version: emco/v2
+resourceContext:
+  anchor: projects/{{.Project}}/artifact-credentials
+metadata:
+  name: registry
+spec:
+  host: {{.Registry}}
+  username: {{.RegistryUser}}
+  password: {{.RegistryPassword}}
+---
+`, 1)
+	file = strings.Replace(file, "file: {{.}}.tgz\n", `spec:
+  chart:
+    oci: oci://{{$.Registry}}/charts/{{.}}
+    version: {{$.ChartVersion}}
+    plainHTTP: true
+`, 1)
+	if !strings.Contains(file, "artifact-credentials") || strings.Contains(file, "file: {{.}}.tgz") {
+		t.Fatal("session.yaml changed: the test's edits no longer apply")
+	}
+	cl := stack.Clusters[0]
+	for name, data := range map[string]string{
+		"session.yaml": file,
+		"profile.tgz":  string(testenv.Profile("message: by-reference\n")),
+		"values.yaml": "Project: " + d.project + "\nProvider: cliref-provider\nLabel: cliref\nApps: [" + app + "]\n" +
+			"Registry: " + reg + "\nChartVersion: \"1.0\"\nClusters:\n- {name: " + cl.Name + ", kubeconfig: " + cl.Kubeconfig() + "}\n",
+		"registry-login.yaml": "RegistryUser: " + stack.Registry.User + "\nRegistryPassword: \"" + stack.Registry.Password + "\"\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	vals := []string{"-v", "values.yaml", "-v", "registry-login.yaml"}
+
+	out, err := temco(t, dir, append([]string{"apply", "-f", "session.yaml", "--wait"}, vals...)...)
+	if err != nil {
+		t.Fatalf("apply: %v", err)
+	}
+	for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+		if f := strings.Fields(l); len(f) < 5 || (f[4] != "201" && f[4] != "202") {
+			t.Errorf("apply line %q: want 201 or 202", l)
+		}
+	}
+	dig := "/projects/" + d.project + "/composite-apps/shop/v1/deployment-intent-groups/shop-dig"
+	v := getAs[artifactsView](t, d.c, dig+"/status?status=deployed&output=summary")
+	if v.DeployedStatus != lifecycle.StatusInstantiated {
+		t.Fatalf("after apply --wait the DIG is %s: %s", v.DeployedStatus, v.Error)
+	}
+	if a := v.of(app); a.Version != "1.0" || a.Digest != digest {
+		t.Errorf("%s's artifact %+v, want tag 1.0 pinned to %s", app, a, digest)
+	}
+	if got := objectsOf(t, cl, v.Instance, app); strings.Join(got, " ") != strings.Join(webObjects(app), " ") {
+		t.Errorf("%s on %s: %v, want %v", app, cl.Name, got, webObjects(app))
+	}
+
+	out, err = temco(t, dir, append([]string{"get", "-f", "session.yaml"}, vals...)...)
+	if err != nil {
+		t.Fatalf("get: %v", err)
+	}
+	if strings.Contains(out, stack.Registry.Password) || !strings.Contains(out, `"password":"********"`) ||
+		!strings.Contains(out, `"version":"1.0"`) {
+		t.Errorf("get must show the masked credential and the app's chart as sent:\n%s", out)
+	}
+
+	if _, err := temco(t, dir, append([]string{"delete", "-f", "session.yaml"}, vals...)...); err != nil {
+		t.Fatalf("delete: %v", err)
+	}
+	if got := objectsOf(t, cl, v.Instance, app); len(got) != 0 {
+		t.Errorf("after delete %s still has %v", cl.Name, got)
+	}
+	d.c.do("GET", "/projects/"+d.project, nil).must(t, 404)
+}

@@ -150,6 +150,7 @@ type app struct {
 	name      string
 	chart     []byte
 	source    map[string]any // instead of chart: the app's spec.chart (a reference)
+	profile   map[string]any // instead of the uploaded profile: its spec.archive (a reference)
 	placement map[string]any // the app intent's "intent"
 	dependsOn string         // optional dependency (opStatus Ready)
 	wait      int
@@ -216,6 +217,10 @@ func (d *deployment) create() {
 			c.do("POST", d.ca()+"/apps", res(a.name, map[string]any{"chart": a.source})).must(t, 201)
 		} else {
 			c.multipart("POST", d.ca()+"/apps", res(a.name, nil), a.chart).must(t, 201)
+		}
+		if a.profile != nil {
+			c.do("POST", d.ca()+"/composite-profiles/prof/profiles", res(a.name+"-profile", map[string]any{"app": a.name, "archive": a.profile})).must(t, 201)
+			continue
 		}
 		c.multipart("POST", d.ca()+"/composite-profiles/prof/profiles", res(a.name+"-profile", map[string]any{"app": a.name}),
 			testenv.Profile("message: from-"+a.name+"-profile\n")).must(t, 201)

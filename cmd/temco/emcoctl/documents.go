@@ -10,7 +10,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path"
 	"path/filepath"
+	"strings"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -140,12 +142,77 @@ func convert(node *yaml.Node) (*Document, error) {
 		label = raw.LabelName
 	}
 	spec, _ := stringKeys(raw.Spec).(map[string]any)
+	keepText(node, spec, raw.ResourceContext.Anchor)
 	data, err := json.Marshal(body{Metadata: raw.Metadata, ClusterLabel: label, Spec: spec, Addr: raw.Addr})
 	if err != nil {
 		return nil, fmt.Errorf("spec cannot be sent as JSON: %w", err)
 	}
 	return &Document{anchor: raw.ResourceContext.Anchor, name: raw.Metadata.Name, label: label,
 		spec: spec, file: raw.File, files: raw.Files, body: data}, nil
+}
+
+// textFields are the spec fields of a collection (the anchor's last segment) that are
+// strings whatever YAML makes of them: a chart version 1.10 or 1, a registry password
+// 0123 or a numeric username are sent as written, not as the numbers 1.1, 1, 83 or
+// 1234 the API would refuse (or, for 1.10, take as another version).
+var textFields = map[string][][]string{
+	"apps": {{"chart", "oci"}, {"chart", "helmRepo"}, {"chart", "chart"}, {"chart", "url"},
+		{"chart", "version"}, {"chart", "digest"}},
+	"artifact-credentials": {{"host"}, {"username"}, {"password"}},
+}
+
+// keepText sets each of the anchor's textFields that YAML read as a number, boolean or
+// timestamp back to its text in the document (null stays null: the field is unset).
+func keepText(node *yaml.Node, spec map[string]any, anchor string) {
+	p, _, _ := strings.Cut(anchor, "?")
+	fields := textFields[path.Base(strings.Trim(p, "/"))]
+	if len(fields) == 0 || spec == nil {
+		return
+	}
+	specNode := child(node, "spec")
+	for _, f := range fields {
+		n, m := specNode, spec
+		for i, key := range f {
+			if n = child(n, key); n == nil {
+				break
+			}
+			if i < len(f)-1 {
+				if m, _ = m[key].(map[string]any); m == nil {
+					break
+				}
+				continue
+			}
+			if n.Kind == yaml.ScalarNode && n.ShortTag() != "!!str" && n.ShortTag() != "!!null" {
+				m[key] = n.Value
+			}
+		}
+	}
+}
+
+// child is the value of key in mapping n (through a document and aliases), or nil.
+func child(n *yaml.Node, key string) *yaml.Node {
+	for n != nil && (n.Kind == yaml.DocumentNode || n.Kind == yaml.AliasNode) {
+		if n.Kind == yaml.AliasNode {
+			n = n.Alias
+		} else if len(n.Content) == 1 {
+			n = n.Content[0]
+		} else {
+			return nil
+		}
+	}
+	if n == nil || n.Kind != yaml.MappingNode {
+		return nil
+	}
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			v := n.Content[i+1]
+			for v.Kind == yaml.AliasNode && v.Alias != nil {
+				v = v.Alias
+			}
+			return v
+		}
+	}
+	return nil
 }
 
 // stringKeys turns maps with non-string keys (ports: {80: http}) into JSON objects;

@@ -98,6 +98,10 @@ app.kubernetes.io/component: {{ index . 1 }}
 - name: TEMCO_POLICY_ENGINE_ALLOW
   value: {{ join "," . | quote }}
 {{- end }}
+{{- with .Values.artifactHostsAllow }}
+- name: TEMCO_ARTIFACT_HOSTS_ALLOW
+  value: {{ join "," . | quote }}
+{{- end }}
 - name: HOME
   value: /tmp
 {{- end -}}

@@ -64,3 +64,8 @@ func (helmRepoTransport) Resolve(ctx context.Context, src artifact.Source, c *Cl
 func (helmRepoTransport) Download(ctx context.Context, r artifact.Resolved, c *Client) ([]byte, error) {
 	return urlTransport{}.Download(ctx, r, c)
 }
+
+// Provenance is the .prov beside the entry's archive (its URL + ".prov"), as Helm fetches it.
+func (helmRepoTransport) Provenance(ctx context.Context, r artifact.Resolved, c *Client) ([]byte, string, error) {
+	return provenanceURL(ctx, r, c)
+}

@@ -43,15 +43,16 @@ func (ociTransport) client(c *Client, host string, plainHTTP bool) (*registry.Cl
 func (t ociTransport) Resolve(_ context.Context, src artifact.Source, c *Client) (artifact.Resolved, error) {
 	repo := strings.TrimPrefix(src.OCI, "oci://")
 	r := artifact.Resolved{Version: src.Version, PlainHTTP: src.PlainHTTP}
-	if src.Digest != "" { // pinned: the tag is not asked for
-		r.Ref, r.Digest = repo+"@"+src.Digest, src.Digest
-		return r, nil
-	}
 	rc, err := t.client(c, src.Host(), src.PlainHTTP)
 	if err != nil {
 		return r, Permanent(err)
 	}
-	ref := repo + ":" + strings.ReplaceAll(src.Version, "+", "_") // Helm's tags: '+' is '_'
+	// Pinned, the tag is not asked for; the digest is, so that a chart the registry does
+	// not have (or the project may not read) fails here, before anything else.
+	ref := repo + "@" + src.Digest
+	if src.Digest == "" {
+		ref = repo + ":" + strings.ReplaceAll(src.Version, "+", "_") // Helm's tags: '+' is '_'
+	}
 	desc, err := rc.Resolve(ref)
 	if err != nil {
 		return r, ociFailure(ref, err)
@@ -77,6 +78,34 @@ func (t ociTransport) Download(_ context.Context, r artifact.Resolved, c *Client
 		return nil, Permanent(fmt.Errorf("%s: chart of %d bytes is over the %d allowed", r.Ref, len(res.Chart.Data), artifact.MaxSize))
 	}
 	return res.Chart.Data, nil
+}
+
+// Provenance is the manifest's provenance layer (Helm pushes the .prov beside the chart
+// as one); the archive's file name is <chart>-<version>.tgz, as `helm package` names it.
+func (t ociTransport) Provenance(_ context.Context, r artifact.Resolved, c *Client) ([]byte, string, error) {
+	host, _, _ := strings.Cut(r.Ref, "/")
+	rc, err := t.client(c, host, r.PlainHTTP)
+	if err != nil {
+		return nil, "", Permanent(err)
+	}
+	res, err := rc.Pull(r.Ref, registry.PullOptWithChart(false), registry.PullOptWithProv(true), registry.PullOptIgnoreMissingProv(true))
+	if err != nil {
+		return nil, "", ociFailure(r.Ref, err)
+	}
+	if res.Manifest.Digest != r.Digest {
+		return nil, "", Permanent(&Mismatch{Ref: r.Ref, Want: r.Digest, Got: res.Manifest.Digest})
+	}
+	if res.Prov == nil || len(res.Prov.Data) == 0 {
+		return nil, "", Permanent(fmt.Errorf("%s: the manifest has no layer of type %s", r.Ref, registry.ProvLayerMediaType))
+	}
+	if int64(len(res.Prov.Data)) > artifact.MaxSize {
+		return nil, "", Permanent(fmt.Errorf("%s: provenance of %d bytes is over the %d allowed", r.Ref, len(res.Prov.Data), artifact.MaxSize))
+	}
+	name := ""
+	if m := res.Chart.Meta; m != nil {
+		name = m.Name + "-" + m.Version + ".tgz"
+	}
+	return res.Prov.Data, name, nil
 }
 
 // ociFailure classifies a registry client's error: what the registry refused or does not

@@ -1,7 +1,8 @@
 // Package sources fetches artifacts (charts) from where a Source says they are: an OCI
 // registry (Helm's own registry client), a Helm repository (its index.yaml) or a URL.
-// Each transport pins a source to a digest (Resolve) and fetches the pinned bytes
-// (Download); adding a transport is one type and one line in transports. Every request
+// Each transport pins a source to a digest (Resolve), fetches the pinned bytes (Download)
+// and their provenance (Provenance, when the worker has a keyring: provenance.go); adding
+// a transport is one type and one line in transports. Every request
 // goes through the admin's egress list, with the project's credentials for the host.
 package sources
 
@@ -24,6 +25,9 @@ type Transport interface {
 	Resolve(ctx context.Context, src artifact.Source, c *Client) (artifact.Resolved, error)
 	// Download fetches what r pins, checking what the source itself can check.
 	Download(ctx context.Context, r artifact.Resolved, c *Client) ([]byte, error)
+	// Provenance fetches the provenance file of what r pins (where Helm looks for it) and
+	// the archive's file name it signs for; none there is a permanent failure.
+	Provenance(ctx context.Context, r artifact.Resolved, c *Client) (prov []byte, name string, err error)
 }
 
 // transports, by artifact.Source.Transport.

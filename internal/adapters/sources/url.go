@@ -15,9 +15,22 @@ func (urlTransport) Resolve(_ context.Context, src artifact.Source, _ *Client) (
 }
 
 func (urlTransport) Download(ctx context.Context, r artifact.Resolved, c *Client) ([]byte, error) {
-	u, err := url.Parse(r.Ref)
+	u, err := urlOf(r.Ref)
+	if err != nil {
+		return nil, err
+	}
+	return get(ctx, c, r.Ref, u.Host, 0)
+}
+
+// Provenance is the archive's URL + ".prov".
+func (urlTransport) Provenance(ctx context.Context, r artifact.Resolved, c *Client) ([]byte, string, error) {
+	return provenanceURL(ctx, r, c)
+}
+
+func urlOf(ref string) (*url.URL, error) {
+	u, err := url.Parse(ref)
 	if err != nil {
 		return nil, Permanent(err)
 	}
-	return get(ctx, c, r.Ref, u.Host, 0)
+	return u, nil
 }

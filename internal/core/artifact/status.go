@@ -13,6 +13,10 @@ const (
 	StageFailed      = "Failed"      // permanently: Error says why; nothing was rendered from it
 )
 
+// ProfileKey is the key of an app's profile archive among a context's artifacts (an
+// app's chart is keyed by the app's name).
+func ProfileKey(app string) string { return "profile:" + app }
+
 // Resolved is a source pinned: what the revision deploys, whatever a tag does later.
 type Resolved struct {
 	App       string `json:"app" bson:"app"`
@@ -44,6 +48,7 @@ type Status struct {
 	Size       int64     `json:"size,omitempty" bson:"size,omitempty"`
 	Downloaded int64     `json:"downloaded,omitempty" bson:"downloaded,omitempty"`
 	Cached     bool      `json:"cached,omitempty" bson:"cached,omitempty"` // found in the store: not downloaded
+	Signer     string    `json:"signer,omitempty" bson:"signer,omitempty"` // signed its provenance (the worker's keyring verified it): name <email>
 	Retrying   bool      `json:"retrying,omitempty" bson:"retrying,omitempty"`
 	Attempts   int32     `json:"attempts,omitempty" bson:"attempts,omitempty"`
 	Error      string    `json:"error,omitempty" bson:"error,omitempty"`

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -33,6 +34,13 @@ type blobDoc struct {
 	// Used is when a revision last pinned it: Collect spares what was used lately, so that
 	// an operation that just found it keeps it.
 	Used time.Time `bson:"used"`
+	// Signer and SignerKey (its key's fingerprint) signed the provenance it was verified
+	// against when stored; none: it was stored unverified (no keyring was configured).
+	Signer    string `bson:"signer,omitempty"`
+	SignerKey string `bson:"signerKey,omitempty"`
+	// Projects fetched it from a source of theirs: only they get it from the store
+	// (Entry.UsableBy).
+	Projects []string `bson:"projects,omitempty"`
 }
 
 // NewStore is the store of db's "artifacts" collection.
@@ -56,21 +64,32 @@ func Digest(data []byte) string {
 // Put stores data (whose digest is computed here) known also by alias (none: ""), and
 // returns its digest. Storing what is there already adds the alias only.
 func (s *Store) Put(ctx context.Context, data []byte, alias string) (string, error) {
+	return s.PutSigned(ctx, data, alias, "", "")
+}
+
+// PutSigned is Put of data whose provenance was verified, signed by signer with the key
+// of fingerprint key (none: not verified); storing what is there already records them.
+func (s *Store) PutSigned(ctx context.Context, data []byte, alias, signer, key string) (string, error) {
 	if len(data) > MaxSize {
 		return "", fmt.Errorf("artifact of %d bytes is over the %d allowed", len(data), MaxSize)
 	}
 	d := Digest(data)
 	now := time.Now().UTC()
-	doc := blobDoc{ID: d, Data: data, Size: int64(len(data)), Stored: now, Used: now}
+	doc := blobDoc{ID: d, Data: data, Size: int64(len(data)), Stored: now, Used: now, Signer: signer, SignerKey: key}
 	if alias != "" && alias != d {
 		doc.Aliases = []string{alias}
 	}
 	_, err := s.coll.InsertOne(ctx, doc)
-	if mongo.IsDuplicateKeyError(err) && len(doc.Aliases) > 0 {
-		_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d}},
-			bson.D{{Key: "$addToSet", Value: bson.D{{Key: "aliases", Value: alias}}}, {Key: "$set", Value: bson.D{{Key: "used", Value: now}}}})
-	} else if mongo.IsDuplicateKeyError(err) {
-		_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d}}, bson.D{{Key: "$set", Value: bson.D{{Key: "used", Value: now}}}})
+	if mongo.IsDuplicateKeyError(err) {
+		set := bson.D{{Key: "used", Value: now}}
+		if key != "" {
+			set = append(set, bson.E{Key: "signer", Value: signer}, bson.E{Key: "signerKey", Value: key})
+		}
+		update := bson.D{{Key: "$set", Value: set}}
+		if len(doc.Aliases) > 0 {
+			update = append(update, bson.E{Key: "$addToSet", Value: bson.D{{Key: "aliases", Value: alias}}})
+		}
+		_, err = s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d}}, update)
 	}
 	return d, err
 }
@@ -97,12 +116,41 @@ func (s *Store) Get(ctx context.Context, digest string) ([]byte, error) {
 // Find returns the digest and size of the artifact stored under digest or known by it as
 // an alias, marking it used now (Collect spares it); ok is false when there is none.
 func (s *Store) Find(ctx context.Context, digest string) (blob string, size int64, ok bool, err error) {
+	e, ok, err := s.Lookup(ctx, digest)
+	return e.Blob, e.Size, ok, err
+}
+
+// Entry is a stored artifact, as Lookup finds it.
+type Entry struct {
+	Blob string // its digest
+	Size int64
+	// Signer and SignerKey (the key's fingerprint) signed the provenance it was verified
+	// against when stored; none: not verified.
+	Signer, SignerKey string
+	Projects          []string // the projects that fetched it
+}
+
+// UsableBy reports whether project may use the stored bytes: it fetched them from a source
+// of its own once. Knowing a digest proves nothing, and a source's say-so neither (an
+// index.yaml, or a server on an allowed host, may name any digest): so another project's
+// copy is never served, and a chart is downloaded once per project, stored once.
+func (e Entry) UsableBy(project string) bool { return slices.Contains(e.Projects, project) }
+
+// Grant records that project fetched the artifact stored under blob from a source of its own.
+func (s *Store) Grant(ctx context.Context, blob, project string) error {
+	_, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: blob}}, bson.D{{Key: "$addToSet", Value: bson.D{{Key: "projects", Value: project}}}})
+	return err
+}
+
+// Lookup is Find, telling also whether (and by whom) the artifact's provenance was
+// verified when it was stored.
+func (s *Store) Lookup(ctx context.Context, digest string) (Entry, bool, error) {
 	// Marked used first, then read (without its bytes): once marked, Collect leaves it.
 	use := bson.D{{Key: "$set", Value: bson.D{{Key: "used", Value: time.Now().UTC()}}}}
 	for _, filter := range []bson.D{{{Key: "_id", Value: digest}}, {{Key: "aliases", Value: digest}}} {
 		res, err := s.coll.UpdateOne(ctx, filter, use)
 		if err != nil {
-			return "", 0, false, err
+			return Entry{}, false, err
 		}
 		if res.MatchedCount == 0 {
 			continue
@@ -113,11 +161,11 @@ func (s *Store) Find(ctx context.Context, digest string) (blob string, size int6
 			continue
 		}
 		if err != nil {
-			return "", 0, false, err
+			return Entry{}, false, err
 		}
-		return doc.ID, doc.Size, true, nil
+		return Entry{Blob: doc.ID, Size: doc.Size, Signer: doc.Signer, SignerKey: doc.SignerKey, Projects: doc.Projects}, true, nil
 	}
-	return "", 0, false, nil
+	return Entry{}, false, nil
 }
 
 // Collect deletes the artifacts no revision refers to (referenced says) and none used

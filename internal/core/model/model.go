@@ -193,9 +193,11 @@ type ArtifactCredentialSpec struct {
 	Password string `json:"password,omitempty"`
 }
 
-// AppProfileSpec names the app an app profile belongs to.
+// AppProfileSpec names the app an app profile belongs to; temco's Archive names where
+// the profile's archive comes from instead of EMCO's upload (a URL with its digest).
 type AppProfileSpec struct {
-	App string `json:"app"`
+	App     string           `json:"app"`
+	Archive *artifact.Source `json:"archive,omitempty"`
 }
 
 // AppDependencySpec makes an app wait for another app on the same cluster.
