@@ -112,6 +112,7 @@ func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef, co
 func (a *Activities) resolve(ctx context.Context, in lifecycle.ContextRef, app string, src artifact.Source, creds credentials) (artifact.Resolved, error) {
 	st := artifact.Status{App: app, Source: src.Location(), Transport: src.Transport(), Stage: artifact.StageResolving}
 	c := sources.NewClient(ctx, a.Allow, creds.lookup, nil)
+	defer c.Close()
 	r, err := sources.Resolve(ctx, src, c)
 	r.App, r.Project = app, in.Target.Project
 	if err != nil {
@@ -174,6 +175,7 @@ func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput)
 			renew(ctx)
 		}
 	})
+	defer c.Close()
 	data, blob, err := sources.Download(ctx, r, c)
 	if err != nil {
 		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref, err)))
@@ -206,7 +208,9 @@ func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput)
 // keyring, returning who signed it: missing or invalid, or signed by a key not in the
 // keyring, it fails permanently.
 func (a *Activities) verifyProvenance(ctx context.Context, r artifact.Resolved, creds credentials, keyring *sources.Keyring, data []byte) (sources.Signature, error) {
-	prov, name, err := sources.DownloadProvenance(ctx, r, sources.NewClient(ctx, a.Allow, creds.lookup, nil))
+	c := sources.NewClient(ctx, a.Allow, creds.lookup, nil)
+	defer c.Close()
+	prov, name, err := sources.DownloadProvenance(ctx, r, c)
 	if err != nil {
 		return sources.Signature{}, err
 	}

@@ -128,6 +128,7 @@ func objectSets(app *appctx.App) [][]appctx.Object {
 // resolveImages fills in each image's digest (one named by digest keeps it), eight at once.
 func (a *Activities) resolveImages(ctx context.Context, images map[string]string, creds credentials, plainHTTP []string) error {
 	c := sources.NewClient(ctx, a.Allow, creds.lookup, nil)
+	defer c.Close()
 	var (
 		mu   sync.Mutex
 		errs []error

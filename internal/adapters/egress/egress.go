@@ -154,6 +154,13 @@ func (g guarded) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// CloseIdleConnections closes the idle connections of the transport below.
+func (g guarded) CloseIdleConnections() {
+	if c, ok := g.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 // Check refuses an address ("host:port") the list does not allow, before it is dialled.
 func (a *Allow) Check(addr string) error {
 	if !a.AllowsAddr(addr) {

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sync/atomic"
 	"time"
 
 	"github.com/temco/temco/internal/adapters/egress"
@@ -50,7 +51,10 @@ type Client struct {
 	Progress func(n int64)
 }
 
-// NewClient is a Client reaching the hosts of allow, each request bound to ctx.
+// Close closes the client's idle connections (each client has its own transport).
+func (c *Client) Close() { c.HTTP.CloseIdleConnections() }
+
+// NewClient is a Client reaching the hosts of allow, each request bound to ctx; Close it.
 func NewClient(ctx context.Context, allow *egress.Allow, creds func(string) (Credential, bool), progress func(int64)) *Client {
 	h := allow.HTTPClientFollowing(5 * time.Minute)
 	c := &Client{Credentials: creds, Progress: progress}
@@ -72,7 +76,7 @@ type counting struct {
 	ctx  context.Context
 	next http.RoundTripper
 	c    *Client
-	n    int64
+	n    atomic.Int64 // Helm's client fetches several blobs at once
 }
 
 func (t *counting) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -83,6 +87,13 @@ func (t *counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	return resp, err
 }
 
+// CloseIdleConnections closes the idle connections of the transport below.
+func (t *counting) CloseIdleConnections() {
+	if c, ok := t.next.(interface{ CloseIdleConnections() }); ok {
+		c.CloseIdleConnections()
+	}
+}
+
 type countingBody struct {
 	io.ReadCloser
 	t *counting
@@ -90,8 +101,7 @@ type countingBody struct {
 
 func (b *countingBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	b.t.n += int64(n)
-	b.t.c.Progress(b.t.n)
+	b.t.c.Progress(b.t.n.Add(int64(n)))
 	return n, err
 }
 
