@@ -147,25 +147,8 @@ func TestChartsAreStoredOnlyWithAProvenanceTheKeyringVerifies(t *testing.T) {
 	// fetched, FetchArtifact's error, and the app's status.
 	deploy := func() (int, error, artifact.Status) {
 		t.Helper()
-		v, err := env.ExecuteActivity(a.ResolveArtifacts, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan lifecycle.ArtifactPlan
-		if err := v.Get(&plan); err != nil {
-			t.Fatal(err)
-		}
-		var ferr error
-		for _, r := range plan.Fetch {
-			if _, err := env.ExecuteActivity(a.FetchArtifact, lifecycle.FetchInput{ContextRef: ref, Artifact: r}); err != nil {
-				ferr = err
-			}
-		}
-		h, err := a.Contexts.Get(ctx, "c1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(plan.Fetch), ferr, h.Artifacts["web"]
+		n, err, h := runPipeline(t, env, a, ref)
+		return n, err, h.Artifacts["web"]
 	}
 	final := func(err error) bool {
 		var app *temporal.ApplicationError

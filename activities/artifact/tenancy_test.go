@@ -71,26 +71,8 @@ func TestAStoredChartIsNotServedToAnotherProjectByItsDigest(t *testing.T) {
 		if err := a.Contexts.Create(ctx, &appctx.Context{ID: ctxID, DIG: dig.ID(), Instance: ctxID, Revision: 1}); err != nil {
 			t.Fatal(err)
 		}
-		ref := lifecycle.ContextRef{Target: dig, ContextID: ctxID}
-		v, err := env.ExecuteActivity(a.ResolveArtifacts, ref)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var plan lifecycle.ArtifactPlan
-		if err := v.Get(&plan); err != nil {
-			t.Fatal(err)
-		}
-		var ferr error
-		for _, r := range plan.Fetch {
-			if _, err := env.ExecuteActivity(a.FetchArtifact, lifecycle.FetchInput{ContextRef: ref, Artifact: r}); err != nil {
-				ferr = err
-			}
-		}
-		h, err := a.Contexts.Get(ctx, ctxID)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return len(plan.Fetch), ferr, h.Artifacts["web"]
+		n, err, h := runPipeline(t, env, a, lifecycle.ContextRef{Target: dig, ContextID: ctxID})
+		return n, err, h.Artifacts["web"]
 	}
 	if n, err, st := deploy("p", "/p/web.tgz"); n != 1 || err != nil || st.Stage != artifact.StageStored || st.Cached {
 		t.Fatalf("the owner's first fetch: %d, %v, %+v", n, err, st)

@@ -126,19 +126,7 @@ func (r *Registry) writeConfig() (string, error) {
 // registryAnswers succeeds when GET url (the registry's /v2/) answers 200, or 401 (it
 // asks for credentials).
 func registryAnswers(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK && resp.StatusCode != http.StatusUnauthorized {
-		return fmt.Errorf("%s: %s", url, resp.Status)
-	}
-	return nil
+	return httpAnswers(ctx, url, http.StatusOK, http.StatusUnauthorized)
 }
 
 // Proc is the running registry (nil before Start).

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -406,7 +407,10 @@ func (s *Stack) namespace() string {
 }
 
 // HTTPOK succeeds when url answers 200 OK.
-func HTTPOK(ctx context.Context, url string) error {
+func HTTPOK(ctx context.Context, url string) error { return httpAnswers(ctx, url, http.StatusOK) }
+
+// httpAnswers succeeds when GET url answers one of codes.
+func httpAnswers(ctx context.Context, url string, codes ...int) error {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return err
@@ -416,7 +420,7 @@ func HTTPOK(ctx context.Context, url string) error {
 		return err
 	}
 	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
+	if !slices.Contains(codes, resp.StatusCode) {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
