@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift bench-artifacts histories fmt clean fuzz emco-example chromium
+.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift bench-artifacts histories generate fmt clean fuzz emco-example chromium
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -25,6 +25,11 @@ APT := $(if $(filter 0,$(shell id -u)),,sudo) env DEBIAN_FRONTEND=noninteractive
 chromium:
 	@test -x /usr/bin/chromium || { $(APT) update && $(APT) install -y --no-install-recommends chromium; }
 	@/usr/bin/chromium --version 2>/dev/null
+
+## generate: hubapi's deepcopy functions and CRDs (hubapi/crds), from its Go types
+generate:
+	@BIN=$(BIN) tools/build.sh controllergen
+	$(BIN)/controller-gen object paths=./hubapi/... crd:crdVersions=v1 output:crd:artifacts:config=hubapi/crds
 
 ## build: the temco binary
 build:

@@ -2,7 +2,7 @@
 # Builds the pinned development binaries into $BIN (default .bin/) from the Go module
 # proxy only. Each tool's version is pinned by the go.mod in its folder here; a tool
 # is skipped when $BIN/.stamp/<tool> already records that version (idempotent).
-#   tools/build.sh [tool ...]    tools: temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry (default: all)
+#   tools/build.sh [tool ...]    tools: temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry controllergen (default: all)
 set -euo pipefail
 TOOLS="$(cd "$(dirname "$0")" && pwd)"
 BIN="${BIN:-$TOOLS/../.bin}"
@@ -172,6 +172,15 @@ build_registry() {
   stamp registry "$v"
 }
 
-for t in "${@:-temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry}"; do
+# controller-gen: hubapi's deepcopy functions and CustomResourceDefinitions (make generate;
+# a test checks the committed ones are what it makes).
+build_controllergen() {
+  local v; v=$(version controller-gen sigs.k8s.io/controller-tools)
+  fresh controller-gen "$v" && return
+  (cd "$TOOLS/controller-gen" && go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/controller-gen" sigs.k8s.io/controller-tools/cmd/controller-gen)
+  stamp controller-gen "$v"
+}
+
+for t in "${@:-temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry controllergen}"; do
   for one in $t; do timed "build_$one"; done
 done

@@ -29,8 +29,9 @@ func main() {
 		SilenceErrors: true,
 	}
 	servePprof(pprofAddr())
-	root.AddCommand(apiCmd(), workerCmd(), devCmd(), monitorCmd())
+	root.AddCommand(apiCmd(), workerCmd(), devCmd(), monitorCmd(), hubCmd())
 	root.AddCommand(clientCmds()...)
+	root.AddCommand(diffCmd())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := root.ExecuteContext(ctx); err != nil {

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/util/retry"
 
 	temporalclient "go.temporal.io/sdk/client"
 
@@ -326,12 +327,17 @@ func setSlots(t *testing.T, cs *kubernetes.Clientset, n int) {
 func scale(t *testing.T, cs *kubernetes.Clientset, replicas int32) {
 	t.Helper()
 	deps := cs.AppsV1().Deployments("default")
-	sc, err := deps.GetScale(context.Background(), "scaled", metav1.GetOptions{})
+	// temco's update of the Deployment may come between the read and the write: read again.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		sc, err := deps.GetScale(context.Background(), "scaled", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		sc.Spec.Replicas = replicas
+		_, err = deps.UpdateScale(context.Background(), "scaled", sc, metav1.UpdateOptions{})
+		return err
+	})
 	if err != nil {
-		t.Fatal(err)
-	}
-	sc.Spec.Replicas = replicas
-	if _, err := deps.UpdateScale(context.Background(), "scaled", sc, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	poll.Until(t, fmt.Sprintf("the Deployment at %d replicas", replicas), time.Minute, func(ctx context.Context) error {

@@ -19,6 +19,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
+
+	"github.com/temco/temco/hubapi"
 )
 
 // crdFiles are the hand-written CustomResourceDefinitions every local cluster holds, so
@@ -75,7 +77,8 @@ func ModuleCRDFiles(binDir string) ([]CRDFile, error) {
 }
 
 // ClusterCRDFiles reads every definition a local cluster applies at start: the
-// embedded ones, then those of the modules in binDir/crds.
+// embedded ones, those of the modules in binDir/crds, and temco's own kinds (any local
+// cluster may be a hub: cluster1 is the stack's).
 func ClusterCRDFiles(binDir string) ([]CRDFile, error) {
 	files, err := CRDFiles()
 	if err != nil {
@@ -85,7 +88,14 @@ func ClusterCRDFiles(binDir string) ([]CRDFile, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(files, mod...), nil
+	own, err := readCRDFiles(hubapi.CRDs, "crds/*.yaml")
+	if err != nil {
+		return nil, err
+	}
+	for i := range own {
+		own[i].Name = "temco/" + own[i].Name
+	}
+	return append(append(files, mod...), own...), nil
 }
 
 // readCRDFiles reads the definitions in the files of fsys matching pattern, in name order.

@@ -20,6 +20,10 @@ var wantCRDs = []struct {
 	clusterScoped                      bool
 	alsoServed                         []string // versions served besides version, which is stored
 }{
+	// temco's own (hubapi), for `temco hub`
+	{file: "temco/temco.io_deploymentintentgroups.yaml", group: "temco.io", version: "v1alpha1", kind: "DeploymentIntentGroup",
+		plural: "deploymentintentgroups", shortNames: []string{"dig"}},
+	{file: "temco/temco.io_clusters.yaml", group: "temco.io", version: "v1alpha1", kind: "Cluster", plural: "clusters", clusterScoped: true},
 	{file: "multus/networks-crd.yaml", group: "k8s.cni.cncf.io", version: "v1", kind: "NetworkAttachmentDefinition",
 		plural: "network-attachment-definitions", shortNames: []string{"net-attach-def"}},
 	{file: "k8s.plugin.opnfv.org.yaml", group: "k8s.plugin.opnfv.org", version: "v1alpha1", kind: "Network", plural: "networks", openSpec: true},

@@ -66,6 +66,9 @@ type Config struct {
 	RegistryPort int
 	HelmRepoPort int
 
+	// Hub runs `temco hub` against cluster1, which then holds temco's declarative kinds.
+	Hub bool
+
 	Namespace        string
 	TaskQueue        string
 	SearchAttributes map[string]string
@@ -106,6 +109,9 @@ type Stack struct {
 
 	Registry *Registry // the OCI registry (CNCF distribution): charts pushed as OCI artifacts
 	HelmRepo *HelmRepo // the Helm chart repository (index.yaml and archives), run in this process
+
+	HubProc *Proc // with Hub: temco hub
+	hubPort int   // its /readyz
 }
 
 // Start brings every component up in dependency order and waits for each to be ready.
@@ -287,6 +293,9 @@ func (s *Stack) startTemco(ctx context.Context) error {
 			return err
 		}
 	}
+	if s.cfg.Hub && len(s.Clusters) > 0 {
+		return s.StartHub(ctx)
+	}
 	return nil
 }
 
@@ -429,7 +438,7 @@ func httpAnswers(ctx context.Context, url string, codes ...int) error {
 // Procs lists every running process of the stack.
 func (s *Stack) Procs() []*Proc {
 	var out []*Proc
-	procs := []*Proc{s.API, s.Worker, s.Temporal.Proc(), s.Mongo.Proc()}
+	procs := []*Proc{s.API, s.Worker, s.HubProc, s.Temporal.Proc(), s.Mongo.Proc()}
 	if s.Postgres != nil {
 		procs = append(procs, s.Postgres.Proc())
 	}
@@ -479,6 +488,7 @@ func (s *Stack) Wait(ctx context.Context) error {
 // Stop ends temco first, then the clusters, the OCI registry and the Helm repository,
 // FerretDB and Temporal.
 func (s *Stack) Stop() {
+	s.HubProc.Stop(15 * time.Second)
 	for _, p := range append(s.MoreWorkers, s.MoreAPIs...) {
 		p.Stop(15 * time.Second)
 	}
@@ -535,6 +545,9 @@ func (s *Stack) Summary(w io.Writer) {
 	}
 	if s.Registry != nil {
 		s.artifactsSummary(w)
+	}
+	if s.HubProc != nil {
+		fmt.Fprintf(w, "  temco hub         kubectl --kubeconfig %s get temco -A (temco.io objects; docs/hub.md)\n", s.Hub().Kubeconfig())
 	}
 	fmt.Fprintf(w, "  metrics           http://127.0.0.1:%d/metrics (api), http://127.0.0.1:%d/metrics (worker)\n", s.cfg.APIPort, s.cfg.MetricsPort)
 	fmt.Fprintf(w, "  logs              %s\n", filepath.Join(s.cfg.DataDir, "logs"))

@@ -1,0 +1,233 @@
+package hub
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/temco/temco/hubapi/v1alpha1"
+)
+
+// opStatus is the part of a lifecycle target's status answer (GET …/status) the hub reads.
+type opStatus struct {
+	States struct {
+		Actions []struct {
+			State string `json:"state"`
+		} `json:"actions"`
+	} `json:"states"`
+	DeployedStatus string         `json:"deployedStatus"`
+	DeployedCounts map[string]int `json:"deployedCounts"`
+	Instance       string         `json:"instance"`
+	Revision       int            `json:"revision"`
+	Error          string         `json:"error"`
+	Operation      *struct {
+		WorkflowID string `json:"workflowId"`
+	} `json:"operation"`
+	Rollout *struct {
+		Stage string `json:"stage"`
+	} `json:"rollout"`
+}
+
+// state is the target's lifecycle state (its last action's), "Created" when none.
+func (s opStatus) state() string {
+	if n := len(s.States.Actions); n > 0 {
+		return s.States.Actions[n-1].State
+	}
+	return "Created"
+}
+
+// running reports whether an operation of the target is under way.
+func (s opStatus) running() bool {
+	return s.Operation != nil || strings.HasSuffix(s.DeployedStatus, "ing")
+}
+
+// failed reports whether the last operation failed.
+func (s opStatus) failed() bool { return strings.HasSuffix(s.DeployedStatus, "Failed") }
+
+func (r *Reconciler) status(ctx context.Context, path string) (opStatus, error) {
+	var s opStatus
+	_, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/status?status=deployed&output=summary"}, &s)
+	return s, err
+}
+
+// opAnswer is an operation's 202.
+type opAnswer struct {
+	WorkflowID string `json:"workflowId"`
+	ContextID  string `json:"contextId"`
+}
+
+func (r *Reconciler) operate(ctx context.Context, owner, path, op string, body any) (opAnswer, error) {
+	var a opAnswer
+	_, err := r.REST.do(ctx, request{method: http.MethodPost, path: path + "/" + op, owner: owner, body: body}, &a)
+	return a, err
+}
+
+// digAfter drives a DIG to its desired state, one step per look: it never starts an
+// operation while another runs, and an operation once started is Temporal's to finish.
+func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n *node) (time.Duration, error) {
+	owner, path := ownerOf("DeploymentIntentGroup", o), n.path()
+	s, err := r.status(ctx, path)
+	if err != nil {
+		return 0, err
+	}
+	st := &o.Status
+	st.State, st.Revision, st.ContextID = s.state(), s.Revision, s.Instance
+	st.RolloutStage = ""
+	if s.Rollout != nil {
+		st.RolloutStage = s.Rollout.Stage
+	}
+	st.Clusters = counts(s.DeployedCounts)
+	if s.Operation != nil {
+		st.WorkflowID = s.Operation.WorkflowID
+	}
+	if s.failed() {
+		setCondition(o, v1.Degraded, metav1.ConditionTrue, s.DeployedStatus, s.Error)
+	} else {
+		setCondition(o, v1.Degraded, metav1.ConditionFalse, "NoFailure", "")
+	}
+	if s.running() {
+		setCondition(o, v1.Progressing, metav1.ConditionTrue, s.DeployedStatus, "an operation runs: "+st.WorkflowID)
+		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", "an operation runs")
+		return followRunning, nil
+	}
+	setCondition(o, v1.Progressing, metav1.ConditionFalse, "Idle", "")
+	// start starts op; done records what it carried out, once the API took it (a request
+	// that failed is tried again).
+	start := func(op string, body any, done func()) (time.Duration, error) {
+		a, err := r.operate(ctx, owner, path, op, body)
+		if err != nil {
+			return 0, err
+		}
+		if done != nil {
+			done()
+		}
+		st.Operation, st.WorkflowID = op, a.WorkflowID
+		if op == "instantiate" || op == "update" {
+			st.DeployedHash = st.AppliedHash
+		}
+		setCondition(o, v1.Progressing, metav1.ConditionTrue, "Started", op+" started: "+a.WorkflowID)
+		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", op+" started")
+		return followRunning, nil
+	}
+	want, state := o.Spec.State, s.state()
+	switch {
+	case want == v1.StateCreated:
+	case want == v1.StateApproved && (state == "Created" || state == "Terminated"):
+		return start("approve", nil, nil)
+	case (want == v1.StateApproved || want == v1.StateTerminated) && isDeployed(state):
+		return start("terminate", nil, nil)
+	case want == v1.StateInstantiated && state == "Created":
+		if _, err := r.operate(ctx, owner, path, "approve", nil); err != nil {
+			return 0, err
+		}
+		return start("instantiate", nil, nil)
+	case want == v1.StateInstantiated && (state == "Approved" || state == "Terminated"):
+		return start("instantiate", nil, nil)
+	case want == v1.StateInstantiated && state == "Instantiated":
+		if rb := o.Annotations[v1.AnnotationRollback]; rb != "" && rb != st.RollbackRequest {
+			spec := map[string]any{"revision": rb}
+			if _, err := strconv.Atoi(rb); err != nil {
+				spec = map[string]any{"snapshot": rb}
+			}
+			return start("rollback", map[string]any{"spec": spec}, func() { st.RollbackRequest = rb })
+		}
+		up := o.Annotations[v1.AnnotationUpdate]
+		if st.DeployedHash != st.AppliedHash || up != "" && up != st.UpdateRequest {
+			return start("update", nil, func() { st.UpdateRequest = up })
+		}
+	}
+	ready := want == "" || want == state || want == v1.StateApproved && state == "Approved"
+	if ready && !s.failed() {
+		setCondition(o, v1.Ready, metav1.ConditionTrue, state, "the DIG is "+state)
+	} else {
+		setCondition(o, v1.Ready, metav1.ConditionFalse, state, "the DIG is "+state+", wanted "+want)
+	}
+	return 0, nil
+}
+
+// isDeployed: states a terminate starts from.
+func isDeployed(state string) bool {
+	return state == "Instantiated" || state == "InstantiateStopped" || state == "TerminateStopped"
+}
+
+// digFinalize terminates a deployed DIG, waits for it, then deletes the DIG's resources.
+func digFinalize(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n *node) (bool, error) {
+	owner, path := ownerOf("DeploymentIntentGroup", o), n.path()
+	s, err := r.status(ctx, path)
+	if err != nil {
+		return false, err
+	}
+	if s.running() {
+		return false, nil
+	}
+	if isDeployed(s.state()) {
+		a, err := r.operate(ctx, owner, path, "terminate", nil)
+		if err != nil {
+			return false, err
+		}
+		o.Status.Operation, o.Status.WorkflowID = "terminate", a.WorkflowID
+		setCondition(o, v1.Progressing, metav1.ConditionTrue, "Terminating", "deleted: terminate started: "+a.WorkflowID)
+		return false, nil
+	}
+	t := &tree{rest: r.REST, owner: owner}
+	return true, t.remove(ctx, path, n.children)
+}
+
+// cloudAfter instantiates a logical cloud once its references are written.
+func cloudAfter(ctx context.Context, r *Reconciler, o *v1.LogicalCloud, n *node) (time.Duration, error) {
+	s, err := r.status(ctx, n.path())
+	if err != nil {
+		return 0, err
+	}
+	switch {
+	case s.running():
+		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", "an operation runs")
+		return followRunning, nil
+	case s.state() == "Created" || s.state() == "Terminated":
+		if _, err := r.operate(ctx, ownerOf("LogicalCloud", o), n.path(), "instantiate", nil); err != nil {
+			return 0, err
+		}
+		setCondition(o, v1.Ready, metav1.ConditionFalse, "Instantiating", "instantiate started")
+		return followRunning, nil
+	case s.failed():
+		setCondition(o, v1.Ready, metav1.ConditionFalse, s.DeployedStatus, s.Error)
+	default:
+		setCondition(o, v1.Ready, metav1.ConditionTrue, s.state(), "the logical cloud is "+s.state())
+	}
+	return 0, nil
+}
+
+// cloudFinalize terminates an instantiated logical cloud, then deletes it.
+func cloudFinalize(ctx context.Context, r *Reconciler, o *v1.LogicalCloud, n *node) (bool, error) {
+	s, err := r.status(ctx, n.path())
+	if err != nil || s.running() {
+		return false, err
+	}
+	if isDeployed(s.state()) {
+		_, err := r.operate(ctx, ownerOf("LogicalCloud", o), n.path(), "terminate", nil)
+		return false, err
+	}
+	t := &tree{rest: r.REST, owner: ownerOf("LogicalCloud", o)}
+	return true, t.remove(ctx, n.path(), n.children)
+}
+
+// counts reads a status's deployedCounts (state → clusters).
+func counts(m map[string]int) v1.Counts {
+	var c v1.Counts
+	for k, v := range m {
+		c.Total += v
+		switch k {
+		case "Applied", "Deployed", "Instantiated":
+			c.Deployed += v
+		case "Failed":
+			c.Failed += v
+		case "Retrying":
+			c.Retrying += v
+		}
+	}
+	return c
+}

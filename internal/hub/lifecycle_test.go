@@ -1,0 +1,252 @@
+package hub
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	v1 "github.com/temco/temco/hubapi/v1alpha1"
+)
+
+// lifecycle is a DIG stored in the fake API whose status answer the test chooses.
+type lifecycle struct {
+	api  *fakeAPI
+	r    *Reconciler
+	o    *v1.DeploymentIntentGroup
+	n    *node
+	path string
+}
+
+func newLifecycle(t *testing.T, want string) *lifecycle {
+	t.Helper()
+	api := newFakeAPI(t)
+	o := dig()
+	o.Spec.State = want
+	o.Status.AppliedHash = "applied"
+	n, err := digNode(context.Background(), files{}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	api.seed(n.path(), ownerOf("DeploymentIntentGroup", o), n.body)
+	return &lifecycle{api: api, r: &Reconciler{REST: api.rest()}, o: o, n: n, path: n.path()}
+}
+
+// temco says the DIG is in state (no actions: Created), deployedStatus, an operation
+// running or not.
+func (l *lifecycle) temco(state, deployed string, running bool) {
+	s := map[string]any{"deployedStatus": deployed, "revision": 2, "instance": "ctx-1"}
+	if state != "" {
+		s["states"] = map[string]any{"actions": []any{map[string]any{"state": "Created"}, map[string]any{"state": state}}}
+	}
+	if running {
+		s["operation"] = map[string]any{"workflowId": "wf-running"}
+	}
+	l.api.setStatus(l.path, s)
+}
+
+func (l *lifecycle) after(t *testing.T) time.Duration {
+	t.Helper()
+	l.api.reset()
+	next, err := digAfter(context.Background(), l.r, l.o, l.n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range l.api.all() {
+		if c.Method == http.MethodGet && strings.HasSuffix(c.Path, "/status") && !strings.Contains(c.Query, "status=deployed") {
+			t.Errorf("status read without status=deployed: %s?%s", c.Path, c.Query)
+		}
+	}
+	return next
+}
+
+func (l *lifecycle) condition(t *testing.T, typ string) metav1.ConditionStatus {
+	t.Helper()
+	c := meta.FindStatusCondition(l.o.Status.Conditions, typ)
+	if c == nil {
+		t.Fatalf("no %s condition", typ)
+	}
+	return c.Status
+}
+
+func TestDigAfterApprovesThenInstantiatesACreatedDIG(t *testing.T) {
+	l := newLifecycle(t, v1.StateInstantiated)
+	l.temco("", "", false)
+	if next := l.after(t); next != followRunning {
+		t.Errorf("next look in %v, want %v", next, followRunning)
+	}
+	w := l.api.writes()
+	wantCalls(t, w, "POST "+l.path+"/approve", "POST "+l.path+"/instantiate")
+	for _, c := range w {
+		if c.Owner != "hub:DeploymentIntentGroup/p1/shop-prod-k8s" {
+			t.Errorf("%s owner %q", c, c.Owner)
+		}
+	}
+	st := l.o.Status
+	if st.DeployedHash != "applied" || st.Operation != "instantiate" || st.WorkflowID != "wf-instantiate" {
+		t.Errorf("status deployedHash %q operation %q workflow %q", st.DeployedHash, st.Operation, st.WorkflowID)
+	}
+	if st.State != "Created" || st.Revision != 2 || st.ContextID != "ctx-1" {
+		t.Errorf("status state %q revision %d context %q", st.State, st.Revision, st.ContextID)
+	}
+	if l.condition(t, v1.Progressing) != metav1.ConditionTrue || l.condition(t, v1.Ready) != metav1.ConditionFalse {
+		t.Errorf("conditions %v", l.o.Status.Conditions)
+	}
+}
+
+func TestDigAfterLeavesAnUpToDateInstantiatedDIG(t *testing.T) {
+	l := newLifecycle(t, v1.StateInstantiated)
+	l.o.Status.DeployedHash = "applied"
+	l.temco("Instantiated", "Instantiated", false)
+	if next := l.after(t); next != 0 {
+		t.Errorf("next look in %v, want the periodic recheck (0)", next)
+	}
+	wantCalls(t, l.api.writes())
+	if l.condition(t, v1.Ready) != metav1.ConditionTrue || l.condition(t, v1.Progressing) != metav1.ConditionFalse {
+		t.Errorf("conditions %v", l.o.Status.Conditions)
+	}
+}
+
+func TestDigAfterUpdatesWhenTheConfigurationChanged(t *testing.T) {
+	l := newLifecycle(t, v1.StateInstantiated)
+	l.o.Status.DeployedHash = "deployed-before"
+	l.temco("Instantiated", "Instantiated", false)
+	l.after(t)
+	wantCalls(t, l.api.writes(), "POST "+l.path+"/update")
+	if l.o.Status.DeployedHash != "applied" {
+		t.Errorf("deployedHash %q, want applied", l.o.Status.DeployedHash)
+	}
+	l.after(t) // the update's done: the hashes agree now
+	wantCalls(t, l.api.writes())
+}
+
+func TestDigAfterUpdatesOncePerUpdateAnnotation(t *testing.T) {
+	l := newLifecycle(t, v1.StateInstantiated)
+	l.o.Status.DeployedHash = "applied"
+	l.o.Annotations = map[string]string{v1.AnnotationUpdate: "tag-moved-1"}
+	l.temco("Instantiated", "Instantiated", false)
+	l.after(t)
+	wantCalls(t, l.api.writes(), "POST "+l.path+"/update")
+	if l.o.Status.UpdateRequest != "tag-moved-1" {
+		t.Errorf("updateRequest %q", l.o.Status.UpdateRequest)
+	}
+	l.after(t)
+	wantCalls(t, l.api.writes())
+	l.o.Annotations[v1.AnnotationUpdate] = "tag-moved-2"
+	l.after(t)
+	wantCalls(t, l.api.writes(), "POST "+l.path+"/update")
+}
+
+// A request the API did not take (a 5xx) is not recorded as carried out: the next look
+// asks again.
+func TestDigAfterKeepsAnUpdateRequestTheAPIDidNotTake(t *testing.T) {
+	l := newLifecycle(t, v1.StateInstantiated)
+	l.o.Status.DeployedHash = "applied"
+	l.o.Annotations = map[string]string{v1.AnnotationUpdate: "tag-moved-1"}
+	l.temco("Instantiated", "Instantiated", false)
+	l.api.answer(http.MethodPost, l.path+"/update", http.StatusServiceUnavailable, `{"message":"later"}`)
+	if _, err := digAfter(context.Background(), l.r, l.o, l.n); err == nil {
+		t.Fatal("no error from a 503")
+	}
+	if l.o.Status.UpdateRequest != "" {
+		t.Errorf("updateRequest %q recorded though the update was not started", l.o.Status.UpdateRequest)
+	}
+}
+
+func TestDigAfterRollsBack(t *testing.T) {
+	for _, c := range []struct {
+		annotation string
+		spec       map[string]any
+	}{
+		{"1", map[string]any{"revision": "1"}},
+		{"snap-7f3a", map[string]any{"snapshot": "snap-7f3a"}},
+	} {
+		t.Run(c.annotation, func(t *testing.T) {
+			l := newLifecycle(t, v1.StateInstantiated)
+			l.o.Status.DeployedHash = "applied"
+			l.o.Annotations = map[string]string{v1.AnnotationRollback: c.annotation}
+			l.temco("Instantiated", "Instantiated", false)
+			l.after(t)
+			w := l.api.writes()
+			wantCalls(t, w, "POST "+l.path+"/rollback")
+			sameJSON(t, "rollback body", w[0].Body, map[string]any{"spec": c.spec})
+			if l.o.Status.RollbackRequest != c.annotation || l.o.Status.Operation != "rollback" {
+				t.Errorf("rollbackRequest %q operation %q", l.o.Status.RollbackRequest, l.o.Status.Operation)
+			}
+			l.after(t)
+			wantCalls(t, l.api.writes())
+		})
+	}
+}
+
+func TestDigAfterStartsNothingWhileAnOperationRuns(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		deployed string
+		running  bool
+	}{
+		{"operation set", "Instantiated", true},
+		{"deployedStatus Instantiating", "Instantiating", false},
+		{"deployedStatus Updating", "Updating", false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLifecycle(t, v1.StateInstantiated)
+			l.o.Status.DeployedHash = "deployed-before" // an update is due, once the operation ends
+			l.o.Annotations = map[string]string{v1.AnnotationRollback: "1"}
+			l.temco("Instantiated", c.deployed, c.running)
+			if next := l.after(t); next != followRunning {
+				t.Errorf("next look in %v, want %v", next, followRunning)
+			}
+			wantCalls(t, l.api.writes())
+			if l.condition(t, v1.Progressing) != metav1.ConditionTrue || l.condition(t, v1.Ready) != metav1.ConditionFalse {
+				t.Errorf("conditions %v", l.o.Status.Conditions)
+			}
+			if c.running && l.o.Status.WorkflowID != "wf-running" {
+				t.Errorf("workflowId %q", l.o.Status.WorkflowID)
+			}
+		})
+	}
+}
+
+func TestDigAfterTerminates(t *testing.T) {
+	l := newLifecycle(t, v1.StateTerminated)
+	l.temco("Instantiated", "Instantiated", false)
+	l.after(t)
+	wantCalls(t, l.api.writes(), "POST "+l.path+"/terminate")
+	if l.o.Status.Operation != "terminate" {
+		t.Errorf("operation %q", l.o.Status.Operation)
+	}
+	l.temco("Terminated", "Terminated", false)
+	l.after(t)
+	wantCalls(t, l.api.writes())
+	if l.condition(t, v1.Ready) != metav1.ConditionTrue {
+		t.Errorf("Terminated as wanted, but not Ready: %v", l.o.Status.Conditions)
+	}
+}
+
+func TestDigAfterReturnsARefusal(t *testing.T) {
+	l := newLifecycle(t, v1.StateInstantiated)
+	l.temco("Approved", "", false)
+	l.api.answer(http.MethodPost, l.path+"/instantiate", http.StatusBadRequest, `{"message":"the logical cloud is not instantiated"}`)
+	_, err := digAfter(context.Background(), l.r, l.o, l.n)
+	if r := mustRefuse(t, err, http.StatusBadRequest); r.Message != "the logical cloud is not instantiated" {
+		t.Errorf("message %q", r.Message)
+	}
+	if l.o.Status.DeployedHash != "" {
+		t.Errorf("deployedHash %q recorded for an instantiate that did not start", l.o.Status.DeployedHash)
+	}
+}
+
+func TestDigAfterReportsAFailedOperationAsDegraded(t *testing.T) {
+	l := newLifecycle(t, v1.StateInstantiated)
+	l.o.Status.DeployedHash = "applied"
+	l.temco("Instantiated", "InstantiateFailed", false)
+	l.after(t)
+	if l.condition(t, v1.Degraded) != metav1.ConditionTrue || l.condition(t, v1.Ready) != metav1.ConditionFalse {
+		t.Errorf("conditions %v", l.o.Status.Conditions)
+	}
+}

@@ -1,0 +1,64 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime"
+	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/healthz"
+	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
+
+	v1 "github.com/temco/temco/hubapi/v1alpha1"
+)
+
+// Config is what `temco hub` runs with.
+type Config struct {
+	Kube        *rest.Config
+	REST        *REST
+	Namespace   string // the hub controller's namespace: its lease, cluster-scoped kinds' Secrets
+	LeaderElect bool
+	HealthAddr  string // "" : none
+}
+
+// Run reconciles temco's kinds on the hub until ctx ends. With LeaderElect, one of the
+// processes that run it works at a time; the others take over when its lease lapses.
+func Run(ctx context.Context, cfg Config) error {
+	scheme := runtime.NewScheme()
+	if err := clientgoscheme.AddToScheme(scheme); err != nil {
+		return err
+	}
+	if err := v1.AddToScheme(scheme); err != nil {
+		return err
+	}
+	lease := 15 * time.Second
+	mgr, err := ctrl.NewManager(cfg.Kube, ctrl.Options{
+		Scheme:                        scheme,
+		Metrics:                       server.Options{BindAddress: "0"},
+		HealthProbeBindAddress:        cfg.HealthAddr,
+		LeaderElection:                cfg.LeaderElect,
+		LeaderElectionID:              "temco-hub",
+		LeaderElectionNamespace:       cfg.Namespace,
+		LeaderElectionReleaseOnCancel: true,
+		LeaseDuration:                 &lease,
+	})
+	if err != nil {
+		return fmt.Errorf("hub: %w", err)
+	}
+	r := &Reconciler{Kube: mgr.GetClient(), REST: cfg.REST, Events: mgr.GetEventRecorder("temco-hub"), Namespace: cfg.Namespace}
+	if err := setup(mgr, r); err != nil {
+		return err
+	}
+	if cfg.HealthAddr != "" {
+		if err := mgr.AddHealthzCheck("ping", healthz.Ping); err != nil {
+			return err
+		}
+		if err := mgr.AddReadyzCheck("ping", healthz.Ping); err != nil {
+			return err
+		}
+	}
+	return mgr.Start(ctx)
+}

@@ -1,0 +1,247 @@
+package hub
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/events"
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
+	"sigs.k8s.io/controller-runtime/pkg/log"
+
+	v1 "github.com/temco/temco/hubapi/v1alpha1"
+)
+
+// Finalizer keeps a declared object until its temco resources are gone (a DIG's
+// deployment terminated first).
+const Finalizer = "temco.io/hub"
+
+// Requeue intervals: a refused object is tried again in case what it waits for (its
+// project, its composite app) appears; a running operation is followed until it ends.
+const (
+	retryRefused   = 30 * time.Second
+	followRunning  = 5 * time.Second
+	defaultRecheck = 5 * time.Minute // a periodic check, for changes made around the hub
+)
+
+// object is what every kind's type is to the reconciler.
+type object interface {
+	client.Object
+	StatusCommon() *v1.CommonStatus
+}
+
+// kindOps is what differs between kinds.
+type kindOps[T object] struct {
+	kind string
+	new  func() T
+	// build declares the object's temco resources; f reads its ConfigMaps and Secrets.
+	build func(ctx context.Context, r *Reconciler, o T) (*node, error)
+	// after runs once the resources are written (a DIG's lifecycle); it answers when to
+	// look again (0: at the periodic recheck).
+	after func(ctx context.Context, r *Reconciler, o T, n *node) (time.Duration, error)
+	// finalize removes the temco resources; done false: look again (an operation runs).
+	finalize func(ctx context.Context, r *Reconciler, o T, n *node) (done bool, err error)
+}
+
+// Reconciler holds what every kind's reconciler shares.
+type Reconciler struct {
+	Kube      client.Client
+	REST      *REST
+	Events    events.EventRecorder
+	Namespace string // the hub controller's own: cluster-scoped kinds' Secrets and ConfigMaps
+}
+
+// ownerOf is the owner string of o's temco resources.
+func ownerOf(kind string, o client.Object) string {
+	if o.GetNamespace() == "" {
+		return fmt.Sprintf("hub:%s/%s", kind, o.GetName())
+	}
+	return fmt.Sprintf("hub:%s/%s/%s", kind, o.GetNamespace(), o.GetName())
+}
+
+// filesFor reads from the object's namespace, or the hub's for a cluster-scoped kind.
+func (r *Reconciler) filesFor(o client.Object) files {
+	ns := o.GetNamespace()
+	if ns == "" {
+		ns = r.Namespace
+	}
+	// Deleting needs only the paths: a ConfigMap deleted first must not keep the object.
+	return files{kube: r.Kube, namespace: ns, lenient: !o.GetDeletionTimestamp().IsZero()}
+}
+
+// generic is one kind's controller-runtime reconciler.
+type generic[T object] struct {
+	*Reconciler
+	ops kindOps[T]
+}
+
+func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
+	o := g.ops.new()
+	if err := g.Kube.Get(ctx, req.NamespacedName, o); err != nil {
+		return ctrl.Result{}, client.IgnoreNotFound(err)
+	}
+	t := &tree{rest: g.REST, owner: ownerOf(g.ops.kind, o)}
+	st := o.StatusCommon()
+	before := st.DeepCopy()
+	n, buildErr := g.ops.build(ctx, g.Reconciler, o)
+	if !o.GetDeletionTimestamp().IsZero() {
+		return g.delete(ctx, o, n)
+	}
+	if controllerutil.AddFinalizer(o, Finalizer) {
+		if err := g.Kube.Update(ctx, o); err != nil {
+			return ctrl.Result{}, err
+		}
+	}
+	if n != nil {
+		st.Path = "/v2" + n.path()
+	}
+	res, err := g.reconcile(ctx, o, t, n, buildErr)
+	st.ObservedGeneration = o.GetGeneration()
+	if !equalStatus(before, st) || g.ops.kind == "DeploymentIntentGroup" {
+		if uerr := g.Kube.Status().Update(ctx, o); uerr != nil && !apierrors.IsConflict(uerr) {
+			return ctrl.Result{}, uerr
+		} else if uerr != nil {
+			return ctrl.Result{Requeue: true}, nil
+		}
+	}
+	return res, err
+}
+
+// reconcile writes the resources when the configuration changed, then runs the kind's
+// lifecycle; a refusal is reported on the object and tried again later.
+func (g *generic[T]) reconcile(ctx context.Context, o T, t *tree, n *node, buildErr error) (ctrl.Result, error) {
+	st := o.StatusCommon()
+	if buildErr != nil {
+		return g.refused(o, buildErr)
+	}
+	h := hashNode(n)
+	if h != st.AppliedHash || !meta.IsStatusConditionTrue(st.Conditions, v1.Accepted) {
+		err := t.apply(ctx, n)
+		if t.wrote > 0 || err == nil { // what it wrote is the object's: its delete removes it
+			st.Owner = v1.OwnerHub
+		}
+		if err != nil {
+			return g.refused(o, err)
+		}
+		st.AppliedHash = h
+		if t.wrote > 0 {
+			log.FromContext(ctx).Info("wrote temco resources", "path", n.path(), "resources", t.wrote)
+		}
+	}
+	setCondition(o, v1.Accepted, metav1.ConditionTrue, "Accepted", "temco accepted the configuration")
+	if g.ops.after == nil {
+		setCondition(o, v1.Ready, metav1.ConditionTrue, "Stored", "stored in temco")
+		return ctrl.Result{RequeueAfter: defaultRecheck}, nil
+	}
+	next, err := g.ops.after(ctx, g.Reconciler, o, n)
+	if r, ok := IsRefusal(err); ok {
+		return g.refused(o, r)
+	}
+	if err != nil {
+		return ctrl.Result{}, err
+	}
+	if next == 0 {
+		next = defaultRecheck
+	}
+	return ctrl.Result{RequeueAfter: next}, nil
+}
+
+// refused reports a 4xx (or an unreadable ConfigMap) on the object — condition and
+// Event — and looks again later; anything else is returned for controller-runtime's
+// backoff.
+func (g *generic[T]) refused(o T, err error) (ctrl.Result, error) {
+	r, ok := IsRefusal(err)
+	if !ok {
+		if apierrors.IsNotFound(err) { // a ConfigMap or Secret not there (yet)
+			r = &Refusal{Code: 404, Message: err.Error()}
+		} else {
+			return ctrl.Result{}, err
+		}
+	}
+	if c := meta.FindStatusCondition(o.StatusCommon().Conditions, v1.Accepted); c == nil || c.Message != r.Message || c.Status != metav1.ConditionFalse {
+		g.Events.Eventf(o, nil, corev1.EventTypeWarning, "Refused", "Reconcile", "%s", r.Message)
+	}
+	setCondition(o, v1.Accepted, metav1.ConditionFalse, "Refused", r.Message)
+	setCondition(o, v1.Ready, metav1.ConditionFalse, "NotAccepted", "the configuration was refused")
+	return ctrl.Result{RequeueAfter: retryRefused}, nil
+}
+
+// delete removes the temco resources, then the finalizer.
+func (g *generic[T]) delete(ctx context.Context, o T, n *node) (ctrl.Result, error) {
+	if !controllerutil.ContainsFinalizer(o, Finalizer) {
+		return ctrl.Result{}, nil
+	}
+	// Only what the object wrote is removed: nothing when it never got its resource (a
+	// path apply refuses, a name REST holds).
+	if n != nil && checkPath(n.path()) == nil && o.StatusCommon().Owner == v1.OwnerHub {
+		done, err := g.ops.finalize(ctx, g.Reconciler, o, n)
+		if r, ok := IsRefusal(err); ok {
+			setCondition(o, v1.Ready, metav1.ConditionFalse, "DeleteRefused", r.Message)
+			g.Events.Eventf(o, nil, corev1.EventTypeWarning, "DeleteRefused", "Delete", "%s", r.Message)
+			_ = g.Kube.Status().Update(ctx, o)
+			return ctrl.Result{RequeueAfter: retryRefused}, nil
+		}
+		if err != nil {
+			return ctrl.Result{}, err
+		}
+		if !done {
+			_ = g.Kube.Status().Update(ctx, o)
+			return ctrl.Result{RequeueAfter: followRunning}, nil
+		}
+	}
+	controllerutil.RemoveFinalizer(o, Finalizer)
+	return ctrl.Result{}, g.Kube.Update(ctx, o)
+}
+
+// removeTree is the finalize of the kinds with no lifecycle: delete the resource tree.
+func removeTree[T object](kind string) func(ctx context.Context, r *Reconciler, o T, n *node) (bool, error) {
+	return func(ctx context.Context, r *Reconciler, o T, n *node) (bool, error) {
+		t := &tree{rest: r.REST, owner: ownerOf(kind, o)}
+		return true, t.remove(ctx, n.path(), n.children)
+	}
+}
+
+func setCondition(o object, typ string, status metav1.ConditionStatus, reason, msg string) {
+	meta.SetStatusCondition(&o.StatusCommon().Conditions, metav1.Condition{Type: typ, Status: status, Reason: reason,
+		Message: msg, ObservedGeneration: o.GetGeneration()})
+}
+
+// hashNode is the configuration a tree declares, files by digest.
+func hashNode(n *node) string {
+	type flat struct {
+		Path     string
+		Body     any
+		File     string
+		Children []string
+	}
+	var walk func(*node) string
+	walk = func(n *node) string {
+		f := flat{Path: n.path(), Body: n.body}
+		if n.multipart {
+			s := sha256.Sum256(n.file)
+			f.File = hex.EncodeToString(s[:])
+		}
+		for _, c := range n.children {
+			f.Children = append(f.Children, walk(c))
+		}
+		b, _ := json.Marshal(f)
+		s := sha256.Sum256(b)
+		return hex.EncodeToString(s[:])
+	}
+	return walk(n)[:16]
+}
+
+func equalStatus(a, b *v1.CommonStatus) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}

@@ -1,0 +1,67 @@
+package hub
+
+import (
+	"context"
+
+	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/builder"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/predicate"
+
+	v1 "github.com/temco/temco/hubapi/v1alpha1"
+)
+
+// setup registers one controller per kind. Only spec (generation) and annotation
+// changes wake one: the hub's own status writes do not.
+func setup(mgr ctrl.Manager, r *Reconciler) error {
+	changes := builder.WithPredicates(predicate.Or(predicate.GenerationChangedPredicate{}, predicate.AnnotationChangedPredicate{}))
+	add := func(obj client.Object, name string, rec interface {
+		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
+	}) error {
+		return ctrl.NewControllerManagedBy(mgr).For(obj, changes).Named(name).Complete(rec)
+	}
+	steps := []error{
+		add(&v1.ClusterProvider{}, "clusterprovider", &generic[*v1.ClusterProvider]{r, kindOps[*v1.ClusterProvider]{kind: "ClusterProvider",
+			new: func() *v1.ClusterProvider { return &v1.ClusterProvider{} },
+			build: func(_ context.Context, _ *Reconciler, o *v1.ClusterProvider) (*node, error) {
+				return providerNode(o), nil
+			},
+			finalize: removeTree[*v1.ClusterProvider]("ClusterProvider")}}),
+		add(&v1.Cluster{}, "cluster", &generic[*v1.Cluster]{r, kindOps[*v1.Cluster]{kind: "Cluster",
+			new: func() *v1.Cluster { return &v1.Cluster{} },
+			build: func(ctx context.Context, r *Reconciler, o *v1.Cluster) (*node, error) {
+				return clusterNode(ctx, r.filesFor(o), o)
+			},
+			finalize: removeTree[*v1.Cluster]("Cluster")}}),
+		add(&v1.Project{}, "project", &generic[*v1.Project]{r, kindOps[*v1.Project]{kind: "Project",
+			new:      func() *v1.Project { return &v1.Project{} },
+			build:    func(_ context.Context, _ *Reconciler, o *v1.Project) (*node, error) { return projectNode(o), nil },
+			finalize: removeTree[*v1.Project]("Project")}}),
+		add(&v1.LogicalCloud{}, "logicalcloud", &generic[*v1.LogicalCloud]{r, kindOps[*v1.LogicalCloud]{kind: "LogicalCloud",
+			new: func() *v1.LogicalCloud { return &v1.LogicalCloud{} },
+			build: func(_ context.Context, _ *Reconciler, o *v1.LogicalCloud) (*node, error) {
+				return logicalCloudNode(o), nil
+			},
+			after:    cloudAfter,
+			finalize: cloudFinalize}}),
+		add(&v1.CompositeApp{}, "compositeapp", &generic[*v1.CompositeApp]{r, kindOps[*v1.CompositeApp]{kind: "CompositeApp",
+			new: func() *v1.CompositeApp { return &v1.CompositeApp{} },
+			build: func(ctx context.Context, r *Reconciler, o *v1.CompositeApp) (*node, error) {
+				return compositeAppNode(ctx, r.filesFor(o), o)
+			},
+			finalize: removeTree[*v1.CompositeApp]("CompositeApp")}}),
+		add(&v1.DeploymentIntentGroup{}, "deploymentintentgroup", &generic[*v1.DeploymentIntentGroup]{r, kindOps[*v1.DeploymentIntentGroup]{kind: "DeploymentIntentGroup",
+			new: func() *v1.DeploymentIntentGroup { return &v1.DeploymentIntentGroup{} },
+			build: func(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup) (*node, error) {
+				return digNode(ctx, r.filesFor(o), o)
+			},
+			after:    digAfter,
+			finalize: digFinalize}}),
+	}
+	for _, err := range steps {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
