@@ -221,11 +221,12 @@ func hashNode(n *node) string {
 		Path     string
 		Body     any
 		File     string
+		Uses     string `json:",omitempty"`
 		Children []string
 	}
 	var walk func(*node) string
 	walk = func(n *node) string {
-		f := flat{Path: n.path(), Body: n.body}
+		f := flat{Path: n.path(), Body: n.body, Uses: n.uses}
 		if n.multipart {
 			s := sha256.Sum256(n.file)
 			f.File = hex.EncodeToString(s[:])

@@ -6,6 +6,7 @@ import (
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/handler"
 	"sigs.k8s.io/controller-runtime/pkg/predicate"
 
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
@@ -18,7 +19,13 @@ func setup(mgr ctrl.Manager, r *Reconciler) error {
 	add := func(obj client.Object, name string, rec interface {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
 	}) error {
-		return ctrl.NewControllerManagedBy(mgr).For(obj, changes).Named(name).Complete(rec)
+		b := ctrl.NewControllerManagedBy(mgr).For(obj, changes).Named(name)
+		if _, ok := obj.(*v1.DeploymentIntentGroup); ok {
+			// A DIG deploys its composite app: a change there (a chart's version) is an
+			// update of the DIGs that use it, once the composite app took it.
+			b = b.Watches(&v1.CompositeApp{}, handler.EnqueueRequestsFromMapFunc(r.digsUsing))
+		}
+		return b.Complete(rec)
 	}
 	steps := []error{
 		add(&v1.ClusterProvider{}, "clusterprovider", &generic[*v1.ClusterProvider]{r, kindOps[*v1.ClusterProvider]{kind: "ClusterProvider",
@@ -53,7 +60,11 @@ func setup(mgr ctrl.Manager, r *Reconciler) error {
 		add(&v1.DeploymentIntentGroup{}, "deploymentintentgroup", &generic[*v1.DeploymentIntentGroup]{r, kindOps[*v1.DeploymentIntentGroup]{kind: "DeploymentIntentGroup",
 			new: func() *v1.DeploymentIntentGroup { return &v1.DeploymentIntentGroup{} },
 			build: func(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup) (*node, error) {
-				return digNode(ctx, r.filesFor(o), o)
+				n, err := digNode(ctx, r.filesFor(o), o)
+				if err == nil && o.DeletionTimestamp.IsZero() { // a delete needs only the paths
+					n.uses, err = r.compositeAppHash(ctx, o)
+				}
+				return n, err
 			},
 			after:    digAfter,
 			finalize: digFinalize}}),

@@ -13,6 +13,9 @@ import (
 
 // node is one temco resource an object declares, with the resources under it.
 type node struct {
+	// uses is the configuration of what the resource uses that other objects declare (a
+	// DIG: its composite app's applied hash): part of the hash, never sent.
+	uses string
 	coll string // the collection's path, e.g. /projects/p/composite-apps
 	name string
 	// item is the resource's path when it is not coll/name (composite apps: /{name}/{version}).

@@ -46,10 +46,16 @@ spec:
 `})
 }
 
-// fleet declares provider "local" with the stack's clusters (label edge), project
+var fleetDeclared bool
+
+// fleet declares (once for the package's tests) provider "local" with the stack's clusters (label edge), project
 // "shopping" with its namespace and an admin logical cloud "default" over both clusters,
 // and composite app shop v1 (chart and profile from ConfigMaps).
 func fleet(t *testing.T) {
+	if fleetDeclared {
+		return
+	}
+	fleetDeclared = true
 	ctx := context.Background()
 	create(t, &v1.ClusterProvider{ObjectMeta: objMeta("", "local")})
 	var refs []v1.ClusterReference

@@ -13,11 +13,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/go-logr/logr"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	ctrllog "sigs.k8s.io/controller-runtime/pkg/log"
 
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -36,7 +38,8 @@ func TestMain(m *testing.M) {
 		fmt.Println("hub: skipped in -short mode")
 		os.Exit(0)
 	}
-	s, err := testenv.StartStack("hub", devstack.Config{Clusters: 2, Hub: true,
+	ctrllog.SetLogger(logr.Discard()) // the test's clients log nothing worth reading
+	s, err := testenv.StartStack("hub", devstack.Config{Clusters: 2, Hub: true, GitOps: true,
 		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes()})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "hub:", err)

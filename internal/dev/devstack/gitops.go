@@ -142,6 +142,15 @@ func (g *GitOps) seed(ctx context.Context) error {
 // Commit pushes files (path in the repository -> content) to the branch as one commit,
 // through the git server as User, with the git CLI in a temporary clone.
 func (g *GitOps) Commit(ctx context.Context, files map[string]string, message string) error {
+	return g.commit(ctx, files, nil, message)
+}
+
+// Remove deletes paths from the branch as one commit.
+func (g *GitOps) Remove(ctx context.Context, paths []string, message string) error {
+	return g.commit(ctx, nil, paths, message)
+}
+
+func (g *GitOps) commit(ctx context.Context, files map[string]string, remove []string, message string) error {
 	tmp, err := os.MkdirTemp("", "temco-gitops-")
 	if err != nil {
 		return err
@@ -170,6 +179,11 @@ func (g *GitOps) Commit(ctx context.Context, files map[string]string, message st
 			return err
 		}
 		if err := run("add", "--", path); err != nil {
+			return err
+		}
+	}
+	for _, path := range remove {
+		if err := run("rm", "--quiet", "--", path); err != nil {
 			return err
 		}
 	}

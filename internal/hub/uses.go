@@ -1,0 +1,53 @@
+package hub
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+
+	"k8s.io/apimachinery/pkg/api/meta"
+
+	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/reconcile"
+
+	v1 "github.com/temco/temco/hubapi/v1alpha1"
+)
+
+// compositeAppHash is the applied hash of the hub's CompositeApp a DIG deploys (same
+// namespace, same temco name and version); "" when REST declares it. While the hub has
+// not yet written the composite app's current generation, the DIG waits for it: deployed
+// before, it would be deployed again (an update) once the composite app is.
+func (r *Reconciler) compositeAppHash(ctx context.Context, o *v1.DeploymentIntentGroup) (string, error) {
+	var apps v1.CompositeAppList
+	if err := r.Kube.List(ctx, &apps, client.InNamespace(o.Namespace)); err != nil {
+		return "", err
+	}
+	for _, a := range apps.Items {
+		if nameOf(a.Spec.Named, a.Name) == o.Spec.CompositeApp && a.Spec.Version == o.Spec.CompositeAppVersion {
+			if a.Status.ObservedGeneration != a.Generation || !meta.IsStatusConditionTrue(a.Status.Conditions, v1.Accepted) {
+				return "", &Refusal{Code: http.StatusConflict, Message: fmt.Sprintf("waits for CompositeApp %s/%s, not accepted yet", a.Namespace, a.Name)}
+			}
+			return a.Status.AppliedHash, nil
+		}
+	}
+	return "", nil
+}
+
+// digsUsing maps a CompositeApp to the DIGs of its namespace that deploy it.
+func (r *Reconciler) digsUsing(ctx context.Context, obj client.Object) []reconcile.Request {
+	a, ok := obj.(*v1.CompositeApp)
+	if !ok {
+		return nil
+	}
+	var digs v1.DeploymentIntentGroupList
+	if err := r.Kube.List(ctx, &digs, client.InNamespace(a.Namespace)); err != nil {
+		return nil // the periodic recheck comes anyway
+	}
+	var out []reconcile.Request
+	for _, d := range digs.Items {
+		if d.Spec.CompositeApp == nameOf(a.Spec.Named, a.Name) && d.Spec.CompositeAppVersion == a.Spec.Version {
+			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&d)})
+		}
+	}
+	return out
+}

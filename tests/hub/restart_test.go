@@ -1,0 +1,158 @@
+package hub
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"sigs.k8s.io/controller-runtime/pkg/client"
+
+	v1 "github.com/temco/temco/hubapi/v1alpha1"
+	"github.com/temco/temco/internal/dev/devstack"
+)
+
+// actions are the states a DIG's history recorded, in order (GET …/status).
+func actions(t *testing.T, path string) []string {
+	resp, err := http.Get(strings.TrimSuffix(stack.API, "/v2") + path + "/status") // path: /v2/...
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var s struct {
+		States struct {
+			Actions []struct {
+				State string `json:"state"`
+			} `json:"actions"`
+		} `json:"states"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, a := range s.States.Actions {
+		out = append(out, a.State)
+	}
+	return out
+}
+
+// deleteDIG deletes a DIG object and waits until it and its objects are gone.
+func deleteDIG(t *testing.T, name string) {
+	ctx := context.Background()
+	if err := hub.Delete(ctx, &v1.DeploymentIntentGroup{ObjectMeta: objMeta("shopping", name)}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, name+" gone", func() error {
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: "shopping", Name: name}, &v1.DeploymentIntentGroup{}); !apierrors.IsNotFound(err) {
+			return fmt.Errorf("still there (%v)", err)
+		}
+		return nil
+	})
+}
+
+// The hub killed while it writes a DIG's resources, then the worker killed while the
+// instantiate the restarted hub started runs: the DIG ends Instantiated once — one
+// approval, one instantiate, revision 1 — and its status converges.
+func TestHubAndWorkerKilledMidReconcileDoNothingTwice(t *testing.T) {
+	fleet(t)
+	ctx := context.Background()
+	create(t, dig("restart", "prof", "r"))
+	stack.HubProc.Kill()
+	if err := stack.StartHub(ctx); err != nil {
+		t.Fatal(err)
+	}
+	var d v1.DeploymentIntentGroup
+	get := func() error { return hub.Get(ctx, client.ObjectKey{Namespace: "shopping", Name: "restart"}, &d) }
+	eventually(t, 2*time.Minute, "the instantiate started", func() error {
+		if err := get(); err != nil {
+			return err
+		}
+		if d.Status.Operation != "instantiate" && d.Status.State != "Instantiated" {
+			return fmt.Errorf("operation %q state %q", d.Status.Operation, d.Status.State)
+		}
+		return nil
+	})
+	stack.Worker.Kill()
+	if err := stack.StartWorker(ctx); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "restart instantiated", func() error {
+		if err := get(); err != nil {
+			return err
+		}
+		if err := ready(&d.Status.CommonStatus); err != nil {
+			return err
+		}
+		if d.Status.State != "Instantiated" || d.Status.ObservedGeneration != d.Generation {
+			return fmt.Errorf("state %q observed %d of %d", d.Status.State, d.Status.ObservedGeneration, d.Generation)
+		}
+		return nil
+	})
+	if d.Status.Revision != 1 {
+		t.Errorf("revision %d, want 1: an operation ran twice", d.Status.Revision)
+	}
+	if got := strings.Join(actions(t, d.Status.Path), ","); got != "Created,Approved,Instantiated" {
+		t.Errorf("the DIG's history %s, want Created,Approved,Instantiated", got)
+	}
+	deleteDIG(t, "restart")
+}
+
+// Two hubs run; one holds the lease and works. Killed, the other takes the lease over
+// and reconciles what is declared next.
+func TestASecondHubTakesOverWhenTheLeaderDies(t *testing.T) {
+	fleet(t)
+	ctx := context.Background()
+	port, err := devstack.FreePort()
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := append(stack.Env(), "KUBECONFIG="+stack.Hub().Kubeconfig(), "TEMCO_API="+strings.TrimSuffix(stack.API, "/v2"),
+		"TEMCO_HUB_NAMESPACE="+devstack.HubNamespace, "TEMCO_HUB_HEALTH_ADDR=127.0.0.1:"+strconv.Itoa(port))
+	second, err := devstack.StartProc("temco hub 2", filepath.Join(stack.DataDir(), "logs", "hub2.log"), stack.Self(), []string{"hub"}, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer second.Stop(15 * time.Second)
+	readyz := fmt.Sprintf("http://127.0.0.1:%d/readyz", port)
+	if err := devstack.WaitReady(ctx, second, time.Minute, func(ctx context.Context) error { return devstack.HTTPOK(ctx, readyz) }); err != nil {
+		t.Fatal(err)
+	}
+	holder := func() string {
+		var l coordinationv1.Lease
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: devstack.HubNamespace, Name: "temco-hub"}, &l); err != nil || l.Spec.HolderIdentity == nil {
+			return ""
+		}
+		return *l.Spec.HolderIdentity
+	}
+	first := holder()
+	if first == "" {
+		t.Fatal("no hub holds the lease")
+	}
+	stack.HubProc.Kill()
+	create(t, &v1.Project{ObjectMeta: objMeta("", "takeover")})
+	eventually(t, 2*time.Minute, "the second hub reconciles", func() error {
+		var p v1.Project
+		if err := hub.Get(ctx, client.ObjectKey{Name: "takeover"}, &p); err != nil {
+			return err
+		}
+		return ready(&p.Status)
+	})
+	if h := holder(); h == first || h == "" {
+		t.Errorf("lease holder %q after the leader died (was %q)", h, first)
+	}
+	if c := restStatus(t, "/v2/projects/takeover"); c != http.StatusOK {
+		t.Errorf("GET /v2/projects/takeover: %d", c)
+	}
+	// The stack's own hub again, for the tests after this one.
+	second.Stop(15 * time.Second)
+	if err := stack.StartHub(ctx); err != nil {
+		t.Fatal(err)
+	}
+}
