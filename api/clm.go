@@ -27,7 +27,7 @@ func (s *Server) registerClm(g *echo.Group) {
 	clusters := clusterRes
 	res := typeOf[model.Resource[model.ClusterSpec]]()
 	s.route(g, opDoc{method: http.MethodPost, path: clusters.coll, summary: "Register a cluster (metadata + kubeconfig file)", multipart: true,
-		code: http.StatusCreated, response: res}, func(c echo.Context) error { return create(c, s, clusters) })
+		code: http.StatusCreated, response: res, creates: true}, func(c echo.Context) error { return create(c, s, clusters) })
 	s.route(g, listDoc(opDoc{method: http.MethodGet, path: clusters.coll, summary: "List clusters (?label: names only; ?withLabels=true: with labels)",
 		code: http.StatusOK, response: typeOf[[]model.Resource[model.ClusterSpec]](), query: []string{"label", "withLabels"}}), s.listClusters)
 	s.route(g, opDoc{method: http.MethodGet, path: clusters.item, summary: "Get a cluster (never its kubeconfig)", code: http.StatusOK, response: res},
@@ -37,12 +37,12 @@ func (s *Server) registerClm(g *echo.Group) {
 		s.deleteOperated(routeCluster, lifecycle.ClusterNetworks.Machine))
 
 	s.route(g, opDoc{method: http.MethodPost, path: routeClusterImports, summary: "Register many clusters at once, with their labels and logical clouds' references (temco's own)",
-		description: clusterImportDoc, body: typeOf[clusterImport](), bulk: true, code: http.StatusCreated, response: typeOf[clusterImported]()},
+		description: clusterImportDoc, body: typeOf[clusterImport](), bulk: true, code: http.StatusCreated, response: typeOf[clusterImported](), creates: true},
 		s.importClusters)
 
 	label := typeOf[model.ClusterLabel]()
 	s.route(g, opDoc{method: http.MethodPost, path: routeCluster + "/labels", summary: "Label a cluster", body: label,
-		code: http.StatusCreated, response: label}, s.createLabel)
+		code: http.StatusCreated, response: label, creates: true}, s.createLabel)
 	s.route(g, listDoc(opDoc{method: http.MethodGet, path: routeCluster + "/labels", summary: "List a cluster's labels",
 		code: http.StatusOK, response: typeOf[[]model.ClusterLabel]()}), s.listLabels)
 	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/labels/:label", summary: "Get a cluster label",
@@ -174,6 +174,7 @@ func (s *Server) createLabel(c echo.Context) error {
 		return badRequest("%v", err)
 	}
 	d := labelDoc(cluster, l.Label)
+	d.Owner = ownerOf(c.Request().Context())
 	if err := s.Store.Create(c.Request().Context(), d); err != nil {
 		return fromStore(err)
 	}
@@ -217,7 +218,7 @@ func (s *Server) getLabel(c echo.Context) error {
 	if err != nil {
 		return fromStore(err)
 	}
-	return c.JSONBlob(http.StatusOK, []byte(d.Body))
+	return c.JSONBlob(http.StatusOK, shown(d))
 }
 
 func (s *Server) deleteLabel(c echo.Context) error {

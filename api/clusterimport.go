@@ -95,6 +95,9 @@ func (s *Server) importClusters(c echo.Context) error {
 		out.Labels += len(ic.Labels)
 		out.ClusterReferences += len(ic.LogicalClouds)
 	}
+	if err := s.ownAll(ctx, docs); err != nil {
+		return err
+	}
 	if err := s.Store.CreateMany(ctx, docs); err != nil {
 		return fromStore(err)
 	}

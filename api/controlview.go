@@ -36,7 +36,7 @@ func (s *Server) registerControlView(g *echo.Group) {
 	s.route(g, get(routeContext+"/clusters", "The clusters of a provider (with a label), for controllers",
 		typeOf[[]contract.Cluster](), "provider", "label"), s.contextClusters)
 	s.route(g, opDoc{method: http.MethodPut, path: routeStep + "/edits", summary: "Record a controller step's edits",
-		body: typeOf[remote.StepEdits](), code: http.StatusNoContent}, s.putStepEdits)
+		body: typeOf[remote.StepEdits](), code: http.StatusNoContent, noOwner: true}, s.putStepEdits)
 }
 
 // loadStep computes the context as the step of the path sees it.

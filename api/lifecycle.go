@@ -105,9 +105,10 @@ func (s *Server) approve(c echo.Context) error {
 func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		req := lifecycle.OpRequest{Op: op, Requested: time.Now().UTC().Format(time.RFC3339Nano)}
+		var snap string // a rollback naming a snapshot
 		dig, _, info, err := s.loadTarget(c, target, func(lifecycle.Target) (err error) {
 			if op == lifecycle.OpRollback {
-				req.Revision, err = readRevision(c)
+				req.Revision, snap, err = readRevision(c)
 			}
 			return err
 		})
@@ -124,6 +125,11 @@ func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 		}
 		if err := s.readyFor(ctx, dig, op); err != nil {
 			return err
+		}
+		if snap != "" {
+			if req.Revision, err = s.snapshotRevision(ctx, dig, info, snap); err != nil {
+				return err
+			}
 		}
 		if _, ok := info.RevisionContext(req.Revision); op == lifecycle.OpRollback && !ok {
 			return badRequest("%s has no revision %d in its current instance (revisions 1 to %d)", dig, req.Revision, info.LatestRevision())
@@ -158,21 +164,29 @@ func (s *Server) stop(target targetFunc) echo.HandlerFunc {
 	}
 }
 
-// readRevision reads a rollback body, {"spec": {"revision": "2"}} (a number is fine too).
-func readRevision(c echo.Context) (int64, error) {
+// readRevision reads a rollback body, {"spec": {"revision": "2"}} (a number is fine too)
+// or {"spec": {"snapshot": "<id>"}}, whose revision the caller finds (snapshot.go).
+func readRevision(c echo.Context) (int64, string, error) {
 	var body struct {
 		Spec struct {
 			Revision json.Number `json:"revision"`
+			Snapshot string      `json:"snapshot"`
 		} `json:"spec"`
 	}
 	if err := readJSON(c, &body); err != nil {
-		return 0, err
+		return 0, "", err
+	}
+	switch {
+	case body.Spec.Snapshot != "" && body.Spec.Revision != "":
+		return 0, "", badRequest("give spec.revision or spec.snapshot, not both")
+	case body.Spec.Snapshot != "":
+		return 0, body.Spec.Snapshot, nil
 	}
 	n, err := strconv.ParseInt(body.Spec.Revision.String(), 10, 64)
 	if err != nil || n < 1 {
-		return 0, badRequest("spec.revision %q is not a revision number (1, 2, ...)", body.Spec.Revision)
+		return 0, "", badRequest("spec.revision %q is not a revision number (1, 2, ...); or name a snapshot in spec.snapshot", body.Spec.Revision)
 	}
-	return n, nil
+	return n, "", nil
 }
 
 // operationErr maps refusals to 409, invalid requests to 400 and an unreachable Temporal to 503.

@@ -51,6 +51,9 @@ func (s *Server) migrate(c echo.Context) error {
 	if err != nil {
 		return fromStore(err)
 	}
+	if err := s.mayChange(ctx, target.ID()); err != nil { // the target's lifecycle is operated too
+		return err
+	}
 	if _, err := lifecycle.DIGs.Machine.Start(origin.String(), lifecycle.OpMigrate, from.Current()); err != nil {
 		return conflict("%v", err)
 	}

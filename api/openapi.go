@@ -31,6 +31,8 @@ type opDoc struct {
 	query        []string     // query parameters
 	pages        bool         // a list answering pages (page.go)
 	liveReads    bool         // may read clusters live, within the caller's rate (livereads.go)
+	creates      bool         // a POST on a collection: it writes a new resource below the path's last (owner.go)
+	noOwner      bool         // writes no resource (a preview, a controller's edits): no owner is checked
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -62,6 +64,9 @@ func (s *Server) openAPI() ([]byte, error) {
 		}
 		for _, q := range d.query {
 			params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string"}})
+		}
+		if d.method != http.MethodGet && d.method != http.MethodHead && !d.noOwner {
+			params = append(params, ownerParam)
 		}
 		if params != nil {
 			op["parameters"] = params
@@ -128,7 +133,7 @@ func operationID(method, path string) string {
 
 // route registers a handler and documents it.
 func (s *Server) route(g *echo.Group, d opDoc, h echo.HandlerFunc) {
-	g.Add(d.method, d.path, h)
+	g.Add(d.method, d.path, s.ownership(d, h))
 	s.doc(d)
 }
 
@@ -239,7 +244,8 @@ type (
 	opAccepted   = lifecycle.OpAccepted
 	rollbackBody struct {
 		Spec struct {
-			Revision string `json:"revision"`
+			Revision string `json:"revision,omitempty"`
+			Snapshot string `json:"snapshot,omitempty"` // or a snapshot's id: its newest revision (snapshot.go)
 		} `json:"spec"`
 	}
 )

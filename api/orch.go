@@ -46,7 +46,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	// goes back to Created.
 	unapprove := func(ctx context.Context, s *Server, id string) error { return s.unapprove(ctx, digOf(id)) }
 	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: withDriftSchedule(unapprove),
-		remove: s.deleteDIG(s.deleteOperated(routeDIG, lifecycle.DIGs.Machine)), state: digstate.NewHistory,
+		remove: s.deleteDIG(s.withSnapshotsDeleted(s.deleteOperated(routeDIG, lifecycle.DIGs.Machine))), state: digstate.NewHistory,
 		coll: routeCA + "/deployment-intent-groups", item: routeDIG})
 	register(g, s, kind[model.DIGIntentSpec]{name: model.KindDIGIntent, check: checkDIGIntent, changed: unapprove,
 		coll: routeDIG + "/intents", item: routeDIG + "/intents/:intent"})

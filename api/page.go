@@ -100,7 +100,14 @@ func (p listPage) cut(c echo.Context, docs []*store.Doc, k listKeys) []*store.Do
 		return docs
 	}
 	docs = docs[:p.limit]
-	token := base64.RawURLEncoding.EncodeToString([]byte(k.name(docs[len(docs)-1])))
+	linkNext(c, k.name(docs[len(docs)-1]))
+	return docs
+}
+
+// linkNext names, in the response's headers, the page that follows the one answered,
+// whose last item after names.
+func linkNext(c echo.Context, after string) {
+	token := base64.RawURLEncoding.EncodeToString([]byte(after))
 	next := *c.Request().URL
 	q := next.Query()
 	q.Set("continue", token)
@@ -108,7 +115,6 @@ func (p listPage) cut(c echo.Context, docs []*store.Doc, k listKeys) []*store.Do
 	h := c.Response().Header()
 	h.Set(headerContinue, token)
 	h.Set("Link", "<"+next.RequestURI()+`>; rel="next"`)
-	return docs
 }
 
 // listDoc documents a list route's paging.

@@ -83,7 +83,7 @@ func (s *Server) registerAgent(c echo.Context) error {
 		old, err := s.Store.Get(ctx, id)
 		switch {
 		case store.CodeOf(err) == store.ErrNotFound:
-			err = s.Store.Create(ctx, &store.Doc{ID: id, Scope: scopeOf(id), Kind: model.KindPolicyAgent, Name: a.ID, Body: string(body)})
+			err = s.Store.Create(ctx, &store.Doc{ID: id, Scope: scopeOf(id), Kind: model.KindPolicyAgent, Name: a.ID, Body: string(body), Owner: ownerOf(ctx)})
 		case err == nil:
 			old.Body = string(body) // the listener's status stays
 			err = s.Store.Update(ctx, old)
@@ -121,7 +121,7 @@ func (s *Server) getAgent(c echo.Context) error {
 	if err != nil {
 		return fromStore(err)
 	}
-	return c.JSONBlob(http.StatusOK, []byte(d.Body))
+	return c.JSONBlob(http.StatusOK, shown(d))
 }
 
 func (s *Server) listAgents(c echo.Context) error {

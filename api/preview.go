@@ -49,7 +49,7 @@ func (s *Server) registerPreview(g *echo.Group) {
 	s.route(g, opDoc{method: http.MethodPost, path: routeDIG + "/rollout-preview", code: http.StatusOK,
 		summary:     "Preview what the DIG's next operation would change, cluster by cluster and stage by stage",
 		description: previewDescription, body: typeOf[previewBody](), bodyOptional: true,
-		response: typeOf[lifecycle.RolloutPreview](), query: []string{"limit"}}, s.preview)
+		response: typeOf[lifecycle.RolloutPreview](), query: []string{"limit"}, noOwner: true}, s.preview)
 }
 
 func (s *Server) preview(c echo.Context) error {

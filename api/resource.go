@@ -63,6 +63,7 @@ type request[S any] struct {
 	files      []NamedFile // the multipart "files" parts
 	old        *store.Doc  // the stored resource on a replace
 	noFile     bool        // check found the file comes otherwise (by reference): none is kept
+	owner      string      // who writes it (owner.go): recorded on a create
 }
 
 // ref records a dependency on another resource, which must exist.
@@ -87,7 +88,7 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 		query = []string{"app"}
 	}
 	s.route(g, opDoc{method: http.MethodPost, path: k.coll, summary: "Create a " + k.name, body: body, multipart: multipart,
-		code: http.StatusCreated, response: res}, func(c echo.Context) error { return create(c, s, k) })
+		code: http.StatusCreated, response: res, creates: true}, func(c echo.Context) error { return create(c, s, k) })
 	s.route(g, listDoc(opDoc{method: http.MethodGet, path: k.coll, summary: "List " + k.name + "s", code: http.StatusOK, response: many, query: query}),
 		func(c echo.Context) error { return list(c, s, k) })
 	s.route(g, opDoc{method: http.MethodGet, path: k.item, summary: "Get a " + k.name, code: http.StatusOK, response: res},
@@ -109,7 +110,7 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 
 // decode reads the body (JSON, or multipart metadata + file) into a request.
 func decode[S any](c echo.Context, k kind[S]) (*request[S], error) {
-	r := &request[S]{}
+	r := &request[S]{owner: ownerOf(c.Request().Context())}
 	if (k.file != nil || k.multipart) && (k.file == nil || !k.file.orJSON || mediaType(c) == echo.MIMEMultipartForm) {
 		f, err := readMultipart(c)
 		if err != nil {
@@ -167,7 +168,7 @@ func (r *request[S]) doc(k kind[S]) (*store.Doc, error) {
 	// References may come later, as EMCO allows (a DIG before its logical cloud, intents
 	// before their placement intent); lifecycle operations check them when they are used.
 	d := &store.Doc{ID: r.id, Parent: r.parent, Scope: scopeOf(r.id), Kind: k.name, Name: r.res.Metadata.Name,
-		Refs: r.refs, LooseRefs: true, Fields: r.fields, Body: string(body), Blob: r.blob, Secret: r.secret}
+		Refs: r.refs, LooseRefs: true, Fields: r.fields, Body: string(body), Blob: r.blob, Secret: r.secret, Owner: r.owner}
 	switch {
 	case r.old != nil:
 		d.Rev, d.State = r.old.Rev, r.old.State
@@ -205,7 +206,7 @@ func create[S any](c echo.Context, s *Server, k kind[S]) error {
 	if err := k.afterChange(ctx, s, d.ID); err != nil {
 		return err
 	}
-	return c.JSONBlob(http.StatusCreated, []byte(d.Body))
+	return c.JSONBlob(http.StatusCreated, shown(d))
 }
 
 // afterChange runs the kind's change hook, if any.
@@ -273,7 +274,7 @@ func listFilter(c echo.Context, kindName string) map[string]string {
 func bodies(docs []*store.Doc) []byte {
 	parts := make([]string, len(docs))
 	for i, d := range docs {
-		parts[i] = d.Body
+		parts[i] = string(shown(d))
 	}
 	return []byte("[" + strings.Join(parts, ",") + "]")
 }
@@ -311,7 +312,7 @@ func get[S any](c echo.Context, s *Server, k kind[S]) error {
 	if key := c.QueryParam("key"); k.kvKey && key != "" {
 		return kvValue(c, d, key)
 	}
-	return c.JSONBlob(http.StatusOK, []byte(d.Body))
+	return c.JSONBlob(http.StatusOK, shown(d))
 }
 
 // kvValue answers the value of key in a kv-pairs resource (the first entry holding it).
@@ -367,7 +368,7 @@ func replace[S any](c echo.Context, s *Server, k kind[S]) error {
 		if c.Request().Method == http.MethodPost {
 			code = http.StatusCreated // EMCO's POST on the item
 		}
-		return c.JSONBlob(code, []byte(d.Body))
+		return c.JSONBlob(code, shown(d))
 	}
 }
 
@@ -393,6 +394,9 @@ func replaceOnce[S any](ctx context.Context, s *Server, k kind[S], r *request[S]
 	old, err := s.Store.Get(ctx, r.id)
 	if err != nil && store.CodeOf(err) != store.ErrNotFound {
 		return nil, 0, err
+	}
+	if old != nil && old.Owner != r.owner { // created by another owner since ownership checked
+		return nil, 0, notOwner(old.ID, old.Owner, r.owner)
 	}
 	r.old, r.refs, r.fields, r.blob, r.secret = old, nil, nil, nil, nil
 	if err := validate(ctx, s, k, r); err != nil {

@@ -137,6 +137,7 @@ func (s *Server) Handler() *echo.Echo {
 	}
 	s.registerDcm(g)
 	s.registerLifecycle(g)
+	s.registerSnapshots(g)
 	s.registerControlView(g)
 	s.registerDashboard(g)
 	s.registerSession(g)

@@ -18,6 +18,7 @@ import (
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/rollout"
+	"github.com/temco/temco/internal/core/snapshot"
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -27,6 +28,9 @@ type Activities struct {
 	Contexts *appctx.Store
 	// ClustersPerBatch sizes the batches of a rollback's stages (0: placement's default).
 	ClustersPerBatch int
+	// Snapshots records the configuration each new revision of a DIG was accepted with
+	// (snapshot.go); nil: none are recorded.
+	Snapshots *snapshot.Store
 }
 
 // start asks the target's machine whether op may start from state; a refusal is final,
@@ -57,11 +61,13 @@ func last(info lifecycle.StateInfo) lifecycle.Action {
 func (a *Activities) BeginOperation(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 	switch in.Op {
 	case lifecycle.OpInstantiate:
-		return a.beginInstantiate(ctx, in)
+		res, err := a.beginInstantiate(ctx, in)
+		return a.snapshotted(ctx, in.Target, in.Op, res, err)
 	case lifecycle.OpTerminate:
 		return a.beginTerminate(ctx, in)
 	case lifecycle.OpUpdate, lifecycle.OpRollback:
-		return a.beginRevision(ctx, in)
+		res, err := a.beginRevision(ctx, in)
+		return a.snapshotted(ctx, in.Target, in.Op, res, err)
 	}
 	return lifecycle.BeginResult{}, temporal.NewNonRetryableApplicationError("unknown operation "+in.Op, lifecycle.ErrInvalidInput, nil)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/snapshot"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -33,6 +34,7 @@ func newActivities(t *testing.T, name string) *Activities {
 	if a.Contexts, err = appctx.New(context.Background(), db); err != nil {
 		t.Fatal(err)
 	}
+	a.Snapshots = snapshot.Open(db)
 	return a
 }
 

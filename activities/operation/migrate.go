@@ -48,6 +48,11 @@ func (a *Activities) origin(ctx context.Context, dig lifecycle.Target) (*store.D
 // target's logical cloud, and records the target Instantiated with it, as revision 1.
 // Retrying it after a partial success finds its own record and returns the same result.
 func (a *Activities) BeginMigrate(ctx context.Context, in lifecycle.MigrateBegin) (lifecycle.BeginResult, error) {
+	res, err := a.beginMigrate(ctx, in)
+	return a.snapshotted(ctx, in.DIG, lifecycle.OpMigrate, res, err)
+}
+
+func (a *Activities) beginMigrate(ctx context.Context, in lifecycle.MigrateBegin) (lifecycle.BeginResult, error) {
 	res := lifecycle.BeginResult{ContextID: in.ContextID, Revision: 1, Previous: in.OriginContext}
 	target, err := a.Store.Get(ctx, in.DIG.ID())
 	if store.CodeOf(err) == store.ErrNotFound {

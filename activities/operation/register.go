@@ -5,6 +5,7 @@ import (
 
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/snapshot"
 )
 
 // ActivityNames are the activities Register registers: Activities' record of operations,
@@ -18,6 +19,7 @@ var ActivityNames = []string{
 
 // Register registers Activities and Holds on r.
 func Register(r worker.Registry, d *deps.Deps) {
-	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch})
+	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
+		Snapshots: snapshot.Open(d.Store.Database())})
 	r.RegisterActivity(&Holds{Ops: d.Ops})
 }

@@ -53,6 +53,9 @@ type Doc struct {
 	Blob   []byte            `bson:"blob,omitempty"`   // attached archive (Helm chart, profile)
 	Secret []byte            `bson:"secret,omitempty"` // sealed secret (kubeconfig)
 	State  string            `bson:"state,omitempty"`  // lifecycle state history as JSON
+	// Owner is who alone may write the resource: "" for REST, else the name a declarative
+	// front door (temco hub) sent when it created it. Set by Create, never changed by Update.
+	Owner string `bson:"owner,omitempty"`
 
 	Created       time.Time  `bson:"created"`
 	Updated       time.Time  `bson:"updated"`
@@ -153,6 +156,16 @@ func (s *Store) byID(ctx context.Context, id string, projection bson.D) (*Doc, e
 		return nil, fmt.Errorf("get %s: %w", id, err)
 	}
 	return &d, nil
+}
+
+// OwnerOf returns the owner and the parent of the committed document id, reading nothing
+// else (an app's chart may be megabytes). Error: ErrNotFound.
+func (s *Store) OwnerOf(ctx context.Context, id string) (owner, parent string, err error) {
+	d, err := s.byID(ctx, id, bson.D{{Key: "owner", Value: 1}, {Key: "parent", Value: 1}})
+	if err != nil {
+		return "", "", err
+	}
+	return d.Owner, d.Parent, nil
 }
 
 // Query selects documents for List.

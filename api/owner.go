@@ -1,0 +1,225 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"strings"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/core/store"
+)
+
+// Ownership: a declarative front door (`temco hub`) reconciles the objects of a hub cluster
+// into temco through this API, naming itself in X-Temco-Owner on every request. Each
+// resource has one owner, fixed when it is created: that name, or REST (no header). A
+// write from anyone else is refused (409), so that the hub and REST clients never undo each
+// other's changes: each resource is changed where it is declared. Without the header a
+// write below an owned resource is refused too (the hub reconciles what is below its
+// objects); with it, only the resource written counts, so that one hub object (a DIG) may
+// sit below another's (its composite app) or below REST's. Reads need nothing.
+//
+// route wraps every handler in ownership; the write paths record the owner (ownerOf) on
+// what they create. An owner never changes once stored, so a check made before the write
+// still holds when it is made (short of a delete and a re-create in between; a PUT, which
+// re-reads what it replaces, checks again).
+
+// HeaderOwner names the owner of a request's writes.
+const HeaderOwner = "X-Temco-Owner"
+
+// maxOwnerLen bounds an owner, e.g. "hub:DeploymentIntentGroup/p1/dig".
+const maxOwnerLen = 256
+
+type ownerCtxKey struct{}
+
+// ownerOf is the owner the request of ctx writes as ("": REST).
+func ownerOf(ctx context.Context) string {
+	o, _ := ctx.Value(ownerCtxKey{}).(string)
+	return o
+}
+
+// ownership checks the owner header of every request and, on a route that writes, that
+// the caller may write what it writes.
+func (s *Server) ownership(d opDoc, h echo.HandlerFunc) echo.HandlerFunc {
+	resources := resourceRoutes(d.path)
+	writes := d.method != http.MethodGet && d.method != http.MethodHead && !d.noOwner
+	return func(c echo.Context) error {
+		owner, err := requestOwner(c)
+		if err != nil {
+			return err
+		}
+		if !writes {
+			return h(c)
+		}
+		target, parent, err := writeTarget(c, d, resources)
+		if err != nil {
+			return err
+		}
+		ctx := context.WithValue(c.Request().Context(), ownerCtxKey{}, owner)
+		if err := s.mayWrite(ctx, owner, target, parent); err != nil {
+			return err
+		}
+		c.SetRequest(c.Request().WithContext(ctx))
+		return h(c)
+	}
+}
+
+// requestOwner reads the header: 403 from anyone but an admin, 400 when malformed.
+func requestOwner(c echo.Context) (string, error) {
+	values := c.Request().Header.Values(HeaderOwner)
+	if len(values) == 0 {
+		return "", nil
+	}
+	if p := principal(c); p != nil && !p.Admin {
+		return "", httpErr(http.StatusForbidden, "%s may be sent only with the admin role (temco hub's token); %q writes as REST: leave the header out", HeaderOwner, p.Subject)
+	}
+	if len(values) > 1 {
+		return "", badRequest("%s is sent %d times: send it once", HeaderOwner, len(values))
+	}
+	if err := validOwner(values[0]); err != nil {
+		return "", badRequest("%s %.64q is invalid: %v", HeaderOwner, values[0], err)
+	}
+	return values[0], nil
+}
+
+// validOwner accepts 1 to maxOwnerLen printable ASCII characters, no spaces.
+func validOwner(o string) error {
+	if o == "" {
+		return fmt.Errorf("it is empty (leave the header out to write as REST)")
+	}
+	if len(o) > maxOwnerLen {
+		return fmt.Errorf("it is %d characters long: %d at most", len(o), maxOwnerLen)
+	}
+	for i := range len(o) {
+		if o[i] < '!' || o[i] > '~' {
+			return fmt.Errorf("character %d is not printable ASCII (spaces are not allowed either)", i+1)
+		}
+	}
+	return nil
+}
+
+// resourceRoutes are the routes of the resources path passes through, outermost first:
+// each prefix ending in a parameter that no other follows (a composite app's name is
+// followed by its version, which ends its id).
+func resourceRoutes(path string) []string {
+	segs := strings.Split(path, "/")
+	var out []string
+	for i, seg := range segs {
+		if strings.HasPrefix(seg, ":") && (i+1 == len(segs) || !strings.HasPrefix(segs[i+1], ":")) {
+			out = append(out, strings.Join(segs[:i+1], "/"))
+		}
+	}
+	return out
+}
+
+// writeTarget is the resource a write changes (the item of its path, or the one it acts on:
+// a DIG's instantiate) and its parent; a create on a collection changes no existing
+// resource: target is "" and parent the collection's owner.
+func writeTarget(c echo.Context, d opDoc, resources []string) (target, parent string, err error) {
+	n := len(resources)
+	if d.creates && n > 0 {
+		parent, err = fill(c, resources[n-1])
+		return "", parent, err
+	}
+	if n > 1 {
+		if parent, err = fill(c, resources[n-2]); err != nil {
+			return "", "", err
+		}
+	}
+	if n > 0 {
+		target, err = fill(c, resources[n-1])
+	}
+	return target, parent, err
+}
+
+// mayWrite answers 409 unless owner may write target (its owner must be the same; a target
+// that does not exist is being created) below parent (REST may not write below an owned
+// resource). target "" is a create below parent.
+func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) error {
+	if target != "" {
+		stored, p, err := s.Store.OwnerOf(ctx, target)
+		switch {
+		case store.CodeOf(err) == store.ErrNotFound: // created by this write (a PUT), below parent
+		case err != nil:
+			return err
+		case stored != owner:
+			return notOwner(target, stored, owner)
+		default:
+			parent = p
+		}
+	}
+	if owner != "" {
+		return nil
+	}
+	for id := parent; id != ""; {
+		stored, p, err := s.Store.OwnerOf(ctx, id)
+		switch {
+		case store.CodeOf(err) == store.ErrNotFound:
+			return nil // the handler answers 404
+		case err != nil:
+			return err
+		case stored != "":
+			return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), stored, HeaderOwner)
+		}
+		id = p
+	}
+	return nil
+}
+
+// mayChange is mayWrite of an existing resource id for the request of ctx.
+func (s *Server) mayChange(ctx context.Context, id string) error {
+	return s.mayWrite(ctx, ownerOf(ctx), id, "")
+}
+
+// notOwner is the 409 of owner's write to id, owned by stored.
+func notOwner(id, stored, owner string) error {
+	switch {
+	case owner == "":
+		return conflict("%s is owned by %q: change it there, not over REST (%s)", describe(id), stored, HeaderOwner)
+	case stored == "":
+		return conflict("%s is owned by REST (it was created without %s), not by %q: change it over REST", describe(id), HeaderOwner, owner)
+	}
+	return conflict("%s is owned by %q, not by %q (%s): change it there", describe(id), stored, owner, HeaderOwner)
+}
+
+// ownAll records the request's owner on docs, created together, and checks that it may
+// create them below their parents outside docs (a cluster import's logical clouds).
+func (s *Server) ownAll(ctx context.Context, docs []*store.Doc) error {
+	owner, ours, checked := ownerOf(ctx), map[string]bool{}, map[string]bool{}
+	for _, d := range docs {
+		d.Owner, ours[d.ID] = owner, true
+	}
+	for _, d := range docs {
+		if ours[d.Parent] || checked[d.Parent] {
+			continue
+		}
+		checked[d.Parent] = true
+		if err := s.mayWrite(ctx, owner, "", d.Parent); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// shown is the answer of stored resource d: its body, with "owner" beside metadata and
+// spec when it has one (REST's resources keep EMCO's shape).
+func shown(d *store.Doc) []byte {
+	rest, ok := strings.CutPrefix(d.Body, "{")
+	if d.Owner == "" || !ok {
+		return []byte(d.Body)
+	}
+	owner, _ := json.Marshal(d.Owner)
+	if !strings.HasPrefix(strings.TrimSpace(rest), "}") {
+		rest = "," + rest
+	}
+	return []byte(`{"owner":` + string(owner) + rest)
+}
+
+// ownerParam documents the header on every route that writes.
+var ownerParam = map[string]any{"name": HeaderOwner, "in": "header", "required": false,
+	"schema": map[string]any{"type": "string", "minLength": 1, "maxLength": maxOwnerLen, "pattern": `^[!-~]+$`},
+	"description": "temco hub's name for the object it reconciles (admin tokens only, else 403). A resource created with it is owned by it, " +
+		`answers it as "owner" beside metadata and spec, and is written only with it; a resource created without it is REST's, written only ` +
+		"without it; without it nothing below an owned resource is written either (409 otherwise)."}
