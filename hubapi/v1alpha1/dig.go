@@ -153,10 +153,11 @@ type DeploymentIntentGroupSpec struct {
 	State string `json:"state,omitempty"`
 }
 
-// Counts are a DIG's apps or clusters by state.
+// Counts are a DIG's clusters (or objects) by state.
 type Counts struct {
 	Total    int `json:"total"`
 	Deployed int `json:"deployed"`
+	Pending  int `json:"pending,omitempty"`
 	Failed   int `json:"failed,omitempty"`
 	Retrying int `json:"retrying,omitempty"`
 }
@@ -175,10 +176,14 @@ type DeploymentIntentGroupStatus struct {
 	WorkflowID string `json:"workflowId,omitempty"`
 	// Operation is the running (or last) operation, e.g. "instantiate".
 	Operation string `json:"operation,omitempty"`
-	// RolloutStage is the stage a staged rollout is in.
+	// RolloutStage is the stage a staged rollout is in, with its state
+	// ("edge: WaitingForApproval"), or the rollout's end ("Succeeded").
 	RolloutStage string `json:"rolloutStage,omitempty"`
-	Apps         Counts `json:"apps,omitempty"`
-	Clusters     Counts `json:"clusters,omitempty"`
+	// Apps is the number of apps the current revision deploys.
+	Apps int `json:"apps,omitempty"`
+	// Clusters and Objects of the current revision, by state.
+	Clusters Counts `json:"clusters,omitempty"`
+	Objects  Counts `json:"objects,omitempty"`
 	// DeployedHash is the configuration's hash the last instantiate or update deployed.
 	DeployedHash string `json:"deployedHash,omitempty"`
 	// UpdateRequest and RollbackRequest are the annotations' values carried out.

@@ -80,6 +80,13 @@ func (f *fakeAPI) setStatus(p string, s map[string]any) {
 	f.status[p] = s
 }
 
+// setDashboard sets a DIG's GET …/dashboard answer.
+func (f *fakeAPI) setDashboard(p string, s map[string]any) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.status[p+" dashboard"] = s
+}
+
 // all is every request received; writes those that are not GETs.
 func (f *fakeAPI) all() []apiCall {
 	f.mu.Lock()
@@ -166,6 +173,12 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	cur, exists := f.items[p]
 	switch r.Method {
 	case http.MethodGet:
+		if target, ok := strings.CutSuffix(p, "/dashboard"); ok {
+			if s, ok := f.status[target+" dashboard"]; ok {
+				reply(http.StatusOK, s)
+				return
+			}
+		}
 		if target, ok := strings.CutSuffix(p, "/status"); ok {
 			if s, ok := f.status[target]; ok {
 				reply(http.StatusOK, s)

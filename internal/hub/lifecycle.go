@@ -66,23 +66,65 @@ func (r *Reconciler) operate(ctx context.Context, owner, path, op string, body a
 	return a, err
 }
 
+// digView is the part of a DIG's dashboard answer (GET …/dashboard) the hub reads: its
+// counts are whole whatever the page size.
+type digView struct {
+	State         string `json:"state"`
+	Revision      int    `json:"revision"`
+	Instance      string `json:"instance"`
+	ContextStatus string `json:"contextStatus"`
+	Error         string `json:"error"`
+	Operation     *struct {
+		WorkflowID string `json:"workflowId"`
+		Op         string `json:"op"`
+	} `json:"operation"`
+	Rollout *struct {
+		State  string `json:"state"`
+		Stages []struct {
+			Name  string `json:"name"`
+			State string `json:"state"`
+		} `json:"stages"`
+	} `json:"rollout"`
+	Apps    []string       `json:"apps"`
+	Objects map[string]int `json:"objects"`
+	States  map[string]int `json:"states"`
+}
+
+// stage is where a rollout is: its first stage not done, else its end.
+func (v digView) stage() string {
+	if v.Rollout == nil {
+		return ""
+	}
+	for _, st := range v.Rollout.Stages {
+		switch st.State {
+		case "Succeeded", "Skipped", "Pending":
+		default:
+			return st.Name + ": " + st.State
+		}
+	}
+	return v.Rollout.State
+}
+
 // digAfter drives a DIG to its desired state, one step per look: it never starts an
 // operation while another runs, and an operation once started is Temporal's to finish.
 func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n *node) (time.Duration, error) {
 	owner, path := ownerOf("DeploymentIntentGroup", o), n.path()
-	s, err := r.status(ctx, path)
-	if err != nil {
+	var v digView
+	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/dashboard?limit=1"}, &v); err != nil {
 		return 0, err
 	}
-	st := &o.Status
-	st.State, st.Revision, st.ContextID = s.state(), s.Revision, s.Instance
-	st.RolloutStage = ""
-	if s.Rollout != nil {
-		st.RolloutStage = s.Rollout.Stage
+	s := opStatus{DeployedStatus: v.ContextStatus, Error: v.Error}
+	if v.Operation != nil {
+		s.Operation = &struct {
+			WorkflowID string `json:"workflowId"`
+		}{v.Operation.WorkflowID}
 	}
-	st.Clusters = counts(s.DeployedCounts)
-	if s.Operation != nil {
-		st.WorkflowID = s.Operation.WorkflowID
+	st := &o.Status
+	st.State, st.Revision, st.ContextID = cmpOr(v.State, "Created"), v.Revision, v.Instance
+	st.RolloutStage, st.Apps = v.stage(), len(v.Apps)
+	st.Clusters, st.Objects = counts(v.States), counts(v.Objects)
+	if v.Operation != nil {
+		st.WorkflowID, st.Operation = v.Operation.WorkflowID, cmpOr(v.Operation.Op, st.Operation)
 	}
 	if s.failed() {
 		setCondition(o, v1.Degraded, metav1.ConditionTrue, s.DeployedStatus, s.Error)
@@ -113,7 +155,7 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", op+" started")
 		return followRunning, nil
 	}
-	want, state := o.Spec.State, s.state()
+	want, state := o.Spec.State, st.State
 	switch {
 	case want == v1.StateCreated:
 	case want == v1.StateApproved && (state == "Created" || state == "Terminated"):
@@ -215,14 +257,16 @@ func cloudFinalize(ctx context.Context, r *Reconciler, o *v1.LogicalCloud, n *no
 	return true, t.remove(ctx, n.path(), n.children)
 }
 
-// counts reads a status's deployedCounts (state → clusters).
+// counts reads a dashboard's counts by state (of clusters, or of objects).
 func counts(m map[string]int) v1.Counts {
 	var c v1.Counts
 	for k, v := range m {
 		c.Total += v
 		switch k {
-		case "Applied", "Deployed", "Instantiated":
+		case "Applied", "Ready", "NotReady":
 			c.Deployed += v
+		case "Pending":
+			c.Pending += v
 		case "Failed":
 			c.Failed += v
 		case "Retrying":
@@ -230,4 +274,11 @@ func counts(m map[string]int) v1.Counts {
 		}
 	}
 	return c
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
 }

@@ -2,6 +2,7 @@ package hub
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strings"
 	"testing"
@@ -39,14 +40,12 @@ func newLifecycle(t *testing.T, want string) *lifecycle {
 // temco says the DIG is in state (no actions: Created), deployedStatus, an operation
 // running or not.
 func (l *lifecycle) temco(state, deployed string, running bool) {
-	s := map[string]any{"deployedStatus": deployed, "revision": 2, "instance": "ctx-1"}
-	if state != "" {
-		s["states"] = map[string]any{"actions": []any{map[string]any{"state": "Created"}, map[string]any{"state": state}}}
-	}
+	v := map[string]any{"state": state, "contextStatus": deployed, "revision": 2, "instance": "ctx-1",
+		"apps": []string{"web"}, "states": map[string]int{"Applied": 2, "Retrying": 1}, "objects": map[string]int{"Applied": 5}}
 	if running {
-		s["operation"] = map[string]any{"workflowId": "wf-running"}
+		v["operation"] = map[string]any{"workflowId": "wf-running", "op": "update"}
 	}
-	l.api.setStatus(l.path, s)
+	l.api.setDashboard(l.path, v)
 }
 
 func (l *lifecycle) after(t *testing.T) time.Duration {
@@ -57,8 +56,8 @@ func (l *lifecycle) after(t *testing.T) time.Duration {
 		t.Fatal(err)
 	}
 	for _, c := range l.api.all() {
-		if c.Method == http.MethodGet && strings.HasSuffix(c.Path, "/status") && !strings.Contains(c.Query, "status=deployed") {
-			t.Errorf("status read without status=deployed: %s?%s", c.Path, c.Query)
+		if c.Method == http.MethodGet && strings.HasSuffix(c.Path, "/dashboard") && c.Query != "limit=1" {
+			t.Errorf("dashboard read of more than one cluster's row: %s?%s", c.Path, c.Query)
 		}
 	}
 	return next
@@ -108,6 +107,28 @@ func TestDigAfterLeavesAnUpToDateInstantiatedDIG(t *testing.T) {
 	wantCalls(t, l.api.writes())
 	if l.condition(t, v1.Ready) != metav1.ConditionTrue || l.condition(t, v1.Progressing) != metav1.ConditionFalse {
 		t.Errorf("conditions %v", l.o.Status.Conditions)
+	}
+	st := l.o.Status
+	if st.Revision != 2 || st.ContextID != "ctx-1" || st.Apps != 1 || st.Clusters != (v1.Counts{Total: 3, Deployed: 2, Retrying: 1}) ||
+		st.Objects != (v1.Counts{Total: 5, Deployed: 5}) {
+		t.Errorf("status %+v: the dashboard's revision, context and counts not copied", st)
+	}
+}
+
+// A staged rollout's status names the stage it is in.
+func TestDigViewStage(t *testing.T) {
+	var v digView
+	if err := json.Unmarshal([]byte(`{"rollout":{"state":"Running","stages":[{"name":"canary","state":"Succeeded"},
+		{"name":"edge","state":"WaitingForApproval"},{"name":"rest","state":"Pending"}]}}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	if got := v.stage(); got != "edge: WaitingForApproval" {
+		t.Errorf("stage %q", got)
+	}
+	v.Rollout.Stages[1].State = "Succeeded"
+	v.Rollout.Stages[2].State, v.Rollout.State = "Succeeded", "Succeeded"
+	if got := v.stage(); got != "Succeeded" {
+		t.Errorf("stage of a finished rollout %q", got)
 	}
 }
 
