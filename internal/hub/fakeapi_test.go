@@ -71,6 +71,10 @@ func (f *fakeAPI) item(p string) (map[string]any, bool) {
 func (f *fakeAPI) answer(method, p string, code int, body string) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if code == 0 { // no canned answer any more
+		delete(f.answers, method+" "+p)
+		return
+	}
 	f.answers[method+" "+p] = answer{code, body}
 }
 
@@ -87,7 +91,8 @@ func (f *fakeAPI) setDashboard(p string, s map[string]any) {
 	f.status[p+" dashboard"] = s
 }
 
-// all is every request received; writes those that are not GETs.
+// all is every request received; writes those that are not GETs, diagnostics aside
+// (reports).
 func (f *fakeAPI) all() []apiCall {
 	f.mu.Lock()
 	defer f.mu.Unlock()
@@ -97,7 +102,7 @@ func (f *fakeAPI) all() []apiCall {
 func (f *fakeAPI) writes() []apiCall {
 	var out []apiCall
 	for _, c := range f.all() {
-		if c.Method != http.MethodGet {
+		if c.Method != http.MethodGet && !strings.HasPrefix(c.Path, "/diagnostics/") {
 			out = append(out, c)
 		}
 	}
@@ -164,6 +169,10 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	refuse := func(code int, format string, args ...any) {
 		reply(code, map[string]any{"message": fmt.Sprintf(format, args...)})
+	}
+	if strings.HasPrefix(p, "/diagnostics/") { // reports: taken
+		w.WriteHeader(http.StatusNoContent)
+		return
 	}
 	if a, ok := f.answers[r.Method+" "+p]; ok {
 		w.WriteHeader(a.code)
@@ -275,4 +284,15 @@ func wantCalls(t *testing.T, calls []apiCall, want ...string) {
 	if got := names(calls); !slices.Equal(got, want) {
 		t.Fatalf("calls:\n got  %q\n want %q", got, want)
 	}
+}
+
+// reports are the diagnostics requests received.
+func (f *fakeAPI) reports() []apiCall {
+	var out []apiCall
+	for _, c := range f.all() {
+		if strings.HasPrefix(c.Path, "/diagnostics/") {
+			out = append(out, c)
+		}
+	}
+	return out
 }

@@ -90,6 +90,28 @@ type digView struct {
 	States  map[string]int `json:"states"`
 }
 
+// snapshotOf is the id of the configuration snapshot that produced revision ("" when
+// none says so: a revision from before snapshots, or the API not answering).
+func (r *Reconciler) snapshotOf(ctx context.Context, path string, revision int) string {
+	var list []struct {
+		ID        string `json:"id"`
+		Revisions []struct {
+			Revision int `json:"revision"`
+		} `json:"revisions"`
+	}
+	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/snapshots?limit=10"}, &list); err != nil {
+		return ""
+	}
+	for _, s := range list {
+		for _, rv := range s.Revisions {
+			if rv.Revision == revision {
+				return s.ID
+			}
+		}
+	}
+	return ""
+}
+
 // stage is where a rollout is: its first stage not done, else its end.
 func (v digView) stage() string {
 	if v.Rollout == nil {
@@ -120,6 +142,9 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 		}{v.Operation.WorkflowID}
 	}
 	st := &o.Status
+	if v.Revision != st.Revision || st.Snapshot == "" && v.Revision > 0 {
+		st.Snapshot = r.snapshotOf(ctx, path, v.Revision)
+	}
 	st.State, st.Revision, st.ContextID = cmpOr(v.State, "Created"), v.Revision, v.Instance
 	st.RolloutStage, st.Apps = v.stage(), len(v.Apps)
 	st.Clusters, st.Objects = counts(v.States), counts(v.Objects)

@@ -48,12 +48,15 @@ type kindOps[T object] struct {
 	// after runs once the resources are written (a DIG's lifecycle); it answers when to
 	// look again (0: at the periodic recheck).
 	after func(ctx context.Context, r *Reconciler, o T, n *node) (time.Duration, error)
+	// project names the object's project for diagnostics (nil: its namespace).
+	project func(o T) string
 	// finalize removes the temco resources; done false: look again (an operation runs).
 	finalize func(ctx context.Context, r *Reconciler, o T, n *node) (done bool, err error)
 }
 
 // Reconciler holds what every kind's reconciler shares.
 type Reconciler struct {
+	reports   reports
 	Kube      client.Client
 	REST      *REST
 	Events    events.EventRecorder
@@ -106,6 +109,7 @@ func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	res, err := g.reconcile(ctx, o, t, n, buildErr)
 	st.ObservedGeneration = o.GetGeneration()
+	g.report(ctx, g.ops.kind, g.projectOf(o), o)
 	if !equalStatus(before, st) || g.ops.kind == "DeploymentIntentGroup" {
 		if uerr := g.Kube.Status().Update(ctx, o); uerr != nil && !apierrors.IsConflict(uerr) {
 			return ctrl.Result{}, uerr
@@ -198,8 +202,16 @@ func (g *generic[T]) delete(ctx context.Context, o T, n *node) (ctrl.Result, err
 			return ctrl.Result{RequeueAfter: followRunning}, nil
 		}
 	}
+	g.unreport(ctx, g.ops.kind, o)
 	controllerutil.RemoveFinalizer(o, Finalizer)
 	return ctrl.Result{}, g.Kube.Update(ctx, o)
+}
+
+func (g *generic[T]) projectOf(o T) string {
+	if g.ops.project != nil {
+		return g.ops.project(o)
+	}
+	return o.GetNamespace()
 }
 
 // removeTree is the finalize of the kinds with no lifecycle: delete the resource tree.

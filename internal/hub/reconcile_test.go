@@ -30,10 +30,7 @@ func newProjects(t *testing.T, objs ...client.Object) *projects {
 	kube := newKube(t, objs...)
 	ev := &fakeEvents{}
 	r := &Reconciler{Kube: kube, REST: api.rest(), Events: ev, Namespace: "temco-system"}
-	return &projects{api: api, kube: kube, events: ev, g: &generic[*v1.Project]{r, kindOps[*v1.Project]{kind: "Project",
-		new:      func() *v1.Project { return &v1.Project{} },
-		build:    func(_ context.Context, _ *Reconciler, o *v1.Project) (*node, error) { return projectNode(o), nil },
-		finalize: removeTree[*v1.Project]("Project")}}}
+	return &projects{api: api, kube: kube, events: ev, g: &generic[*v1.Project]{r, projectOps}}
 }
 
 func (p *projects) reconcile(t *testing.T, name string) ctrl.Result {
@@ -205,7 +202,7 @@ func TestReconcileDeletesAnObjectWhoseNameWasRefused(t *testing.T) {
 		t.Fatal(err)
 	}
 	p.reconcile(t, "web")
-	wantCalls(t, p.api.all())
+	wantCalls(t, p.api.writes())
 	if err := p.kube.Get(context.Background(), types.NamespacedName{Name: "web"}, &v1.Project{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the object is still there (err %v)", err)
 	}
@@ -271,5 +268,37 @@ func TestReconcileDeletesAnObjectWhoseNameRESTHoldsWithoutTouchingIt(t *testing.
 	}
 	if err := p.kube.Get(context.Background(), types.NamespacedName{Name: "web"}, &v1.Project{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the object is still there (err %v)", err)
+	}
+}
+
+// Each object's acceptance goes to temco's diagnostics when it changes, and is withdrawn
+// when the object goes.
+func TestReconcileReportsToDiagnostics(t *testing.T) {
+	p := newProjects(t, &v1.Project{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 2}})
+	p.api.answer(http.MethodPost, "/projects", http.StatusBadRequest, `{"message":"bad thing"}`)
+	p.reconcile(t, "web")
+	p.reconcile(t, "web") // the same refusal: not sent again
+	r := p.api.reports()
+	if len(r) != 1 || r[0].Method != http.MethodPut || r[0].Path != "/diagnostics/declarations" || r[0].Owner != "hub:Project/web" {
+		t.Fatalf("reports %v", r)
+	}
+	b := r[0].Body
+	if b["object"] != "Project/web" || b["kind"] != "Project" || b["project"] != "web" || b["accepted"] != false ||
+		b["message"] != "bad thing" || b["generation"] != float64(2) {
+		t.Errorf("report %v", b)
+	}
+	p.api.reset()
+	p.api.answer(http.MethodPost, "/projects", 0, "") // accepted now
+	p.reconcile(t, "web")
+	if r := p.api.reports(); len(r) != 1 || r[0].Body["accepted"] != true || r[0].Body["path"] != "/v2/projects/web" {
+		t.Errorf("reports after the acceptance %v", r)
+	}
+	if err := p.kube.Delete(context.Background(), p.get(t, "web")); err != nil {
+		t.Fatal(err)
+	}
+	p.api.reset()
+	p.reconcile(t, "web")
+	if r := p.api.reports(); len(r) != 1 || r[0].Method != http.MethodDelete || r[0].Query != "object=Project%2Fweb" {
+		t.Errorf("reports after the delete %v", r)
 	}
 }

@@ -40,10 +40,7 @@ func setup(mgr ctrl.Manager, r *Reconciler) error {
 				return clusterNode(ctx, r.filesFor(o), o)
 			},
 			finalize: removeTree[*v1.Cluster]("Cluster")}}),
-		add(&v1.Project{}, "project", &generic[*v1.Project]{r, kindOps[*v1.Project]{kind: "Project",
-			new:      func() *v1.Project { return &v1.Project{} },
-			build:    func(_ context.Context, _ *Reconciler, o *v1.Project) (*node, error) { return projectNode(o), nil },
-			finalize: removeTree[*v1.Project]("Project")}}),
+		add(&v1.Project{}, "project", &generic[*v1.Project]{r, projectOps}),
 		add(&v1.LogicalCloud{}, "logicalcloud", &generic[*v1.LogicalCloud]{r, kindOps[*v1.LogicalCloud]{kind: "LogicalCloud",
 			new: func() *v1.LogicalCloud { return &v1.LogicalCloud{} },
 			build: func(_ context.Context, _ *Reconciler, o *v1.LogicalCloud) (*node, error) {
@@ -76,3 +73,9 @@ func setup(mgr ctrl.Manager, r *Reconciler) error {
 	}
 	return nil
 }
+
+var projectOps = kindOps[*v1.Project]{kind: "Project",
+	new:      func() *v1.Project { return &v1.Project{} },
+	build:    func(_ context.Context, _ *Reconciler, o *v1.Project) (*node, error) { return projectNode(o), nil },
+	project:  func(o *v1.Project) string { return nameOf(o.Spec.Named, o.Name) },
+	finalize: removeTree[*v1.Project]("Project")}

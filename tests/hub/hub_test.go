@@ -1,7 +1,10 @@
 package hub
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"io"
 	"fmt"
 	"net/http"
 	"os"
@@ -139,6 +142,33 @@ func messages(t *testing.T) []string {
 	return out
 }
 
+// restJSON sends a request to the REST API as a client of its own (no owner header) and
+// decodes a 2xx answer into out.
+func restJSON(t *testing.T, method, path string, body, out any) int {
+	t.Helper()
+	var r io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		r = bytes.NewReader(b)
+	}
+	req, err := http.NewRequest(method, strings.TrimSuffix(stack.API, "/v2")+path, r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if out != nil && resp.StatusCode < 300 {
+		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return resp.StatusCode
+}
+
 func restStatus(t *testing.T, path string) int {
 	resp, err := http.Get(strings.TrimSuffix(stack.API, "/v2") + path)
 	if err != nil {
@@ -222,6 +252,44 @@ func TestDeclaredDeploymentUpdatesAndTerminates(t *testing.T) {
 			return fmt.Errorf("revision %d observed %d of %d", d.Status.Revision, d.Status.ObservedGeneration, d.Generation)
 		}
 		if got := messages(t); strings.Join(got, ",") != "two,two" {
+			return fmt.Errorf("messages %v", got)
+		}
+		return nil
+	})
+
+	second := d.Status.Snapshot
+	if second == "" || st.Snapshot == "" || second == st.Snapshot {
+		t.Errorf("snapshots: revision 1 %q, revision 2 %q: want two ids", st.Snapshot, second)
+	}
+
+	// REST shows the hub as the DIG's owner and may not change it.
+	var rest struct {
+		Owner string `json:"owner"`
+	}
+	if code := restJSON(t, http.MethodGet, st.Path, nil, &rest); code != http.StatusOK || rest.Owner != "hub:DeploymentIntentGroup/shopping/dig" {
+		t.Errorf("GET %s: %d, owner %q", st.Path, code, rest.Owner)
+	}
+	if code := restJSON(t, http.MethodPost, st.Path+"/terminate", nil, nil); code != http.StatusConflict {
+		t.Errorf("a REST terminate of the hub's DIG: %d, want 409", code)
+	}
+
+	// A rollback asked for by annotation, naming revision 1's snapshot: revision 3 deploys
+	// revision 1's objects again.
+	d.Annotations = map[string]string{v1.AnnotationRollback: st.Snapshot}
+	if err := hub.Update(ctx, &d); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 3*time.Minute, "dig rolled back", func() error {
+		if err := getDIG("dig"); err != nil {
+			return err
+		}
+		if err := ready(&d.Status.CommonStatus); err != nil {
+			return err
+		}
+		if d.Status.Revision != 3 || d.Status.Snapshot != st.Snapshot || d.Status.RollbackRequest != st.Snapshot {
+			return fmt.Errorf("revision %d snapshot %q rollback %q", d.Status.Revision, d.Status.Snapshot, d.Status.RollbackRequest)
+		}
+		if got := messages(t); strings.Join(got, ",") != "one,one" {
 			return fmt.Errorf("messages %v", got)
 		}
 		return nil
