@@ -147,8 +147,12 @@ func (g *generic[T]) reconcile(ctx context.Context, o T, t *tree, n *node, build
 		return ctrl.Result{RequeueAfter: defaultRecheck}, nil
 	}
 	next, err := g.ops.after(ctx, g.Reconciler, o, n)
-	if r, ok := IsRefusal(err); ok {
-		return g.refused(o, r)
+	if r, ok := IsRefusal(err); ok { // the configuration stands; an operation was refused
+		if c := meta.FindStatusCondition(st.Conditions, v1.Ready); c == nil || c.Message != r.Message {
+			g.Events.Eventf(o, nil, corev1.EventTypeWarning, "OperationRefused", "Reconcile", "%s", r.Message)
+		}
+		setCondition(o, v1.Ready, metav1.ConditionFalse, "OperationRefused", r.Message)
+		return ctrl.Result{RequeueAfter: retryRefused}, nil
 	}
 	if err != nil {
 		return ctrl.Result{}, err

@@ -302,3 +302,36 @@ func TestReconcileReportsToDiagnostics(t *testing.T) {
 		t.Errorf("reports after the delete %v", r)
 	}
 }
+
+// An operation the API refuses (a logical cloud's instantiate) leaves the configuration
+// Accepted: the object is not Ready, says why, and an Event records it once.
+func TestReconcileReportsARefusedOperationAsNotReady(t *testing.T) {
+	api := newFakeAPI(t)
+	o := &v1.LogicalCloud{ObjectMeta: metav1.ObjectMeta{Name: "p1-default"},
+		Spec: v1.LogicalCloudSpec{Named: v1.Named{Name: "default"}, Project: "p1", Level: "0", Clusters: []v1.ClusterReference{{Provider: "local", Cluster: "c1"}}}}
+	kube := newKube(t, o)
+	ev := &fakeEvents{}
+	g := &generic[*v1.LogicalCloud]{&Reconciler{Kube: kube, REST: api.rest(), Events: ev, Namespace: "temco-system"}, cloudOps}
+	api.setStatus("/projects/p1/logical-clouds/default", map[string]any{})
+	api.answer(http.MethodPost, "/projects/p1/logical-clouds/default/instantiate", http.StatusConflict, `{"message":"cluster c1 is unreachable"}`)
+	for range 2 {
+		if _, err := g.Reconcile(context.Background(), ctrl.Request{NamespacedName: types.NamespacedName{Name: "p1-default"}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var got v1.LogicalCloud
+	if err := kube.Get(context.Background(), types.NamespacedName{Name: "p1-default"}, &got); err != nil {
+		t.Fatal(err)
+	}
+	acc, rdy := meta.FindStatusCondition(got.Status.Conditions, v1.Accepted), meta.FindStatusCondition(got.Status.Conditions, v1.Ready)
+	if acc == nil || acc.Status != metav1.ConditionTrue || rdy == nil || rdy.Status != metav1.ConditionFalse ||
+		rdy.Reason != "OperationRefused" || rdy.Message != "cluster c1 is unreachable" {
+		t.Errorf("conditions %+v", got.Status.Conditions)
+	}
+	if e := ev.events(); len(e) != 1 || e[0] != "OperationRefused: cluster c1 is unreachable" {
+		t.Errorf("events %q", e)
+	}
+	if r := api.reports(); len(r) == 0 || r[0].Body["project"] != "p1" {
+		t.Errorf("reports %v: the cloud's project not named", r)
+	}
+}

@@ -41,13 +41,7 @@ func setup(mgr ctrl.Manager, r *Reconciler) error {
 			},
 			finalize: removeTree[*v1.Cluster]("Cluster")}}),
 		add(&v1.Project{}, "project", &generic[*v1.Project]{r, projectOps}),
-		add(&v1.LogicalCloud{}, "logicalcloud", &generic[*v1.LogicalCloud]{r, kindOps[*v1.LogicalCloud]{kind: "LogicalCloud",
-			new: func() *v1.LogicalCloud { return &v1.LogicalCloud{} },
-			build: func(_ context.Context, _ *Reconciler, o *v1.LogicalCloud) (*node, error) {
-				return logicalCloudNode(o), nil
-			},
-			after:    cloudAfter,
-			finalize: cloudFinalize}}),
+		add(&v1.LogicalCloud{}, "logicalcloud", &generic[*v1.LogicalCloud]{r, cloudOps}),
 		add(&v1.CompositeApp{}, "compositeapp", &generic[*v1.CompositeApp]{r, kindOps[*v1.CompositeApp]{kind: "CompositeApp",
 			new: func() *v1.CompositeApp { return &v1.CompositeApp{} },
 			build: func(ctx context.Context, r *Reconciler, o *v1.CompositeApp) (*node, error) {
@@ -79,3 +73,12 @@ var projectOps = kindOps[*v1.Project]{kind: "Project",
 	build:    func(_ context.Context, _ *Reconciler, o *v1.Project) (*node, error) { return projectNode(o), nil },
 	project:  func(o *v1.Project) string { return nameOf(o.Spec.Named, o.Name) },
 	finalize: removeTree[*v1.Project]("Project")}
+
+var cloudOps = kindOps[*v1.LogicalCloud]{kind: "LogicalCloud",
+	new: func() *v1.LogicalCloud { return &v1.LogicalCloud{} },
+	build: func(_ context.Context, _ *Reconciler, o *v1.LogicalCloud) (*node, error) {
+		return logicalCloudNode(o), nil
+	},
+	project:  func(o *v1.LogicalCloud) string { return o.Spec.Project },
+	after:    cloudAfter,
+	finalize: cloudFinalize}
