@@ -186,6 +186,9 @@ type DeploymentIntentGroupStatus struct {
 	Objects  Counts `json:"objects,omitempty"`
 	// DeployedHash is the configuration's hash the last instantiate or update deployed.
 	DeployedHash string `json:"deployedHash,omitempty"`
+	// IntentCollections are the action intents' collections (e.g. "generic-k8s-intents")
+	// the hub wrote to: one an intent left is emptied of the hub's items.
+	IntentCollections []string `json:"intentCollections,omitempty"`
 	// UpdateRequest and RollbackRequest are the annotations' values carried out.
 	UpdateRequest   string `json:"updateRequest,omitempty"`
 	RollbackRequest string `json:"rollbackRequest,omitempty"`

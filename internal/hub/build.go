@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/url"
+	"slices"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -225,8 +226,20 @@ func digNode(ctx context.Context, f files, o *v1.DeploymentIntentGroup) (*node, 
 			}
 			in.children = append(in.children, rn)
 		}
+		for _, r := range ai.Resources {
+			if !slices.Contains(in.manages, r.Resource) {
+				in.manages = append(in.manages, r.Resource)
+			}
+		}
 		n.children = append(n.children, in)
 		keys[ai.Controller] = ai.Name
+	}
+	// The intents' collections, and those the last apply wrote to: an intent that left
+	// the spec has its item deleted.
+	for _, c := range append(intentCollections(o), o.Status.IntentCollections...) {
+		if !slices.Contains(n.manages, c) && segment.MatchString(c) {
+			n.manages = append(n.manages, c)
+		}
 	}
 	n.children = append(n.children, &node{coll: p + "/intents", name: intentsName,
 		body: map[string]any{"metadata": metadata(intentsName, ""), "spec": map[string]any{"intent": keys}}})
@@ -247,4 +260,15 @@ func intentNode(ctx context.Context, f files, parent, resource, name string, spe
 		n.file, n.multipart = b, true
 	}
 	return n, nil
+}
+
+// intentCollections are the collections of the DIG's action intents, in spec order.
+func intentCollections(o *v1.DeploymentIntentGroup) []string {
+	var out []string
+	for _, ai := range o.Spec.ActionIntents {
+		if !slices.Contains(out, ai.Resource) {
+			out = append(out, ai.Resource)
+		}
+	}
+	return out
 }

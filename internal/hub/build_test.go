@@ -190,8 +190,34 @@ func TestDigNode(t *testing.T) {
 		t.Errorf("customization %v", res.children)
 	}
 	sameJSON(t, "rollout", rollout.body["spec"], map[string]any{"stages": []any{map[string]any{"clusters": 1}}})
-	if !reflect.DeepEqual(n.manages, []string{"rollout-strategies"}) || !reflect.DeepEqual(gpi.manages, []string{"app-intents"}) {
+	if !reflect.DeepEqual(n.manages, []string{"rollout-strategies", "generic-k8s-intents"}) || !reflect.DeepEqual(gpi.manages, []string{"app-intents"}) {
 		t.Errorf("manages %v / %v", n.manages, gpi.manages)
+	}
+}
+
+// An action intent that left the spec is pruned: its collection stays managed while the
+// status says the last apply wrote to it.
+func TestDigNodeManagesTheCollectionsOfIntentsThatLeft(t *testing.T) {
+	o := dig()
+	o.Spec.ActionIntents = nil
+	o.Status.IntentCollections = []string{"generic-k8s-intents", "../x"}
+	n, err := digNode(context.Background(), files{}, o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(n.manages, []string{"rollout-strategies", "generic-k8s-intents"}) {
+		t.Errorf("manages %v: want the left intent's collection, and no bad name", n.manages)
+	}
+	api := newFakeAPI(t)
+	owner := ownerOf("DeploymentIntentGroup", o)
+	api.seed(n.path(), owner, n.body)
+	api.seed(n.path()+"/generic-k8s-intents/gac", owner, map[string]any{"metadata": map[string]any{"name": "gac"}, "spec": map[string]any{}})
+	tr := &tree{rest: api.rest(), owner: owner}
+	if err := tr.apply(context.Background(), n); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := api.item(n.path() + "/generic-k8s-intents/gac"); ok {
+		t.Error("the intent that left the spec is still in temco")
 	}
 }
 

@@ -142,6 +142,7 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 		}{v.Operation.WorkflowID}
 	}
 	st := &o.Status
+	st.IntentCollections = intentCollections(o) // written: the apply before this succeeded
 	if v.Revision != st.Revision || st.Snapshot == "" && v.Revision > 0 {
 		st.Snapshot = r.snapshotOf(ctx, path, v.Revision)
 	}
