@@ -33,6 +33,9 @@ type opDoc struct {
 	liveReads    bool         // may read clusters live, within the caller's rate (livereads.go)
 	creates      bool         // a POST on a collection: it writes a new resource below the path's last (owner.go)
 	noOwner      bool         // writes no resource (a preview, a controller's edits): no owner is checked
+	// ownerRequired: a report about a hub object (diagnostics.go): X-Temco-Owner is
+	// required, and the handler checks it names the object (owner.go).
+	ownerRequired bool
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -65,7 +68,10 @@ func (s *Server) openAPI() ([]byte, error) {
 		for _, q := range d.query {
 			params = append(params, map[string]any{"name": q, "in": "query", "schema": map[string]any{"type": "string"}})
 		}
-		if d.method != http.MethodGet && d.method != http.MethodHead && !d.noOwner {
+		switch {
+		case d.ownerRequired:
+			params = append(params, reportOwnerParam)
+		case d.method != http.MethodGet && d.method != http.MethodHead && !d.noOwner:
 			params = append(params, ownerParam)
 		}
 		if params != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/internal/core/diagnostics"
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -24,7 +25,8 @@ import (
 // route wraps every handler in ownership; the write paths record the owner (ownerOf) on
 // what they create. An owner never changes once stored, so a check made before the write
 // still holds when it is made (short of a delete and a re-create in between; a PUT, which
-// re-reads what it replaces, checks again).
+// re-reads what it replaces, checks again). A report about a hub object (diagnostics.go)
+// writes no resource: it needs the header, and only the object's owner may send it.
 
 // HeaderOwner names the owner of a request's writes.
 const HeaderOwner = "X-Temco-Owner"
@@ -49,6 +51,9 @@ func (s *Server) ownership(d opDoc, h echo.HandlerFunc) echo.HandlerFunc {
 		owner, err := requestOwner(c)
 		if err != nil {
 			return err
+		}
+		if d.ownerRequired && owner == "" {
+			return badRequest("%s is required: send %s<Kind>/<namespace>/<name>, the owner of the declared object", HeaderOwner, diagnostics.OwnerPrefix)
 		}
 		if !writes {
 			return h(c)
@@ -82,6 +87,16 @@ func requestOwner(c echo.Context) (string, error) {
 		return "", badRequest("%s %.64q is invalid: %v", HeaderOwner, values[0], err)
 	}
 	return values[0], nil
+}
+
+// reportedByOwner checks, on a route whose header is required (a report about a hub
+// object: diagnostics.go), that the request comes from the object's owner, want.
+func reportedByOwner(c echo.Context, want string) error {
+	if got := c.Request().Header.Get(HeaderOwner); got != want { // present and valid: ownership checked it
+		return conflict("%s %q is not the owner of the declared object %q: only %q reports it",
+			HeaderOwner, got, strings.TrimPrefix(want, diagnostics.OwnerPrefix), want)
+	}
+	return nil
 }
 
 // validOwner accepts 1 to maxOwnerLen printable ASCII characters, no spaces.
@@ -223,3 +238,8 @@ var ownerParam = map[string]any{"name": HeaderOwner, "in": "header", "required":
 	"description": "temco hub's name for the object it reconciles (admin tokens only, else 403). A resource created with it is owned by it, " +
 		`answers it as "owner" beside metadata and spec, and is written only with it; a resource created without it is REST's, written only ` +
 		"without it; without it nothing below an owned resource is written either (409 otherwise)."}
+
+// reportOwnerParam documents the header of a report about a hub object (diagnostics.go).
+var reportOwnerParam = map[string]any{"name": HeaderOwner, "in": "header", "required": true,
+	"schema":      map[string]any{"type": "string", "minLength": 1, "maxLength": maxOwnerLen, "pattern": `^[!-~]+$`},
+	"description": `"hub:" + the declared object (admin tokens only, else 403): 400 without it, 409 when it names another object.`}

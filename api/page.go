@@ -26,8 +26,9 @@ const listCap = 10000
 // headerContinue carries the next page's token.
 const headerContinue = "X-Continue"
 
-// maxContinueLen bounds a token: a composite app's name and version, base64-encoded.
-const maxContinueLen = 1024
+// maxContinueLen bounds a token: a composite app's name and version, or a diagnostics
+// entry's path and object, base64-encoded.
+const maxContinueLen = 2048
 
 var listQueryParams = []string{"limit", "continue"}
 

@@ -138,6 +138,7 @@ func (s *Server) Handler() *echo.Echo {
 	s.registerDcm(g)
 	s.registerLifecycle(g)
 	s.registerSnapshots(g)
+	s.registerDiagnostics(g)
 	s.registerControlView(g)
 	s.registerDashboard(g)
 	s.registerSession(g)

@@ -37,7 +37,12 @@ export function onUnauthorized(fn) {
 }
 
 // call sends one request to the API (path is absolute from the origin: /v2/...).
-export async function call(method, path, { body, signal } = {}) {
+export async function call(method, path, opts) {
+  return (await send(method, path, opts)).data;
+}
+
+// send is call answering the parsed body and the response's headers.
+async function send(method, path, { body, signal } = {}) {
   const headers = { Accept: 'application/json' };
   const t = token.get();
   if (t) headers.Authorization = `Bearer ${t}`;
@@ -66,10 +71,17 @@ export async function call(method, path, { body, signal } = {}) {
     }
     throw new ApiError(res.status, msg, Number(res.headers.get('Retry-After')) || 0);
   }
-  return data;
+  return { data, headers: res.headers };
 }
 
 export const get = (path, opts) => call('GET', path, opts);
+
+// getPage reads one page of a paged list: {data, next}, next the token of the page that
+// follows ('' on the last), to pass back as continue=.
+export async function getPage(path, opts) {
+  const { data, headers } = await send('GET', path, opts);
+  return { data, next: headers.get('X-Continue') || '' };
+}
 export const post = (path, body, opts) => call('POST', path, { ...opts, body });
 
 const enc = encodeURIComponent;

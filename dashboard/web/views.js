@@ -40,7 +40,9 @@ export function home() {
   return {
     title: 'Projects and clusters',
     crumbs: [['Home']],
-    body: [section('Projects', projects), section('Cluster providers', providers)],
+    body: [
+      h('p', null, h('a', { href: '#/diagnostics' }, 'Diagnostics'), ': every declared resource, whether temco accepted it, and its errors.'),
+      section('Projects', projects), section('Cluster providers', providers)],
     async load(signal) {
       const [ps, cps] = await Promise.all([get('/v2/projects', { signal }), get('/v2/cluster-providers', { signal })]);
       const cpNames = sorted(cps).map(nameOf);

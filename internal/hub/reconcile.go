@@ -141,22 +141,23 @@ func (g *generic[T]) reconcile(ctx context.Context, o T, t *tree, n *node, build
 			log.FromContext(ctx).Info("wrote temco resources", "path", n.path(), "resources", t.wrote)
 		}
 	}
-	setCondition(o, v1.Accepted, metav1.ConditionTrue, "Accepted", "temco accepted the configuration")
+	accepted := func() { setCondition(o, v1.Accepted, metav1.ConditionTrue, "Accepted", "temco accepted the configuration") }
 	if g.ops.after == nil {
+		accepted()
 		setCondition(o, v1.Ready, metav1.ConditionTrue, "Stored", "stored in temco")
 		return ctrl.Result{RequeueAfter: defaultRecheck}, nil
 	}
 	next, err := g.ops.after(ctx, g.Reconciler, o, n)
-	if r, ok := IsRefusal(err); ok { // the configuration stands; an operation was refused
-		if c := meta.FindStatusCondition(st.Conditions, v1.Ready); c == nil || c.Message != r.Message {
-			g.Events.Eventf(o, nil, corev1.EventTypeWarning, "OperationRefused", "Reconcile", "%s", r.Message)
-		}
-		setCondition(o, v1.Ready, metav1.ConditionFalse, "OperationRefused", r.Message)
-		return ctrl.Result{RequeueAfter: retryRefused}, nil
+	// An operation the API refuses (a DIG naming a profile or cloud that is not there
+	// cannot be instantiated) is a refusal of what the object declares, as the API's
+	// refusal of a resource is: reported, skipped, tried again.
+	if r, ok := IsRefusal(err); ok {
+		return g.refused(o, r)
 	}
 	if err != nil {
 		return ctrl.Result{}, err
 	}
+	accepted()
 	if next == 0 {
 		next = defaultRecheck
 	}

@@ -303,9 +303,9 @@ func TestReconcileReportsToDiagnostics(t *testing.T) {
 	}
 }
 
-// An operation the API refuses (a logical cloud's instantiate) leaves the configuration
-// Accepted: the object is not Ready, says why, and an Event records it once.
-func TestReconcileReportsARefusedOperationAsNotReady(t *testing.T) {
+// An operation the API refuses (a logical cloud's instantiate) is reported as a refusal
+// of the object: not Accepted, not Ready, why, and an Event once.
+func TestReconcileReportsARefusedOperation(t *testing.T) {
 	api := newFakeAPI(t)
 	o := &v1.LogicalCloud{ObjectMeta: metav1.ObjectMeta{Name: "p1-default"},
 		Spec: v1.LogicalCloudSpec{Named: v1.Named{Name: "default"}, Project: "p1", Level: "0", Clusters: []v1.ClusterReference{{Provider: "local", Cluster: "c1"}}}}
@@ -324,14 +324,16 @@ func TestReconcileReportsARefusedOperationAsNotReady(t *testing.T) {
 		t.Fatal(err)
 	}
 	acc, rdy := meta.FindStatusCondition(got.Status.Conditions, v1.Accepted), meta.FindStatusCondition(got.Status.Conditions, v1.Ready)
-	if acc == nil || acc.Status != metav1.ConditionTrue || rdy == nil || rdy.Status != metav1.ConditionFalse ||
-		rdy.Reason != "OperationRefused" || rdy.Message != "cluster c1 is unreachable" {
+	if acc == nil || acc.Status != metav1.ConditionFalse || acc.Message != "cluster c1 is unreachable" || rdy == nil || rdy.Status != metav1.ConditionFalse {
 		t.Errorf("conditions %+v", got.Status.Conditions)
 	}
-	if e := ev.events(); len(e) != 1 || e[0] != "OperationRefused: cluster c1 is unreachable" {
+	if got.Status.Owner != v1.OwnerHub {
+		t.Errorf("owner %q: the cloud was written, its delete must remove it", got.Status.Owner)
+	}
+	if e := ev.events(); len(e) != 1 || e[0] != "Refused: cluster c1 is unreachable" {
 		t.Errorf("events %q", e)
 	}
-	if r := api.reports(); len(r) == 0 || r[0].Body["project"] != "p1" {
+	if r := api.reports(); len(r) != 1 || r[0].Body["project"] != "p1" || r[0].Body["accepted"] != false {
 		t.Errorf("reports %v: the cloud's project not named", r)
 	}
 }

@@ -31,6 +31,9 @@ type declaration struct {
 	Time       time.Time `json:"time"`
 }
 
+// maxReportMessage is the longest message the API takes in a declaration.
+const maxReportMessage = 4096
+
 // reports remembers what was last reported per object, so that only changes are sent
 // (a restarted hub sends each once more: the API keeps the last).
 type reports struct{ sent sync.Map }
@@ -44,8 +47,12 @@ func (r *Reconciler) report(ctx context.Context, kind, project string, o object)
 		return
 	}
 	owner := ownerOf(kind, o)
+	msg := c.Message
+	if len(msg) > maxReportMessage {
+		msg = msg[:maxReportMessage-3] + "..."
+	}
 	d := declaration{Object: owner[len("hub:"):], Kind: kind, Namespace: o.GetNamespace(), Name: o.GetName(), Generation: o.GetGeneration(),
-		Project: project, Path: st.Path, Accepted: c.Status == metav1.ConditionTrue, Message: c.Message, Time: c.LastTransitionTime.UTC()}
+		Project: project, Path: st.Path, Accepted: c.Status == metav1.ConditionTrue, Message: msg, Time: c.LastTransitionTime.UTC()}
 	bare := d
 	bare.Time = time.Time{} // the condition's time, as read back, is rounded to the second
 	key, _ := json.Marshal(bare)

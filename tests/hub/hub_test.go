@@ -233,6 +233,33 @@ func TestDeclaredDeploymentUpdatesAndTerminates(t *testing.T) {
 		return fmt.Errorf("no Refused event for broken among %d", len(evs.Items))
 	})
 
+	// Diagnostics list the refused DIG with why, beside the accepted one, both the hub's.
+	eventually(t, time.Minute, "diagnostics", func() error {
+		var diag struct {
+			Resources []struct {
+				Path, Source, Object string
+				Accepted             bool
+				Errors               []string
+			} `json:"resources"`
+		}
+		if code := restJSON(t, http.MethodGet, "/v2/diagnostics?project=shopping", nil, &diag); code != http.StatusOK {
+			return fmt.Errorf("GET /v2/diagnostics: %d", code)
+		}
+		var broken, good bool
+		for _, r := range diag.Resources {
+			switch r.Object {
+			case "DeploymentIntentGroup/shopping/broken":
+				broken = r.Source == "hub" && !r.Accepted && len(r.Errors) == 1 && strings.Contains(r.Errors[0], "nope")
+			case "DeploymentIntentGroup/shopping/dig":
+				good = r.Source == "hub" && r.Accepted && r.Path == st.Path
+			}
+		}
+		if !broken || !good {
+			return fmt.Errorf("broken listed %v, dig listed %v: %+v", broken, good, diag.Resources)
+		}
+		return nil
+	})
+
 	// A change of the configuration is an update: revision 2 on the clusters.
 	if err := getDIG("dig"); err != nil {
 		t.Fatal(err)

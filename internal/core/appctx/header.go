@@ -98,3 +98,34 @@ func (s *Store) DIGOf(ctx context.Context, id string) (string, error) {
 	}
 	return c.DIG, err
 }
+
+// Outcome is how far a context's operation got: its status and, when it failed, why.
+type Outcome struct {
+	Status string `bson:"status"`
+	Error  string `bson:"error,omitempty"`
+}
+
+// Outcomes reads the outcome of each of the contexts ids in one query (for lists of many
+// DIGs); a context that does not exist is left out.
+func (s *Store) Outcomes(ctx context.Context, ids []string) (map[string]Outcome, error) {
+	out := make(map[string]Outcome, len(ids))
+	if len(ids) == 0 {
+		return out, nil
+	}
+	cur, err := s.contexts.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}},
+		options.Find().SetProjection(bson.D{{Key: "status", Value: 1}, {Key: "error", Value: 1}}))
+	if err != nil {
+		return nil, fmt.Errorf("read the outcomes of %d contexts: %w", len(ids), err)
+	}
+	var docs []struct {
+		ID      string `bson:"_id"`
+		Outcome `bson:",inline"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("read the outcomes of %d contexts: %w", len(ids), err)
+	}
+	for _, d := range docs {
+		out[d.ID] = d.Outcome
+	}
+	return out, nil
+}
