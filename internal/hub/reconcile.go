@@ -141,7 +141,9 @@ func (g *generic[T]) reconcile(ctx context.Context, o T, t *tree, n *node, build
 			log.FromContext(ctx).Info("wrote temco resources", "path", n.path(), "resources", t.wrote)
 		}
 	}
-	accepted := func() { setCondition(o, v1.Accepted, metav1.ConditionTrue, "Accepted", "temco accepted the configuration") }
+	accepted := func() {
+		setCondition(o, v1.Accepted, metav1.ConditionTrue, "Accepted", "temco accepted the configuration")
+	}
 	if g.ops.after == nil {
 		accepted()
 		setCondition(o, v1.Ready, metav1.ConditionTrue, "Stored", "stored in temco")
