@@ -48,7 +48,9 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 					s.route(g, opDoc{method: http.MethodGet, path: path, summary: e.Summary, code: http.StatusOK,
 						response: typeOf[statusResult](), query: statusQueryParams, liveReads: true}, s.status(ref))
 				case lifecycle.OpStop:
-					s.route(g, op(path, e.Summary), s.stop(ref))
+					stop := op(path, e.Summary)
+					stop.noOwner = true
+					s.route(g, stop, s.stop(ref))
 				default:
 					s.route(g, op(path, e.Summary), s.operate(ref, e.Op))
 				}

@@ -32,7 +32,11 @@ type opDoc struct {
 	pages        bool         // a list answering pages (page.go)
 	liveReads    bool         // may read clusters live, within the caller's rate (livereads.go)
 	creates      bool         // a POST on a collection: it writes a new resource below the path's last (owner.go)
-	noOwner      bool         // writes no resource (a preview, a controller's edits): no owner is checked
+	// noOwner: no owner is checked: the route writes no resource (a preview, a
+	// controller's edits), or is an operator's decision on a running operation (a stop, a
+	// rollout's approve, pause, resume or rollback), which the hub does not declare and
+	// never undoes: a hub DIG's stages are approved over REST and from the dashboard.
+	noOwner bool
 	// ownerRequired: a report about a hub object (diagnostics.go): X-Temco-Owner is
 	// required, and the handler checks it names the object (owner.go).
 	ownerRequired bool

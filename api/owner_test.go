@@ -137,6 +137,17 @@ func TestOwnedDIGIsWrittenOnlyByItsOwner(t *testing.T) {
 		// REST's resources stay REST's to write.
 		c.do("PUT", pGPI, desc(res("gpi1", nil), "rest"), nil...).must(t, http.StatusOK)
 	})
+
+	// An operator's decisions on a running operation are no change of what the hub
+	// declares: a hub DIG's rollout is approved, paused, resumed or rolled back, and its
+	// operation stopped, over REST (whatever the operation then answers, never ownership).
+	t.Run("REST decides on the hub DIG's running operation", func(t *testing.T) {
+		for _, path := range []string{pHD + "/rollout/approve", pHD + "/rollout/pause", pHD + "/rollout/resume", pHD + "/rollout/rollback", pHD + "/stop"} {
+			if r := c.do("POST", path, nil); strings.Contains(string(r.body), "is owned by") {
+				t.Errorf("POST %s refused for ownership: %d %s", path, r.code, r.body)
+			}
+		}
+	})
 }
 
 // desc sets a resource's description.

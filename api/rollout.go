@@ -83,7 +83,7 @@ func (s *Server) registerRolloutCommands(g *echo.Group) {
 		{lifecycle.RolloutRollback, "Return every cluster a DIG's running rollout has changed and end it failed"},
 	} {
 		doc := opDoc{method: http.MethodPost, path: routeDIG + "/rollout/" + c.action, summary: c.summary, code: http.StatusOK,
-			response: typeOf[rolloutStatus]()}
+			response: typeOf[rolloutStatus](), noOwner: true}
 		if c.action == lifecycle.RolloutApprove {
 			doc.body = typeOf[rolloutBody]()
 		}
