@@ -19,7 +19,10 @@ var ActivityNames = []string{
 
 // Register registers Activities and Holds on r.
 func Register(r worker.Registry, d *deps.Deps) {
-	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
-		Snapshots: snapshot.Open(d.Store.Database())})
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch}
+	if d.Store != nil { // registrations are also listed without a store (workers' tests)
+		a.Snapshots = snapshot.Open(d.Store.Database())
+	}
+	r.RegisterActivity(a)
 	r.RegisterActivity(&Holds{Ops: d.Ops})
 }

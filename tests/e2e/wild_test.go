@@ -291,7 +291,12 @@ func TestARefusedInstantiateLeavesTheDIGApproved(t *testing.T) {
 	d := newDeployment(t, app{name: "mend", chart: broken, placement: clusterNamed("cluster1")})
 	d.create()
 	refused := d.operate(lifecycle.OpInstantiate)
-	s := d.await("InstantiateFailed", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
+	// The status reads the DIG's history, then its context: a read between the worker's
+	// two writes (Approved again, then the context's failure) sees the failure with the
+	// state before it, so both are awaited.
+	s := d.await("InstantiateFailed", time.Minute, "", func(s status) bool {
+		return s.Status == lifecycle.StatusInstantiateFailed && s.state() == lifecycle.StateApproved
+	})
 	recordHistory(t, refused.WorkflowID, "Instantiate-refused-render")
 	if s.state() != lifecycle.StateApproved || s.Instance != refused.ContextID || !strings.Contains(s.Error, "nil pointer evaluating interface {}.key") {
 		t.Fatalf("after the refused instantiate: state %s, instance %s, error %q; want Approved, the refused context and the chart's error",
