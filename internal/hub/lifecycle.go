@@ -87,7 +87,8 @@ type digView struct {
 	} `json:"rollout"`
 	Apps    []string       `json:"apps"`
 	Objects map[string]int `json:"objects"`
-	States  map[string]int `json:"states"`
+	Total   int            `json:"total"`  // clusters
+	States  map[string]int `json:"states"` // clusters by state: only with a state filter
 }
 
 // snapshotOf is the id of the configuration snapshot that produced revision ("" when
@@ -148,7 +149,8 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 	}
 	st.State, st.Revision, st.ContextID = cmpOr(v.State, "Created"), v.Revision, v.Instance
 	st.RolloutStage, st.Apps = v.stage(), len(v.Apps)
-	st.Clusters, st.Objects = counts(v.States), counts(v.Objects)
+	st.Objects = counts(v.Objects)
+	st.Clusters = v1.Counts{Total: v.Total}
 	if v.Operation != nil {
 		st.WorkflowID, st.Operation = v.Operation.WorkflowID, cmpOr(v.Operation.Op, st.Operation)
 	}
@@ -163,6 +165,14 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 		return followRunning, nil
 	}
 	setCondition(o, v1.Progressing, metav1.ConditionFalse, "Idle", "")
+	// Clusters by state need each cluster's documents read (a state filter): once per look
+	// when no operation runs, not at every follow-up of a running one.
+	var byState digView
+	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/dashboard?limit=1&state=Failed"}, &byState); err != nil {
+		return 0, err
+	}
+	st.Clusters = counts(byState.States)
+	st.Clusters.Total = v.Total
 	// start starts op; done records what it carried out, once the API took it (a request
 	// that failed is tried again).
 	start := func(op string, body any, done func()) (time.Duration, error) {
