@@ -19,17 +19,15 @@ type opStatus struct {
 			State string `json:"state"`
 		} `json:"actions"`
 	} `json:"states"`
-	DeployedStatus string         `json:"deployedStatus"`
-	DeployedCounts map[string]int `json:"deployedCounts"`
-	Instance       string         `json:"instance"`
-	Revision       int            `json:"revision"`
-	Error          string         `json:"error"`
-	Operation      *struct {
-		WorkflowID string `json:"workflowId"`
-	} `json:"operation"`
-	Rollout *struct {
-		Stage string `json:"stage"`
-	} `json:"rollout"`
+	DeployedStatus string     `json:"deployedStatus"`
+	Error          string     `json:"error"`
+	Operation      *runningOp `json:"operation"`
+}
+
+// runningOp is an operation under way, as status and dashboard answers show it.
+type runningOp struct {
+	WorkflowID string `json:"workflowId"`
+	Op         string `json:"op"`
 }
 
 // state is the target's lifecycle state (its last action's), "Created" when none.
@@ -69,16 +67,13 @@ func (r *Reconciler) operate(ctx context.Context, owner, path, op string, body a
 // digView is the part of a DIG's dashboard answer (GET …/dashboard) the hub reads: its
 // counts are whole whatever the page size.
 type digView struct {
-	State         string `json:"state"`
-	Revision      int    `json:"revision"`
-	Instance      string `json:"instance"`
-	ContextStatus string `json:"contextStatus"`
-	Error         string `json:"error"`
-	Operation     *struct {
-		WorkflowID string `json:"workflowId"`
-		Op         string `json:"op"`
-	} `json:"operation"`
-	Rollout *struct {
+	State         string     `json:"state"`
+	Revision      int        `json:"revision"`
+	Instance      string     `json:"instance"`
+	ContextStatus string     `json:"contextStatus"`
+	Error         string     `json:"error"`
+	Operation     *runningOp `json:"operation"`
+	Rollout       *struct {
 		State  string `json:"state"`
 		Stages []struct {
 			Name  string `json:"name"`
@@ -136,12 +131,7 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/dashboard?limit=1"}, &v); err != nil {
 		return 0, err
 	}
-	s := opStatus{DeployedStatus: v.ContextStatus, Error: v.Error}
-	if v.Operation != nil {
-		s.Operation = &struct {
-			WorkflowID string `json:"workflowId"`
-		}{v.Operation.WorkflowID}
-	}
+	s := opStatus{DeployedStatus: v.ContextStatus, Error: v.Error, Operation: v.Operation}
 	st := &o.Status
 	st.IntentCollections = intentCollections(o) // written: the apply before this succeeded
 	if v.Revision != st.Revision || st.Snapshot == "" && v.Revision > 0 {
