@@ -50,28 +50,31 @@ type dashboardQuery struct {
 }
 
 type dashboardView struct {
-	Project             string                `json:"project"`
-	CompositeApp        string                `json:"compositeApp"`
-	CompositeAppVersion string                `json:"compositeAppVersion"`
-	Name                string                `json:"name"`
-	State               string                `json:"state"`
-	Instance            string                `json:"instance,omitempty"`
-	Revision            int64                 `json:"revision,omitempty"`
-	ContextStatus       string                `json:"contextStatus,omitempty"`
-	Error               string                `json:"error,omitempty"`
-	History             []statusAction        `json:"history"`
-	Revisions           []revisionView        `json:"revisions"`
-	Operation           *operationView        `json:"operation"`
-	Rollout             *rolloutStatus        `json:"rollout"`
-	Autoscaler          *autoscalerStatus     `json:"autoscaler"`
-	Apps                []string              `json:"apps"`
-	Objects             map[string]int        `json:"objects"`
-	Total               int                   `json:"total"`
-	Matched             int                   `json:"matched"`
-	Offset              int                   `json:"offset"`
-	Limit               int                   `json:"limit"`
-	States              map[string]int        `json:"states,omitempty"`
-	Clusters            []dashboardClusterRow `json:"clusters"`
+	Project             string            `json:"project"`
+	CompositeApp        string            `json:"compositeApp"`
+	CompositeAppVersion string            `json:"compositeAppVersion"`
+	Name                string            `json:"name"`
+	State               string            `json:"state"`
+	Instance            string            `json:"instance,omitempty"`
+	Revision            int64             `json:"revision,omitempty"`
+	ContextStatus       string            `json:"contextStatus,omitempty"`
+	Error               string            `json:"error,omitempty"`
+	History             []statusAction    `json:"history"`
+	Revisions           []revisionView    `json:"revisions"`
+	Operation           *operationView    `json:"operation"`
+	Rollout             *rolloutStatus    `json:"rollout"`
+	Autoscaler          *autoscalerStatus `json:"autoscaler"`
+	Apps                []string          `json:"apps"`
+	Objects             map[string]int    `json:"objects"`
+	Total               int               `json:"total"`
+	Matched             int               `json:"matched"`
+	Offset              int               `json:"offset"`
+	Limit               int               `json:"limit"`
+	States              map[string]int    `json:"states,omitempty"`
+	// AppStates counts, per app, the clusters it is placed on by its cell's state: only
+	// with a state filter, which reads every cluster's documents anyway.
+	AppStates map[string]map[string]int `json:"appStates,omitempty"`
+	Clusters  []dashboardClusterRow     `json:"clusters"`
 	// LiveError says why the live read asked for did not finish (the stored state is shown).
 	LiveError string `json:"liveError,omitempty"`
 	// Artifacts are the charts the context's apps name by reference (an OCI registry, a
@@ -256,11 +259,17 @@ func (s *Server) dashboard(c echo.Context) error {
 		if all, err = s.placementsByCluster(ctx, ctxID, keys); err != nil {
 			return err
 		}
-		out.States = map[string]int{}
+		out.States, out.AppStates = map[string]int{}, map[string]map[string]int{}
 		keys = slices.DeleteFunc(keys, func(k string) bool {
-			st := rowOf(k, all[k], nil).State
-			out.States[st]++
-			return st != q.state
+			row := rowOf(k, all[k], nil)
+			out.States[row.State]++
+			for app, cell := range row.Apps {
+				if out.AppStates[app] == nil {
+					out.AppStates[app] = map[string]int{}
+				}
+				out.AppStates[app][cell.State]++
+			}
+			return row.State != q.state
 		})
 	}
 	out.Matched = len(keys)

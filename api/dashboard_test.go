@@ -108,6 +108,9 @@ func TestDashboardPagesFiltersAndCells(t *testing.T) {
 	if v.States["Retrying"] != 1 || v.States["NotReady"] != 1 || v.Matched != 1 {
 		t.Errorf("state counts: %v, matched %d", v.States, v.Matched)
 	}
+	if want := "map[app1:map[NotReady:1 Retrying:1] app2:map[Ready:1]]"; fmt.Sprint(v.AppStates) != want {
+		t.Errorf("clusters by app and state: %v, want %s", v.AppStates, want)
+	}
 
 	for query, want := range map[string]string{
 		"?limit=0":        `limit="0" is invalid`,

@@ -162,6 +162,12 @@ type Counts struct {
 	Retrying int `json:"retrying,omitempty"`
 }
 
+// AppCounts are one app's clusters by state.
+type AppCounts struct {
+	App      string `json:"app"`
+	Clusters Counts `json:"clusters"`
+}
+
 // DeploymentIntentGroupStatus is temco's state of the DIG, written back.
 type DeploymentIntentGroupStatus struct {
 	CommonStatus `json:",inline"`
@@ -184,6 +190,12 @@ type DeploymentIntentGroupStatus struct {
 	// Clusters and Objects of the current revision, by state.
 	Clusters Counts `json:"clusters,omitempty"`
 	Objects  Counts `json:"objects,omitempty"`
+	// AppClusters are each app's clusters by state (the app's state on each cluster it
+	// is placed on), read when no operation runs.
+	// +listType=map
+	// +listMapKey=app
+	// +optional
+	AppClusters []AppCounts `json:"appClusters,omitempty"`
 	// DeployedHash is the configuration's hash the last instantiate or update deployed.
 	DeployedHash string `json:"deployedHash,omitempty"`
 	// IntentCollections are the action intents' collections (e.g. "generic-k8s-intents")

@@ -2,7 +2,9 @@ package hub
 
 import (
 	"context"
+	"maps"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -84,6 +86,8 @@ type digView struct {
 	Objects map[string]int `json:"objects"`
 	Total   int            `json:"total"`  // clusters
 	States  map[string]int `json:"states"` // clusters by state: only with a state filter
+	// AppStates are each app's clusters by state: only with a state filter.
+	AppStates map[string]map[string]int `json:"appStates"`
 }
 
 // snapshotOf is the id of the configuration snapshot that produced revision ("" when
@@ -163,6 +167,12 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 	}
 	st.Clusters = counts(byState.States)
 	st.Clusters.Total = v.Total
+	st.AppClusters = nil
+	apps := slices.AppendSeq(slices.Clone(v.Apps), maps.Keys(byState.AppStates)) // an app placed nowhere too
+	slices.Sort(apps)
+	for _, app := range slices.Compact(apps) {
+		st.AppClusters = append(st.AppClusters, v1.AppCounts{App: app, Clusters: counts(byState.AppStates[app])})
+	}
 	// start starts op; done records what it carried out, once the API took it (a request
 	// that failed is tried again).
 	start := func(op string, body any, done func()) (time.Duration, error) {

@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -41,7 +42,8 @@ func newLifecycle(t *testing.T, want string) *lifecycle {
 // running or not.
 func (l *lifecycle) temco(state, deployed string, running bool) {
 	v := map[string]any{"state": state, "contextStatus": deployed, "revision": 2, "instance": "ctx-1",
-		"apps": []string{"web"}, "total": 3, "states": map[string]int{"Applied": 2, "Retrying": 1}, "objects": map[string]int{"Applied": 5}}
+		"apps": []string{"web", "db"}, "total": 3, "states": map[string]int{"Applied": 2, "Retrying": 1}, "objects": map[string]int{"Applied": 5},
+		"appStates": map[string]map[string]int{"web": {"Ready": 1, "Applied": 1, "Retrying": 1}}}
 	if running {
 		v["operation"] = map[string]any{"workflowId": "wf-running", "op": "update"}
 	}
@@ -109,9 +111,13 @@ func TestDigAfterLeavesAnUpToDateInstantiatedDIG(t *testing.T) {
 		t.Errorf("conditions %v", l.o.Status.Conditions)
 	}
 	st := l.o.Status
-	if st.Revision != 2 || st.ContextID != "ctx-1" || st.Apps != 1 || st.Clusters != (v1.Counts{Total: 3, Deployed: 2, Retrying: 1}) ||
+	if st.Revision != 2 || st.ContextID != "ctx-1" || st.Apps != 2 || st.Clusters != (v1.Counts{Total: 3, Deployed: 2, Retrying: 1}) ||
 		st.Objects != (v1.Counts{Total: 5, Deployed: 5}) {
 		t.Errorf("status %+v: the dashboard's revision, context and counts not copied", st)
+	}
+	// Each app's clusters by state; an app placed nowhere shows with none.
+	if want := "[{db {0 0 0 0 0}} {web {3 2 0 0 1}}]"; fmt.Sprint(st.AppClusters) != want {
+		t.Errorf("clusters by app %v, want %s", st.AppClusters, want)
 	}
 }
 

@@ -209,6 +209,9 @@ func TestDeclaredDeploymentUpdatesAndTerminates(t *testing.T) {
 		st.Path != "/v2/projects/shopping/composite-apps/shop/v1/deployment-intent-groups/dig" {
 		t.Errorf("status %+v", st)
 	}
+	if want := "[{web {2 2 0 0 0}}]"; st.Apps != 1 || st.Clusters != (v1.Counts{Total: 2, Deployed: 2}) || fmt.Sprint(st.AppClusters) != want {
+		t.Errorf("apps %d clusters %+v by app %v, want %s", st.Apps, st.Clusters, st.AppClusters, want)
+	}
 	if c := restStatus(t, st.Path); c != http.StatusOK {
 		t.Errorf("GET %s: %d", st.Path, c)
 	}
