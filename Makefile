@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift bench-artifacts histories generate fmt clean fuzz emco-example chromium
+.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift bench-artifacts chaos histories generate fmt clean fuzz emco-example chromium
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -119,6 +119,19 @@ bench-artifacts: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 \
 	  TEMCO_SCALE_CLUSTERS=$(if $(filter file,$(origin CLUSTERS)),200,$(CLUSTERS)) TEMCO_ARTIFACT_DIGS=$(ARTIFACT_DIGS) \
 	  $(GO) test -count=1 -run '^$$' -bench ArtifactFleet -benchtime 1x -timeout 60m ./tests/e2e/
+
+## chaos: random lifecycle operations (DIGs with updates, rollbacks, staged rollouts, stops;
+## logical clouds) from CHAOS_CLIENTS clients for CHAOS_DURATION while the worker, the api,
+## Temporal, FerretDB, a cluster's kube-apiserver and the git server are SIGKILLed at
+## random, then every invariant checked (docs/chaos.md); CHAOS_SEED repeats a run's
+## choices. make test runs a short one (90 s, 2 clients)
+CHAOS_SEED     ?= 1
+CHAOS_DURATION ?= 10m
+CHAOS_CLIENTS  ?= 4
+CHAOS_DIGS     ?= 3
+chaos: tools
+	CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CLIENTS=$(CHAOS_CLIENTS) CHAOS_DIGS=$(CHAOS_DIGS) \
+	  $(GO) test -count=1 -run TestChaos -timeout 120m -v ./tests/chaos/
 
 ## fuzz: run every fuzz target for FUZZTIME each (their seed corpora, hostile archives
 ## included, also run in `make test`); a crash leaves its input under testdata/fuzz

@@ -17,6 +17,9 @@ func devCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the full local stack: Temporal + Web UI, FerretDB, local Kubernetes clusters, api and worker",
+		Long: "Run the full local stack: Temporal + Web UI, FerretDB, local Kubernetes clusters, api and worker.\n" +
+			"A component that crashes is restarted with backoff (1s, doubling up to 30s), and each restart is printed.\n" +
+			"Ctrl-C stops every process; the next start reuses the data directory.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			self, err := os.Executable()
 			if err != nil {
@@ -45,10 +48,13 @@ func devCmd() *cobra.Command {
 				return err
 			}
 			stack.Summary(os.Stdout)
-			werr := stack.Wait(cmd.Context())
+			fmt.Fprintln(os.Stdout, "A component that crashes is restarted with backoff; each restart is printed here.")
+			// Supervised rather than stack.Wait: one crash no longer leaves the stack half-dead.
+			stack.Supervise(cmd.Context(), os.Stdout)
+			<-cmd.Context().Done()
 			fmt.Fprintln(os.Stdout, "stopping temco...")
 			stack.Stop()
-			return werr
+			return nil
 		},
 	}
 	f := cmd.Flags()

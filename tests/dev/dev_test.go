@@ -84,6 +84,24 @@ func runDev(t *testing.T, cmd *exec.Cmd) *bufio.Scanner {
 	return nil
 }
 
+// stopDev sends `temco dev` SIGINT and fails the test unless it ends within a minute,
+// leaving no process of the stack on data behind.
+func stopDev(t *testing.T, cmd *exec.Cmd, data string) {
+	t.Helper()
+	_ = cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(time.Minute):
+		_ = cmd.Process.Kill()
+		t.Fatal("temco dev did not stop within a minute of SIGINT")
+	}
+	if left := children(data); len(left) > 0 {
+		t.Fatalf("processes left after SIGINT:\n%s", strings.Join(left, "\n"))
+	}
+}
+
 // `temco dev` stops every child on SIGINT and reuses its data on the next start.
 func TestDevStackStopsCleanlyAndReusesItsData(t *testing.T) {
 	data := filepath.Join(tmpRoot, "devtest")
@@ -91,18 +109,7 @@ func TestDevStackStopsCleanlyAndReusesItsData(t *testing.T) {
 	api := fmt.Sprintf("http://127.0.0.1:%d/v2", apiPort)
 	stop := func(cmd *exec.Cmd) {
 		t.Helper()
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		done := make(chan error, 1)
-		go func() { done <- cmd.Wait() }()
-		select {
-		case <-done:
-		case <-time.After(time.Minute):
-			_ = cmd.Process.Kill()
-			t.Fatal("temco dev did not stop within a minute of SIGINT")
-		}
-		if left := children(data); len(left) > 0 {
-			t.Fatalf("processes left after SIGINT:\n%s", strings.Join(left, "\n"))
-		}
+		stopDev(t, cmd, data)
 	}
 	first := devCmd(t, data, apiPort)
 	runDev(t, first)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
@@ -20,8 +21,8 @@ import (
 // need none), and neither do ACME and the ingress shim, which need pods that serve.
 type CertManager struct {
 	Cluster *Cluster
-	BinDir  string // holds cert-manager-controller
-	proc    *Proc
+	BinDir  string               // holds cert-manager-controller
+	proc    atomic.Pointer[Proc] // replaced by a restart while others read it
 }
 
 const (
@@ -67,17 +68,17 @@ func (m *CertManager) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	m.proc = p
+	m.proc.Store(p)
 	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, "http://"+metrics+"/metrics") })
 }
 
 // Proc is the running controller (nil before Start).
-func (m *CertManager) Proc() *Proc { return m.proc }
+func (m *CertManager) Proc() *Proc { return m.proc.Load() }
 
 // Stop ends the controller.
 func (m *CertManager) Stop() {
-	m.proc.Stop(10 * time.Second)
-	m.proc = nil
+	m.proc.Load().Stop(10 * time.Second)
+	m.proc.Store(nil)
 }
 
 func (m *CertManager) summary(w io.Writer) {

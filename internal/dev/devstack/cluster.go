@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -30,7 +31,12 @@ type Cluster struct {
 	// is also allocatable. Both are set on an existing node too, so a restart converges.
 	NodeLabels    map[string]string
 	NodeResources corev1.ResourceList
-	procs         map[string]*Proc
+	// AuditApplies has kube-apiserver log every patch of a ConfigMap (server-side applies
+	// among them) to audit.log in Dir: tests count applies per object from it.
+	AuditApplies bool
+
+	mu    sync.Mutex // procs: a restart replaces one while others read them
+	procs map[string]*Proc
 }
 
 // NodeName is the fake node kwok keeps Ready.
@@ -53,7 +59,9 @@ func (c *Cluster) Ports() map[string]int {
 // and the apiserver serves the custom resources of ClusterCRDFiles (crds/ and the
 // modules' definitions in BinDir/crds).
 func (c *Cluster) Start(ctx context.Context) error {
+	c.mu.Lock()
 	c.procs = map[string]*Proc{}
+	c.mu.Unlock()
 	pki := clusterPKI{dir: filepath.Join(c.Dir, "pki")}
 	if err := pki.ensure(c.Name); err != nil {
 		return fmt.Errorf("cluster %s keys: %w", c.Name, err)
@@ -75,7 +83,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 		c.Stop()
 		return err
 	}
-	if err := c.startControllers(pki); err != nil {
+	if err := c.startControllers(); err != nil {
 		c.Stop()
 		return err
 	}
@@ -102,8 +110,17 @@ func (c *Cluster) start(name string, args ...string) (*Proc, error) {
 	if err != nil {
 		return nil, err
 	}
+	c.mu.Lock()
 	c.procs[name] = p
+	c.mu.Unlock()
 	return p, nil
+}
+
+// proc is the named component's process (nil: not running).
+func (c *Cluster) proc(name string) *Proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.procs[name]
 }
 
 func (c *Cluster) startEtcd(ctx context.Context) error {
@@ -126,7 +143,16 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 // StopAPIServer to make a cluster unreachable for a while.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	pki := clusterPKI{dir: filepath.Join(c.Dir, "pki")}
-	p, err := c.start("kube-apiserver",
+	var audit []string
+	if c.AuditApplies {
+		policy := filepath.Join(c.Dir, "audit-policy.yaml")
+		if err := os.WriteFile(policy, []byte(auditPolicy), 0o644); err != nil {
+			return err
+		}
+		audit = []string{"--audit-policy-file=" + policy, "--audit-log-path=" + filepath.Join(c.Dir, "audit.log"),
+			"--audit-log-format=json", "--audit-log-mode=blocking"}
+	}
+	p, err := c.start("kube-apiserver", append(audit,
 		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(c.BasePort),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.APIPort()),
 		"--tls-cert-file="+pki.path("apiserver.crt"), "--tls-private-key-file="+pki.path("apiserver.key"),
@@ -135,7 +161,7 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 		"--service-account-signing-key-file="+pki.path("sa.key"), "--api-audiences=https://kubernetes.default.svc",
 		"--service-cluster-ip-range=10.0.0.0/24", "--allow-privileged=true", "--profiling=false",
 		// No real endpoints exist on loopback; this silences the kubernetes Endpoints reconciler.
-		"--endpoint-reconciler-type=none", "--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"))
+		"--endpoint-reconciler-type=none", "--cert-dir="+filepath.Join(c.Dir, "apiserver-certs"))...)
 	if err != nil {
 		return err
 	}
@@ -148,32 +174,77 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	})
 }
 
+// auditPolicy logs the patches of ConfigMaps once each, when answered, and nothing else.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived, ResponseStarted, Panic]
+rules:
+- level: Metadata
+  verbs: [patch]
+  resources: [{group: "", resources: [configmaps]}]
+- level: None
+`
+
 // StopAPIServer stops kube-apiserver only.
 func (c *Cluster) StopAPIServer() {
-	c.procs["kube-apiserver"].Stop(10 * time.Second)
+	c.proc("kube-apiserver").Stop(10 * time.Second)
+	c.mu.Lock()
 	delete(c.procs, "kube-apiserver")
+	c.mu.Unlock()
 }
 
-func (c *Cluster) startControllers(pki clusterPKI) error {
+// clusterControllers are the components that follow the apiserver, in start order.
+var clusterControllers = []string{"kube-controller-manager", "kube-scheduler", "kwok"}
+
+func (c *Cluster) startControllers() error {
+	for _, name := range clusterControllers {
+		if err := c.startController(name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// startController (re)starts one of clusterControllers. None has a readiness check: they
+// serve nothing (--secure-port=0) and only act through the apiserver.
+func (c *Cluster) startController(name string) error {
+	pki := clusterPKI{dir: filepath.Join(c.Dir, "pki")}
 	kc := c.Kubeconfig()
 	common := []string{"--kubeconfig=" + kc, "--authentication-kubeconfig=" + kc, "--authorization-kubeconfig=" + kc,
 		"--leader-elect=false", "--secure-port=0", "--bind-address=127.0.0.1"}
-	// The controller manager also signs CertificateSigningRequests with the cluster CA. Its
-	// HPA controller is off: there is no metrics server, so tests set HPAs' status
-	// themselves (the autoscaler's signals) and nothing may overwrite it.
-	if _, err := c.start("kube-controller-manager", append(common, "--controllers=*,-horizontal-pod-autoscaler-controller",
-		"--service-account-private-key-file="+pki.path("sa.key"), "--root-ca-file="+pki.path("ca.crt"),
-		"--use-service-account-credentials=false",
-		"--cluster-signing-cert-file="+pki.path("ca.crt"), "--cluster-signing-key-file="+pki.path("ca.key"))...); err != nil {
-		return err
+	var args []string
+	switch name {
+	case "kube-controller-manager":
+		// It also signs CertificateSigningRequests with the cluster CA. Its HPA controller is
+		// off: there is no metrics server, so tests set HPAs' status themselves (the
+		// autoscaler's signals) and nothing may overwrite it.
+		args = append(common, "--controllers=*,-horizontal-pod-autoscaler-controller",
+			"--service-account-private-key-file="+pki.path("sa.key"), "--root-ca-file="+pki.path("ca.crt"),
+			"--use-service-account-credentials=false",
+			"--cluster-signing-cert-file="+pki.path("ca.crt"), "--cluster-signing-key-file="+pki.path("ca.key"))
+	case "kube-scheduler":
+		args = common
+	case "kwok":
+		args = []string{"--kubeconfig=" + kc, "--manage-all-nodes=false",
+			"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
+			"--node-ip=10.244.0.1", "--node-lease-duration-seconds=40", "--cidr=10.244.0.0/16", "--server-address="}
+	default:
+		return fmt.Errorf("cluster %s: no component %q", c.Name, name)
 	}
-	if _, err := c.start("kube-scheduler", common...); err != nil {
-		return err
-	}
-	_, err := c.start("kwok", "--kubeconfig="+kc, "--manage-all-nodes=false",
-		"--manage-nodes-with-annotation-selector=kwok.x-k8s.io/node=fake",
-		"--node-ip=10.244.0.1", "--node-lease-duration-seconds=40", "--cidr=10.244.0.0/16", "--server-address=")
+	_, err := c.start(name, args...)
 	return err
+}
+
+// startComponent (re)starts one named component of the running cluster and waits until it
+// is ready, as Start does; the supervisor restarts a crashed one with it.
+func (c *Cluster) startComponent(ctx context.Context, name string) error {
+	switch name {
+	case "etcd":
+		return c.startEtcd(ctx)
+	case "kube-apiserver":
+		return c.StartAPIServer(ctx)
+	}
+	return c.startController(name)
 }
 
 // Clientset is an admin client of this cluster.
@@ -233,6 +304,8 @@ func (c *Cluster) writeKubeconfig(pki clusterPKI) error {
 
 // Procs lists the running processes of the cluster.
 func (c *Cluster) Procs() []*Proc {
+	c.mu.Lock()
+	defer c.mu.Unlock()
 	var out []*Proc
 	for _, p := range c.procs {
 		out = append(out, p)
@@ -242,9 +315,13 @@ func (c *Cluster) Procs() []*Proc {
 
 // Stop ends the components first (together), etcd last.
 func (c *Cluster) Stop() {
+	c.mu.Lock()
+	procs := c.procs
+	c.procs = map[string]*Proc{}
+	c.mu.Unlock()
 	done := make(chan struct{})
 	n := 0
-	for name, p := range c.procs {
+	for name, p := range procs {
 		if name == "etcd" {
 			continue
 		}
@@ -254,8 +331,7 @@ func (c *Cluster) Stop() {
 	for range n {
 		<-done
 	}
-	if p := c.procs["etcd"]; p != nil {
+	if p := procs["etcd"]; p != nil {
 		p.Stop(10 * time.Second)
 	}
-	c.procs = map[string]*Proc{}
 }

@@ -194,7 +194,7 @@ func (c *Cluster) awaitCRDs(ctx context.Context, names []string) error {
 	if err != nil {
 		return err
 	}
-	return WaitReady(ctx, c.procs["kube-apiserver"], 30*time.Second, func(ctx context.Context) error {
+	return WaitReady(ctx, c.proc("kube-apiserver"), 30*time.Second, func(ctx context.Context) error {
 		for _, name := range names {
 			crd, err := dc.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/mongo"
@@ -18,7 +19,7 @@ type FerretDB struct {
 	Dir         string // data directory (SQLite files, state, log)
 	Port        int
 	PostgresURL string
-	proc        *Proc
+	proc        atomic.Pointer[Proc] // replaced by a restart while others read it
 }
 
 // URI is the MongoDB connection string of the server.
@@ -40,7 +41,7 @@ func (f *FerretDB) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	f.proc = p
+	f.proc.Store(p)
 	client, err := mongo.Connect(options.Client().ApplyURI(f.URI()).SetServerSelectionTimeout(time.Second))
 	if err != nil {
 		p.Stop(5 * time.Second)
@@ -55,7 +56,7 @@ func (f *FerretDB) Start(ctx context.Context) error {
 }
 
 // Proc is the running server process.
-func (f *FerretDB) Proc() *Proc { return f.proc }
+func (f *FerretDB) Proc() *Proc { return f.proc.Load() }
 
 // Stop ends the server.
-func (f *FerretDB) Stop() { f.proc.Stop(10 * time.Second) }
+func (f *FerretDB) Stop() { f.proc.Load().Stop(10 * time.Second) }

@@ -108,7 +108,7 @@ func (g *GitOps) WaitApplied(ctx context.Context, timeout time.Duration) error {
 	if err != nil {
 		return err
 	}
-	return WaitReady(ctx, g.procs["kustomize-controller"], timeout, func(ctx context.Context) error {
+	return WaitReady(ctx, g.proc("kustomize-controller"), timeout, func(ctx context.Context) error {
 		k, err := dc.Resource(KustomizationResource).Namespace(fluxNamespace).Get(ctx, fluxName, metav1.GetOptions{})
 		if err != nil {
 			return err

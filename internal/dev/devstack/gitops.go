@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/temco/temco/internal/adapters/gitops/layout"
@@ -36,6 +37,7 @@ type GitOps struct {
 	Monitor bool
 
 	git   *gitserver.Server
+	mu    sync.Mutex // procs: a restart replaces one while others read them
 	procs map[string]*Proc
 }
 
@@ -106,7 +108,9 @@ func gitPassword(file string) (string, error) {
 // starts its controllers (and gitops-monitor, when temco has it) and returns once the
 // bootstrap Kustomization has applied the repository's head. The git server must be up.
 func (g *GitOps) Start(ctx context.Context, out io.Writer) error {
+	g.mu.Lock()
 	g.procs = map[string]*Proc{}
+	g.mu.Unlock()
 	if err := g.Cluster.Start(ctx); err != nil {
 		return err
 	}
@@ -193,51 +197,69 @@ func (g *GitOps) commit(ctx context.Context, files map[string]string, remove []s
 	return run("push", "--quiet", "origin", g.Branch)
 }
 
+// fluxControllers are Flux's controllers, in start order: source-controller serves the
+// artifacts kustomize-controller applies.
+var fluxControllers = []string{"source-controller", "kustomize-controller"}
+
 // startFlux starts source-controller, waits until it serves the repository's artifact,
 // then starts kustomize-controller and waits until it answers its readiness probe.
 func (g *GitOps) startFlux(ctx context.Context) error {
-	addr := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
-	storage := addr(g.storagePort())
-	storageDir := filepath.Join(g.Cluster.Dir, "flux", "storage")
-	if err := os.MkdirAll(storageDir, 0o755); err != nil { // source-controller does not create it
-		return err
-	}
-	controllers := []struct {
-		name   string
-		health int
-		args   []string
-	}{
-		{"source-controller", g.sourceHealthPort(), []string{"--metrics-addr=" + addr(g.sourceMetricsPort()),
-			"--storage-path=" + storageDir,
-			"--storage-addr=" + storage, "--storage-adv-addr=" + storage}},
-		{"kustomize-controller", g.kustomizeHealthPort(), []string{"--metrics-addr=" + addr(g.kustomizeMetricsPort())}},
-	}
-	env := []string{"KUBECONFIG=" + g.Cluster.Kubeconfig(), "RUNTIME_NAMESPACE=" + fluxNamespace}
-	for _, c := range controllers {
-		// Flux backs a failing reconcile off up to 15 minutes by default: on a loaded machine
-		// a few early failures (source not served yet) then outlast any start-up wait.
-		args := append([]string{"-n", clusterNice, filepath.Join(g.BinDir, c.name),
-			"--health-addr=" + addr(c.health), "--events-addr=", "--log-encoding=console",
-			"--max-retry-delay=10s", "--requeue-dependency=5s"}, c.args...)
-		p, err := StartProc(g.Cluster.Name+"/"+c.name, filepath.Join(g.Cluster.Dir, c.name+".log"), "nice", args, env)
-		if err != nil {
+	for _, name := range fluxControllers {
+		if err := g.startFluxController(ctx, name); err != nil {
 			return err
-		}
-		g.procs[c.name] = p
-		ready := fmt.Sprintf("http://%s/readyz", addr(c.health))
-		if err := WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, ready) }); err != nil {
-			return err
-		}
-		// A restart on other ports leaves the stored artifact's URL on the old storage
-		// address until source-controller rewrites it; kustomize-controller fetching it
-		// first would spend minutes retrying a dead port.
-		if c.name == "source-controller" {
-			if err := g.waitArtifact(ctx, p, "http://"+storage+"/"); err != nil {
-				return err
-			}
 		}
 	}
 	return nil
+}
+
+// startFluxController (re)starts one of fluxControllers and waits until it is ready.
+func (g *GitOps) startFluxController(ctx context.Context, name string) error {
+	addr := func(port int) string { return "127.0.0.1:" + strconv.Itoa(port) }
+	storage := addr(g.storagePort())
+	storageDir := filepath.Join(g.Cluster.Dir, "flux", "storage")
+	health, args := g.kustomizeHealthPort(), []string{"--metrics-addr=" + addr(g.kustomizeMetricsPort())}
+	if name == "source-controller" {
+		if err := os.MkdirAll(storageDir, 0o755); err != nil { // source-controller does not create it
+			return err
+		}
+		health, args = g.sourceHealthPort(), []string{"--metrics-addr=" + addr(g.sourceMetricsPort()),
+			"--storage-path=" + storageDir, "--storage-addr=" + storage, "--storage-adv-addr=" + storage}
+	}
+	env := []string{"KUBECONFIG=" + g.Cluster.Kubeconfig(), "RUNTIME_NAMESPACE=" + fluxNamespace}
+	// Flux backs a failing reconcile off up to 15 minutes by default: on a loaded machine
+	// a few early failures (source not served yet) then outlast any start-up wait.
+	args = append([]string{"-n", clusterNice, filepath.Join(g.BinDir, name),
+		"--health-addr=" + addr(health), "--events-addr=", "--log-encoding=console",
+		"--max-retry-delay=10s", "--requeue-dependency=5s"}, args...)
+	p, err := StartProc(g.Cluster.Name+"/"+name, filepath.Join(g.Cluster.Dir, name+".log"), "nice", args, env)
+	if err != nil {
+		return err
+	}
+	g.setProc(name, p)
+	ready := fmt.Sprintf("http://%s/readyz", addr(health))
+	if err := WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, ready) }); err != nil {
+		return err
+	}
+	// A restart on other ports leaves the stored artifact's URL on the old storage
+	// address until source-controller rewrites it; kustomize-controller fetching it
+	// first would spend minutes retrying a dead port.
+	if name == "source-controller" {
+		return g.waitArtifact(ctx, p, "http://"+storage+"/")
+	}
+	return nil
+}
+
+// proc is the process of Flux's controller or the monitor by name (nil: not running).
+func (g *GitOps) proc(name string) *Proc {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return g.procs[name]
+}
+
+func (g *GitOps) setProc(name string, p *Proc) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.procs[name] = p
 }
 
 // startMonitor starts `temco gitops-monitor`, which commits the status of the cluster's
@@ -261,7 +283,7 @@ func (g *GitOps) startMonitor(ctx context.Context, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	g.procs["gitops-monitor"] = p
+	g.setProc("gitops-monitor", p)
 	g.Monitor = true
 	return nil
 }
@@ -269,6 +291,8 @@ func (g *GitOps) startMonitor(ctx context.Context, out io.Writer) error {
 // Procs lists the running processes of the cluster, Flux's and the monitor included.
 func (g *GitOps) Procs() []*Proc {
 	out := g.Cluster.Procs()
+	g.mu.Lock()
+	defer g.mu.Unlock()
 	for _, p := range g.procs {
 		out = append(out, p)
 	}
@@ -277,14 +301,17 @@ func (g *GitOps) Procs() []*Proc {
 
 // Stop ends the monitor and Flux's controllers, then the cluster.
 func (g *GitOps) Stop() {
+	g.mu.Lock()
+	procs := g.procs
+	g.procs = map[string]*Proc{}
+	g.mu.Unlock()
 	done := make(chan struct{})
-	for _, p := range g.procs {
+	for _, p := range procs {
 		go func() { p.Stop(10 * time.Second); done <- struct{}{} }()
 	}
-	for range g.procs {
+	for range procs {
 		<-done
 	}
-	g.procs = map[string]*Proc{}
 	g.Cluster.Stop()
 }
 

@@ -40,7 +40,9 @@ func (s *Stack) StartHub(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.HubProc = p
+	s.mu.Unlock()
 	ready := fmt.Sprintf("http://127.0.0.1:%d/readyz", s.hubPort)
 	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, ready) })
 }

@@ -130,7 +130,7 @@ func (c *Cluster) WaitNodeReady(ctx context.Context, timeout time.Duration) erro
 	if err != nil {
 		return err
 	}
-	return WaitReady(ctx, c.procs["kwok"], timeout, func(ctx context.Context) error {
+	return WaitReady(ctx, c.proc("kwok"), timeout, func(ctx context.Context) error {
 		n, err := cs.CoreV1().Nodes().Get(ctx, NodeName, metav1.GetOptions{})
 		if err != nil {
 			return err

@@ -9,6 +9,7 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"sync/atomic"
 	"time"
 )
 
@@ -18,7 +19,7 @@ import (
 type Postgres struct {
 	Dir  string
 	Port int
-	proc *Proc
+	proc atomic.Pointer[Proc] // replaced by a restart while others read it
 }
 
 // URL is the connection URL of the database FerretDB stores into. FerretDB 1.x stops
@@ -64,7 +65,7 @@ func (p *Postgres) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	p.proc = proc
+	p.proc.Store(proc)
 	err = WaitReady(ctx, proc, 60*time.Second, func(ctx context.Context) error {
 		out, err := exec.CommandContext(ctx, "psql", "-h", "127.0.0.1", "-p", strconv.Itoa(p.Port), "-U", "postgres", "-tAc",
 			"SELECT 1 FROM pg_database WHERE datname = 'ferretdb'").Output()
@@ -107,7 +108,7 @@ func chownToPostgres(dir string) error {
 }
 
 // Proc is the running server process.
-func (p *Postgres) Proc() *Proc { return p.proc }
+func (p *Postgres) Proc() *Proc { return p.proc.Load() }
 
 // Stop ends the server (SIGTERM: PostgreSQL's smart shutdown).
-func (p *Postgres) Stop() { p.proc.Stop(15 * time.Second) }
+func (p *Postgres) Stop() { p.proc.Load().Stop(15 * time.Second) }

@@ -16,6 +16,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"golang.org/x/crypto/bcrypt"
@@ -34,8 +35,8 @@ type Registry struct {
 	LogFile  string // where it logs; "": Dir/registry.log
 	Port     int
 	User     string
-	Password string // set by Start
-	proc     *Proc
+	Password string               // set by Start
+	proc     atomic.Pointer[Proc] // replaced by a restart while others read it
 }
 
 const (
@@ -79,11 +80,11 @@ func (r *Registry) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	r.proc = p
+	r.proc.Store(p)
 	base := "http://" + r.Address() + "/v2/"
 	if err := WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return registryAnswers(ctx, base) }); err != nil {
 		p.Stop(5 * time.Second)
-		r.proc = nil
+		r.proc.Store(nil)
 		return err
 	}
 	return nil
@@ -130,12 +131,12 @@ func registryAnswers(ctx context.Context, url string) error {
 }
 
 // Proc is the running registry (nil before Start).
-func (r *Registry) Proc() *Proc { return r.proc }
+func (r *Registry) Proc() *Proc { return r.proc.Load() }
 
 // Stop ends the registry.
 func (r *Registry) Stop() {
-	r.proc.Stop(10 * time.Second)
-	r.proc = nil
+	r.proc.Load().Stop(10 * time.Second)
+	r.proc.Store(nil)
 }
 
 // HelmRepo is the stack's Helm chart repository: the chart archives in Dir and the

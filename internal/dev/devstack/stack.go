@@ -69,6 +69,10 @@ type Config struct {
 	// Hub runs `temco hub` against cluster1, which then holds temco's declarative kinds.
 	Hub bool
 
+	// AuditApplies has the clusters temco applies to directly (not the GitOps one) audit
+	// every patch of a ConfigMap (Cluster.AuditApplies).
+	AuditApplies bool
+
 	Namespace        string
 	TaskQueue        string
 	SearchAttributes map[string]string
@@ -90,6 +94,9 @@ var nodeHardware = []struct {
 
 // Stack is a running local stack.
 type Stack struct {
+	// mu guards the processes a restart replaces (API, Worker, MoreAPIs, MoreWorkers,
+	// HubProc) where the supervisor, Procs and Stop read them, and sv.
+	mu       sync.Mutex
 	cfg      Config
 	Temporal *Temporal
 	Postgres *Postgres // nil with the SQLite backend
@@ -103,6 +110,7 @@ type Stack struct {
 	// of MoreAPIs listens on the port in APIPorts of the same index.
 	MoreAPIs, MoreWorkers []*Proc
 	APIPorts              []int
+	metricsPorts          []int // of MoreWorkers, by the same index
 	KeyFile               string
 
 	CertManager *CertManager // with CertManager: cert-manager's controller on cluster1
@@ -112,6 +120,9 @@ type Stack struct {
 
 	HubProc *Proc // with Hub: temco hub
 	hubPort int   // its /readyz
+
+	superviseOnce sync.Once
+	sv            *Supervisor // once Supervise was called
 }
 
 // Start brings every component up in dependency order and waits for each to be ready.
@@ -144,7 +155,7 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	for i := range cfg.Clusters {
 		name := "cluster" + strconv.Itoa(i+1)
 		c := &Cluster{Name: name, BinDir: cfg.BinDir,
-			Dir: filepath.Join(cfg.DataDir, "clusters", name), BasePort: cfg.ClusterBasePort + 10*i}
+			Dir: filepath.Join(cfg.DataDir, "clusters", name), BasePort: cfg.ClusterBasePort + 10*i, AuditApplies: cfg.AuditApplies}
 		if i < len(nodeHardware) {
 			c.NodeLabels, c.NodeResources = nodeHardware[i].labels, nodeHardware[i].resources
 		}
@@ -310,25 +321,52 @@ func (s *Stack) startReplica(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
+	// The ports are kept, so that a restarted replica comes back where it was.
+	s.mu.Lock()
+	s.MoreAPIs, s.MoreWorkers = append(s.MoreAPIs, nil), append(s.MoreWorkers, nil)
+	s.APIPorts, s.metricsPorts = append(s.APIPorts, apiPort), append(s.metricsPorts, metricsPort)
+	s.mu.Unlock()
+	if err := s.startReplicaAPI(ctx, i); err != nil {
+		return err
+	}
+	return s.startReplicaWorker(ctx, i)
+}
+
+// startReplicaAPI (re)starts api number i (2, 3, ...) on its port and waits until it answers.
+func (s *Stack) startReplicaAPI(ctx context.Context, i int) error {
 	n := strconv.Itoa(i)
-	env := append(s.env(), "TEMCO_API_ADDR=127.0.0.1:"+strconv.Itoa(apiPort))
-	api, err := StartProc("temco api "+n, filepath.Join(s.cfg.DataDir, "logs", "api"+n+".log"), s.cfg.Self, []string{"api"}, env)
+	s.mu.Lock()
+	port := s.APIPorts[i-2]
+	s.mu.Unlock()
+	env := append(s.env(), "TEMCO_API_ADDR=127.0.0.1:"+strconv.Itoa(port))
+	p, err := StartProc("temco api "+n, filepath.Join(s.cfg.DataDir, "logs", "api"+n+".log"), s.cfg.Self, []string{"api"}, env)
 	if err != nil {
 		return err
 	}
-	s.MoreAPIs, s.APIPorts = append(s.MoreAPIs, api), append(s.APIPorts, apiPort)
-	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", apiPort)
-	if err := WaitReady(ctx, api, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, health) }); err != nil {
-		return err
-	}
-	env = append(s.env(), "TEMCO_METRICS_ADDR=127.0.0.1:"+strconv.Itoa(metricsPort),
+	s.mu.Lock()
+	s.MoreAPIs[i-2] = p
+	s.mu.Unlock()
+	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", port)
+	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, health) })
+}
+
+// startReplicaWorker (re)starts worker number i (2, 3, ...) with its metrics port and git
+// cache, and waits until it polls its task queue.
+func (s *Stack) startReplicaWorker(ctx context.Context, i int) error {
+	n := strconv.Itoa(i)
+	s.mu.Lock()
+	port := s.metricsPorts[i-2]
+	s.mu.Unlock()
+	env := append(s.env(), "TEMCO_METRICS_ADDR=127.0.0.1:"+strconv.Itoa(port),
 		"TEMCO_GIT_CACHE="+filepath.Join(s.cfg.DataDir, "git", "cache"+n))
-	w, err := StartProc("temco worker "+n, filepath.Join(s.cfg.DataDir, "logs", "worker"+n+".log"), s.cfg.Self, []string{"worker"}, env)
+	p, err := StartProc("temco worker "+n, filepath.Join(s.cfg.DataDir, "logs", "worker"+n+".log"), s.cfg.Self, []string{"worker"}, env)
 	if err != nil {
 		return err
 	}
-	s.MoreWorkers = append(s.MoreWorkers, w)
-	return WaitReady(ctx, w, 60*time.Second, func(ctx context.Context) error { return s.workerPolling(ctx, w.Cmd.Process.Pid) })
+	s.mu.Lock()
+	s.MoreWorkers[i-2] = p
+	s.mu.Unlock()
+	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return s.workerPolling(ctx, p.Cmd.Process.Pid) })
 }
 
 func (s *Stack) env() []string {
@@ -358,7 +396,9 @@ func (s *Stack) StartAPI(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.API = p
+	s.mu.Unlock()
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.cfg.APIPort)
 	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, health) })
 }
@@ -369,7 +409,9 @@ func (s *Stack) StartWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	s.mu.Lock()
 	s.Worker = p
+	s.mu.Unlock()
 	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return s.workerPolling(ctx, p.Cmd.Process.Pid) })
 }
 
@@ -438,7 +480,11 @@ func httpAnswers(ctx context.Context, url string, codes ...int) error {
 // Procs lists every running process of the stack.
 func (s *Stack) Procs() []*Proc {
 	var out []*Proc
-	procs := []*Proc{s.API, s.Worker, s.HubProc, s.Temporal.Proc(), s.Mongo.Proc()}
+	s.mu.Lock()
+	procs := append([]*Proc{s.API, s.Worker, s.HubProc}, s.MoreAPIs...)
+	procs = append(procs, s.MoreWorkers...)
+	s.mu.Unlock()
+	procs = append(procs, s.Temporal.Proc(), s.Mongo.Proc())
 	if s.Postgres != nil {
 		procs = append(procs, s.Postgres.Proc())
 	}
@@ -485,15 +531,25 @@ func (s *Stack) Wait(ctx context.Context) error {
 	}
 }
 
-// Stop ends temco first, then the clusters, the OCI registry and the Helm repository,
-// FerretDB and Temporal.
+// Stop ends the supervisor first, so that nothing is restarted while the stack stops, then
+// temco, then the clusters, the OCI registry and the Helm repository, FerretDB and Temporal.
 func (s *Stack) Stop() {
-	s.HubProc.Stop(15 * time.Second)
-	for _, p := range append(s.MoreWorkers, s.MoreAPIs...) {
+	s.mu.Lock()
+	sv := s.sv
+	s.mu.Unlock()
+	if sv != nil {
+		sv.stop()
+	}
+	s.mu.Lock()
+	hub, api, worker := s.HubProc, s.API, s.Worker
+	replicas := append(slices.Clone(s.MoreWorkers), s.MoreAPIs...)
+	s.mu.Unlock()
+	hub.Stop(15 * time.Second)
+	for _, p := range replicas {
 		p.Stop(15 * time.Second)
 	}
-	s.Worker.Stop(15 * time.Second)
-	s.API.Stop(15 * time.Second)
+	worker.Stop(15 * time.Second)
+	api.Stop(15 * time.Second)
 	if s.CertManager != nil && s.CertManager.Proc() != nil {
 		s.CertManager.Stop() // before its cluster
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -25,7 +26,7 @@ type Temporal struct {
 	// Production, when set, runs temporal-server on PostgreSQL instead of the dev server
 	// (temporalserver.go); it has no Web UI.
 	Production *productionServer
-	proc       *Proc
+	proc       atomic.Pointer[Proc] // replaced by a restart while others read it
 }
 
 // Address is the frontend host:port for SDK clients.
@@ -73,7 +74,7 @@ func (t *Temporal) Start(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.proc = p
+	t.proc.Store(p)
 	ns := t.namespace()
 	err = WaitReady(ctx, p, 120*time.Second, func(ctx context.Context) error {
 		c, err := client.DialContext(ctx, client.Options{HostPort: t.Address(), Namespace: ns, Logger: quietLogger{}})
@@ -100,10 +101,10 @@ func (t *Temporal) namespace() string {
 }
 
 // Proc is the running server process.
-func (t *Temporal) Proc() *Proc { return t.proc }
+func (t *Temporal) Proc() *Proc { return t.proc.Load() }
 
 // Stop ends the server.
-func (t *Temporal) Stop() { t.proc.Stop(15 * time.Second) }
+func (t *Temporal) Stop() { t.proc.Load().Stop(15 * time.Second) }
 
 // quietLogger drops the SDK's own logs during readiness polling.
 type quietLogger struct{}

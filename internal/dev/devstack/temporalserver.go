@@ -69,7 +69,7 @@ func (t *Temporal) startProduction(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	t.proc = proc
+	t.proc.Store(proc)
 	ns := t.namespace()
 	err = WaitReady(ctx, proc, 120*time.Second, func(ctx context.Context) error {
 		c, err := client.DialContext(ctx, client.Options{HostPort: t.Address(), Logger: quietLogger{}})

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"time"
 
@@ -94,7 +95,11 @@ func (s *Stack) Stop(failed bool) {
 		_ = exec.Command("cp", "-r", filepath.Join(s.DataDir(), "logs"), keep).Run()
 		// The clusters' own logs too (kube-apiserver, controller-manager, kwok, Flux): what a
 		// cluster did is half of why an apply or a delete did not end.
-		for _, c := range s.Clusters {
+		clusters := s.Clusters
+		if s.GitOps != nil { // Flux's logs are there
+			clusters = append(slices.Clone(clusters), s.GitOps.Cluster)
+		}
+		for _, c := range clusters {
 			logs, _ := filepath.Glob(filepath.Join(c.Dir, "*.log"))
 			if dir := filepath.Join(keep, "clusters", c.Name); len(logs) > 0 && os.MkdirAll(dir, 0o755) == nil {
 				_ = exec.Command("cp", append(logs, dir)...).Run()

@@ -1,0 +1,210 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/temco/temco/internal/dev/devstack"
+)
+
+// run is one chaos run: its configuration, what it saw and what it found wrong.
+type run struct {
+	cfg      chaosConfig
+	clusters []string // placement's choices: the clusters, the GitOps one last
+
+	mu         sync.Mutex
+	violations []string
+	counts     map[string]int
+}
+
+func (r *run) violation(format string, args ...any) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.violations = append(r.violations, fmt.Sprintf(format, args...))
+}
+
+func (r *run) count(what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.counts[what]++
+}
+
+// pause is the wait between two tries while a component is down.
+func (r *run) pause(ctx context.Context) {
+	select {
+	case <-ctx.Done():
+	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// The components the killer picks from (the second api and worker are never killed: they
+// are the witnesses of the leak check).
+var killTargets = []string{"temco worker", "temco api", "temporal", "ferretdb", "cluster2/kube-apiserver", "git server"}
+
+// kill is one kill the killer made.
+type kill struct {
+	Component string
+	At        time.Time
+	Down      time.Duration
+}
+
+// killer SIGKILLs a random component every so often (exponentially distributed, mean
+// KillEvery) until ctx ends; the supervisor restarts each after its down time.
+func killer(ctx context.Context, t *testing.T, sv *devstack.Supervisor, cfg chaosConfig, rnd *rand.Rand) []kill {
+	var kills []kill
+	for {
+		wait := time.Duration(rnd.ExpFloat64() * float64(cfg.KillEvery))
+		select {
+		case <-ctx.Done():
+			return kills
+		case <-time.After(wait):
+		}
+		k := kill{Component: killTargets[rnd.IntN(len(killTargets))], At: time.Now(),
+			Down: time.Duration(rnd.Int64N(int64(cfg.MaxDown) + 1))}
+		if err := sv.Kill(k.Component, k.Down); err != nil {
+			t.Errorf("kill %s: %v", k.Component, err)
+			continue
+		}
+		kills = append(kills, k)
+	}
+}
+
+func TestChaos(t *testing.T) {
+	cfg, err := configFromEnv()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{cfg: cfg, counts: map[string]int{}}
+	apis := []string{stack.API}
+	for _, p := range stack.APIPorts {
+		apis = append(apis, "http://127.0.0.1:"+strconv.Itoa(p)+"/v2")
+	}
+	j := &journal{}
+	setup := newClient(apis, j, 0)
+	projects := []string{}
+	for i := range cfg.Clients {
+		projects = append(projects, "chaos-c"+strconv.Itoa(i))
+	}
+	if cfg.Clouds {
+		projects = append(projects, "chaos-lc")
+	}
+	r.clusters = register(t, setup, projects)
+
+	// The actors, each with its own seeded randomness: the same seed makes the same choices.
+	var digs []*digActor
+	for i := range cfg.Clients {
+		for k := range cfg.DIGs {
+			digs = append(digs, &digActor{r: r, c: newClient(apis, j, i+k), rnd: rand.New(rand.NewPCG(cfg.Seed, uint64(100*i+k))),
+				project: projects[i], id: "d" + strconv.Itoa(k), rollout: k%2 == 1, revs: map[int64]config{}})
+		}
+	}
+	ctx := context.Background()
+	for _, d := range digs {
+		if err := d.setUp(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var clouds *cloudActor
+	if cfg.Clouds {
+		clouds = &cloudActor{r: r, c: newClient(apis, j, 7), rnd: rand.New(rand.NewPCG(cfg.Seed, 999)), project: "chaos-lc", live: map[string]bool{},
+			workflowOps: map[string]int{}, unresolved: map[string]int{}}
+	}
+	before := witnesses(t)
+
+	sv := stack.Supervise(ctx, os.Stdout)
+	for _, name := range killTargets {
+		if !slices.Contains(sv.Components(), name) {
+			t.Fatalf("the supervisor has no component %q: %v", name, sv.Components())
+		}
+	}
+	start := time.Now()
+	chaos, stopChaos := context.WithTimeout(ctx, cfg.Duration)
+	defer stopChaos()
+	var kills []kill
+	var wg sync.WaitGroup
+	wg.Go(func() { kills = killer(chaos, t, sv, cfg, rand.New(rand.NewPCG(cfg.Seed, 0))) })
+	// Each client works through its DIGs in turn, one request at a time.
+	for i := range cfg.Clients {
+		mine := digs[i*cfg.DIGs : (i+1)*cfg.DIGs]
+		wg.Go(func() {
+			for n := 0; chaos.Err() == nil; n++ {
+				if err := mine[n%len(mine)].step(chaos); err != nil && chaos.Err() == nil {
+					t.Errorf("client %d: %v", i, err)
+					return
+				}
+			}
+		})
+	}
+	if clouds != nil {
+		wg.Go(func() {
+			for chaos.Err() == nil {
+				if err := clouds.step(chaos); err != nil && chaos.Err() == nil {
+					t.Errorf("logical clouds: %v", err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	t.Logf("chaos: %s of operations and %d kills; settling", time.Since(start).Round(time.Second), len(kills))
+
+	// Every component back, then every operation ended within the bound.
+	up, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	defer cancel()
+	if err := sv.WaitUp(up); err != nil {
+		t.Fatalf("the stack did not come back after the kills: %v", err)
+	}
+	settle, cancelSettle := context.WithTimeout(ctx, cfg.Settle)
+	defer cancelSettle()
+	for _, d := range digs {
+		if err := d.settle(settle); err != nil {
+			r.violation("stuck: %v", err)
+		}
+	}
+	if clouds != nil {
+		for name := range clouds.live {
+			if err := clouds.settle(settle, name); err != nil {
+				r.violation("stuck: %v", err)
+			}
+		}
+	}
+
+	check := &checker{t: t, r: r, c: setup, digs: digs, clouds: clouds, kills: kills}
+	check.restarts(sv)
+	check.liveObjects(ctx, 3*time.Minute)
+	check.namespaces(ctx)
+	check.workflows(ctx, projects)
+	check.applies(start)
+	check.leaks(before, witnesses(t))
+	check.selfTest(ctx)
+
+	byComponent := map[string]int{}
+	for _, k := range kills {
+		byComponent[k.Component]++
+	}
+	ops := 0
+	for k, n := range r.counts {
+		if !strings.HasPrefix(k, "refused") {
+			ops += n
+		}
+	}
+	fmt.Printf("chaos: seed=%d duration=%s clients=%d digs=%d operations=%d %v kills=%d %v answers=%v violations=%d\n",
+		cfg.Seed, cfg.Duration, cfg.Clients, len(digs), ops, r.counts, len(kills), byComponent, j.codes, len(r.violations))
+	for _, f := range j.five {
+		t.Logf("5xx: %s", f)
+	}
+	for _, v := range r.violations {
+		t.Errorf("violation: %s", v)
+	}
+	if ops == 0 || len(kills) == 0 {
+		t.Errorf("the run did nothing: %d operations, %d kills", ops, len(kills))
+	}
+}
