@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/x/mongo/driver"
 	"go.mongodb.org/mongo-driver/v2/x/mongo/driver/topology"
 	"go.temporal.io/api/serviceerror"
 
@@ -88,6 +89,13 @@ func errorHandler(log *slog.Logger) echo.HTTPErrorHandler {
 // behind (store.Create withdraws it), so a retry is safe.
 func unavailable(err error) bool {
 	if mongo.IsTimeout(err) || mongo.IsNetworkError(err) || errors.As(err, &topology.ServerSelectionError{}) {
+		return true
+	}
+	// The driver clears a connection pool when one of its connections breaks (the database
+	// restarted): the requests waiting on that pool get this error, which is neither a
+	// network error nor a timeout (found by the chaos run: a 500 when FerretDB was killed).
+	var pool driver.RetryablePoolError
+	if errors.As(err, &pool) && pool.Retryable() {
 		return true
 	}
 	var (

@@ -16,6 +16,15 @@ import (
 	"go.temporal.io/api/serviceerror"
 )
 
+// poolCleared is what the MongoDB driver returns to requests waiting on a pool it cleared
+// (its own type is unexported): retryable.
+type poolCleared struct{}
+
+func (poolCleared) Error() string {
+	return "connection pool for 127.0.0.1:27017 was cleared because another operation failed with: EOF"
+}
+func (poolCleared) Retryable() bool { return true }
+
 // A database or Temporal that does not answer is the client's to retry (503 with
 // Retry-After); anything else unexpected is ours (500); neither reveals the error.
 func TestDependencyFailuresAreRetryable(t *testing.T) {
@@ -28,6 +37,7 @@ func TestDependencyFailuresAreRetryable(t *testing.T) {
 		{"database timeout", fmt.Errorf("commit x: %w", context.DeadlineExceeded), 503, true},
 		{"database unreachable", topology.ServerSelectionError{Wrapped: errors.New("connection refused")}, 503, true},
 		{"temporal down", serviceerror.NewUnavailable("frontend unavailable"), 503, true},
+		{"database connection pool cleared", fmt.Errorf("find: %w", poolCleared{}), 503, true},
 		{"our bug", errors.New("nil map"), 500, false},
 	}
 	handle := errorHandler(slog.New(slog.NewTextHandler(io.Discard, nil)))

@@ -30,6 +30,7 @@ type checker struct {
 	clouds *cloudActor
 	kills  []kill
 	ops    []opRun // every operation's workflow run, from Temporal
+	probe  bool    // selfTest's: a difference is expected, its trails are not worth printing
 }
 
 // opRun is one run of an operation's workflow.
@@ -70,9 +71,10 @@ func (k *checker) liveObjects(ctx context.Context, wait time.Duration) {
 		if v.State != "Instantiated" {
 			continue
 		}
-		cfg, ok := d.revs[v.Revision]
+		cfg, ok := d.revs[v.Context]
 		if !ok || cfg.Gen < 0 {
-			k.t.Logf("DIG %s: revision %d's configuration is not known to the test: its objects are not checked", d.dig(), v.Revision)
+			k.t.Logf("DIG %s: revision %d's configuration is not known to the test: its objects are not checked; its trail:\n%s",
+				d.dig(), v.Revision, strings.Join(d.trail, "\n"))
 			want["unchecked "+d.label()] = true
 			continue
 		}
@@ -109,6 +111,11 @@ func (k *checker) liveObjects(ctx context.Context, wait time.Duration) {
 		}
 		if time.Now().After(deadline) {
 			k.r.violation("live objects differ from the DIGs' final states: %s", strings.Join(last, "; "))
+			for _, d := range k.digs {
+				if !k.probe && strings.Contains(strings.Join(last, " "), d.label()+"-") {
+					k.t.Logf("DIG %s's trail:\n%s", d.dig(), strings.Join(d.trail, "\n"))
+				}
+			}
 			return
 		}
 		k.r.pause(ctx)
@@ -120,7 +127,7 @@ func (k *checker) liveObjects(ctx context.Context, wait time.Duration) {
 func (k *checker) selfTest(ctx context.Context) {
 	for _, d := range k.digs {
 		v, _, err := d.view(ctx)
-		cfg, ok := d.revs[v.Revision]
+		cfg, ok := d.revs[v.Context]
 		if err != nil || v.State != "Instantiated" || !ok || cfg.Gen < 0 || cfg.Clusters[0] == stack.GitOps.Cluster.Name {
 			continue
 		}
@@ -133,7 +140,7 @@ func (k *checker) selfTest(ctx context.Context) {
 		if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 			k.t.Fatal(err)
 		}
-		probe := &checker{t: k.t, r: &run{counts: map[string]int{}}, digs: k.digs}
+		probe := &checker{t: k.t, r: &run{counts: map[string]int{}}, digs: k.digs, probe: true}
 		probe.liveObjects(ctx, 0)
 		if len(probe.r.violations) != 1 || !strings.Contains(probe.r.violations[0], "missing ["+cl.Name+" default/"+name+" ") {
 			k.t.Errorf("the live objects' check missed a deleted object (%s on %s): %v", name, cl.Name, probe.r.violations)

@@ -24,6 +24,12 @@ func (a answer) ok() bool { return a.code >= 200 && a.code < 300 }
 // lost: nothing says whether the request was carried out.
 func (a answer) lost() bool { return a.code < 0 || a.code >= 500 }
 
+// busy: the API refused for now and says to retry (a write claim a killed api left, until
+// its lease ends; a rate limit): nothing was done.
+func (a answer) busy() bool {
+	return a.code == http.StatusTooManyRequests || a.code == http.StatusConflict && bytes.HasSuffix(bytes.TrimSpace(a.body), []byte(`retry"}`))
+}
+
 func (a answer) String() string { return fmt.Sprintf("%d %.300s", a.code, a.body) }
 
 // journal counts every answer by class: the run's record of what the API said.
@@ -119,7 +125,7 @@ func (c *client) read(ctx context.Context, path string, v any) (found bool, err 
 			return true, nil
 		case a.code == http.StatusNotFound:
 			return false, nil
-		case a.lost() || a.code == http.StatusTooManyRequests:
+		case a.lost() || a.busy():
 		default:
 			return false, fmt.Errorf("GET %s: %s", path, a)
 		}

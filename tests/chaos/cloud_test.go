@@ -86,6 +86,10 @@ func (l *cloudActor) operate(ctx context.Context, name, op string) error {
 		return err
 	}
 	a := l.c.do("POST", l.path(name)+"/"+op, nil)
+	for a.busy() && ctx.Err() == nil {
+		l.r.pause(ctx)
+		a = l.c.do("POST", l.path(name)+"/"+op, nil)
+	}
 	if !a.ok() && !a.lost() {
 		l.r.count("refused cloud " + op)
 		return nil
@@ -130,7 +134,7 @@ func (l *cloudActor) remove(ctx context.Context, name string) error {
 			if a.ok() || a.code == http.StatusNotFound {
 				break
 			}
-			if !a.lost() {
+			if !a.lost() && !a.busy() {
 				return fmt.Errorf("DELETE %s: %s", p, a)
 			}
 			l.r.pause(ctx)

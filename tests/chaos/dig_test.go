@@ -41,10 +41,12 @@ type config struct {
 
 // view is the part of the DIG's dashboard answer the actors read.
 type view struct {
-	State         string `json:"state"`
-	Revision      int64  `json:"revision"`
-	ContextStatus string `json:"contextStatus"`
-	Error         string `json:"error"`
+	State         string        `json:"state"`
+	Revision      int64         `json:"revision"`
+	Context       string        `json:"instance"`  // the current revision's context
+	Revisions     []revisionRef `json:"revisions"` // newest first
+	ContextStatus string        `json:"contextStatus"`
+	Error         string        `json:"error"`
 	History       []struct {
 		State    string `json:"state"`
 		Revision int64  `json:"revision"`
@@ -53,11 +55,18 @@ type view struct {
 		WorkflowID string `json:"workflowId"`
 	} `json:"operation"`
 	Rollout *struct {
-		Stages []struct {
-			Name  string `json:"name"`
-			State string `json:"state"`
-		} `json:"stages"`
+		Stages []stage `json:"stages"`
 	} `json:"rollout"`
+}
+
+type revisionRef struct {
+	Revision int64  `json:"revision"`
+	Context  string `json:"instance"`
+}
+
+type stage struct {
+	Name  string `json:"name"`
+	State string `json:"state"`
 }
 
 func (v view) running() bool { return v.Operation != nil || strings.HasSuffix(v.ContextStatus, "ing") }
@@ -73,9 +82,9 @@ type digActor struct {
 	rollout bool   // a staged rollout whose first stage waits for an approval
 	clouds  []string
 
-	exists bool             // the DIG (its composite app always exists once set up)
-	stored config           // what its resources say now
-	revs   map[int64]config // what each revision deployed
+	exists bool              // the DIG (its composite app always exists once set up)
+	stored config            // what its resources say now
+	revs   map[string]config // what each revision deployed, by its context
 	// workflowOps counts the accepted operations that run a workflow (not approve).
 	workflowOps int
 	// unresolved counts the operations whose acceptance the end of the chaos phase left
@@ -84,7 +93,13 @@ type digActor struct {
 	// pending is the configuration of the revision an operation still running (or
 	// unresolved) will deploy, and the revision before it.
 	pending     *config
-	pendingFrom int64
+	pendingFrom string // the context current before it
+	// trail is what the actor did, for the report of a DIG the checks flag.
+	trail []string
+}
+
+func (d *digActor) log(format string, args ...any) {
+	d.trail = append(d.trail, time.Now().Format("15:04:05.000")+" "+fmt.Sprintf(format, args...))
 }
 
 func (d *digActor) ca() string  { return "/projects/" + d.project + "/composite-apps/" + d.id + "/v1" }
@@ -100,6 +115,9 @@ func (d *digActor) create(ctx context.Context, path string, send func() answer) 
 		switch {
 		case a.ok():
 			return nil
+		case a.busy():
+			d.r.pause(ctx)
+			continue
 		case a.code != http.StatusConflict && !a.lost():
 			return fmt.Errorf("create %s: %s", path, a)
 		}
@@ -128,6 +146,10 @@ func (d *digActor) put(ctx context.Context, path string, send func() answer, app
 		a := send()
 		if a.ok() {
 			return nil
+		}
+		if a.busy() {
+			d.r.pause(ctx)
+			continue
 		}
 		if !a.lost() {
 			return fmt.Errorf("PUT %s: %s", path, a)
@@ -255,14 +277,15 @@ func (d *digActor) deleteDIG(ctx context.Context) error {
 			if a.ok() || a.code == http.StatusNotFound {
 				break
 			}
-			if !a.lost() {
+			if !a.lost() && !a.busy() {
 				return fmt.Errorf("DELETE %s: %s", p, a)
 			}
 			d.r.pause(ctx)
 		}
 	}
 	d.exists = false
-	d.revs = map[int64]config{} // its revisions went with it: a new DIG counts from 1 again
+	d.revs = map[string]config{}
+	d.log("deleted")
 	return ctx.Err()
 }
 
@@ -281,9 +304,14 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 		return false, err
 	}
 	a := d.c.do("POST", d.dig()+"/"+op, body)
+	for a.busy() && ctx.Err() == nil {
+		d.r.pause(ctx)
+		a = d.c.do("POST", d.dig()+"/"+op, body)
+	}
 	accepted := a.ok()
 	if !accepted && !a.lost() {
 		d.r.count("refused " + op)
+		d.log("%s refused: %s", op, a)
 		return false, nil
 	}
 	if accepted && op != "approve" {
@@ -316,22 +344,14 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 		}
 		if !v.running() {
 			d.r.count(op)
+			d.log("%s (answer %d) ended: %s revision %d %s, stop sent %v", op, a.code, v.State, v.Revision, v.ContextStatus, stopped)
 			if strings.HasSuffix(v.ContextStatus, "Failed") {
 				d.r.violation("%s of %s failed: %s", op, d.dig(), v.Error)
 			}
 			d.agree(op, before, v, stopped)
 			return true, nil
 		}
-		if v.Rollout != nil && slices.ContainsFunc(v.Rollout.Stages, func(s struct {
-			Name  string `json:"name"`
-			State string `json:"state"`
-		}) bool {
-			return s.State == "WaitingForApproval"
-		}) {
-			if a := d.c.do("POST", d.dig()+"/rollout/approve", nil); a.ok() {
-				d.r.count("approve stage")
-			}
-		}
+		d.approveStage(v)
 		if look == stopAt {
 			stopped = true // even unanswered: a stop may have been carried out
 			if a := d.c.do("POST", d.dig()+"/stop", nil); a.ok() {
@@ -342,6 +362,15 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 		case <-ctx.Done():
 			return true, ctx.Err()
 		case <-time.After(time.Second):
+		}
+	}
+}
+
+// approveStage approves the rollout's stage that waits for an approval, if one does.
+func (d *digActor) approveStage(v view) {
+	if v.Rollout != nil && slices.ContainsFunc(v.Rollout.Stages, func(s stage) bool { return s.State == "WaitingForApproval" }) {
+		if a := d.c.do("POST", d.dig()+"/rollout/approve", nil); a.ok() {
+			d.r.count("approve stage")
 		}
 	}
 }
@@ -434,20 +463,25 @@ func (d *digActor) step(ctx context.Context) error {
 // deploy runs an operation that deploys a revision and records what that revision holds:
 // the stored configuration, or for a rollback the configuration of the revision it returns to.
 func (d *digActor) deploy(ctx context.Context, op string, body any, rollbackTo ...int64) error {
+	before, _, err := d.view(ctx)
+	if err != nil {
+		return err
+	}
 	cfg := d.stored
 	if len(rollbackTo) > 0 {
-		old, ok := d.revs[rollbackTo[0]]
+		// Revision numbers start again with each instantiate: the newest with the number.
+		i := slices.IndexFunc(before.Revisions, func(r revisionRef) bool { return r.Revision == rollbackTo[0] })
+		old, ok := config{}, false
+		if i >= 0 {
+			old, ok = d.revs[before.Revisions[i].Context]
+		}
 		if !ok {
 			cfg = config{Gen: -1} // unknown: the check says so if it is the final one
 		} else {
 			cfg = old
 		}
 	}
-	before, _, err := d.view(ctx)
-	if err != nil {
-		return err
-	}
-	d.pending, d.pendingFrom = &cfg, before.Revision
+	d.pending, d.pendingFrom = &cfg, before.Context
 	accepted, err := d.operate(ctx, op, body)
 	if err != nil {
 		return err // the chaos phase ended during it: settle records the revision
@@ -466,8 +500,9 @@ func (d *digActor) deploy(ctx context.Context, op string, body any, rollbackTo .
 
 // record notes what the revision an operation just deployed holds.
 func (d *digActor) record(v view) {
-	if d.pending != nil && v.Revision > d.pendingFrom && v.State == "Instantiated" && !strings.HasSuffix(v.ContextStatus, "Failed") {
-		d.revs[v.Revision] = *d.pending
+	if d.pending != nil && v.Context != d.pendingFrom && v.State == "Instantiated" && !strings.HasSuffix(v.ContextStatus, "Failed") {
+		d.revs[v.Context] = *d.pending
+		d.log("revision %d (context %s) holds %+v", v.Revision, v.Context, *d.pending)
 	}
 	d.pending = nil
 }
@@ -520,6 +555,7 @@ func (d *digActor) settle(ctx context.Context) error {
 		}
 		switch {
 		case v.running():
+			d.approveStage(v)
 			select {
 			case <-ctx.Done():
 				return fmt.Errorf("DIG %s: its operation did not end: %s", d.dig(), v.ContextStatus)

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -32,6 +33,9 @@ func TestMain(m *testing.M) {
 	if testing.Short() {
 		fmt.Println("e2e: skipped in -short mode")
 		os.Exit(0)
+	}
+	if f := flag.Lookup("test.list"); f != nil && f.Value.String() != "" {
+		os.Exit(m.Run()) // tests/run.sh lists the tests to shard them: no stack for that
 	}
 	code, err := runSuite(m)
 	if err != nil {
@@ -62,7 +66,8 @@ func runSuite(m *testing.M) (int, error) {
 	cfg.Replicas, _ = strconv.Atoi(os.Getenv("TEMCO_E2E_REPLICAS"))
 	fmt.Printf("e2e: MongoDB wire backend %s, Temporal %s, %d api and worker processes\n", cmp.Or(cfg.MongoBackend, "sqlite"),
 		cmp.Or(cfg.TemporalBackend, "dev server"), max(1, cfg.Replicas))
-	s, err := testenv.StartStack("e2e", cfg)
+	// tests/run.sh runs the package in shards, each with its stack (and its logs' folder).
+	s, err := testenv.StartStack(strings.TrimSuffix("e2e-"+os.Getenv("TEMCO_E2E_SHARD"), "-"), cfg)
 	if err != nil {
 		return 0, err
 	}
