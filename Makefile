@@ -124,13 +124,14 @@ bench-artifacts: tools
 ## logical clouds) from CHAOS_CLIENTS clients for CHAOS_DURATION while the worker, the api,
 ## Temporal, FerretDB, a cluster's kube-apiserver and the git server are SIGKILLed at
 ## random, then every invariant checked (docs/chaos.md); CHAOS_SEED repeats a run's
-## choices. make test runs a short one (90 s, 2 clients)
+## choices. make test runs a short one (90 s, 2 clients, no logical clouds)
 CHAOS_SEED     ?= 1
 CHAOS_DURATION ?= 10m
 CHAOS_CLIENTS  ?= 4
 CHAOS_DIGS     ?= 3
+CHAOS_CLOUDS   ?= true
 chaos: tools
-	CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CLIENTS=$(CHAOS_CLIENTS) CHAOS_DIGS=$(CHAOS_DIGS) \
+	CHAOS_SEED=$(CHAOS_SEED) CHAOS_DURATION=$(CHAOS_DURATION) CHAOS_CLIENTS=$(CHAOS_CLIENTS) CHAOS_DIGS=$(CHAOS_DIGS) CHAOS_CLOUDS=$(CHAOS_CLOUDS) \
 	  $(GO) test -count=1 -run TestChaos -timeout 120m -v ./tests/chaos/
 
 ## fuzz: run every fuzz target for FUZZTIME each (their seed corpora, hostile archives

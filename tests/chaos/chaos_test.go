@@ -12,6 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"go.temporal.io/api/workflowservice/v1"
+	temporalclient "go.temporal.io/sdk/client"
+
 	"github.com/temco/temco/internal/dev/devstack"
 )
 
@@ -19,6 +22,8 @@ import (
 type run struct {
 	cfg      chaosConfig
 	clusters []string // placement's choices: the clusters, the GitOps one last
+	sv       *devstack.Supervisor
+	tc       temporalclient.Client
 
 	mu         sync.Mutex
 	violations []string
@@ -42,6 +47,41 @@ func (r *run) pause(ctx context.Context) {
 	select {
 	case <-ctx.Done():
 	case <-time.After(500 * time.Millisecond):
+	}
+}
+
+// startedLate reports whether an operation whose request got no answer was handed to
+// Temporal all the same (the api died after starting its workflow, or Temporal before
+// running it): once every component is up again, the workflow shows in Temporal's list,
+// though it may not have recorded anything yet.
+func (r *run) startedLate(ctx context.Context, prefix string, since time.Time) (bool, error) {
+	up, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	if err := r.sv.WaitUp(up); err != nil {
+		return false, err
+	}
+	deadline := time.Now().Add(15 * time.Second) // for Temporal's list to catch up
+	query := "StartTime >= '" + since.Add(-time.Second).UTC().Format(time.RFC3339) + "'"
+	for {
+		var token []byte
+		for {
+			resp, err := r.tc.ListWorkflow(ctx, &workflowservice.ListWorkflowExecutionsRequest{Query: query, NextPageToken: token})
+			if err != nil {
+				break // Temporal is restarting: ask again
+			}
+			for _, e := range resp.Executions {
+				if strings.HasPrefix(e.Execution.WorkflowId, prefix) {
+					return true, nil
+				}
+			}
+			if token = resp.NextPageToken; len(token) == 0 {
+				break
+			}
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			return false, ctx.Err()
+		}
+		r.pause(ctx)
 	}
 }
 
@@ -114,11 +154,16 @@ func TestChaos(t *testing.T) {
 	var clouds *cloudActor
 	if cfg.Clouds {
 		clouds = &cloudActor{r: r, c: newClient(apis, j, 7), rnd: rand.New(rand.NewPCG(cfg.Seed, 999)), project: "chaos-lc", live: map[string]bool{},
-			workflowOps: map[string]int{}, unresolved: map[string]int{}}
+			workflowOps: map[string]int{}, unresolved: map[string]int{}, removing: map[string]bool{}}
 	}
 	before := witnesses(t)
 
 	sv := stack.Supervise(ctx, os.Stdout)
+	r.sv = sv
+	if r.tc, err = temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}}); err != nil {
+		t.Fatal(err)
+	}
+	defer r.tc.Close()
 	for _, name := range killTargets {
 		if !slices.Contains(sv.Components(), name) {
 			t.Fatalf("the supervisor has no component %q: %v", name, sv.Components())

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // cloudActor drives standard (level 1) logical clouds of its project through create,
@@ -22,6 +23,8 @@ type cloudActor struct {
 	// workflowOps counts each cloud's accepted operations.
 	workflowOps map[string]int
 	unresolved  map[string]int // operations the end of the chaos phase left unknown
+	// removing: clouds whose delete was refused half-way (an operation started late).
+	removing map[string]bool
 }
 
 func (l *cloudActor) path(name string) string {
@@ -85,6 +88,7 @@ func (l *cloudActor) operate(ctx context.Context, name, op string) error {
 	if err != nil {
 		return err
 	}
+	sent := time.Now()
 	a := l.c.do("POST", l.path(name)+"/"+op, nil)
 	for a.busy() && ctx.Err() == nil {
 		l.r.pause(ctx)
@@ -106,7 +110,19 @@ func (l *cloudActor) operate(ctx context.Context, name, op string) error {
 			return err
 		}
 		if !a.ok() && len(s.States.Actions) == len(before.States.Actions) && !s.running() {
-			return nil // a lost request that started nothing
+			late, err := l.r.startedLate(ctx, "logical-cloud/"+l.project+"/"+name+"/"+op+"/", sent)
+			if err != nil || !late {
+				if err != nil {
+					l.unresolved[name]++
+				}
+				return err // a lost request that started nothing
+			}
+			for len(s.States.Actions) == len(before.States.Actions) && !s.running() { // it has yet to record itself
+				l.r.pause(ctx)
+				if s, _, err = l.status(ctx, name); err != nil {
+					return err
+				}
+			}
 		}
 		if !s.running() {
 			if !a.ok() {
@@ -134,6 +150,11 @@ func (l *cloudActor) remove(ctx context.Context, name string) error {
 			if a.ok() || a.code == http.StatusNotFound {
 				break
 			}
+			if a.code == http.StatusConflict && !a.busy() { // a late operation changed its state
+				l.r.count("refused cloud delete")
+				l.removing[name] = true
+				return nil
+			}
 			if !a.lost() && !a.busy() {
 				return fmt.Errorf("DELETE %s: %s", p, a)
 			}
@@ -141,6 +162,7 @@ func (l *cloudActor) remove(ctx context.Context, name string) error {
 		}
 	}
 	delete(l.live, name)
+	delete(l.removing, name)
 	l.r.count("cloud delete")
 	return ctx.Err()
 }
@@ -167,6 +189,10 @@ func (l *cloudActor) step(ctx context.Context) error {
 	switch st := s.state(); {
 	case s.running():
 		return l.settle(ctx, name)
+	case l.removing[name] && st == "Terminated", l.removing[name] && st == "Created":
+		return l.remove(ctx, name)
+	case l.removing[name]:
+		return l.operate(ctx, name, "terminate")
 	case st == "Created":
 		return l.operate(ctx, name, "instantiate")
 	case st == "Terminated":

@@ -96,6 +96,9 @@ type digActor struct {
 	pendingFrom string // the context current before it
 	// trail is what the actor did, for the report of a DIG the checks flag.
 	trail []string
+	// deleting: a delete was refused half-way (an operation started late); terminate it
+	// if it is deployed, then delete it again.
+	deleting bool
 }
 
 func (d *digActor) log(format string, args ...any) {
@@ -277,13 +280,19 @@ func (d *digActor) deleteDIG(ctx context.Context) error {
 			if a.ok() || a.code == http.StatusNotFound {
 				break
 			}
+			if a.code == http.StatusConflict && !a.busy() { // a late operation changed its state
+				d.r.count("refused delete")
+				d.log("DELETE %s refused: %s", p, a)
+				d.deleting = true // half its children are gone: the next steps end it
+				return nil
+			}
 			if !a.lost() && !a.busy() {
 				return fmt.Errorf("DELETE %s: %s", p, a)
 			}
 			d.r.pause(ctx)
 		}
 	}
-	d.exists = false
+	d.exists, d.deleting = false, false
 	d.revs = map[string]config{}
 	d.log("deleted")
 	return ctx.Err()
@@ -303,6 +312,7 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 	if err != nil {
 		return false, err
 	}
+	sent := time.Now()
 	a := d.c.do("POST", d.dig()+"/"+op, body)
 	for a.busy() && ctx.Err() == nil {
 		d.r.pause(ctx)
@@ -332,7 +342,20 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 		}
 		if !accepted {
 			if len(v.History) == len(before.History) && !v.running() {
-				return false, nil // nothing started
+				if op == "approve" {
+					return false, nil // the api records an approval before it answers
+				}
+				late, err := d.r.startedLate(ctx, d.workflowID()+"/"+op+"/", sent)
+				if err != nil || !late {
+					if err != nil {
+						d.unresolved++
+					}
+					return false, err // nothing started
+				}
+				d.log("%s: the lost request started it", op)
+				if v, err = d.awaitRecorded(ctx, before); err != nil {
+					return true, err
+				}
 			}
 			accepted = true
 			if a.code >= 500 {
@@ -366,6 +389,19 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 	}
 }
 
+func (d *digActor) workflowID() string { return "dig/" + d.project + "/" + d.id + "/v1/dig" }
+
+// awaitRecorded waits until an operation that started late shows in the DIG's status.
+func (d *digActor) awaitRecorded(ctx context.Context, before view) (view, error) {
+	for {
+		v, _, err := d.view(ctx)
+		if err != nil || len(v.History) > len(before.History) || v.running() {
+			return v, err
+		}
+		d.r.pause(ctx)
+	}
+}
+
 // approveStage approves the rollout's stage that waits for an approval, if one does.
 func (d *digActor) approveStage(v view) {
 	if v.Rollout != nil && slices.ContainsFunc(v.Rollout.Stages, func(s stage) bool { return s.State == "WaitingForApproval" }) {
@@ -373,6 +409,10 @@ func (d *digActor) approveStage(v view) {
 			d.r.count("approve stage")
 		}
 	}
+}
+
+func isDeployed(state string) bool {
+	return state == "Instantiated" || state == "InstantiateStopped" || state == "TerminateStopped"
 }
 
 // wantState is the state each operation records when it succeeds.
@@ -411,6 +451,13 @@ func (d *digActor) step(ctx context.Context) error {
 		d.r.violation("DIG %s is gone", d.dig())
 		d.exists = false
 		return nil
+	}
+	if d.deleting && !v.running() {
+		if isDeployed(v.State) {
+			_, err = d.operate(ctx, "terminate", nil)
+			return err
+		}
+		return d.deleteDIG(ctx)
 	}
 	pick := d.rnd.IntN(100)
 	switch v.State {

@@ -87,6 +87,9 @@ func register(t *testing.T, c *client, projects []string) []string {
 type usage struct {
 	Goroutines int
 	RSSKiB     int
+	// Cached is the worker's count of workflows in its cache (the SDK's sticky cache): each
+	// holds its coroutines while the workflow idles.
+	Cached int
 }
 
 // witnesses reads the second api's and worker's usage: they are never killed, so their
@@ -100,7 +103,8 @@ func witnesses(t *testing.T) map[string]usage {
 		if strings.HasPrefix(name, "temco api") {
 			addr = envOf(pid, "TEMCO_API_ADDR")
 		}
-		u.Goroutines = goroutines("http://" + addr + "/metrics")
+		u.Goroutines = metric("http://"+addr+"/metrics", "go_goroutines")
+		u.Cached = metric("http://"+addr+"/metrics", "temporal_sticky_cache_size")
 		if u.Goroutines == 0 || u.RSSKiB == 0 {
 			t.Fatalf("%s (pid %d): no usage read from %s", name, pid, addr)
 		}
@@ -137,7 +141,8 @@ func envOf(pid int, name string) string {
 	return v
 }
 
-func goroutines(url string) int {
+// metric is the first value of the named metric url serves (0 when none).
+func metric(url, name string) int {
 	resp, err := http.Get(url)
 	if err != nil {
 		return 0
@@ -146,8 +151,10 @@ func goroutines(url string) int {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-			n, _ := strconv.ParseFloat(v, 64)
+		line := sc.Text()
+		if rest, ok := strings.CutPrefix(line, name); ok && (strings.HasPrefix(rest, " ") || strings.HasPrefix(rest, "{")) {
+			f := strings.Fields(line)
+			n, _ := strconv.ParseFloat(f[len(f)-1], 64)
 			return int(n)
 		}
 	}

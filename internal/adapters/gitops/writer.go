@@ -12,6 +12,7 @@ import (
 	"path"
 	"path/filepath"
 	"regexp"
+	"strings"
 	"sync"
 	"time"
 
@@ -139,10 +140,20 @@ func (w *Writer) attempt(ctx context.Context, cl *clone, r Remote, c Change, edi
 	if err != nil {
 		return Result{}, false, err
 	}
+	if now == head && lockHeld(refusal) {
+		// Another receive-pack holds the branch's lock file (one still running, or one whose
+		// server died under it): it refuses us for now, not for good.
+		return Result{}, false, fmt.Errorf("git push to %s: the branch is locked by another push: %s", r, redact(refusal, r.Token))
+	}
 	if now == head {
 		return Result{}, false, &RejectedError{URL: r.URL, Branch: r.Branch, Reason: "push refused: " + redact(refusal, r.Token)}
 	}
 	return Result{}, false, nil
+}
+
+// lockHeld tells git's refusal of a ref whose lock file another process holds.
+func lockHeld(refusal string) bool {
+	return strings.Contains(refusal, "cannot lock ref") && strings.Contains(refusal, ".lock': File exists")
 }
 
 // build writes the edited tree and its commit on head; zero when the tree is unchanged

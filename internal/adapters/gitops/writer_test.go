@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -391,5 +393,29 @@ func TestCommitGivesUpWaitingWhenCancelled(t *testing.T) {
 	defer cancel()
 	if _, err := w.Commit(ctx, r, Change{Files: map[string][]byte{"f": nil}}); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("commit while the clone is held: %v", err)
+	}
+}
+
+// A ref lock another push holds (a receive-pack still running, or one whose server was
+// killed under it and not yet gone) refuses our push for now, not for good: the chaos run
+// failed a terminate on it.
+func TestALockedBranchIsTransient(t *testing.T) {
+	ctx := context.Background()
+	s, r := server(t)
+	lock := filepath.Join(s.Root, "gitops.git", "refs", "heads", "main.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	w := &Writer{Dir: t.TempDir(), Author: "temco worker <worker@temco.test>", Attempts: 2}
+	change := Change{Files: map[string][]byte{"clusters/p1+c1/a.yaml": []byte("1")}, Message: "deploy"}
+	_, err := w.Commit(ctx, r, change)
+	if err == nil || IsPermanent(err) {
+		t.Fatalf("a push refused on a held lock: %v (permanent %v), want a transient error", err, IsPermanent(err))
+	}
+	if err := os.Remove(lock); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := w.Commit(ctx, r, change); err != nil || !res.Changed {
+		t.Fatalf("once the lock is gone: %+v %v", res, err)
 	}
 }
