@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"go.temporal.io/sdk/activity"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -254,6 +255,9 @@ func (r *run) refused(which map[string][]int, err error) error {
 	if !gitops.IsPermanent(err) && !errors.As(err, &flux) {
 		return err
 	}
+	// Said in the worker's log too: the objects' statuses hold it, but an operator reading
+	// why an operation failed looks here first.
+	activity.GetLogger(r.ctx).Warn("GitOps cluster refused the change for good: its objects fail", "context", r.header.ID, "error", err.Error())
 	r.forEach(which, func(res *appctx.ResourceStatus) { r.setFailed(res, err.Error()) })
 	return r.progress(r.ctx)
 }

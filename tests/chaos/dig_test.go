@@ -369,7 +369,7 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 			d.r.count(op)
 			d.log("%s (answer %d) ended: %s revision %d %s, stop sent %v", op, a.code, v.State, v.Revision, v.ContextStatus, stopped)
 			if strings.HasSuffix(v.ContextStatus, "Failed") {
-				d.r.violation("%s of %s failed: %s", op, d.dig(), v.Error)
+				d.r.violation("%s of %s failed: %s %s", op, d.dig(), v.Error, d.failures(ctx))
 			}
 			d.agree(op, before, v, stopped)
 			return true, nil
@@ -400,6 +400,36 @@ func (d *digActor) awaitRecorded(ctx context.Context, before view) (view, error)
 		}
 		d.r.pause(ctx)
 	}
+}
+
+// failures lists the objects the status shows Failed, with their errors: what the run's
+// report needs to tell why an operation failed.
+func (d *digActor) failures(ctx context.Context) []string {
+	var s struct {
+		Apps []struct {
+			Name     string `json:"name"`
+			Clusters []struct {
+				Cluster   string `json:"cluster"`
+				Resources []struct {
+					Name           string `json:"name"`
+					DeployedStatus string `json:"deployedStatus"`
+					Error          string `json:"error"`
+				} `json:"resources"`
+			} `json:"clusters"`
+		} `json:"apps"`
+	}
+	_, _ = d.c.read(ctx, d.dig()+"/status?status=deployed", &s)
+	var out []string
+	for _, a := range s.Apps {
+		for _, cl := range a.Clusters {
+			for _, r := range cl.Resources {
+				if r.DeployedStatus == "Failed" {
+					out = append(out, fmt.Sprintf("%s %s/%s: %s", cl.Cluster, a.Name, r.Name, r.Error))
+				}
+			}
+		}
+	}
+	return out
 }
 
 // approveStage approves the rollout's stage that waits for an approval, if one does.
