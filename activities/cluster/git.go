@@ -500,6 +500,9 @@ func (g *gitCluster) fluxApplied(ctx context.Context, ns, name, commit string, p
 		return false, fmt.Sprintf("Kustomization %s/%s still exists (%s)", ns, name, describe(own)), nil
 	}
 	for _, k := range reports { // the removal itself is applied by the Kustomization holding the cluster's folder
+		if k.LastAppliedRevision == "" { // it never applied anything (its source failed): not this one yet
+			continue
+		}
 		if has, err := g.writer.Contains(ctx, g.remote(), commit, k.LastAppliedRevision); err != nil {
 			return false, "", err
 		} else if has {

@@ -77,6 +77,13 @@ func TestFluxApplied(t *testing.T) {
 	check("deployed", true, true, "")
 	report(boot(ours))
 	check("removed", false, true, "")
+	// A Kustomization that never applied anything (its source failed: the git server was
+	// down) reports no revision; it is one that has not applied the removal yet, not a
+	// reason to fail the objects (found by make chaos).
+	report(boot(older), gitops.KustomizationStatus{Namespace: "flux-system", Name: "other", Ready: "False"})
+	check("a Kustomization that never applied", false, false, "no Kustomization of the cluster has applied the commit")
+	report(boot(ours), gitops.KustomizationStatus{Namespace: "flux-system", Name: "other", Ready: "False"})
+	check("removed, beside one that never applied", false, true, "")
 }
 
 // Flux's failures as kustomize-controller reports them: what no reconcile mends fails the
