@@ -48,7 +48,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	r := &Reconciler{Kube: mgr.GetClient(), REST: cfg.REST, Events: mgr.GetEventRecorder("temco-hub"), Namespace: cfg.Namespace}
+	r := &Reconciler{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), REST: cfg.REST, Events: mgr.GetEventRecorder("temco-hub"), Namespace: cfg.Namespace}
 	if err := setup(mgr, r); err != nil {
 		return err
 	}

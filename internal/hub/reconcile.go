@@ -56,8 +56,12 @@ type kindOps[T object] struct {
 
 // Reconciler holds what every kind's reconciler shares.
 type Reconciler struct {
-	reports   reports
-	Kube      client.Client
+	reports reports
+	Kube    client.Client
+	// Fresh reads the object a reconcile acts on from the API server, not the cache: a
+	// decision taken on a stale status (the operation the last reconcile started not in it
+	// yet) would start that operation again. nil: Kube.
+	Fresh     client.Reader
 	REST      *REST
 	Events    events.EventRecorder
 	Namespace string // the hub controller's own: cluster-scoped kinds' Secrets and ConfigMaps
@@ -89,7 +93,7 @@ type generic[T object] struct {
 
 func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Result, error) {
 	o := g.ops.new()
-	if err := g.Kube.Get(ctx, req.NamespacedName, o); err != nil {
+	if err := g.fresh().Get(ctx, req.NamespacedName, o); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
 	t := &tree{rest: g.REST, owner: ownerOf(g.ops.kind, o)}
@@ -111,13 +115,36 @@ func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st.ObservedGeneration = o.GetGeneration()
 	g.report(ctx, g.ops.kind, g.projectOf(o), o)
 	if !equalStatus(before, st) || g.ops.kind == "DeploymentIntentGroup" {
-		if uerr := g.Kube.Status().Update(ctx, o); uerr != nil && !apierrors.IsConflict(uerr) {
-			return ctrl.Result{}, uerr
-		} else if uerr != nil {
-			return ctrl.Result{Requeue: true}, nil
+		if uerr := g.writeStatus(ctx, o); uerr != nil {
+			return ctrl.Result{}, client.IgnoreNotFound(uerr)
 		}
 	}
 	return res, err
+}
+
+func (g *generic[T]) fresh() client.Reader {
+	if g.Fresh != nil {
+		return g.Fresh
+	}
+	return g.Kube
+}
+
+// writeStatus writes o's status, which must land: it records the operation this reconcile
+// started. The status was computed from the object as the API server had it, and the hub
+// is its only writer, so a conflict is someone else's change of spec or metadata, which a
+// status write leaves alone: it is written again on the newer version.
+func (g *generic[T]) writeStatus(ctx context.Context, o T) error {
+	for attempt := 1; ; attempt++ {
+		err := g.Kube.Status().Update(ctx, o)
+		if !apierrors.IsConflict(err) || attempt == 5 {
+			return err
+		}
+		cur := g.ops.new()
+		if err := g.fresh().Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+			return err
+		}
+		o.SetResourceVersion(cur.GetResourceVersion())
+	}
 }
 
 // reconcile writes the resources when the configuration changed, then runs the kind's

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/client"
+	"sigs.k8s.io/controller-runtime/pkg/client/interceptor"
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
@@ -335,5 +336,37 @@ func TestReconcileReportsARefusedOperation(t *testing.T) {
 	}
 	if r := api.reports(); len(r) != 1 || r[0].Body["project"] != "p1" || r[0].Body["accepted"] != false {
 		t.Errorf("reports %v: the cloud's project not named", r)
+	}
+}
+
+// The status records what the reconcile did (the operation it started): a change of the
+// object by another writer between the hub's read and its status write must not lose it.
+func TestReconcileWritesItsStatusOverAnotherWritersChange(t *testing.T) {
+	p := newProjects(t)
+	base := newKube(t, &v1.Project{ObjectMeta: metav1.ObjectMeta{Name: "web", Generation: 1}})
+	changed := 0
+	p.kube = interceptor.NewClient(base, interceptor.Funcs{
+		SubResourceUpdate: func(ctx context.Context, c client.Client, sub string, obj client.Object, opts ...client.SubResourceUpdateOption) error {
+			if changed == 0 { // someone annotates the object just before the hub's write
+				var cur v1.Project
+				if err := c.Get(ctx, client.ObjectKeyFromObject(obj), &cur); err != nil {
+					return err
+				}
+				cur.Annotations = map[string]string{"team": "web"}
+				if err := c.Update(ctx, &cur); err != nil {
+					return err
+				}
+			}
+			changed++
+			return c.SubResource(sub).Update(ctx, obj, opts...)
+		}})
+	p.g.Kube = p.kube
+	p.reconcile(t, "web")
+	o := p.get(t, "web")
+	if changed != 2 {
+		t.Errorf("%d status writes, want a conflict and a second write", changed)
+	}
+	if o.Annotations["team"] != "web" || o.Status.AppliedHash == "" || condition(t, o, v1.Accepted).Status != metav1.ConditionTrue {
+		t.Errorf("annotations %v, status %+v", o.Annotations, o.Status)
 	}
 }

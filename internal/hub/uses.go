@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 
@@ -11,12 +12,17 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
+	"github.com/temco/temco/internal/core/diagnostics"
 )
 
 // compositeAppHash is the applied hash of the hub's CompositeApp a DIG deploys (same
 // namespace, same temco name and version); "" when REST declares it. While the hub has
 // not yet written the composite app's current generation, the DIG waits for it: deployed
 // before, it would be deployed again (an update) once the composite app is.
+//
+// The informers of the two kinds are independent, so the DIG may be seen before its
+// CompositeApp (both applied by one commit): "not in the cache" is REST's only when temco
+// says so, and a composite app temco does not have yet is waited for too.
 func (r *Reconciler) compositeAppHash(ctx context.Context, o *v1.DeploymentIntentGroup) (string, error) {
 	var apps v1.CompositeAppList
 	if err := r.Kube.List(ctx, &apps, client.InNamespace(o.Namespace)); err != nil {
@@ -29,6 +35,17 @@ func (r *Reconciler) compositeAppHash(ctx context.Context, o *v1.DeploymentInten
 			}
 			return a.Status.AppliedHash, nil
 		}
+	}
+	p := fmt.Sprintf("/projects/%s/composite-apps/%s/%s", esc(o.Namespace), esc(o.Spec.CompositeApp), esc(o.Spec.CompositeAppVersion))
+	var s stored
+	found, err := r.REST.do(ctx, request{method: http.MethodGet, path: p}, &s)
+	switch {
+	case err != nil:
+		return "", err
+	case !found:
+		return "", &Refusal{Code: http.StatusConflict, Message: fmt.Sprintf("waits for composite app %s version %s, not in temco yet", o.Spec.CompositeApp, o.Spec.CompositeAppVersion)}
+	case strings.HasPrefix(s.Owner, diagnostics.OwnerPrefix):
+		return "", &Refusal{Code: http.StatusConflict, Message: fmt.Sprintf("waits for %s, which declares composite app %s version %s, to be seen", strings.TrimPrefix(s.Owner, diagnostics.OwnerPrefix), o.Spec.CompositeApp, o.Spec.CompositeAppVersion)}
 	}
 	return "", nil
 }

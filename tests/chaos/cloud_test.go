@@ -94,6 +94,7 @@ func (l *cloudActor) operate(ctx context.Context, name, op string) error {
 		l.r.pause(ctx)
 		a = l.c.do("POST", l.path(name)+"/"+op, nil)
 	}
+	l.trace(name, "%s from %s: %s", op, before.state(), a)
 	if !a.ok() && !a.lost() {
 		l.r.count("refused cloud " + op)
 		return nil
@@ -111,6 +112,7 @@ func (l *cloudActor) operate(ctx context.Context, name, op string) error {
 		}
 		if !a.ok() && len(s.States.Actions) == len(before.States.Actions) && !s.running() {
 			late, err := l.r.startedLate(ctx, "logical-cloud/"+l.project+"/"+name+"/"+op+"/", sent)
+			l.trace(name, "%s lost; started late: %v (%v)", op, late, err)
 			if err != nil || !late {
 				if err != nil {
 					l.unresolved[name]++
@@ -125,6 +127,7 @@ func (l *cloudActor) operate(ctx context.Context, name, op string) error {
 			}
 		}
 		if !s.running() {
+			l.trace(name, "%s ended: %s %s", op, s.state(), s.DeployedStatus)
 			if !a.ok() {
 				l.workflowOps[name]++ // a lost request that started it
 			}
@@ -147,6 +150,7 @@ func (l *cloudActor) remove(ctx context.Context, name string) error {
 	for _, p := range []string{l.path(name) + "/cluster-references/" + l.r.clusters[0], l.path(name) + "/cluster-references/" + l.r.clusters[1], l.path(name)} {
 		for ctx.Err() == nil {
 			a := l.c.do("DELETE", p, nil)
+			l.trace(name, "DELETE %s: %s", p, a)
 			if a.ok() || a.code == http.StatusNotFound {
 				break
 			}
@@ -165,6 +169,12 @@ func (l *cloudActor) remove(ctx context.Context, name string) error {
 	delete(l.removing, name)
 	l.r.count("cloud delete")
 	return ctx.Err()
+}
+
+// trace prints what happened to cloud name: the clouds' operations are few, and a finding
+// about one needs its story.
+func (l *cloudActor) trace(name, format string, args ...any) {
+	fmt.Printf("chaos: %s cloud %s: %s\n", time.Now().Format("15:04:05.000"), name, fmt.Sprintf(format, args...))
 }
 
 // step moves one random cloud on, or makes a new one.

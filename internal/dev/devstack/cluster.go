@@ -134,7 +134,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return WaitReady(ctx, p, 30*time.Second, func(ctx context.Context) error {
+	return WaitReady(ctx, p, time.Minute, func(ctx context.Context) error {
 		return dialable(ctx, "127.0.0.1:"+strconv.Itoa(c.BasePort))
 	})
 }

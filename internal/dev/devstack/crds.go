@@ -194,7 +194,9 @@ func (c *Cluster) awaitCRDs(ctx context.Context, names []string) error {
 	if err != nil {
 		return err
 	}
-	return WaitReady(ctx, c.proc("kube-apiserver"), 30*time.Second, func(ctx context.Context) error {
+	// Generous: a CI machine running several stacks at once took more than 30 s to
+	// establish a definition; a slow start is not a failed one.
+	return WaitReady(ctx, c.proc("kube-apiserver"), 2*time.Minute, func(ctx context.Context) error {
 		for _, name := range names {
 			crd, err := dc.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
