@@ -124,7 +124,7 @@ bench-artifacts: tools
 ## logical clouds) from CHAOS_CLIENTS clients for CHAOS_DURATION while the worker, the api,
 ## Temporal, FerretDB, a cluster's kube-apiserver and the git server are SIGKILLed at
 ## random, then every invariant checked (docs/chaos.md); CHAOS_SEED repeats a run's
-## choices. make test runs a short one (90 s, 2 clients, no logical clouds)
+## choices. make test runs a short one (90 s, 2 clients with 2 DIGs each, logical clouds)
 CHAOS_SEED     ?= 1
 CHAOS_DURATION ?= 10m
 CHAOS_CLIENTS  ?= 4

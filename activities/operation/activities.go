@@ -172,9 +172,18 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 	_, err := digstate.Change(ctx, a.Store, in.Target.ID(), func(info lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		cur := last(info)
 		res = lifecycle.BeginResult{ContextID: cur.ContextID, Revision: cur.Revision}
-		if cur.State == lifecycle.StateTerminated {
-			if c, err := a.Contexts.Get(ctx, cur.ContextID); err == nil && c.Status == lifecycle.StatusTerminating {
-				return nil, nil // recorded by an earlier attempt
+		// Recorded by an earlier attempt: the state says Terminated but the context's
+		// status is no terminate's end. The state is written first, so an attempt that died
+		// before the status (a worker or the database killed in between) leaves the status
+		// as it was: a retry that refused then would leave the objects on the clusters
+		// under a state that says they are gone (found by make chaos).
+		if cur.State == lifecycle.StateTerminated && cur.ContextID != "" {
+			c, err := a.Contexts.Get(ctx, cur.ContextID)
+			if err != nil && !errors.Is(err, appctx.ErrNotFound) {
+				return nil, err
+			}
+			if c != nil && !terminateEnded[c.Status] {
+				return nil, nil
 			}
 		}
 		t, err := start(in.Target, in.Op, cur.State)
@@ -191,6 +200,10 @@ func (a *Activities) beginTerminate(ctx context.Context, in lifecycle.BeginInput
 	}
 	return res, a.Contexts.SetStatus(ctx, res.ContextID, lifecycle.StatusTerminating, "")
 }
+
+// terminateEnded are the statuses a terminate's workflow ends its context with.
+var terminateEnded = map[string]bool{lifecycle.StatusTerminated: true, lifecycle.StatusTerminateFailed: true,
+	lifecycle.StatusTerminateStopped: true}
 
 // scope returns where a target (its document: target) deploys: the namespace and the
 // logical cloud whose issued credentials to use ("" for the clusters' own). A logical

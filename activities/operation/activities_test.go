@@ -124,3 +124,41 @@ func TestCloudTerminateWaitsForATerminatingDIG(t *testing.T) {
 		t.Fatalf("cloud terminate once its DIG is terminated: %v", err)
 	}
 }
+
+// A terminate's begin writes the state, then the context's status. An attempt that died
+// in between (the worker or the database killed) is carried on by the retry, never
+// refused: a refusal left a logical cloud Terminated with its namespace on the clusters
+// (make chaos). A terminate that ended is still refused.
+func TestBeginTerminateCarriesOnAnAttemptThatDiedHalfWay(t *testing.T) {
+	ctx := context.Background()
+	a := newActivities(t, "terminatehalfway")
+	cloud := lifecycle.Target{Project: "p", LogicalCloud: "lc"}
+	if err := a.Store.Create(ctx, &store.Doc{ID: cloud.ID(), Kind: "logical-cloud", Name: "lc",
+		Body: `{"metadata":{"name":"lc"},"spec":{"level":"1"}}`, State: history(lifecycle.StateTerminated, "lc-1")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.Contexts.Create(ctx, &appctx.Context{ID: "lc-1", Status: lifecycle.StatusInstantiated}); err != nil {
+		t.Fatal(err)
+	}
+	in := lifecycle.BeginInput{Target: cloud, Op: lifecycle.OpTerminate}
+	res, err := a.BeginOperation(ctx, in)
+	if err != nil || res.ContextID != "lc-1" {
+		t.Fatalf("the retry of a half-done begin: %+v, %v", res, err)
+	}
+	if c, err := a.Contexts.Get(ctx, "lc-1"); err != nil || c.Status != lifecycle.StatusTerminating {
+		t.Fatalf("context %+v, %v: want Terminating", c, err)
+	}
+	_, info, err := digstate.Load(ctx, a.Store, cloud.ID())
+	if err != nil || len(info.Actions) != 1 {
+		t.Fatalf("state %+v, %v: want the one Terminated entry the first attempt wrote", info, err)
+	}
+
+	if err := a.Contexts.SetStatus(ctx, "lc-1", lifecycle.StatusTerminated, ""); err != nil {
+		t.Fatal(err)
+	}
+	_, err = a.BeginOperation(ctx, in)
+	var appErr *temporal.ApplicationError
+	if !errors.As(err, &appErr) || appErr.Type() != lifecycle.ErrInvalidState {
+		t.Fatalf("terminate of a terminated cloud: %v, want %s", err, lifecycle.ErrInvalidState)
+	}
+}
