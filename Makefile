@@ -57,7 +57,7 @@ histories: tools
 ## apply, then the same with gac and hpa on the DIG (the controllers' share of the time),
 ## BENCHN times each (medians are reported); BENCH='Instantiate$' runs the first alone;
 ## then one GitOps commit (30 files) into a repository of 1000 clusters' deployments
-## and the dashboard's answer for a DIG on 10,000 clusters (api), the cost of dropping
+## and the dashboard's answers for a DIG on 10,000 clusters and the fleet of 1,000 DIGs (api), the cost of dropping
 ## undeclared fields (a schema parsed, an object pruned), of sealing a context's Secrets,
 ## and of rendering a chart in its sandbox (a child process) rather than in the worker
 BENCHN ?= 10
@@ -66,7 +66,7 @@ bench: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=50 \
 	  $(GO) test -count=1 -run '^$$' -bench '$(BENCH)' -benchtime $(BENCHN)x -timeout 30m ./tests/e2e/
 	$(GO) test -count=1 -run '^$$' -bench Commit -benchtime 100x ./internal/adapters/gitops/
-	$(GO) test -count=1 -run '^$$' -bench Dashboard -benchtime 10x ./api/
+	$(GO) test -count=1 -run '^$$' -bench "Dashboard|Fleet" -benchtime 10x ./api/
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./internal/adapters/kubeschema/
 	$(GO) test -count=1 -run '^$$' -bench SecretsAtRest -benchtime 100x -benchmem ./internal/core/appctx/
 	$(GO) test -count=1 -run '^$$' -bench Sandbox -benchtime 20x ./activities/render/

@@ -141,6 +141,7 @@ func (s *Server) Handler() *echo.Echo {
 	s.registerDiagnostics(g)
 	s.registerControlView(g)
 	s.registerDashboard(g)
+	s.registerFleet(g)
 	s.registerSession(g)
 	for _, d := range s.docs {
 		routes[d.method+" /v2"+d.path] = d

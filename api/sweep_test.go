@@ -64,13 +64,13 @@ var tenantReads = map[string]bool{
 }
 
 // tenantMay is a tenant's access policy, stated apart from authorize so that the sweep
-// catches a route authorize grants by mistake: its session, the project list and the
-// diagnostics (a tenant sees only its projects in both), every route of a project granted
+// catches a route authorize grants by mistake: its session, the project list, the
+// diagnostics and the fleet (a tenant sees only its projects in each), every route of a project granted
 // to it except writes of logical clouds, and tenantReads.
 func tenantMay(method, route string) bool {
 	read := method == http.MethodGet || method == http.MethodHead
 	switch {
-	case route == "/v2/session", (route == "/v2/projects" || route == "/v2/diagnostics") && read:
+	case route == "/v2/session", (route == "/v2/projects" || route == "/v2/diagnostics" || route == "/v2/fleet") && read:
 		return true // lists a tenant sees its own projects' part of
 	case strings.HasPrefix(route, "/v2/projects/:project/logical-clouds"):
 		return read

@@ -1,13 +1,14 @@
 // temco's operator dashboard: session and sign-in, hash routing, polling, the
-// confirmation dialog and the status message. The views are in views.js, dig.js and
-// diagnostics.js.
+// confirmation dialog and the status message. The views are in fleet.js (the home),
+// views.js, dig.js and diagnostics.js.
 
 import { get, onUnauthorized, token } from './api.js';
 import { clock, h } from './dom.js';
 import { diagnosticsView } from './diagnostics.js';
 import { digView } from './dig.js';
+import { fleetView } from './fleet.js';
 import {
-  clusterNetwork, cloudStatus, compositeApp, home, notFound, objects, project,
+  clusterNetwork, cloudStatus, compositeApp, notFound, objects, project,
 } from './views.js';
 
 const POLL_MS = 3000;
@@ -114,7 +115,7 @@ function makeView(segs, query, ctx) {
   if (!segs) return notFound();
   const [a, p, b, x, y, d, dig, c, cp, cl, e, app] = segs;
   const n = segs.length;
-  if (n === 0) return home();
+  if (n === 0) return fleetView({ query }, ctx);
   if (a === 'diagnostics' && n === 1) return diagnosticsView({ query }, ctx);
   if (a === 'p' && n === 2) return project({ p });
   if (a === 'p' && b === 'lc' && n === 4) return cloudStatus({ p, lc: x });

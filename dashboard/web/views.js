@@ -34,29 +34,6 @@ const byName = (a, b) => nameOf(a).localeCompare(nameOf(b));
 const sorted = (v) => list(v).slice().sort(byName);
 const description = (item) => item?.metadata?.description || '';
 
-export function home() {
-  const projects = h('div', null, 'Loading…');
-  const providers = h('div', null, 'Loading…');
-  return {
-    title: 'Projects and clusters',
-    crumbs: [['Home']],
-    body: [
-      h('p', null, h('a', { href: '#/diagnostics' }, 'Diagnostics'), ': every declared resource, whether temco accepted it, and its errors.'),
-      section('Projects', projects), section('Cluster providers', providers)],
-    async load(signal) {
-      const [ps, cps] = await Promise.all([get('/v2/projects', { signal }), get('/v2/cluster-providers', { signal })]);
-      const cpNames = sorted(cps).map(nameOf);
-      const clusters = await Promise.all(cpNames.map((cp) =>
-        get(apiPath('cluster-providers', cp, 'clusters'), { signal }).catch(soft)));
-      replace(projects, links(sorted(ps).map((p) => [nameOf(p), href('p', nameOf(p)), description(p)]), 'No project.'));
-      replace(providers, cpNames.length ? cpNames.map((cp, i) => h('section', { class: 'provider' },
-        h('h3', null, `Cluster provider ${cp}`),
-        links(clusters[i] instanceof ApiError ? clusters[i] : sorted(clusters[i]).map((c) =>
-          [nameOf(c), href('cp', cp, 'c', nameOf(c)), description(c)]), 'No cluster.'))) : h('p', { class: 'empty' }, 'No cluster provider.'));
-    },
-  };
-}
-
 // versionOf reads a composite app's version from a list item; EMCO puts it in the spec,
 // but be tolerant of other places.
 const versionOf = (item) => String(item?.spec?.compositeAppVersion ?? item?.metadata?.compositeAppVersion

@@ -242,7 +242,7 @@ func (p *page) actionsOnPage() []string {
 // projectLinks are the project links of the home view, in order.
 func (p *page) projectLinks() []string {
 	p.t.Helper()
-	l, err := eval[[]string](p, `[...document.querySelectorAll('#view a[href^="#/p/"]')].map(a => a.getAttribute("href"))`)
+	l, err := eval[[]string](p, `[...document.querySelectorAll('#view [data-testid=projects] a[href^="#/p/"]')].map(a => a.getAttribute("href"))`)
 	if err != nil {
 		p.fatalf("read the project links: %v", err)
 	}
@@ -360,13 +360,18 @@ func TestAuthenticatedDashboard(t *testing.T) {
 	p.waitGone(`form#token-form`, 30*time.Second)
 	p.waitVisible(`button#sign-out`, 30*time.Second)
 	p.waitHash("#/")
-	if h := p.oneH1(); h != "Projects and clusters" {
+	if h := p.oneH1(); h != "Fleet" {
 		p.fatalf("signed in, the home view's h1 reads %q", h)
 	}
 	if bar := p.text("#session-bar"); !strings.Contains(bar, "Signed in as "+tenant) || !strings.Contains(bar, "projects: "+mine.project) {
 		p.fatalf("the signed-in bar reads %q", bar)
 	}
-	p.waitVisible(`#view a[href^="#/p/"]`, time.Minute)
+	p.waitVisible(`#view [data-testid=projects] a[href^="#/p/"]`, time.Minute)
+	// The fleet: the tenant's DIG alone, as the API's GET /v2/fleet answers it.
+	p.waitVisible(fmt.Sprintf(`table[data-testid=fleet] tr[data-dig=%q]`, mine.project+"/ca/v1/dig"), time.Minute)
+	if rows, _ := eval[[]string](p, `[...document.querySelectorAll("table[data-testid=fleet] tr[data-dig]")].map(r => r.dataset.dig)`); !slices.Equal(rows, []string{mine.project + "/ca/v1/dig"}) {
+		p.fatalf("the tenant's fleet lists %v", rows)
+	}
 	want := []string{}
 	for _, name := range tenantProjects {
 		want = append(want, "#/p/"+name)

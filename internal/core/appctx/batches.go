@@ -54,12 +54,40 @@ func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
 	if err != nil {
 		return err
 	}
-	counts := map[string]map[string]int{}
+	counts, states := map[string]map[string]int{}, map[string]int{}
 	for _, d := range docs {
 		countDoc(counts, d, rendered)
+		states[clusterState(d, rendered)]++
 	}
-	_, err = s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "counts", Value: counts}}}})
+	_, err = s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "counts", Value: counts}, {Key: "states", Value: states}}}})
 	return err
+}
+
+// deployedStates are the objects' statuses, worst first: a cluster is as its worst.
+var deployedStates = []string{lifecycle.ResFailed, lifecycle.ResRetrying, lifecycle.ResPending, lifecycle.ResApplied, lifecycle.ResDeleted}
+
+// clusterState is the status of one cluster's worst object (Applied for a cluster with
+// none); an unlisted placement's objects are Pending.
+func clusterState(d *clusterDoc, rendered map[string]*App) string {
+	worst := len(deployedStates) // none yet
+	for _, a := range d.Apps {
+		if a.Unlisted {
+			if app := rendered[a.App]; app != nil && len(app.Objects) > 0 {
+				worst = min(worst, slices.Index(deployedStates, lifecycle.ResPending))
+			}
+			continue
+		}
+		for _, r := range a.Resources {
+			if i := slices.Index(deployedStates, r.Status); i >= 0 {
+				worst = min(worst, i)
+			}
+		}
+	}
+	if worst == len(deployedStates) {
+		return lifecycle.ResApplied
+	}
+	return deployedStates[worst]
 }
 
 // Summary counts the objects of a context by status, only those of apps when given:

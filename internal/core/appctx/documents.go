@@ -178,6 +178,10 @@ type batchDoc struct {
 	// Counts (app -> resource status -> objects) is the batch's status as counted when
 	// its batch workflow ended; absent while one runs. See CountBatch.
 	Counts map[string]map[string]int `bson:"counts,omitempty"`
+	// States counts the batch's clusters by their worst object's status, counted with
+	// Counts (absent in batches counted before it was: those are counted from their
+	// clusters' documents).
+	States map[string]int `bson:"states,omitempty"`
 }
 
 // Live is an object as last read from its cluster.

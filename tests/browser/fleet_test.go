@@ -1,0 +1,137 @@
+package browser
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+// fleetRow is the fleet table's row of a fixture's DIG.
+func fleetRow(f *fixture) string {
+	return fmt.Sprintf(`table[data-testid=fleet] tr[data-dig=%q]`, f.project+"/ca/v1/dig")
+}
+
+// fleetRows lists the data-dig of the fleet table's rows, in order.
+func (p *page) fleetRows() []string {
+	p.t.Helper()
+	rows, err := eval[[]string](p, `[...document.querySelectorAll("table[data-testid=fleet] tr[data-dig]")].map(r => r.dataset.dig)`)
+	if err != nil {
+		p.fatalf("read the fleet's rows: %v", err)
+	}
+	return rows
+}
+
+// choose picks value in the select sel, as a user does (a change event).
+func (p *page) choose(sel, value string) {
+	p.t.Helper()
+	if _, err := eval[bool](p, fmt.Sprintf(`(() => { const s = document.querySelector(%q); s.value = %q;
+		s.dispatchEvent(new Event("change", {bubbles: true})); return true })()`, sel, value)); err != nil {
+		p.fatalf("choose %s in %s: %v", value, sel, err)
+	}
+}
+
+// The home is the fleet: each DIG's row shows its state and its clusters by state, the
+// summary counts it, the filters narrow the table (and the address keeps them), a change
+// made elsewhere shows without a reload, and the row leads to the DIG.
+func TestFleetHome(t *testing.T) {
+	cluster := devCluster.name
+	a := newProject(t, "br-fleet-a", cluster)
+	a.deploy(cluster)
+	must(t, 202, "POST", a.dig()+"/approve", nil)
+	must(t, 202, "POST", a.dig()+"/instantiate", nil)
+	b := newProject(t, "br-fleet-b", cluster)
+	b.deploy(cluster)
+	p := newPage(t)
+	p.extra = func() string { return a.restView() + b.restView() }
+
+	p.open("#/")
+	if h := p.oneH1(); h != "Fleet" {
+		p.fatalf("the home's h1 reads %q", h)
+	}
+	rowA, rowB := fleetRow(a), fleetRow(b)
+	p.waitVisible(rowA+`[data-state="Instantiated"]`, 5*time.Minute)
+	p.waitUntil("a's row: 1 cluster, Applied", 5*time.Minute, func() (bool, string, error) {
+		s, err := eval[string](p, fmt.Sprintf(`(() => { const c = document.querySelector(%q);
+			return c ? c.dataset.total + " " + [...c.querySelectorAll("li[data-state]")].map(l => l.dataset.state).join(",") : "<no cell>" })()`,
+			rowA+" td[data-testid=fleet-clusters]"))
+		return s == "1 Applied", s, err
+	})
+	p.waitVisible(rowB+`[data-state="Created"]`, time.Minute)
+	if n, err := strconv.Atoi(p.attr(`[data-testid=summary-digs]`, "data-count")); err != nil || n < 2 {
+		p.fatalf("the summary counts %d DIGs (%v); the page lists %v", n, err, p.fleetRows())
+	}
+	p.noError()
+	p.shot("fleet")
+
+	// The name filter, typed: b's row alone, and the address says so.
+	if err := p.run(time.Minute, chromedp.SendKeys(chromedp.CSS("#fleet-q"), "br-fleet-b")); err != nil {
+		p.fatalf("type into #fleet-q: %v", err)
+	}
+	p.waitUntil("b's row alone", 30*time.Second, func() (bool, string, error) {
+		rows := p.fleetRows()
+		return slices.Equal(rows, []string{b.project + "/ca/v1/dig"}), fmt.Sprint(rows), nil
+	})
+	p.waitHash("#/?q=br-fleet-b")
+	// Approved over REST: the row follows without a reload.
+	must(t, 202, "POST", b.dig()+"/approve", nil)
+	p.waitVisible(rowB+`[data-state="Approved"]`, 30*time.Second)
+
+	// The state filter with the name filter: nothing matches, and the table says so.
+	p.choose("#fleet-state", "Instantiated")
+	p.waitUntil("no row", 30*time.Second, func() (bool, string, error) {
+		rows := p.fleetRows()
+		return len(rows) == 0 && strings.Contains(p.text("table[data-testid=fleet] td.empty"), "matches the filters"), fmt.Sprint(rows), nil
+	})
+	if _, err := eval[bool](p, `(() => { const q = document.querySelector("#fleet-q"); q.value = "";
+		q.dispatchEvent(new Event("input", {bubbles: true})); return true })()`); err != nil {
+		p.fatalf("clear #fleet-q: %v", err)
+	}
+	p.waitVisible(rowA, 30*time.Second)
+	if rows := p.fleetRows(); slices.Contains(rows, b.project+"/ca/v1/dig") {
+		p.fatalf("the Instantiated filter lists b's Approved DIG: %v", rows)
+	}
+	p.waitHash("#/?state=Instantiated")
+	p.shot("fleet-filtered")
+
+	// A reload keeps the filters (they are in the address); the row leads to the DIG.
+	p.open("#/?state=Instantiated&q=br-fleet-a")
+	p.waitUntil("a's row alone after a reload", 30*time.Second, func() (bool, string, error) {
+		rows := p.fleetRows()
+		return slices.Equal(rows, []string{a.project + "/ca/v1/dig"}), fmt.Sprint(rows), nil
+	})
+	if v, q := p.attr("#fleet-state", "value"), p.attr("#fleet-q", "value"); v != "Instantiated" || q != "br-fleet-a" {
+		p.fatalf("after a reload the filters read state %q, name %q", v, q)
+	}
+
+	// A count of the summary leads to what it counts: "need attention" lists those DIGs.
+	p.click(`[data-testid=summary-attention] a`)
+	p.waitHash("#/?sort=attention&attention=true")
+	p.waitUntil("the DIGs needing attention, as many as the summary counts", 30*time.Second, func() (bool, string, error) {
+		n, err := strconv.Atoi(p.attr(`[data-testid=summary-attention]`, "data-count"))
+		rows, _ := eval[[]string](p, `[...document.querySelectorAll("table[data-testid=fleet] tr[data-dig]")].map(r => r.dataset.attention)`)
+		checked, _ := eval[bool](p, `document.querySelector("#fleet-attention").checked`)
+		return err == nil && checked && len(rows) == n && !slices.Contains(rows, "false"), fmt.Sprintf("count %d, rows %v, checked %v", n, rows, checked), err
+	})
+	p.open("#/?state=Instantiated&q=br-fleet-a")
+	p.follow(a.digRoute())
+	p.waitText(digState, "Instantiated", time.Minute)
+}
+
+// attr is the attribute (or, for value, the property) of the first element matching sel.
+func (p *page) attr(sel, name string) string {
+	p.t.Helper()
+	expr := fmt.Sprintf(`document.querySelector(%q)?.getAttribute(%q) ?? ""`, sel, name)
+	if name == "value" {
+		expr = fmt.Sprintf(`document.querySelector(%q)?.value ?? ""`, sel)
+	}
+	s, err := eval[string](p, expr)
+	if err != nil {
+		p.fatalf("read %s of %s: %v", name, sel, err)
+	}
+	return s
+}
