@@ -22,7 +22,7 @@ const (
 )
 
 // authClient is an API with authentication on, trusting iss's key from a PEM file.
-func authClient(t *testing.T, iss *authtest.Issuer) *client {
+func authClient(t *testing.T, iss *authtest.Issuer, more ...func(*Server)) *client {
 	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "issuer.pem")
 	if err := os.WriteFile(keyFile, iss.PublicKeyPEM(), 0o600); err != nil {
@@ -32,11 +32,11 @@ func authClient(t *testing.T, iss *authtest.Issuer) *client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return newClient(t, func(s *Server) {
+	return newClient(t, append([]func(*Server){func(s *Server) {
 		s.Auth = a
 		s.Codec = codec.Codec{Keys: s.Keys}
 		s.CodecOrigins = []string{"http://ui.test"}
-	})
+	}}, more...)...)
 }
 
 func newIssuer(t *testing.T) *authtest.Issuer {

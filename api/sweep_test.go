@@ -61,6 +61,7 @@ var tenantReads = map[string]bool{
 	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/provider-networks":                  true,
 	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/provider-networks/:providerNetwork": true,
 	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/status":                             true,
+	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/dashboard":                          true, // its projects' DIGs alone
 }
 
 // tenantMay is a tenant's access policy, stated apart from authorize so that the sweep

@@ -6,9 +6,10 @@ import { get, onUnauthorized, token } from './api.js';
 import { clock, h } from './dom.js';
 import { diagnosticsView } from './diagnostics.js';
 import { digView } from './dig.js';
+import { clusterView } from './cluster.js';
 import { fleetView } from './fleet.js';
 import {
-  clusterNetwork, cloudStatus, compositeApp, notFound, objects, project,
+  cloudStatus, compositeApp, notFound, objects, project,
 } from './views.js';
 
 const POLL_MS = 3000;
@@ -124,7 +125,7 @@ function makeView(segs, query, ctx) {
   if (a === 'p' && b === 'ca' && d === 'dig' && c === 'c' && e === 'app' && n === 12) {
     return objects({ p, ca: x, v: y, dig, cp, c: cl, app });
   }
-  if (a === 'cp' && b === 'c' && n === 4) return clusterNetwork({ cp: p, c: x });
+  if (a === 'cp' && b === 'c' && n === 4) return clusterView({ cp: p, c: x });
   return notFound();
 }
 

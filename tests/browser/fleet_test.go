@@ -120,6 +120,21 @@ func TestFleetHome(t *testing.T) {
 	p.open("#/?state=Instantiated&q=br-fleet-a")
 	p.follow(a.digRoute())
 	p.waitText(digState, "Instantiated", time.Minute)
+
+	// The cluster's view: a's DIG runs there, its app's cell leads to its objects.
+	p.open(fmt.Sprintf("#/cp/%s/c/%s", provider, cluster))
+	if h := p.oneH1(); h != "Cluster "+provider+"+"+cluster {
+		p.fatalf("the cluster view's h1 reads %q", h)
+	}
+	onCluster := fmt.Sprintf(`table[data-testid=cluster-digs] tr[data-dig=%q]`, a.project+"/ca/v1/dig")
+	p.waitVisible(onCluster+`[data-state="Applied"]`, time.Minute)
+	if n, _ := eval[int](p, fmt.Sprintf(`document.querySelectorAll(%q).length`, fmt.Sprintf(`table[data-testid=cluster-digs] tr[data-dig=%q]`, b.project+"/ca/v1/dig"))); n != 0 {
+		p.fatalf("b's DIG, never instantiated, shows on the cluster")
+	}
+	p.noError()
+	p.shot("cluster")
+	p.click(onCluster + ` li[data-app=` + app + `] a`)
+	p.waitHash(a.objectsRoute(cluster))
 }
 
 // attr is the attribute (or, for value, the property) of the first element matching sel.

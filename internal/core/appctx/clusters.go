@@ -236,3 +236,28 @@ func (s *Store) SaveLive(ctx context.Context, ctxID, cluster string, cas []*Clus
 		return err
 	})
 }
+
+// OnCluster reads the placements on one cluster in each of the contexts ids, by context
+// (one lookup per context, a few at once: FerretDB answers an $in by scanning); a context
+// with nothing there is left out.
+func (s *Store) OnCluster(ctx context.Context, cluster string, ids []string) (map[string][]*ClusterApp, error) {
+	found := make([][]*ClusterApp, len(ids))
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(8)
+	for i, id := range ids {
+		g.Go(func() (err error) {
+			found[i], err = s.Placements(gctx, id, Filter{Clusters: []string{cluster}})
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	out := map[string][]*ClusterApp{}
+	for i, ps := range found {
+		if len(ps) > 0 {
+			out[ids[i]] = ps
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,135 @@
+package api
+
+import (
+	"cmp"
+	"net/http"
+	"slices"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// The dashboard's view of one cluster (dashboard/README.md): what runs there — each DIG
+// of the caller's projects placed on it, with a cell per app as on the DIG's page — its
+// labels and the last error an apply or delete met there. One lookup per DIG's current
+// context, a few at once.
+
+type clusterView struct {
+	ClusterProvider string   `json:"clusterProvider"`
+	Cluster         string   `json:"cluster"`
+	Labels          []string `json:"labels"`
+	// States counts the DIGs placed here by the state of their worst app here.
+	States map[string]int `json:"states"`
+	DIGs   []clusterDIG   `json:"digs"`
+	// LastError is the newest error of an object here (Retrying or Failed); null: none.
+	LastError *clusterError `json:"lastError"`
+}
+
+type clusterDIG struct {
+	Project             string `json:"project"`
+	CompositeApp        string `json:"compositeApp"`
+	CompositeAppVersion string `json:"compositeAppVersion"`
+	Name                string `json:"name"`
+	DIGState            string `json:"digState"`
+	ContextStatus       string `json:"contextStatus,omitempty"`
+	// State is its worst app's here; Apps a cell per app, as on the DIG's page.
+	State  string                   `json:"state"`
+	ReadAt *time.Time               `json:"readAt,omitempty"`
+	Apps   map[string]dashboardCell `json:"apps"`
+	Retry  *dashboardRetry          `json:"retry,omitempty"`
+}
+
+type clusterError struct {
+	Project string    `json:"project"`
+	DIG     string    `json:"dig"` // its path below /v2
+	App     string    `json:"app"`
+	Object  string    `json:"object"`
+	Status  string    `json:"status"`
+	Error   string    `json:"error"`
+	Time    time.Time `json:"time"`
+}
+
+func (s *Server) registerClusterView(g *echo.Group) {
+	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/dashboard", summary: "What runs on one cluster: the DIGs placed there with each app's state",
+		description: "temco's own (the dashboard's cluster view). A tenant sees its projects' DIGs only.",
+		code:        http.StatusOK, response: typeOf[clusterView]()}, s.clusterDashboard)
+}
+
+func (s *Server) clusterDashboard(c echo.Context) error {
+	id, err := fill(c, routeCluster)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	if err := s.mustExist(ctx, id); err != nil {
+		return err
+	}
+	provider, cluster := c.Param("clusterProvider"), c.Param("cluster")
+	key := lifecycle.ClusterKey(provider, cluster)
+	var projects []string // nil: all
+	if p := principal(c); p != nil && !p.Admin {
+		projects = append([]string{}, p.Projects()...)
+	}
+	docs, err := s.projectDIGs(ctx, projects)
+	if err != nil {
+		return err
+	}
+	var ids []string
+	digOf := map[string]clusterDIG{}
+	for _, d := range docs {
+		info, err := digstate.Parse(d)
+		if err != nil || info.ContextID() == "" {
+			continue
+		}
+		t := lifecycle.DIGOfID(d.ID)
+		ids = append(ids, info.ContextID())
+		digOf[info.ContextID()] = clusterDIG{Project: t.Project, CompositeApp: t.CompositeApp, CompositeAppVersion: t.Version, Name: t.DIG,
+			DIGState: info.Current()}
+	}
+	placed, err := s.Contexts.OnCluster(ctx, key, ids)
+	if err != nil {
+		return err
+	}
+	here := make([]string, 0, len(placed))
+	for id := range placed {
+		here = append(here, id)
+	}
+	outcomes, err := s.Contexts.Outcomes(ctx, here)
+	if err != nil {
+		return err
+	}
+	labels, err := s.clusterLabels(ctx, []string{key})
+	if err != nil {
+		return err
+	}
+	out := clusterView{ClusterProvider: provider, Cluster: cluster, Labels: labels[key], States: map[string]int{}, DIGs: []clusterDIG{}}
+	for _, id := range here {
+		d := digOf[id]
+		d.ContextStatus = outcomes[id].Status
+		row := rowOf(key, placed[id], nil)
+		d.State, d.ReadAt, d.Apps, d.Retry = row.State, row.ReadAt, row.Apps, row.Retry
+		out.States[d.State]++
+		out.DIGs = append(out.DIGs, d)
+		for _, p := range placed[id] {
+			for _, r := range p.Resources {
+				if (r.Status == lifecycle.ResRetrying || r.Status == lifecycle.ResFailed) && r.Error != "" &&
+					(out.LastError == nil || r.Updated.After(out.LastError.Time)) {
+					out.LastError = &clusterError{Project: d.Project, DIG: "/v2" + digPathOf(d), App: p.App,
+						Object: r.Ref.String(), Status: r.Status, Error: r.Error, Time: r.Updated}
+				}
+			}
+		}
+	}
+	slices.SortFunc(out.DIGs, func(a, b clusterDIG) int {
+		return cmp.Or(cmp.Compare(a.Project, b.Project), cmp.Compare(a.CompositeApp, b.CompositeApp),
+			cmp.Compare(a.CompositeAppVersion, b.CompositeAppVersion), cmp.Compare(a.Name, b.Name))
+	})
+	return c.JSON(http.StatusOK, out)
+}
+
+func digPathOf(d clusterDIG) string {
+	return lifecycle.Target{Project: d.Project, CompositeApp: d.CompositeApp, Version: d.CompositeAppVersion, DIG: d.Name}.ID()
+}

@@ -1,0 +1,69 @@
+package api
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/temco/temco/internal/core/appctx"
+)
+
+// A cluster's view: each DIG placed there with its apps' cells, the cluster's state by
+// DIG and the newest error an object met there; a tenant sees its own DIGs only.
+func TestClusterViewShowsWhatRunsThere(t *testing.T) {
+	iss := newIssuer(t)
+	reads := &liveReads{}
+	c := authClient(t, iss, func(s *Server) { reads.contexts = s.Contexts; s.Ops = reads })
+	admin := c.as(iss.Token("root", []string{"admin"}, nil))
+	tree(t, admin)
+	admin.multipart("POST", "/cluster-providers/cp1/clusters", res("c2", nil), []byte(testKubeconfig)).must(t, 201)
+	admin.do("POST", "/cluster-providers/cp1/clusters/c2/labels", map[string]any{"clusterLabel": "edge"}).must(t, 201)
+	failed := time.Date(2026, 11, 29, 4, 0, 0, 0, time.UTC)
+	retrying := res3("Applied", "Retrying", "Failed")
+	retrying[1].Attempts, retrying[1].Error, retrying[1].Updated = 3, "dial tcp: connection refused", failed
+	retrying[2].Error, retrying[2].Updated = "the object is invalid", failed.Add(time.Minute)
+	instantiated(t, admin, reads, pDIG, "ctx-1", map[string][]appctx.Object{"app1": {}, "app2": {}}, []*appctx.ClusterApp{
+		{App: "app1", Cluster: "cp1+c1", Resources: res3("Applied", "Applied", "Applied")},
+		{App: "app1", Cluster: "cp1+c2", Resources: retrying},
+		{App: "app2", Cluster: "cp1+c2", Resources: res3("Applied")},
+	})
+
+	view := func(as *client, cluster string) (v clusterView) { // a fresh answer each: decoding merges maps
+		as.do("GET", "/cluster-providers/cp1/clusters/"+cluster+"/dashboard", nil).must(t, 200).json(t, &v)
+		return v
+	}
+	v := view(admin, "c2")
+	if v.ClusterProvider != "cp1" || v.Cluster != "c2" || !slices.Equal(v.Labels, []string{"edge"}) || len(v.DIGs) != 1 || v.States["Failed"] != 1 {
+		t.Fatalf("c2: %+v", v)
+	}
+	d := v.DIGs[0]
+	if d.Project != "p1" || d.Name != "dig1" || d.DIGState != "Instantiated" || d.ContextStatus != "Instantiated" || d.State != "Failed" ||
+		d.Apps["app1"].State != "Failed" || d.Apps["app2"].State != "Applied" || d.Retry == nil || d.Retry.Attempts != 3 {
+		t.Errorf("dig1 on c2: %+v", d)
+	}
+	if e := v.LastError; e == nil || e.Error != "the object is invalid" || e.Status != "Failed" || e.App != "app1" || e.DIG != "/v2"+pDIG ||
+		!strings.Contains(e.Object, "web-cfg") {
+		t.Errorf("last error %+v", v.LastError)
+	}
+	v = view(admin, "c1")
+	if len(v.DIGs) != 1 || v.DIGs[0].State != "Applied" || v.LastError != nil || v.States["Applied"] != 1 {
+		t.Errorf("c1: %+v", v)
+	}
+	if m := admin.do("GET", "/cluster-providers/cp1/clusters/nope/dashboard", nil).must(t, 404).message(t); !strings.Contains(m, "nope") {
+		t.Errorf("a cluster that does not exist: %q", m)
+	}
+
+	alice := c.as(iss.Token("alice", []string{"project:p1"}, nil))
+	v = view(alice, "c2")
+	if len(v.DIGs) != 1 {
+		t.Errorf("alice, of p1, sees %+v", v.DIGs)
+	}
+	bob := c.as(iss.Token("bob", []string{"project:p2"}, nil))
+	v = view(bob, "c2")
+	if len(v.DIGs) != 0 || v.LastError != nil || len(v.States) != 0 {
+		t.Errorf("bob, of p2, sees p1's DIG on the cluster: %+v", v)
+	}
+	c.do("GET", "/cluster-providers/cp1/clusters/c2/dashboard", nil).must(t, http.StatusUnauthorized)
+}
