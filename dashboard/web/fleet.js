@@ -4,7 +4,7 @@
 // and pages. The controls are built once; the summary and the table are re-rendered on
 // each poll (app.js), so the page follows the fleet without a reload.
 
-import { apiPath, get } from './api.js';
+import { apiPath, digPath, get, post } from './api.js';
 import { counts, h, href, list, mark, replace, row, section, stateText, table, time } from './dom.js';
 
 const LIMIT = 100;
@@ -38,13 +38,19 @@ function operationCell(d) {
     o.progressError ? h('span', { class: 'sub' }, o.progressError) : null);
 }
 
-function rolloutCell(d) {
+// rolloutCell shows where the rollout is; approve is the action of a stage waiting for an
+// approval (null: the caller may not operate the DIG).
+function rolloutCell(d, approve) {
   const r = d.rollout;
   if (!r) return h('td', { 'data-testid': 'fleet-rollout' }, '—');
   const waiting = { approval: 'waits for an approval', window: 'waits for its window', decision: 'awaits a decision' }[r.waiting];
   return h('td', { 'data-testid': 'fleet-rollout', 'data-waiting': r.waiting || null },
     `${r.state}, ${r.done} of ${r.stages} stages done`,
-    r.stage ? h('span', { class: 'sub' }, `stage ${r.stage}: ${waiting || r.stageState}`, r.until ? [' until ', time(r.until)] : null) : null);
+    r.stage ? h('span', { class: 'sub' }, `stage ${r.stage}: ${waiting || r.stageState}`, r.until ? [' until ', time(r.until)] : null) : null,
+    r.waiting === 'approval' && approve ? h('button', {
+      type: 'button', class: 'small', 'data-action': 'approve-stage', 'data-key': `approve:${digKey(d)}`,
+      onclick: (e) => approve(e.currentTarget, d, r.stage),
+    }, `Approve stage ${r.stage}`) : null);
 }
 
 function driftCell(d) {
@@ -61,7 +67,7 @@ function attentionCell(d) {
     a.length ? h('ul', { class: 'errors' }, a.map((x) => h('li', { class: 'error' }, String(x)))) : 'none');
 }
 
-function digRow(d) {
+function digRow(d, approve) {
   return row({ 'data-dig': digKey(d), 'data-state': d.state, 'data-attention': String(list(d.attention).length > 0) }, [
     h('th', { scope: 'row' }, h('a', { href: digRoute(d), 'data-key': `fleet:${digKey(d)}` }, d.name),
       h('span', { class: 'sub' }, 'project ', h('a', { href: href('p', d.project) }, d.project), ', ',
@@ -70,7 +76,7 @@ function digRow(d) {
     h('td', { 'data-testid': 'fleet-state' }, stateText(d.state),
       d.revision ? h('span', { class: 'sub' }, `revision ${d.revision}`) : null,
       d.contextStatus && d.contextStatus !== d.state ? h('span', { class: 'sub' }, d.contextStatus) : null),
-    clustersCell(d), operationCell(d), rolloutCell(d), driftCell(d), attentionCell(d),
+    clustersCell(d), operationCell(d), rolloutCell(d, approve), driftCell(d), attentionCell(d),
     h('td', null, time(d.updated)),
   ]);
 }
@@ -142,6 +148,27 @@ export function fleetView(r, ctx) {
     set({ offset });
   }
 
+  // approveStage lets a rollout go on with its stage, once confirmed; the API's refusal
+  // shows in the page's message, as every action's.
+  async function approveStage(button, d, stage) {
+    const ok = await ctx.confirm({
+      title: `Approve stage ${stage}?`,
+      text: `Let the rollout of “${d.name}” (project ${d.project}, ${d.compositeApp} ${d.compositeAppVersion}) go on with its stage “${stage}”.`,
+      yes: 'Approve stage',
+    });
+    if (!ok || button.getAttribute('aria-busy') === 'true') return;
+    button.setAttribute('aria-busy', 'true');
+    try {
+      await post(`${digPath({ p: d.project, ca: d.compositeApp, v: d.compositeAppVersion, dig: d.name })}/rollout/approve`, { stage });
+      ctx.say(`Stage ${stage} of ${d.name} approved.`, 'ok');
+    } catch (e) {
+      ctx.fail(e);
+    } finally {
+      button.removeAttribute('aria-busy');
+      ctx.refreshNow();
+    }
+  }
+
   // A count of the summary, a link to the DIGs it counts: the address of those filters
   // (the same view takes them, see query below).
   const filterLink = (id, n, label, query) => h('li', { 'data-testid': id, 'data-count': String(n) },
@@ -179,7 +206,8 @@ export function fleetView(r, ctx) {
     renderSummary(f.summary || {});
     const digs = list(f.digs);
     const matched = f.matched ?? digs.length;
-    replace(box, table({ caption: 'Deployment intent groups', testid: 'fleet', rows: digs.map(digRow),
+    replace(box, table({ caption: 'Deployment intent groups', testid: 'fleet',
+      rows: digs.map((d) => digRow(d, ctx.mayOperate(d.project) ? approveStage : null)),
       head: ['DIG', 'State', 'Clusters', 'Operation', 'Rollout', 'Drift', 'Needs attention', 'Last change'],
       empty: state.q || state.state || state.attention || state.project ? 'No deployment intent group matches the filters.' : 'No deployment intent group.' }));
     pageText.textContent = matched ? `${state.offset + 1}–${state.offset + digs.length} of ${matched}` : '0 of 0';

@@ -150,3 +150,46 @@ func (p *page) attr(sel, name string) string {
 	}
 	return s
 }
+
+// A stage waiting for an approval shows on the home with its button; Cancel in the dialog
+// changes nothing, Approve lets the rollout go on, which the REST API confirms.
+func TestFleetApprovesAWaitingStage(t *testing.T) {
+	cluster := devCluster.name
+	f := newProject(t, "br-fleet-gate", cluster)
+	f.deploy(cluster)
+	must(t, 201, "POST", f.dig()+"/rollout-strategies", res("gate", map[string]any{"stages": []any{
+		map[string]any{"name": "gate", "clusters": []string{cluster}, "before": []any{map[string]any{"type": "approval"}}}}}))
+	must(t, 202, "POST", f.dig()+"/approve", nil)
+	must(t, 202, "POST", f.dig()+"/instantiate", nil)
+	p := newPage(t)
+	p.extra = f.restView
+
+	p.open("#/?q=br-fleet-gate")
+	row := fleetRow(f)
+	button := row + ` td[data-testid=fleet-rollout][data-waiting="approval"] button[data-action=approve-stage]`
+	p.waitVisible(button, 2*time.Minute)
+	if a := p.attr(row, "data-attention"); a != "true" {
+		p.fatalf("a DIG waiting for an approval does not need attention (data-attention %q)", a)
+	}
+	p.shot("fleet-approval")
+
+	p.click(button)
+	p.waitVisible("dialog#confirm[open]", 30*time.Second)
+	p.click("#confirm-no")
+	p.waitGone("dialog#confirm[open]", 30*time.Second)
+	if v, raw := f.dashboard(); !strings.Contains(raw, `"WaitingForApproval"`) {
+		p.fatalf("after a cancelled approval the rollout is no longer waiting: %s (state %s)", raw, v.State)
+	}
+
+	p.click(button)
+	p.waitVisible("dialog#confirm[open]", 30*time.Second)
+	p.click("#confirm-yes")
+	p.waitText(message, "Stage gate of dig approved.", 30*time.Second)
+	p.waitGone(button, 2*time.Minute)
+	f.eventually("the rollout past its gate", 2*time.Minute, func() error {
+		if _, raw := f.dashboard(); strings.Contains(raw, `"WaitingForApproval"`) {
+			return fmt.Errorf("still waiting: %s", raw)
+		}
+		return nil
+	})
+}
