@@ -166,22 +166,10 @@ func parseDashboardQuery(c echo.Context) (dashboardQuery, error) {
 			return q, badRequest("unknown query parameter %q: use %s", k, strings.Join(dashboardQueryParams, ", "))
 		}
 	}
-	number := func(name string, dst *int, lo, hi int) error {
-		v := c.QueryParam(name)
-		if v == "" {
-			return nil
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			return badRequest("%s=%q is invalid: use a whole number from %d to %d", name, v, lo, hi)
-		}
-		*dst = n
-		return nil
-	}
-	if err := number("offset", &q.offset, 0, 1<<30); err != nil {
+	if err := intParam(c, "offset", &q.offset, 0, 1<<30); err != nil {
 		return q, err
 	}
-	if err := number("limit", &q.limit, 1, dashboardMaxLimit); err != nil {
+	if err := intParam(c, "limit", &q.limit, 1, dashboardMaxLimit); err != nil {
 		return q, err
 	}
 	q.cluster = strings.ToLower(c.QueryParam("cluster"))
@@ -204,6 +192,21 @@ func parseDashboardQuery(c echo.Context) (dashboardQuery, error) {
 		return q, badRequest("live=%q is invalid: use true or false", v)
 	}
 	return q, nil
+}
+
+// intParam reads query parameter name, a whole number from lo to hi, into dst (left as it
+// is when the parameter is absent).
+func intParam(c echo.Context, name string, dst *int, lo, hi int) error {
+	v := c.QueryParam(name)
+	if v == "" {
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < lo || n > hi {
+		return badRequest("%s=%q is invalid: use a whole number from %d to %d", name, v, lo, hi)
+	}
+	*dst = n
+	return nil
 }
 
 func (s *Server) dashboard(c echo.Context) error {

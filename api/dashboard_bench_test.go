@@ -22,25 +22,7 @@ import (
 // cluster's document. `make bench` records them.
 func BenchmarkDashboard(b *testing.B) {
 	const clusters, perBatch = 10000, 50
-	// PostgreSQL, as every scale measurement here: FerretDB's SQLite backend (temco dev's
-	// default) answers each lookup by _id with a scan of the collection, which at 10,000
-	// clusters takes tens of milliseconds per cluster document.
-	dir, err := os.MkdirTemp("", "temco-dashboard-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as its own user
-		b.Fatal(err)
-	}
-	pg, err := testenv.StartBackend(dir, "postgresql")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pg.Stop()
-	saved := ferret
-	ferret = pg.Ferret
-	defer func() { ferret = saved }()
+	defer onPostgres(b)()
 	reads := &liveReads{}
 	c := newClient(b, func(s *Server) { reads.contexts = s.Contexts; s.Ops = reads })
 	tree(b, c)
@@ -89,6 +71,31 @@ func BenchmarkDashboard(b *testing.B) {
 				b.ReportMetric(float64(rec.Body.Len()), "bytes/answer")
 			}
 		})
+	}
+}
+
+// onPostgres makes the benchmark's clients use FerretDB on PostgreSQL, as every scale
+// measurement here (FerretDB's SQLite backend, temco dev's default, answers each lookup
+// by _id with a scan of the collection: tens of milliseconds per document at 10,000
+// clusters), until the function it returns is called.
+func onPostgres(b *testing.B) func() {
+	dir, err := os.MkdirTemp("", "temco-api-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as its own user
+		b.Fatal(err)
+	}
+	pg, err := testenv.StartBackend(dir, "postgresql")
+	if err != nil {
+		b.Fatal(err)
+	}
+	saved := ferret
+	ferret = pg.Ferret
+	return func() {
+		ferret = saved
+		pg.Stop()
+		_ = os.RemoveAll(dir)
 	}
 }
 

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/core/diagnostics"
 	"github.com/temco/temco/internal/core/digstate"
@@ -204,39 +203,11 @@ func (s *Server) storedEntries(ctx context.Context, projects []string, clusters 
 			docs = append(docs, cs...)
 		}
 	}
-	pq := store.Query{Kind: model.KindProject}
-	if projects != nil {
-		pq.IDs = []string{}
-		for _, p := range projects {
-			pq.IDs = append(pq.IDs, "/projects/"+p)
-		}
-	}
-	ps, err := s.Store.List(ctx, pq)
+	ps, inside, err := s.inProjects(ctx, projects, model.KindLogicalCloud, model.KindCompositeApp, model.KindDIG)
 	if err != nil {
 		return nil, err
 	}
-	docs = append(docs, ps...)
-	inside := make([][]*store.Doc, len(ps))
-	g, gctx := errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for i, p := range ps {
-		g.Go(func() error {
-			for _, k := range []string{model.KindLogicalCloud, model.KindCompositeApp, model.KindDIG} {
-				ds, err := s.Store.List(gctx, store.Query{Scope: p.ID, Kind: k})
-				if err != nil {
-					return err
-				}
-				inside[i] = append(inside[i], ds...)
-			}
-			return nil
-		})
-	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	for _, ds := range inside {
-		docs = append(docs, ds...)
-	}
+	docs = append(append(docs, ps...), inside...)
 	return s.entriesOf(ctx, docs)
 }
 

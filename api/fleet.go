@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -141,20 +140,10 @@ func parseFleetQuery(c echo.Context) (fleetQuery, error) {
 			return q, badRequest("unknown query parameter %q: use %s", k, strings.Join(fleetQueryParams, ", "))
 		}
 	}
-	number := func(name string, dst *int, lo, hi int) error {
-		if v := c.QueryParam(name); v != "" {
-			n, err := strconv.Atoi(v)
-			if err != nil || n < lo || n > hi {
-				return badRequest("%s=%q is invalid: use a whole number from %d to %d", name, v, lo, hi)
-			}
-			*dst = n
-		}
-		return nil
-	}
-	if err := number("offset", &q.offset, 0, 1<<30); err != nil {
+	if err := intParam(c, "offset", &q.offset, 0, 1<<30); err != nil {
 		return q, err
 	}
-	if err := number("limit", &q.limit, 1, fleetMaxLimit); err != nil {
+	if err := intParam(c, "limit", &q.limit, 1, fleetMaxLimit); err != nil {
 		return q, err
 	}
 	if q.project = c.QueryParam("project"); q.project != "" {
@@ -220,6 +209,13 @@ func (s *Server) fleet(c echo.Context) error {
 
 // projectDIGs lists the DIGs of projects (nil: every project), a query per project.
 func (s *Server) projectDIGs(ctx context.Context, projects []string) ([]*store.Doc, error) {
+	_, digs, err := s.inProjects(ctx, projects, model.KindDIG)
+	return digs, err
+}
+
+// inProjects lists the projects named (nil: every project) and, of each, its resources of
+// kinds: a query per project and kind, four projects at a time.
+func (s *Server) inProjects(ctx context.Context, projects []string, kinds ...string) (ps, inside []*store.Doc, err error) {
 	pq := store.Query{Kind: model.KindProject}
 	if projects != nil {
 		pq.IDs = []string{}
@@ -227,23 +223,28 @@ func (s *Server) projectDIGs(ctx context.Context, projects []string) ([]*store.D
 			pq.IDs = append(pq.IDs, "/projects/"+p)
 		}
 	}
-	ps, err := s.Store.List(ctx, pq)
-	if err != nil {
-		return nil, err
+	if ps, err = s.Store.List(ctx, pq); err != nil {
+		return nil, nil, err
 	}
-	inside := make([][]*store.Doc, len(ps))
+	each := make([][]*store.Doc, len(ps))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(4)
 	for i, p := range ps {
-		g.Go(func() (err error) {
-			inside[i], err = s.Store.List(gctx, store.Query{Scope: p.ID, Kind: model.KindDIG})
-			return err
+		g.Go(func() error {
+			for _, k := range kinds {
+				ds, err := s.Store.List(gctx, store.Query{Scope: p.ID, Kind: k})
+				if err != nil {
+					return err
+				}
+				each[i] = append(each[i], ds...)
+			}
+			return nil
 		})
 	}
 	if err := g.Wait(); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return slices.Concat(inside...), nil
+	return ps, slices.Concat(each...), nil
 }
 
 // fleetDIGs describes each DIG from its state and its current context.

@@ -4,14 +4,12 @@ import (
 	"context"
 	"fmt"
 	"net/http/httptest"
-	"os"
 	"testing"
 	"time"
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // The fleet's home with 1,000 DIGs in 10 projects, each instantiated on 10 clusters of
@@ -21,22 +19,7 @@ import (
 // attention filter), and the first screen in Chromium. `make bench` records them.
 func BenchmarkFleet(b *testing.B) {
 	const projects, perProject, perDIG = 10, 100, 10
-	dir, err := os.MkdirTemp("", "temco-fleet-bench-")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer os.RemoveAll(dir)
-	if err := os.Chmod(dir, 0o755); err != nil { // PostgreSQL runs as its own user
-		b.Fatal(err)
-	}
-	pg, err := testenv.StartBackend(dir, "postgresql")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer pg.Stop()
-	saved := ferret
-	ferret = pg.Ferret
-	defer func() { ferret = saved }()
+	defer onPostgres(b)()
 	reads := &liveReads{}
 	c := newClient(b, func(s *Server) { reads.contexts = s.Contexts; s.Ops = reads })
 	ctx := context.Background()
