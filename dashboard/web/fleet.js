@@ -177,9 +177,9 @@ export function fleetView(r, ctx) {
   function renderSummary(s) {
     const states = s.states || {};
     replace(summary, h('ul', { class: 'summary' },
-      filterLink('summary-digs', s.digs ?? 0, 'deployment intent groups', {}),
+      filterLink('summary-digs', s.digs ?? 0, s.digs === 1 ? 'deployment intent group' : 'deployment intent groups', {}),
       filterLink('summary-attention', s.attention ?? 0, 'need attention', { sort: 'attention', attention: 'true' }),
-      filterLink('summary-running', s.running ?? 0, 'operations running', { sort: 'updated' }),
+      filterLink('summary-running', s.running ?? 0, s.running === 1 ? 'operation running' : 'operations running', { sort: 'updated' }),
       filterLink('summary-failed', s.failedLastDay ?? 0, 'failed in the last 24 h', { sort: 'updated', attention: 'true' }),
       filterLink('summary-approvals', s.approvalsWaiting ?? 0, 'approvals waiting', { sort: 'attention', attention: 'true' }),
       filterLink('summary-drifted', s.drifted ?? 0, 'drifted', { sort: 'attention', attention: 'true' }),
