@@ -48,10 +48,11 @@ clean:
 
 ## histories: record a new set of workflow histories for tests/replay (runs the e2e suite)
 ## and append its sums to SHA256SUMS; earlier sets stay as they are: they prove workflow
-## changes compatible with runs in flight, so a set already in git is refused
+## changes compatible with runs in flight, so a set already in git is refused;
+## HISTORIES_RUN='TestA|TestB' records from those e2e tests only
 HISTORIES ?= $(shell date +%Y-%m-%d)
 histories: tools
-	GO=$(GO) tests/replay/record.sh $(HISTORIES)
+	GO=$(GO) HISTORIES_RUN='$(HISTORIES_RUN)' tests/replay/record.sh $(HISTORIES)
 
 ## bench: instantiate 3 apps x 10 resources onto 3 local clusters vs a raw parallel server-side
 ## apply, then the same with gac and hpa on the DIG (the controllers' share of the time),

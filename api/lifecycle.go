@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/store"
@@ -120,7 +121,17 @@ func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 		ctx := c.Request().Context()
 		t, err := dig.Kind().Machine.Start(dig.String(), op, info.Current())
 		if err != nil {
-			return conflict("%v", err)
+			resume, rerr := s.resumes(ctx, dig, op, info)
+			if rerr != nil {
+				return rerr
+			}
+			if !resume {
+				return conflict("%v", err)
+			}
+			// The same operation asked again for the transition it recorded: the lifecycle
+			// workflow runs it for that context, or answers 409 that it runs.
+			req.ContextID = info.ContextID()
+			return s.startOperation(c, dig, req)
 		}
 		if t.To == "" { // nothing to do: applying applied network intents (as EMCO's ncm)
 			return c.JSON(http.StatusAccepted, lifecycle.OpAccepted{Op: op, ContextID: info.ContextID()})
@@ -139,14 +150,35 @@ func (s *Server) operate(target targetFunc, op string) echo.HandlerFunc {
 		if op != lifecycle.OpTerminate {
 			req.ContextID = lifecycle.NewContextID()
 		}
-		acc, err := s.Ops.Operate(ctx, dig, req)
-		if err != nil {
-			return operationErr(err)
-		}
-		s.Log.Info("operation started", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
-			"target", dig.ID(), "op", op, "workflow_id", acc.WorkflowID, "context", acc.ContextID, "revision", acc.Revision)
-		return c.JSON(http.StatusAccepted, acc)
+		return s.startOperation(c, dig, req)
 	}
+}
+
+// startOperation asks the target's lifecycle workflow to run req.
+func (s *Server) startOperation(c echo.Context, dig lifecycle.Target, req lifecycle.OpRequest) error {
+	acc, err := s.Ops.Operate(c.Request().Context(), dig, req)
+	if err != nil {
+		return operationErr(err)
+	}
+	s.Log.Info("operation started", "request_id", c.Response().Header().Get(echo.HeaderXRequestID),
+		"target", dig.ID(), "op", req.Op, "workflow_id", acc.WorkflowID, "context", acc.ContextID, "revision", acc.Revision)
+	return c.JSON(http.StatusAccepted, acc)
+}
+
+// resumes tells whether op, refused by the target's state, is asked again for the
+// transition it recorded and never ended (lifecycle.Machine.Resumes).
+func (s *Server) resumes(ctx context.Context, t lifecycle.Target, op string, info lifecycle.StateInfo) (bool, error) {
+	if info.ContextID() == "" {
+		return false, nil
+	}
+	c, err := s.Contexts.Get(ctx, info.ContextID())
+	if errors.Is(err, appctx.ErrNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return t.Kind().Machine.Resumes(op, info.Current(), c.Status), nil
 }
 
 func (s *Server) stop(target targetFunc) echo.HandlerFunc {

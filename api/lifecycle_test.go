@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,6 +96,31 @@ func TestInstantiatedDIGRefusesApproveAndDelete(t *testing.T) {
 	}
 	c.do("POST", pDIG+"/terminate", nil).must(t, http.StatusAccepted)
 	if len(ops.started) != 1 || !strings.HasPrefix(ops.started[0], "terminate ") {
+		t.Errorf("operations started: %v", ops.started)
+	}
+}
+
+// An instantiate or terminate whose begin was recorded but which no workflow runs (its
+// answer lost) is resumed by the same request again, for the recorded context: before,
+// every operation refused the target for good (make chaos, seed 3). An ended one stays
+// refused.
+func TestTheSameOperationAgainResumesAnUnendedTransition(t *testing.T) {
+	c, srv, ops := lifecycleClient(t)
+	dig2 := pCA + "/deployment-intent-groups/dig2"
+	c.do("POST", pCA+"/deployment-intent-groups", res("dig2", digSpec())).must(t, http.StatusCreated)
+	record(t, srv, pDIG, lifecycle.StateTerminated, "ctx-1", lifecycle.StatusTerminating)
+	record(t, srv, dig2, lifecycle.StateInstantiated, "ctx-2", lifecycle.StatusInstantiating)
+	c.do("POST", pDIG+"/terminate", nil).must(t, http.StatusAccepted)
+	c.do("POST", dig2+"/instantiate", nil).must(t, http.StatusAccepted)
+	if want := []string{"terminate " + pDIG, "instantiate " + dig2}; !slices.Equal(ops.started, want) || !slices.Equal(ops.contexts, []string{"ctx-1", "ctx-2"}) {
+		t.Errorf("operations started %v for contexts %v, want %v for ctx-1, ctx-2", ops.started, ops.contexts, want)
+	}
+	refused(t, c.do("POST", pDIG+"/update", nil), digName+" is Terminated: update needs one of [Instantiated]")
+	if err := srv.Contexts.SetStatus(context.Background(), "ctx-1", lifecycle.StatusTerminated, ""); err != nil {
+		t.Fatal(err)
+	}
+	refused(t, c.do("POST", pDIG+"/terminate", nil), digName+" is Terminated: terminate needs one of [Instantiated InstantiateStopped TerminateStopped]")
+	if len(ops.started) != 2 {
 		t.Errorf("operations started: %v", ops.started)
 	}
 }

@@ -11,10 +11,14 @@ import (
 )
 
 // operations records the operations the API starts, in place of Temporal.
-type operations struct{ started []string }
+type operations struct {
+	started  []string // "<op> <target>"
+	contexts []string // each one's context ("" for a terminate's current one)
+}
 
 func (o *operations) Operate(_ context.Context, t lifecycle.Target, req lifecycle.OpRequest) (lifecycle.OpAccepted, error) {
 	o.started = append(o.started, req.Op+" "+t.ID())
+	o.contexts = append(o.contexts, req.ContextID)
 	return lifecycle.OpAccepted{WorkflowID: "wf", ContextID: req.ContextID}, nil
 }
 

@@ -13,7 +13,10 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
@@ -133,6 +136,7 @@ func TestInstantiateThreeChartsThenTerminate(t *testing.T) {
 			}
 		}
 	}
+	beginsFollowAcceptance(t, d.ref().WorkflowID())
 	for id, name := range map[string]string{
 		d.ref().WorkflowID():                                          "DIGLifecycle-instantiate-terminate",
 		acc.WorkflowID:                                                "Instantiate-success",
@@ -295,6 +299,46 @@ func TestWorkerKilledDuringInstantiate(t *testing.T) {
 	}
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
+
+// A terminate whose begin was recorded but which no workflow runs (its Workflow Update
+// lost with a Temporal server killed at that moment, as make chaos found before the begin
+// waited for the update's acceptance) is run by the same request again: the lifecycle
+// workflow's begin recognises its own record. Before, every operation refused the DIG.
+func TestAStrandedTerminateRunsWhenAskedAgain(t *testing.T) {
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.create()
+	acc := d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	ctx := context.Background()
+	st, mc, err := store.Open(ctx, stack.Mongo.URI(), "temco")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Disconnect(ctx)
+	contexts, err := appctx.New(ctx, st.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a terminate's begin writes, with no terminate workflow after it.
+	if _, err := digstate.Change(ctx, st, d.ref().ID(), func(lifecycle.StateInfo) ([]lifecycle.Action, error) {
+		return []lifecycle.Action{{State: lifecycle.StateTerminated, ContextID: acc.ContextID, Revision: 1}}, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := contexts.SetStatus(ctx, acc.ContextID, lifecycle.StatusTerminating, ""); err != nil {
+		t.Fatal(err)
+	}
+	if term := d.operate(lifecycle.OpTerminate); term.ContextID != acc.ContextID {
+		t.Errorf("terminate ran for context %s, want the recorded %s", term.ContextID, acc.ContextID)
+	}
+	s := d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	if n := len(s.States.Actions); n == 0 || s.States.Actions[n-1].State != lifecycle.StateTerminated || n > 1 && s.States.Actions[n-2].State == lifecycle.StateTerminated {
+		t.Errorf("history %+v: want one Terminated at its end", s.States.Actions)
+	}
+	if got := objectsOf(t, stack.Clusters[0], acc.ContextID, "web"); len(got) != 0 {
+		t.Errorf("after the terminate cluster1 still has %v", got)
+	}
 }
 
 // The lifecycle state machine refuses transitions with 409 naming the current state.

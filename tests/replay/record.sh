@@ -4,6 +4,8 @@
 # Sets are append-only: re-recording a committed set would drop the runs it proves still
 # replay, so a set already in git is refused.
 #   tests/replay/record.sh SET     e.g. 2026-11-24-apply-order
+# HISTORIES_RUN (a go test -run pattern) records from those e2e tests only: the ones whose
+# workflows a change touched.
 set -euo pipefail
 export LC_ALL=C # the order of the sums appended
 set=${1:-}
@@ -25,7 +27,7 @@ fi
 
 mkdir -p "$dir/$set"
 rm -f "$dir/$set"/*.json # left by an earlier attempt that was not committed
-TEMCO_RECORD_HISTORIES="$root/$dir/$set" "$GO" test -count=1 -timeout 30m ./tests/e2e/
+TEMCO_RECORD_HISTORIES="$root/$dir/$set" "$GO" test -count=1 -timeout 30m -run "${HISTORIES_RUN:-.}" ./tests/e2e/
 
 # The sums of committed sets stay as they are; lines an earlier attempt left are replaced.
 touch "$sums"

@@ -141,16 +141,20 @@ func (w *digWorkflow) operate(ctx workflow.Context, req lifecycle.OpRequest) (li
 	retry := &temporal.RetryPolicy{MaximumInterval: 10 * time.Second,
 		NonRetryableErrorTypes: []string{lifecycle.ErrInvalidState, lifecycle.ErrInvalidInput}}
 	var err error
-	// Version gate (2026-11-23): the transition is recorded as a local activity, in the
-	// workflow task that accepted the update, sparing a round trip through the server;
-	// since version 2 one the store keeps refusing becomes a regular activity.
-	switch workflow.GetVersion(ctx, "local-begin", workflow.DefaultVersion, 2) {
+	// Version gate "local-begin": versions 1 (2026-11-23) and 2 recorded the transition as
+	// a local activity, in the workflow task that accepted the update, sparing a round
+	// trip. But an update's acceptance is durable only once that task completes: a
+	// Temporal server that died before then lost the update after the begin had written
+	// the store, leaving a transition no workflow runs (found by make chaos). Since
+	// version 3 (2026-11-29) the begin is a regular activity again: its scheduling is
+	// persisted with the acceptance, so it runs only for an accepted update.
+	switch workflow.GetVersion(ctx, "local-begin", workflow.DefaultVersion, 3) {
 	case 2:
 		err = localfirst.Execute(ctx, time.Minute, retry, lifecycle.ActivityBeginOperation, in, &begun)
 	case 1:
 		err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
 			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in).Get(ctx, &begun)
-	default:
+	default: // 3, and the histories from before the gate
 		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
 			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in).Get(ctx, &begun)
 	}

@@ -24,6 +24,7 @@ type opLog struct {
 	stopped   []string
 	cancelled []string
 	begun     []lifecycle.BeginInput
+	local     []bool            // whether each begin ran as a local activity
 	refuse    map[string]string // op -> InvalidState message from BeginOperation
 }
 
@@ -54,8 +55,9 @@ func newEnv(t *testing.T, l *opLog) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpTerminate), workflow.RegisterOptions{Name: lifecycle.WorkflowTerminate})
 	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpUpdate), workflow.RegisterOptions{Name: lifecycle.WorkflowUpdate})
 	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpRollback), workflow.RegisterOptions{Name: lifecycle.WorkflowRollback})
-	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
+	env.RegisterActivityWithOptions(func(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 		l.begun = append(l.begun, in)
+		l.local = append(l.local, activity.GetInfo(ctx).IsLocalActivity)
 		if msg, ok := l.refuse[in.Op]; ok {
 			return lifecycle.BeginResult{}, temporal.NewNonRetryableApplicationError(msg, lifecycle.ErrInvalidState, nil)
 		}
@@ -123,6 +125,27 @@ func TestInstantiateStartsTheOperationWorkflow(t *testing.T) {
 	// Idle after the operation, the workflow completes.
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Errorf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
+	}
+}
+
+// The begin writes the store, so it must run only for an update whose acceptance Temporal
+// has persisted: as a regular activity, scheduled by the workflow task that accepts the
+// update. A local activity runs inside that task, before its completion is persisted: a
+// Temporal server killed then lost the update and left the begin's record behind, a
+// transition no workflow ran (make chaos, seed 3).
+func TestTheBeginRunsOnlyOnceTheUpdateIsDurablyAccepted(t *testing.T) {
+	l := &opLog{}
+	env := newEnv(t, l)
+	r := update(env, 0, lifecycle.OpRequest{Op: lifecycle.OpInstantiate, ContextID: "c1"})
+	update(env, 2*time.Minute, lifecycle.OpRequest{Op: lifecycle.OpTerminate})
+	env.ExecuteWorkflow(Lifecycle, lifecycle.TargetInput{Target: digRef})
+	if !r.done || r.failed != nil || len(l.started) != 2 {
+		t.Fatalf("update %+v, started %v", r, l.started)
+	}
+	for i, local := range l.local {
+		if local {
+			t.Errorf("begin of %s ran as a local activity, within the task that accepted its update", l.begun[i].Op)
+		}
 	}
 }
 

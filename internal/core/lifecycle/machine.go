@@ -119,6 +119,29 @@ func (m *Machine) needs(op string) []string {
 // runningStatus is the status of a context while the operation that recorded it runs.
 var runningStatus = map[string]string{OpTerminate: StatusTerminating}
 
+// begunStatus is the status an operation's begin gives the context it records, until
+// the operation's workflow ends it.
+var begunStatus = map[string]string{OpInstantiate: StatusInstantiating, OpTerminate: StatusTerminating}
+
+// Resumes tells whether op, refused in state, is asked again for a transition op itself
+// recorded and never ended: state is where op leads, and status (its context's) says op
+// began and has not ended. Such a request is passed on to the lifecycle workflow, which
+// runs op for that context (its begin recognises its own record) or says that it runs:
+// without it, an answer lost after the begin (with an api, or with a Temporal server
+// before the begin waited for the update's acceptance) would leave the target in a
+// transition nothing runs and every operation refuses.
+func (m *Machine) Resumes(op, state, status string) bool {
+	if status == "" || status != begunStatus[op] {
+		return false
+	}
+	for _, r := range m.Rules {
+		if r.Op == op && r.To != "" && r.To == state {
+			return true
+		}
+	}
+	return false
+}
+
 // Settle refuses t while the operation it must wait for (Unless) still runs; status is
 // the status of the context of t's state, which callers read only when Unless is set.
 func (t Transition) Settle(status string) error {

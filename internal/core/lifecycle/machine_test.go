@@ -184,6 +184,32 @@ func TestDeleteWaitsForTheTerminate(t *testing.T) {
 	}
 }
 
+// The same instantiate or terminate asked again for a transition it recorded and never
+// ended resumes; anything else stays refused.
+func TestResumesOnlyAnUnendedTransitionOfTheSameOperation(t *testing.T) {
+	for _, m := range []*Machine{DIG, LogicalCloud} {
+		for _, c := range []struct {
+			op, state, status string
+			want              bool
+		}{
+			{Terminate, terminated, StatusTerminating, true},
+			{Instantiate, instantiated, StatusInstantiating, true},
+			{Terminate, terminated, StatusTerminated, false},
+			{Terminate, terminated, StatusTerminateFailed, false},
+			{Terminate, terminated, "", false},
+			{Instantiate, instantiated, StatusInstantiated, false},
+			{Instantiate, instantiated, StatusUpdating, false},    // an update's context
+			{Instantiate, terminated, StatusTerminating, false},   // another operation's
+			{Terminate, instantiated, StatusInstantiating, false}, // another operation's
+			{Update, instantiated, StatusUpdating, false},         // not resumed: a new revision goes
+		} {
+			if got := m.Resumes(c.op, c.state, c.status); got != c.want {
+				t.Errorf("%s: %s in %s with its context %q resumes: %v, want %v", m.Kind, c.op, c.state, c.status, got, c.want)
+			}
+		}
+	}
+}
+
 // Operations a machine does not have are errors, not refusals by state.
 func TestUnknownOperations(t *testing.T) {
 	for _, c := range []struct {
