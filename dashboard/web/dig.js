@@ -1,12 +1,15 @@
 // The DIG view: one GET DIG/dashboard answer per poll renders the DIG's state, operation,
-// rollout, autoscaler, the charts that came by reference, the apps × clusters matrix of one page of clusters, and its history. The
-// filter form and the action buttons are built once; only the data parts are re-rendered.
+// rollout (a timeline of its stages, then their table), autoscaler, the charts that came by
+// reference, the apps × clusters matrix of one page of clusters, its history and its
+// revisions (what each changed: pictures.js). The filter form and the action buttons are
+// built once; only the data parts are re-rendered.
 
 import { digPath, get, post } from './api.js';
 import {
   clock, counts, dash, h, href, kv, list, mark, replace, row, section, stateClass, stateText, table, time, when,
 } from './dom.js';
 import { trail } from './views.js';
+import { revisionHistory, rolloutTimeline } from './pictures.js';
 
 const LIMIT = 50;
 // The states a cluster can be filtered by (the API's cell states).
@@ -86,6 +89,7 @@ export function digView(r, ctx) {
   let liveAfter = 0; // the caller's live reads are spent until then (a 429's Retry-After)
   let gen = 0; // bumped when the filters change, so an answer to older filters is dropped
   let last = null; // the last answer (the rollback dialog proposes the previous revision)
+  let viewSignal; // the view's abort signal (from load): the revision history's calls use it
 
   // Stable containers, filled by render.
   const summary = h('div');
@@ -98,6 +102,8 @@ export function digView(r, ctx) {
   const retryBox = h('div');
   const historyBox = h('div');
   const revisionsBox = h('div');
+  // The revisions' history: what each changed, read from the snapshots when it is opened.
+  const revisions = revisionHistory(base, () => viewSignal, () => { if (last) replace(revisionsBox, revisions.view(last)); });
 
   // The filter form: built once, so what the user types survives the polls.
   const fCluster = h('input', { id: 'filter-cluster', type: 'search', value: q.cluster, autocomplete: 'off', spellcheck: 'false' });
@@ -194,6 +200,7 @@ export function digView(r, ctx) {
   }
 
   async function load(signal) {
+    viewSignal = signal;
     const mine = gen;
     const p = new URLSearchParams({ offset: String(q.offset), limit: String(LIMIT) });
     for (const k of ['cluster', 'label', 'state']) if (q[k]) p.set(k, q[k]);
@@ -248,10 +255,7 @@ export function digView(r, ctx) {
       rows: list(d.history).map((a) => row(null, [dash(a?.state), dash(a?.revision), dash(a?.instance), time(a?.time)])),
       empty: 'No action yet.',
     }));
-    replace(revisionsBox, list(d.revisions).length ? table({
-      caption: 'Revisions, newest first', testid: 'revisions', head: ['Revision', 'State', 'Instance', 'Time'],
-      rows: list(d.revisions).map((x) => row(null, [dash(x?.revision), dash(x?.state), dash(x?.instance), time(x?.time)])),
-    }) : h('p', { class: 'empty' }, 'No revision yet.'));
+    replace(revisionsBox, revisions.view(d));
   }
 
   // operation is the running operation's box (nothing when none runs).
@@ -297,6 +301,7 @@ export function digView(r, ctx) {
     const stages = list(ro.stages);
     return section('Rollout',
       kv([['Strategy', ro.strategy ?? ''], ['State', ro.state ?? ''], ['Rollback', ro.rollback], ['Cause', ro.cause || undefined, { class: 'error' }]]),
+      rolloutTimeline(ro, { now: Date.now(), may }),
       table({
         caption: 'Stages, in order', testid: 'stages',
         head: ['Stage', 'State', 'Clusters', 'Changed', 'Ready', 'Not ready', 'Failed / budget', 'Until', 'First clusters', ...(may ? ['Action'] : [])],
@@ -514,7 +519,7 @@ export function digView(r, ctx) {
       section('Clusters', countsBox, filters, pager, matrixBox),
       section('Retrying', retryBox),
       section('History', historyBox),
-      section('Revisions', revisionsBox),
+      section('Revisions, newest first', revisionsBox),
     ],
     load,
     // query: the hash's query changed under the same DIG (back/forward, an edited address).
