@@ -26,6 +26,8 @@ type clusterView struct {
 	DIGs   []clusterDIG   `json:"digs"`
 	// LastError is the newest error of an object here (Retrying or Failed); null: none.
 	LastError *clusterError `json:"lastError"`
+	// Reachability is what the last probe of its API server found.
+	Reachability reachability `json:"reachability"`
 }
 
 type clusterDIG struct {
@@ -105,7 +107,13 @@ func (s *Server) clusterDashboard(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := clusterView{ClusterProvider: provider, Cluster: cluster, Labels: labels[key], States: map[string]int{}, DIGs: []clusterDIG{}}
+	p := principal(c)
+	reach, err := s.reachabilityOf(ctx, key, p == nil || p.Admin)
+	if err != nil {
+		return err
+	}
+	out := clusterView{ClusterProvider: provider, Cluster: cluster, Labels: labels[key], States: map[string]int{}, DIGs: []clusterDIG{},
+		Reachability: reach}
 	for _, id := range here {
 		d := digOf[id]
 		d.ContextStatus = outcomes[id].Status

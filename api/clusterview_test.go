@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"net/http"
 	"slices"
 	"strings"
@@ -8,6 +9,7 @@ import (
 	"time"
 
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/health"
 )
 
 // A cluster's view: each DIG placed there with its apps' cells, the cluster's state by
@@ -66,4 +68,45 @@ func TestClusterViewShowsWhatRunsThere(t *testing.T) {
 		t.Errorf("bob, of p2, sees p1's DIG on the cluster: %+v", v)
 	}
 	c.do("GET", "/cluster-providers/cp1/clusters/c2/dashboard", nil).must(t, http.StatusUnauthorized)
+}
+
+// The view and the fleet say what the cluster probes found: Unknown before any, the state
+// and since when after; the probe's error (it names the cluster's API server) to
+// administrators only.
+func TestClusterViewAndFleetShowReachability(t *testing.T) {
+	iss := newIssuer(t)
+	c := authClient(t, iss)
+	admin := c.as(iss.Token("root", []string{"admin"}, nil))
+	tree(t, admin)
+	admin.multipart("POST", "/cluster-providers/cp1/clusters", res("c2", nil), []byte(testKubeconfig)).must(t, 201)
+	view := func(as *client, cluster string) (v clusterView) {
+		as.do("GET", "/cluster-providers/cp1/clusters/"+cluster+"/dashboard", nil).must(t, 200).json(t, &v)
+		return v
+	}
+	if r := view(admin, "c1").Reachability; r.State != health.Unknown || r.Since != nil {
+		t.Errorf("c1 never probed: %+v", r)
+	}
+	ctx := context.Background()
+	probes := health.Open(c.store.Database())
+	at := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
+	if err := probes.Save(ctx, []health.Cluster{{Key: "cp1+c1", State: health.Reachable, Since: at},
+		{Key: "cp1+c2", State: health.Unreachable, Error: `Get "https://10.1.2.3:6443/readyz": connection refused`, Since: at}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := probes.Round(ctx, at); err != nil {
+		t.Fatal(err)
+	}
+	r := view(admin, "c2").Reachability
+	if r.State != health.Unreachable || !strings.Contains(r.Error, "connection refused") || r.Since == nil || !r.Since.Equal(at) || r.Checked == nil {
+		t.Errorf("c2 to an admin: %+v", r)
+	}
+	alice := c.as(iss.Token("alice", []string{"project:p1"}, nil))
+	if r := view(alice, "c2").Reachability; r.State != health.Unreachable || r.Error != "" {
+		t.Errorf("c2 to a tenant: %+v (no error: it names the API server)", r)
+	}
+	var f fleetAnswer
+	alice.do("GET", "/fleet", nil).must(t, 200).json(t, &f)
+	if f.Summary.Clusters[health.Reachable] != 1 || f.Summary.Clusters[health.Unreachable] != 1 {
+		t.Errorf("the fleet's clusters by reachability: %v", f.Summary.Clusters)
+	}
 }

@@ -71,6 +71,9 @@ type fleetSummary struct {
 	// Placements counts the DIGs' placements on clusters (a cluster once per DIG) by the
 	// state of the cluster's worst object there.
 	Placements map[string]int `json:"placements"`
+	// Clusters counts the registered clusters probed by reachability (Reachable,
+	// Unreachable, GitOps); clusters not probed yet are not counted.
+	Clusters map[string]int `json:"clusters"`
 }
 
 type fleetDIG struct {
@@ -190,6 +193,9 @@ func (s *Server) fleet(c echo.Context) error {
 		projects = []string{q.project}
 	}
 	ctx := c.Request().Context()
+	var reach map[string]int // read beside the DIGs
+	probes, pctx := errgroup.WithContext(ctx)
+	probes.Go(func() (err error) { reach, err = s.reachabilityCounts(pctx); return err })
 	docs, err := s.projectDIGs(ctx, projects)
 	if err != nil {
 		return err
@@ -199,6 +205,10 @@ func (s *Server) fleet(c echo.Context) error {
 		return err
 	}
 	out := fleetAnswer{Summary: summarizeFleet(all, time.Now()), DIGs: []fleetDIG{}, Offset: q.offset, Limit: q.limit}
+	if err := probes.Wait(); err != nil {
+		return err
+	}
+	out.Summary.Clusters = reach
 	kept := slices.DeleteFunc(all, func(d fleetDIG) bool { return !q.keeps(d) })
 	sortFleet(kept, q.sort)
 	out.Matched = len(kept)

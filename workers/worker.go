@@ -16,6 +16,7 @@ import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	driftchecks "github.com/temco/temco/activities/drift"
+	probes "github.com/temco/temco/activities/health"
 	inventories "github.com/temco/temco/activities/inventory"
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
@@ -32,6 +33,7 @@ import (
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
 	"github.com/temco/temco/workflows/drift"
+	"github.com/temco/temco/workflows/health"
 	"github.com/temco/temco/workflows/inventory"
 	"github.com/temco/temco/workflows/policy"
 	"github.com/temco/temco/workflows/preview"
@@ -60,30 +62,32 @@ var domains = []struct {
 	{autoscaling.Register, autoscaling.ActivityNames},
 	{inventories.Register, inventories.ActivityNames},
 	{policies.Register, policies.ActivityNames},
+	{probes.Register, probes.ActivityNames},
 	{registerNCM, ncm.ActivityNames},
 	{registerCACerts, cacerts.ActivityNames},
 }
 
 // Workflows maps each workflow type name to its function; replay tests use it too.
 var Workflows = map[string]any{
-	lifecycle.WorkflowDIG:         dig.Lifecycle,
-	lifecycle.WorkflowInstantiate: deploy.Instantiate,
-	lifecycle.WorkflowTerminate:   deploy.Terminate,
-	lifecycle.WorkflowUpdate:      deploy.Update,
-	lifecycle.WorkflowRollback:    deploy.Rollback,
-	lifecycle.WorkflowMigrate:     deploy.Migrate,
-	lifecycle.WorkflowPruneBatch:  deploy.PruneBatch,
-	lifecycle.WorkflowApplyBatch:  deploy.ApplyBatch,
-	lifecycle.WorkflowDeleteBatch: deploy.DeleteBatch,
-	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
-	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
-	lifecycle.WorkflowRelocate:    relocate.Relocate,
-	lifecycle.WorkflowDrift:       drift.Drift,
-	lifecycle.WorkflowDriftBatch:  drift.DriftBatch,
-	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
-	lifecycle.WorkflowInventory:   inventory.ClusterInventory,
-	lifecycle.WorkflowPolicyAgent: policy.PolicyAgent,
-	lifecycle.WorkflowPolicy:      policy.Policy,
+	lifecycle.WorkflowDIG:           dig.Lifecycle,
+	lifecycle.WorkflowInstantiate:   deploy.Instantiate,
+	lifecycle.WorkflowTerminate:     deploy.Terminate,
+	lifecycle.WorkflowUpdate:        deploy.Update,
+	lifecycle.WorkflowRollback:      deploy.Rollback,
+	lifecycle.WorkflowMigrate:       deploy.Migrate,
+	lifecycle.WorkflowPruneBatch:    deploy.PruneBatch,
+	lifecycle.WorkflowApplyBatch:    deploy.ApplyBatch,
+	lifecycle.WorkflowDeleteBatch:   deploy.DeleteBatch,
+	lifecycle.WorkflowReadStatus:    deploy.ReadClusterStatus,
+	lifecycle.WorkflowReadBatch:     deploy.ReadBatch,
+	lifecycle.WorkflowRelocate:      relocate.Relocate,
+	lifecycle.WorkflowDrift:         drift.Drift,
+	lifecycle.WorkflowDriftBatch:    drift.DriftBatch,
+	lifecycle.WorkflowAutoscale:     autoscale.Autoscale,
+	lifecycle.WorkflowInventory:     inventory.ClusterInventory,
+	lifecycle.WorkflowPolicyAgent:   policy.PolicyAgent,
+	lifecycle.WorkflowPolicy:        policy.Policy,
+	lifecycle.WorkflowClusterHealth: health.ClusterHealth,
 
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }

@@ -99,3 +99,18 @@ func (p *API) Apply(ctx context.Context, obj *appctx.Object) error {
 // Permanent tells a failure retrying cannot fix (a rejected object, a kind the cluster
 // does not serve) from one a later try may pass (the cluster out of reach...).
 func Permanent(err error) bool { return permanent(err) }
+
+// Probe asks cluster key's API server whether it is ready (GET /readyz) with the
+// cluster's own credentials: nil when it answered so. git is true, and nothing is asked,
+// for a cluster reached through git (temco does not talk to it).
+func (x Access) Probe(ctx context.Context, key string) (git bool, err error) {
+	tg, err := x.a.Clients.target(ctx, key, &appctx.Context{})
+	if err != nil {
+		return false, err
+	}
+	cl, ok := tg.(*client)
+	if !ok {
+		return true, nil
+	}
+	return false, cl.rest.Get().AbsPath("/readyz").Do(ctx).Error()
+}

@@ -27,9 +27,11 @@ import (
 	"github.com/temco/temco/internal/adapters/metrics"
 	"github.com/temco/temco/internal/adapters/tlsconfig"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
+	"github.com/temco/temco/workflows/health"
 )
 
 // storeFlags are the MongoDB and encryption settings shared by api and worker.
@@ -89,6 +91,7 @@ func apiCmd() *cobra.Command {
 	var temporalUI, workflowHosts, taskQueueGrants, policyEngines, artifactHosts string
 	var certOrgs []string
 	var liveReads int
+	var probeInterval time.Duration
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Serve the EMCO v2 REST API",
@@ -181,6 +184,9 @@ func apiCmd() *cobra.Command {
 					errc <- srv.ListenAndServe()
 				}
 			}()
+			if probeInterval > 0 {
+				go wakeClusterHealth(ctx, log, ops, lifecycle.HealthInput{Interval: probeInterval})
+			}
 			log.Info("api listening", "addr", addr, "tls", srv.TLSConfig != nil, "authentication", server.Auth != nil, "payload_encryption", tf.encryptPayloads)
 			warnUnauthenticated(log, server, addr)
 			select {
@@ -225,7 +231,27 @@ func apiCmd() *cobra.Command {
 		"subject organizations tenants' CA certificate intents may name (with a cluster's own signer they are Kubernetes groups); none by default [TEMCO_CA_CERT_ORGANIZATIONS, comma-separated]")
 	cmd.Flags().IntVar(&liveReads, "live-reads-per-minute", envInt("TEMCO_LIVE_READS_PER_MINUTE", api.DefaultLiveReadsPerMinute),
 		"live reads of clusters (status=ready, the dashboard's live view) each caller may start a minute; 0: no limit [TEMCO_LIVE_READS_PER_MINUTE]")
+	cmd.Flags().DurationVar(&probeInterval, "cluster-probe-interval", envDuration("TEMCO_CLUSTER_PROBE_INTERVAL", health.DefaultInterval),
+		"how often every registered cluster's API server is probed (the ClusterHealth workflow; the fleet's reachability); 0: the api starts no probes [TEMCO_CLUSTER_PROBE_INTERVAL]")
 	cmd.Flags().StringSliceVar(&codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),
 		"browser origins (the Temporal UI's) allowed to call /codec [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
 	return cmd
+}
+
+// wakeClusterHealth starts the ClusterHealth workflow (or gives the running one in's
+// pace), trying again while Temporal does not answer: the probes must run whichever api
+// started first.
+func wakeClusterHealth(ctx context.Context, log *slog.Logger, ops *starter.Starter, in lifecycle.HealthInput) {
+	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
+		err := ops.WakeClusterHealth(ctx, in)
+		if err == nil {
+			return
+		}
+		log.Warn("start the cluster probes; trying again", "in", wait, "error", err)
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(wait):
+		}
+	}
 }

@@ -76,6 +76,15 @@ func envInt(key string, def int) int {
 	return def
 }
 
+// envDuration returns the duration environment variable key (e.g. "30s"), or def when it
+// is unset or invalid.
+func envDuration(key string, def time.Duration) time.Duration {
+	if d, err := time.ParseDuration(os.Getenv(key)); err == nil {
+		return d
+	}
+	return def
+}
+
 // envList splits a comma-separated environment variable (nil when unset or empty).
 func envList(key string) []string {
 	if v := os.Getenv(key); v != "" {

@@ -24,6 +24,16 @@ function digRow(r, d) {
   ]);
 }
 
+// reachability says what the last probe of the cluster's API server found, and since when.
+function reachability(x) {
+  switch (x?.state) {
+    case 'Reachable': return [mark('Ready'), ' reachable since ', time(x.since), x.checked ? ['; checked since ', time(x.checked)] : null];
+    case 'Unreachable': return [mark('Failed'), ' unreachable since ', time(x.since), x.error ? `: ${x.error}` : null];
+    case 'GitOps': return 'reached through git (temco does not probe it)';
+    default: return 'not probed yet';
+  }
+}
+
 export function clusterView(r) {
   const summary = h('div', null, 'Loading…');
   const box = h('div');
@@ -38,7 +48,8 @@ export function clusterView(r) {
       replace(summary, kv([['Provider', v?.clusterProvider], ['Labels', list(v?.labels).join(', ') || 'none'],
         ['Deployments by state', Object.entries(v?.states || {}).map(([s, n]) => `${s} ${n}`).join(', ') || 'none'],
         ['Last error', e ? [`${e.status} ${e.object} (app ${e.app}, ${e.project}): ${e.error}, `, time(e.time)] : 'none', e ? { class: 'error' } : undefined],
-        ['Reachability', 'not recorded yet: the last error above is the newest sign'],
+        ['Reachability', reachability(v?.reachability), { 'data-testid': 'cluster-reachability', 'data-state': v?.reachability?.state || 'Unknown',
+          class: v?.reachability?.state === 'Unreachable' ? 'error' : undefined }],
       ], { 'data-testid': 'cluster-summary' }));
       replace(box, table({ caption: 'Deployment intent groups placed on this cluster', testid: 'cluster-digs',
         head: ['DIG', 'DIG state', 'State here', 'Apps here', 'Retrying'], rows: list(v?.digs).map((d) => digRow(r, d)),

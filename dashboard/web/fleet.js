@@ -186,7 +186,8 @@ export function fleetView(r, ctx) {
       filterLink('summary-retrying', s.retrying ?? 0, 'with clusters retrying', { sort: 'attention', attention: 'true' })),
     h('p', { 'data-testid': 'summary-states' }, 'By state: ', Object.keys(states).sort().map((st, i) =>
       [i ? ', ' : '', h('a', { href: `#/?state=${encodeURIComponent(st)}` }, `${st} ${states[st]}`)])),
-    h('p', { 'data-testid': 'summary-placements' }, 'Placements on clusters by state: ', counts(s.placements)));
+    h('p', { 'data-testid': 'summary-placements' }, 'Placements on clusters by state: ', counts(s.placements)),
+    h('p', { 'data-testid': 'summary-reachability' }, 'Clusters by reachability (the last probe of each API server): ', counts(s.clusters)));
   }
 
   async function load(signal) {

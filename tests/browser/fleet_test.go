@@ -132,6 +132,12 @@ func TestFleetHome(t *testing.T) {
 		p.fatalf("b's DIG, never instantiated, shows on the cluster")
 	}
 	p.noError()
+	// The cluster's reachability: the probes' (every 2 s in this stack) — a word, not only a colour.
+	p.waitUntil("the cluster reachable", time.Minute, func() (bool, string, error) {
+		st, err := eval[string](p, `document.querySelector('[data-testid=cluster-reachability]')?.dataset.state ?? ''`)
+		text, _ := eval[string](p, `document.querySelector('[data-testid=cluster-reachability]')?.textContent ?? ''`)
+		return st == "Reachable" && strings.Contains(text, "reachable since"), st + ": " + text, err
+	})
 	p.shot("cluster")
 	p.click(onCluster + ` li[data-app=` + app + `] a`)
 	p.waitHash(a.objectsRoute(cluster))

@@ -173,6 +173,8 @@ func startDev(self, bin, dir string) (*devStack, error) {
 	}
 	args = append(args, "--cluster-base-port", strconv.Itoa(base))
 	d := &devStack{cmd: exec.Command(self, args...), data: filepath.Join(dir, "data"), log: filepath.Join(dir, "temco-dev.log")}
+	// Clusters probed every 2 s (the cluster view's reachability), inherited by the api.
+	d.cmd.Env = append(os.Environ(), "TEMCO_CLUSTER_PROBE_INTERVAL=2s")
 	logf, err := os.Create(d.log)
 	if err != nil {
 		return nil, err

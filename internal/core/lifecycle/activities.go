@@ -97,6 +97,11 @@ const (
 	// activities/inventory (inventory.Activities): one sync of a cluster inventory.
 	ActivitySyncInventory = "SyncInventory"
 
+	// activities/health (health.Activities): a page of clusters probed, and the end of a
+	// round of probes recorded.
+	ActivityProbeClusters = "ProbeClusters"
+	ActivityRecordRound   = "RecordProbeRound"
+
 	// activities/policy (policy.Activities): an agent's event stream, a policy intent's
 	// evaluation, the workflow a decision starts, and the decision's record.
 	ActivityListenPolicyAgent = "ListenPolicyAgent"

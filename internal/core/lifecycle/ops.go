@@ -43,7 +43,7 @@ const (
 var OwnWorkflowTypes = []string{WorkflowDIG, WorkflowInstantiate, WorkflowTerminate, WorkflowUpdate, WorkflowRollback,
 	WorkflowMigrate, WorkflowPruneBatch, WorkflowApplyBatch, WorkflowDeleteBatch, WorkflowReadStatus, WorkflowReadBatch,
 	WorkflowRelocate, WorkflowDrift, WorkflowDriftBatch, WorkflowPreviewRollout, WorkflowAutoscale, WorkflowInventory,
-	WorkflowPolicyAgent, WorkflowPolicy}
+	WorkflowPolicyAgent, WorkflowPolicy, WorkflowClusterHealth}
 
 // IsOwnWorkflowType reports whether name is one of OwnWorkflowTypes.
 func IsOwnWorkflowType(name string) bool { return slices.Contains(OwnWorkflowTypes, name) }

@@ -1,0 +1,33 @@
+package lifecycle
+
+import "time"
+
+// Cluster health (docs/api.md, "Cluster reachability"): one ClusterHealth workflow per temco,
+// started by the api (starter.EnsureClusterHealth), that probes every registered cluster's
+// API server round after round, a page of clusters per activity (ActivityProbeClusters),
+// and stores what changed (internal/core/health). SignalWake starts a round at once.
+const (
+	WorkflowClusterHealth = "ClusterHealth"
+	ClusterHealthID       = "cluster-health" // its workflow id: one per namespace
+)
+
+// HealthInput paces the probes: a round every Interval (from one's start to the next's),
+// PageSize clusters per activity.
+type HealthInput struct {
+	Interval time.Duration `json:"interval"`
+	PageSize int           `json:"pageSize"`
+}
+
+// ProbePage asks for the page of clusters after the key After (provider+cluster; "" for
+// the first), at most Limit of them.
+type ProbePage struct {
+	After string `json:"after"`
+	Limit int    `json:"limit"`
+}
+
+// ProbedPage is what a page's probes found: Last is the page's last key ("" when there
+// was no cluster after After: the round is over), and counts by reachability.
+type ProbedPage struct {
+	Last   string         `json:"last"`
+	States map[string]int `json:"states,omitempty"`
+}
