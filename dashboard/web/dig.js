@@ -12,6 +12,12 @@ import { trail } from './views.js';
 import { revisionHistory, rolloutTimeline } from './pictures.js';
 
 const LIMIT = 50;
+// The commands of a running rollout: [action, label, the rollout states that take it, what it does].
+const ROLLOUT_COMMANDS = [
+  ['pause', 'Pause rollout', ['Running'], 'Pause the rollout before its next stage'],
+  ['resume', 'Resume rollout', ['Paused', 'AwaitingDecision'], 'Resume the rollout, or go on past its failed stage'],
+  ['rollback', 'Roll back rollout', ['Running', 'Paused', 'AwaitingDecision'], 'Return every cluster the rollout changed and end it failed'],
+];
 // The states a cluster can be filtered by (the API's cell states).
 const STATES = ['Ready', 'NotReady', 'Applied', 'Pending', 'Retrying', 'Failed', 'Deleted'];
 const ACTIONS = [
@@ -184,6 +190,26 @@ export function digView(r, ctx) {
     });
   }
 
+  // rolloutActions are the commands the rollout takes in its state (the API refuses the
+  // others): pause a running one, resume a paused one or go on past a failed stage, roll
+  // back what it changed.
+  function rolloutActions(state) {
+    const cmds = ROLLOUT_COMMANDS.filter(([, , states]) => states.includes(state));
+    if (!cmds.length) return null;
+    return h('div', { class: 'actions', role: 'group', 'aria-label': 'Rollout commands', 'data-testid': 'rollout-actions' },
+      cmds.map(([action, label, , text]) => h('button', { type: 'button', 'data-action': `rollout-${action}`, 'data-key': `rollout:${action}`,
+        onclick: (e) => rolloutCommand(e.currentTarget, action, label, text) }, label)));
+  }
+
+  async function rolloutCommand(button, action, label, text) {
+    const ok = await ctx.confirm({ title: `${label} of ${r.dig}?`, text: `${text} (deployment intent group “${r.dig}”, project ${r.p}).`, yes: label });
+    if (!ok) return;
+    await run(button, async () => {
+      const st = await post(`${base}/rollout/${action}`);
+      ctx.say(`${label}: the rollout of ${r.dig} is ${st?.state ?? 'changed'}.`, 'ok');
+    });
+  }
+
   // run calls the API once per click (aria-busy rather than disabled: the button keeps
   // the focus the dialog gave back to it), then refreshes at once.
   async function run(button, fn) {
@@ -301,6 +327,7 @@ export function digView(r, ctx) {
     const stages = list(ro.stages);
     return section('Rollout',
       kv([['Strategy', ro.strategy ?? ''], ['State', ro.state ?? ''], ['Rollback', ro.rollback], ['Cause', ro.cause || undefined, { class: 'error' }]]),
+      may ? rolloutActions(ro.state) : null,
       rolloutTimeline(ro, { now: Date.now(), may }),
       table({
         caption: 'Stages, in order', testid: 'stages',
