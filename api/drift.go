@@ -23,6 +23,52 @@ import (
 type DriftScheduler interface {
 	// SyncDrift makes dig's schedule run every interval (0: removes it).
 	SyncDrift(ctx context.Context, dig lifecycle.Target, interval time.Duration) error
+	// CheckDrift starts a check of dig now (correcting what it finds when correct) and
+	// returns its workflow id.
+	CheckDrift(ctx context.Context, dig lifecycle.Target, correct bool) (string, error)
+}
+
+// driftCheckBody is the optional body of POST DIG/drift-check.
+type driftCheckBody struct {
+	// Correct applies again what the check finds drifted, whatever the DIG's correctDrift.
+	Correct bool `json:"correct"`
+}
+
+// driftChecked answers POST DIG/drift-check: the check's workflow (its outcome is the
+// drift section of the DIG's status once it ends).
+type driftChecked struct {
+	WorkflowID string `json:"workflowId"`
+	Correct    bool   `json:"correct"`
+}
+
+func (s *Server) registerDriftCheck(g *echo.Group) {
+	s.route(g, opDoc{method: http.MethodPost, path: routeDIG + "/drift-check", summary: "Check an instantiated DIG's clusters for drift now, and correct it if asked",
+		description: "temco's own. Runs beside the DIG's drift schedule, whether its spec has driftDetection or not; the result is the status's drift section.",
+		code:        http.StatusAccepted, body: typeOf[driftCheckBody](), response: typeOf[driftChecked](), noOwner: true}, s.driftCheck)
+}
+
+func (s *Server) driftCheck(c echo.Context) error {
+	var body driftCheckBody
+	dig, _, info, err := s.loadTarget(c, digRef, func(lifecycle.Target) error {
+		if c.Request().ContentLength == 0 {
+			return nil
+		}
+		return readJSON(c, &body)
+	})
+	if err != nil {
+		return err
+	}
+	if st := info.Current(); st != lifecycle.StateInstantiated {
+		return conflict("%s is %s: a drift check needs it %s", dig, cmp.Or(st, lifecycle.StateCreated), lifecycle.StateInstantiated)
+	}
+	if s.Drift == nil {
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no drift checks")
+	}
+	id, err := s.Drift.CheckDrift(c.Request().Context(), dig, body.Correct)
+	if err != nil {
+		return operationErr(err)
+	}
+	return c.JSON(http.StatusAccepted, driftChecked{WorkflowID: id, Correct: body.Correct})
 }
 
 // minDriftInterval is the shortest interval between drift checks: each costs requests on

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -14,7 +15,12 @@ import (
 )
 
 // schedules records the drift schedules the api asks for.
-type schedules struct{ synced []string }
+type schedules struct{ synced, checked []string }
+
+func (s *schedules) CheckDrift(_ context.Context, dig lifecycle.Target, correct bool) (string, error) {
+	s.checked = append(s.checked, fmt.Sprintf("%s correct=%v", dig.ID(), correct))
+	return dig.DriftWorkflowID() + "-asked", nil
+}
 
 func (s *schedules) SyncDrift(_ context.Context, dig lifecycle.Target, interval time.Duration) error {
 	s.synced = append(s.synced, dig.DriftScheduleID()+" "+interval.String())
@@ -105,5 +111,26 @@ func TestStatusShowsTheLastDriftCheck(t *testing.T) {
 	c.do("GET", pDIG+"/status?cluster=cp1%2Bc2", nil).must(t, http.StatusOK).json(t, &s)
 	if len(s.Drift.Objects) != 0 || len(s.Drift.Unchecked) != 1 {
 		t.Errorf("drift on cp1+c2: %+v", s.Drift)
+	}
+}
+
+// POST DIG/drift-check starts a check now, correcting what it finds when asked, of an
+// instantiated DIG only; a bad body is a 400 that starts nothing.
+func TestDriftCheckOnRequest(t *testing.T) {
+	sch := &schedules{}
+	var srv *Server
+	c := newClient(t, func(s *Server) { s.Drift, srv = sch, s })
+	tree(t, c)
+	refused(t, c.do("POST", pDIG+"/drift-check", nil), digName+" is Created: a drift check needs it Instantiated")
+	record(t, srv, pDIG, lifecycle.StateInstantiated, "ctx-1", lifecycle.StatusInstantiated)
+	var got driftChecked
+	c.do("POST", pDIG+"/drift-check", map[string]any{"correct": true}).must(t, http.StatusAccepted).json(t, &got)
+	if !strings.HasPrefix(got.WorkflowID, "drift/p1/ca/v1/dig1") || !got.Correct {
+		t.Errorf("answer %+v", got)
+	}
+	c.do("POST", pDIG+"/drift-check", nil).must(t, http.StatusAccepted)
+	c.do("POST", pDIG+"/drift-check", map[string]any{"correct": "yes"}).must(t, http.StatusBadRequest)
+	if want := []string{pDIG + " correct=true", pDIG + " correct=false"}; !slices.Equal(sch.checked, want) {
+		t.Errorf("checks started %v, want %v", sch.checked, want)
 	}
 }

@@ -57,3 +57,18 @@ func (s *Starter) SyncDrift(ctx context.Context, dig lifecycle.Target, interval 
 		},
 	})
 }
+
+// CheckDrift starts a drift check of dig now, correcting what it finds when correct,
+// beside its schedule (if any); it returns the check's workflow id.
+func (s *Starter) CheckDrift(ctx context.Context, dig lifecycle.Target, correct bool) (string, error) {
+	id := dig.DriftWorkflowID() + "-asked-" + time.Now().UTC().Format("2006-01-02T15:04:05.000Z")
+	what := "drift check"
+	if correct {
+		what = "drift correction"
+	}
+	_, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{ID: id, TaskQueue: s.TaskQueue,
+		WorkflowExecutionTimeout: driftCheckTimeout, TypedSearchAttributes: lifecycle.SearchAttributes(dig, lifecycle.OpDrift),
+		StaticSummary: what + " of " + dig.String() + ", asked"},
+		lifecycle.WorkflowDrift, lifecycle.DriftInput{DIG: dig, Asked: true, Correct: correct})
+	return id, err
+}

@@ -28,7 +28,8 @@ type Activities struct {
 
 // PlanDriftCheck reads the DIG: a check runs on its running context only when the DIG is
 // Instantiated, its last operation succeeded and no operation runs (the context's status
-// is Instantiated), and drift detection is still asked for. Otherwise Skip says why.
+// is Instantiated), and drift detection is still asked for (or an operator asked for this
+// check). Otherwise Skip says why.
 func (a *Activities) PlanDriftCheck(ctx context.Context, in lifecycle.DriftInput) (lifecycle.DriftPlan, error) {
 	d, info, err := digstate.Load(ctx, a.Store, in.DIG.ID())
 	if store.CodeOf(err) == store.ErrNotFound {
@@ -41,7 +42,8 @@ func (a *Activities) PlanDriftCheck(ctx context.Context, in lifecycle.DriftInput
 	if err != nil {
 		return lifecycle.DriftPlan{}, err
 	}
-	if spec.Spec.DriftDetection == nil {
+	dd := spec.Spec.DriftDetection
+	if dd == nil && !in.Asked {
 		return lifecycle.DriftPlan{Skip: "drift detection is off"}, nil
 	}
 	if st := info.Current(); st != lifecycle.StateInstantiated {
@@ -59,7 +61,7 @@ func (a *Activities) PlanDriftCheck(ctx context.Context, in lifecycle.DriftInput
 	if err != nil {
 		return lifecycle.DriftPlan{}, err
 	}
-	return lifecycle.DriftPlan{ContextID: ctxID, Batches: batches, Correct: spec.Spec.DriftDetection.CorrectDrift}, nil
+	return lifecycle.DriftPlan{ContextID: ctxID, Batches: batches, Correct: in.Correct || dd != nil && dd.CorrectDrift}, nil
 }
 
 // RecordDriftCheck sums what the check's clusters recorded into the context's drift

@@ -66,7 +66,8 @@ func runDev(t *testing.T, cmd *exec.Cmd) *bufio.Scanner {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(out)
-	deadline := time.AfterFunc(3*time.Minute, func() { _ = cmd.Process.Kill() })
+	// A slow start is not a failed one: make test starts four other stacks meanwhile.
+	deadline := time.AfterFunc(5*time.Minute, func() { _ = cmd.Process.Kill() })
 	defer deadline.Stop()
 	var lines []string
 	for sc.Scan() {

@@ -209,3 +209,35 @@ func liveReplicas(obj map[string]any) int64 {
 	}
 	return n
 }
+
+// A drift correction asked for now (POST DIG/drift-check {"correct": true}) of a DIG with
+// no drift detection of its own: the object scaled by hand is applied again, and the
+// status shows that check, its workflow the one the answer named.
+func TestDriftCorrectedOnRequest(t *testing.T) {
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	c1 := dynClientNamed(t, "cluster1")
+	ctx := context.Background()
+	if _, err := c1.Resource(deploymentsGVR).Namespace("default").Patch(ctx, "web", types.MergePatchType, []byte(`{"spec":{"replicas":3}}`),
+		metav1.PatchOptions{FieldManager: "operator-by-hand"}); err != nil {
+		t.Fatal(err)
+	}
+	var asked struct {
+		WorkflowID string `json:"workflowId"`
+		Correct    bool   `json:"correct"`
+	}
+	d.c.do("POST", d.dig()+"/drift-check", map[string]any{"correct": true}).must(t, 202).json(t, &asked)
+	v := awaitValue(t, "the asked check in the status", 2*time.Minute, func() driftView {
+		var v driftView
+		d.c.do("GET", d.dig()+"/status", nil).must(t, 200).json(t, &v)
+		return v
+	}, func(v driftView) bool { return v.Drift != nil && v.Drift.Check == asked.WorkflowID })
+	if dr := v.Drift; !asked.Correct || dr.Drifted != 1 || dr.Corrected != 1 || !dr.CorrectDrift || dr.ClustersChecked != 1 {
+		t.Errorf("asked correction (answer %+v): %s", asked, pretty(v))
+	}
+	if u, err := c1.Resource(deploymentsGVR).Namespace("default").Get(ctx, "web", metav1.GetOptions{}); err != nil || liveReplicas(u.Object) != 1 {
+		t.Errorf("cluster1's web after the correction: %v replicas, %v", liveReplicas(u.Object), err)
+	}
+}

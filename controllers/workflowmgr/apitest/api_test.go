@@ -76,21 +76,31 @@ func run(m *testing.M) int {
 	return m.Run()
 }
 
+// startTemporal starts a dev server on free ports, on others again if it exits at once:
+// a port found free may be taken meanwhile by another package's stack (make test runs
+// several), which ended this package once.
 func startTemporal(dir string) (*devstack.Temporal, error) {
 	bin, err := testenv.BinDir()
 	if err != nil {
 		return nil, err
 	}
-	t := &devstack.Temporal{Bin: filepath.Join(bin, "temporal"), Dir: dir}
-	if t.Port, err = devstack.FreePort(); err != nil {
-		return nil, err
+	for attempt := 1; ; attempt++ {
+		t := &devstack.Temporal{Bin: filepath.Join(bin, "temporal"), Dir: dir}
+		if t.Port, err = devstack.FreePort(); err != nil {
+			return nil, err
+		}
+		if t.UIPort, err = devstack.FreePort(); err != nil {
+			return nil, err
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		err = t.Start(ctx)
+		timedOut := ctx.Err() != nil
+		cancel()
+		if err == nil || attempt == 3 || timedOut {
+			return t, err
+		}
+		fmt.Fprintf(os.Stderr, "start Temporal (attempt %d): %v; on other ports again\n", attempt, err)
 	}
-	if t.UIPort, err = devstack.FreePort(); err != nil {
-		return nil, err
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	return t, t.Start(ctx)
 }
 
 // waitForFinish is a user's workflow: it answers query "step" and returns the "all"

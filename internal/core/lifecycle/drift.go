@@ -19,6 +19,10 @@ const (
 // DriftInput starts a drift check of a DIG (the schedule's argument).
 type DriftInput struct {
 	DIG Target `json:"dig"`
+	// Asked is a check an operator asked for now (POST DIG/drift-check): it runs whether
+	// the DIG's drift detection is on or not, and corrects what it finds when Correct.
+	Asked   bool `json:"asked,omitempty"`
+	Correct bool `json:"correct,omitempty"`
 }
 
 // DriftPlan is what a drift check works on, read from the DIG as it starts: Skip says
