@@ -123,9 +123,18 @@ type fleetRollout struct {
 	Stages     int        `json:"stages"`
 }
 
+// left is how many drifted objects the check left drifted (0 without a check).
+func (d *fleetDrift) left() int {
+	if d == nil {
+		return 0
+	}
+	return d.Drifted - d.Corrected
+}
+
 type fleetDrift struct {
 	Drifted   int       `json:"drifted"` // objects not as applied, deleted ones included
 	Missing   int       `json:"missing"`
+	Corrected int       `json:"corrected"` // of the drifted, applied again by the check
 	Unchecked int       `json:"unchecked"` // clusters the check could not compare
 	Checked   time.Time `json:"checked"`
 }
@@ -331,7 +340,7 @@ func (f *fleetDIG) describe(id string, h *appctx.FleetContext) {
 		f.Rollout = fr
 	}
 	if d := h.Drift; d != nil {
-		f.Drift = &fleetDrift{Drifted: d.Drifted, Missing: d.Missing, Unchecked: len(d.UncheckedClusters), Checked: d.Finished}
+		f.Drift = &fleetDrift{Drifted: d.Drifted, Missing: d.Missing, Corrected: d.Corrected, Unchecked: len(d.UncheckedClusters), Checked: d.Finished}
 	}
 }
 
@@ -362,8 +371,8 @@ func attentionOf(f *fleetDIG) []string {
 			out = append(out, "the rollout "+strings.ToLower(r.State))
 		}
 	}
-	if f.Drift != nil && f.Drift.Drifted > 0 {
-		out = append(out, plural(f.Drift.Drifted, "object")+" drifted")
+	if f.Drift.left() > 0 {
+		out = append(out, plural(f.Drift.left(), "object")+" drifted")
 	}
 	return out
 }
@@ -392,7 +401,7 @@ func summarizeFleet(digs []fleetDIG, now time.Time) fleetSummary {
 		if d.Rollout != nil && d.Rollout.Waiting == "approval" {
 			s.ApprovalsWaiting++
 		}
-		if d.Drift != nil && d.Drift.Drifted > 0 {
+		if d.Drift.left() > 0 {
 			s.Drifted++
 		}
 		if d.States[lifecycle.ResRetrying] > 0 {

@@ -53,12 +53,19 @@ function rolloutCell(d, approve) {
     }, `Approve stage ${r.stage}`) : null);
 }
 
-function driftCell(d) {
+// driftCell shows the last drift check; correct is the action of a DIG that drifted (null:
+// the caller may not operate the DIG).
+function driftCell(d, correct) {
   const x = d.drift;
   if (!x) return h('td', { 'data-testid': 'fleet-drift' }, 'not checked');
-  return h('td', { 'data-testid': 'fleet-drift', 'data-drifted': String(x.drifted) },
-    x.drifted ? `${x.drifted} objects drifted (${x.missing} deleted)` : 'in sync',
-    h('span', { class: 'sub' }, 'checked ', time(x.checked)));
+  const left = (x.drifted || 0) - (x.corrected || 0);
+  return h('td', { 'data-testid': 'fleet-drift', 'data-drifted': String(left) },
+    left > 0 ? `${left} objects drifted (${x.missing} deleted)` : x.corrected ? `${x.corrected} drifted objects corrected` : 'in sync',
+    h('span', { class: 'sub' }, 'checked ', time(x.checked)),
+    left > 0 && correct ? h('button', {
+      type: 'button', class: 'small', 'data-action': 'correct-drift', 'data-key': `correct:${digKey(d)}`,
+      onclick: (e) => correct(e.currentTarget, d),
+    }, 'Correct drift') : null);
 }
 
 function attentionCell(d) {
@@ -67,7 +74,7 @@ function attentionCell(d) {
     a.length ? h('ul', { class: 'errors' }, a.map((x) => h('li', { class: 'error' }, String(x)))) : 'none');
 }
 
-function digRow(d, approve) {
+function digRow(d, approve, correct) {
   return row({ 'data-dig': digKey(d), 'data-state': d.state, 'data-attention': String(list(d.attention).length > 0) }, [
     h('th', { scope: 'row' }, h('a', { href: digRoute(d), 'data-key': `fleet:${digKey(d)}` }, d.name),
       h('span', { class: 'sub' }, 'project ', h('a', { href: href('p', d.project) }, d.project), ', ',
@@ -76,7 +83,7 @@ function digRow(d, approve) {
     h('td', { 'data-testid': 'fleet-state' }, stateText(d.state),
       d.revision ? h('span', { class: 'sub' }, `revision ${d.revision}`) : null,
       d.contextStatus && d.contextStatus !== d.state ? h('span', { class: 'sub' }, d.contextStatus) : null),
-    clustersCell(d), operationCell(d), rolloutCell(d, approve), driftCell(d), attentionCell(d),
+    clustersCell(d), operationCell(d), rolloutCell(d, approve), driftCell(d, correct), attentionCell(d),
     h('td', null, time(d.updated)),
   ]);
 }
@@ -169,6 +176,27 @@ export function fleetView(r, ctx) {
     }
   }
 
+  // correctDrift applies again, once confirmed, what the DIG's clusters no longer have as
+  // applied (a drift check that corrects, now); its outcome is the next drift cell.
+  async function correctDrift(button, d) {
+    const ok = await ctx.confirm({
+      title: `Correct the drift of ${d.name}?`,
+      text: `Check the clusters of “${d.name}” (project ${d.project}, ${d.compositeApp} ${d.compositeAppVersion}) now and apply again every object that drifted (${d.drift?.drifted ?? 0} at the last check).`,
+      yes: 'Correct drift',
+    });
+    if (!ok || button.getAttribute('aria-busy') === 'true') return;
+    button.setAttribute('aria-busy', 'true');
+    try {
+      await post(`${digPath({ p: d.project, ca: d.compositeApp, v: d.compositeAppVersion, dig: d.name })}/drift-check`, { correct: true });
+      ctx.say(`Drift correction of ${d.name} started.`, 'ok');
+    } catch (e) {
+      ctx.fail(e);
+    } finally {
+      button.removeAttribute('aria-busy');
+      ctx.refreshNow();
+    }
+  }
+
   // A count of the summary, a link to the DIGs it counts: the address of those filters
   // (the same view takes them, see query below).
   const filterLink = (id, n, label, query) => h('li', { 'data-testid': id, 'data-count': String(n) },
@@ -208,7 +236,7 @@ export function fleetView(r, ctx) {
     const digs = list(f.digs);
     const matched = f.matched ?? digs.length;
     replace(box, table({ caption: 'Deployment intent groups', testid: 'fleet',
-      rows: digs.map((d) => digRow(d, ctx.mayOperate(d.project) ? approveStage : null)),
+      rows: digs.map((d) => (ctx.mayOperate(d.project) ? digRow(d, approveStage, correctDrift) : digRow(d, null, null))),
       head: ['DIG', 'State', 'Clusters', 'Operation', 'Rollout', 'Drift', 'Needs attention', 'Last change'],
       empty: state.q || state.state || state.attention || state.project ? 'No deployment intent group matches the filters.' : 'No deployment intent group.' }));
     pageText.textContent = matched ? `${state.offset + 1}–${state.offset + digs.length} of ${matched}` : '0 of 0';

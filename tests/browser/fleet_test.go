@@ -1,6 +1,8 @@
 package browser
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -9,6 +11,9 @@ import (
 	"time"
 
 	"github.com/chromedp/chromedp"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // fleetRow is the fleet table's row of a fixture's DIG.
@@ -197,5 +202,59 @@ func TestFleetApprovesAWaitingStage(t *testing.T) {
 			return fmt.Errorf("still waiting: %s", raw)
 		}
 		return nil
+	})
+}
+
+// A DIG that drifted (a ConfigMap deleted by hand, found by a check asked over REST)
+// shows on the home with "Correct drift"; confirming it applies the object again, which
+// the cluster confirms, and the row then says the drift was corrected.
+func TestFleetCorrectsDrift(t *testing.T) {
+	cluster := devCluster.name
+	f := newProject(t, "br-fleet-drift", cluster)
+	f.deploy(cluster)
+	must(t, 202, "POST", f.dig()+"/approve", nil)
+	must(t, 202, "POST", f.dig()+"/instantiate", nil)
+	f.eventually("instantiated", 3*time.Minute, func() error {
+		var s digStatus
+		if err := json.Unmarshal(must(t, 200, "GET", f.dig()+"/status", nil), &s); err != nil || s.Status != "Instantiated" {
+			return fmt.Errorf("status %q (%v)", s.Status, err)
+		}
+		return nil
+	})
+	cfg, err := clientcmd.BuildConfigFromFlags("", devCluster.kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, "web-config", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	must(t, 202, "POST", f.dig()+"/drift-check", nil) // detection only
+
+	p := newPage(t)
+	p.extra = f.restView
+	p.open("#/?q=br-fleet-drift")
+	row := fleetRow(f)
+	button := row + ` td[data-testid=fleet-drift][data-drifted="1"] button[data-action=correct-drift]`
+	p.waitVisible(button, 2*time.Minute)
+	if _, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "web-config", metav1.GetOptions{}); err == nil {
+		p.fatalf("the check without correction applied the ConfigMap again")
+	}
+	p.shot("fleet-drift")
+	p.click(button)
+	p.waitVisible("dialog#confirm[open]", 30*time.Second)
+	p.click("#confirm-yes")
+	p.waitText(message, "Drift correction of dig started.", 30*time.Second)
+	p.waitVisible(row+` td[data-testid=fleet-drift][data-drifted="0"]`, 2*time.Minute)
+	if s := p.text(row + ` td[data-testid=fleet-drift]`); !strings.Contains(s, "1 drifted objects corrected") {
+		p.fatalf("the drift cell after the correction reads %q", s)
+	}
+	f.eventually("web-config back on the cluster", time.Minute, func() error {
+		_, err := cs.CoreV1().ConfigMaps("default").Get(ctx, "web-config", metav1.GetOptions{})
+		return err
 	})
 }
