@@ -2,12 +2,15 @@ package api
 
 import (
 	"cmp"
+	"context"
 	"net/http"
 	"slices"
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
 
+	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
@@ -42,6 +45,19 @@ type clusterDIG struct {
 	ReadAt *time.Time               `json:"readAt,omitempty"`
 	Apps   map[string]dashboardCell `json:"apps"`
 	Retry  *dashboardRetry          `json:"retry,omitempty"`
+	// Capacity is what the DIG's capacity placement (docs/autoscaling.md) last read of the
+	// cluster and made of it; absent when the DIG has none or it has not read the cluster.
+	Capacity *clusterCapacity `json:"capacity,omitempty"`
+}
+
+// clusterCapacity is one cluster as a DIG's autoscaler sees it.
+type clusterCapacity struct {
+	Placement string            `json:"placement"`
+	State     capacity.State    `json:"state,omitempty"` // the cluster's member state ("": not a member)
+	Since     *time.Time        `json:"since,omitempty"`
+	Reason    string            `json:"reason,omitempty"`
+	Signals   *capacity.Signals `json:"signals,omitempty"`
+	Read      *time.Time        `json:"read,omitempty"` // when the signals were read
 }
 
 type clusterError struct {
@@ -131,6 +147,9 @@ func (s *Server) clusterDashboard(c echo.Context) error {
 			}
 		}
 	}
+	if err := s.capacityOnCluster(ctx, key, out.DIGs); err != nil {
+		return err
+	}
 	slices.SortFunc(out.DIGs, func(a, b clusterDIG) int {
 		return cmp.Or(cmp.Compare(a.Project, b.Project), cmp.Compare(a.CompositeApp, b.CompositeApp),
 			cmp.Compare(a.CompositeAppVersion, b.CompositeAppVersion), cmp.Compare(a.Name, b.Name))
@@ -140,4 +159,35 @@ func (s *Server) clusterDashboard(c echo.Context) error {
 
 func digPathOf(d clusterDIG) string {
 	return lifecycle.Target{Project: d.Project, CompositeApp: d.CompositeApp, Version: d.CompositeAppVersion, DIG: d.Name}.ID()
+}
+
+// capacityOnCluster fills in what each DIG's capacity placement made of cluster key: a
+// query per DIG placed there, four at once.
+func (s *Server) capacityOnCluster(ctx context.Context, key string, digs []clusterDIG) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for i := range digs {
+		g.Go(func() error {
+			a, err := s.autoscalerOfDIG(gctx, digPathOf(digs[i]))
+			if err != nil || a == nil {
+				return err
+			}
+			c := &clusterCapacity{Placement: a.Name}
+			for _, m := range a.Members {
+				if m.Cluster == key {
+					c.State, c.Since, c.Reason = m.State, &m.Since, m.Reason
+				}
+			}
+			if a.Last != nil {
+				if sig, ok := a.Last.Signals[key]; ok {
+					c.Signals, c.Read = &sig, &a.Last.At
+				}
+			}
+			if c.State != "" || c.Signals != nil {
+				digs[i].Capacity = c
+			}
+			return nil
+		})
+	}
+	return g.Wait()
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -9,7 +10,9 @@ import (
 	"time"
 
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/health"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // A cluster's view: each DIG placed there with its apps' cells, the cluster's state by
@@ -55,6 +58,30 @@ func TestClusterViewShowsWhatRunsThere(t *testing.T) {
 	}
 	if m := admin.do("GET", "/cluster-providers/cp1/clusters/nope/dashboard", nil).must(t, 404).message(t); !strings.Contains(m, "nope") {
 		t.Errorf("a cluster that does not exist: %q", m)
+	}
+
+	// What dig1's capacity placement last read of c2, and made of it.
+	admin.do("POST", pCapacity, res("fleet", capacitySpec("app1"))).must(t, http.StatusCreated)
+	at := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
+	state, _ := json.Marshal(lifecycle.AutoscaleState{
+		Members: []capacity.Member{{Cluster: "cp1+c2", State: capacity.Active, Since: at, Added: at, Reason: "placed by the DIG's operation"}},
+		Last:    &lifecycle.Evaluation{At: at, Signals: map[string]capacity.Signals{"cp1+c2": {Reachable: true, Unschedulable: 2}}},
+	})
+	doc, err := c.store.Get(context.Background(), pCapacity+"/fleet")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc.State = string(state)
+	if err := c.store.SetState(context.Background(), doc); err != nil {
+		t.Fatal(err)
+	}
+	v = view(admin, "c2")
+	if cp := v.DIGs[0].Capacity; cp == nil || cp.Placement != "fleet" || cp.State != capacity.Active || cp.Signals == nil || cp.Signals.Unschedulable != 2 ||
+		cp.Read == nil || !cp.Read.Equal(at) || cp.Reason == "" {
+		t.Errorf("dig1's capacity on c2: %+v", cp)
+	}
+	if v := view(admin, "c1"); v.DIGs[0].Capacity != nil {
+		t.Errorf("dig1's capacity on c1, which its autoscaler has not read: %+v", v.DIGs[0].Capacity)
 	}
 
 	alice := c.as(iss.Token("alice", []string{"project:p1"}, nil))

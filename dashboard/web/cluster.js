@@ -1,6 +1,7 @@
 // The view of one cluster: what runs there (GET cluster/dashboard) — each DIG placed on it
-// with a cell per app, linking to the app's objects there — its labels and the newest
-// error an object met there; then its network intents' status (views.js).
+// with a cell per app, linking to the app's objects there, and what its capacity placement
+// read of the cluster — its labels, reachability and the newest error an object met
+// there; then its network intents' status (views.js).
 
 import { apiPath, get } from './api.js';
 import { h, href, kv, list, mark, replace, row, section, stateText, table, time } from './dom.js';
@@ -21,7 +22,21 @@ function digRow(r, d) {
           mark(cell.state), ` ${app}: ${cell.state} (${cell.objects} objects)`));
     }))),
     h('td', { class: 'wrap' }, d.retry ? `retrying: attempt ${d.retry.attempts}, ${d.retry.error}` : '—'),
+    capacityCell(d.capacity),
   ]);
+}
+
+// capacityCell says what the DIG's capacity placement last read of the cluster (its
+// signals) and made of it (the cluster's member state).
+function capacityCell(c) {
+  if (!c) return h('td', { 'data-testid': 'cluster-capacity' }, '—');
+  const s = c.signals;
+  const read = !s ? 'not read yet' : !s.reachable ? `unreachable: ${s.error || 'no answer'}`
+    : [s.unschedulable ? `${s.unschedulable} pods unschedulable` : 'pods scheduled', s.atMaxReplicas ? 'an HPA at its maximum' : null,
+      s.wantsFewer ? 'HPAs want fewer' : null, s.atFloor ? 'at its floor' : null].filter(Boolean).join(', ');
+  return h('td', { 'data-testid': 'cluster-capacity', 'data-state': c.state || '', class: 'wrap' },
+    `${c.placement}: ${c.state || 'not a member'}`, c.reason ? h('span', { class: 'sub' }, c.reason) : null,
+    h('span', { class: 'sub' }, read, c.read ? [', read ', time(c.read)] : null));
 }
 
 // reachability says what the last probe of the cluster's API server found, and since when.
@@ -52,7 +67,7 @@ export function clusterView(r) {
           class: v?.reachability?.state === 'Unreachable' ? 'error' : undefined }],
       ], { 'data-testid': 'cluster-summary' }));
       replace(box, table({ caption: 'Deployment intent groups placed on this cluster', testid: 'cluster-digs',
-        head: ['DIG', 'DIG state', 'State here', 'Apps here', 'Retrying'], rows: list(v?.digs).map((d) => digRow(r, d)),
+        head: ['DIG', 'DIG state', 'State here', 'Apps here', 'Retrying', 'Capacity placement'], rows: list(v?.digs).map((d) => digRow(r, d)),
         empty: 'Nothing of yours is placed here.' }));
     },
   };
