@@ -51,7 +51,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 // authorize is the whole access policy, by route (the dashboard's static files need no
 // token: they hold no data, and the page sends the token with each API call):
 //   - an admin may do everything;
-//   - a tenant may list projects, diagnostics and the fleet (it sees only its own) and read and
+//   - a tenant may list projects, diagnostics and the fleet and its clusters' grid (it sees only its own) and read and
 //     change everything under a project it is granted, except writing logical clouds: a
 //     cloud's level and permissions decide what credentials temco issues on clusters, so
 //     only admins set them;
@@ -72,8 +72,9 @@ func authorize(c echo.Context, p *auth.Principal) error {
 		return nil // the controller views (controlview.go)
 	case p.Controller && !p.Tenant() && route != "/v2/session":
 		return httpErr(http.StatusForbidden, "%s %s requires the admin role (a controller's token reaches /v2/contexts/... only)", method, route)
-	case route == "/v2/session" || (route == "/v2/projects" || route == "/v2"+routeDiagnostics || route == "/v2"+routeFleet) && read:
-		return nil // a tenant lists only its projects, and only their diagnostics and DIGs
+	case route == "/v2/session" || (route == "/v2/projects" || route == "/v2"+routeDiagnostics || route == "/v2"+routeFleet ||
+		route == "/v2"+routeFleetClusters) && read:
+		return nil // a tenant lists only its projects, and only their diagnostics and DIGs (the grid: the clusters it may read, with its DIGs' states)
 	case strings.HasPrefix(route, "/v2/projects/:project"):
 		project := c.Param("project")
 		if !p.CanAccessProject(project) {

@@ -142,6 +142,7 @@ func (s *Server) Handler() *echo.Echo {
 	s.registerControlView(g)
 	s.registerDashboard(g)
 	s.registerFleet(g)
+	s.registerFleetClusters(g)
 	s.registerClusterView(g)
 	s.registerSession(g)
 	for _, d := range s.docs {

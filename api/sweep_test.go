@@ -62,6 +62,7 @@ var tenantReads = map[string]bool{
 	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/provider-networks/:providerNetwork": true,
 	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/status":                             true,
 	"/v2/cluster-providers/:clusterProvider/clusters/:cluster/dashboard":                          true, // its projects' DIGs alone
+	"/v2/fleet/clusters": true, // every cluster it may read above, with its projects' DIGs' states alone
 }
 
 // tenantMay is a tenant's access policy, stated apart from authorize so that the sweep

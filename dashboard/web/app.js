@@ -8,6 +8,7 @@ import { diagnosticsView } from './diagnostics.js';
 import { digView } from './dig.js';
 import { clusterView } from './cluster.js';
 import { fleetView } from './fleet.js';
+import { clustersView } from './grid.js';
 import {
   cloudStatus, compositeApp, notFound, objects, project,
 } from './views.js';
@@ -118,6 +119,7 @@ function makeView(segs, query, ctx) {
   const n = segs.length;
   if (n === 0) return fleetView({ query }, ctx);
   if (a === 'diagnostics' && n === 1) return diagnosticsView({ query }, ctx);
+  if (a === 'clusters' && n === 1) return clustersView();
   if (a === 'p' && n === 2) return project({ p });
   if (a === 'p' && b === 'lc' && n === 4) return cloudStatus({ p, lc: x });
   if (a === 'p' && b === 'ca' && n === 5) return compositeApp({ p, ca: x, v: y });

@@ -1,7 +1,8 @@
 // The home: the fleet at a glance (GET /v2/fleet). A summary whose every count is a link
-// to the DIGs it counts, then every DIG the caller may see with its state, clusters by
-// state, running operation, rollout, drift and what needs an operator; filters, sorting
-// and pages. The controls are built once; the summary and the table are re-rendered on
+// to the DIGs it counts (and to the clusters' grid, grid.js), then every DIG the caller
+// may see with its state, clusters by state, running operation, rollout, drift and what
+// needs an operator; filters, sorting and pages. The controls are built once; the
+// summary and the table are re-rendered on
 // each poll (app.js), so the page follows the fleet without a reload.
 
 import { apiPath, digPath, get, post } from './api.js';
@@ -215,7 +216,8 @@ export function fleetView(r, ctx) {
     h('p', { 'data-testid': 'summary-states' }, 'By state: ', Object.keys(states).sort().map((st, i) =>
       [i ? ', ' : '', h('a', { href: `#/?state=${encodeURIComponent(st)}` }, `${st} ${states[st]}`)])),
     h('p', { 'data-testid': 'summary-placements' }, 'Placements on clusters by state: ', counts(s.placements)),
-    h('p', { 'data-testid': 'summary-reachability' }, 'Clusters by reachability (the last probe of each API server): ', counts(s.clusters)));
+    h('p', { 'data-testid': 'summary-reachability' }, 'Clusters by reachability (the last probe of each API server): ', counts(s.clusters),
+      ' — ', h('a', { href: '#/clusters', 'data-key': 'summary:grid' }, 'every cluster as a grid, by state')));
   }
 
   async function load(signal) {

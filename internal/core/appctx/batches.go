@@ -54,14 +54,34 @@ func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
 	if err != nil {
 		return err
 	}
-	counts, states := map[string]map[string]int{}, map[string]int{}
+	counts, states, byState := map[string]map[string]int{}, map[string]int{}, map[string][]string{}
 	for _, d := range docs {
 		countDoc(counts, d, rendered)
-		states[clusterState(d, rendered)]++
+		st := clusterState(d, rendered)
+		states[st]++
+		byState[st] = append(byState[st], d.Cluster)
 	}
 	_, err = s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "counts", Value: counts}, {Key: "states", Value: states}}}})
+		bson.D{{Key: "$set", Value: bson.D{{Key: "counts", Value: counts}, {Key: "states", Value: states}, {Key: "others", Value: othersOf(byState)}}}})
 	return err
+}
+
+// othersOf keeps of a batch's clusters by state all but the most common state's (the
+// first of deployedStates' order among equals): a batch all Applied stores no name.
+func othersOf(byState map[string][]string) map[string][]string {
+	common := ""
+	for _, st := range deployedStates {
+		if len(byState[st]) > len(byState[common]) {
+			common = st
+		}
+	}
+	out := map[string][]string{}
+	for st, cs := range byState {
+		if st != common {
+			out[st] = cs
+		}
+	}
+	return out
 }
 
 // deployedStates are the objects' statuses, worst first: a cluster is as its worst.

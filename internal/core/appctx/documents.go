@@ -182,6 +182,10 @@ type batchDoc struct {
 	// Counts (absent in batches counted before it was: those are counted from their
 	// clusters' documents).
 	States map[string]int `bson:"states,omitempty"`
+	// Others names the clusters of every state but the batch's most common one, by state,
+	// counted with States (empty when all share one; absent in batches counted before it
+	// was): with States it gives each cluster's state without its document (see Grid).
+	Others map[string][]string `bson:"others,omitempty"`
 }
 
 // Live is an object as last read from its cluster.

@@ -183,6 +183,46 @@ type Query struct {
 
 // List returns matching committed documents sorted by _id.
 func (s *Store) List(ctx context.Context, q Query) ([]*Doc, error) {
+	filter, opts := q.find()
+	if !q.Full {
+		opts.SetProjection(bson.D{{Key: "blob", Value: 0}, {Key: "secret", Value: 0}})
+	}
+	cur, err := s.coll.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list %s: %w", q.Kind, err)
+	}
+	docs := []*Doc{}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("list %s: %w", q.Kind, err)
+	}
+	return docs, nil
+}
+
+// Names returns the names of the documents List(q) returns, in its order (by _id),
+// reading nothing else of them: a listing of 10,000 clusters without their bodies
+// (q.Full is ignored).
+func (s *Store) Names(ctx context.Context, q Query) ([]string, error) {
+	filter, opts := q.find()
+	opts.SetProjection(bson.D{{Key: "_id", Value: 0}, {Key: "name", Value: 1}})
+	cur, err := s.coll.Find(ctx, filter, opts)
+	if err != nil {
+		return nil, fmt.Errorf("list the names of %s: %w", q.Kind, err)
+	}
+	var docs []struct {
+		Name string `bson:"name"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, fmt.Errorf("list the names of %s: %w", q.Kind, err)
+	}
+	names := make([]string, len(docs))
+	for i, d := range docs {
+		names[i] = d.Name
+	}
+	return names, nil
+}
+
+// find is q's filter and options, sorted by _id, without a projection.
+func (q Query) find() (bson.D, *options.FindOptionsBuilder) {
 	filter := bson.D{{Key: "kind", Value: q.Kind}, visible}
 	if q.Parent != "" || q.Scope == "" {
 		filter = append(filter, bson.E{Key: "parent", Value: q.Parent})
@@ -210,18 +250,7 @@ func (s *Store) List(ctx context.Context, q Query) ([]*Doc, error) {
 	if q.Limit > 0 {
 		opts.SetLimit(int64(q.Limit))
 	}
-	if !q.Full {
-		opts.SetProjection(bson.D{{Key: "blob", Value: 0}, {Key: "secret", Value: 0}})
-	}
-	cur, err := s.coll.Find(ctx, filter, opts)
-	if err != nil {
-		return nil, fmt.Errorf("list %s: %w", q.Kind, err)
-	}
-	docs := []*Doc{}
-	if err := cur.All(ctx, &docs); err != nil {
-		return nil, fmt.Errorf("list %s: %w", q.Kind, err)
-	}
-	return docs, nil
+	return filter, opts
 }
 
 // Referrers lists the committed documents of kind that reference id.

@@ -248,3 +248,39 @@ func TestLooseReferencesMayComeFirst(t *testing.T) {
 		t.Fatalf("no longer referenced: %v", err)
 	}
 }
+
+// Names lists what List does, by _id, names alone: pending documents, other kinds and
+// other parents left out, on each backend.
+func TestNamesAreListsNames(t *testing.T) {
+	forEachBackend(t, "", func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		for _, d := range []*Doc{doc("/p", ""), doc("/q", ""), doc("/p/b", "/p"), doc("/p/a", "/p"), doc("/q/z", "/q"),
+			{ID: "/p/o", Parent: "/p", Kind: "other", Name: "o", Body: `{}`}} {
+			if err := s.Create(ctx, d); err != nil {
+				t.Fatal(err)
+			}
+		}
+		now := time.Now().UTC()
+		if _, err := s.coll.InsertOne(ctx, &Doc{ID: "/p/c", Parent: "/p", Kind: "k", Name: "/p/c", PendingSince: &now}); err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []Query{{Parent: "/p", Kind: "k"}, {Parent: "/q", Kind: "k"}, {Parent: "/p", Kind: "other"},
+			{Parent: "/p", Kind: "k", Name: "/p/b"}, {Parent: "/x", Kind: "k"}} {
+			docs, err := s.List(ctx, q)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := []string{}
+			for _, d := range docs {
+				want = append(want, d.Name)
+			}
+			names, err := s.Names(ctx, q)
+			if err != nil || fmt.Sprint(names) != fmt.Sprint(want) || len(names) != len(want) {
+				t.Fatalf("Names(%+v) = %q, %v; List's names: %q", q, names, err, want)
+			}
+		}
+		if names, _ := s.Names(ctx, Query{Parent: "/p", Kind: "k"}); fmt.Sprint(names) != "[/p/a /p/b]" {
+			t.Fatalf("Names = %q, want [/p/a /p/b]", names)
+		}
+	})
+}
