@@ -37,8 +37,8 @@ func (s *Server) reachabilityOf(ctx context.Context, key string, admin bool) (re
 	return r, nil
 }
 
-// reachabilityCounts counts the probed clusters by reachability (those never probed are
-// not counted: the fleet's summary says how many were).
+// reachabilityCounts counts the clusters by reachability as the last round of probes
+// ended (clusters never probed are not counted).
 func (s *Server) reachabilityCounts(ctx context.Context) (map[string]int, error) {
 	return health.Open(s.Store.Database()).Counts(ctx)
 }

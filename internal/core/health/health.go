@@ -92,16 +92,37 @@ func (s *Store) Forget(ctx context.Context, after, upTo string, kept []string) e
 
 // round is the document of the last round of probes.
 type round struct {
-	Started time.Time `bson:"started"`
+	Started time.Time      `bson:"started"`
+	States  map[string]int `bson:"states"` // the clusters by state as the round ended
 }
 
-// Round records that a round of probes that started at t has completed.
+// Round records that a round of probes that started at t has completed, with the
+// clusters counted by state then: the fleet reads those counts, one document, where
+// counting them on each request would read every cluster's (a second at 10,000 on
+// FerretDB).
 func (s *Store) Round(ctx context.Context, t time.Time) error {
-	_, err := s.coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: roundID}}, round{Started: t}, options.Replace().SetUpsert(true))
+	states, err := s.count(ctx)
+	if err != nil {
+		return err
+	}
+	_, err = s.coll.ReplaceOne(ctx, bson.D{{Key: "_id", Value: roundID}}, round{Started: t, States: states}, options.Replace().SetUpsert(true))
 	if err != nil {
 		return fmt.Errorf("store the round of probes: %w", err)
 	}
 	return nil
+}
+
+// Counts returns the clusters by state as the last round ended (empty before the first).
+func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
+	var r round
+	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: roundID}}).Decode(&r)
+	if err != nil && err != mongo.ErrNoDocuments {
+		return nil, fmt.Errorf("read the round of probes: %w", err)
+	}
+	if r.States == nil {
+		r.States = map[string]int{}
+	}
+	return r.States, nil
 }
 
 // Of returns the outcomes of keys (every cluster when keys is nil), with Checked set;
@@ -126,8 +147,8 @@ func (s *Store) Of(ctx context.Context, keys []string) (map[string]Cluster, erro
 	return out, nil
 }
 
-// Counts counts the clusters probed by state.
-func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
+// count counts the clusters probed by state.
+func (s *Store) count(ctx context.Context) (map[string]int, error) {
 	cur, err := s.coll.Find(ctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$ne", Value: roundID}}}},
 		options.Find().SetProjection(bson.D{{Key: "state", Value: 1}}))
 	if err != nil {

@@ -57,6 +57,9 @@ func TestSaveKeepsWhatDidNotChange(t *testing.T) {
 			t.Errorf("%s: %+v, want %+v", k, g, w)
 		}
 	}
+	if err := s.Round(ctx, t1); err != nil {
+		t.Fatal(err)
+	}
 	counts, err := s.Counts(ctx)
 	if err != nil {
 		t.Fatal(err)
@@ -68,7 +71,7 @@ func TestSaveKeepsWhatDidNotChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, ok := one["cp+z"]; len(one) != 1 || ok || one["cp+b"].State != Reachable {
+	if _, ok := one["cp+z"]; len(one) != 1 || ok || one["cp+b"].State != Reachable || !one["cp+b"].Checked.Equal(t1) {
 		t.Errorf("of cp+b and cp+z (never probed): %v", one)
 	}
 }
