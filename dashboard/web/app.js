@@ -159,6 +159,7 @@ function route(moveFocus) {
   const { path, segs, query } = parseHash();
   if (current && current.path === path) {
     current.query?.(query); // same view, other filters or page
+    routed();
     return;
   }
   leave();
@@ -177,7 +178,12 @@ function route(moveFocus) {
   clearMessage();
   if (moveFocus) heading.focus();
   refreshNow();
+  routed();
 }
+
+// routed marks the hash the page shows: the hashchange event comes a task after the
+// address changed, so a test (or a tool) waits for this, not for the address.
+function routed() { document.body.dataset.route = location.hash; }
 
 window.addEventListener('hashchange', () => route(true));
 

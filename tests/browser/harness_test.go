@@ -476,12 +476,14 @@ func (p *page) follow(route string) {
 	p.waitVisible("h1", time.Minute)
 }
 
-// waitHash waits until the page's route is route.
+// waitHash waits until the page's route is route, and the page shows it.
 func (p *page) waitHash(route string) {
 	p.t.Helper()
+	// The page shows route once it has handled the hashchange (app.js marks the body), a
+	// task after the address changed: before, the old view is still there.
 	p.waitUntil("route "+route, 30*time.Second, func() (bool, string, error) {
-		h, err := eval[string](p, `location.hash`)
-		return h == route, "location.hash " + h, err
+		h, err := eval[string](p, `location.hash + " " + (document.body.dataset.route ?? "")`)
+		return h == route+" "+route, "location.hash and the route shown: " + h, err
 	})
 }
 
