@@ -143,6 +143,7 @@ const ctx = {
   setQuery(params) {
     const qs = params.toString();
     history.replaceState(history.state, '', `#/${current.path}${qs ? `?${qs}` : ''}`);
+    routed();
   },
 };
 
