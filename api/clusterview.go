@@ -87,10 +87,7 @@ func (s *Server) clusterDashboard(c echo.Context) error {
 	}
 	provider, cluster := c.Param("clusterProvider"), c.Param("cluster")
 	key := lifecycle.ClusterKey(provider, cluster)
-	var projects []string // nil: all
-	if p := principal(c); p != nil && !p.Admin {
-		projects = append([]string{}, p.Projects()...)
-	}
+	projects := callerProjects(c)
 	docs, err := s.projectDIGs(ctx, projects)
 	if err != nil {
 		return err

@@ -191,10 +191,7 @@ func (s *Server) fleet(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var projects []string // nil: all
-	if p := principal(c); p != nil && !p.Admin {
-		projects = append([]string{}, p.Projects()...)
-	}
+	projects := callerProjects(c)
 	if q.project != "" {
 		if p := principal(c); p != nil && !p.CanAccessProject(q.project) {
 			return httpErr(http.StatusForbidden, "project %q is not granted to %q", q.project, p.Subject)
@@ -224,6 +221,15 @@ func (s *Server) fleet(c echo.Context) error {
 	out.DIGs = append(out.DIGs, kept[min(q.offset, len(kept)):min(q.offset+q.limit, len(kept))]...)
 	s.fleetProgress(ctx, out.DIGs)
 	return c.JSON(http.StatusOK, out)
+}
+
+// callerProjects are the projects the caller may see: nil (every one) for an admin or
+// without authentication, else the tenant's.
+func callerProjects(c echo.Context) []string {
+	if p := principal(c); p != nil && !p.Admin {
+		return append([]string{}, p.Projects()...)
+	}
+	return nil
 }
 
 // projectDIGs lists the DIGs of projects (nil: every project), a query per project.

@@ -97,10 +97,7 @@ func (s *Server) fleetClusters(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var projects []string // nil: all
-	if p := principal(c); p != nil && !p.Admin {
-		projects = append([]string{}, p.Projects()...)
-	}
+	projects := callerProjects(c)
 	ctx := c.Request().Context()
 	var providers []string
 	var clusters [][]string
