@@ -61,25 +61,26 @@ func (w *Writer) read(ctx context.Context, r Remote, fn func(*object.Tree) error
 	if err != nil {
 		return "", err
 	}
-	cl, release, err := w.acquire(ctx, r)
-	if err != nil {
-		return "", safeError(err, r.Token)
-	}
-	defer release()
-	head, err := cl.fetch(ctx, r)
+	var head plumbing.Hash
+	err = w.withClone(ctx, r, func(cl *clone) (err error) {
+		if head, err = cl.fetch(ctx, r); err != nil || head.IsZero() {
+			return err
+		}
+		c, err := object.GetCommit(cl.repo.Storer, head)
+		if err != nil {
+			return fmt.Errorf("read %s: %w", r, err)
+		}
+		root, err := c.Tree()
+		if err != nil {
+			return fmt.Errorf("read %s: %w", r, err)
+		}
+		if err := fn(root); err != nil {
+			return fmt.Errorf("read %s: %w", r, err)
+		}
+		return nil
+	})
 	if err != nil || head.IsZero() {
 		return "", safeError(err, r.Token)
-	}
-	c, err := object.GetCommit(cl.repo.Storer, head)
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", r, err)
-	}
-	root, err := c.Tree()
-	if err != nil {
-		return "", fmt.Errorf("read %s: %w", r, err)
-	}
-	if err := fn(root); err != nil {
-		return "", safeError(fmt.Errorf("read %s: %w", r, err), r.Token)
 	}
 	return head.String(), nil
 }
@@ -113,15 +114,19 @@ func (w *Writer) Contains(ctx context.Context, r Remote, ancestor, descendant st
 	if err != nil {
 		return false, err
 	}
-	cl, release, err := w.acquire(ctx, r)
-	if err != nil {
-		return false, safeError(err, r.Token)
-	}
-	defer release()
+	var in bool
+	err = w.withClone(ctx, r, func(cl *clone) (err error) {
+		in, err = cl.contains(ctx, r, a, d)
+		return err
+	})
+	return in, safeError(err, r.Token)
+}
+
+func (cl *clone) contains(ctx context.Context, r Remote, a, d plumbing.Hash) (bool, error) {
 	s := cl.repo.Storer
 	if s.HasEncodedObject(a) != nil || s.HasEncodedObject(d) != nil {
 		if _, err := cl.fetch(ctx, r); err != nil {
-			return false, safeError(err, r.Token)
+			return false, err
 		}
 	}
 	dc, err := object.GetCommit(s, d)

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net/mail"
 	"os"
@@ -19,8 +20,10 @@ import (
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/transport"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 )
 
 // Writer commits to git repositories over HTTP(S). It keeps one bare clone per repository
@@ -76,12 +79,11 @@ func (w *Writer) Commit(ctx context.Context, r Remote, c Change) (Result, error)
 	if err != nil {
 		return Result{}, err
 	}
-	cl, release, err := w.acquire(ctx, r)
-	if err != nil {
-		return Result{}, safeError(err, r.Token)
-	}
-	defer release()
-	res, err := w.commit(ctx, cl, r, c, edit)
+	var res Result
+	err = w.withClone(ctx, r, func(cl *clone) (err error) {
+		res, err = w.commit(ctx, cl, r, c, edit)
+		return err
+	})
 	return res, safeError(err, r.Token)
 }
 
@@ -229,6 +231,37 @@ func backoff(ctx context.Context, attempt int) error {
 	case <-t.C:
 		return nil
 	}
+}
+
+// withClone calls fn with the clone of r's repository, held for the call. A clone found
+// damaged (a process killed while it wrote a ref or an object leaves the file empty or cut
+// short) is only a cache: it is made again from nothing and fn called once more.
+func (w *Writer) withClone(ctx context.Context, r Remote, fn func(*clone) error) error {
+	cl, release, err := w.acquire(ctx, r)
+	if err != nil {
+		return err
+	}
+	defer release()
+	err = fn(cl)
+	if !damaged(err) {
+		return err
+	}
+	dir := filepath.Join(w.Dir, cloneDirName(r.URL))
+	if rerr := os.RemoveAll(dir); rerr != nil {
+		return errors.Join(err, rerr)
+	}
+	if cl.repo, err = openClone(dir, r.URL); err != nil {
+		cl.repo = nil
+		return fmt.Errorf("local clone of %s: %w", r.URL, err)
+	}
+	return fn(cl)
+}
+
+// damaged tells the errors of an unreadable ref or object (go-git's packfile errors, zlib's
+// among them, carry their details in a new value, so they are matched by type).
+func damaged(err error) bool {
+	var pe *packfile.Error
+	return errors.Is(err, dotgit.ErrEmptyRefFile) || errors.As(err, &pe) || errors.Is(err, io.ErrUnexpectedEOF)
 }
 
 // acquire opens (creating it if need be) the clone of r's repository and holds it until

@@ -169,7 +169,8 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return WaitReady(ctx, p, 90*time.Second, func(ctx context.Context) error {
+	// Its RBAC bootstrap has taken over 90 s on a machine running four stacks: slow, not failed.
+	return WaitReady(ctx, p, 3*time.Minute, func(ctx context.Context) error {
 		return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 	})
 }
