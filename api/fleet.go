@@ -71,6 +71,8 @@ type fleetSummary struct {
 	// Placements counts the DIGs' placements on clusters (a cluster once per DIG) by the
 	// state of the cluster's worst object there.
 	Placements map[string]int `json:"placements"`
+	// ReadyPlacements counts the placements of DIGs with a live read by readiness.
+	ReadyPlacements map[string]int `json:"readyPlacements"`
 	// Clusters counts the registered clusters probed by reachability (Reachable,
 	// Unreachable, GitOps); clusters not probed yet are not counted.
 	Clusters map[string]int `json:"clusters"`
@@ -95,6 +97,9 @@ type fleetDIG struct {
 	Operation *fleetOperation `json:"operation"`
 	Rollout   *fleetRollout   `json:"rollout,omitempty"`
 	Drift     *fleetDrift     `json:"drift,omitempty"`
+	// Ready is what the last live read of all its clusters found (status=ready); absent
+	// until one ran on the current revision.
+	Ready *appctx.Readiness `json:"ready,omitempty"`
 	// Attention says why the DIG needs an operator; empty when it does not.
 	Attention []string `json:"attention"`
 	ctxID     string
@@ -311,7 +316,7 @@ func (s *Server) fleetDIGs(ctx context.Context, docs []*store.Doc) ([]fleetDIG, 
 
 // describe fills f from its current context h (id).
 func (f *fleetDIG) describe(id string, h *appctx.FleetContext) {
-	f.Revision, f.ContextStatus, f.Error = h.Revision, h.Status, h.Error
+	f.Revision, f.ContextStatus, f.Error, f.Ready = h.Revision, h.Status, h.Error, h.Ready
 	f.Clusters, f.States, f.Objects = h.Clusters, h.States, h.Objects
 	if !h.Updated.IsZero() && (f.Updated == nil || h.Updated.After(*f.Updated)) {
 		at := h.Updated
@@ -380,6 +385,11 @@ func attentionOf(f *fleetDIG) []string {
 	if f.Drift.left() > 0 {
 		out = append(out, plural(f.Drift.left(), "object")+" drifted")
 	}
+	if f.Ready != nil && f.Operation == nil { // while one runs, not ready yet is its progress
+		if n := f.Ready.Clusters[readyNotReady] + f.Ready.Clusters[readyNotPresent]; n > 0 {
+			out = append(out, plural(n, "cluster")+" not ready at the last read")
+		}
+	}
 	return out
 }
 
@@ -392,11 +402,16 @@ func plural(n int, what string) string {
 }
 
 func summarizeFleet(digs []fleetDIG, now time.Time) fleetSummary {
-	s := fleetSummary{DIGs: len(digs), States: map[string]int{}, Placements: map[string]int{}}
+	s := fleetSummary{DIGs: len(digs), States: map[string]int{}, Placements: map[string]int{}, ReadyPlacements: map[string]int{}}
 	for _, d := range digs {
 		s.States[d.State]++
 		for st, n := range d.States {
 			s.Placements[st] += n
+		}
+		if d.Ready != nil {
+			for st, n := range d.Ready.Clusters {
+				s.ReadyPlacements[st] += n
+			}
 		}
 		if d.Operation != nil {
 			s.Running++

@@ -174,3 +174,62 @@ func TestFleetOfATenant(t *testing.T) {
 	}
 	c.do("GET", "/fleet", nil).must(t, http.StatusUnauthorized)
 }
+
+// A live read of every cluster (status=ready) leaves its counts on the fleet's home until
+// the next one; a read of some clusters leaves them as they were, and neither is a change.
+func TestFleetShowsTheLastReadOfEveryCluster(t *testing.T) {
+	ops := &fleetOps{}
+	c := newClient(t, func(s *Server) { ops.contexts = s.Contexts; s.Ops = ops })
+	fleetOf(t, c, ops)
+	var f fleetAnswer
+	c.do("GET", "/fleet", nil).must(t, 200).json(t, &f)
+	if d1 := f.DIGs[0]; d1.Ready != nil || len(f.Summary.ReadyPlacements) != 0 {
+		t.Fatalf("dig1 before any read: %+v, summary %+v", d1.Ready, f.Summary.ReadyPlacements)
+	}
+	updated := f.DIGs[0].Updated
+
+	ready := appctx.Live{State: appctx.LivePresent, Ready: true}
+	ops.live = map[string][]appctx.Live{
+		"app1/cp1+c1": {ready, ready, ready},
+		"app1/cp1+c2": {ready, {State: appctx.LivePresent}, {State: appctx.LiveNotPresent}},
+	}
+	c.do("GET", pDIG+"/status?status=ready&output=summary", nil).must(t, 200)
+	f = fleetAnswer{} // decoding into the last answer would merge its maps
+	c.do("GET", "/fleet", nil).must(t, 200).json(t, &f)
+	d1 := f.DIGs[0]
+	if r := d1.Ready; r == nil || r.Clusters[readyReady] != 1 || r.Clusters[readyNotReady] != 1 || len(r.Clusters) != 2 ||
+		r.Objects[readyReady] != 4 || r.Objects[readyNotReady] != 1 || r.Objects[readyNotPresent] != 1 || time.Since(r.Read) > time.Minute {
+		t.Fatalf("dig1's readiness: %+v", d1.Ready)
+	}
+	if !slices.Contains(d1.Attention, "1 cluster not ready at the last read") || f.Summary.ReadyPlacements[readyNotReady] != 1 ||
+		f.Summary.ReadyPlacements[readyReady] != 1 {
+		t.Errorf("attention %q, summary %+v", d1.Attention, f.Summary.ReadyPlacements)
+	}
+	// While an operation runs, clusters not ready yet are its progress, not a need.
+	if err := ops.contexts.SaveReadiness(context.Background(), "ctx-3", appctx.Readiness{Clusters: map[string]int{readyNotReady: 2}, Read: time.Now()}); err != nil {
+		t.Fatal(err)
+	}
+	f = fleetAnswer{}
+	c.do("GET", "/fleet", nil).must(t, 200).json(t, &f)
+	if d3 := f.DIGs[2]; d3.Ready == nil || d3.Ready.Clusters[readyNotReady] != 2 || slices.ContainsFunc(d3.Attention, func(s string) bool { return strings.Contains(s, "not ready") }) {
+		t.Errorf("dig3, updating: ready %+v, attention %q", d3.Ready, d3.Attention)
+	}
+	if d1.Updated == nil || updated == nil || !d1.Updated.Equal(*updated) {
+		t.Errorf("a read changed the DIG's last change: %v, was %v", d1.Updated, updated)
+	}
+
+	// One cluster read again, now all ready: the counts stay those of the full read.
+	ops.live["app1/cp1+c2"] = []appctx.Live{ready, ready, ready}
+	c.do("GET", pDIG+"/status?status=ready&cluster=cp1%2Bc2", nil).must(t, 200)
+	f = fleetAnswer{}
+	c.do("GET", "/fleet", nil).must(t, 200).json(t, &f)
+	if r := f.DIGs[0].Ready; r == nil || r.Clusters[readyNotReady] != 1 {
+		t.Errorf("a read of one cluster changed the counts: %+v", r)
+	}
+	c.do("GET", pDIG+"/status?status=ready", nil).must(t, 200)
+	f = fleetAnswer{}
+	c.do("GET", "/fleet", nil).must(t, 200).json(t, &f)
+	if r := f.DIGs[0].Ready; r == nil || r.Clusters[readyReady] != 2 || len(r.Clusters) != 1 || slices.ContainsFunc(f.DIGs[0].Attention, func(s string) bool { return strings.Contains(s, "not ready") }) {
+		t.Errorf("after a read of every cluster, all ready: %+v, attention %q", r, f.DIGs[0].Attention)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 
@@ -208,6 +209,12 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 		}
 	}
 	b.finish(out)
+	if target.DIG != "" && q.ready && len(q.apps) == 0 && len(q.clusters) == 0 && len(q.names) == 0 {
+		// A read of every object: the fleet's home shows its counts until the next one.
+		if err := s.Contexts.SaveReadiness(ctx, ctxID, b.readiness(time.Now().UTC())); err != nil {
+			return err
+		}
+	}
 	switch layout {
 	case lifecycle.ByCluster:
 		for _, a := range out.Apps {

@@ -2,6 +2,7 @@ package api
 
 import (
 	"encoding/json"
+	"maps"
 	"slices"
 	"time"
 
@@ -190,10 +191,22 @@ type statusBuilder struct {
 	deployed map[string]int
 	ready    map[string]int
 	apps     []appStatus
+	// byCluster counts each cluster's objects by readiness (the fleet's ready clusters).
+	byCluster map[string]map[string]int
 }
 
 func newStatusBuilder(q statusQuery, status string) *statusBuilder {
-	return &statusBuilder{q: q, status: status, deployed: map[string]int{}, ready: map[string]int{}}
+	return &statusBuilder{q: q, status: status, deployed: map[string]int{}, ready: map[string]int{}, byCluster: map[string]map[string]int{}}
+}
+
+// readiness is what the fleet keeps of a read of every object: objects and clusters by
+// readiness.
+func (b *statusBuilder) readiness(at time.Time) appctx.Readiness {
+	r := appctx.Readiness{Objects: maps.Clone(b.ready), Clusters: map[string]int{}, Read: at}
+	for _, counts := range b.byCluster {
+		r.Clusters[overallReadiness(counts)]++
+	}
+	return r
 }
 
 // add counts (and, unless output=summary, lists) one placement's resources.
@@ -213,6 +226,10 @@ func (b *statusBuilder) add(p *appctx.ClusterApp, apps map[string]*appctx.App) {
 			}
 			st := readiness(live)
 			b.ready[st]++
+			if b.byCluster[p.Cluster] == nil {
+				b.byCluster[p.Cluster] = map[string]int{}
+			}
+			b.byCluster[p.Cluster][st]++
 			rs.setStatus(b.q, st)
 			if live.Error != "" && rs.Error == "" {
 				rs.Error = live.Error

@@ -127,7 +127,7 @@ export function value(v, label = 'Details', depth = 0) {
 
 // The text-only markers of cluster and cell states (the state's name is always shown next
 // to one; the marker and the cell's tint only help scanning a large matrix).
-const MARKS = { Ready: '✓', Applied: '●', Pending: '…', NotReady: '◐', Retrying: '↻', Failed: '✗', Deleted: '−' };
+const MARKS = { Ready: '✓', Applied: '●', Pending: '…', NotReady: '◐', NotPresent: '○', Retrying: '↻', Failed: '✗', Deleted: '−' };
 
 // mark is a state's marker (hidden from screen readers: the state's name follows it);
 // states without one (a rollout stage's) get none.

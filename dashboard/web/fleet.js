@@ -1,7 +1,7 @@
 // The home: the fleet at a glance (GET /v2/fleet). A summary whose every count is a link
 // to the DIGs it counts (and to the clusters' grid, grid.js), then every DIG the caller
-// may see with its state, clusters by state, running operation, rollout, drift and what
-// needs an operator; filters, sorting and pages. The controls are built once; the
+// may see with its state, clusters by state and by readiness, running operation, rollout,
+// drift and what needs an operator; filters, sorting and pages. The controls are built once; the
 // summary and the table are re-rendered on
 // each poll (app.js), so the page follows the fleet without a reload.
 
@@ -14,6 +14,8 @@ const SORTS = [['name', 'Name'], ['attention', 'Needs attention first'], ['updat
 const STATES = ['Created', 'Approved', 'Instantiated', 'InstantiateStopped', 'Terminated', 'TerminateStopped', 'Updated', 'Migrated'];
 // Cluster states, worst first: the order the clusters cell lists them in.
 const CLUSTER_STATES = ['Failed', 'Retrying', 'Pending', 'Applied', 'Deleted'];
+// Readiness, worst first (EMCO's values).
+const READY_STATES = ['NotPresent', 'NotReady', 'Ready'];
 
 const digRoute = (d) => href('p', d.project, 'ca', d.compositeApp, d.compositeAppVersion, 'dig', d.name);
 const digKey = (d) => `${d.project}/${d.compositeApp}/${d.compositeAppVersion}/${d.name}`;
@@ -69,13 +71,31 @@ function driftCell(d, correct) {
     }, 'Correct drift') : null);
 }
 
+// readyCell shows what the last live read of all the DIG's clusters found; read asks for
+// one now (null: the DIG has nothing deployed to read).
+function readyCell(d, read) {
+  const x = d.ready;
+  const button = read && d.revision ? h('button', {
+    type: 'button', class: 'small', 'data-action': 'read-readiness', 'data-key': `read:${digKey(d)}`,
+    onclick: (e) => read(e.currentTarget, d),
+  }, x ? 'Read again' : 'Read now') : null;
+  if (!x) return h('td', { 'data-testid': 'fleet-ready' }, d.revision ? 'not read' : '—', button);
+  const byState = x.clusters || {};
+  const total = Object.values(byState).reduce((a, n) => a + n, 0);
+  const parts = READY_STATES.filter((s) => byState[s] > 0 && s !== 'Ready').map((s) =>
+    h('li', { class: `state st-${s}`, 'data-state': s }, mark(s), ` ${byState[s]} ${s}`));
+  return h('td', { 'data-testid': 'fleet-ready', 'data-ready': String(byState.Ready || 0), 'data-total': String(total) },
+    `${byState.Ready || 0} of ${total} clusters ready`, parts.length ? h('ul', { class: 'states' }, parts) : null,
+    h('span', { class: 'sub' }, 'read ', time(x.read)), button);
+}
+
 function attentionCell(d) {
   const a = list(d.attention);
   return h('td', { 'data-testid': 'fleet-attention', class: 'wrap' },
     a.length ? h('ul', { class: 'errors' }, a.map((x) => h('li', { class: 'error' }, String(x)))) : 'none');
 }
 
-function digRow(d, approve, correct) {
+function digRow(d, approve, correct, read) {
   return row({ 'data-dig': digKey(d), 'data-state': d.state, 'data-attention': String(list(d.attention).length > 0) }, [
     h('th', { scope: 'row' }, h('a', { href: digRoute(d), 'data-key': `fleet:${digKey(d)}` }, d.name),
       h('span', { class: 'sub' }, 'project ', h('a', { href: href('p', d.project) }, d.project), ', ',
@@ -84,7 +104,7 @@ function digRow(d, approve, correct) {
     h('td', { 'data-testid': 'fleet-state' }, stateText(d.state),
       d.revision ? h('span', { class: 'sub' }, `revision ${d.revision}`) : null,
       d.contextStatus && d.contextStatus !== d.state ? h('span', { class: 'sub' }, d.contextStatus) : null),
-    clustersCell(d), operationCell(d), rolloutCell(d, approve), driftCell(d, correct), attentionCell(d),
+    clustersCell(d), readyCell(d, read), operationCell(d), rolloutCell(d, approve), driftCell(d, correct), attentionCell(d),
     h('td', null, time(d.updated)),
   ]);
 }
@@ -198,6 +218,22 @@ export function fleetView(r, ctx) {
     }
   }
 
+  // readReadiness reads every cluster of the DIG live (status=ready): a read, not an
+  // operation, so it asks no confirmation; its counts are the next ready cell.
+  async function readReadiness(button, d) {
+    if (button.getAttribute('aria-busy') === 'true') return;
+    button.setAttribute('aria-busy', 'true');
+    try {
+      await get(`${digPath({ p: d.project, ca: d.compositeApp, v: d.compositeAppVersion, dig: d.name })}/status?status=ready&output=summary`);
+      ctx.say(`The clusters of ${d.name} were read.`, 'ok');
+    } catch (e) {
+      ctx.fail(e);
+    } finally {
+      button.removeAttribute('aria-busy');
+      ctx.refreshNow();
+    }
+  }
+
   // A count of the summary, a link to the DIGs it counts: the address of those filters
   // (the same view takes them, see query below).
   const filterLink = (id, n, label, query) => h('li', { 'data-testid': id, 'data-count': String(n) },
@@ -216,6 +252,7 @@ export function fleetView(r, ctx) {
     h('p', { 'data-testid': 'summary-states' }, 'By state: ', Object.keys(states).sort().map((st, i) =>
       [i ? ', ' : '', h('a', { href: `#/?state=${encodeURIComponent(st)}` }, `${st} ${states[st]}`)])),
     h('p', { 'data-testid': 'summary-placements' }, 'Placements on clusters by state: ', counts(s.placements)),
+    h('p', { 'data-testid': 'summary-ready' }, 'Placements by readiness (the last live read of each DIG): ', counts(s.readyPlacements)),
     h('p', { 'data-testid': 'summary-reachability' }, 'Clusters by reachability (the last probe of each API server): ', counts(s.clusters),
       ' — ', h('a', { href: '#/clusters', 'data-key': 'summary:grid' }, 'every cluster as a grid, by state')));
   }
@@ -238,8 +275,8 @@ export function fleetView(r, ctx) {
     const digs = list(f.digs);
     const matched = f.matched ?? digs.length;
     replace(box, table({ caption: 'Deployment intent groups', testid: 'fleet',
-      rows: digs.map((d) => (ctx.mayOperate(d.project) ? digRow(d, approveStage, correctDrift) : digRow(d, null, null))),
-      head: ['DIG', 'State', 'Clusters', 'Operation', 'Rollout', 'Drift', 'Needs attention', 'Last change'],
+      rows: digs.map((d) => (ctx.mayOperate(d.project) ? digRow(d, approveStage, correctDrift, readReadiness) : digRow(d, null, null, readReadiness))),
+      head: ['DIG', 'State', 'Clusters', 'Ready', 'Operation', 'Rollout', 'Drift', 'Needs attention', 'Last change'],
       empty: state.q || state.state || state.attention || state.project ? 'No deployment intent group matches the filters.' : 'No deployment intent group.' }));
     pageText.textContent = matched ? `${state.offset + 1}–${state.offset + digs.length} of ${matched}` : '0 of 0';
     prev.disabled = state.offset === 0;

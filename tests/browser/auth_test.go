@@ -73,15 +73,15 @@ func stackEnv(t *testing.T) []string {
 	return append(env, "TEMCO_KEY_FILE="+keys)
 }
 
-// startAuthAPI starts `temco api` on a free port with authentication by iss's key; it
-// is killed (and waited for) at the test's end.
-func startAuthAPI(t *testing.T, iss *authtest.Issuer) *authAPI {
+// startAuthAPI starts `temco api` on a free port with authentication by iss's key (and
+// env's settings); it is killed (and waited for) at the test's end.
+func startAuthAPI(t *testing.T, iss *authtest.Issuer, env ...string) *authAPI {
 	t.Helper()
 	keyFile := filepath.Join(t.TempDir(), "issuer.pem")
 	if err := os.WriteFile(keyFile, iss.PublicKeyPEM(), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := append(stackEnv(t),
+	env = append(append(stackEnv(t), env...),
 		"TEMCO_AUTH_ISSUER="+iss.Name, "TEMCO_AUTH_AUDIENCE="+iss.Audience,
 		"TEMCO_AUTH_PUBLIC_KEY_FILE="+keyFile, "TEMCO_AUTH_JWKS_URL=",
 		"TEMCO_API_TLS_CERT=", "TEMCO_API_TLS_KEY=")

@@ -71,6 +71,12 @@ func TestFleetHome(t *testing.T) {
 		p.fatalf("the summary counts %d DIGs (%v); the page lists %v", n, err, p.fleetRows())
 	}
 	p.noError()
+	// Its readiness, read live when asked: its one cluster, counted on the row.
+	p.click(rowA + ` td[data-testid=fleet-ready] button[data-action=read-readiness]`)
+	p.waitVisible(rowA+` td[data-testid=fleet-ready][data-total="1"]`, 2*time.Minute)
+	if s := p.text(rowA + ` td[data-testid=fleet-ready]`); !strings.Contains(s, " of 1 clusters ready") || !strings.Contains(s, "read ") {
+		p.fatalf("a's ready cell after a read reads %q", s)
+	}
 	p.shot("fleet")
 
 	// The name filter, typed: b's row alone, and the address says so.
@@ -132,7 +138,7 @@ func TestFleetHome(t *testing.T) {
 		p.fatalf("the cluster view's h1 reads %q", h)
 	}
 	onCluster := fmt.Sprintf(`table[data-testid=cluster-digs] tr[data-dig=%q]`, a.project+"/ca/v1/dig")
-	p.waitVisible(onCluster+`[data-state="Applied"]`, time.Minute)
+	p.waitVisible(onCluster+`[data-state="Ready"]`, time.Minute) // the home's read found it Ready
 	if n, _ := eval[int](p, fmt.Sprintf(`document.querySelectorAll(%q).length`, fmt.Sprintf(`table[data-testid=cluster-digs] tr[data-dig=%q]`, b.project+"/ca/v1/dig"))); n != 0 {
 		p.fatalf("b's DIG, never instantiated, shows on the cluster")
 	}

@@ -77,7 +77,7 @@ func TestClusterGrid(t *testing.T) {
 		_, sDown := api.at(keyDown)
 		_, sIdle := api.at(keyIdle)
 		if sDev != "Applied" || sDown != "Retrying" || sIdle != "none" {
-			return fmt.Errorf("dev %q, grid-down %q, grid-idle %q", sDev, sDown, sIdle)
+			return fmt.Errorf("dev %q, grid-down %q, grid-idle %q; the DIGs with clusters not Applied: %s", sDev, sDown, sIdle, notApplied(t))
 		}
 		return nil
 	})
@@ -206,4 +206,28 @@ func devKubeconfig(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return string(kc)
+}
+
+// notApplied names the fleet's DIGs with a cluster in a state other than Applied.
+func notApplied(t *testing.T) string {
+	var f struct {
+		DIGs []struct {
+			Project string         `json:"project"`
+			State   string         `json:"state"`
+			States  map[string]int `json:"states"`
+		} `json:"digs"`
+	}
+	if err := json.Unmarshal(must(t, 200, "GET", "/fleet?limit=1000", nil), &f); err != nil {
+		return err.Error()
+	}
+	var out []string
+	for _, d := range f.DIGs {
+		for st := range d.States {
+			if st != "Applied" {
+				out = append(out, fmt.Sprintf("%s (%s) %v", d.Project, d.State, d.States))
+				break
+			}
+		}
+	}
+	return strings.Join(out, "; ")
 }

@@ -461,9 +461,17 @@ func (p *page) waitGone(sel string, timeout time.Duration) {
 }
 
 // click clicks the first visible element matching the CSS selector, as a mouse does.
+// A view re-rendered by its poll between finding the element and clicking it (the
+// browser's "Could not find node") is clicked again: the selector finds the new one.
 func (p *page) click(sel string) {
 	p.t.Helper()
-	if err := p.run(time.Minute, chromedp.Click(chromedp.CSS(sel))); err != nil {
+	var err error
+	for range 5 {
+		if err = p.run(time.Minute, chromedp.Click(chromedp.CSS(sel))); err == nil || !strings.Contains(err.Error(), "Could not find node") {
+			break
+		}
+	}
+	if err != nil {
 		p.fatalf("click %s: %v", sel, err)
 	}
 }

@@ -61,7 +61,15 @@ func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
 		states[st]++
 		byState[st] = append(byState[st], d.Cluster)
 	}
-	_, err = s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}},
+	// FerretDB 1.x leaves an embedded document as it is when $set gives one with the same
+	// values under other keys ({"Pending": 1} stays when {"Applied": 1} is set): the old
+	// counts go first. Meanwhile a reader finds the batch uncounted and counts it live.
+	filter := bson.D{{Key: "_id", Value: id}}
+	if _, err := s.batches.UpdateOne(ctx, filter,
+		bson.D{{Key: "$unset", Value: bson.D{{Key: "counts", Value: ""}, {Key: "states", Value: ""}, {Key: "others", Value: ""}}}}); err != nil {
+		return err
+	}
+	_, err = s.batches.UpdateOne(ctx, filter,
 		bson.D{{Key: "$set", Value: bson.D{{Key: "counts", Value: counts}, {Key: "states", Value: states}, {Key: "others", Value: othersOf(byState)}}}})
 	return err
 }

@@ -25,6 +25,25 @@ type FleetContext struct {
 	States   map[string]int // clusters by their worst object's status
 	Objects  map[string]int // objects by status
 	Drift    *DriftSummary  // the last drift check (without its cluster lists); nil: none
+	Ready    *Readiness     // the last live read of all its clusters; nil: none
+}
+
+// Readiness is what the last live read of all of a context's clusters found: its objects
+// by readiness (EMCO's Ready, NotReady, NotPresent, Omitted) and its clusters by the
+// readiness of their objects together.
+type Readiness struct {
+	Objects  map[string]int `bson:"objects" json:"objects"`
+	Clusters map[string]int `bson:"clusters" json:"clusters"`
+	Read     time.Time      `bson:"read" json:"read"`
+}
+
+// SaveReadiness records r on context id. The context's updated time stays: a read
+// changes nothing deployed.
+func (s *Store) SaveReadiness(ctx context.Context, id string, r Readiness) error {
+	return s.exclusive(ctx, s.contexts, id, func(ctx context.Context) error {
+		_, err := s.contexts.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "ready", Value: r}}}})
+		return err
+	})
 }
 
 // Fleet reads what the fleet's home shows of each of the contexts ids: three queries
@@ -45,6 +64,7 @@ func (s *Store) Fleet(ctx context.Context, ids []string) (map[string]*FleetConte
 		Revision int64                    `bson:"revision"`
 		Updated  time.Time                `bson:"updated"`
 		Rollout  *lifecycle.RolloutStatus `bson:"rollout"`
+		Ready    *Readiness               `bson:"ready"`
 	}
 	var batches []batchDoc
 	var drifts []DriftSummary
@@ -55,7 +75,7 @@ func (s *Store) Fleet(ctx context.Context, ids []string) (map[string]*FleetConte
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() error {
 		cur, err := s.contexts.Find(gctx, bson.D{{Key: "_id", Value: in}}, options.Find().SetProjection(bson.D{
-			{Key: "status", Value: 1}, {Key: "error", Value: 1}, {Key: "op", Value: 1}, {Key: "revision", Value: 1}, {Key: "updated", Value: 1}, {Key: "rollout", Value: 1}}))
+			{Key: "status", Value: 1}, {Key: "error", Value: 1}, {Key: "op", Value: 1}, {Key: "revision", Value: 1}, {Key: "updated", Value: 1}, {Key: "rollout", Value: 1}, {Key: "ready", Value: 1}}))
 		if err != nil {
 			return err
 		}
@@ -80,7 +100,7 @@ func (s *Store) Fleet(ctx context.Context, ids []string) (map[string]*FleetConte
 		return nil, fmt.Errorf("read the fleet's %d contexts: %w", len(ids), err)
 	}
 	for _, h := range headers {
-		out[h.ID] = &FleetContext{Status: h.Status, Error: h.Error, Op: h.Op, Revision: h.Revision, Updated: h.Updated, Rollout: h.Rollout,
+		out[h.ID] = &FleetContext{Status: h.Status, Error: h.Error, Op: h.Op, Revision: h.Revision, Updated: h.Updated, Rollout: h.Rollout, Ready: h.Ready,
 			States: map[string]int{}, Objects: map[string]int{}}
 	}
 	for i := range drifts {

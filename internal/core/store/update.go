@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"fmt"
+	"maps"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 )
@@ -29,12 +30,12 @@ func (s *Store) Update(ctx context.Context, d *Doc) error {
 		if err := s.checkRefsAfterDeletes(ctx, added); err != nil {
 			return err
 		}
-		if err := s.swap(ctx, d, d.Rev); err != nil {
+		if err := s.swap(ctx, d, d.Rev, old.Fields); err != nil {
 			return err
 		}
 		if err := s.checkRefsAfterDeletes(ctx, added); err != nil {
 			old.Rev = d.Rev
-			if s.swap(ctx, old, old.Rev) == nil {
+			if s.swap(ctx, old, old.Rev, d.Fields) == nil {
 				d.Rev = old.Rev
 			}
 			return err
@@ -66,10 +67,19 @@ func (s *Store) SetState(ctx context.Context, d *Doc) error {
 	return err
 }
 
-// swap replaces the mutable fields of the document at revision rev with d's, bumping Rev.
-// The caller holds the claim; rev stays in the filter so that the write is also
-// conditional where the server is atomic (MongoDB), e.g. beside older temco processes.
-func (s *Store) swap(ctx context.Context, d *Doc, rev int64) error {
+// swap replaces the mutable fields of the document at revision rev with d's, bumping Rev;
+// was is the stored Fields. The caller holds the claim; rev stays in the filter so that
+// the write is also conditional where the server is atomic (MongoDB), e.g. beside older
+// temco processes.
+func (s *Store) swap(ctx context.Context, d *Doc, rev int64, was map[string]string) error {
+	if !maps.Equal(was, d.Fields) {
+		// FerretDB 1.x skips a $set whose document has the stored one's values under other
+		// keys ({"a": "1"} stays when {"b": "1"} is set): changed Fields go first.
+		if _, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "rev", Value: rev}, visible},
+			bson.D{{Key: "$unset", Value: bson.D{{Key: "fields", Value: ""}}}}); err != nil {
+			return fmt.Errorf("update %s: %w", d.ID, err)
+		}
+	}
 	d.Updated = s.now()
 	set := bson.D{
 		{Key: "rev", Value: rev + 1}, {Key: "updated", Value: d.Updated},
