@@ -212,6 +212,20 @@ func (f *fixture) objectsRoute(cluster string) string {
 	return f.digRoute() + "/c/" + provider + "/" + cluster + "/app/" + app
 }
 
+// gated gives a fixture a rollout whose one stage waits for an approval, and instantiates
+// it over the dev stack's api (no authentication).
+func gated(t *testing.T, project string) *fixture {
+	t.Helper()
+	cluster := devCluster.name
+	f := newProject(t, project, cluster)
+	f.deploy(cluster)
+	must(t, 201, "POST", f.dig()+"/rollout-strategies", res("gate", map[string]any{"stages": []any{
+		map[string]any{"name": "gate", "clusters": []string{cluster}, "before": []any{map[string]any{"type": "approval"}}}}}))
+	must(t, 202, "POST", f.dig()+"/approve", nil)
+	must(t, 202, "POST", f.dig()+"/instantiate", nil)
+	return f
+}
+
 // deploy creates the composite app, its profile and the DIG placing app "web" on the
 // cluster, left Created (not approved).
 func (f *fixture) deploy(cluster string) {

@@ -171,13 +171,7 @@ func (p *page) attr(sel, name string) string {
 // A stage waiting for an approval shows on the home with its button; Cancel in the dialog
 // changes nothing, Approve lets the rollout go on, which the REST API confirms.
 func TestFleetApprovesAWaitingStage(t *testing.T) {
-	cluster := devCluster.name
-	f := newProject(t, "br-fleet-gate", cluster)
-	f.deploy(cluster)
-	must(t, 201, "POST", f.dig()+"/rollout-strategies", res("gate", map[string]any{"stages": []any{
-		map[string]any{"name": "gate", "clusters": []string{cluster}, "before": []any{map[string]any{"type": "approval"}}}}}))
-	must(t, 202, "POST", f.dig()+"/approve", nil)
-	must(t, 202, "POST", f.dig()+"/instantiate", nil)
+	f := gated(t, "br-fleet-gate")
 	p := newPage(t)
 	p.extra = f.restView
 

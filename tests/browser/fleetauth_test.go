@@ -11,22 +11,9 @@ import (
 	"github.com/temco/temco/internal/adapters/auth/authtest"
 )
 
-// gated gives a fixture a rollout whose one stage waits for an approval, and instantiates
-// it over the dev stack's api (no authentication).
-func gated(t *testing.T, project string) *fixture {
-	t.Helper()
-	cluster := devCluster.name
-	f := newProject(t, project, cluster)
-	f.deploy(cluster)
-	must(t, 201, "POST", f.dig()+"/rollout-strategies", res("gate", map[string]any{"stages": []any{
-		map[string]any{"name": "gate", "clusters": []string{cluster}, "before": []any{map[string]any{"type": "approval"}}}}}))
-	must(t, 202, "POST", f.dig()+"/approve", nil)
-	must(t, 202, "POST", f.dig()+"/instantiate", nil)
-	return f
-}
-
-// With authentication on, the home's actions carry the caller's token and its rights: a
-// tenant reads its DIG's readiness and approves its stage from its row, sees the API's
+// With authentication on, the actions carry the caller's token and its rights: a tenant
+// reads its DIG's readiness, pauses and resumes its rollout (the DIG's page) and approves
+// its stage from its row, sees the API's
 // refusals (another project's fleet: 403; a live read beyond its budget: 429) in the
 // page's message; an admin operates the other project's DIG from the same home.
 func TestAuthenticatedFleetActions(t *testing.T) {
@@ -64,6 +51,32 @@ func TestAuthenticatedFleetActions(t *testing.T) {
 		return strings.Contains(m, `too many live reads of clusters from "fleet-tenant"`), m, nil
 	})
 	p.shot("fleet-tenant-refused-read")
+
+	// Its rollout, paused and resumed from its DIG's page, each confirmed, with its token.
+	p.goTo(mine.digRoute())
+	for _, c := range []struct{ action, label, then string }{{"pause", "Pause rollout", "Paused"}, {"resume", "Resume rollout", "Running"}} {
+		cmd := `div[data-testid=rollout-actions] button[data-action=rollout-` + c.action + `]`
+		p.waitVisible(cmd, time.Minute)
+		p.click(cmd)
+		p.waitVisible(dialogOn, 30*time.Second)
+		p.click("#confirm-yes")
+		p.waitUntil("the page saying the "+c.action+" went through", 30*time.Second, func() (bool, string, error) {
+			s := strings.TrimSpace(p.text(message))
+			return strings.HasPrefix(s, c.label+": the rollout of dig is"), s, nil
+		})
+		mine.eventually("the rollout "+c.then, time.Minute, func() error {
+			var v struct {
+				Rollout struct {
+					State string `json:"state"`
+				} `json:"rollout"`
+			}
+			if err := json.Unmarshal(must(t, 200, "GET", mine.dig()+"/dashboard", nil), &v); err != nil || v.Rollout.State != c.then {
+				return fmt.Errorf("rollout %q (%v)", v.Rollout.State, err)
+			}
+			return nil
+		})
+	}
+	p.goTo("#/")
 
 	// Its stage, approved from its row, with its token.
 	p.click(rowMine + approve)

@@ -392,27 +392,37 @@ func (s *Stack) Env() []string { return s.env() }
 
 // StartAPI (re)starts temco api and waits until it answers.
 func (s *Stack) StartAPI(ctx context.Context) error {
-	p, err := StartProc("temco api", filepath.Join(s.cfg.DataDir, "logs", "api.log"), s.cfg.Self, []string{"api"}, s.env())
-	if err != nil {
-		return err
-	}
-	s.mu.Lock()
-	s.API = p
-	s.mu.Unlock()
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.cfg.APIPort)
-	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, health) })
+	return s.startTemcoProc(ctx, "temco api", "api", &s.API, func(ctx context.Context, _ *Proc) error { return HTTPOK(ctx, health) })
 }
 
 // StartWorker (re)starts temco worker and waits until it polls its task queue.
 func (s *Stack) StartWorker(ctx context.Context) error {
-	p, err := StartProc("temco worker", filepath.Join(s.cfg.DataDir, "logs", "worker.log"), s.cfg.Self, []string{"worker"}, s.env())
-	if err != nil {
-		return err
+	return s.startTemcoProc(ctx, "temco worker", "worker", &s.Worker, func(ctx context.Context, p *Proc) error {
+		return s.workerPolling(ctx, p.Cmd.Process.Pid)
+	})
+}
+
+// startTemcoProc starts `temco <cmd>` into *slot and waits until ready says so. One that
+// exits before it is ready (its store or Temporal slow to answer on a loaded machine) is
+// started again, twice at most, and the output says so.
+func (s *Stack) startTemcoProc(ctx context.Context, name, cmd string, slot **Proc, ready func(context.Context, *Proc) error) error {
+	for try := 1; ; try++ {
+		p, err := StartProc(name, filepath.Join(s.cfg.DataDir, "logs", cmd+".log"), s.cfg.Self, []string{cmd}, s.env())
+		if err != nil {
+			return err
+		}
+		s.mu.Lock()
+		*slot = p
+		s.mu.Unlock()
+		err = WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return ready(ctx, p) })
+		if err == nil || p.Exited() == nil || try == 3 || ctx.Err() != nil {
+			return err
+		}
+		if s.cfg.Out != nil {
+			fmt.Fprintf(s.cfg.Out, "  %s exited while starting (%v); starting it again\n", name, err)
+		}
 	}
-	s.mu.Lock()
-	s.Worker = p
-	s.mu.Unlock()
-	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return s.workerPolling(ctx, p.Cmd.Process.Pid) })
 }
 
 // workerPolling succeeds once the worker process pid polls the task queue (the SDK's
