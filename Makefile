@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift bench-artifacts chaos histories generate fmt clean fuzz emco-example chromium
+.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift bench-probes bench-artifacts chaos histories generate fmt clean fuzz emco-example chromium
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -109,6 +109,13 @@ bench-restart: tools
 bench-drift: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
 	  $(GO) test -count=1 -run '^$$' -bench DriftCheck -benchtime 1x -timeout 60m ./tests/e2e/
+
+## bench-probes: the clusters of bench-scale (CLUSTERS) probed by the ClusterHealth
+## workflow: a first round and a steady one, each timed with the CPU of the worker,
+## Temporal, the store and the API servers (BENCHMARKS.md)
+bench-probes: tools
+	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
+	  $(GO) test -count=1 -run '^$$' -bench ClusterProbes -benchtime 1x -timeout 60m ./tests/e2e/
 
 ## bench-artifacts: one chart pushed to the stack's OCI registry and named by reference by
 ## the app of ARTIFACT_DIGS DIGs (3, a project each) on CLUSTERS clusters (as bench-scale's;

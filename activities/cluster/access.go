@@ -14,6 +14,7 @@ import (
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Access is the cluster activities' machinery for a per-cluster activity of another
@@ -103,8 +104,9 @@ func Permanent(err error) bool { return permanent(err) }
 // Probe asks cluster key's API server whether it is ready (GET /readyz) with the
 // cluster's own credentials: nil when it answered so. git is true, and nothing is asked,
 // for a cluster reached through git (temco does not talk to it).
-func (x Access) Probe(ctx context.Context, key string) (git bool, err error) {
-	tg, err := x.a.Clients.target(ctx, key, &appctx.Context{})
+// doc is the cluster's registration, as a listing of the store gave it.
+func (x Access) Probe(ctx context.Context, key string, doc *store.Doc) (git bool, err error) {
+	tg, err := x.a.Clients.targetOf(ctx, key, doc)
 	if err != nil {
 		return false, err
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // target is one way of reaching a cluster: its Kubernetes API (*client: server-side
@@ -68,6 +69,11 @@ func (c *Clients) target(ctx context.Context, key string, header *appctx.Context
 	if err != nil {
 		return nil, err
 	}
+	return c.targetOf(ctx, key, doc)
+}
+
+// targetOf is the target of cluster key registered as doc, with its own credentials.
+func (c *Clients) targetOf(ctx context.Context, key string, doc *store.Doc) (target, error) {
 	if doc.Fields[gitOpsField] == "true" {
 		g, err := c.gitCluster(ctx, key, doc)
 		if err != nil {

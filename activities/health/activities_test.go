@@ -32,7 +32,7 @@ func TestPagesCoverEveryClusterOnceInKeyOrder(t *testing.T) {
 		}
 		for _, c := range cs {
 			if err := st.Create(ctx, &store.Doc{ID: pid + "/clusters/" + c, Parent: pid, Scope: pid, Kind: model.KindCluster, Name: c,
-				Body: `{"metadata":{"name":"` + c + `"}}`}); err != nil {
+				Body: `{"metadata":{"name":"` + c + `"}}`, Secret: []byte("sealed kubeconfig")}); err != nil {
 				t.Fatal(err)
 			}
 		}
@@ -42,9 +42,14 @@ func TestPagesCoverEveryClusterOnceInKeyOrder(t *testing.T) {
 	for _, size := range []int{1, 2, 4, 100} {
 		var got []string
 		for after := ""; ; {
-			page, err := a.page(ctx, after, size)
+			page, docs, err := a.page(ctx, after, size)
 			if err != nil {
 				t.Fatal(err)
+			}
+			for i, d := range docs {
+				if p, c, _ := strings.Cut(page[i], "+"); d.ID != "/cluster-providers/"+p+"/clusters/"+c || string(d.Secret) != "sealed kubeconfig" {
+					t.Fatalf("the page's key %s comes with document %s, its kubeconfig %q", page[i], d.ID, d.Secret)
+				}
 			}
 			if len(page) > size {
 				t.Fatalf("size %d: a page of %d", size, len(page))
