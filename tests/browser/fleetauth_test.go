@@ -54,28 +54,7 @@ func TestAuthenticatedFleetActions(t *testing.T) {
 
 	// Its rollout, paused and resumed from its DIG's page, each confirmed, with its token.
 	p.goTo(mine.digRoute())
-	for _, c := range []struct{ action, label, then string }{{"pause", "Pause rollout", "Paused"}, {"resume", "Resume rollout", "Running"}} {
-		cmd := `div[data-testid=rollout-actions] button[data-action=rollout-` + c.action + `]`
-		p.waitVisible(cmd, time.Minute)
-		p.click(cmd)
-		p.waitVisible(dialogOn, 30*time.Second)
-		p.click("#confirm-yes")
-		p.waitUntil("the page saying the "+c.action+" went through", 30*time.Second, func() (bool, string, error) {
-			s := strings.TrimSpace(p.text(message))
-			return strings.HasPrefix(s, c.label+": the rollout of dig is"), s, nil
-		})
-		mine.eventually("the rollout "+c.then, time.Minute, func() error {
-			var v struct {
-				Rollout struct {
-					State string `json:"state"`
-				} `json:"rollout"`
-			}
-			if err := json.Unmarshal(must(t, 200, "GET", mine.dig()+"/dashboard", nil), &v); err != nil || v.Rollout.State != c.then {
-				return fmt.Errorf("rollout %q (%v)", v.Rollout.State, err)
-			}
-			return nil
-		})
-	}
+	p.pauseAndResume(mine)
 	p.goTo("#/")
 
 	// Its stage, approved from its row, with its token.

@@ -103,32 +103,8 @@ func TestRolloutTimeline(t *testing.T) {
 	p.shot("rollout-timeline")
 
 	// Pause, then resume, from the page, each confirmed; the API witnesses both.
-	rolloutIs := func(want string) {
-		f.eventually("the rollout "+want, time.Minute, func() error {
-			var v struct {
-				Rollout struct {
-					State string `json:"state"`
-				} `json:"rollout"`
-			}
-			if err := json.Unmarshal(must(t, 200, "GET", f.dig()+"/dashboard", nil), &v); err != nil || v.Rollout.State != want {
-				return fmt.Errorf("rollout %q (%v)", v.Rollout.State, err)
-			}
-			return nil
-		})
-	}
+	p.pauseAndResume(f)
 	resume := `div[data-testid=rollout-actions] button[data-action=rollout-resume]`
-	for _, c := range []struct{ action, label, then string }{{"pause", "Pause rollout", "Paused"}, {"resume", "Resume rollout", "Running"}} {
-		cmd := `div[data-testid=rollout-actions] button[data-action=rollout-` + c.action + `]`
-		p.waitVisible(cmd, time.Minute)
-		p.click(cmd)
-		p.waitVisible(dialogOn, 30*time.Second)
-		p.click("#confirm-yes")
-		p.waitUntil("the page saying the "+c.action+" went through", 30*time.Second, func() (bool, string, error) {
-			s, err := eval[string](p, fmt.Sprintf(`document.querySelector(%q)?.textContent ?? ""`, message))
-			return strings.HasPrefix(strings.TrimSpace(s), c.label+": the rollout of dig is"), s, err
-		})
-		rolloutIs(c.then)
-	}
 	p.waitGone(resume, 30*time.Second) // a running rollout is not offered Resume
 
 	// The approve button stays in the stages table; the keyboard reaches it.
@@ -275,4 +251,32 @@ func TestRevisionHistory(t *testing.T) {
 		p.fatalf("the polls read the diff again: %v", d)
 	}
 	p.shot("revisions")
+}
+
+// pauseAndResume pauses, then resumes, f's running rollout with the DIG page's buttons,
+// each confirmed in the dialog; the page says so, and the API's rollout state follows.
+func (p *page) pauseAndResume(f *fixture) {
+	p.t.Helper()
+	for _, c := range []struct{ action, label, then string }{{"pause", "Pause rollout", "Paused"}, {"resume", "Resume rollout", "Running"}} {
+		cmd := `div[data-testid=rollout-actions] button[data-action=rollout-` + c.action + `]`
+		p.waitVisible(cmd, time.Minute)
+		p.click(cmd)
+		p.waitVisible(dialogOn, 30*time.Second)
+		p.click("#confirm-yes")
+		p.waitUntil("the page saying the "+c.action+" went through", 30*time.Second, func() (bool, string, error) {
+			s := strings.TrimSpace(p.text(message))
+			return strings.HasPrefix(s, c.label+": the rollout of dig is"), s, nil
+		})
+		f.eventually("the rollout "+c.then, time.Minute, func() error {
+			var v struct {
+				Rollout struct {
+					State string `json:"state"`
+				} `json:"rollout"`
+			}
+			if err := json.Unmarshal(must(f.t, 200, "GET", f.dig()+"/dashboard", nil), &v); err != nil || v.Rollout.State != c.then {
+				return fmt.Errorf("rollout %q (%v)", v.Rollout.State, err)
+			}
+			return nil
+		})
+	}
 }
