@@ -204,6 +204,24 @@ type DeploymentIntentGroupStatus struct {
 	// UpdateRequest and RollbackRequest are the annotations' values carried out.
 	UpdateRequest   string `json:"updateRequest,omitempty"`
 	RollbackRequest string `json:"rollbackRequest,omitempty"`
+	// Requested is an update or rollback asked of temco whose answer is not recorded yet.
+	// +optional
+	Requested *RequestedOperation `json:"requested,omitempty"`
+}
+
+// RequestedOperation is an update or rollback, written down before the hub asks for it:
+// both leave the DIG's state as it was, so a hub killed before recording temco's answer
+// learns from the DIG's revisions whether temco took it, instead of asking twice.
+type RequestedOperation struct {
+	// Op is "update" or "rollback".
+	Op string `json:"op"`
+	// Revision is the DIG's revision when it was asked: temco took it if a later revision
+	// came of Op.
+	Revision int `json:"revision"`
+	// Hash is the configuration's hash an update deploys.
+	Hash string `json:"hash,omitempty"`
+	// Request is the annotation's value it carries out.
+	Request string `json:"request,omitempty"`
 }
 
 // DeploymentIntentGroup is a temco DIG, in its project's namespace.

@@ -173,49 +173,70 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 	for _, app := range slices.Compact(apps) {
 		st.AppClusters = append(st.AppClusters, v1.AppCounts{App: app, Clusters: counts(byState.AppStates[app])})
 	}
-	// start starts op; done records what it carried out, once the API took it (a request
-	// that failed is tried again).
-	start := func(op string, body any, done func()) (time.Duration, error) {
-		a, err := r.operate(ctx, owner, path, op, body)
+	// An update or rollback asked for by a hub that did not record the answer (killed
+	// after the 202): temco took it if a later revision came of it.
+	if q := st.Requested; q != nil {
+		took, err := r.madeSince(ctx, path, q.Revision, q.Op)
 		if err != nil {
 			return 0, err
 		}
-		if done != nil {
-			done()
+		st.Requested = nil
+		if took {
+			carried(st, *q)
 		}
-		st.Operation, st.WorkflowID = op, a.WorkflowID
-		if op == "instantiate" || op == "update" {
-			st.DeployedHash = st.AppliedHash
+	}
+	// start asks for q.Op and records what it carries out, once the API took it (a request
+	// that failed is asked again).
+	start := func(q v1.RequestedOperation, body any) (time.Duration, error) {
+		if q.Op == "update" || q.Op == "rollback" {
+			// These leave the state as it was, so the request is written down first.
+			q.Revision = v.Revision
+			st.Requested = &q
+			if err := r.writeStatus(ctx, o); err != nil {
+				return 0, err
+			}
 		}
-		setCondition(o, v1.Progressing, metav1.ConditionTrue, "Started", op+" started: "+a.WorkflowID)
-		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", op+" started")
+		a, err := r.operate(ctx, owner, path, q.Op, body)
+		if err != nil {
+			return 0, err
+		}
+		st.Requested = nil
+		carried(st, q)
+		st.WorkflowID = a.WorkflowID
+		setCondition(o, v1.Progressing, metav1.ConditionTrue, "Started", q.Op+" started: "+a.WorkflowID)
+		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", q.Op+" started")
 		return followRunning, nil
 	}
+	op := func(name string) v1.RequestedOperation { return v1.RequestedOperation{Op: name, Hash: st.AppliedHash} }
 	want, state := o.Spec.State, st.State
 	switch {
 	case want == v1.StateCreated:
 	case want == v1.StateApproved && (state == "Created" || state == "Terminated"):
-		return start("approve", nil, nil)
+		return start(op("approve"), nil)
 	case (want == v1.StateApproved || want == v1.StateTerminated) && isDeployed(state):
-		return start("terminate", nil, nil)
+		return start(op("terminate"), nil)
 	case want == v1.StateInstantiated && state == "Created":
 		if _, err := r.operate(ctx, owner, path, "approve", nil); err != nil {
 			return 0, err
 		}
-		return start("instantiate", nil, nil)
+		return start(op("instantiate"), nil)
 	case want == v1.StateInstantiated && (state == "Approved" || state == "Terminated"):
-		return start("instantiate", nil, nil)
+		return start(op("instantiate"), nil)
 	case want == v1.StateInstantiated && state == "Instantiated":
 		if rb := o.Annotations[v1.AnnotationRollback]; rb != "" && rb != st.RollbackRequest {
 			spec := map[string]any{"revision": rb}
 			if _, err := strconv.Atoi(rb); err != nil {
 				spec = map[string]any{"snapshot": rb}
 			}
-			return start("rollback", map[string]any{"spec": spec}, func() { st.RollbackRequest = rb })
+			q := op("rollback")
+			q.Request = rb
+			return start(q, map[string]any{"spec": spec})
 		}
 		up := o.Annotations[v1.AnnotationUpdate]
 		if st.DeployedHash != st.AppliedHash || up != "" && up != st.UpdateRequest {
-			return start("update", nil, func() { st.UpdateRequest = up })
+			q := op("update")
+			q.Request = up
+			return start(q, nil)
 		}
 	}
 	ready := want == "" || want == state || want == v1.StateApproved && state == "Approved"
@@ -225,6 +246,41 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 		setCondition(o, v1.Ready, metav1.ConditionFalse, state, "the DIG is "+state+", wanted "+want)
 	}
 	return 0, nil
+}
+
+// carried records an operation temco took.
+func carried(st *v1.DeploymentIntentGroupStatus, q v1.RequestedOperation) {
+	st.Operation = q.Op
+	switch q.Op {
+	case "instantiate":
+		st.DeployedHash = q.Hash
+	case "update":
+		st.DeployedHash, st.UpdateRequest = q.Hash, q.Request
+	case "rollback":
+		st.RollbackRequest = q.Request
+	}
+}
+
+// madeSince reports whether a revision after since came of op: the DIG's snapshots list
+// each revision with the operation that made it.
+func (r *Reconciler) madeSince(ctx context.Context, path string, since int, op string) (bool, error) {
+	var list []struct {
+		Revisions []struct {
+			Revision  int    `json:"revision"`
+			Operation string `json:"operation"`
+		} `json:"revisions"`
+	}
+	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/snapshots?limit=10"}, &list); err != nil {
+		return false, err
+	}
+	for _, s := range list {
+		for _, rv := range s.Revisions {
+			if rv.Revision > since && rv.Operation == op {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 // isDeployed: states a terminate starts from.

@@ -11,17 +11,20 @@ import (
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 )
 
-// lifecycle is a DIG stored in the fake API whose status answer the test chooses.
+// lifecycle is a DIG stored in the fake API whose status answer the test chooses, and on
+// a fake hub once looked at.
 type lifecycle struct {
-	api  *fakeAPI
-	r    *Reconciler
-	o    *v1.DeploymentIntentGroup
-	n    *node
-	path string
+	api      *fakeAPI
+	r        *Reconciler
+	o        *v1.DeploymentIntentGroup
+	n        *node
+	path     string
+	revision int // the dashboard's; 2 unless set
 }
 
 func newLifecycle(t *testing.T, want string) *lifecycle {
@@ -35,13 +38,13 @@ func newLifecycle(t *testing.T, want string) *lifecycle {
 		t.Fatal(err)
 	}
 	api.seed(n.path(), ownerOf("DeploymentIntentGroup", o), n.body)
-	return &lifecycle{api: api, r: &Reconciler{REST: api.rest()}, o: o, n: n, path: n.path()}
+	return &lifecycle{api: api, r: &Reconciler{REST: api.rest()}, o: o, n: n, path: n.path(), revision: 2}
 }
 
 // temco says the DIG is in state (no actions: Created), deployedStatus, an operation
 // running or not.
 func (l *lifecycle) temco(state, deployed string, running bool) {
-	v := map[string]any{"state": state, "contextStatus": deployed, "revision": 2, "instance": "ctx-1",
+	v := map[string]any{"state": state, "contextStatus": deployed, "revision": l.revision, "instance": "ctx-1",
 		"apps": []string{"web", "db"}, "total": 3, "states": map[string]int{"Applied": 2, "Retrying": 1}, "objects": map[string]int{"Applied": 5},
 		"appStates": map[string]map[string]int{"web": {"Ready": 1, "Applied": 1, "Retrying": 1}}}
 	if running {
@@ -52,8 +55,7 @@ func (l *lifecycle) temco(state, deployed string, running bool) {
 
 func (l *lifecycle) after(t *testing.T) time.Duration {
 	t.Helper()
-	l.api.reset()
-	next, err := digAfter(context.Background(), l.r, l.o, l.n)
+	next, err := l.look(t)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +65,28 @@ func (l *lifecycle) after(t *testing.T) time.Duration {
 		}
 	}
 	return next
+}
+
+// look runs digAfter once, with the object on the hub as the test set it up before its
+// first look.
+func (l *lifecycle) look(t *testing.T) (time.Duration, error) {
+	t.Helper()
+	if l.r.Kube == nil {
+		l.r.Kube = newKube(t, l.o.DeepCopy())
+		l.reread(t)
+	}
+	l.api.reset()
+	return digAfter(context.Background(), l.r, l.o, l.n)
+}
+
+// reread takes the object as the hub has it: what a restarted hub would see.
+func (l *lifecycle) reread(t *testing.T) {
+	t.Helper()
+	o := &v1.DeploymentIntentGroup{}
+	if err := l.r.Kube.Get(context.Background(), client.ObjectKeyFromObject(l.o), o); err != nil {
+		t.Fatal(err)
+	}
+	l.o = o
 }
 
 func (l *lifecycle) condition(t *testing.T, typ string) metav1.ConditionStatus {
@@ -176,12 +200,74 @@ func TestDigAfterKeepsAnUpdateRequestTheAPIDidNotTake(t *testing.T) {
 	l.o.Annotations = map[string]string{v1.AnnotationUpdate: "tag-moved-1"}
 	l.temco("Instantiated", "Instantiated", false)
 	l.api.answer(http.MethodPost, l.path+"/update", http.StatusServiceUnavailable, `{"message":"later"}`)
-	if _, err := digAfter(context.Background(), l.r, l.o, l.n); err == nil {
+	if _, err := l.look(t); err == nil {
 		t.Fatal("no error from a 503")
 	}
 	if l.o.Status.UpdateRequest != "" {
 		t.Errorf("updateRequest %q recorded though the update was not started", l.o.Status.UpdateRequest)
 	}
+}
+
+// An update or rollback leaves the DIG's state as it was, so a hub killed after temco's
+// 202 and before its status write must learn from the DIG's revisions that temco took it,
+// and not ask a second time; one whose request never landed asks again.
+func TestDigAfterAsksOnceForAnUpdateWhoseAnswerWasLost(t *testing.T) {
+	for _, c := range []struct {
+		name, op string
+		setup    func(o *v1.DeploymentIntentGroup)
+		carried  func(st v1.DeploymentIntentGroupStatus) bool
+	}{
+		{"changed configuration", "update", func(o *v1.DeploymentIntentGroup) { o.Status.DeployedHash = "deployed-before" },
+			func(st v1.DeploymentIntentGroupStatus) bool { return st.DeployedHash == "applied" }},
+		{"update annotation", "update", func(o *v1.DeploymentIntentGroup) {
+			o.Status.DeployedHash = "applied"
+			o.Annotations = map[string]string{v1.AnnotationUpdate: "tag-moved-1"}
+		}, func(st v1.DeploymentIntentGroupStatus) bool { return st.UpdateRequest == "tag-moved-1" }},
+		{"rollback annotation", "rollback", func(o *v1.DeploymentIntentGroup) {
+			o.Status.DeployedHash = "applied"
+			o.Annotations = map[string]string{v1.AnnotationRollback: "1"}
+		}, func(st v1.DeploymentIntentGroupStatus) bool { return st.RollbackRequest == "1" }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			l := newLifecycle(t, v1.StateInstantiated)
+			c.setup(l.o)
+			l.temco("Instantiated", "Instantiated", false)
+			l.after(t)
+			wantCalls(t, l.api.writes(), "POST "+l.path+"/"+c.op)
+			// Killed before its status write: the hub has what was written before the request.
+			l.reread(t)
+			if q := l.o.Status.Requested; q == nil || q.Op != c.op || q.Revision != 2 {
+				t.Fatalf("requested %+v on the hub before asking, want %s at revision 2", q, c.op)
+			}
+			// temco took it: revision 3 came of it, and it ended.
+			l.revision = 3
+			l.temco("Instantiated", "Instantiated", false)
+			l.api.answer(http.MethodGet, l.path+"/snapshots", http.StatusOK,
+				`[{"id":"b","revisions":[{"revision":3,"operation":"`+c.op+`"}]},{"id":"a","revisions":[{"revision":1,"operation":"instantiate"},{"revision":2,"operation":"update"}]}]`)
+			l.after(t)
+			wantCalls(t, l.api.writes())
+			if st := l.o.Status; st.Requested != nil || st.Operation != c.op || !c.carried(st) {
+				t.Errorf("status %+v: the operation temco took not recorded", st)
+			}
+		})
+	}
+	t.Run("request never landed", func(t *testing.T) {
+		l := newLifecycle(t, v1.StateInstantiated)
+		l.o.Status.DeployedHash = "deployed-before"
+		l.temco("Instantiated", "Instantiated", false)
+		l.api.answer(http.MethodPost, l.path+"/update", http.StatusServiceUnavailable, `{"message":"later"}`)
+		if _, err := l.look(t); err == nil {
+			t.Fatal("no error from a 503")
+		}
+		l.reread(t)
+		l.api.answer(http.MethodPost, l.path+"/update", 0, "")
+		l.api.answer(http.MethodGet, l.path+"/snapshots", http.StatusOK, `[{"id":"a","revisions":[{"revision":2,"operation":"update"}]}]`)
+		l.after(t)
+		wantCalls(t, l.api.writes(), "POST "+l.path+"/update")
+		if st := l.o.Status; st.Requested != nil || st.DeployedHash != "applied" {
+			t.Errorf("status %+v after the update was asked again", st)
+		}
+	})
 }
 
 func TestDigAfterRollsBack(t *testing.T) {
@@ -259,7 +345,7 @@ func TestDigAfterReturnsARefusal(t *testing.T) {
 	l := newLifecycle(t, v1.StateInstantiated)
 	l.temco("Approved", "", false)
 	l.api.answer(http.MethodPost, l.path+"/instantiate", http.StatusBadRequest, `{"message":"the logical cloud is not instantiated"}`)
-	_, err := digAfter(context.Background(), l.r, l.o, l.n)
+	_, err := l.look(t)
 	if r := mustRefuse(t, err, http.StatusBadRequest); r.Message != "the logical cloud is not instantiated" {
 		t.Errorf("message %q", r.Message)
 	}

@@ -122,25 +122,26 @@ func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	return res, err
 }
 
-func (g *generic[T]) fresh() client.Reader {
-	if g.Fresh != nil {
-		return g.Fresh
+func (r *Reconciler) fresh() client.Reader {
+	if r.Fresh != nil {
+		return r.Fresh
 	}
-	return g.Kube
+	return r.Kube
 }
 
 // writeStatus writes o's status, which must land: it records the operation this reconcile
-// started. The status was computed from the object as the API server had it, and the hub
-// is its only writer, so a conflict is someone else's change of spec or metadata, which a
-// status write leaves alone: it is written again on the newer version.
-func (g *generic[T]) writeStatus(ctx context.Context, o T) error {
+// started (or is about to ask for). The status was computed from the object as the API
+// server had it, and the hub is its only writer, so a conflict is someone else's change of
+// spec or metadata, which a status write leaves alone: it is written again on the newer
+// version.
+func (r *Reconciler) writeStatus(ctx context.Context, o client.Object) error {
 	for attempt := 1; ; attempt++ {
-		err := g.Kube.Status().Update(ctx, o)
+		err := r.Kube.Status().Update(ctx, o)
 		if !apierrors.IsConflict(err) || attempt == 5 {
 			return err
 		}
-		cur := g.ops.new()
-		if err := g.fresh().Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
+		cur := o.DeepCopyObject().(client.Object)
+		if err := r.fresh().Get(ctx, client.ObjectKeyFromObject(o), cur); err != nil {
 			return err
 		}
 		o.SetResourceVersion(cur.GetResourceVersion())
