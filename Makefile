@@ -74,7 +74,8 @@ bench: tools
 
 ## bench-scale: register CLUSTERS clusters (namespaces of three local API servers) through
 ## cluster imports, instantiate and terminate a 3-chart app on them, twice (TEMCO_SCALE_RUNS),
-## with 50 API clients for 20 s (TEMCO_SCALE_API_SECONDS) after the first instantiate,
+## with 50 API clients for 20 s (TEMCO_SCALE_API_SECONDS) after the first instantiate, in a
+## closed loop and then at each offered rate of TEMCO_SCALE_API_RATES (requests/s, "50 100 200"),
 ## against a raw parallel server-side apply; prints the ratios on a line of their own
 ## (TEMPORAL=postgresql: on temporal-server with PostgreSQL and 4 history shards, with
 ## REPLICAS api and worker processes, 2 by default there)

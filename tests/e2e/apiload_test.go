@@ -15,15 +15,32 @@ import (
 // project "load") and a read of the DIG's status summary. It prints p50 and p99 of each
 // and of CRUD as a whole (issue 41: p99 ≤ 50 ms for CRUD at 50 clients over 10,000
 // clusters).
-func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration) {
+//
+// rate 0 is a closed loop: each caller sends its next request as soon as the last is
+// answered, which measures the API's throughput (latency is then clients / throughput).
+// rate > 0 offers that many requests per second in all, each caller on a fixed schedule;
+// a request's time counts from when it was due, not sent, so a late answer also charges
+// the requests it delayed (no coordinated omission).
+func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration, rate float64) {
 	if r := (&client{}).do("GET", "/projects/load", nil); r.code == 404 {
 		mustCode(b, (&client{}).do("POST", "/projects", res("load", nil)), 201)
 	}
 	var mu sync.Mutex
 	took := map[string][]time.Duration{}
 	var failed []string
-	timed := func(c *client, op, method, path string, body any, code int) {
+	var interval time.Duration // between one caller's requests; 0: closed loop
+	if rate > 0 {
+		interval = time.Duration(float64(clients) / rate * float64(time.Second))
+	}
+	timed := func(c *client, due *time.Time, op, method, path string, body any, code int) {
 		start := time.Now()
+		if interval > 0 {
+			if wait := time.Until(*due); wait > 0 {
+				time.Sleep(wait) // pacing the load, not waiting for a state
+			}
+			start = *due
+			*due = due.Add(interval)
+		}
 		r := c.do(method, path, body)
 		elapsed := time.Since(start)
 		mu.Lock()
@@ -41,17 +58,18 @@ func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration) {
 	}
 	for w := range clients {
 		c := &client{base: bases[w%len(bases)]}
+		due := time.Now().Add(interval * time.Duration(w) / time.Duration(clients)) // callers spread over an interval
 		wg.Go(func() {
 			for i := 0; time.Now().Before(end); i++ {
 				name := fmt.Sprintf("w%d-%d", w, i)
 				path := "/projects/load/composite-apps/" + name + "/v1"
-				timed(c, "create", "POST", "/projects/load/composite-apps", res(name, map[string]any{"compositeAppVersion": "v1"}), 201)
-				timed(c, "read", "GET", path, nil, 200)
+				timed(c, &due, "create", "POST", "/projects/load/composite-apps", res(name, map[string]any{"compositeAppVersion": "v1"}), 201)
+				timed(c, &due, "read", "GET", path, nil, 200)
 				spec := res(name, map[string]any{"compositeAppVersion": "v1"})
 				spec["metadata"].(map[string]any)["description"] = "updated"
-				timed(c, "update", "PUT", path, spec, 200)
-				timed(c, "delete", "DELETE", path, nil, 204)
-				timed(c, "status", "GET", d.dig()+"/status?output=summary", nil, 200)
+				timed(c, &due, "update", "PUT", path, spec, 200)
+				timed(c, &due, "delete", "DELETE", path, nil, 204)
+				timed(c, &due, "status", "GET", d.dig()+"/status?output=summary", nil, 200)
 			}
 		})
 	}
@@ -65,8 +83,12 @@ func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration) {
 		crud = append(crud, took[op]...)
 		parts = append(parts, fmt.Sprintf("%s p99 %s", op, percentile(took[op], 99)))
 	}
-	fmt.Printf("scale: N=%d API at %d clients for %s: CRUD p50 %s p99 %s (%d requests; %s), status summary p50 %s p99 %s (%d)\n",
-		n, clients, dur, percentile(crud, 50), percentile(crud, 99), len(crud), strings.Join(parts, ", "),
+	load := "closed loop"
+	if rate > 0 {
+		load = fmt.Sprintf("%g requests/s offered", rate)
+	}
+	fmt.Printf("scale: N=%d API at %d clients, %s, for %s: CRUD p50 %s p99 %s (%d requests; %s), status summary p50 %s p99 %s (%d)\n",
+		n, clients, load, dur, percentile(crud, 50), percentile(crud, 99), len(crud), strings.Join(parts, ", "),
 		percentile(took["status"], 50), percentile(took["status"], 99), len(took["status"]))
 }
 

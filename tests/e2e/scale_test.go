@@ -100,7 +100,12 @@ func BenchmarkScale(b *testing.B) {
 		}
 		docs := documentCounts(b)
 		if secs, err := strconv.Atoi(cmp.Or(os.Getenv("TEMCO_SCALE_API_SECONDS"), "20")); run == 1 && err == nil && secs > 0 {
-			apiLoad(b, d, n, 50, time.Duration(secs)*time.Second)
+			apiLoad(b, d, n, 50, time.Duration(secs)*time.Second, 0)
+			for _, f := range strings.Fields(cmp.Or(os.Getenv("TEMCO_SCALE_API_RATES"), "50 100 200")) {
+				if rate, err := strconv.ParseFloat(f, 64); err == nil && rate > 0 {
+					apiLoad(b, d, n, 50, time.Duration(secs)*time.Second, rate)
+				}
+			}
 		}
 
 		start = time.Now()
