@@ -3,6 +3,7 @@ package hub
 import (
 	"context"
 
+	corev1 "k8s.io/api/core/v1"
 	ctrl "sigs.k8s.io/controller-runtime"
 	"sigs.k8s.io/controller-runtime/pkg/builder"
 	"sigs.k8s.io/controller-runtime/pkg/client"
@@ -20,6 +21,11 @@ func setup(mgr ctrl.Manager, r *Reconciler) error {
 		Reconcile(context.Context, ctrl.Request) (ctrl.Result, error)
 	}) error {
 		b := ctrl.NewControllerManagedBy(mgr).For(obj, changes).Named(name)
+		if newList, ok := reading[name]; ok {
+			_, clusterScoped := obj.(*v1.Cluster)
+			b = b.Watches(&corev1.ConfigMap{}, handler.EnqueueRequestsFromMapFunc(r.readers("ConfigMap", newList, clusterScoped))).
+				Watches(&corev1.Secret{}, handler.EnqueueRequestsFromMapFunc(r.readers("Secret", newList, clusterScoped)))
+		}
 		if _, ok := obj.(*v1.DeploymentIntentGroup); ok {
 			// A DIG deploys its composite app: a change there (a chart's version) is an
 			// update of the DIGs that use it, once the composite app took it.
@@ -66,6 +72,13 @@ func setup(mgr ctrl.Manager, r *Reconciler) error {
 		}
 	}
 	return nil
+}
+
+// reading lists, by controller, the kinds whose objects read ConfigMaps and Secrets.
+var reading = map[string]func() client.ObjectList{
+	"cluster":               func() client.ObjectList { return &v1.ClusterList{} },
+	"compositeapp":          func() client.ObjectList { return &v1.CompositeAppList{} },
+	"deploymentintentgroup": func() client.ObjectList { return &v1.DeploymentIntentGroupList{} },
 }
 
 var projectOps = kindOps[*v1.Project]{kind: "Project",
