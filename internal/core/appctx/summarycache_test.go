@@ -67,3 +67,70 @@ func TestSummaryOfASettledContextIsKeptUntilItsHeaderChanges(t *testing.T) {
 	running := &Context{ID: "ctx1", Status: lifecycle.StatusTerminating, Updated: later.Updated.Add(time.Second)}
 	summary(running, map[string]int{lifecycle.ResApplied: 16, lifecycle.ResDeleted: 8})
 }
+
+// A kept summary past summaryFresh is still answered at once while one background read
+// refreshes it; past summaryStale the caller reads it itself.
+func TestAnAgedSummaryIsAnsweredWhileItIsReadAgain(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	place(t, s)
+	for b := range 3 {
+		clusters, err := s.StartBatch(ctx, "ctx1", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range clusters {
+			apply(t, s, c, lifecycle.ResApplied)
+		}
+		if err := s.CountBatch(ctx, "ctx1", b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := &Context{ID: "ctx1", Status: lifecycle.StatusInstantiated, Updated: time.Now().UTC()}
+	summary := func() map[string]int {
+		t.Helper()
+		got, err := s.SummaryOf(ctx, h, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got
+	}
+	applied := map[string]int{lifecycle.ResApplied: 24}
+	if got := summary(); !maps.Equal(got, applied) {
+		t.Fatalf("summary %v, want %v", got, applied)
+	}
+	// A change only a read of the batches shows (a later revision's prune).
+	apply(t, s, "p+c0", lifecycle.ResDeleted)
+	if err := s.CountBatch(ctx, "ctx1", 0); err != nil {
+		t.Fatal(err)
+	}
+	pruned := map[string]int{lifecycle.ResApplied: 20, lifecycle.ResDeleted: 4}
+	age := func(by time.Duration) {
+		c := &s.summaries
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for k, e := range c.entries {
+			e.at = time.Now().Add(-by)
+			c.entries[k] = e
+		}
+	}
+	age(summaryFresh)
+	if got := summary(); !maps.Equal(got, applied) {
+		t.Errorf("an aged summary: %v, want the kept %v answered at once", got, applied)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for got := summary(); !maps.Equal(got, pruned); got = summary() {
+		if time.Now().After(deadline) {
+			t.Fatalf("summary %v, never refreshed to %v", got, pruned)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	apply(t, s, "p+c0", lifecycle.ResApplied)
+	if err := s.CountBatch(ctx, "ctx1", 0); err != nil {
+		t.Fatal(err)
+	}
+	age(summaryStale)
+	if got := summary(); !maps.Equal(got, applied) {
+		t.Errorf("a stale summary: %v, want %v read at once", got, applied)
+	}
+}
