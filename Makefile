@@ -26,10 +26,12 @@ chromium:
 	@test -x /usr/bin/chromium || { $(APT) update && $(APT) install -y --no-install-recommends chromium; }
 	@/usr/bin/chromium --version 2>/dev/null
 
-## generate: hubapi's deepcopy functions and CRDs (hubapi/crds), from its Go types
+## generate: hubapi's deepcopy functions and CRDs (hubapi/crds), from its Go types; the
+## chart ships the same CRDs (deploy/temco/crds, installed by Helm before its templates)
 generate:
 	@BIN=$(BIN) tools/build.sh controllergen
 	$(BIN)/controller-gen object paths=./hubapi/... crd:crdVersions=v1 output:crd:artifacts:config=hubapi/crds
+	mkdir -p deploy/temco/crds && rm -f deploy/temco/crds/*.yaml && cp hubapi/crds/*.yaml deploy/temco/crds/
 
 ## build: the temco binary
 build:

@@ -111,7 +111,10 @@ func TestLint(t *testing.T) {
 
 func TestMinimalInstall(t *testing.T) {
 	r := render(t, values(t, "minimal-values.yaml"))
-	want := []string{"Deployment/temco-api", "Deployment/temco-worker", "PodDisruptionBudget/temco-api",
+	want := []string{"CustomResourceDefinition/clusterproviders.temco.io", "CustomResourceDefinition/clusters.temco.io",
+		"CustomResourceDefinition/compositeapps.temco.io", "CustomResourceDefinition/deploymentintentgroups.temco.io",
+		"CustomResourceDefinition/logicalclouds.temco.io", "CustomResourceDefinition/projects.temco.io",
+		"Deployment/temco-api", "Deployment/temco-worker", "PodDisruptionBudget/temco-api",
 		"PodDisruptionBudget/temco-worker", "Secret/temco-encryption", "Secret/temco-mongodb", "Service/temco-api",
 		"Service/temco-worker-metrics", "ServiceAccount/temco"}
 	if got := r.names(); !slices.Equal(got, want) {
@@ -252,6 +255,10 @@ func TestIncompleteOrMistypedValuesAreRefused(t *testing.T) {
 		"not a MongoDB URI": {func(v map[string]any) { v["mongodb"] = map[string]any{"uri": "postgres://x"} }, "/mongodb/uri"},
 		"hosts a string":    {func(v map[string]any) { v["artifactHostsAllow"] = "registry.example.com" }, "/artifactHostsAllow': got string, want array"},
 		"auth half set":     {func(v map[string]any) { v["api"] = map[string]any{"auth": map[string]any{"issuer": "https://x"}} }, "api.auth needs issuer, audience and jwksUrl or publicKeySecret"},
+		"hub sans token":    {func(v map[string]any) { v["hub"] = map[string]any{"enabled": true} }, "hub.tokenSecret is required while api.auth is on"},
+		"hub port a string": {func(v map[string]any) { v["hub"] = map[string]any{"healthPort": "9017"} }, "/hub/healthPort': got string, want integer"},
+		"hub misspelt key":  {func(v map[string]any) { v["hub"] = map[string]any{"tokensecret": "t"} }, "tokensecret"},
+		"hub api not a URL": {func(v map[string]any) { v["hub"] = map[string]any{"api": "temco-api:9015"} }, "/hub/api"},
 	} {
 		v := values(t, "minimal-values.yaml")
 		c.edit(v)
@@ -273,11 +280,154 @@ func TestChartSetsOnlyVariablesTemcoReads(t *testing.T) {
 		src.Write(data)
 	}
 	r := render(t, values(t, "full-values.yaml"))
-	for _, d := range []string{"temco-api", "temco-worker"} {
+	for _, d := range []string{"temco-api", "temco-worker", "temco-hub"} {
 		for name := range env(r.container(t, d)) {
 			if regexp.MustCompile(`^TEMCO_`).MatchString(name) && !strings.Contains(src.String(), `"`+name+`"`) {
 				t.Errorf("%s sets %s, which temco does not read", d, name)
 			}
 		}
+	}
+}
+
+// allows reports whether a Role's or ClusterRole's rules grant verb on group/resource.
+func allows(role *unstructured.Unstructured, group, resource, verb string) bool {
+	rules, _, _ := unstructured.NestedSlice(role.Object, "rules")
+	for _, r := range rules {
+		r := r.(map[string]any)
+		has := func(key, want string) bool {
+			for _, v := range r[key].([]any) {
+				if v == want {
+					return true
+				}
+			}
+			return false
+		}
+		if has("apiGroups", group) && has("resources", resource) && has("verbs", verb) {
+			return true
+		}
+	}
+	return false
+}
+
+func TestHub(t *testing.T) {
+	for _, k := range render(t, values(t, "minimal-values.yaml")).names() {
+		if strings.Contains(k, "hub") {
+			t.Errorf("the hub is off by default, yet %s renders", k)
+		}
+	}
+	v := values(t, "minimal-values.yaml")
+	v["hub"] = map[string]any{"enabled": true, "tokenSecret": "temco-hub-token"}
+	r := render(t, v)
+	for _, k := range []string{"ServiceAccount/temco-hub", "ClusterRole/platform-temco-hub", "ClusterRoleBinding/platform-temco-hub",
+		"Role/temco-hub", "RoleBinding/temco-hub", "Deployment/temco-hub", "PodDisruptionBudget/temco-hub"} {
+		if _, ok := r[k]; !ok {
+			t.Errorf("no %s in %v", k, r.names())
+		}
+	}
+	hub := r.container(t, "temco-hub")
+	if args := fmt.Sprint(hub["args"]); args != "[hub]" {
+		t.Errorf("hub args %s", args)
+	}
+	e := env(hub)
+	for k, want := range map[string]string{
+		"TEMCO_API": "http://temco-api.platform.svc:9015", "TEMCO_TOKEN": "secret:temco-hub-token/token",
+		"TEMCO_HUB_NAMESPACE": "platform", "TEMCO_HUB_HEALTH_ADDR": ":9017",
+	} {
+		if e[k] != want {
+			t.Errorf("hub %s = %q, want %q", k, e[k], want)
+		}
+	}
+	// Neither MongoDB, Temporal nor the keys: the hub reaches temco through its API only.
+	for _, k := range []string{"TEMCO_MONGO_URI", "TEMCO_KEY_FILE", "TEMCO_TEMPORAL_ADDRESS", "KUBECONFIG", "SSL_CERT_FILE"} {
+		if _, set := e[k]; set {
+			t.Errorf("hub sets %s", k)
+		}
+	}
+	if data, _ := r["Deployment/temco-hub"].MarshalJSON(); strings.Contains(string(data), "temco-encryption") || strings.Contains(string(data), "temco-mongodb") {
+		t.Error("the hub mounts or reads the chart's Secrets")
+	}
+	if str(hub, "livenessProbe", "httpGet", "path") != "/healthz" || str(hub, "readinessProbe", "httpGet", "path") != "/readyz" ||
+		str(hub, "readinessProbe", "httpGet", "port") != "health" || str(hub, "readinessProbe", "httpGet", "scheme") != "HTTP" {
+		t.Errorf("hub probes %v %v", hub["livenessProbe"], hub["readinessProbe"])
+	}
+	if ro, _, _ := unstructured.NestedBool(hub, "securityContext", "readOnlyRootFilesystem"); !ro {
+		t.Error("hub: root filesystem writable")
+	}
+	// Its own ServiceAccount, its token mounted: it talks to the cluster it runs in.
+	pod, _, _ := unstructured.NestedMap(r["Deployment/temco-hub"].Object, "spec", "template", "spec")
+	if pod["serviceAccountName"] != "temco-hub" || pod["automountServiceAccountToken"] != true {
+		t.Errorf("hub pod runs as %v, automount %v", pod["serviceAccountName"], pod["automountServiceAccountToken"])
+	}
+	if sa := r["ServiceAccount/temco-hub"]; sa.Object["automountServiceAccountToken"] != true {
+		t.Error("the hub's ServiceAccount does not mount its token")
+	}
+	if api := r["Deployment/temco-api"]; str(api.Object, "spec", "template", "spec", "serviceAccountName") != "temco" {
+		t.Error("the api runs as the hub's ServiceAccount")
+	}
+	cr := r["ClusterRole/platform-temco-hub"]
+	for _, kind := range []string{"clusterproviders", "clusters", "projects", "logicalclouds", "compositeapps", "deploymentintentgroups"} {
+		for _, verb := range []string{"get", "list", "watch", "update", "patch"} {
+			if !allows(cr, "temco.io", kind, verb) {
+				t.Errorf("ClusterRole does not allow %s %s", verb, kind)
+			}
+		}
+		if !allows(cr, "temco.io", kind+"/status", "update") || !allows(cr, "temco.io", kind+"/finalizers", "update") {
+			t.Errorf("ClusterRole does not allow updating %s' status and finalizers", kind)
+		}
+		if allows(cr, "temco.io", kind, "delete") || allows(cr, "temco.io", kind, "create") {
+			t.Errorf("ClusterRole allows creating or deleting %s", kind)
+		}
+	}
+	for _, res := range []string{"configmaps", "secrets"} {
+		if !allows(cr, "", res, "list") || !allows(cr, "", res, "watch") || allows(cr, "", res, "update") {
+			t.Errorf("ClusterRole's %s rules %v", res, cr.Object["rules"])
+		}
+	}
+	if !allows(cr, "events.k8s.io", "events", "create") || !allows(cr, "", "events", "patch") {
+		t.Error("ClusterRole does not allow recording events")
+	}
+	if allows(cr, "coordination.k8s.io", "leases", "update") || !allows(r["Role/temco-hub"], "coordination.k8s.io", "leases", "update") ||
+		!allows(r["Role/temco-hub"], "coordination.k8s.io", "leases", "create") {
+		t.Error("leases are not granted in the release namespace only")
+	}
+	for _, b := range []string{"ClusterRoleBinding/platform-temco-hub", "RoleBinding/temco-hub"} {
+		subj, _, _ := unstructured.NestedSlice(r[b].Object, "subjects")
+		if fmt.Sprint(subj) != "[map[kind:ServiceAccount name:temco-hub namespace:platform]]" {
+			t.Errorf("%s subjects %v", b, subj)
+		}
+	}
+	// Without authentication, no token is needed; a given api is used as it is.
+	v["api"] = map[string]any{"auth": map[string]any{"enabled": false}}
+	v["hub"] = map[string]any{"enabled": true, "api": "https://temco.example.com"}
+	e = env(render(t, v).container(t, "temco-hub"))
+	if _, set := e["TEMCO_TOKEN"]; set || e["TEMCO_API"] != "https://temco.example.com" {
+		t.Errorf("hub env %v", e)
+	}
+	// Every option: the api over HTTPS on its Service port, verified with the given CA.
+	full := render(t, values(t, "full-values.yaml"))
+	hub = full.container(t, "temco-hub")
+	e = env(hub)
+	for k, want := range map[string]string{
+		"TEMCO_API": "https://temco-api.platform.svc:443", "TEMCO_TOKEN": "secret:temco-hub-token/jwt",
+		"TEMCO_HUB_HEALTH_ADDR": ":9200", "SSL_CERT_FILE": "/etc/temco/api-ca/ca.crt", "GOMEMLIMIT": "900MiB",
+	} {
+		if e[k] != want {
+			t.Errorf("full hub %s = %q, want %q", k, e[k], want)
+		}
+	}
+	d := full["Deployment/temco-hub"]
+	vols, _, _ := unstructured.NestedSlice(d.Object, "spec", "template", "spec", "volumes")
+	if !strings.Contains(fmt.Sprint(vols), "secretName:temco-api-ca") {
+		t.Errorf("hub volumes %v lack the api's CA", vols)
+	}
+	if str(d.Object, "spec", "template", "spec", "nodeSelector", "kubernetes.io/os") != "linux" ||
+		str(d.Object, "spec", "template", "spec", "serviceAccountName") != "temco-hub" {
+		t.Errorf("hub pod %v", d.Object["spec"])
+	}
+	if n, _, _ := unstructured.NestedFieldNoCopy(d.Object, "spec", "replicas"); fmt.Sprint(n) != "3" {
+		t.Errorf("hub replicas %v", n)
+	}
+	if _, ok := full["PodDisruptionBudget/temco-hub"]; !ok {
+		t.Error("no hub PodDisruptionBudget")
 	}
 }

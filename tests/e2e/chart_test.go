@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,8 +78,9 @@ func (in *installer) apply(o *unstructured.Unstructured, namespace string) {
 }
 
 // The chart, rendered with the minimal and with every option on (TLS, existing Secrets,
-// ServiceMonitor against the Prometheus operator's real CRD), installs into a cluster:
-// the API server accepts every object and both Deployments become Available.
+// ServiceMonitor against the Prometheus operator's real CRD, the hub with its RBAC),
+// installs into a cluster: the API server accepts every object (the chart's CRDs first,
+// as Helm installs them) and every Deployment becomes Available.
 func TestHelmChartInstalls(t *testing.T) {
 	cl := stack.Clusters[0]
 	in := newInstaller(t, cl.Kubeconfig())
@@ -123,13 +125,29 @@ func TestHelmChartInstalls(t *testing.T) {
 		}
 		kinds := map[string]int{}
 		for _, o := range objs {
+			if o.GetKind() == "ClusterRole" || o.GetKind() == "ClusterRoleBinding" {
+				gvr := schema.GroupVersionResource{Group: "rbac.authorization.k8s.io", Version: "v1", Resource: strings.ToLower(o.GetKind()) + "s"}
+				name := o.GetName()
+				t.Cleanup(func() { _ = in.dyn.Resource(gvr).Delete(context.Background(), name, metav1.DeleteOptions{}) })
+			}
+			// The stack's clusters hold temco's CRDs already, and its hub uses them: they are
+			// applied (the same definitions) but never deleted.
 			in.apply(o, ns)
+			if o.GetKind() == "CustomResourceDefinition" {
+				awaitEstablished(t, in, o.GetName())
+			}
 			kinds[o.GetKind()]++
 		}
-		if kinds["Deployment"] != 2 || (file == "full-values.yaml") != (kinds["ServiceMonitor"] == 1) {
+		full := file == "full-values.yaml"
+		if kinds["CustomResourceDefinition"] != 6 || kinds["Deployment"] != map[bool]int{false: 2, true: 3}[full] ||
+			full != (kinds["ServiceMonitor"] == 1) || full != (kinds["ClusterRole"] == 1) {
 			t.Errorf("%s rendered %v", file, kinds)
 		}
-		for _, d := range []string{release + "-api", release + "-worker"} {
+		deps := []string{release + "-api", release + "-worker"}
+		if full {
+			deps = append(deps, release+"-hub")
+		}
+		for _, d := range deps {
 			awaitAvailable(t, cs.AppsV1().Deployments(ns), d)
 		}
 	}

@@ -160,6 +160,18 @@ app.kubernetes.io/component: {{ index . 1 }}
 {{- define "temco.podSpec" -}}
 serviceAccountName: {{ include "temco.serviceAccountName" . }}
 automountServiceAccountToken: false
+{{- include "temco.podSettings" . }}
+{{- end -}}
+
+{{/* The hub's: its own ServiceAccount, whose token it needs to reach this cluster. */}}
+{{- define "temco.hubPodSpec" -}}
+serviceAccountName: {{ include "temco.fullname" . }}-hub
+automountServiceAccountToken: true
+{{- include "temco.podSettings" . }}
+{{- end -}}
+
+{{/* Pull secrets, security context and scheduling, for every component. */}}
+{{- define "temco.podSettings" -}}
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
@@ -241,4 +253,22 @@ checksum/secrets: {{ include (print .Template.BasePath "/secrets.yaml") . | sha2
 {{- end }}
 - name: TEMCO_LIVE_READS_PER_MINUTE
   value: {{ .Values.api.liveReadsPerMinute | quote }}
+{{- end -}}
+
+{{/* The api the hub calls: given, or this release's api Service. */}}
+{{- define "temco.hubAPI" -}}
+{{- if .Values.hub.api -}}
+{{ .Values.hub.api }}
+{{- else -}}
+{{ ternary "https" "http" (not (empty .Values.api.tls.existingSecret)) }}://{{ include "temco.fullname" . }}-api.{{ .Release.Namespace }}.svc:{{ .Values.api.service.port }}
+{{- end -}}
+{{- end -}}
+
+{{/* The hub's token Secret; refuses a hub without one in front of an authenticating api. */}}
+{{- define "temco.hubTokenSecret" -}}
+{{- if .Values.hub.tokenSecret -}}
+{{ .Values.hub.tokenSecret }}
+{{- else if .Values.api.auth.enabled -}}
+{{ fail "hub.tokenSecret is required while api.auth is on: an existing Secret holding an admin's bearer token for the hub's calls to the api" }}
+{{- end -}}
 {{- end -}}
