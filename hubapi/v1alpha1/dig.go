@@ -211,13 +211,14 @@ type DeploymentIntentGroupStatus struct {
 
 // RequestedOperation is an update or rollback, written down before the hub asks for it:
 // both leave the DIG's state as it was, so a hub killed before recording temco's answer
-// learns from the DIG's revisions whether temco took it, instead of asking twice.
+// learns from the DIG's deployment whether temco took it, instead of asking twice.
 type RequestedOperation struct {
 	// Op is "update" or "rollback".
 	Op string `json:"op"`
-	// Revision is the DIG's revision when it was asked: temco took it if a later revision
-	// came of Op.
-	Revision int `json:"revision"`
+	// Revision and Context are the DIG's deployment when it was asked: temco took it if
+	// the deployment is now another one, made by Op.
+	Revision int    `json:"revision"`
+	Context  string `json:"context,omitempty"`
 	// Hash is the configuration's hash an update deploys.
 	Hash string `json:"hash,omitempty"`
 	// Request is the annotation's value it carries out.

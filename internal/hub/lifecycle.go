@@ -174,9 +174,9 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 		st.AppClusters = append(st.AppClusters, v1.AppCounts{App: app, Clusters: counts(byState.AppStates[app])})
 	}
 	// An update or rollback asked for by a hub that did not record the answer (killed
-	// after the 202): temco took it if a later revision came of it.
+	// after the 202): temco took it if the deployment is another one now, made by it.
 	if q := st.Requested; q != nil {
-		took, err := r.madeSince(ctx, path, q.Revision, q.Op)
+		took, err := r.madeBy(ctx, path, q, v.Instance)
 		if err != nil {
 			return 0, err
 		}
@@ -190,7 +190,7 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 	start := func(q v1.RequestedOperation, body any) (time.Duration, error) {
 		if q.Op == "update" || q.Op == "rollback" {
 			// These leave the state as it was, so the request is written down first.
-			q.Revision = v.Revision
+			q.Revision, q.Context = v.Revision, v.Instance
 			st.Requested = &q
 			if err := r.writeStatus(ctx, o); err != nil {
 				return 0, err
@@ -261,12 +261,17 @@ func carried(st *v1.DeploymentIntentGroupStatus, q v1.RequestedOperation) {
 	}
 }
 
-// madeSince reports whether a revision after since came of op: the DIG's snapshots list
-// each revision with the operation that made it.
-func (r *Reconciler) madeSince(ctx context.Context, path string, since int, op string) (bool, error) {
+// madeBy reports whether the DIG's deployment (its context, current) replaced the one q
+// was asked on, and was made by q's operation: the DIG's snapshots list each revision's
+// context with the operation that made it. (Revision numbers start again after a
+// terminate, so a context, not a number, names the deployment.)
+func (r *Reconciler) madeBy(ctx context.Context, path string, q *v1.RequestedOperation, current string) (bool, error) {
+	if current == q.Context {
+		return false, nil
+	}
 	var list []struct {
 		Revisions []struct {
-			Revision  int    `json:"revision"`
+			ContextID string `json:"contextId"`
 			Operation string `json:"operation"`
 		} `json:"revisions"`
 	}
@@ -275,8 +280,8 @@ func (r *Reconciler) madeSince(ctx context.Context, path string, since int, op s
 	}
 	for _, s := range list {
 		for _, rv := range s.Revisions {
-			if rv.Revision > since && rv.Operation == op {
-				return true, nil
+			if rv.ContextID == current {
+				return rv.Operation == q.Op, nil
 			}
 		}
 	}

@@ -24,7 +24,8 @@ type lifecycle struct {
 	o        *v1.DeploymentIntentGroup
 	n        *node
 	path     string
-	revision int // the dashboard's; 2 unless set
+	revision int    // the dashboard's; 2 unless set
+	instance string // the dashboard's context; ctx-1 unless set
 }
 
 func newLifecycle(t *testing.T, want string) *lifecycle {
@@ -38,13 +39,13 @@ func newLifecycle(t *testing.T, want string) *lifecycle {
 		t.Fatal(err)
 	}
 	api.seed(n.path(), ownerOf("DeploymentIntentGroup", o), n.body)
-	return &lifecycle{api: api, r: &Reconciler{REST: api.rest()}, o: o, n: n, path: n.path(), revision: 2}
+	return &lifecycle{api: api, r: &Reconciler{REST: api.rest()}, o: o, n: n, path: n.path(), revision: 2, instance: "ctx-1"}
 }
 
 // temco says the DIG is in state (no actions: Created), deployedStatus, an operation
 // running or not.
 func (l *lifecycle) temco(state, deployed string, running bool) {
-	v := map[string]any{"state": state, "contextStatus": deployed, "revision": l.revision, "instance": "ctx-1",
+	v := map[string]any{"state": state, "contextStatus": deployed, "revision": l.revision, "instance": l.instance,
 		"apps": []string{"web", "db"}, "total": 3, "states": map[string]int{"Applied": 2, "Retrying": 1}, "objects": map[string]int{"Applied": 5},
 		"appStates": map[string]map[string]int{"web": {"Ready": 1, "Applied": 1, "Retrying": 1}}}
 	if running {
@@ -236,14 +237,15 @@ func TestDigAfterAsksOnceForAnUpdateWhoseAnswerWasLost(t *testing.T) {
 			wantCalls(t, l.api.writes(), "POST "+l.path+"/"+c.op)
 			// Killed before its status write: the hub has what was written before the request.
 			l.reread(t)
-			if q := l.o.Status.Requested; q == nil || q.Op != c.op || q.Revision != 2 {
-				t.Fatalf("requested %+v on the hub before asking, want %s at revision 2", q, c.op)
+			if q := l.o.Status.Requested; q == nil || q.Op != c.op || q.Revision != 2 || q.Context != "ctx-1" {
+				t.Fatalf("requested %+v on the hub before asking, want %s at revision 2, context ctx-1", q, c.op)
 			}
-			// temco took it: revision 3 came of it, and it ended.
-			l.revision = 3
+			// temco took it: revision 3 (context ctx-3) came of it, and it ended.
+			l.revision, l.instance = 3, "ctx-3"
 			l.temco("Instantiated", "Instantiated", false)
 			l.api.answer(http.MethodGet, l.path+"/snapshots", http.StatusOK,
-				`[{"id":"b","revisions":[{"revision":3,"operation":"`+c.op+`"}]},{"id":"a","revisions":[{"revision":1,"operation":"instantiate"},{"revision":2,"operation":"update"}]}]`)
+				`[{"id":"b","revisions":[{"revision":3,"contextId":"ctx-3","operation":"`+c.op+`"}]},`+
+					`{"id":"a","revisions":[{"revision":1,"contextId":"ctx-0","operation":"instantiate"},{"revision":2,"contextId":"ctx-1","operation":"update"}]}]`)
 			l.after(t)
 			wantCalls(t, l.api.writes())
 			if st := l.o.Status; st.Requested != nil || st.Operation != c.op || !c.carried(st) {
@@ -251,6 +253,20 @@ func TestDigAfterAsksOnceForAnUpdateWhoseAnswerWasLost(t *testing.T) {
 			}
 		})
 	}
+	// The deployment replaced by another operation is not the update taken: here a
+	// terminate and instantiate (revision numbers start again), beside an earlier
+	// instance's update of the same number.
+	t.Run("deployment made by another operation", func(t *testing.T) {
+		l := newLifecycle(t, v1.StateInstantiated)
+		l.o.Status.DeployedHash = "deployed-before"
+		l.o.Status.Requested = &v1.RequestedOperation{Op: "update", Revision: 2, Context: "ctx-1", Hash: "applied"}
+		l.revision, l.instance = 1, "ctx-9"
+		l.temco("Instantiated", "Instantiated", false)
+		l.api.answer(http.MethodGet, l.path+"/snapshots", http.StatusOK,
+			`[{"id":"a","revisions":[{"revision":1,"contextId":"ctx-9","operation":"instantiate"}]},{"id":"old","revisions":[{"revision":3,"contextId":"ctx-old","operation":"update"}]}]`)
+		l.after(t)
+		wantCalls(t, l.api.writes(), "POST "+l.path+"/update")
+	})
 	t.Run("request never landed", func(t *testing.T) {
 		l := newLifecycle(t, v1.StateInstantiated)
 		l.o.Status.DeployedHash = "deployed-before"
@@ -261,7 +277,6 @@ func TestDigAfterAsksOnceForAnUpdateWhoseAnswerWasLost(t *testing.T) {
 		}
 		l.reread(t)
 		l.api.answer(http.MethodPost, l.path+"/update", 0, "")
-		l.api.answer(http.MethodGet, l.path+"/snapshots", http.StatusOK, `[{"id":"a","revisions":[{"revision":2,"operation":"update"}]}]`)
 		l.after(t)
 		wantCalls(t, l.api.writes(), "POST "+l.path+"/update")
 		if st := l.o.Status; st.Requested != nil || st.DeployedHash != "applied" {
