@@ -32,9 +32,11 @@ func (x Access) Observe(ctx context.Context, in lifecycle.ClusterInput, op strin
 	x.a.observe(ctx, in, op, start, err)
 }
 
-// Context returns the header and rendered apps of a context, from the worker's cache.
+// Context returns the header and rendered apps of a context, from the worker's cache when
+// it holds them (kept by the context's operation), else from the store, keeping nothing: a
+// drift check or the autoscaler may come while the context is still being prepared.
 func (x Access) Context(ctx context.Context, ctxID string) (*appctx.Context, map[string]*appctx.App, error) {
-	return x.a.context(ctx, ctxID)
+	return x.a.context(ctx, ctxID, false)
 }
 
 // API returns cluster key's Kubernetes API as the context (header) reaches it: with the

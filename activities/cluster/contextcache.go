@@ -26,19 +26,25 @@ const (
 // header returns the header of a context, cached: every cluster of a context needs it,
 // and what they read of it does not change once the context is prepared (its status
 // does, which the cluster activities do not read).
-func (a *Activities) header(ctx context.Context, ctxID string) (*appctx.Context, error) {
+//
+// keep says whether a header loaded now is kept. Only an operation's own cluster
+// activities keep what they load: they run once the context is prepared. A live read, a
+// drift check or the autoscaler may come while it is still being prepared (its apps not
+// rendered yet, controllers still adding theirs), and a copy kept then would have the
+// apply that follows deploy nothing; they use a kept copy, and otherwise read the store.
+func (a *Activities) header(ctx context.Context, ctxID string, keep bool) (*appctx.Context, error) {
 	if h, _ := a.cached(ctxID); h != nil {
 		return h, nil
 	}
-	v, err, _ := a.loading.Do("header/"+ctxID, func() (any, error) {
+	v, err, _ := a.loading.Do(loadKey("header/", ctxID, keep), func() (any, error) {
 		if h, _ := a.cached(ctxID); h != nil { // loaded since this caller looked
 			return h, nil
 		}
 		lctx, cancel := detached(ctx)
 		defer cancel()
 		h, err := a.Contexts.Get(lctx, ctxID)
-		if err != nil {
-			return nil, err
+		if err != nil || !keep {
+			return h, err
 		}
 		a.cacheMu.Lock()
 		a.cache = append([]*contextCacheEntry{{header: h}}, a.cache...)
@@ -52,25 +58,25 @@ func (a *Activities) header(ctx context.Context, ctxID string) (*appctx.Context,
 	return v.(*appctx.Context), nil
 }
 
-// context returns the header and rendered apps of a context, cached like the header:
-// the apps do not change either once the context is prepared.
-func (a *Activities) context(ctx context.Context, ctxID string) (*appctx.Context, map[string]*appctx.App, error) {
-	h, err := a.header(ctx, ctxID)
+// context returns the header and rendered apps of a context, cached like the header (and
+// kept only as it is): the apps do not change either once the context is prepared.
+func (a *Activities) context(ctx context.Context, ctxID string, keep bool) (*appctx.Context, map[string]*appctx.App, error) {
+	h, err := a.header(ctx, ctxID, keep)
 	if err != nil {
 		return nil, nil, err
 	}
 	if _, apps := a.cached(ctxID); apps != nil {
 		return h, apps, nil
 	}
-	v, err, _ := a.loading.Do("apps/"+ctxID, func() (any, error) {
+	v, err, _ := a.loading.Do(loadKey("apps/", ctxID, keep), func() (any, error) {
 		if _, apps := a.cached(ctxID); apps != nil {
 			return apps, nil
 		}
 		lctx, cancel := detached(ctx)
 		defer cancel()
 		apps, err := a.Contexts.Apps(lctx, h)
-		if err != nil {
-			return nil, err
+		if err != nil || !keep {
+			return apps, err
 		}
 		a.cacheMu.Lock()
 		for _, e := range a.cache {
@@ -86,6 +92,15 @@ func (a *Activities) context(ctx context.Context, ctxID string) (*appctx.Context
 		return nil, nil, err
 	}
 	return h, v.(map[string]*appctx.App), nil
+}
+
+// loadKey names a load shared by concurrent callers: one that keeps is never shared with
+// one that does not, which may have begun before the context was prepared.
+func loadKey(what, ctxID string, keep bool) string {
+	if keep {
+		return what + ctxID
+	}
+	return what + ctxID + "/unkept"
 }
 
 // detached is the context of a load that many activities wait for: not tied to the first

@@ -6,6 +6,8 @@ import (
 	"sync"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -34,7 +36,7 @@ func TestActivitiesOfAContextShareOneLoad(t *testing.T) {
 	var wg sync.WaitGroup
 	for i := range got {
 		wg.Go(func() {
-			_, apps, err := a.context(ctx, "c1")
+			_, apps, err := a.context(ctx, "c1", true)
 			if err != nil {
 				t.Error(err)
 			}
@@ -42,7 +44,7 @@ func TestActivitiesOfAContextShareOneLoad(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	_, later, err := a.context(ctx, "c1")
+	_, later, err := a.context(ctx, "c1", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -79,5 +81,45 @@ func TestContextCacheKeepsTheMostRecentlyUsed(t *testing.T) {
 	a.evict()
 	if len(a.cache) != 2 {
 		t.Errorf("%d cached, want the 2 within %d bytes", len(a.cache), maxCachedBytes)
+	}
+}
+
+// A live read (or a drift check) that comes while a context is still being prepared —
+// placed, its apps not rendered yet — keeps nothing of it: the apply that follows must see
+// the prepared context. A kept copy of the header without its apps once made an
+// instantiate end Instantiated with nothing applied (TestLiveReadsDuringOperationsLoseNoStatus).
+func TestAReadDuringPreparationKeepsNothing(t *testing.T) {
+	ctx := context.Background()
+	s, err := appctx.New(ctx, testenv.Database(t, ferret, "clusteractivities"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(ctx, &appctx.Context{ID: "c2"}); err != nil { // as its begin made it
+		t.Fatal(err)
+	}
+	a := &Activities{Contexts: s}
+	if h, err := a.header(ctx, "c2", false); err != nil || len(h.Apps) != 0 {
+		t.Fatalf("header %+v, %v", h, err)
+	}
+	if _, apps, err := a.context(ctx, "c2", false); err != nil || len(apps) != 0 {
+		t.Fatalf("apps %v, %v", apps, err)
+	}
+	// Rendered: the apps, then the header's list of them.
+	if err := s.PutApps(ctx, "c2", []*appctx.App{{Name: "a", Objects: []appctx.Object{{Manifest: "{}"}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Set(ctx, "c2", bson.D{{Key: "apps", Value: []string{"a"}}}); err != nil {
+		t.Fatal(err)
+	}
+	h, apps, err := a.context(ctx, "c2", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Apps) != 1 || apps["a"] == nil {
+		t.Fatalf("the apply sees apps %v and %d rendered: what the read found before was kept", h.Apps, len(apps))
+	}
+	// What the apply kept serves the readers after it.
+	if _, later, err := a.context(ctx, "c2", false); err != nil || later["a"] != apps["a"] {
+		t.Errorf("a read after the apply loaded its own copy (%v)", err)
 	}
 }

@@ -55,7 +55,7 @@ func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput
 	if len(prune) == 0 {
 		return r.result, nil
 	}
-	nextHeader, nextApps, err := a.context(ctx, in.Next)
+	nextHeader, nextApps, err := a.context(ctx, in.Next, true)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}

@@ -20,7 +20,7 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
-	header, err := a.header(ctx, in.ContextID) // cached: a rollout's gates read every cluster of a stage
+	header, err := a.header(ctx, in.ContextID, false) // a kept copy when there is one: a rollout's gates read every cluster of a stage
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}

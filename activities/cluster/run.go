@@ -69,13 +69,13 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	)
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) {
-		if header, err = a.header(gctx, in.ContextID); err != nil {
+		if header, err = a.header(gctx, in.ContextID, true); err != nil {
 			return err
 		}
 		// The apps and the cluster's credentials both need only the header.
 		var apl errgroup.Group
 		apl.Go(func() (err error) {
-			_, apps, err = a.context(gctx, in.ContextID)
+			_, apps, err = a.context(gctx, in.ContextID, true)
 			return err
 		})
 		tg, clErr = a.Clients.target(gctx, in.Cluster, header)
@@ -124,7 +124,7 @@ func (a *Activities) previouslyApplied(ctx context.Context, prev, cluster string
 	if err != nil || len(placed) == 0 {
 		return nil, err
 	}
-	_, apps, err := a.context(ctx, prev)
+	_, apps, err := a.context(ctx, prev, true)
 	if err != nil {
 		return nil, err
 	}
