@@ -2,13 +2,10 @@ package hub
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/controller-runtime/pkg/client"
 
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -30,29 +27,12 @@ func TestAChartChangedInItsConfigMapIsDeployed(t *testing.T) {
 		Apps: []v1.App{{Name: "web", ChartFrom: &v1.KeyRef{Name: "watched-files", Key: "web.tgz"}}},
 		Profiles: []v1.CompositeProfile{{Name: "prof", Profiles: []v1.AppProfile{{Name: "web-profile", App: "web",
 			ArchiveFrom: &v1.KeyRef{Name: "watched-files", Key: "profile.tgz"}}}}}}}, d)
-	deployed := func(revision int, message string) func() error {
-		return func() error {
-			if err := hub.Get(ctx, client.ObjectKeyFromObject(d), d); err != nil {
-				return err
-			}
-			if err := ready(&d.Status.CommonStatus); err != nil {
-				return err
-			}
-			if d.Status.Revision != revision {
-				return fmt.Errorf("revision %d", d.Status.Revision)
-			}
-			if got := strings.Join(messages(t), ","); got != message+","+message {
-				return fmt.Errorf("messages %s", got)
-			}
-			return nil
-		}
-	}
-	eventually(t, 3*time.Minute, "watched instantiated", deployed(1, "v0.1.0"))
+	eventually(t, 3*time.Minute, "watched instantiated", deployed(t, d, 1, "v0.1.0"))
 
 	files.BinaryData["web.tgz"] = versionedWeb("0.2.0")
 	if err := hub.Update(ctx, files); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 2*time.Minute, "the new chart deployed", deployed(2, "v0.2.0"))
+	eventually(t, 2*time.Minute, "the new chart deployed", deployed(t, d, 2, "v0.2.0"))
 	deleteDIG(t, "watched")
 }

@@ -106,36 +106,19 @@ spec:
 	if err := g.Commit(ctx, map[string]string{"hub/store.yaml": app("0.1.0"), "hub/gitdig.yaml": digFile}, "temco: store v1 with web 0.1.0, deployed"); err != nil {
 		t.Fatal(err)
 	}
-	var d v1.DeploymentIntentGroup
-	deployed := func(revision int, message string) func() error {
-		return func() error {
-			if err := hub.Get(ctx, client.ObjectKey{Namespace: "shopping", Name: "gitdig"}, &d); err != nil {
-				return err
-			}
-			if err := ready(&d.Status.CommonStatus); err != nil {
-				return err
-			}
-			if d.Status.Revision != revision {
-				return fmt.Errorf("revision %d", d.Status.Revision)
-			}
-			if got := strings.Join(messages(t), ","); got != message+","+message {
-				return fmt.Errorf("messages %s", got)
-			}
-			return nil
-		}
-	}
-	eventually(t, 4*time.Minute, "gitdig deployed from git", deployed(1, "v0.1.0"))
+	d := &v1.DeploymentIntentGroup{ObjectMeta: objMeta("shopping", "gitdig")}
+	eventually(t, 4*time.Minute, "gitdig deployed from git", deployed(t, d, 1, "v0.1.0"))
 
 	if err := g.Commit(ctx, map[string]string{"hub/store.yaml": app("0.2.0")}, "temco: web 0.2.0"); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, 4*time.Minute, "gitdig updated to the chart's 0.2.0", deployed(2, "v0.2.0"))
+	eventually(t, 4*time.Minute, "gitdig updated to the chart's 0.2.0", deployed(t, d, 2, "v0.2.0"))
 
 	if err := g.Remove(ctx, []string{"hub/gitdig.yaml"}, "temco: gitdig removed"); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, 4*time.Minute, "gitdig terminated and deleted", func() error {
-		if err := hub.Get(ctx, client.ObjectKey{Namespace: "shopping", Name: "gitdig"}, &d); !apierrors.IsNotFound(err) {
+		if err := hub.Get(ctx, client.ObjectKey{Namespace: "shopping", Name: "gitdig"}, d); !apierrors.IsNotFound(err) {
 			return fmt.Errorf("still there (%v): %+v", err, d.Status.Conditions)
 		}
 		if got := strings.Join(messages(t), ","); got != "," {

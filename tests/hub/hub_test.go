@@ -113,6 +113,26 @@ func ready(st *v1.CommonStatus) error {
 	return nil
 }
 
+// deployed is nil once DIG d (read into d) is Ready at revision with web-config's
+// message on both clusters.
+func deployed(t *testing.T, d *v1.DeploymentIntentGroup, revision int, message string) func() error {
+	return func() error {
+		if err := hub.Get(context.Background(), client.ObjectKeyFromObject(d), d); err != nil {
+			return err
+		}
+		if err := ready(&d.Status.CommonStatus); err != nil {
+			return err
+		}
+		if d.Status.Revision != revision {
+			return fmt.Errorf("revision %d", d.Status.Revision)
+		}
+		if got := strings.Join(messages(t), ","); got != message+","+message {
+			return fmt.Errorf("messages %s", got)
+		}
+		return nil
+	}
+}
+
 func dig(name, profile, message string) *v1.DeploymentIntentGroup {
 	return &v1.DeploymentIntentGroup{ObjectMeta: objMeta("shopping", name), Spec: v1.DeploymentIntentGroupSpec{
 		CompositeApp: "shop", CompositeAppVersion: "v1", CompositeProfile: profile, Version: "r1", LogicalCloud: "default",

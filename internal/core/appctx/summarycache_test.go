@@ -9,6 +9,26 @@ import (
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
+// applyBatches runs place's three batches, every object Applied, and counts the first
+// counted of them.
+func applyBatches(t *testing.T, s *Store, counted int) {
+	t.Helper()
+	for b := range 3 {
+		clusters, err := s.StartBatch(context.Background(), "ctx1", b)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range clusters {
+			apply(t, s, c, lifecycle.ResApplied)
+		}
+		if b < counted {
+			if err := s.CountBatch(context.Background(), "ctx1", b); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+}
+
 // A settled context whose batches were all counted answers its summary from memory until
 // its header changes; a running one, or one with a batch counted live, reads the store.
 func TestSummaryOfASettledContextIsKeptUntilItsHeaderChanges(t *testing.T) {
@@ -25,20 +45,7 @@ func TestSummaryOfASettledContextIsKeptUntilItsHeaderChanges(t *testing.T) {
 			t.Errorf("summary under %s %s = %v, want %v", h.Status, h.Updated.Format(time.StampMilli), got, want)
 		}
 	}
-	for b := range 3 {
-		clusters, err := s.StartBatch(ctx, "ctx1", b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range clusters {
-			apply(t, s, c, lifecycle.ResApplied)
-		}
-		if b < 2 {
-			if err := s.CountBatch(ctx, "ctx1", b); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	applyBatches(t, s, 2) // batch 2 left uncounted
 	done := &Context{ID: "ctx1", Status: lifecycle.StatusInstantiated, Updated: time.Now().UTC()}
 	applied := map[string]int{lifecycle.ResApplied: 24}
 	summary(done, applied) // batch 2 counted live: not kept
@@ -74,18 +81,7 @@ func TestAnAgedSummaryIsAnsweredWhileItIsReadAgain(t *testing.T) {
 	s := newStore(t)
 	ctx := context.Background()
 	place(t, s)
-	for b := range 3 {
-		clusters, err := s.StartBatch(ctx, "ctx1", b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, c := range clusters {
-			apply(t, s, c, lifecycle.ResApplied)
-		}
-		if err := s.CountBatch(ctx, "ctx1", b); err != nil {
-			t.Fatal(err)
-		}
-	}
+	applyBatches(t, s, 3)
 	h := &Context{ID: "ctx1", Status: lifecycle.StatusInstantiated, Updated: time.Now().UTC()}
 	summary := func() map[string]int {
 		t.Helper()
