@@ -16,8 +16,6 @@ import (
 	"testing"
 	"time"
 
-	temporalclient "go.temporal.io/sdk/client"
-
 	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/devstack"
@@ -38,10 +36,7 @@ import (
 // clusters: one per project (the store serves a project only bytes it fetched itself),
 // none per cluster; HEAD/GET of the tag's manifest are the resolves (one per instantiate).
 func BenchmarkArtifactFleet(b *testing.B) {
-	n, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_CLUSTERS"))
-	if n <= 0 {
-		n = 200
-	}
+	n := scaleN(200)
 	k, _ := strconv.Atoi(os.Getenv("TEMCO_ARTIFACT_DIGS"))
 	if k <= 0 {
 		k = 3
@@ -85,10 +80,7 @@ func BenchmarkArtifactFleet(b *testing.B) {
 	fmt.Printf("artifacts: N=%d, %d DIGs by reference + 1 uploaded, set up in %s; chart %s (layer %s, %d bytes)\n",
 		n, k, time.Since(setup).Round(time.Second), manifest, layer, len(tgz))
 
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tc := dialTemporal(b)
 	defer tc.Close()
 	// instantiate and artifactOf return errors: they run on other goroutines too.
 	instantiate := func(p string) (time.Duration, error) {

@@ -17,8 +17,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
-	temporalclient "go.temporal.io/sdk/client"
-
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -268,10 +266,7 @@ func TestAutoscalerScalesAcrossClusters(t *testing.T) {
 
 	// Deleting the capacity placement ends the autoscaler.
 	d.c.do("DELETE", d.dig()+"/capacity-placements/fleet", nil).must(t, 204)
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := dialTemporal(t)
 	defer tc.Close()
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -220,11 +221,20 @@ func awaitState(b *testing.B, t *testing.T, d *deployment, want string) {
 	b.Fatalf("%s: not %s within 2 minutes", d.dig(), want)
 }
 
+// scaleN is the benchmarks' N: TEMCO_SCALE_CLUSTERS (make's CLUSTERS), else def.
+func scaleN(def int) int {
+	if n, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_CLUSTERS")); n > 0 {
+		return n
+	}
+	return def
+}
+
 // dialTemporal connects to the stack's Temporal, to wait on and read operations' workflows.
-func dialTemporal(b *testing.B) temporalclient.Client {
+func dialTemporal(tb testing.TB) temporalclient.Client {
+	tb.Helper()
 	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	return tc
 }

@@ -19,7 +19,6 @@ import (
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/proxy"
 	"go.temporal.io/api/temporalproto"
-	temporalclient "go.temporal.io/sdk/client"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -288,10 +287,7 @@ func (r *certRun) noKeyLeaks(keys [][]byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := dialTemporal(t)
 	defer tc.Close()
 	seen := map[string]bool{}
 	for _, id := range r.workflows {

@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -28,10 +27,7 @@ import (
 // of configmaps), the worker's CPU and peak RSS. A second check runs with correctDrift
 // after a ConfigMap was deleted on every tenth cluster. Then the DIG is terminated.
 func BenchmarkDriftCheck(b *testing.B) {
-	n, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_CLUSTERS"))
-	if n <= 0 {
-		n = 100
-	}
+	n := scaleN(100)
 	prov := fmt.Sprintf("scale%d", n)
 	setup := time.Now()
 	importScaleClusters(b, prov, "", scaleClusters(b, prov, n), nil)
@@ -56,10 +52,7 @@ func BenchmarkDriftCheck(b *testing.B) {
 	spec := map[string]any{"compositeProfile": "prof", "version": "r1", "logicalCloud": "all", "driftDetection": map[string]any{"interval": "1h"}}
 	mustCode(b, d.c.do("PUT", d.dig(), res("dig", spec)), 200)
 	mustCode(b, d.c.do("POST", d.dig()+"/approve", nil), 202)
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tc := dialTemporal(b)
 	defer tc.Close()
 	operate(b, d, tc, lifecycle.OpInstantiate)
 	fmt.Printf("drift: %d clusters, DIG instantiated in %s\n", n, time.Since(setup).Round(time.Second))

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	temporalclient "go.temporal.io/sdk/client"
 	authenticationv1 "k8s.io/api/authentication/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
@@ -264,10 +263,7 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 		return nil
 	})
 	c.do("DELETE", inv+"/hub", nil).must(t, 204)
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := dialTemporal(t)
 	defer tc.Close()
 	id := lifecycle.InventoryInput{Provider: "inv", Name: "hub"}.WorkflowID()
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)

@@ -11,7 +11,6 @@ import (
 	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
-	temporalclient "go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -177,10 +176,7 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 	recordHistory(t, lifecycle.Target{Project: d.project, CompositeApp: "ca", Version: "v1", DIG: "dig"}.PolicyWorkflowID(), "Policy-migrate-on-memory")
 	// Deregistered, the agent's listener ends.
 	c.do("DELETE", agentPath, nil).must(t, 200)
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := dialTemporal(t)
 	defer tc.Close()
 	listener := lifecycle.PolicyAgentInput{Name: agentName}.WorkflowID()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {

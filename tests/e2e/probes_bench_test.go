@@ -25,15 +25,9 @@ import (
 // and PostgreSQL) and the API servers answering /readyz. The api of a benchmark's stack
 // starts no probes; the benchmark starts the workflow, one round an hour, and wakes it.
 func BenchmarkClusterProbes(b *testing.B) {
-	n, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_CLUSTERS"))
-	if n <= 0 {
-		n = 100
-	}
+	n := scaleN(100)
 	scaleDeployment(b, fmt.Sprintf("scale%d", n), n)
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tc := dialTemporal(b)
 	defer tc.Close()
 	mc, err := mongo.Connect(options.Client().ApplyURI(stack.Mongo.URI()))
 	if err != nil {

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
-	temporalclient "go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -234,10 +233,7 @@ func dynClientNamed(t *testing.T, name string) dynamic.Interface {
 // runsOf lists the workflows a visibility query finds (waiting up to 30 s for one).
 func runsOf(t *testing.T, q string) []string {
 	t.Helper()
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := dialTemporal(t)
 	defer tc.Close()
 	var ids []string
 	for deadline := time.Now().Add(30 * time.Second); len(ids) == 0 && time.Now().Before(deadline); time.Sleep(500 * time.Millisecond) {

@@ -6,13 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/temco/temco/internal/core/lifecycle"
 )
@@ -26,16 +23,10 @@ import (
 // the 3·N objects — an object applied twice shows as one more. KubeFleet's full resync after a
 // hub restart at 1,000 clusters: p90 11 min 15 s.
 func BenchmarkRestart(b *testing.B) {
-	n, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_CLUSTERS"))
-	if n <= 0 {
-		n = 1000
-	}
+	n := scaleN(1000)
 	prov := fmt.Sprintf("restart%d", n)
 	d, _ := scaleDeployment(b, prov, n)
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tc := dialTemporal(b)
 	defer tc.Close()
 
 	var base time.Duration

@@ -10,8 +10,6 @@ import (
 	"testing"
 	"time"
 
-	temporalclient "go.temporal.io/sdk/client"
-
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
 )
@@ -91,10 +89,7 @@ func BenchmarkRolloutFleet(b *testing.B) {
 	parallel(b, digs, 8, func(j int) error { paths[j] = dig("r"+strconv.Itoa(j), "scale", true); return nil })
 	one := dig("picked", "pick", false)
 
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tc := dialTemporal(b)
 	defer tc.Close()
 	await := func(path, op string) (time.Duration, error) {
 		start := time.Now()

@@ -44,10 +44,7 @@ import (
 // times (default 2: the second run shows whether the worker's memory grows per run), then
 // a raw parallel client-go server-side apply of the same objects for comparison.
 func BenchmarkScale(b *testing.B) {
-	n, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_CLUSTERS"))
-	if n <= 0 {
-		n = 100
-	}
+	n := scaleN(100)
 	runs, _ := strconv.Atoi(os.Getenv("TEMCO_SCALE_RUNS"))
 	if runs <= 0 {
 		runs = 2
@@ -58,10 +55,7 @@ func BenchmarkScale(b *testing.B) {
 	fmt.Printf("scale: %d clusters registered, cloud and DIG ready in %s (%d creates retried after a 5xx)\n",
 		n, time.Since(setup).Round(time.Second), retried.Load())
 
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		b.Fatal(err)
-	}
+	tc := dialTemporal(b)
 	defer tc.Close()
 	worker, temporal := stack.Worker.Cmd.Process.Pid, stack.Temporal.Proc().Cmd.Process.Pid
 	workers := []int{worker} // CPU is summed over every worker; RSS and sockets are the first's

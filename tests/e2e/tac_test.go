@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"go.temporal.io/api/workflowservice/v1"
-	temporalclient "go.temporal.io/sdk/client"
 
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -253,10 +252,7 @@ func awaitStatusOf(t *testing.T, c *client, path, want string) {
 // DIG's search attributes in Temporal's visibility.
 func hookIDsByAttributes(t *testing.T, d *deployment) []string {
 	t.Helper()
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := dialTemporal(t)
 	defer tc.Close()
 	q := "project = '" + d.project + "' AND dig = 'dig' AND operation IN ('pre-install', 'post-install')"
 	var ids []string

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"go.temporal.io/api/serviceerror"
-	temporalclient "go.temporal.io/sdk/client"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -37,10 +36,7 @@ func TestTenantCannotEscapeItsProject(t *testing.T) {
 	ad.create()
 	alice := a.as(a.iss.Token("alice", []string{"project:" + ad.project}, nil))
 
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := dialTemporal(t)
 	defer tc.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()

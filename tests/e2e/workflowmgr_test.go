@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	temporalclient "go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 )
@@ -15,10 +14,7 @@ import (
 // api starts it, reads its status and its query, and cancels it.
 func TestWorkflowIntentsStartReadStatusAndCancel(t *testing.T) {
 	const queue = "e2e-workflow-intents"
-	tc, err := temporalclient.Dial(temporalclient.Options{HostPort: stack.Temporal.Address(), Logger: quiet{}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tc := dialTemporal(t)
 	defer tc.Close()
 	w := worker.New(tc, queue, worker.Options{})
 	w.RegisterWorkflowWithOptions(func(ctx workflow.Context, p map[string]any) (string, error) {
