@@ -103,11 +103,13 @@ var Options = worker.Options{
 	Interceptors:                           []interceptor.WorkerInterceptor{&keepAlive{}},
 }
 
-// New creates a worker on taskQueue with everything registered; unless d says otherwise,
+// New creates a worker on taskQueue, named identity, with everything registered; unless d says otherwise,
 // its activities operate on DIGs (d.Ops) and report retrying clusters to their workflows
 // (d.Report) through c.
-func New(c client.Client, taskQueue string, d Deps) worker.Worker {
-	w := worker.New(c, taskQueue, Options)
+func New(c client.Client, taskQueue, identity string, d Deps) worker.Worker {
+	o := Options
+	o.Identity = identity
+	w := worker.New(c, taskQueue, o)
 	if d.Ops == nil {
 		d.Ops = &starter.Starter{Client: c, TaskQueue: taskQueue}
 	}

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"os"
@@ -11,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/spf13/cobra"
+	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temco/temco/activities/cluster"
@@ -54,7 +56,7 @@ func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var perBatch, renderMemory, maxConns int
-	var metricsAddr, gitCache, gacURLAllow, policyEngines, artifactHosts, chartKeyring string
+	var metricsAddr, gitCache, gacURLAllow, policyEngines, artifactHosts, chartKeyring, workerName string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
@@ -115,7 +117,9 @@ func workerCmd() *cobra.Command {
 				}
 				defer os.RemoveAll(gitDir)
 			}
-			w := workers.New(c, tf.taskQueue, workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
+			me, release := takeOver(ctx, log, c, tf, workerName)
+			defer release() // until then the slot is held (its lock file open)
+			w := workers.New(c, tf.taskQueue, me.String(), workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
 				ClustersPerBatch: perBatch, MaxConns: maxConns, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
 				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20, PolicyEngines: engines,
 				ArtifactHosts: artifacts, ChartKeyring: chartKeyring})
@@ -130,6 +134,9 @@ func workerCmd() *cobra.Command {
 	tf.bind(cmd)
 	cmd.Flags().StringVar(&metricsAddr, "metrics-addr", env("TEMCO_METRICS_ADDR", ":9016"),
 		"listen address of the worker's /metrics and /healthz [TEMCO_METRICS_ADDR]")
+	host, _ := os.Hostname()
+	cmd.Flags().StringVar(&workerName, "worker-name", env("TEMCO_WORKER_NAME", host),
+		"this worker's name in its Temporal identity, unique among the machines of its workers (a restarted worker fails what its predecessor under the same name and slot left running, not to wait for Temporal's timeouts) [TEMCO_WORKER_NAME]")
 	cmd.Flags().StringVar(&gitCache, "git-cache", env("TEMCO_GIT_CACHE", ""),
 		"directory of this worker's clones of GitOps repositories, not shared with another worker; empty: a temporary one [TEMCO_GIT_CACHE]")
 	cmd.Flags().StringVar(&gacURLAllow, "gac-url-allow", env("TEMCO_GAC_URL_ALLOW", ""),
@@ -149,6 +156,28 @@ func workerCmd() *cobra.Command {
 	cmd.Flags().IntVar(&deploy.GroupSize, "apply-group", envInt("TEMCO_APPLY_GROUP", deploy.DefaultGroupSize),
 		"clusters of a batch one activity applies, deletes or reads together (a cluster that fails goes on in its own activity); 1: one activity per cluster [TEMCO_APPLY_GROUP]")
 	return cmd
+}
+
+// takeOver claims this worker's slot and fails what its predecessor in it left running
+// (workers.TakeOver), before the worker polls: its own attempts must not look like the
+// predecessor's. Without a slot (no writable $TMPDIR) the worker runs, and Temporal's
+// timeouts retry a predecessor's attempts.
+func takeOver(ctx context.Context, log *slog.Logger, c client.Client, tf temporalFlags, name string) (workers.Identity, func()) {
+	slot, release, err := workers.ClaimSlot(os.TempDir(), tf.namespace, tf.taskQueue)
+	if err != nil {
+		log.Warn("no worker slot: a predecessor's activities wait for their timeouts", "err", err)
+		return workers.NewIdentity(name, -1), func() {}
+	}
+	me := workers.NewIdentity(name, slot)
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	n, err := workers.TakeOver(ctx, c, tf.namespace, tf.taskQueue, me)
+	if err != nil {
+		log.Warn("taking over a predecessor's activities: Temporal's timeouts retry them", "err", err)
+	} else if n > 0 {
+		log.Info("failed a predecessor's activity attempts, to be retried now", "attempts", n)
+	}
+	return me, release
 }
 
 // serveMetrics serves /metrics, /healthz and /readyz on addr until the returned stop is called.

@@ -20,6 +20,7 @@ import (
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
+	"github.com/temco/temco/workers"
 )
 
 // objectsOf lists the objects one app of one instance has on a cluster, as "Kind/name".
@@ -284,6 +285,11 @@ func TestWorkerKilledDuringInstantiate(t *testing.T) {
 	}
 	s := d.await("Instantiated after the restart", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
 	recordHistory(t, acc.WorkflowID, "Instantiate-worker-killed")
+	// The restarted worker failed the dead one's attempt as it started (workers.TakeOver):
+	// the attempt that succeeded says so, where it would say a heartbeat timeout.
+	if retried := retriedBecause(t, acc.WorkflowID); retried[workers.ErrWorkerRestarted] == 0 {
+		t.Errorf("attempts retried after the kill, by their last failure: %v; want one after %s", retried, workers.ErrWorkerRestarted)
+	}
 	if s.RsyncStatus[lifecycle.ResApplied] != 12 {
 		t.Errorf("rsync-status %v, want 12 Applied", s.RsyncStatus)
 	}
@@ -299,6 +305,26 @@ func TestWorkerKilledDuringInstantiate(t *testing.T) {
 	}
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
+
+// retriedBecause counts a workflow's retried activity attempts by the type of the failure
+// before them (a timeout's type, or an application failure's).
+func retriedBecause(t *testing.T, workflowID string) map[string]int {
+	t.Helper()
+	by := map[string]int{}
+	for _, e := range history(t, workflowID).Events {
+		a := e.GetActivityTaskStartedEventAttributes()
+		if a == nil || a.GetAttempt() < 2 {
+			continue
+		}
+		f := a.GetLastFailure()
+		why := f.GetApplicationFailureInfo().GetType()
+		if ti := f.GetTimeoutFailureInfo(); ti != nil {
+			why = ti.GetTimeoutType().String()
+		}
+		by[why]++
+	}
+	return by
 }
 
 // A terminate whose begin was recorded but which no workflow runs (its Workflow Update
