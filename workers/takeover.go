@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/serviceerror"
@@ -175,7 +176,9 @@ func takeOverRun(ctx context.Context, c client.Client, namespace, workflowID, ru
 		if a.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || !me.Predecessor(a.GetLastWorkerIdentity()) {
 			continue
 		}
-		dead := temporal.NewApplicationError(fmt.Sprintf("worker %s, which ran this attempt, restarted", a.GetLastWorkerIdentity()), ErrWorkerRestarted)
+		// Retried at once: the retry policy's backoff is for what failed, not for whom.
+		dead := temporal.NewApplicationErrorWithOptions(fmt.Sprintf("worker %s, which ran this attempt, restarted", a.GetLastWorkerIdentity()),
+			ErrWorkerRestarted, temporal.ApplicationErrorOptions{NextRetryDelay: time.Millisecond})
 		if err := c.CompleteActivityByID(ctx, namespace, workflowID, runID, a.GetActivityId(), nil, dead); err != nil {
 			if err = ignoreEnded(err); err != nil {
 				return n, err
