@@ -66,8 +66,9 @@ func runDev(t *testing.T, cmd *exec.Cmd) *bufio.Scanner {
 		t.Fatal(err)
 	}
 	sc := bufio.NewScanner(out)
-	// A slow start is not a failed one: make test starts four other stacks meanwhile.
-	deadline := time.AfterFunc(5*time.Minute, func() { _ = cmd.Process.Kill() })
+	// A slow start is not a failed one: make test starts four other stacks meanwhile, and
+	// their clusters take start slots first (devstack's startGate).
+	deadline := time.AfterFunc(10*time.Minute, func() { _ = cmd.Process.Kill() })
 	defer deadline.Stop()
 	var lines []string
 	for sc.Scan() {

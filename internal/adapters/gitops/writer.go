@@ -1,6 +1,7 @@
 package gitops
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -35,9 +36,13 @@ type Writer struct {
 	Dir string
 	// Author signs the commits, "Name <email>"; empty: DefaultAuthor.
 	Author string
-	// Attempts bounds how often a change is rebuilt on a head that moved under it
-	// (0: DefaultAttempts).
+	// Attempts and Patience bound how often and how long a change is rebuilt on a head
+	// that moved under it: it gives up once both are spent (0: DefaultAttempts,
+	// DefaultPatience). The time matters on a busy machine: the writer that lost must
+	// fetch the new head before it tries again, while the one that won need not, so a
+	// writer committing back to back can win ten races in a row.
 	Attempts int
+	Patience time.Duration
 
 	mu     sync.Mutex
 	clones map[string]*clone
@@ -46,6 +51,7 @@ type Writer struct {
 const (
 	DefaultAuthor   = "temco <temco@temco.local>"
 	DefaultAttempts = 10
+	DefaultPatience = time.Minute
 )
 
 var backoffStep, maxBackoff = 50 * time.Millisecond, 5 * time.Second
@@ -88,17 +94,15 @@ func (w *Writer) Commit(ctx context.Context, r Remote, c Change) (Result, error)
 }
 
 func (w *Writer) commit(ctx context.Context, cl *clone, r Remote, c Change, edit *dirEdit) (Result, error) {
-	attempts := w.Attempts
-	if attempts <= 0 {
-		attempts = DefaultAttempts
-	}
+	attempts, patience := cmp.Or(w.Attempts, DefaultAttempts), cmp.Or(w.Patience, DefaultPatience)
+	start := time.Now()
 	for attempt := 1; ; attempt++ {
 		res, done, err := w.attempt(ctx, cl, r, c, edit)
 		if done || err != nil {
 			return res, err
 		}
-		if attempt == attempts {
-			return Result{}, fmt.Errorf("git push to %s: the branch kept moving, gave up after %d attempts", r, attempts)
+		if spent := time.Since(start); attempt >= attempts && spent >= patience {
+			return Result{}, fmt.Errorf("git push to %s: the branch kept moving, gave up after %d attempts in %s", r, attempt, spent.Round(time.Second))
 		}
 		if err := backoff(ctx, attempt); err != nil {
 			return Result{}, err

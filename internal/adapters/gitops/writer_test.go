@@ -406,7 +406,7 @@ func TestALockedBranchIsTransient(t *testing.T) {
 	if err := os.WriteFile(lock, nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	w := &Writer{Dir: t.TempDir(), Author: "temco worker <worker@temco.test>", Attempts: 2}
+	w := &Writer{Dir: t.TempDir(), Author: "temco worker <worker@temco.test>", Attempts: 2, Patience: time.Millisecond}
 	change := Change{Files: map[string][]byte{"clusters/p1+c1/a.yaml": []byte("1")}, Message: "deploy"}
 	_, err := w.Commit(ctx, r, change)
 	if err == nil || IsPermanent(err) {

@@ -61,7 +61,7 @@ func (m *CertManager) Start(ctx context.Context) error {
 		return fmt.Errorf("cluster %s: %w", m.Cluster.Name, err)
 	}
 	metrics := "127.0.0.1:" + strconv.Itoa(m.MetricsPort())
-	p, err := StartProc(m.Cluster.Name+"/cert-manager", m.Log(), "nice", []string{"-n", clusterNice,
+	p, err := StartProc(m.Cluster.Name+"/cert-manager", m.Log(), "nice", []string{"-n", strconv.Itoa(clusterNice),
 		filepath.Join(m.BinDir, certManagerBinary), "--kubeconfig=" + m.Cluster.Kubeconfig(), "--leader-elect=false",
 		"--cluster-resource-namespace=" + CertManagerNamespace, "--metrics-listen-address=" + metrics,
 		"--controllers=" + certManagerControllers}, nil)

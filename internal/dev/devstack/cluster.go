@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,12 @@ func (c *Cluster) Ports() map[string]int {
 // and the apiserver serves the custom resources of ClusterCRDFiles (crds/ and the
 // modules' definitions in BinDir/crds).
 func (c *Cluster) Start(ctx context.Context) error {
+	release, err := clusterStarts.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	defer c.yieldCPU()
 	c.mu.Lock()
 	c.procs = map[string]*Proc{}
 	c.mu.Unlock()
@@ -72,7 +79,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 	if err := c.startEtcd(ctx); err != nil {
 		return err
 	}
-	if err := c.StartAPIServer(ctx); err != nil {
+	if err := c.startAPIServer(ctx); err != nil {
 		c.Stop()
 		return err
 	}
@@ -98,15 +105,16 @@ func (c *Cluster) Start(ctx context.Context) error {
 	return nil
 }
 
-// clusterNice is the CPU priority (nice value) of a local cluster's processes. They
-// stand in for remote machines: on a shared dev machine they yield the CPU to the
+// clusterNice is the CPU priority (nice value) of a local cluster's running processes.
+// They stand in for remote machines: on a shared dev machine they yield the CPU to the
 // control plane (Temporal, FerretDB, temco) instead of delaying its every step, which a
-// cluster on its own machine would never do.
-const clusterNice = "10"
+// cluster on its own machine would never do. They start at the normal priority, in a
+// start slot, and yieldCPU lowers them once ready: a start that yields to everything
+// may never end on a busy machine.
+const clusterNice = 10
 
 func (c *Cluster) start(name string, args ...string) (*Proc, error) {
-	args = append([]string{"-n", clusterNice, filepath.Join(c.BinDir, name)}, args...)
-	p, err := StartProc(c.Name+"/"+name, filepath.Join(c.Dir, name+".log"), "nice", args, nil)
+	p, err := StartProc(c.Name+"/"+name, filepath.Join(c.Dir, name+".log"), filepath.Join(c.BinDir, name), args, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +122,14 @@ func (c *Cluster) start(name string, args ...string) (*Proc, error) {
 	c.procs[name] = p
 	c.mu.Unlock()
 	return p, nil
+}
+
+// yieldCPU lowers every thread of the cluster's processes to clusterNice (each process
+// leads its own process group, which PRIO_PGRP covers thread by thread).
+func (c *Cluster) yieldCPU() {
+	for _, p := range c.Procs() {
+		_ = syscall.Setpriority(syscall.PRIO_PGRP, p.Cmd.Process.Pid, clusterNice)
+	}
 }
 
 // proc is the named component's process (nil: not running).
@@ -139,9 +155,19 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 	})
 }
 
-// StartAPIServer (re)starts kube-apiserver and waits for /readyz; tests use it with
-// StopAPIServer to make a cluster unreachable for a while.
+// StartAPIServer (re)starts kube-apiserver in a start slot and waits for /readyz; tests
+// use it with StopAPIServer to make a cluster unreachable for a while.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
+	release, err := clusterStarts.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	defer c.yieldCPU()
+	return c.startAPIServer(ctx)
+}
+
+func (c *Cluster) startAPIServer(ctx context.Context) error {
 	pki := clusterPKI{dir: filepath.Join(c.Dir, "pki")}
 	var audit []string
 	if c.AuditApplies {
@@ -169,7 +195,8 @@ func (c *Cluster) StartAPIServer(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	// Its RBAC bootstrap has taken over 90 s on a machine running four stacks: slow, not failed.
+	// Its RBAC bootstrap has taken over 90 s on a machine running four stacks, before the
+	// start slots: slow, not failed.
 	return WaitReady(ctx, p, 3*time.Minute, func(ctx context.Context) error {
 		return cs.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
 	})
@@ -239,11 +266,17 @@ func (c *Cluster) startController(name string) error {
 // startComponent (re)starts one named component of the running cluster and waits until it
 // is ready, as Start does; the supervisor restarts a crashed one with it.
 func (c *Cluster) startComponent(ctx context.Context, name string) error {
+	release, err := clusterStarts.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	defer c.yieldCPU()
 	switch name {
 	case "etcd":
 		return c.startEtcd(ctx)
 	case "kube-apiserver":
-		return c.StartAPIServer(ctx)
+		return c.startAPIServer(ctx)
 	}
 	return c.startController(name)
 }

@@ -228,7 +228,7 @@ func (g *GitOps) startFluxController(ctx context.Context, name string) error {
 	env := []string{"KUBECONFIG=" + g.Cluster.Kubeconfig(), "RUNTIME_NAMESPACE=" + fluxNamespace}
 	// Flux backs a failing reconcile off up to 15 minutes by default: on a loaded machine
 	// a few early failures (source not served yet) then outlast any start-up wait.
-	args = append([]string{"-n", clusterNice, filepath.Join(g.BinDir, name),
+	args = append([]string{"-n", strconv.Itoa(clusterNice), filepath.Join(g.BinDir, name),
 		"--health-addr=" + addr(health), "--events-addr=", "--log-encoding=console",
 		"--max-retry-delay=10s", "--requeue-dependency=5s"}, args...)
 	p, err := StartProc(g.Cluster.Name+"/"+name, filepath.Join(g.Cluster.Dir, name+".log"), "nice", args, env)
@@ -279,7 +279,7 @@ func (g *GitOps) startMonitor(ctx context.Context, out io.Writer) error {
 		"GIT_USERNAME=" + g.User, "GIT_TOKEN=" + g.Password, "GIT_BRANCH=" + g.Branch,
 		"GIT_CLUSTERNAME=" + g.ClusterID(), "TEMCO_MONITOR_INTERVAL=" + monitorInterval}
 	p, err := StartProc(g.Cluster.Name+"/gitops-monitor", filepath.Join(g.Cluster.Dir, "gitops-monitor.log"),
-		"nice", []string{"-n", clusterNice, g.Self, "gitops-monitor"}, env)
+		"nice", []string{"-n", strconv.Itoa(clusterNice), g.Self, "gitops-monitor"}, env)
 	if err != nil {
 		return err
 	}

@@ -32,7 +32,7 @@ func startGitOpsAlone(t *testing.T, dataDir string, base int) *Stack {
 	if err := s.checkPorts(); err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	t.Cleanup(s.stopGitOps)
 	if err := s.startGitOps(ctx); err != nil {

@@ -80,7 +80,9 @@ func startOnFreePorts(cfg devstack.Config) (*devstack.Stack, error) {
 	if cfg.ClusterBasePort, err = devstack.FreeClusterBase(clusters); err != nil {
 		return nil, err
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	// Its clusters may wait for start slots other stacks hold (devstack's startGate): the
+	// bound is for a stack that never comes up, not a slow one.
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	return devstack.Start(ctx, cfg)
 }
