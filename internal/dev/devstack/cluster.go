@@ -58,14 +58,14 @@ func (c *Cluster) Ports() map[string]int {
 
 // Start brings the cluster up and returns once the apiserver is ready, the node exists
 // and the apiserver serves the custom resources of ClusterCRDFiles (crds/ and the
-// modules' definitions in BinDir/crds).
+// modules' definitions in BinDir/crds). It waits for one of the machine's start slots
+// (startGate) first.
 func (c *Cluster) Start(ctx context.Context) error {
-	release, err := clusterStarts.take(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	defer c.yieldCPU()
+	return c.inStartSlot(ctx, func() error { return c.bringUp(ctx) })
+}
+
+// bringUp is Start within its slot.
+func (c *Cluster) bringUp(ctx context.Context) error {
 	c.mu.Lock()
 	c.procs = map[string]*Proc{}
 	c.mu.Unlock()
@@ -113,7 +113,7 @@ func (c *Cluster) Start(ctx context.Context) error {
 // may never end on a busy machine.
 const clusterNice = 10
 
-func (c *Cluster) start(name string, args ...string) (*Proc, error) {
+func (c *Cluster) startProc(name string, args ...string) (*Proc, error) {
 	p, err := StartProc(c.Name+"/"+name, filepath.Join(c.Dir, name+".log"), filepath.Join(c.BinDir, name), args, nil)
 	if err != nil {
 		return nil, err
@@ -124,11 +124,25 @@ func (c *Cluster) start(name string, args ...string) (*Proc, error) {
 	return p, nil
 }
 
-// yieldCPU lowers every thread of the cluster's processes to clusterNice (each process
+// inStartSlot runs start in one of the machine's cluster start slots, then lowers the
+// cluster's processes to clusterNice.
+func (c *Cluster) inStartSlot(ctx context.Context, start func() error) error {
+	release, err := clusterStarts.take(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	defer c.yieldCPU()
+	return start()
+}
+
+// yieldCPU lowers every thread of the cluster's running processes to clusterNice (each
 // leads its own process group, which PRIO_PGRP covers thread by thread).
 func (c *Cluster) yieldCPU() {
 	for _, p := range c.Procs() {
-		_ = syscall.Setpriority(syscall.PRIO_PGRP, p.Cmd.Process.Pid, clusterNice)
+		if p.Exited() == nil {
+			_ = syscall.Setpriority(syscall.PRIO_PGRP, p.Cmd.Process.Pid, clusterNice)
+		}
 	}
 }
 
@@ -142,7 +156,7 @@ func (c *Cluster) proc(name string) *Proc {
 func (c *Cluster) startEtcd(ctx context.Context) error {
 	client := "http://127.0.0.1:" + strconv.Itoa(c.BasePort)
 	peer := "http://127.0.0.1:" + strconv.Itoa(c.BasePort+1)
-	p, err := c.start("etcd", "--name", c.Name, "--data-dir", filepath.Join(c.Dir, "etcd"),
+	p, err := c.startProc("etcd", "--name", c.Name, "--data-dir", filepath.Join(c.Dir, "etcd"),
 		"--listen-client-urls", client, "--advertise-client-urls", client,
 		"--listen-peer-urls", peer, "--initial-advertise-peer-urls", peer,
 		"--initial-cluster", c.Name+"="+peer, "--quota-backend-bytes", strconv.Itoa(512<<20),
@@ -158,13 +172,7 @@ func (c *Cluster) startEtcd(ctx context.Context) error {
 // StartAPIServer (re)starts kube-apiserver in a start slot and waits for /readyz; tests
 // use it with StopAPIServer to make a cluster unreachable for a while.
 func (c *Cluster) StartAPIServer(ctx context.Context) error {
-	release, err := clusterStarts.take(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	defer c.yieldCPU()
-	return c.startAPIServer(ctx)
+	return c.inStartSlot(ctx, func() error { return c.startAPIServer(ctx) })
 }
 
 func (c *Cluster) startAPIServer(ctx context.Context) error {
@@ -178,7 +186,7 @@ func (c *Cluster) startAPIServer(ctx context.Context) error {
 		audit = []string{"--audit-policy-file=" + policy, "--audit-log-path=" + filepath.Join(c.Dir, "audit.log"),
 			"--audit-log-format=json", "--audit-log-mode=blocking"}
 	}
-	p, err := c.start("kube-apiserver", append(audit,
+	p, err := c.startProc("kube-apiserver", append(audit,
 		"--etcd-servers=http://127.0.0.1:"+strconv.Itoa(c.BasePort),
 		"--bind-address=127.0.0.1", "--advertise-address=127.0.0.1", "--secure-port="+strconv.Itoa(c.APIPort()),
 		"--tls-cert-file="+pki.path("apiserver.crt"), "--tls-private-key-file="+pki.path("apiserver.key"),
@@ -259,26 +267,22 @@ func (c *Cluster) startController(name string) error {
 	default:
 		return fmt.Errorf("cluster %s: no component %q", c.Name, name)
 	}
-	_, err := c.start(name, args...)
+	_, err := c.startProc(name, args...)
 	return err
 }
 
 // startComponent (re)starts one named component of the running cluster and waits until it
 // is ready, as Start does; the supervisor restarts a crashed one with it.
 func (c *Cluster) startComponent(ctx context.Context, name string) error {
-	release, err := clusterStarts.take(ctx)
-	if err != nil {
-		return err
-	}
-	defer release()
-	defer c.yieldCPU()
-	switch name {
-	case "etcd":
-		return c.startEtcd(ctx)
-	case "kube-apiserver":
-		return c.startAPIServer(ctx)
-	}
-	return c.startController(name)
+	return c.inStartSlot(ctx, func() error {
+		switch name {
+		case "etcd":
+			return c.startEtcd(ctx)
+		case "kube-apiserver":
+			return c.startAPIServer(ctx)
+		}
+		return c.startController(name)
+	})
 }
 
 // Clientset is an admin client of this cluster.

@@ -51,12 +51,15 @@ func TestStartGateHoldsAtMostItsSlots(t *testing.T) {
 // A cluster's processes start at the normal priority and yield the CPU once started:
 // every thread ends at clusterNice.
 func TestStartedClusterYieldsTheCPU(t *testing.T) {
+	if n := niceOf(t, os.Getpid()); n != 0 {
+		t.Skipf("the test runs at nice %d: its children start there", n)
+	}
 	bin := t.TempDir()
 	if err := os.Symlink("/bin/sleep", filepath.Join(bin, "etcd")); err != nil {
 		t.Fatal(err)
 	}
 	c := &Cluster{Name: "c", BinDir: bin, Dir: t.TempDir(), procs: map[string]*Proc{}}
-	p, err := c.start("etcd", "60")
+	p, err := c.startProc("etcd", "60")
 	if err != nil {
 		t.Fatal(err)
 	}
