@@ -58,7 +58,7 @@ func runSuite(m *testing.M) (int, error) {
 		// Two clusters per batch, so three clusters fan out through batch child workflows.
 		// Clusters probed every 10 s, so TestClusterProbes sees a change well within its
 		// minute. Each round lists the clusters, which FerretDB on SQLite answers by reading
-		// the whole resources collection: every 2 s, that was a shard's largest steady load.
+		// the whole resources collection: every 2 s was load the tests did not need.
 		Env: []string{"TEMCO_CLUSTERS_PER_BATCH=2", "TEMCO_CLUSTER_PROBE_INTERVAL=10s"}, MongoBackend: os.Getenv("TEMCO_E2E_MONGO_BACKEND")}
 	if os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH") != "" { // the benchmarks: what they time alone, no probes
 		cfg.Env = []string{"TEMCO_CLUSTERS_PER_BATCH=" + os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH"), "TEMCO_CLUSTER_PROBE_INTERVAL=0"}
