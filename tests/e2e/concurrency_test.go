@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"testing"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -164,9 +165,13 @@ func TestAppDeletesRacingDIGCreatesEndAsSomeSerialOrder(t *testing.T) {
 			}
 		}
 		// Serially: a PUT before the delete updates the app (200) and the delete removes
-		// it; a PUT after it creates it again (201); a refused delete leaves it.
+		// it; a PUT after it creates it again (201); a refused delete leaves it. A PUT that
+		// waited out the store's claim wait while the delete held the app is refused (409
+		// busy) and changes nothing: a loaded machine (CI, 2026-11-29) made one.
+		putRefused := putX == 409 && busy(answers[2])
 		switch {
-		case delX == 204 && putX == 200 && !exists[x], delX == 204 && putX == 201 && exists[x], delX == 409 && putX == 200 && exists[x]:
+		case delX == 204 && putX == 200 && !exists[x], delX == 204 && putX == 201 && exists[x], delX == 409 && putX == 200 && exists[x],
+			putRefused && (delX == 204 && !exists[x] || delX == 409 && exists[x]):
 		default:
 			t.Fatalf("round %d: delete of %s answered %d, its PUT %d, and it exists: %v", round, x, delX, putX, exists[x])
 		}
@@ -185,7 +190,7 @@ func TestAppDeletesRacingDIGCreatesEndAsSomeSerialOrder(t *testing.T) {
 		}
 		// A delete is refused only for a DIG that names the app (created before it).
 		for i, a := range []string{x, y} {
-			if answers[i].code == 409 && !used[a] {
+			if answers[i].code == 409 && !busy(answers[i]) && !used[a] {
 				t.Fatalf("round %d: delete of %s was refused (%s) but no DIG names it", round, a, answers[i].body)
 			}
 		}
@@ -199,4 +204,10 @@ func TestAppDeletesRacingDIGCreatesEndAsSomeSerialOrder(t *testing.T) {
 			}
 		}
 	}
+}
+
+// busy reports whether r is the store's refusal of a write that waited too long for another
+// writer of the same resource: a serial outcome (the write refused, nothing changed).
+func busy(r response) bool {
+	return r.code == 409 && strings.Contains(string(r.body), "being written by another request")
 }

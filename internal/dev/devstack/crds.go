@@ -163,7 +163,8 @@ func (c *Cluster) applyCRDs(ctx context.Context) ([]string, error) {
 }
 
 // applyCRDFiles server-side applies the definitions of files and returns their names.
-// Unknown fields in a definition are refused, not dropped.
+// Unknown fields in a definition are refused, not dropped; a write the server was too
+// slow to finish is tried again.
 func (c *Cluster) applyCRDFiles(ctx context.Context, files []CRDFile) ([]string, error) {
 	dc, err := c.Dynamic()
 	if err != nil {
@@ -177,8 +178,11 @@ func (c *Cluster) applyCRDFiles(ctx context.Context, files []CRDFile) ([]string,
 				return nil, err
 			}
 			force := true
-			_, err = dc.Resource(crdResource).Patch(ctx, crd.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
-				FieldManager: crdFieldManager, Force: &force, FieldValidation: metav1.FieldValidationStrict})
+			err = retryTransient(ctx, applyBound, func(ctx context.Context) error {
+				_, err := dc.Resource(crdResource).Patch(ctx, crd.GetName(), types.ApplyPatchType, body, metav1.PatchOptions{
+					FieldManager: crdFieldManager, Force: &force, FieldValidation: metav1.FieldValidationStrict})
+				return err
+			})
 			if err != nil {
 				return nil, fmt.Errorf("cluster %s: apply %s from %s: %w", c.Name, crd.GetName(), f.Name, err)
 			}

@@ -81,15 +81,18 @@ func (g *GitOps) bootstrap(ctx context.Context) error {
 
 func b64(s string) string { return base64.StdEncoding.EncodeToString([]byte(s)) }
 
-// apply server-side applies obj as the dev stack.
+// apply server-side applies obj as the dev stack, again while the server is too slow.
 func apply(ctx context.Context, dc dynamic.Interface, resource schema.GroupVersionResource, obj *unstructured.Unstructured) error {
 	body, err := json.Marshal(obj.Object)
 	if err != nil {
 		return err
 	}
 	force := true
-	_, err = dc.Resource(resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, body,
-		metav1.PatchOptions{FieldManager: crdFieldManager, Force: &force, FieldValidation: metav1.FieldValidationStrict})
+	err = retryTransient(ctx, applyBound, func(ctx context.Context) error {
+		_, err := dc.Resource(resource).Namespace(obj.GetNamespace()).Patch(ctx, obj.GetName(), types.ApplyPatchType, body,
+			metav1.PatchOptions{FieldManager: crdFieldManager, Force: &force, FieldValidation: metav1.FieldValidationStrict})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("apply %s %s/%s: %w", obj.GetKind(), obj.GetNamespace(), obj.GetName(), err)
 	}
