@@ -120,7 +120,11 @@ const ErrWorkerRestarted = "WorkerRestarted"
 // operations, so Temporal retries them now, and first clears those workflows' sticky
 // queue, so their next workflow tasks go to the task queue rather than wait for the dead
 // worker. It runs before the worker polls, and returns how many attempts it failed.
-func TakeOver(ctx context.Context, c client.Client, namespace, taskQueue string, me Identity) (int, error) {
+//
+// release (may be nil) is called for each attempt before it is failed, to free what the
+// dead attempt held: claims on the documents it was writing, which its retry would
+// otherwise wait seconds for.
+func TakeOver(ctx context.Context, c client.Client, namespace, taskQueue string, me Identity, release Release) (int, error) {
 	if strings.ContainsAny(taskQueue, `'"\`) {
 		return 0, nil // not expressible in a visibility query; Temporal's timeouts still apply
 	}
@@ -147,7 +151,7 @@ func TakeOver(ctx context.Context, c client.Client, namespace, taskQueue string,
 	g.SetLimit(8)
 	for i, run := range runs {
 		g.Go(func() error {
-			n, err := takeOverRun(ctx, c, namespace, run[0], run[1], me)
+			n, err := takeOverRun(ctx, c, namespace, run[0], run[1], me, release)
 			failed[i] = n
 			return err
 		})
@@ -160,7 +164,10 @@ func TakeOver(ctx context.Context, c client.Client, namespace, taskQueue string,
 	return total, err
 }
 
-func takeOverRun(ctx context.Context, c client.Client, namespace, workflowID, runID string, me Identity) (int, error) {
+// Release frees what a dead attempt of activity activityID of run runID held.
+type Release func(ctx context.Context, runID, activityID string, attempt int32)
+
+func takeOverRun(ctx context.Context, c client.Client, namespace, workflowID, runID string, me Identity, release Release) (int, error) {
 	desc, err := c.DescribeWorkflowExecution(ctx, workflowID, runID)
 	if err != nil {
 		return 0, ignoreEnded(err)
@@ -175,6 +182,9 @@ func takeOverRun(ctx context.Context, c client.Client, namespace, workflowID, ru
 	for _, a := range desc.GetPendingActivities() {
 		if a.GetState() == enumspb.PENDING_ACTIVITY_STATE_SCHEDULED || !me.Predecessor(a.GetLastWorkerIdentity()) {
 			continue
+		}
+		if release != nil {
+			release(ctx, runID, a.GetActivityId(), a.GetAttempt())
 		}
 		// Retried at once: the retry policy's backoff is for what failed, not for whom.
 		dead := temporal.NewApplicationErrorWithOptions(fmt.Sprintf("worker %s, which ran this attempt, restarted", a.GetLastWorkerIdentity()),

@@ -59,7 +59,7 @@ func attemptOf(ctx context.Context, in lifecycle.ClusterInput) (appctx.Attempt, 
 	if p := in.After; p != nil {
 		return appctx.Attempt{Activity: p.Activity, Number: p.Attempts + info.Attempt}, p.Scheduled
 	}
-	return appctx.Attempt{Activity: info.WorkflowExecution.RunID + "/" + info.ActivityID, Number: info.Attempt}, info.ScheduledTime
+	return appctx.Attempt{Activity: appctx.ActivityName(info.WorkflowExecution.RunID, info.ActivityID), Number: info.Attempt}, info.ScheduledTime
 }
 
 // beat heartbeats a cluster's own activity; in a group it does nothing, the group
@@ -79,7 +79,7 @@ func beat(ctx context.Context, details ...any) {
 func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 	each func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)) (lifecycle.GroupResult, error) {
 	info := activity.GetInfo(ctx)
-	out := lifecycle.GroupResult{Prior: lifecycle.Prior{Activity: info.WorkflowExecution.RunID + "/" + info.ActivityID,
+	out := lifecycle.GroupResult{Prior: lifecycle.Prior{Activity: appctx.ActivityName(info.WorkflowExecution.RunID, info.ActivityID),
 		Attempts: info.Attempt, Scheduled: info.ScheduledTime}}
 	if activity.HasHeartbeatDetails(ctx) {
 		_ = activity.GetHeartbeatDetails(ctx, &out.Done) // unreadable: everything is redone

@@ -117,7 +117,7 @@ func workerCmd() *cobra.Command {
 				}
 				defer os.RemoveAll(gitDir)
 			}
-			me, release := takeOver(ctx, log, c, tf, workerName)
+			me, release := takeOver(ctx, log, c, tf, workerName, contexts)
 			defer release() // until then the slot is held (its lock file open)
 			w := workers.New(c, tf.taskQueue, me.String(), workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
 				ClustersPerBatch: perBatch, MaxConns: maxConns, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
@@ -162,7 +162,7 @@ func workerCmd() *cobra.Command {
 // (workers.TakeOver), before the worker polls: its own attempts must not look like the
 // predecessor's. Without a slot (no writable $TMPDIR) the worker runs, and Temporal's
 // timeouts retry a predecessor's attempts.
-func takeOver(ctx context.Context, log *slog.Logger, c client.Client, tf temporalFlags, name string) (workers.Identity, func()) {
+func takeOver(ctx context.Context, log *slog.Logger, c client.Client, tf temporalFlags, name string, contexts *appctx.Store) (workers.Identity, func()) {
 	slot, release, err := workers.ClaimSlot(os.TempDir(), tf.namespace, tf.taskQueue)
 	if err != nil {
 		log.Warn("no worker slot: a predecessor's activities wait for their timeouts", "err", err)
@@ -171,7 +171,16 @@ func takeOver(ctx context.Context, log *slog.Logger, c client.Client, tf tempora
 	me := workers.NewIdentity(name, slot)
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	n, err := workers.TakeOver(ctx, c, tf.namespace, tf.taskQueue, me)
+	// The dead attempts' claims on context documents go with them: their retries would
+	// wait until each is 5 s old (bench-restart at N = 1,000, 2026-11-30: the three retried
+	// groups all ended about 5 s after their first attempts began, 1 s later than others).
+	releaseClaims := func(ctx context.Context, runID, activityID string, attempt int32) {
+		by := appctx.Attempt{Activity: appctx.ActivityName(runID, activityID), Number: attempt}
+		if err := contexts.ReleaseClaims(ctx, by); err != nil {
+			log.Warn("releasing a predecessor's claims: its retry waits for them", "activity", by.Activity, "err", err)
+		}
+	}
+	n, err := workers.TakeOver(ctx, c, tf.namespace, tf.taskQueue, me, releaseClaims)
 	if err != nil {
 		log.Warn("taking over a predecessor's activities: Temporal's timeouts retry them", "err", err)
 	} else if n > 0 {

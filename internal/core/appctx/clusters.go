@@ -137,6 +137,9 @@ type Attempt struct {
 	Number   int32  `bson:"attempt"`
 }
 
+// ActivityName is how an Attempt names the activity it is an attempt of.
+func ActivityName(runID, activityID string) string { return runID + "/" + activityID }
+
 // ErrSuperseded: a later attempt of the same cluster activity saved its statuses.
 var ErrSuperseded = errors.New("a later attempt of this cluster activity already saved its statuses")
 

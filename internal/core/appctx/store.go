@@ -69,6 +69,13 @@ func (s *Store) exclusiveAs(ctx context.Context, c *mongo.Collection, id string,
 	return s.claims.ExclusiveAs(ctx, c.Name()+":"+id, store.Holder{Name: by.Activity, Attempt: by.Number}, write)
 }
 
+// ReleaseClaims removes the claims attempt by left on the context's documents. Only for an
+// attempt known to be dead (its worker's successor took it over): a live one would be
+// cut off mid-write.
+func (s *Store) ReleaseClaims(ctx context.Context, by Attempt) error {
+	return s.claims.Release(ctx, store.Holder{Name: by.Activity, Attempt: by.Number})
+}
+
 func clusterID(ctxID, cluster string) string { return ctxID + "/" + cluster }
 
 func batchID(ctxID string, batch int) string { return fmt.Sprintf("%s/batch/%d", ctxID, batch) }

@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
 // A claim left by a process that died blocks writers of that resource, for a lease at
@@ -103,6 +105,51 @@ func TestALaterAttemptTakesOverItsPredecessorsClaim(t *testing.T) {
 		wantCode(t, c.ExclusiveAs(ctx, "k", Holder{Name: "run/7", Attempt: 2}, write), ErrBusy)
 		if wrote {
 			t.Fatal("a fresh claim of an earlier attempt was taken over")
+		}
+	})
+}
+
+// The claims an attempt known to be dead left are released at once: its retry writes
+// without waiting; claims of other holders and attempts stay.
+func TestReleasedClaimsOfADeadAttemptDoNotHoldItsRetry(t *testing.T) {
+	forEachBackend(t, "", func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		s.claimWait = 50 * time.Millisecond
+		c := &Claims{s: s}
+		for _, cl := range []claimDoc{
+			{ID: "dead", Key: "k", At: s.now(), Holder: &Holder{Name: "run/7", Attempt: 1}},
+			{ID: "alive", Key: "k2", At: s.now(), Holder: &Holder{Name: "run/7", Attempt: 2}},
+			{ID: "other", Key: "k3", At: s.now(), Holder: &Holder{Name: "run/8", Attempt: 1}},
+			{ID: "anonymous", Key: "k4", At: s.now()},
+		} {
+			if _, err := s.claims.InsertOne(ctx, cl); err != nil {
+				t.Fatal(err)
+			}
+		}
+		retry := Holder{Name: "run/7", Attempt: 2}
+		wrote := false
+		write := func(context.Context) error { wrote = true; return nil }
+		wantCode(t, c.ExclusiveAs(ctx, "k", retry, write), ErrBusy) // fresh: a write under way
+		if err := c.Release(ctx, Holder{Name: "run/7", Attempt: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if err := c.ExclusiveAs(ctx, "k", retry, write); err != nil || !wrote {
+			t.Fatalf("the retry still waits for a released claim: %v", err)
+		}
+		var left []claimDoc
+		cur, err := s.claims.Find(ctx, bson.D{}, options.Find().SetSort(bson.D{{Key: "_id", Value: 1}}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cur.All(ctx, &left); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, l := range left {
+			ids = append(ids, l.ID)
+		}
+		if want := []string{"alive", "anonymous", "other"}; !slices.Equal(ids, want) {
+			t.Fatalf("claims left %v, want %v", ids, want)
 		}
 	})
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"time"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 )
 
@@ -32,4 +33,12 @@ func (c *Claims) Exclusive(ctx context.Context, key string, write func(ctx conte
 // earlier attempt left is taken over within seconds rather than a lease.
 func (c *Claims) ExclusiveAs(ctx context.Context, key string, holder Holder, write func(ctx context.Context) error) error {
 	return c.s.exclusiveAt(ctx, key, 0, &holder, write)
+}
+
+// Release removes the claims holder left, for a holder known to be dead: a restarted
+// worker's predecessor, whose attempts it took over. A later attempt would otherwise wait
+// until each is supersededAfter old (5 s) before it writes that document.
+func (c *Claims) Release(ctx context.Context, holder Holder) error {
+	_, err := c.s.claims.DeleteMany(ctx, bson.D{{Key: "holder.name", Value: holder.Name}, {Key: "holder.attempt", Value: holder.Attempt}})
+	return err
 }
