@@ -100,11 +100,13 @@ bench-rollouts: tools
 	  $(GO) test -count=1 -run '^$$' -bench RolloutFleet -benchtime 1x -timeout 120m ./tests/e2e/
 
 ## bench-restart: the scale DIG on FLEET clusters (1000) instantiated uninterrupted, then
-## with the worker killed a third of the way, then with the Temporal server killed: times
-## and the API servers' count of server-side applies (BENCHMARKS.md)
+## with the worker killed a third of the way, then with the Temporal server killed, in
+## ROUNDS rounds (3): times, their medians, and the API servers' count of server-side
+## applies (BENCHMARKS.md)
+ROUNDS ?= 3
 bench-restart: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(FLEET) \
-	  TEMCO_E2E_TEMPORAL_BACKEND=$(TEMPORAL) TEMCO_E2E_REPLICAS=$(REPLICAS) \
+	  TEMCO_RESTART_ROUNDS=$(ROUNDS) TEMCO_E2E_TEMPORAL_BACKEND=$(TEMPORAL) TEMCO_E2E_REPLICAS=$(REPLICAS) \
 	  $(GO) test -count=1 -run '^$$' -bench Restart -benchtime 1x -timeout 60m ./tests/e2e/
 
 ## bench-drift: one drift check of a 3-chart DIG over CLUSTERS clusters (as bench-scale's),

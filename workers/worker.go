@@ -109,6 +109,7 @@ var Options = worker.Options{
 func New(c client.Client, taskQueue, identity string, d Deps) worker.Worker {
 	o := Options
 	o.Identity = identity
+	o.BuildID = buildID() // in place of the SDK's checksum of the executable; no versioning
 	w := worker.New(c, taskQueue, o)
 	if d.Ops == nil {
 		d.Ops = &starter.Starter{Client: c, TaskQueue: taskQueue}
