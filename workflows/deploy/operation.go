@@ -286,7 +286,8 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 	for next < f.batches || running > 0 {
 		for running < cmp.Or(f.window, BatchWindow) && next < f.batches && ctx.Err() == nil && !held() {
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID: fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, f.offset+next),
+				WorkflowID:          fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, f.offset+next),
+				WorkflowTaskTimeout: batchTaskTimeout,
 			})
 			in := f.in
 			in.Batch = f.offset + next

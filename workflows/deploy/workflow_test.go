@@ -429,6 +429,25 @@ func TestInstantiateFansOutBatchesAsChildWorkflows(t *testing.T) {
 	}
 }
 
+// A batch's workflow task that a dead worker held goes to another worker after
+// batchTaskTimeout, not Temporal's default 10 s.
+func TestBatchWorkflowTasksTimeOutSooner(t *testing.T) {
+	f := newFakes()
+	f.plan = lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 2}
+	var timeouts []time.Duration
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+			timeouts = append(timeouts, info.WorkflowTaskTimeout)
+		})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(timeouts) != 2 || timeouts[0] != batchTaskTimeout || timeouts[1] != batchTaskTimeout {
+		t.Errorf("batch workflow task timeouts %v, want %s each", timeouts, batchTaskTimeout)
+	}
+}
+
 func TestInstantiateRetriesAnUnreachableClusterUntilItAnswers(t *testing.T) {
 	f := newFakes()
 	f.apply = func(cluster string, attempt int32) (lifecycle.ClusterResult, error) {
