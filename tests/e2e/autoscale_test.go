@@ -177,11 +177,13 @@ func TestAutoscalerScalesAcrossClusters(t *testing.T) {
 	// The load drops: cluster1 back to 1 replica, both HPAs at their minimum wanting fewer.
 	// Once the cool-down has passed, cluster2, the least preferred, is drained: its HPA's
 	// maximum goes down to 1; its HPA controller (the test) follows, and at the floor it is
-	// removed.
+	// removed. cluster2 wants fewer first: had cluster1 been first, an evaluation between
+	// the two (the cool-down may be over by now) would rightly drain cluster1, the only
+	// one wanting fewer.
 	scale(t, clients[1], 2)
 	scale(t, clients[0], 1)
-	wantFewer(t, clients[0])
 	wantFewer(t, clients[1])
+	wantFewer(t, clients[0])
 	poll.Until(t, "cluster2's HPA drained to 1", 2*time.Minute, func(ctx context.Context) error {
 		h, err := clients[1].AutoscalingV2().HorizontalPodAutoscalers("default").Get(ctx, "scaled", metav1.GetOptions{})
 		if err != nil || h.Spec.MaxReplicas != 1 {
