@@ -21,7 +21,7 @@ import (
 // A call made while the Temporal frontend is down waits for it, within the call's deadline,
 // instead of failing at once; and goes through once the server is back. Without this a
 // worker's polls and its activities' completions waited for the SDK's next retry, seconds
-// after a restarted server was back (BENCHMARKS.md, "tenth session").
+// after a restarted server was back (BENCHMARKS.md, "2026-11-30, tenth session").
 func TestTemporalCallsWaitForTheServerToComeBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a Temporal dev server")
