@@ -26,11 +26,42 @@ type productionServer struct {
 	Server, SQLTool string    // paths of temporal-server and temporal-sql-tool
 	Postgres        *Postgres // holds the temporal and temporal_visibility databases
 	Shards          int       // history shards (fixed for a cluster's life)
+	// ports are the last start's (services and membership), taken again by a restart as a
+	// restarted container keeps its address: under new ones the server would take its dead
+	// predecessor, still in the membership table, for a peer and wait for it (ringpop's
+	// join: 45 s, BENCHMARKS.md "2026-11-30, tenth session").
+	ports []int
 }
 
 // DefaultShards is the production server's number of history shards here: more than one
 // (what a real cluster has), few enough for two cores.
 const DefaultShards = 4
+
+// freePorts are the last start's ports if they are all free still, else new ones.
+func (p *productionServer) freePorts() ([]int, error) {
+	if len(p.ports) > 0 {
+		named := map[string]int{}
+		for i, port := range p.ports {
+			named[strconv.Itoa(i)] = port
+		}
+		if CheckPortsFree(named) == nil {
+			return p.ports, nil
+		}
+	}
+	ports := make([]int, 8)
+	for i := range ports {
+		free := FreePort
+		if i >= 4 {
+			free = FreeLowPort
+		}
+		var err error
+		if ports[i], err = free(); err != nil {
+			return nil, err
+		}
+	}
+	p.ports = ports
+	return ports, nil
+}
 
 // startProduction sets up the schema, writes the configuration and starts the server,
 // then creates the namespace and search attributes the dev server takes as flags.
@@ -43,16 +74,9 @@ func (t *Temporal) startProduction(ctx context.Context) error {
 	}
 	// Frontend HTTP, matching, history, worker (gRPC), then the four membership ports,
 	// which Temporal stores as smallint (below 32768).
-	ports := make([]int, 8)
-	for i := range ports {
-		free := FreePort
-		if i >= 4 {
-			free = FreeLowPort
-		}
-		var err error
-		if ports[i], err = free(); err != nil {
-			return err
-		}
+	ports, err := p.freePorts()
+	if err != nil {
+		return err
 	}
 	confDir := filepath.Join(t.Dir, "config")
 	if err := os.MkdirAll(confDir, 0o755); err != nil {
