@@ -139,8 +139,8 @@ func (r *run) applyObject(obj *appctx.Object, res *appctx.ResourceStatus) (warni
 	err = r.patch(obj, m, p)
 	if schemaRefused(err) {
 		// The schema of a kind whose CRD was just established may not have been published
-		// when the object was pruned: wait for it, and apply what it declares.
-		if q, ok := r.cl.awaitSchema(r.ctx, obj, p); ok {
+		// when the object was pruned: apply what its definition declares.
+		if q, ok := r.cl.awaitSchema(r.ctx, obj, m, p); ok {
 			p, err = q, r.patch(obj, m, q)
 		}
 	}

@@ -5,6 +5,8 @@ package cluster
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -200,10 +202,20 @@ func (c *client) prune(ctx context.Context, obj *appctx.Object) (prunedObject, e
 	})
 }
 
-// awaitSchema prunes obj with a schema of its kind other than the one p was pruned with:
-// a newer one, or, when there was none, one published within a few seconds (a CRD just
-// established); false when there is none.
-func (c *client) awaitSchema(ctx context.Context, obj *appctx.Object, p prunedObject) (prunedObject, bool) {
+// awaitSchema prunes obj with a schema of its kind other than the one p was pruned with,
+// after the API server refused it: false when there is none.
+//
+// The server checks a custom object against its definition from the moment the definition
+// is established, but publishes that schema in its OpenAPI later: seconds later on a busy
+// server, never on one without OpenAPI v3 (before Kubernetes 1.27). So the definition
+// itself is asked first; only when it cannot be read (credentials limited to a namespace,
+// a kind no CRD defines) is the OpenAPI looked at again: a newer document, or, when there
+// was none, one published within a few seconds.
+func (c *client) awaitSchema(ctx context.Context, obj *appctx.Object, m mapped, p prunedObject) (prunedObject, bool) {
+	if q, err := c.pruneByDefinition(ctx, obj, m); err == nil {
+		// A definition that declares every field: the refusal is the object's own.
+		return q, len(q.Dropped) > 0
+	}
 	for deadline := time.Now().Add(unservedGrace); time.Now().Before(deadline); {
 		c.schemas.forget()
 		if q, err := c.prune(ctx, obj); err == nil && q.Schema != "" && q.Schema != p.Schema {
@@ -214,6 +226,26 @@ func (c *client) awaitSchema(ctx context.Context, obj *appctx.Object, p prunedOb
 		}
 	}
 	return p, false
+}
+
+// pruneByDefinition prunes obj, a custom object mapped to m, with the schema of its
+// CustomResourceDefinition as the cluster holds it.
+func (c *client) pruneByDefinition(ctx context.Context, obj *appctx.Object, m mapped) (prunedObject, error) {
+	raw, err := c.rest.Get().AbsPath("/apis/apiextensions.k8s.io/v1/customresourcedefinitions", m.gvr.Resource+"."+m.gvr.Group).
+		Do(ctx).Raw()
+	if err != nil {
+		return prunedObject{}, err
+	}
+	var crd map[string]any
+	if err := json.Unmarshal(raw, &crd); err != nil {
+		return prunedObject{}, err
+	}
+	doc, err := kubeschema.CRDDocument(crd)
+	if err != nil {
+		return prunedObject{}, err
+	}
+	sum := sha256.Sum256(doc)
+	return c.shared.prune("crd:"+hex.EncodeToString(sum[:]), obj, func() ([]byte, error) { return doc, nil })
 }
 
 // groupVersionPath is a group-version's key in the OpenAPI v3 index.

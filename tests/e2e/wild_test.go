@@ -2,7 +2,12 @@ package e2e
 
 import (
 	"context"
+	"encoding/pem"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -12,6 +17,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/devstack"
@@ -139,6 +147,134 @@ func TestUndeclaredFieldsAreDroppedAsACreateWould(t *testing.T) {
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 	cleanupCRD(t, cl, "gadgets.wild.example.com")
+}
+
+// A custom object with a field its definition does not declare is applied without it on a
+// cluster that publishes no OpenAPI v3 (Kubernetes before 1.27), as on one that has not
+// published the definition's schema yet (seconds, on a busy server): temco prunes it by
+// the definition itself. The cluster is cluster1 behind a proxy that hides /openapi/v3.
+func TestUndeclaredFieldsAreDroppedByTheDefinitionWithoutOpenAPI(t *testing.T) {
+	cl := stack.Clusters[0]
+	kubeconfig := withoutOpenAPI(t, cl)
+	c := &client{t: t}
+	c.do("POST", "/cluster-providers", res("noopenapi", nil)).must(t, 201)
+	c.multipart("POST", "/cluster-providers/noopenapi/clusters", res("k126", nil), kubeconfig).must(t, 201)
+	chart := testenv.Chart("old", "", map[string]string{"widgets.yaml": `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: widgets.old.example.com
+spec:
+  group: old.example.com
+  scope: Namespaced
+  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+`, "widget.yaml": `apiVersion: old.example.com/v1
+kind: Widget
+metadata:
+  name: old-widget
+spec: {size: 3, colour: red}
+`})
+	t.Cleanup(func() { cleanupCRD(t, cl, "widgets.old.example.com") })
+	d := newDeployment(t, app{name: "old", chart: chart,
+		placement: map[string]any{"allOf": []any{map[string]any{"clusterProvider": "noopenapi", "cluster": "k126"}}}})
+	d.logicalCloud = "old"
+	d.setUpCloud = func(d *deployment) {
+		lc := "/projects/" + d.project + "/logical-clouds/old"
+		d.c.do("POST", "/projects/"+d.project+"/logical-clouds", res("old", map[string]any{"level": "0"})).must(t, 201)
+		d.c.do("POST", lc+"/cluster-references", res("k126", map[string]any{"clusterProvider": "noopenapi", "cluster": "k126"})).must(t, 201)
+		d.c.do("POST", lc+"/instantiate", nil).must(t, 202)
+		d.awaitCloud("old", lifecycle.StatusInstantiated)
+	}
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	s := d.await("Instantiated", 2*time.Minute, "", func(s status) bool {
+		return s.Status == lifecycle.StatusInstantiated || s.Status == lifecycle.StatusInstantiateFailed
+	})
+	widget := 0
+	for _, a := range s.Apps {
+		for _, c := range a.Clusters {
+			for _, r := range c.Resources {
+				if r.GVK.Kind != "Widget" {
+					continue
+				}
+				widget++
+				if r.RsyncStatus != lifecycle.ResApplied || !strings.HasSuffix(r.Warning, ": spec.colour") {
+					t.Errorf("the Widget: %s (%s), warning %q; want Applied, naming spec.colour", r.RsyncStatus, r.Error, r.Warning)
+				}
+			}
+		}
+	}
+	if widget != 1 || s.Status != lifecycle.StatusInstantiated {
+		t.Fatalf("status %s with %d Widget: %s", s.Status, widget, pretty(s))
+	}
+	w, err := dynClient(t, cl).Resource(schema.GroupVersionResource{Group: "old.example.com", Version: "v1", Resource: "widgets"}).
+		Namespace("default").Get(context.Background(), "old-widget", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec := w.Object["spec"]; !reflect.DeepEqual(spec, map[string]any{"size": int64(3)}) {
+		t.Errorf("the Widget's spec on the cluster: %v, want size 3 alone", spec)
+	}
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	lc := "/projects/" + d.project + "/logical-clouds/old"
+	c.do("POST", lc+"/terminate", nil).must(t, 202)
+	d.awaitCloud("old", lifecycle.StatusTerminated)
+	c.do("DELETE", lc+"/cluster-references/k126", nil).must(t, 204)
+	c.do("DELETE", "/cluster-providers/noopenapi/clusters/k126", nil).must(t, 204)
+	c.do("DELETE", "/cluster-providers/noopenapi", nil).must(t, 204)
+}
+
+// withoutOpenAPI serves cl's API server, with cl's credentials, on a TLS address of the
+// test's own where /openapi/v3 is not found, and returns a kubeconfig reaching it.
+func withoutOpenAPI(t *testing.T, cl *devstack.Cluster) []byte {
+	t.Helper()
+	cfg, err := clientcmd.BuildConfigFromFlags("", cl.Kubeconfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	upstream, err := url.Parse(cfg.Host)
+	if err != nil {
+		t.Fatal(err)
+	}
+	transport, err := rest.TransportFor(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := &httputil.ReverseProxy{Transport: transport, Rewrite: func(pr *httputil.ProxyRequest) {
+		pr.SetURL(upstream)
+		pr.Out.Header.Del("Authorization") // the proxy's own token: cl's credentials go upstream
+	}}
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/openapi/v3") {
+			http.NotFound(w, r)
+			return
+		}
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	kc := clientcmdapi.NewConfig()
+	kc.Clusters["k126"] = &clientcmdapi.Cluster{Server: srv.URL,
+		CertificateAuthorityData: pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})}
+	kc.AuthInfos["k126"] = &clientcmdapi.AuthInfo{Token: "through-the-proxy"}
+	kc.Contexts["k126"] = &clientcmdapi.Context{Cluster: "k126", AuthInfo: "k126"}
+	kc.CurrentContext = "k126"
+	b, err := clientcmd.Write(*kc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
 }
 
 // cleanupCRD deletes a CRD a test's chart installed (terminate leaves CRDs, as Helm does).

@@ -8,7 +8,8 @@ import (
 // CRDDocument is the OpenAPI v3 document of the kinds a CustomResourceDefinition (decoded
 // from JSON) defines, as an API server serving it would publish one: what prunes custom
 // objects whose definition is not on the cluster yet (a GitOps cluster gets both in one
-// commit). Object metadata is taken as it comes (its schema is the server's own).
+// commit), or whose schema the cluster has not published (yet, or at all). Object
+// metadata is taken as it comes (its schema is the server's own).
 func CRDDocument(crd map[string]any) ([]byte, error) {
 	spec, _ := crd["spec"].(map[string]any)
 	group, _ := spec["group"].(string)
