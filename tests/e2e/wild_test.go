@@ -31,27 +31,7 @@ import (
 // that does not exist, and a custom object with a field its CRD does not declare (the CRD
 // comes with the chart, so the object's schema is published during the apply).
 func strayChart() []byte {
-	return testenv.Chart("stray", "", map[string]string{"gadgets.yaml": `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: gadgets.wild.example.com
-spec:
-  group: wild.example.com
-  scope: Namespaced
-  names: {plural: gadgets, singular: gadget, kind: Gadget, listKind: GadgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-`, "all.yaml": `apiVersion: apps/v1
+	return testenv.Chart("stray", "", map[string]string{"gadgets.yaml": sizedCRD("wild.example.com", "Gadget"), "all.yaml": `apiVersion: apps/v1
 kind: DaemonSet
 metadata:
   name: stray-agent
@@ -82,6 +62,32 @@ metadata:
   name: stray-gadget
 spec: {size: 3, colour: red}
 `})
+}
+
+// sizedCRD defines kind in group, whose spec declares one field: size.
+func sizedCRD(group, kind string) string {
+	singular := strings.ToLower(kind)
+	return `apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata:
+  name: ` + singular + `s.` + group + `
+spec:
+  group: ` + group + `
+  scope: Namespaced
+  names: {plural: ` + singular + `s, singular: ` + singular + `, kind: ` + kind + `, listKind: ` + kind + `List}
+  versions:
+  - name: v1
+    served: true
+    storage: true
+    schema:
+      openAPIV3Schema:
+        type: object
+        properties:
+          spec:
+            type: object
+            properties:
+              size: {type: integer}
+`
 }
 
 // Objects with fields the cluster's schema does not declare are applied as a create
@@ -159,27 +165,7 @@ func TestUndeclaredFieldsAreDroppedByTheDefinitionWithoutOpenAPI(t *testing.T) {
 	c := &client{t: t}
 	c.do("POST", "/cluster-providers", res("noopenapi", nil)).must(t, 201)
 	c.multipart("POST", "/cluster-providers/noopenapi/clusters", res("k126", nil), kubeconfig).must(t, 201)
-	chart := testenv.Chart("old", "", map[string]string{"widgets.yaml": `apiVersion: apiextensions.k8s.io/v1
-kind: CustomResourceDefinition
-metadata:
-  name: widgets.old.example.com
-spec:
-  group: old.example.com
-  scope: Namespaced
-  names: {plural: widgets, singular: widget, kind: Widget, listKind: WidgetList}
-  versions:
-  - name: v1
-    served: true
-    storage: true
-    schema:
-      openAPIV3Schema:
-        type: object
-        properties:
-          spec:
-            type: object
-            properties:
-              size: {type: integer}
-`, "widget.yaml": `apiVersion: old.example.com/v1
+	chart := testenv.Chart("old", "", map[string]string{"widgets.yaml": sizedCRD("old.example.com", "Widget"), "widget.yaml": `apiVersion: old.example.com/v1
 kind: Widget
 metadata:
   name: old-widget
