@@ -287,7 +287,7 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 		for running < cmp.Or(f.window, BatchWindow) && next < f.batches && ctx.Err() == nil && !held() {
 			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
 				WorkflowID:          fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, f.offset+next),
-				WorkflowTaskTimeout: batchTaskTimeout,
+				WorkflowTaskTimeout: lifecycle.TaskTimeout,
 			})
 			in := f.in
 			in.Batch = f.offset + next

@@ -20,14 +20,6 @@ import (
 // clusters each, at most a few hundred cluster activities are in flight per operation.
 const BatchWindow = 4
 
-// batchTaskTimeout is a batch workflow's WorkflowTaskTimeout (Temporal's default: 10 s).
-// A workflow task a worker had started when it died is given to another only when this
-// runs out, and a restarted worker cannot give it back (no task token): the batch, and its
-// place in the operation's window, waited the whole 10 s (bench-restart, 2026-11-30). A
-// batch's history is a few dozen events (a few hundred with a cluster per activity),
-// replayed in milliseconds, so 5 s leaves a loaded worker ample time.
-const batchTaskTimeout = 5 * time.Second
-
 // GroupSize is how many clusters of a batch one group activity works on (runBatch); 1 or
 // less: one activity per cluster. The worker sets it at start (--apply-group); a run
 // records the value it used, so changing it never disturbs a replay.

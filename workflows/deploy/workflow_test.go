@@ -430,7 +430,7 @@ func TestInstantiateFansOutBatchesAsChildWorkflows(t *testing.T) {
 }
 
 // A batch's workflow task that a dead worker held goes to another worker after
-// batchTaskTimeout, not Temporal's default 10 s.
+// lifecycle.TaskTimeout, not Temporal's default 10 s.
 func TestBatchWorkflowTasksTimeOutSooner(t *testing.T) {
 	f := newFakes()
 	f.plan = lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 2}
@@ -443,8 +443,8 @@ func TestBatchWorkflowTasksTimeOutSooner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(timeouts) != 2 || timeouts[0] != batchTaskTimeout || timeouts[1] != batchTaskTimeout {
-		t.Errorf("batch workflow task timeouts %v, want %s each", timeouts, batchTaskTimeout)
+	if len(timeouts) != 2 || timeouts[0] != lifecycle.TaskTimeout || timeouts[1] != lifecycle.TaskTimeout {
+		t.Errorf("batch workflow task timeouts %v, want %s each", timeouts, lifecycle.TaskTimeout)
 	}
 }
 

@@ -187,6 +187,7 @@ func (w *digWorkflow) launch(ctx workflow.Context, op string, begun lifecycle.Be
 	cctx, cancel := workflow.WithCancel(ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
 		WorkflowID:            id,
+		WorkflowTaskTimeout:   lifecycle.TaskTimeout,
 		TypedSearchAttributes: lifecycle.SearchAttributes(w.dig, op),
 		StaticSummary:         summary,
 		WaitForCancellation:   true, // terminate waits for the instantiate's cleanup

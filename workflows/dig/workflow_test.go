@@ -20,7 +20,8 @@ var digRef = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", D
 
 // opLog records what the fake operation workflows saw.
 type opLog struct {
-	started   []string // "<op> <context>"
+	started   []string        // "<op> <context>"
+	timeouts  []time.Duration // each operation's workflow task timeout
 	stopped   []string
 	cancelled []string
 	begun     []lifecycle.BeginInput
@@ -33,6 +34,7 @@ type opLog struct {
 func (l *opLog) fakeOp(op string) func(workflow.Context, lifecycle.OpInput) error {
 	return func(ctx workflow.Context, in lifecycle.OpInput) error {
 		l.started = append(l.started, op+" "+in.ContextID)
+		l.timeouts = append(l.timeouts, workflow.GetInfo(ctx).WorkflowTaskTimeout)
 		stop := workflow.GetSignalChannel(ctx, lifecycle.SignalStop)
 		sel := workflow.NewSelector(ctx)
 		sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); l.stopped = append(l.stopped, op) })
@@ -121,6 +123,9 @@ func TestInstantiateStartsTheOperationWorkflow(t *testing.T) {
 	}
 	if len(l.started) != 1 || l.started[0] != "instantiate c1" {
 		t.Errorf("started %v", l.started)
+	}
+	if len(l.timeouts) != 1 || l.timeouts[0] != lifecycle.TaskTimeout {
+		t.Errorf("the operation's workflow task timeout %v, want %s", l.timeouts, lifecycle.TaskTimeout)
 	}
 	// Idle after the operation, the workflow completes.
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {

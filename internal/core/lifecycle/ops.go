@@ -10,6 +10,16 @@ import (
 	"github.com/temco/temco/internal/core/rollout"
 )
 
+// TaskTimeout is the WorkflowTaskTimeout of the operation workflows and their batches
+// (Temporal's default: 10 s). A workflow task that was started when its worker or the
+// Temporal server died is handed out again only when it runs out (a restarted worker
+// cannot give it back: it has no task token). The operation, or its batch and the batch's
+// place in the operation's window, waited all of it (bench-restart, 2026-11-30: 10.00 s
+// after a Temporal kill, 5.00 s for a batch after a worker kill). An operation's history is
+// at most a few thousand events, replayed in tens of milliseconds, so 5 s leaves a loaded
+// worker ample time.
+const TaskTimeout = 5 * time.Second
+
 // Names of workflows, queries, signals and updates (stable: they are part of recorded
 // histories and of what operators type into the temporal CLI).
 const (
