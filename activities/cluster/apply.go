@@ -29,14 +29,23 @@ func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput
 	if r.target == nil { // permanently unusable cluster: already marked Failed
 		return r.result, nil
 	}
-	if err = r.target.apply(r); err != nil {
+	return r.applyAll(ctx)
+}
+
+// applyAll applies a begun run and records its outcome.
+func (r *run) applyAll(ctx context.Context) (lifecycle.ClusterResult, error) {
+	if err := r.target.apply(r); err != nil {
 		r.markRetrying(err)
 		if serr := r.save(context.WithoutCancel(ctx)); serr != nil {
 			return r.result, serr
 		}
 		return r.result, err
 	}
-	return r.result, r.flush(ctx)
+	missing := r.failUnreached(lifecycle.ResApplied, nil)
+	if err := r.flush(ctx); err != nil {
+		return r.result, err
+	}
+	return r.result, missing
 }
 
 // apply server-side applies the apps, concurrently, each after the apps it depends on.

@@ -73,7 +73,11 @@ func (r *run) remove(ctx context.Context, only map[string][]int, next *placed) e
 		}
 		return err
 	}
-	return r.flush(ctx)
+	missing := r.failUnreached(lifecycle.ResDeleted, only)
+	if err := r.flush(ctx); err != nil {
+		return err
+	}
+	return missing
 }
 
 // remove deletes the objects, an app after every app that depends on it.
