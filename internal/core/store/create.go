@@ -46,7 +46,7 @@ func (s *Store) createOnce(ctx context.Context, d *Doc) error {
 	// lease/2 old; others replace or sweep it, holding its claim, once it is a lease old.
 	ctx, cancel := context.WithDeadline(ctx, now.Add(lease/2))
 	defer cancel()
-	tooLong := &Error{Code: ErrBusy, ID: d.ID, Msg: "creation took too long; retry"}
+	tooLong := &Error{Code: ErrBusy, ID: d.ID, Msg: "took too long to create"}
 	if err := s.insertPending(ctx, d); err != nil {
 		if ctx.Err() != nil {
 			return tooLong

@@ -40,7 +40,7 @@ func (s *Store) createManyOnce(ctx context.Context, docs []*Doc) error {
 	// is being committed.
 	ctx, cancel := context.WithDeadline(ctx, now.Add(lease/2))
 	defer cancel()
-	tooLong := &Error{Code: ErrBusy, ID: ids[0], Msg: "the import took too long; retry it"}
+	tooLong := &Error{Code: ErrBusy, ID: ids[0], Msg: "and the rest of its import took too long to store"}
 	mine := bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: ids}}}, {Key: "pendingSince", Value: now}}
 	withdraw := func() {
 		wctx, cancel := context.WithDeadline(context.WithoutCancel(ctx), now.Add(lease/2))
