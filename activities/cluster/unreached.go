@@ -24,7 +24,7 @@ import (
 func (r *run) failUnreached(done string, only map[string][]int) error {
 	verb := map[string]string{lifecycle.ResApplied: "applied", lifecycle.ResDeleted: "deleted"}[done]
 	var missing []string
-	cluster := ""
+	cluster, failed := "", false
 	for app, p := range r.byApp {
 		cluster = p.Cluster
 		idx, scoped := only[app]
@@ -44,10 +44,13 @@ func (r *run) failUnreached(done string, only map[string][]int) error {
 				continue
 			}
 			r.setFailed(&p.Resources[i], "not "+verb+": the cluster's activity ended without reaching it (a fault of temco)")
-			r.mu.Lock()
-			r.unsaved = true
-			r.mu.Unlock()
+			failed = true
 		}
+	}
+	if failed { // for the flush that follows
+		r.mu.Lock()
+		r.unsaved = true
+		r.mu.Unlock()
 	}
 	if len(missing) == 0 {
 		return nil
