@@ -9,6 +9,7 @@ import (
 
 	"github.com/temco/temco/dashboard"
 	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/core/model"
 )
 
 const principalKey = "principal"
@@ -22,22 +23,39 @@ func isPublic(route string) bool {
 	return publicPaths[route] || strings.HasPrefix(route, dashboard.Path) || route == strings.TrimSuffix(dashboard.Path, "/")
 }
 
-// authenticate requires a valid bearer token on every other route and applies the
-// authorization rules of authorize. Without an Authenticator every caller is an admin.
+// HeaderActAs narrows a request to one project's authority: "project:<name>". temco hub
+// sends it with every request it makes for an object of a namespace bound to a project,
+// so that the API applies exactly that tenant's rules to what the object declares,
+// whatever the hub's own token may do (docs/hub.md, "Tenancy").
+const HeaderActAs = "X-Temco-Act-As"
+
+// authenticate requires a valid bearer token on every other route, narrows the caller to
+// the project HeaderActAs names, and applies the authorization rules of authorize.
+// Without an Authenticator every caller is an admin; narrowed, a tenant all the same.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		if s.Auth == nil || isPublic(c.Path()) {
+		if isPublic(c.Path()) {
 			return next(c)
 		}
-		raw, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-		if !ok || strings.TrimSpace(raw) == "" {
-			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco"`)
-			return httpErr(http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")
+		var p *auth.Principal
+		if s.Auth != nil {
+			raw, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+			if !ok || strings.TrimSpace(raw) == "" {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco"`)
+				return httpErr(http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")
+			}
+			var err error
+			if p, err = s.Auth.Authenticate(c.Request().Context(), strings.TrimSpace(raw)); err != nil {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco", error="invalid_token"`)
+				return httpErr(http.StatusUnauthorized, "%v", err)
+			}
 		}
-		p, err := s.Auth.Authenticate(c.Request().Context(), strings.TrimSpace(raw))
+		p, err := actAs(c, p)
 		if err != nil {
-			c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco", error="invalid_token"`)
-			return httpErr(http.StatusUnauthorized, "%v", err)
+			return err
+		}
+		if p == nil { // authentication off, nobody narrowed: an admin
+			return next(c)
 		}
 		c.Set(principalKey, p)
 		c.SetRequest(c.Request().WithContext(context.WithValue(c.Request().Context(), principalCtxKey{}, p)))
@@ -46,6 +64,33 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// actAs narrows p (nil: authentication is off, an admin) to the project HeaderActAs
+// names; without the header p is unchanged.
+func actAs(c echo.Context, p *auth.Principal) (*auth.Principal, error) {
+	values := c.Request().Header.Values(HeaderActAs)
+	switch {
+	case len(values) == 0:
+		return p, nil
+	case len(values) > 1:
+		return nil, badRequest("%s is sent %d times: send it once", HeaderActAs, len(values))
+	}
+	project, ok := strings.CutPrefix(values[0], auth.ProjectRolePrefix)
+	if !ok {
+		return nil, badRequest("%s %.64q is invalid: it is %s<project>", HeaderActAs, values[0], auth.ProjectRolePrefix)
+	}
+	if err := model.ValidateName(HeaderActAs+" project", project); err != nil {
+		return nil, badRequest("%v", err)
+	}
+	if p == nil {
+		p = auth.Anonymous()
+	}
+	narrowed, ok := p.AsProject(project)
+	if !ok {
+		return nil, httpErr(http.StatusForbidden, "%s: project %q is not granted to %q", HeaderActAs, project, p.Subject)
+	}
+	return narrowed, nil
 }
 
 // authorize is the whole access policy, by route (the dashboard's static files need no

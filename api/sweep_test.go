@@ -114,18 +114,23 @@ type sweepServer struct {
 	h      http.Handler
 	routes []*echo.Route
 	db     *mongo.Database
+	header http.Header // sent with every request (X-Temco-Act-As)
 }
 
+// newSweepServer: iss nil is the API without authentication (the local stack's).
 func newSweepServer(t *testing.T, iss *authtest.Issuer) *sweepServer {
 	t.Helper()
 	ctx := context.Background()
-	keyFile := filepath.Join(t.TempDir(), "issuer.pem")
-	if err := os.WriteFile(keyFile, iss.PublicKeyPEM(), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	authn, err := auth.New(ctx, auth.Config{Issuer: "https://issuer.test", Audience: "temco", PublicKeyFile: keyFile})
-	if err != nil {
-		t.Fatal(err)
+	var authn *auth.Authenticator
+	if iss != nil {
+		keyFile := filepath.Join(t.TempDir(), "issuer.pem")
+		if err := os.WriteFile(keyFile, iss.PublicKeyPEM(), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if authn, err = auth.New(ctx, auth.Config{Issuer: "https://issuer.test", Audience: "temco", PublicKeyFile: keyFile}); err != nil {
+			t.Fatal(err)
+		}
 	}
 	db := testenv.Database(t, api.SharedFerret(), "sweep")
 	st, err := store.New(ctx, db)
@@ -171,6 +176,9 @@ func (s *sweepServer) do(method, path, token string, body any) *httptest.Respons
 	}
 	if token != "" {
 		req.Header.Set(echo.HeaderAuthorization, "Bearer "+token)
+	}
+	for k, v := range s.header {
+		req.Header[k] = v
 	}
 	rec := httptest.NewRecorder()
 	s.h.ServeHTTP(rec, req)
@@ -377,4 +385,82 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 	if after := s.documents(); after != before {
 		t.Errorf("the refused requests changed the store:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
+}
+
+// temco hub acts for a namespace's project with its own token, an admin's (or with none,
+// where authentication is off), narrowed by X-Temco-Act-As: every route then refuses it
+// exactly as it refuses a tenant of that project, revealing and changing nothing; a
+// tenant cannot narrow itself to a project it lacks.
+func TestSweepActingAsAProjectIsThatProjectsTenant(t *testing.T) {
+	iss, err := authtest.New("https://issuer.test", "temco")
+	if err != nil {
+		t.Fatal(err)
+	}
+	admin := iss.Token("temco-hub", []string{"admin"}, nil)
+	for _, c := range []struct {
+		name, token, subject string
+		iss                  *authtest.Issuer
+	}{
+		{"an admin's token", admin, "temco-hub as project:pa", iss},
+		{"authentication off", "", "project:pa", nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			s := newSweepServer(t, c.iss)
+			marker := "sweep-marker-" + rand.Text()
+			s.seed(admin, marker)
+			before := s.documents()
+			s.header = http.Header{api.HeaderActAs: {"project:pa"}}
+			for _, tc := range []struct {
+				name    string
+				project string
+				sweeps  func(method, route string) bool
+				message string
+				atLeast int
+			}{
+				{"another project's routes", "pb", func(_, route string) bool { return strings.Contains(route, "/:project") },
+					fmt.Sprintf(`project "pb" is not granted to %q`, c.subject), 150},
+				{"admin-only routes", "pa", func(method, route string) bool { return !api.IsPublicRoute(route) && !tenantMay(method, route) },
+					"requires the admin role", 50},
+			} {
+				swept := 0
+				for _, r := range s.routes {
+					if !tc.sweeps(r.Method, r.Path) {
+						continue
+					}
+					swept++
+					var body any
+					if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+						body = sweepBody
+					}
+					path := fillPath(r.Path, tc.project)
+					if err := refusal(s.do(r.Method, path, c.token, body), http.StatusForbidden, tc.message, marker); err != nil {
+						t.Errorf("%s: %s %s (route %s): %v", tc.name, r.Method, path, r.Path, err)
+					}
+				}
+				if swept < tc.atLeast {
+					t.Errorf("%s: swept %d routes, expected at least %d", tc.name, swept, tc.atLeast)
+				}
+			}
+			if rec := s.do("GET", "/v2/projects/pa", c.token, nil); rec.Code != http.StatusOK {
+				t.Errorf("the project it acts as: %d %s", rec.Code, rec.Body)
+			}
+			if after := s.documents(); after != before {
+				t.Errorf("the refused requests changed the store:\nbefore:\n%s\nafter:\n%s", before, after)
+			}
+		})
+	}
+	t.Run("a tenant narrows itself only to its own project", func(t *testing.T) {
+		s := newSweepServer(t, iss)
+		alice := iss.Token("alice", []string{"project:pa"}, nil)
+		s.header = http.Header{api.HeaderActAs: {"project:pb"}}
+		if err := refusal(s.do("GET", "/v2/projects", alice, nil), 403, `X-Temco-Act-As: project "pb" is not granted to "alice"`, "\x00"); err != nil {
+			t.Error(err)
+		}
+		for _, bad := range [][]string{{"pa"}, {"project:"}, {"project:../pb"}, {"project:pa", "project:pa"}} {
+			s.header = http.Header{api.HeaderActAs: bad}
+			if err := refusal(s.do("GET", "/v2/projects", alice, nil), 400, "X-Temco-Act-As", "\x00"); err != nil {
+				t.Errorf("%q: %v", bad, err)
+			}
+		}
+	})
 }

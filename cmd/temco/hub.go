@@ -16,6 +16,7 @@ import (
 // cluster, reconciled into temco through its REST API (docs/hub.md).
 func hubCmd() *cobra.Command {
 	var kubeconfig, api, namespace, health string
+	var secrets []string
 	var elect bool
 	cmd := &cobra.Command{
 		Use:   "hub",
@@ -34,11 +35,12 @@ TEMCO_TOKEN only. With --leader-elect (the default) several may run; one works a
 			ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 			log.Info("hub", "api", api, "namespace", namespace, "leader_elect", elect)
 			err = hub.Run(cmd.Context(), hub.Config{
-				Kube:        kube,
-				REST:        &hub.REST{Base: api, Token: os.Getenv("TEMCO_TOKEN"), HTTP: &http.Client{Timeout: time.Minute}},
-				Namespace:   namespace,
-				LeaderElect: elect,
-				HealthAddr:  health,
+				Kube:             kube,
+				REST:             &hub.REST{Base: api, Token: os.Getenv("TEMCO_TOKEN"), HTTP: &http.Client{Timeout: time.Minute}},
+				Namespace:        namespace,
+				SecretNamespaces: secrets,
+				LeaderElect:      elect,
+				HealthAddr:       health,
 			})
 			if err != nil && cmd.Context().Err() != nil {
 				return nil
@@ -50,6 +52,7 @@ TEMCO_TOKEN only. With --leader-elect (the default) several may run; one works a
 	f.StringVar(&kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig of the hub cluster; empty: the in-cluster service account [KUBECONFIG]")
 	f.StringVar(&api, "api", env("TEMCO_API", defaultAPI), "temco API base URL [TEMCO_API]")
 	f.StringVar(&namespace, "namespace", env("TEMCO_HUB_NAMESPACE", "temco-system"), "the hub controller's namespace: its lease, and the Secrets cluster-scoped objects name [TEMCO_HUB_NAMESPACE]")
+	f.StringSliceVar(&secrets, "secret-namespaces", envList("TEMCO_HUB_SECRET_NAMESPACES"), "comma-separated namespaces whose Secrets the hub reads, besides --namespace (empty: every namespace) [TEMCO_HUB_SECRET_NAMESPACES]")
 	f.BoolVar(&elect, "leader-elect", true, "elect one working process among those running")
 	f.StringVar(&health, "health-addr", env("TEMCO_HUB_HEALTH_ADDR", ""), "address of /healthz and /readyz (empty: none) [TEMCO_HUB_HEALTH_ADDR]")
 	return cmd

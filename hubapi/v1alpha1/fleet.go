@@ -67,15 +67,26 @@ type ClusterList struct {
 }
 
 // ProjectSpec is a tenant. Its composite apps and DIGs are the objects of the hub
-// namespace of the project's temco name.
+// namespaces it lists: an admin's binding (a Project is cluster-scoped), never a
+// namespace's name.
 type ProjectSpec struct {
 	Named `json:",inline"`
+	// Namespaces of the hub whose CompositeApps and DeploymentIntentGroups are this
+	// project's: the hub writes them into temco with the project's authority alone. A
+	// namespace listed by two Projects is refused for both.
+	// +listType=set
+	// +kubebuilder:validation:MaxItems=256
+	// +kubebuilder:validation:items:MaxLength=63
+	// +kubebuilder:validation:items:Pattern=`^[a-z0-9]([-a-z0-9]*[a-z0-9])?$`
+	// +optional
+	Namespaces []string `json:"namespaces,omitempty"`
 }
 
 // Project is a temco project.
 // +kubebuilder:object:root=true
 // +kubebuilder:resource:scope=Cluster,categories=temco
 // +kubebuilder:subresource:status
+// +kubebuilder:printcolumn:name="Namespaces",type=string,JSONPath=`.spec.namespaces`
 // +kubebuilder:printcolumn:name="Accepted",type=string,JSONPath=`.status.conditions[?(@.type=="Accepted")].status`
 // +kubebuilder:printcolumn:name="Age",type=date,JSONPath=`.metadata.creationTimestamp`
 type Project struct {

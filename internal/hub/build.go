@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"net/url"
 	"slices"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	apiextensionsv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
@@ -23,7 +25,8 @@ const maxFile = 10 << 20
 type files struct {
 	kube      client.Reader
 	namespace string
-	lenient   bool // a key that cannot be read is empty (an object being deleted)
+	secrets   []string // the namespaces whose Secrets the hub may read (nil: all)
+	lenient   bool     // a key that cannot be read is empty (an object being deleted)
 }
 
 func (f files) read(ctx context.Context, ref v1.KeyRef) ([]byte, error) {
@@ -39,6 +42,11 @@ func (f files) readKey(ctx context.Context, ref v1.KeyRef) ([]byte, error) {
 	var data []byte
 	var ok bool
 	if ref.Kind == "Secret" {
+		if f.secrets != nil && !slices.Contains(f.secrets, f.namespace) {
+			return nil, &Refusal{Code: http.StatusForbidden, Message: fmt.Sprintf(
+				"Secret %s: the hub reads Secrets only in %s: put the file in a ConfigMap, or an admin adds namespace %s to the hub's (hub.tenantNamespaces)",
+				key, strings.Join(f.secrets, ", "), f.namespace)}
+		}
 		var s corev1.Secret
 		if err := f.kube.Get(ctx, key, &s); err != nil {
 			return nil, fmt.Errorf("Secret %s: %w", key, err)
@@ -136,11 +144,11 @@ func logicalCloudNode(o *v1.LogicalCloud) *node {
 	return n
 }
 
-// compositeAppNode: the composite app's version, its apps and profiles. project is the
-// object's namespace.
-func compositeAppNode(ctx context.Context, f files, o *v1.CompositeApp) (*node, error) {
+// compositeAppNode: the composite app's version, its apps and profiles, in project (the
+// object's namespace's).
+func compositeAppNode(ctx context.Context, f files, project string, o *v1.CompositeApp) (*node, error) {
 	name := nameOf(o.Spec.Named, o.Name)
-	coll := "/projects/" + esc(o.Namespace) + "/composite-apps"
+	coll := "/projects/" + esc(project) + "/composite-apps"
 	ca := coll + "/" + esc(name) + "/" + esc(o.Spec.Version)
 	n := &node{coll: coll, name: name, item: ca, manages: []string{"apps", "composite-profiles"},
 		body: map[string]any{"metadata": metadata(name, o.Spec.Description), "spec": map[string]any{"compositeAppVersion": o.Spec.Version}}}
@@ -186,17 +194,17 @@ const (
 	rolloutName   = "rollout"
 )
 
-// digPath is the DIG's resource path.
-func digPath(o *v1.DeploymentIntentGroup) string {
-	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s/deployment-intent-groups/%s", esc(o.Namespace),
+// digPath is the DIG's resource path in project.
+func digPath(project string, o *v1.DeploymentIntentGroup) string {
+	return fmt.Sprintf("/projects/%s/composite-apps/%s/%s/deployment-intent-groups/%s", esc(project),
 		esc(o.Spec.CompositeApp), esc(o.Spec.CompositeAppVersion), esc(nameOf(o.Spec.Named, o.Name)))
 }
 
 // digNode: the DIG, then its placement, action intents, intents and rollout strategy
 // (the intents resource names the others, which must exist first).
-func digNode(ctx context.Context, f files, o *v1.DeploymentIntentGroup) (*node, error) {
+func digNode(ctx context.Context, f files, project string, o *v1.DeploymentIntentGroup) (*node, error) {
 	name := nameOf(o.Spec.Named, o.Name)
-	p := digPath(o)
+	p := digPath(project, o)
 	spec := map[string]any{"compositeProfile": o.Spec.CompositeProfile, "version": o.Spec.Version, "logicalCloud": o.Spec.LogicalCloud,
 		"overrideValues": jsonOf(o.Spec.OverrideValues), "driftDetection": raw(o.Spec.DriftDetection), "imagePinning": raw(o.Spec.ImagePinning)}
 	n := &node{coll: p[:len(p)-len(esc(name))-1], name: name, body: map[string]any{"metadata": metadata(name, o.Spec.Description), "spec": spec},

@@ -148,7 +148,7 @@ func TestDigNode(t *testing.T) {
 			Resources: []v1.IntentLeaf{{Resource: "customizations", Name: "cust", Spec: js(t, map[string]any{"clusterSpecific": "false"})}}}}}}
 	o.Spec.RolloutStrategy = js(t, map[string]any{"stages": []any{map[string]any{"clusters": 1}}})
 	kube := newKube(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "p1", Name: "files"}, Data: map[string]string{"cm.yaml": "kind: ConfigMap"}})
-	n, err := digNode(context.Background(), files{kube: kube, namespace: "p1"}, o)
+	n, err := digNode(context.Background(), files{kube: kube, namespace: "p1"}, o.Namespace, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,8 +156,8 @@ func TestDigNode(t *testing.T) {
 	if n.path() != p || n.coll != "/projects/p1/composite-apps/shop/v1/deployment-intent-groups" {
 		t.Fatalf("path %s coll %s, want %s", n.path(), n.coll, p)
 	}
-	if digPath(o) != p {
-		t.Errorf("digPath = %s", digPath(o))
+	if digPath(o.Namespace, o) != p {
+		t.Errorf("digPath = %s", digPath(o.Namespace, o))
 	}
 	sameJSON(t, "DIG body", n.body, map[string]any{"metadata": map[string]any{"name": "prod", "description": "production"},
 		"spec": map[string]any{"compositeProfile": "default", "version": "r1", "logicalCloud": "lc",
@@ -201,7 +201,7 @@ func TestDigNodeManagesTheCollectionsOfIntentsThatLeft(t *testing.T) {
 	o := dig()
 	o.Spec.ActionIntents = nil
 	o.Status.IntentCollections = []string{"generic-k8s-intents", "../x"}
-	n, err := digNode(context.Background(), files{}, o)
+	n, err := digNode(context.Background(), files{}, o.Namespace, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -226,7 +226,7 @@ func TestDigNodeRefusesAMissingFile(t *testing.T) {
 	o.Spec.ActionIntents = []v1.ActionIntent{{Controller: "genericK8sIntent", Resource: "generic-k8s-intents", Name: "gac",
 		Resources: []v1.IntentResource{{Resource: "resources", Name: "cm", File: &v1.KeyRef{Name: "files", Key: "absent.yaml"}}}}}
 	kube := newKube(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "p1", Name: "files"}})
-	_, err := digNode(context.Background(), files{kube: kube, namespace: "p1"}, o)
+	_, err := digNode(context.Background(), files{kube: kube, namespace: "p1"}, o.Namespace, o)
 	if r := mustRefuse(t, err, http.StatusBadRequest); !strings.Contains(r.Message, "absent.yaml") {
 		t.Errorf("message %q", r.Message)
 	}
@@ -246,7 +246,7 @@ func TestCompositeAppNode(t *testing.T) {
 	kube := newKube(t,
 		&corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "p1", Name: "charts"}, BinaryData: map[string][]byte{"db.tgz": []byte("db chart")}},
 		&corev1.Secret{ObjectMeta: metav1.ObjectMeta{Namespace: "p1", Name: "profiles"}, Data: map[string][]byte{"db.tgz": []byte("db profile")}})
-	n, err := compositeAppNode(context.Background(), files{kube: kube, namespace: "p1"}, o)
+	n, err := compositeAppNode(context.Background(), files{kube: kube, namespace: "p1"}, o.Namespace, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,7 +288,7 @@ func TestCompositeAppNode(t *testing.T) {
 
 func TestCompositeAppNameDefaultsToMetadataName(t *testing.T) {
 	o := &v1.CompositeApp{ObjectMeta: metav1.ObjectMeta{Namespace: "p1", Name: "shop"}, Spec: v1.CompositeAppSpec{Version: "v2"}}
-	n, err := compositeAppNode(context.Background(), files{}, o)
+	n, err := compositeAppNode(context.Background(), files{}, o.Namespace, o)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -361,7 +361,7 @@ func TestHashNode(t *testing.T) {
 		o.Spec.ActionIntents = []v1.ActionIntent{{Controller: "genericK8sIntent", Resource: "generic-k8s-intents", Name: "gac",
 			Resources: []v1.IntentResource{{Resource: "resources", Name: "cm", File: &v1.KeyRef{Name: "files", Key: "cm.yaml"}}}}}
 		kube := newKube(t, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "p1", Name: "files"}, Data: map[string]string{"cm.yaml": file}})
-		n, err := digNode(context.Background(), files{kube: kube, namespace: "p1"}, o)
+		n, err := digNode(context.Background(), files{kube: kube, namespace: "p1"}, o.Namespace, o)
 		if err != nil {
 			t.Fatal(err)
 		}

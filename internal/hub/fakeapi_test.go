@@ -19,6 +19,7 @@ import (
 // apiCall is one request the fake API received.
 type apiCall struct {
 	Method, Path, Query, Owner string
+	ActAs                      string         // the project authority it carries
 	Body                       map[string]any // the JSON body, or a multipart request's metadata part
 	File                       []byte         // a multipart request's file part
 	Multipart                  bool
@@ -140,7 +141,7 @@ var operations = []string{"approve", "instantiate", "terminate", "update", "roll
 
 func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimPrefix(r.URL.EscapedPath(), "/v2")
-	c := apiCall{Method: r.Method, Path: p, Query: r.URL.RawQuery, Owner: r.Header.Get(OwnerHeader)}
+	c := apiCall{Method: r.Method, Path: p, Query: r.URL.RawQuery, Owner: r.Header.Get(OwnerHeader), ActAs: r.Header.Get(ActAsHeader)}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
 		c.Multipart = true
 		if err := r.ParseMultipartForm(32 << 20); err != nil {

@@ -34,7 +34,7 @@ func newLifecycle(t *testing.T, want string) *lifecycle {
 	o := dig()
 	o.Spec.State = want
 	o.Status.AppliedHash = "applied"
-	n, err := digNode(context.Background(), files{}, o)
+	n, err := digNode(context.Background(), files{}, o.Namespace, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,12 +3,16 @@ package hub
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	clientgoscheme "k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
 	ctrl "sigs.k8s.io/controller-runtime"
+	"sigs.k8s.io/controller-runtime/pkg/cache"
+	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
@@ -17,11 +21,14 @@ import (
 
 // Config is what `temco hub` runs with.
 type Config struct {
-	Kube        *rest.Config
-	REST        *REST
-	Namespace   string // the hub controller's namespace: its lease, cluster-scoped kinds' Secrets
-	LeaderElect bool
-	HealthAddr  string // "" : none
+	Kube      *rest.Config
+	REST      *REST
+	Namespace string // the hub controller's namespace: its lease, cluster-scoped kinds' Secrets
+	// SecretNamespaces are the namespaces whose Secrets the hub reads (watches), Namespace
+	// always among them; none: every namespace.
+	SecretNamespaces []string
+	LeaderElect      bool
+	HealthAddr       string // "" : none
 }
 
 // Run reconciles temco's kinds on the hub until ctx ends. With LeaderElect, one of the
@@ -35,8 +42,21 @@ func Run(ctx context.Context, cfg Config) error {
 		return err
 	}
 	lease := 15 * time.Second
+	var secrets []string
+	var caches cache.Options
+	if len(cfg.SecretNamespaces) > 0 {
+		// Only what the hub is granted (the chart's Roles): a cluster-wide Secret watch would
+		// be refused, and would hold every tenant's Secrets in memory.
+		secrets = slices.Compact(slices.Sorted(slices.Values(append([]string{cfg.Namespace}, cfg.SecretNamespaces...))))
+		namespaces := map[string]cache.Config{}
+		for _, ns := range secrets {
+			namespaces[ns] = cache.Config{}
+		}
+		caches.ByObject = map[client.Object]cache.ByObject{&corev1.Secret{}: {Namespaces: namespaces}}
+	}
 	mgr, err := ctrl.NewManager(cfg.Kube, ctrl.Options{
 		Scheme:                        scheme,
+		Cache:                         caches,
 		Metrics:                       server.Options{BindAddress: "0"},
 		HealthProbeBindAddress:        cfg.HealthAddr,
 		LeaderElection:                cfg.LeaderElect,
@@ -48,7 +68,8 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	r := &Reconciler{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), REST: cfg.REST, Events: mgr.GetEventRecorder("temco-hub"), Namespace: cfg.Namespace}
+	r := &Reconciler{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), REST: cfg.REST, Events: mgr.GetEventRecorder("temco-hub"),
+		Namespace: cfg.Namespace, SecretNamespaces: secrets}
 	if err := setup(mgr, r); err != nil {
 		return err
 	}

@@ -43,12 +43,14 @@ type object interface {
 type kindOps[T object] struct {
 	kind string
 	new  func() T
-	// build declares the object's temco resources; f reads its ConfigMaps and Secrets.
-	build func(ctx context.Context, r *Reconciler, o T) (*node, error)
+	// build declares the object's temco resources; project is a namespaced object's (its
+	// namespace's binding), "" for the cluster-scoped kinds.
+	build func(ctx context.Context, r *Reconciler, o T, project string) (*node, error)
 	// after runs once the resources are written (a DIG's lifecycle); it answers when to
 	// look again (0: at the periodic recheck).
 	after func(ctx context.Context, r *Reconciler, o T, n *node) (time.Duration, error)
-	// project names the object's project for diagnostics (nil: its namespace).
+	// project names a cluster-scoped object's project for diagnostics (nil: none, or a
+	// namespaced object's binding).
 	project func(o T) string
 	// finalize removes the temco resources; done false: look again (an operation runs).
 	finalize func(ctx context.Context, r *Reconciler, o T, n *node) (done bool, err error)
@@ -65,6 +67,8 @@ type Reconciler struct {
 	REST      *REST
 	Events    events.EventRecorder
 	Namespace string // the hub controller's own: cluster-scoped kinds' Secrets and ConfigMaps
+	// SecretNamespaces are the only namespaces whose Secrets the hub reads (nil: all).
+	SecretNamespaces []string
 }
 
 // ownerOf is the owner string of o's temco resources.
@@ -82,7 +86,7 @@ func (r *Reconciler) filesFor(o client.Object) files {
 		ns = r.Namespace
 	}
 	// Deleting needs only the paths: a ConfigMap deleted first must not keep the object.
-	return files{kube: r.Kube, namespace: ns, lenient: !o.GetDeletionTimestamp().IsZero()}
+	return files{kube: r.Kube, namespace: ns, secrets: r.SecretNamespaces, lenient: !o.GetDeletionTimestamp().IsZero()}
 }
 
 // generic is one kind's controller-runtime reconciler.
@@ -99,7 +103,17 @@ func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	t := &tree{rest: g.REST, owner: ownerOf(g.ops.kind, o)}
 	st := o.StatusCommon()
 	before := st.DeepCopy()
-	n, buildErr := g.ops.build(ctx, g.Reconciler, o)
+	// A namespaced object acts as its namespace's project, or not at all.
+	project, buildErr := "", error(nil)
+	if ns := o.GetNamespace(); ns != "" {
+		if project, buildErr = g.projectOf(ctx, ns); buildErr == nil {
+			ctx = actingAs(ctx, project)
+		}
+	}
+	var n *node
+	if buildErr == nil {
+		n, buildErr = g.ops.build(ctx, g.Reconciler, o, project)
+	}
 	if !o.GetDeletionTimestamp().IsZero() {
 		return g.delete(ctx, o, n)
 	}
@@ -113,7 +127,7 @@ func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	}
 	res, err := g.reconcile(ctx, o, t, n, buildErr)
 	st.ObservedGeneration = o.GetGeneration()
-	g.report(ctx, g.ops.kind, g.projectOf(o), o)
+	g.report(ctx, g.ops.kind, g.diagnosticsProject(o, project), o)
 	if !equalStatus(before, st) || g.ops.kind == "DeploymentIntentGroup" {
 		if uerr := g.writeStatus(ctx, o); uerr != nil {
 			return ctrl.Result{}, client.IgnoreNotFound(uerr)
@@ -220,7 +234,12 @@ func (g *generic[T]) delete(ctx context.Context, o T, n *node) (ctrl.Result, err
 		return ctrl.Result{}, nil
 	}
 	// Only what the object wrote is removed: nothing when it never got its resource (a
-	// path apply refuses, a name REST holds).
+	// path apply refuses, a name REST holds). An object whose namespace an admin unbound
+	// meanwhile (n nil) has no project to act as: what it wrote stays, for the admin.
+	if n == nil && o.StatusCommon().Owner == v1.OwnerHub {
+		g.Events.Eventf(o, nil, corev1.EventTypeWarning, "Abandoned", "Delete",
+			"its namespace is bound to no single project: what it wrote in temco (%s) is left as it is", o.StatusCommon().Path)
+	}
 	if n != nil && checkPath(n.path()) == nil && o.StatusCommon().Owner == v1.OwnerHub {
 		done, err := g.ops.finalize(ctx, g.Reconciler, o, n)
 		if r, ok := IsRefusal(err); ok {
@@ -242,11 +261,13 @@ func (g *generic[T]) delete(ctx context.Context, o T, n *node) (ctrl.Result, err
 	return ctrl.Result{}, g.Kube.Update(ctx, o)
 }
 
-func (g *generic[T]) projectOf(o T) string {
+// diagnosticsProject is the project o's report is filed under: a namespaced object's
+// binding ("" when it has none, which only admins see).
+func (g *generic[T]) diagnosticsProject(o T, bound string) string {
 	if g.ops.project != nil {
 		return g.ops.project(o)
 	}
-	return o.GetNamespace()
+	return bound
 }
 
 // removeTree is the finalize of the kinds with no lifecycle: delete the resource tree.

@@ -223,8 +223,8 @@ func TestReconcileDeletesADIGWithARefusedName(t *testing.T) {
 			kube := newKube(t, o)
 			g := &generic[*v1.DeploymentIntentGroup]{&Reconciler{Kube: kube, REST: api.rest(), Events: &fakeEvents{}}, kindOps[*v1.DeploymentIntentGroup]{kind: "DeploymentIntentGroup",
 				new: func() *v1.DeploymentIntentGroup { return &v1.DeploymentIntentGroup{} },
-				build: func(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup) (*node, error) {
-					return digNode(ctx, r.filesFor(o), o)
+				build: func(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, project string) (*node, error) {
+					return digNode(ctx, r.filesFor(o), project, o)
 				},
 				after: digAfter, finalize: digFinalize}}
 			ctx := context.Background()

@@ -60,7 +60,8 @@ func (r *Reconciler) report(ctx context.Context, kind, project string, o object)
 	if prev, ok := r.reports.sent.Load(d.Object); ok && prev == sum {
 		return
 	}
-	if _, err := r.REST.do(ctx, request{method: http.MethodPut, path: "/diagnostics/declarations", owner: owner, body: d}, nil); err != nil {
+	// The report is the hub's own statement about its object, not the tenant's act.
+	if _, err := r.REST.do(actingAs(ctx, ""), request{method: http.MethodPut, path: "/diagnostics/declarations", owner: owner, body: d}, nil); err != nil {
 		log.FromContext(ctx).Info("diagnostics not reported", "object", d.Object, "error", err.Error())
 		return
 	}
@@ -71,7 +72,7 @@ func (r *Reconciler) report(ctx context.Context, kind, project string, o object)
 func (r *Reconciler) unreport(ctx context.Context, kind string, o object) {
 	owner := ownerOf(kind, o)
 	object := owner[len("hub:"):]
-	if _, err := r.REST.do(ctx, request{method: http.MethodDelete, path: "/diagnostics/declarations?object=" + url.QueryEscape(object), owner: owner}, nil); err != nil {
+	if _, err := r.REST.do(actingAs(ctx, ""), request{method: http.MethodDelete, path: "/diagnostics/declarations?object=" + url.QueryEscape(object), owner: owner}, nil); err != nil {
 		log.FromContext(ctx).Info("diagnostics not withdrawn", "object", object, "error", err.Error())
 		return
 	}

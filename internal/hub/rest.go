@@ -17,11 +17,17 @@ import (
 // what REST created.
 const OwnerHeader = "X-Temco-Owner"
 
+// ActAsHeader narrows a request to one project's authority (api.HeaderActAs): sent with
+// every request made for an object of a namespace bound to a project (binding.go).
+const ActAsHeader = "X-Temco-Act-As"
+
 // REST calls temco's REST API: the hub writes nothing to temco's store itself, so every
 // object goes through the validation, tenancy and workflows REST clients get.
 type REST struct {
-	Base  string // e.g. http://127.0.0.1:9015
-	Token string // an admin's bearer token ("" when the API has no authentication)
+	Base string // e.g. http://127.0.0.1:9015
+	// Token is an admin's bearer token ("" when the API has no authentication). Requests
+	// for a namespaced object are narrowed to its project (ActAsHeader).
+	Token string
 	HTTP  *http.Client
 }
 
@@ -80,6 +86,8 @@ func (r *REST) do(ctx context.Context, req request, out any) (bool, error) {
 			return false, err
 		}
 		body, ctype = bytes.NewReader(b), "application/json"
+	case req.method != http.MethodGet:
+		ctype = "application/json" // the API takes no bodiless write without it (a page elsewhere cannot send it)
 	}
 	hr, err := http.NewRequestWithContext(ctx, req.method, strings.TrimSuffix(r.Base, "/")+"/v2"+req.path, body)
 	if err != nil {
@@ -93,6 +101,9 @@ func (r *REST) do(ctx context.Context, req request, out any) (bool, error) {
 	}
 	if req.owner != "" {
 		hr.Header.Set(OwnerHeader, req.owner)
+	}
+	if p := actingProject(ctx); p != "" {
+		hr.Header.Set(ActAsHeader, "project:"+p)
 	}
 	resp, err := r.HTTP.Do(hr)
 	if err != nil {

@@ -285,7 +285,7 @@ func TestApplyRefusesABadNameBeforeAnyRequest(t *testing.T) {
 func TestDIGWithATraversingIntentNameSendsNothing(t *testing.T) {
 	o := dig()
 	o.Spec.ActionIntents = []v1.ActionIntent{{Controller: "genericK8sIntent", Resource: "generic-k8s-intents", Name: "../../../logical-clouds/x"}}
-	n, err := digNode(context.Background(), files{}, o)
+	n, err := digNode(context.Background(), files{}, o.Namespace, o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,20 +15,21 @@ import (
 	"github.com/temco/temco/internal/core/diagnostics"
 )
 
-// compositeAppHash is the applied hash of the hub's CompositeApp a DIG deploys (same
-// namespace, same temco name and version); "" when REST declares it. While the hub has
-// not yet written the composite app's current generation, the DIG waits for it: deployed
-// before, it would be deployed again (an update) once the composite app is.
+// compositeAppHash is the applied hash of the hub's CompositeApp a DIG deploys (in a
+// namespace bound to the same project, with the same temco name and version); "" when
+// REST declares it. While the hub has not yet written the composite app's current
+// generation, the DIG waits for it: deployed before, it would be deployed again (an
+// update) once the composite app is.
 //
 // The informers of the two kinds are independent, so the DIG may be seen before its
 // CompositeApp (both applied by one commit): "not in the cache" is REST's only when temco
 // says so, and a composite app temco does not have yet is waited for too.
-func (r *Reconciler) compositeAppHash(ctx context.Context, o *v1.DeploymentIntentGroup) (string, error) {
-	var apps v1.CompositeAppList
-	if err := r.Kube.List(ctx, &apps, client.InNamespace(o.Namespace)); err != nil {
+func (r *Reconciler) compositeAppHash(ctx context.Context, project string, o *v1.DeploymentIntentGroup) (string, error) {
+	apps, err := r.compositeApps(ctx, project)
+	if err != nil {
 		return "", err
 	}
-	for _, a := range apps.Items {
+	for _, a := range apps {
 		if nameOf(a.Spec.Named, a.Name) == o.Spec.CompositeApp && a.Spec.Version == o.Spec.CompositeAppVersion {
 			if a.Status.ObservedGeneration != a.Generation || !meta.IsStatusConditionTrue(a.Status.Conditions, v1.Accepted) {
 				return "", &Refusal{Code: http.StatusConflict, Message: fmt.Sprintf("waits for CompositeApp %s/%s, not accepted yet", a.Namespace, a.Name)}
@@ -36,7 +37,7 @@ func (r *Reconciler) compositeAppHash(ctx context.Context, o *v1.DeploymentInten
 			return a.Status.AppliedHash, nil
 		}
 	}
-	p := fmt.Sprintf("/projects/%s/composite-apps/%s/%s", esc(o.Namespace), esc(o.Spec.CompositeApp), esc(o.Spec.CompositeAppVersion))
+	p := fmt.Sprintf("/projects/%s/composite-apps/%s/%s", esc(project), esc(o.Spec.CompositeApp), esc(o.Spec.CompositeAppVersion))
 	var s stored
 	found, err := r.REST.do(ctx, request{method: http.MethodGet, path: p}, &s)
 	switch {
@@ -50,20 +51,47 @@ func (r *Reconciler) compositeAppHash(ctx context.Context, o *v1.DeploymentInten
 	return "", nil
 }
 
-// digsUsing maps a CompositeApp to the DIGs of its namespace that deploy it.
+// compositeApps lists the CompositeApps of every namespace bound to project.
+func (r *Reconciler) compositeApps(ctx context.Context, project string) ([]v1.CompositeApp, error) {
+	namespaces, err := r.namespacesOf(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	var out []v1.CompositeApp
+	for _, ns := range namespaces {
+		var apps v1.CompositeAppList
+		if err := r.Kube.List(ctx, &apps, client.InNamespace(ns)); err != nil {
+			return nil, err
+		}
+		out = append(out, apps.Items...)
+	}
+	return out, nil
+}
+
+// digsUsing maps a CompositeApp to the DIGs of its project's namespaces that deploy it.
 func (r *Reconciler) digsUsing(ctx context.Context, obj client.Object) []reconcile.Request {
 	a, ok := obj.(*v1.CompositeApp)
 	if !ok {
 		return nil
 	}
-	var digs v1.DeploymentIntentGroupList
-	if err := r.Kube.List(ctx, &digs, client.InNamespace(a.Namespace)); err != nil {
+	project, err := r.projectOf(ctx, a.Namespace)
+	if err != nil {
+		return nil // an unbound composite app is nobody's
+	}
+	namespaces, err := r.namespacesOf(ctx, project)
+	if err != nil {
 		return nil // the periodic recheck comes anyway
 	}
 	var out []reconcile.Request
-	for _, d := range digs.Items {
-		if d.Spec.CompositeApp == nameOf(a.Spec.Named, a.Name) && d.Spec.CompositeAppVersion == a.Spec.Version {
-			out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&d)})
+	for _, ns := range namespaces {
+		var digs v1.DeploymentIntentGroupList
+		if err := r.Kube.List(ctx, &digs, client.InNamespace(ns)); err != nil {
+			return nil
+		}
+		for _, d := range digs.Items {
+			if d.Spec.CompositeApp == nameOf(a.Spec.Named, a.Name) && d.Spec.CompositeAppVersion == a.Spec.Version {
+				out = append(out, reconcile.Request{NamespacedName: client.ObjectKeyFromObject(&d)})
+			}
 		}
 	}
 	return out

@@ -49,7 +49,11 @@ func render(t *testing.T, vals map[string]any) rendered {
 	}
 	out := rendered{}
 	for _, o := range objs {
-		out[o.GetKind()+"/"+o.GetName()] = o
+		key := o.GetKind() + "/" + o.GetName()
+		if ns := o.GetNamespace(); ns != "" && ns != "platform" { // an object in another namespace (the hub's Roles)
+			key = o.GetKind() + "/" + ns + "/" + o.GetName()
+		}
+		out[key] = o
 	}
 	return out
 }
@@ -378,10 +382,33 @@ func TestHub(t *testing.T) {
 			t.Errorf("ClusterRole allows creating or deleting %s", kind)
 		}
 	}
-	for _, res := range []string{"configmaps", "secrets"} {
-		if !allows(cr, "", res, "list") || !allows(cr, "", res, "watch") || allows(cr, "", res, "update") {
-			t.Errorf("ClusterRole's %s rules %v", res, cr.Object["rules"])
+	if !allows(cr, "", "configmaps", "list") || !allows(cr, "", "configmaps", "watch") || allows(cr, "", "configmaps", "update") {
+		t.Errorf("ClusterRole's configmaps rules %v", cr.Object["rules"])
+	}
+	// Secrets only in the release namespace and the tenant namespaces it is given.
+	if allows(cr, "", "secrets", "get") || allows(cr, "", "secrets", "list") {
+		t.Errorf("ClusterRole reads every Secret of the cluster: %v", cr.Object["rules"])
+	}
+	if sr := r["Role/temco-hub-secrets"]; sr == nil || !allows(sr, "", "secrets", "list") || !allows(sr, "", "secrets", "watch") || allows(sr, "", "secrets", "update") {
+		t.Errorf("Role/temco-hub-secrets in the release namespace: %v", sr)
+	}
+	if e["TEMCO_HUB_SECRET_NAMESPACES"] != "platform" {
+		t.Errorf("hub TEMCO_HUB_SECRET_NAMESPACES = %q", e["TEMCO_HUB_SECRET_NAMESPACES"])
+	}
+	v["hub"] = map[string]any{"enabled": true, "tokenSecret": "temco-hub-token", "tenantNamespaces": []any{"team-a", "platform", "team-b"}}
+	tenants := render(t, v)
+	for _, ns := range []string{"team-a", "team-b"} {
+		role, binding := tenants["Role/"+ns+"/temco-hub-secrets"], tenants["RoleBinding/"+ns+"/temco-hub-secrets"]
+		if role == nil || !allows(role, "", "secrets", "watch") || binding == nil {
+			t.Errorf("no Role and RoleBinding reading Secrets in %s: %v", ns, tenants.names())
+			continue
 		}
+		if subj, _, _ := unstructured.NestedSlice(binding.Object, "subjects"); fmt.Sprint(subj) != "[map[kind:ServiceAccount name:temco-hub namespace:platform]]" {
+			t.Errorf("RoleBinding in %s: subjects %v", ns, subj)
+		}
+	}
+	if got := env(tenants.container(t, "temco-hub"))["TEMCO_HUB_SECRET_NAMESPACES"]; got != "platform,team-a,team-b" {
+		t.Errorf("hub TEMCO_HUB_SECRET_NAMESPACES = %q", got)
 	}
 	if !allows(cr, "events.k8s.io", "events", "create") || !allows(cr, "", "events", "patch") {
 		t.Error("ClusterRole does not allow recording events")

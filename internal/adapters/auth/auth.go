@@ -41,8 +41,32 @@ type Principal struct {
 	Subject    string
 	Admin      bool
 	Controller bool // an external intent controller's: contexts' controller views only
-	projects   map[string]bool
+	// Delegate is who sent a request narrowed to one project (AsProject): temco hub,
+	// acting for a namespace bound to that project. Only what belongs to the sender itself
+	// (the hub's ownership of what it wrote) is read from it, never a right of the tenant.
+	Delegate *Principal
+	projects map[string]bool
 }
+
+// Anonymous is every caller when authentication is off: an admin.
+func Anonymous() *Principal { return &Principal{Admin: true} }
+
+// AsProject is p narrowed to project: a tenant of that project alone, with p as its
+// delegate, so that everything after authentication applies exactly the tenant's rules.
+// Narrowing never widens: ok is false when p may not access the project itself.
+func (p *Principal) AsProject(project string) (*Principal, bool) {
+	if !p.CanAccessProject(project) {
+		return nil, false
+	}
+	subject := ProjectRolePrefix + project
+	if p.Subject != "" {
+		subject = p.Subject + " as " + subject
+	}
+	return &Principal{Subject: subject, Delegate: p, projects: map[string]bool{project: true}}, true
+}
+
+// DelegatedByAdmin reports whether p is an admin's request narrowed to a project.
+func (p *Principal) DelegatedByAdmin() bool { return p.Delegate != nil && p.Delegate.Admin }
 
 // Tenant reports whether p holds a project role.
 func (p *Principal) Tenant() bool { return len(p.projects) > 0 }
