@@ -54,23 +54,8 @@ func setup(mgr ctrl.Manager, r *Reconciler) error {
 			finalize: removeTree[*v1.Cluster]("Cluster")}}),
 		add(&v1.Project{}, "project", &generic[*v1.Project]{r, projectOps}),
 		add(&v1.LogicalCloud{}, "logicalcloud", &generic[*v1.LogicalCloud]{r, cloudOps}),
-		add(&v1.CompositeApp{}, "compositeapp", &generic[*v1.CompositeApp]{r, kindOps[*v1.CompositeApp]{kind: "CompositeApp",
-			new: func() *v1.CompositeApp { return &v1.CompositeApp{} },
-			build: func(ctx context.Context, r *Reconciler, o *v1.CompositeApp, project string) (*node, error) {
-				return compositeAppNode(ctx, r.filesFor(o), project, o)
-			},
-			finalize: removeTree[*v1.CompositeApp]("CompositeApp")}}),
-		add(&v1.DeploymentIntentGroup{}, "deploymentintentgroup", &generic[*v1.DeploymentIntentGroup]{r, kindOps[*v1.DeploymentIntentGroup]{kind: "DeploymentIntentGroup",
-			new: func() *v1.DeploymentIntentGroup { return &v1.DeploymentIntentGroup{} },
-			build: func(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, project string) (*node, error) {
-				n, err := digNode(ctx, r.filesFor(o), project, o)
-				if err == nil && o.DeletionTimestamp.IsZero() { // a delete needs only the paths
-					n.uses, err = r.compositeAppHash(ctx, project, o)
-				}
-				return n, err
-			},
-			after:    digAfter,
-			finalize: digFinalize}}),
+		add(&v1.CompositeApp{}, "compositeapp", &generic[*v1.CompositeApp]{r, compositeAppOps}),
+		add(&v1.DeploymentIntentGroup{}, "deploymentintentgroup", &generic[*v1.DeploymentIntentGroup]{r, digOps}),
 	}
 	for _, err := range steps {
 		if err != nil {
@@ -110,3 +95,22 @@ var cloudOps = kindOps[*v1.LogicalCloud]{kind: "LogicalCloud",
 	project:  func(o *v1.LogicalCloud) string { return o.Spec.Project },
 	after:    cloudAfter,
 	finalize: cloudFinalize}
+
+var compositeAppOps = kindOps[*v1.CompositeApp]{kind: "CompositeApp",
+	new: func() *v1.CompositeApp { return &v1.CompositeApp{} },
+	build: func(ctx context.Context, r *Reconciler, o *v1.CompositeApp, project string) (*node, error) {
+		return compositeAppNode(ctx, r.filesFor(o), project, o)
+	},
+	finalize: removeTree[*v1.CompositeApp]("CompositeApp")}
+
+var digOps = kindOps[*v1.DeploymentIntentGroup]{kind: "DeploymentIntentGroup",
+	new: func() *v1.DeploymentIntentGroup { return &v1.DeploymentIntentGroup{} },
+	build: func(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, project string) (*node, error) {
+		n, err := digNode(ctx, r.filesFor(o), project, o)
+		if err == nil && o.DeletionTimestamp.IsZero() { // a delete needs only the paths
+			n.uses, err = r.compositeAppHash(ctx, project, o)
+		}
+		return n, err
+	},
+	after:    digAfter,
+	finalize: digFinalize}

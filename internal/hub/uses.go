@@ -38,6 +38,9 @@ func (r *Reconciler) compositeAppHash(ctx context.Context, project string, o *v1
 		}
 	}
 	p := fmt.Sprintf("/projects/%s/composite-apps/%s/%s", esc(project), esc(o.Spec.CompositeApp), esc(o.Spec.CompositeAppVersion))
+	if err := checkPath(p); err != nil { // nothing is sent to a path apply would refuse
+		return "", err
+	}
 	var s stored
 	found, err := r.REST.do(ctx, request{method: http.MethodGet, path: p}, &s)
 	switch {

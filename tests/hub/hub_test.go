@@ -52,7 +52,7 @@ spec:
 var fleetDeclared bool
 
 // fleet declares (once for the package's tests) provider "local" with the stack's clusters (label edge), project
-// "shopping" with its namespace and an admin logical cloud "default" over both clusters,
+// "shopping" bound to its namespace and an admin logical cloud "default" over both clusters,
 // and composite app shop v1 (chart and profile from ConfigMaps).
 func fleet(t *testing.T) {
 	if fleetDeclared {
@@ -72,7 +72,7 @@ func fleet(t *testing.T) {
 				Kubeconfig: v1.KeyRef{Kind: "Secret", Name: c.Name + "-kubeconfig", Key: "kubeconfig"}, Labels: []string{"edge"}}})
 		refs = append(refs, v1.ClusterReference{Provider: "local", Cluster: c.Name})
 	}
-	create(t, &v1.Project{ObjectMeta: objMeta("", "shopping")})
+	create(t, &v1.Project{ObjectMeta: objMeta("", "shopping"), Spec: v1.ProjectSpec{Namespaces: []string{"shopping"}}})
 	namespace(t, "shopping")
 	create(t, &v1.LogicalCloud{ObjectMeta: objMeta("", "shopping-default"),
 		Spec: v1.LogicalCloudSpec{Named: v1.Named{Name: "default"}, Project: "shopping", Level: "0", Clusters: refs}},
