@@ -83,22 +83,22 @@ func path(e policy.Engine) string {
 	return p
 }
 
-// evaluateEmbedded evaluates the project's policies at path with the embedded engine, in
+// evaluateEmbedded evaluates the project's policies at query with the embedded engine, in
 // the sandbox when there is one. The same policy fails the same way again: its failures,
 // its need of more memory or time than an evaluation may take included, are permanent;
 // the sandbox failing to run is not the policy's and is tried again.
-func (a *Activities) evaluateEmbedded(ctx context.Context, project, path string, input json.RawMessage) ([]byte, error) {
+func (a *Activities) evaluateEmbedded(ctx context.Context, project, query string, input json.RawMessage) ([]byte, error) {
 	modules, err := a.embedded(ctx, project)
 	if err != nil {
 		return nil, err
 	}
 	var answer []byte
 	if a.Sandbox != nil {
-		answer, err = a.Sandbox.Evaluate(ctx, modules, path, input, evaluationTimeout)
+		answer, err = a.Sandbox.Evaluate(ctx, modules, query, input, evaluationTimeout)
 	} else {
 		ectx, cancel := context.WithTimeout(ctx, evaluationTimeout)
 		defer cancel()
-		answer, err = policyengine.Evaluate(ectx, modules, path, input)
+		answer, err = policyengine.Evaluate(ectx, modules, query, input)
 	}
 	switch {
 	case err == nil:
