@@ -16,6 +16,7 @@ import (
 
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/sources"
@@ -40,10 +41,14 @@ type Activities struct {
 	Keyring string
 }
 
+// maxResolving bounds the sources one call resolves at once: a Helm repository's index
+// is streamed (internal/adapters/sources), but each read holds a connection and a core.
+const maxResolving = 4
+
 // ResolveArtifacts pins the chart of every app of the context's composite app that names
 // one by reference, and returns those the store does not have yet (to FetchArtifact), and
 // whether the DIG pins its images. Pinned sources ask nobody; the others ask their
-// registry or index, every app at once.
+// registry or index, maxResolving apps at once.
 func (a *Activities) ResolveArtifacts(ctx context.Context, in lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
 	var plan lifecycle.ArtifactPlan
 	digDoc, err := a.Store.Get(ctx, in.Target.ID())
@@ -86,15 +91,22 @@ func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef, co
 	if err != nil {
 		return nil, err
 	}
+	// A few at once, each Helm repository's index read once for all the charts asked of it.
+	indexes := &sources.Indexes{}
+	for _, ref := range refs {
+		indexes.Want(ref.src)
+	}
 	out := make([]artifact.Resolved, len(refs))
 	errs := make([]error, len(refs))
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(maxResolving)
 	for i, ref := range refs {
-		wg.Go(func() {
-			out[i], errs[i] = a.resolve(ctx, in, ref.key, ref.src, creds)
+		g.Go(func() error {
+			out[i], errs[i] = a.resolve(ctx, in, ref.key, ref.src, creds, indexes)
+			return nil
 		})
 	}
-	wg.Wait()
+	_ = g.Wait() // errors are in errs
 	if err := errors.Join(errs...); err != nil {
 		return nil, failure(err)
 	}
@@ -109,9 +121,10 @@ func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef, co
 
 // resolve pins one app's source and records its stage: Stored when the store has the
 // bytes (Blob and Size set), else what FetchArtifact is to fetch.
-func (a *Activities) resolve(ctx context.Context, in lifecycle.ContextRef, app string, src artifact.Source, creds credentials) (artifact.Resolved, error) {
+func (a *Activities) resolve(ctx context.Context, in lifecycle.ContextRef, app string, src artifact.Source, creds credentials, indexes *sources.Indexes) (artifact.Resolved, error) {
 	st := artifact.Status{App: app, Source: src.Location(), Transport: src.Transport(), Stage: artifact.StageResolving}
 	c := sources.NewClient(ctx, a.Allow, creds.lookup, nil)
+	c.Indexes = indexes
 	defer c.Close()
 	r, err := sources.Resolve(ctx, src, c)
 	r.App, r.Project = app, in.Target.Project

@@ -18,7 +18,9 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/adapters/policyevents"
+	"github.com/temco/temco/internal/adapters/sandbox"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -29,7 +31,12 @@ import (
 
 var ferret *devstack.FerretDB
 
-func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
+// TestMain lets this test binary be the sandbox's child (policies evaluated as in the
+// worker), then starts FerretDB.
+func TestMain(m *testing.M) {
+	sandbox.ChildMain(policyengine.SandboxJob)
+	testenv.MainWithFerretDB(m, &ferret)
+}
 
 var dig = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
 

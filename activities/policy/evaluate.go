@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers/workflowmgr"
 	"github.com/temco/temco/internal/adapters/policyengine"
+	"github.com/temco/temco/internal/adapters/sandbox"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/policy"
@@ -53,18 +55,13 @@ func (a *Activities) EvaluatePolicy(ctx context.Context, in lifecycle.PolicyEval
 	if err != nil {
 		return lifecycle.PolicyVerdict{}, permanent(err.Error())
 	}
-	ectx, cancel := context.WithTimeout(ctx, evaluationTimeout)
-	defer cancel()
 	out := lifecycle.PolicyVerdict{Engine: "embedded"}
 	var answer []byte
 	if spec.Policy.EngineURL == "" {
-		var modules map[string]string
-		if modules, err = a.embedded(ectx, in.DIG.Project); err == nil {
-			if answer, err = policyengine.Evaluate(ectx, modules, path(spec.Policy), input); err != nil {
-				err = permanent(err.Error()) // the same policy fails the same way again
-			}
-		}
+		answer, err = a.evaluateEmbedded(ctx, in.DIG.Project, path(spec.Policy), input)
 	} else {
+		ectx, cancel := context.WithTimeout(ctx, evaluationTimeout)
+		defer cancel()
 		out.Engine, answer, err = a.external(ectx, spec.Policy, input)
 	}
 	if err != nil {
@@ -84,6 +81,34 @@ func (a *Activities) EvaluatePolicy(ctx context.Context, in lifecycle.PolicyEval
 func path(e policy.Engine) string {
 	p, _ := e.Path() // validated when the intent was stored
 	return p
+}
+
+// evaluateEmbedded evaluates the project's policies at query with the embedded engine, in
+// the sandbox when there is one. The same policy fails the same way again: its failures,
+// its need of more memory or time than an evaluation may take included, are permanent;
+// the sandbox failing to run is not the policy's and is tried again.
+func (a *Activities) evaluateEmbedded(ctx context.Context, project, query string, input json.RawMessage) ([]byte, error) {
+	modules, err := a.embedded(ctx, project)
+	if err != nil {
+		return nil, err
+	}
+	var answer []byte
+	if a.Sandbox != nil {
+		answer, err = a.Sandbox.Evaluate(ctx, modules, query, input, evaluationTimeout)
+	} else {
+		ectx, cancel := context.WithTimeout(ctx, evaluationTimeout)
+		defer cancel()
+		answer, err = policyengine.Evaluate(ectx, modules, query, input)
+	}
+	switch {
+	case err == nil:
+		return answer, nil
+	case ctx.Err() != nil:
+		return nil, ctx.Err()
+	case errors.As(err, new(*sandbox.Fault)):
+		return nil, fmt.Errorf("embedded policy engine: %w", err)
+	}
+	return nil, permanent(err.Error())
 }
 
 // embedded reads the project's policies for the embedded engine.

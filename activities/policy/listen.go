@@ -15,6 +15,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 
 	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -34,6 +35,8 @@ type Activities struct {
 	Engines *egress.Allow
 	// OwnQueue is temco's task queue, where no decision starts anything but Relocate.
 	OwnQueue string
+	// Sandbox evaluates embedded policies in child processes (nil: in this one, for tests).
+	Sandbox *policyengine.Sandbox
 }
 
 // MaxPayloadBytes bounds an event's metric list handed to a policy: each one goes into a

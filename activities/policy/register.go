@@ -4,6 +4,7 @@ import (
 	"go.temporal.io/sdk/worker"
 
 	"github.com/temco/temco/activities/deps"
+	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -14,6 +15,9 @@ var ActivityNames = []string{lifecycle.ActivityListenPolicyAgent, lifecycle.Acti
 // Register registers Activities on r.
 func Register(r worker.Registry, d *deps.Deps) {
 	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines}
+	if d.RenderMemory > 0 { // the bound of a tenant's code in the worker: charts' and policies'
+		a.Sandbox = &policyengine.Sandbox{Memory: d.RenderMemory}
+	}
 	if d.Ops != nil {
 		a.Signal, a.OwnQueue = d.Ops.SignalPolicyEvent, d.Ops.TaskQueue
 	}

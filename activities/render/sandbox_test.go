@@ -10,13 +10,14 @@ import (
 	"time"
 
 	"github.com/temco/temco/internal/adapters/profile"
+	"github.com/temco/temco/internal/adapters/sandbox"
 	"github.com/temco/temco/internal/core/capabilities"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // TestMain lets this test binary be the sandbox's child, as the worker's binary is.
 func TestMain(m *testing.M) {
-	ChildMain()
+	sandbox.ChildMain(SandboxJob)
 	os.Exit(m.Run())
 }
 
@@ -113,7 +114,7 @@ func BenchmarkSandbox(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	sandbox := &Sandbox{Exe: exe}
+	sb := &Sandbox{Exe: exe}
 	for name, in := range charts {
 		b.Run(name+"/in-process", func(b *testing.B) {
 			for b.Loop() {
@@ -124,7 +125,7 @@ func BenchmarkSandbox(b *testing.B) {
 		})
 		b.Run(name+"/sandbox", func(b *testing.B) {
 			for b.Loop() {
-				if _, err := sandbox.render(context.Background(), in, time.Minute); err != nil {
+				if _, err := sb.render(context.Background(), in, time.Minute); err != nil {
 					b.Fatal(err)
 				}
 			}

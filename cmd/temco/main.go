@@ -18,10 +18,13 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/temco/temco/activities/render"
+	"github.com/temco/temco/internal/adapters/policyengine"
+	"github.com/temco/temco/internal/adapters/sandbox"
 )
 
 func main() {
-	render.ChildMain() // a chart's rendering in its sandbox: a child of the worker (activities/render)
+	// A chart's rendering or a policy's evaluation in its sandbox: a child of the worker.
+	sandbox.ChildMain(render.SandboxJob, policyengine.SandboxJob)
 	root := &cobra.Command{
 		Use:           "temco",
 		Short:         "EMCO multi-cluster orchestrator on Temporal",

@@ -49,6 +49,9 @@ type Client struct {
 	Credentials func(host string) (Credential, bool)
 	// Progress is told the bytes received so far (nil: nobody is).
 	Progress func(n int64)
+	// Indexes read each Helm repository's index once for the charts asked of it (nil:
+	// each resolution reads it).
+	Indexes *Indexes
 }
 
 // Close closes the client's idle connections (each client has its own transport).
@@ -165,6 +168,26 @@ func IsPermanent(err error) bool {
 // get fetches url's body (at most artifact.MaxSize bytes, or max when larger), with the
 // host's credentials: 404, 401, 403 and other 4xx are permanent, the rest transient.
 func get(ctx context.Context, c *Client, url, host string, max int64) ([]byte, error) {
+	body, err := open(ctx, c, url, host)
+	if err != nil {
+		return nil, err
+	}
+	defer body.Close()
+	if max < artifact.MaxSize {
+		max = artifact.MaxSize
+	}
+	var buf bytes.Buffer
+	if _, err := io.Copy(&buf, io.LimitReader(body, max+1)); err != nil {
+		return nil, fmt.Errorf("GET %s: %w", url, err)
+	}
+	if int64(buf.Len()) > max {
+		return nil, Permanent(fmt.Errorf("GET %s: more than %d bytes", url, max))
+	}
+	return buf.Bytes(), nil
+}
+
+// open is get's answer as a stream, to be read and closed.
+func open(ctx context.Context, c *Client, url, host string) (io.ReadCloser, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
 		return nil, Permanent(err)
@@ -176,23 +199,13 @@ func get(ctx context.Context, c *Client, url, host string, max int64) ([]byte, e
 	if err != nil {
 		return nil, err
 	}
-	defer resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
+		resp.Body.Close()
 		err := fmt.Errorf("GET %s: %s", url, resp.Status)
 		if resp.StatusCode >= 400 && resp.StatusCode < 500 && resp.StatusCode != http.StatusTooManyRequests && resp.StatusCode != http.StatusRequestTimeout {
 			return nil, Permanent(err)
 		}
 		return nil, err
 	}
-	if max < artifact.MaxSize {
-		max = artifact.MaxSize
-	}
-	var buf bytes.Buffer
-	if _, err := io.Copy(&buf, io.LimitReader(resp.Body, max+1)); err != nil {
-		return nil, fmt.Errorf("GET %s: %w", url, err)
-	}
-	if int64(buf.Len()) > max {
-		return nil, Permanent(fmt.Errorf("GET %s: more than %d bytes", url, max))
-	}
-	return buf.Bytes(), nil
+	return resp.Body, nil
 }
