@@ -13,7 +13,7 @@ var ActivityNames = []string{lifecycle.ActivityListenPolicyAgent, lifecycle.Acti
 
 // Register registers Activities on r.
 func Register(r worker.Registry, d *deps.Deps) {
-	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines}
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines, Grants: d.TaskQueueGrants, Keys: d.Keys}
 	if d.Ops != nil {
 		a.Signal, a.OwnQueue = d.Ops.SignalPolicyEvent, d.Ops.TaskQueue
 	}
