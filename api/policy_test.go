@@ -63,11 +63,11 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	}
 	for want, body := range map[string]map[string]any{
 		`clusters[0]: cluster provider \"cp1\" has no cluster \"c9\"`: {"clusters": []any{map[string]any{"clusterProvider": "cp1", "cluster": "c9"}}},
-		"clusters[1]: cp1/c1 is named twice":                              {"clusters": append(cp1c1, cp1c1...)},
-		"clusters[0].cluster is required":                                 {"clusters": []any{map[string]any{"clusterProvider": "cp1"}}},
-		"tls.ca holds no PEM certificate":                                 {"clusters": cp1c1, "tls": map[string]any{"ca": "not a certificate"}},
-		"token must be printable ASCII":                                   {"clusters": cp1c1, "token": "two words"},
-		"no token is stored to keep":                                      {"clusters": cp1c1, "token": "********"},
+		"clusters[1]: cp1/c1 is named twice":                          {"clusters": append(cp1c1, cp1c1...)},
+		"clusters[0].cluster is required":                             {"clusters": []any{map[string]any{"clusterProvider": "cp1"}}},
+		"tls.ca holds no PEM certificate":                             {"clusters": cp1c1, "tls": map[string]any{"ca": "not a certificate"}},
+		"token must be printable ASCII":                               {"clusters": cp1c1, "token": "two words"},
+		"no token is stored to keep":                                  {"clusters": cp1c1, "token": "********"},
 	} {
 		body["addr"] = "10.0.0.9:9090"
 		if r := c.do("POST", "/policy/agents/bad", body); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), want) {
