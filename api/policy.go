@@ -53,12 +53,16 @@ func (s *Server) registerPolicy(g *echo.Group) {
 		check: checkPolicyModule})
 }
 
-// agentBody is EMCO's agent body ({addr}; the path names the agent), with the metadata
-// temco apply sends with every document.
+// agentBody is EMCO's agent body ({addr}; the path names the agent) with temco's binding
+// and authentication (clusters, tls, token; policy.Agent), and the metadata temco apply
+// sends with every document.
 type agentBody struct {
-	Metadata *model.Metadata `json:"metadata,omitempty"`
-	ID       string          `json:"id,omitempty"`
-	Addr     string          `json:"addr"`
+	Metadata *model.Metadata     `json:"metadata,omitempty"`
+	ID       string              `json:"id,omitempty"`
+	Addr     string              `json:"addr"`
+	Clusters []policy.ClusterRef `json:"clusters"`
+	TLS      *policy.AgentTLS    `json:"tls,omitempty"`
+	Token    string              `json:"token,omitempty"`
 }
 
 func (s *Server) registerAgent(c echo.Context) error {
@@ -70,23 +74,39 @@ func (s *Server) registerAgent(c echo.Context) error {
 	if err := readJSON(c, &b); err != nil {
 		return err
 	}
-	a := policy.Agent{ID: c.Param("policyAgent"), Addr: b.Addr}
+	a := policy.Agent{ID: c.Param("policyAgent"), Addr: b.Addr, Clusters: b.Clusters, TLS: b.TLS, Token: b.Token}
 	if err := a.Validate(); err != nil {
 		return badRequest("%v", err)
+	}
+	ctx := c.Request().Context()
+	if err := s.checkAgentClusters(ctx, a.Clusters); err != nil {
+		return err
+	}
+	token := a.Token
+	if token != "" {
+		a.Token = policy.TokenMask
 	}
 	body, err := json.Marshal(a)
 	if err != nil {
 		return err
 	}
-	ctx := c.Request().Context()
 	for attempt := 1; ; attempt++ {
 		old, err := s.Store.Get(ctx, id)
-		switch {
-		case store.CodeOf(err) == store.ErrNotFound:
-			err = s.Store.Create(ctx, &store.Doc{ID: id, Scope: scopeOf(id), Kind: model.KindPolicyAgent, Name: a.ID, Body: string(body), Owner: ownerOf(ctx)})
-		case err == nil:
+		if err != nil && store.CodeOf(err) != store.ErrNotFound {
+			return fromStore(err)
+		}
+		if err == nil {
 			old.Body = string(body) // the listener's status stays
+			if old.Secret, err = s.agentToken(id, token, old.Secret); err != nil {
+				return err
+			}
 			err = s.Store.Update(ctx, old)
+		} else {
+			d := &store.Doc{ID: id, Scope: scopeOf(id), Kind: model.KindPolicyAgent, Name: a.ID, Body: string(body), Owner: ownerOf(ctx)}
+			if d.Secret, err = s.agentToken(id, token, nil); err != nil {
+				return err
+			}
+			err = s.Store.Create(ctx, d)
 		}
 		if lostTo(err, http.StatusOK) && attempt < maxReplaceAttempts {
 			continue
@@ -100,6 +120,39 @@ func (s *Server) registerAgent(c echo.Context) error {
 		return err
 	}
 	return c.JSONBlob(http.StatusCreated, body)
+}
+
+// checkAgentClusters refuses clusters that are not registered: the agent's events would
+// reach no DIG through them.
+func (s *Server) checkAgentClusters(ctx context.Context, clusters []policy.ClusterRef) error {
+	for i, cl := range clusters {
+		ok, err := s.Store.Exists(ctx, cl.ID())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return badRequest("clusters[%d]: cluster provider %q has no cluster %q", i, cl.ClusterProvider, cl.Cluster)
+		}
+	}
+	return nil
+}
+
+// agentToken is the agent's token sealed for its document (nil: none): the mask keeps
+// the stored one, as artifact credentials' passwords do; an empty token removes it.
+func (s *Server) agentToken(id, token string, stored []byte) ([]byte, error) {
+	switch {
+	case token == "":
+		return nil, nil
+	case token == policy.TokenMask && len(stored) == 0:
+		return nil, badRequest("token is the mask %q but no token is stored to keep", policy.TokenMask)
+	case token == policy.TokenMask:
+		return stored, nil
+	}
+	plain, err := json.Marshal(struct{ Token string }{token})
+	if err != nil {
+		return nil, err
+	}
+	return s.Keys.Seal(plain, []byte(id))
 }
 
 func (s *Server) wakeAgent(ctx context.Context, id string) error {

@@ -41,20 +41,40 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	ag := &agents{}
 	srv.PolicyAgents, srv.PolicyEngines = ag, egress.MustParse("opa.example.com")
 
-	// 05.register_agent.yaml: POST on the item, {addr} (temco apply sends its metadata too).
-	r := c.do("POST", "/policy/agents/sampleagent", map[string]any{"metadata": meta(""), "addr": "10.0.0.9:9090"}).must(t, http.StatusCreated)
-	if strings.TrimSpace(string(r.body)) != `{"id":"sampleagent","addr":"10.0.0.9:9090"}` {
+	// 05.register_agent.yaml as EMCO has it, {addr}: refused, naming the clusters it lacks.
+	if r := c.do("POST", "/policy/agents/sampleagent", map[string]any{"metadata": meta(""), "addr": "10.0.0.9:9090"}); r.code != http.StatusBadRequest ||
+		!strings.Contains(string(r.body), "clusters is required") {
+		t.Errorf("EMCO's registration, addr alone: %d %s, want 400 naming clusters", r.code, r.body)
+	}
+	// With the clusters it reports on (temco apply sends its metadata too).
+	cp1c1 := []any{map[string]any{"clusterProvider": "cp1", "cluster": "c1"}}
+	r := c.do("POST", "/policy/agents/sampleagent", map[string]any{"metadata": meta(""), "addr": "10.0.0.9:9090", "clusters": cp1c1}).must(t, http.StatusCreated)
+	if strings.TrimSpace(string(r.body)) != `{"id":"sampleagent","addr":"10.0.0.9:9090","clusters":[{"clusterProvider":"cp1","cluster":"c1"}]}` {
 		t.Errorf("agent answer %s", r.body)
 	}
-	c.do("POST", "/policy/agents/sampleagent", map[string]any{"addr": "10.0.0.9:9091"}).must(t, http.StatusCreated)
+	c.do("POST", "/policy/agents/sampleagent", map[string]any{"addr": "10.0.0.9:9091", "clusters": cp1c1}).must(t, http.StatusCreated)
 	if r := c.do("GET", "/policy/agents", nil).must(t, http.StatusOK); !strings.Contains(string(r.body), `"addr":"10.0.0.9:9091"`) {
 		t.Errorf("agents %s", r.body)
 	}
 	for _, bad := range []string{"", "10.0.0.9", "http://10.0.0.9:9090", "10.0.0.9:0"} {
-		if r := c.do("POST", "/policy/agents/bad", map[string]any{"addr": bad}); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "addr") {
+		if r := c.do("POST", "/policy/agents/bad", map[string]any{"addr": bad, "clusters": cp1c1}); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), "addr") {
 			t.Errorf("addr %q: %d %s, want 400 naming addr", bad, r.code, r.body)
 		}
 	}
+	for want, body := range map[string]map[string]any{
+		`clusters[0]: cluster provider \"cp1\" has no cluster \"c9\"`: {"clusters": []any{map[string]any{"clusterProvider": "cp1", "cluster": "c9"}}},
+		"clusters[1]: cp1/c1 is named twice":                          {"clusters": append(cp1c1, cp1c1...)},
+		"clusters[0].cluster is required":                             {"clusters": []any{map[string]any{"clusterProvider": "cp1"}}},
+		"tls.ca holds no PEM certificate":                             {"clusters": cp1c1, "tls": map[string]any{"ca": "not a certificate"}},
+		"token must be printable ASCII":                               {"clusters": cp1c1, "token": "two words"},
+		"no token is stored to keep":                                  {"clusters": cp1c1, "token": "********"},
+	} {
+		body["addr"] = "10.0.0.9:9090"
+		if r := c.do("POST", "/policy/agents/bad", body); r.code != http.StatusBadRequest || !strings.Contains(string(r.body), want) {
+			t.Errorf("%s: %d %s, want 400 saying so", want, r.code, r.body)
+		}
+	}
+	c.do("GET", "/policy/agents/bad", nil).must(t, http.StatusNotFound)
 	if r := c.do("GET", "/policy/agents/sampleagent/status", nil).must(t, http.StatusOK); !strings.Contains(string(r.body), `"connected":false`) {
 		t.Errorf("status before any listener: %s", r.body)
 	}
@@ -160,5 +180,61 @@ func TestPolicyAgentsAreAdminOnly(t *testing.T) {
 		if got := tenant.do(r.method, r.path, map[string]any{"addr": "127.0.0.1:9090"}); got.code != http.StatusForbidden {
 			t.Errorf("tenant %s %s: %d %s, want 403", r.method, r.path, got.code, got.body)
 		}
+	}
+}
+
+// An agent's token is sealed in its document and masked in every answer; registering
+// again with the mask keeps it, without one removes it. Its CA and server name are kept
+// as given.
+func TestPolicyAgentTokenIsSealedAndMasked(t *testing.T) {
+	c, srv, _ := lifecycleClient(t)
+	srv.PolicyAgents = &agents{}
+	ca, _ := testenv.TestCertificate(t, "agent.test")
+	body := map[string]any{"addr": "10.0.0.9:9090", "clusters": []any{map[string]any{"clusterProvider": "cp1", "cluster": "c1"}},
+		"tls": map[string]any{"ca": ca, "serverName": "agent.test"}, "token": "s3cret-token"}
+	ctx := context.Background()
+	stored := func() *store.Doc {
+		t.Helper()
+		d, err := srv.Store.Get(ctx, "/policy/agents/a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d
+	}
+	token := func() string {
+		t.Helper()
+		d := stored()
+		if len(d.Secret) == 0 {
+			return ""
+		}
+		plain, err := srv.Keys.Open(d.Secret, []byte(d.ID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var v struct{ Token string }
+		if err := json.Unmarshal(plain, &v); err != nil {
+			t.Fatal(err)
+		}
+		return v.Token
+	}
+	answers := []response{c.do("POST", "/policy/agents/a", body).must(t, http.StatusCreated), c.do("GET", "/policy/agents/a", nil).must(t, http.StatusOK),
+		c.do("GET", "/policy/agents", nil).must(t, http.StatusOK)}
+	for _, r := range answers {
+		if strings.Contains(string(r.body), "s3cret") || !strings.Contains(string(r.body), `"token":"********"`) || !strings.Contains(string(r.body), `"serverName":"agent.test"`) {
+			t.Errorf("an answer shows the token, or no mask: %s", r.body)
+		}
+	}
+	if d := stored(); strings.Contains(d.Body, "s3cret") || strings.Contains(string(d.Secret), "s3cret") || token() != "s3cret-token" {
+		t.Errorf("stored body %s, the token not sealed", d.Body)
+	}
+	body["token"] = "********"
+	c.do("POST", "/policy/agents/a", body).must(t, http.StatusCreated)
+	if got := token(); got != "s3cret-token" {
+		t.Errorf("the mask kept %q", got)
+	}
+	delete(body, "token")
+	r := c.do("POST", "/policy/agents/a", body).must(t, http.StatusCreated)
+	if got := token(); got != "" || strings.Contains(string(r.body), "token") {
+		t.Errorf("without a token: %q stored, answer %s", got, r.body)
 	}
 }

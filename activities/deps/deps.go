@@ -51,6 +51,9 @@ type Deps struct {
 	ChartKeyring string
 	// PolicyEngines are the OPA servers policy intents may name (nil: none).
 	PolicyEngines *egress.Allow
+	// TaskQueueGrants are the task queues an admin granted projects besides their own
+	// (TEMCO_WORKFLOW_TASK_QUEUES, as the api has them): what a policy's decision may use.
+	TaskQueueGrants map[string][]string
 	// Report tells a workflow that one of its clusters is being retried (nil: nobody is).
 	Report func(ctx context.Context, workflowID, runID string, r lifecycle.ClusterRetry) error
 

@@ -22,11 +22,14 @@ import (
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/adapters/sandbox"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
+	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
 var ferret *devstack.FerretDB
@@ -56,42 +59,67 @@ func (s *signals) signal(_ context.Context, d lifecycle.Target, ev lifecycle.Pol
 	return nil
 }
 
+// atLeast is a poll check: n events were handed over.
+func (s *signals) atLeast(n int) func(context.Context) error {
+	return func(context.Context) error {
+		if got := len(s.events()); got < n {
+			return fmt.Errorf("%d events", got)
+		}
+		return nil
+	}
+}
+
 func (s *signals) events() []lifecycle.PolicyEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]lifecycle.PolicyEvent(nil), s.got...)
 }
 
-// newActivities stores DIG d with context "c1" (instance of "c2"), the project's EMCO
-// policy, workflow intent mig and policy intents: "embedded" (any agent), "agent-b" (agent
-// B only) and "external" (an OPA server at engine, "" for none).
+// other is a DIG of the same project placed on another cluster than the agents'.
+var other = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "other"}
+
+// newActivities stores DIG d, whose current context "c2" (an update of instance "c1")
+// places web on cluster prov+edge1 and db on prov+edge2, and DIG other, whose context
+// "c3" places web on prov+edge2; the project's EMCO policy, workflow intent mig and d's
+// policy intents: "embedded" (any agent), "from-sampleagent" (registered agent
+// sampleagent only), "from-other" (agent other only) and "external" (an OPA server at
+// engine, "" for none); other's policy intent "embedded".
 func newActivities(t *testing.T, engine string) (*Activities, *signals) {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.Database(t, ferret, strings.ReplaceAll(t.Name(), "/", "_"))
 	s := &signals{}
-	a := &Activities{Signal: s.signal, Engines: egress.MustParse("127.0.0.1"), OwnQueue: "temco"}
-	var err error
+	keys, err := seal.NewKeyring([]string{"test"}, [][]byte{make([]byte, 32)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := &Activities{Signal: s.signal, Engines: egress.MustParse("127.0.0.1"), OwnQueue: "temco", Keys: keys}
 	if a.Store, err = store.New(ctx, db); err != nil {
 		t.Fatal(err)
 	}
 	if a.Contexts, err = appctx.New(ctx, db); err != nil {
 		t.Fatal(err)
 	}
-	intent := func(name, engineURL, agent string) *store.Doc {
+	intentOf := func(d lifecycle.Target, name, engineURL, agent string) *store.Doc {
 		body, _ := json.Marshal(map[string]any{"metadata": map[string]any{"name": name}, "spec": map[string]any{
 			"policy": map[string]any{"engineUrl": engineURL, "policyName": "data"}, "actor": "temporal",
 			"actorArg": map[string]any{"workFlowName": "mig"}, "event": map[string]any{"id": "memory_usage_bytes", "agent": agent}}})
-		return &store.Doc{ID: dig.ID() + "/policy-intents/" + name, Parent: dig.ID(), Kind: model.KindPolicyIntent, Name: name, Body: string(body)}
+		return &store.Doc{ID: d.ID() + "/policy-intents/" + name, Parent: d.ID(), Kind: model.KindPolicyIntent, Name: name, Body: string(body)}
+	}
+	intent := func(name, engineURL, agent string) *store.Doc { return intentOf(dig, name, engineURL, agent) }
+	history := func(ctxID string) string {
+		return digstate.Encode(lifecycle.StateInfo{Actions: []lifecycle.Action{{State: lifecycle.StateInstantiated, ContextID: ctxID, Revision: 1}}})
 	}
 	docs := []*store.Doc{
 		{ID: "/projects/p", Kind: model.KindProject, Name: "p", Body: `{"metadata":{"name":"p"},"spec":{}}`},
 		{ID: "/projects/p/policies/migrate", Parent: "/projects/p", Kind: model.KindPolicy, Name: "migrate",
 			Body: mustJSON(map[string]any{"metadata": map[string]any{"name": "migrate"}, "spec": map[string]any{"rego": testenv.EMCOMemoryPolicy}})},
-		{ID: dig.ID(), Kind: model.KindDIG, Name: "d", Body: `{"metadata":{"name":"d"},"spec":{}}`},
+		{ID: dig.ID(), Kind: model.KindDIG, Name: "d", Body: `{"metadata":{"name":"d"},"spec":{}}`, State: history("c2")},
+		{ID: other.ID(), Kind: model.KindDIG, Name: "other", Body: `{"metadata":{"name":"other"},"spec":{}}`, State: history("c3")},
+		intentOf(other, "embedded", "", ""),
 		{ID: dig.ID() + "/temporal-workflow-intents/mig", Parent: dig.ID(), Kind: "temporal-workflow-intent", Name: "mig",
 			Body: `{"metadata":{"name":"mig"},"spec":{"workflowClient":{},"temporal":{"workflowClientName":"migrate","workflowStartOptions":{"TaskQueue":"p","WorkflowRunTimeout":60000000000},"workflowParams":{"activityParams":{"migrate":{"app":"web"}}}}}}`},
-		intent("embedded", "", ""), intent("agent-b", "", "B"),
+		intent("embedded", "", ""), intent("from-sampleagent", "", "sampleagent"), intent("from-other", "", "other"),
 	}
 	if engine != "" {
 		docs = append(docs, intent("external", engine, ""))
@@ -105,7 +133,73 @@ func newActivities(t *testing.T, engine string) (*Activities, *signals) {
 	if err := a.Contexts.Create(ctx, &appctx.Context{ID: "c2", DIG: dig.ID(), Instance: "c1", Revision: 2}); err != nil {
 		t.Fatal(err)
 	}
+	if err := a.Contexts.Create(ctx, &appctx.Context{ID: "c3", DIG: other.ID(), Instance: "c3", Revision: 1}); err != nil {
+		t.Fatal(err)
+	}
+	place := func(ctxID string, placed ...*appctx.ClusterApp) {
+		if err := a.Contexts.PutPlacement(ctx, ctxID, placed, map[string]int{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	place("c2", &appctx.ClusterApp{App: "web", Cluster: "prov+edge1"}, &appctx.ClusterApp{App: "db", Cluster: "prov+edge2"})
+	place("c3", &appctx.ClusterApp{App: "web", Cluster: "prov+edge2"})
 	return a, s
+}
+
+// registerAgent stores agent name at addr, reporting on cluster prov+edge1, with its
+// token sealed as the api seals it ("" for none) and tls (nil for plain gRPC).
+func registerAgent(t *testing.T, a *Activities, name, addr, token string, tls map[string]any) {
+	t.Helper()
+	id := lifecycle.PolicyAgentInput{Name: name}.ID()
+	body := map[string]any{"id": name, "addr": addr, "clusters": []any{map[string]any{"clusterProvider": "prov", "cluster": "edge1"}}}
+	if tls != nil {
+		body["tls"] = tls
+	}
+	d := &store.Doc{ID: id, Kind: model.KindPolicyAgent, Name: name}
+	if token != "" {
+		body["token"] = "********"
+		var err error
+		if d.Secret, err = a.Keys.Seal([]byte(mustJSON(map[string]string{"Token": token})), []byte(id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	d.Body = mustJSON(body)
+	if err := a.Store.Create(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// agentStatus is what the agent's listener last recorded.
+func agentStatus(t *testing.T, a *Activities, name string) lifecycle.PolicyAgentStatus {
+	t.Helper()
+	d, err := a.Store.Get(context.Background(), lifecycle.PolicyAgentInput{Name: name}.ID())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var st lifecycle.PolicyAgentStatus
+	if d.State != "" {
+		if err := json.Unmarshal([]byte(d.State), &st); err != nil {
+			t.Fatalf("status %q: %v", d.State, err)
+		}
+	}
+	return st
+}
+
+// listen runs the agent's listener until stop is called; its error comes on the channel.
+func listen(t *testing.T, a *Activities, name string) (stop func(), done <-chan error) {
+	t.Helper()
+	var s testsuite.WorkflowTestSuite
+	env := s.NewTestActivityEnvironment()
+	env.RegisterActivity(a)
+	ch := make(chan error, 1)
+	actx, cancel := context.WithCancel(context.Background())
+	env.SetTestTimeout(time.Minute)
+	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: actx})
+	go func() {
+		_, err := env.ExecuteActivity(lifecycle.ActivityListenPolicyAgent, lifecycle.PolicyAgentInput{Name: name})
+		ch <- err
+	}()
+	return cancel, ch
 }
 
 func mustJSON(v any) string {
@@ -138,6 +232,22 @@ func TestEmbeddedEngineEvaluatesEMCOsExamplePolicy(t *testing.T) {
 	bad.Payload = json.RawMessage(`not json`)
 	if _, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: bad}); !nonRetryable(err) {
 		t.Errorf("a payload that is not JSON: %v, want a non-retryable error", err)
+	}
+}
+
+// An intent naming an agent is evaluated on the events its registered agent delivered,
+// whatever agent id they claim.
+func TestEvaluationMatchesTheRegisteredAgent(t *testing.T) {
+	a, _ := newActivities(t, "")
+	ctx := context.Background()
+	ev := memory("1500000000")
+	ev.Intent, ev.Agent, ev.Source = "from-sampleagent", "sampleagent", "other"
+	if v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev}); err != nil || !v.Gone {
+		t.Errorf("claiming the agent, delivered by another: %+v %v, want not evaluated", v, err)
+	}
+	ev.Agent, ev.Source = "EMCOTEST", "sampleagent"
+	if v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev}); err != nil || v.Gone || !v.ActionRequired {
+		t.Errorf("delivered by the agent: %+v %v, want evaluated", v, err)
 	}
 }
 
@@ -191,6 +301,21 @@ func TestPolicyActionIsTheWorkflowIntentsStart(t *testing.T) {
 	if _, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "none"}); !nonRetryable(err) {
 		t.Errorf("a missing workflow intent: %v", err)
 	}
+	// A queue the project was not granted is refused, whoever stored the intent; granted,
+	// it is used.
+	shared := &store.Doc{ID: dig.ID() + "/temporal-workflow-intents/shared", Parent: dig.ID(), Kind: "temporal-workflow-intent", Name: "shared",
+		Body: `{"metadata":{"name":"shared"},"spec":{"workflowClient":{},"temporal":{"workflowClientName":"migrate","workflowStartOptions":{"TaskQueue":"shared"}}}}`}
+	if err := a.Store.Create(context.Background(), shared); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "shared"}); !nonRetryable(err) ||
+		!strings.Contains(err.Error(), `task queue "shared" is not granted to project "p"`) {
+		t.Errorf("a queue not granted: %v", err)
+	}
+	a.Grants = map[string][]string{"p": {"shared"}}
+	if w, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "shared"}); err != nil || w.TaskQueue != "shared" {
+		t.Errorf("a granted queue: %+v %v", w, err)
+	}
 	a.OwnQueue = "p" // the intent's queue is now temco's: refused
 	if _, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "mig"}); !nonRetryable(err) ||
 		!strings.Contains(err.Error(), "temco's own task queue") {
@@ -226,59 +351,102 @@ func TestRecordKeepsTheLastDecisions(t *testing.T) {
 func TestListenerHandsEventsToTheirIntents(t *testing.T) {
 	a, sig := newActivities(t, "")
 	addr, events := testenv.PolicyAgent(t)
-	ctx := context.Background()
-	if err := a.Store.Create(ctx, &store.Doc{ID: "/policy/agents/sampleagent", Kind: model.KindPolicyAgent, Name: "sampleagent",
-		Body: mustJSON(map[string]any{"id": "sampleagent", "addr": addr})}); err != nil {
-		t.Fatal(err)
-	}
-	metric := func(agentID, ctxID, payload string) policyevents.Event {
-		return policyevents.Event{EventID: "memory_usage_bytes", AgentID: agentID, ContextID: ctxID, AppName: "web",
+	registerAgent(t, a, "sampleagent", addr, "", nil)
+	registerAgent(t, a, "other", "127.0.0.1:1", "", nil) // another registered agent, never listened to here
+	metric := func(agentID, ctxID, app, payload string) policyevents.Event {
+		return policyevents.Event{EventID: "memory_usage_bytes", AgentID: agentID, ContextID: ctxID, AppName: app,
 			AgentSpec: json.RawMessage(`{"agentId":"` + agentID + `"}`), MetricList: []byte(payload)}
 	}
-	events <- metric("A", "c1", `{"v":1}`)       // embedded only (agent-b wants B)
-	events <- metric("B", "c2", `{"v":2}`)       // both, through a later context of the DIG
-	events <- metric("A", "unknown", `{"v":3}`)  // no such context: unmatched
-	events <- metric("A", "c1", `not json`)      // dropped
-	events <- metric("A", "c1", `{"last":true}`) // embedded
-	var s testsuite.WorkflowTestSuite
-	env := s.NewTestActivityEnvironment()
-	env.RegisterActivity(a)
-	done := make(chan error, 1)
-	actx, cancel := context.WithCancel(ctx)
-	env.SetTestTimeout(time.Minute)
-	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: actx})
-	go func() {
-		_, err := env.ExecuteActivity(lifecycle.ActivityListenPolicyAgent, lifecycle.PolicyAgentInput{Name: "sampleagent"})
-		done <- err
-	}()
-	deadline := time.Now().Add(20 * time.Second)
-	for len(sig.events()) < 4 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond) // polling the fake's record, with a deadline
+	spec := metric("A", "c1", "web", `{"v":"spec"}`)
+	spec.AgentSpec = json.RawMessage(`{"agentId":"other"}`)
+	for _, ev := range []policyevents.Event{
+		metric("A", "c1", "web", `{"v":1}`),       // embedded and from-sampleagent: the registered agent, whatever it claims
+		metric("B", "c2", "web", `{"v":2}`),       // both, through a later context of the DIG
+		metric("A", "unknown", "web", `{"v":3}`),  // no such context: unmatched
+		metric("A", "c1", "web", `not json`),      // dropped
+		metric("other", "c1", "web", `{"v":4}`),   // claims the other registered agent: spoofed
+		spec,                                      // the same, in its spec only: spoofed
+		metric("A", "c3", "web", `{"v":5}`),       // DIG other has nothing on edge1: foreign
+		metric("A", "c1", "db", `{"v":6}`),        // d's db is on edge2 only: foreign
+		metric("A", "c1", "", `{"v":7}`),          // no app named: d has web on edge1
+		metric("A", "c1", "web", `{"last":true}`), // embedded and from-sampleagent
+	} {
+		events <- ev
 	}
-	cancel()
+	stop, done := listen(t, a, "sampleagent")
+	poll.Until(t, "8 events delivered", 20*time.Second, sig.atLeast(8))
+	stop()
 	<-done
 	got := sig.events()
 	var seen []string
 	for _, ev := range got {
 		seen = append(seen, ev.Intent+":"+string(ev.Payload))
 	}
-	want := []string{`embedded:{"v":1}`, `agent-b:{"v":2}`, `embedded:{"v":2}`, `embedded:{"last":true}`}
+	want := []string{`embedded:{"v":1}`, `from-sampleagent:{"v":1}`, `embedded:{"v":2}`, `from-sampleagent:{"v":2}`,
+		`embedded:{"v":7}`, `from-sampleagent:{"v":7}`, `embedded:{"last":true}`, `from-sampleagent:{"last":true}`}
 	if strings.Join(seen, " ") != strings.Join(want, " ") {
 		t.Errorf("handed %v, want %v", seen, want)
 	}
-	if len(got) > 0 && (got[0].Source != "sampleagent" || got[0].ContextID != "c1" || got[0].App != "web" || string(got[0].AgentSpec) != `{"agentId":"A"}`) {
+	if len(got) > 0 && (got[0].Source != "sampleagent" || got[0].Agent != "A" || got[0].ContextID != "c1" || got[0].App != "web" ||
+		string(got[0].AgentSpec) != `{"agentId":"A"}`) {
 		t.Errorf("event %+v", got[0])
 	}
-	d, err := a.Store.Get(ctx, "/policy/agents/sampleagent")
-	if err != nil {
+	st := agentStatus(t, a, "sampleagent")
+	if st.Addr != addr || st.Events != 10 || st.Delivered != 8 || st.Unmatched != 1 || st.Dropped != 1 || st.Spoofed != 2 || st.Foreign != 2 ||
+		st.LastEvent.IsZero() {
+		t.Errorf("agent status %+v", st)
+	}
+}
+
+// An agent over TLS is reached with the CA an admin gave and sent its token; with another
+// CA the listener fails, the reason in the agent's status.
+func TestListenerDialsTheAgentOverTLSWithItsToken(t *testing.T) {
+	a, sig := newActivities(t, "")
+	addr, ca, events, auth := testenv.PolicyAgentTLS(t)
+	registerAgent(t, a, "tls", addr, "s3cret", map[string]any{"ca": ca, "serverName": "agent.test"})
+	events <- policyevents.Event{EventID: "memory_usage_bytes", ContextID: "c1", AppName: "web", MetricList: []byte(`{}`)}
+	stop, done := listen(t, a, "tls")
+	select {
+	case h := <-auth:
+		if h != "Bearer s3cret" {
+			t.Errorf("the agent saw authorization %q, want the token", h)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("the agent was not called")
+	}
+	poll.Until(t, "an event delivered over TLS", 20*time.Second, sig.atLeast(1))
+	stop()
+	<-done
+	if n := len(sig.events()); n != 1 {
+		t.Errorf("%d events delivered over TLS, want 1", n)
+	}
+
+	other, _ := testenv.TestCertificate(t, "agent.test")
+	registerAgent(t, a, "wrong-ca", addr, "", map[string]any{"ca": other})
+	stop, done = listen(t, a, "wrong-ca")
+	defer stop()
+	if err := <-done; err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Errorf("listening with another CA: %v", err)
+	}
+	if st := agentStatus(t, a, "wrong-ca"); st.Connected || !strings.Contains(st.LastError, "certificate signed by unknown authority") {
+		t.Errorf("status with another CA %+v, want the reason", st)
+	}
+}
+
+// An agent registered before clusters were asked for is not listened to: it could deliver
+// nothing. Its status says why.
+func TestAnAgentWithoutClustersIsNotListenedTo(t *testing.T) {
+	a, _ := newActivities(t, "")
+	if err := a.Store.Create(context.Background(), &store.Doc{ID: "/policy/agents/old", Kind: model.KindPolicyAgent, Name: "old",
+		Body: `{"id":"old","addr":"127.0.0.1:1"}`}); err != nil {
 		t.Fatal(err)
 	}
-	var st lifecycle.PolicyAgentStatus
-	if err := json.Unmarshal([]byte(d.State), &st); err != nil {
-		t.Fatalf("status %q: %v", d.State, err)
+	_, done := listen(t, a, "old")
+	if err := <-done; !nonRetryable(err) || !strings.Contains(err.Error(), "names no clusters") {
+		t.Errorf("listening to an agent without clusters: %v", err)
 	}
-	if st.Addr != addr || st.Events != 5 || st.Delivered != 4 || st.Unmatched != 1 || st.Dropped != 1 || st.LastEvent.IsZero() {
-		t.Errorf("agent status %+v", st)
+	if st := agentStatus(t, a, "old"); !strings.Contains(st.LastError, "register it again with the clusters") {
+		t.Errorf("status %+v", st)
 	}
 }
 

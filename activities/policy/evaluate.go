@@ -46,7 +46,7 @@ func (a *Activities) EvaluatePolicy(ctx context.Context, in lifecycle.PolicyEval
 		return lifecycle.PolicyVerdict{}, permanent(err.Error())
 	}
 	spec := r.Spec
-	if !spec.Event.Matches(in.Event.EventID, in.Event.Agent) || spec.ActorArg == nil {
+	if !spec.Event.Matches(in.Event.EventID, in.Event.Source) || spec.ActorArg == nil {
 		return lifecycle.PolicyVerdict{Gone: true}, nil // changed since the event came
 	}
 	keys := policy.IntentKeys{PolicyIntentID: d.Name, Project: in.DIG.Project, CompositeApp: in.DIG.CompositeApp,
@@ -171,7 +171,8 @@ func (a *Activities) external(ctx context.Context, e policy.Engine, input json.R
 }
 
 // PolicyAction is the workflow a decision starts: workflow intent in.Workflow of the DIG
-// (workflowmgr.Child), refused when it does not exist or may not start from here.
+// (workflowmgr.Child), refused when it does not exist or may not start from here: on a
+// task queue the DIG's project was not granted, whoever stored the intent.
 func (a *Activities) PolicyAction(ctx context.Context, in lifecycle.PolicyActionInput) (contract.Workflow, error) {
 	id := in.DIG.ID() + "/temporal-workflow-intents/" + in.Workflow
 	d, err := a.Store.Get(ctx, id)
@@ -181,7 +182,7 @@ func (a *Activities) PolicyAction(ctx context.Context, in lifecycle.PolicyAction
 	if err != nil {
 		return contract.Workflow{}, err
 	}
-	w, err := workflowmgr.Child(d, a.OwnQueue)
+	w, err := workflowmgr.Child(d, workflowmgr.Rules{OwnTaskQueue: a.OwnQueue, Grants: a.Grants})
 	if err != nil {
 		return contract.Workflow{}, permanent(err.Error())
 	}

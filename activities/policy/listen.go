@@ -21,6 +21,7 @@ import (
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/policy"
+	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -37,6 +38,11 @@ type Activities struct {
 	OwnQueue string
 	// Sandbox evaluates embedded policies in child processes (nil: in this one, for tests).
 	Sandbox *policyengine.Sandbox
+	// Grants are the task queues an admin granted projects (TEMCO_WORKFLOW_TASK_QUEUES):
+	// a decision starts a workflow only on its DIG's project's queues.
+	Grants map[string][]string
+	// Keys open an agent's sealed token.
+	Keys *seal.Keyring
 }
 
 // MaxPayloadBytes bounds an event's metric list handed to a policy: each one goes into a
@@ -48,13 +54,19 @@ const statusEvery = 10 * time.Second
 
 // ListenPolicyAgent holds the agent's event stream open until the attempt's deadline
 // (less a minute: the workflow then opens a new one) and hands every event to the
-// Policy workflow of the DIG whose context it names, once per matching policy intent. It
-// returns an error when the agent cannot be reached or ends the stream (the workflow
-// retries), and Gone when the agent is deregistered.
+// Policy workflow of the DIG whose context it names, once per matching policy intent,
+// when that DIG has apps on the agent's clusters (binding.go). It returns an error when
+// the agent cannot be reached or ends the stream (the workflow retries), and Gone when
+// the agent is deregistered.
 func (a *Activities) ListenPolicyAgent(ctx context.Context, in lifecycle.PolicyAgentInput) (lifecycle.PolicyListened, error) {
 	l, err := a.listener(ctx, in)
 	if err != nil || l == nil {
 		return lifecycle.PolicyListened{Gone: l == nil && err == nil}, err
+	}
+	if err := l.prepare(); err != nil {
+		l.failed(err.Error())
+		l.record(ctx, true)
+		return lifecycle.PolicyListened{}, err
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -81,7 +93,7 @@ func (a *Activities) ListenPolicyAgent(ctx context.Context, in lifecycle.PolicyA
 			}
 		}
 	}()
-	err = policyevents.Listen(lctx, l.agent.Addr, l.connected, func(ev policyevents.Event) error {
+	err = policyevents.Listen(lctx, l.dial, l.connected, func(ev policyevents.Event) error {
 		l.handle(lctx, ev)
 		return nil
 	})
@@ -101,21 +113,27 @@ func (a *Activities) ListenPolicyAgent(ctx context.Context, in lifecycle.PolicyA
 	return lifecycle.PolicyListened{}, fmt.Errorf("policy agent %s (%s): %w", in.Name, l.agent.Addr, err)
 }
 
-// listener is one listening attempt: the agent as registered, its status, and what it
-// learnt of contexts.
+// listener is one listening attempt: the agent as registered, how it is dialled, its
+// status, and what it learnt of contexts and agents.
 type listener struct {
-	a     *Activities
-	id    string
-	agent policy.Agent
+	a      *Activities
+	id     string
+	name   string // the registered agent's: what intents' event.agent match
+	agent  policy.Agent
+	sealed []byte // the agent's token, sealed
+	dial   policyevents.Agent
+	// clusters are the agent's, as placements name them.
+	clusters []string
 
 	mu      sync.Mutex
 	status  lifecycle.PolicyAgentStatus
 	changed bool
-	// digs caches each context's DIG ("": not temco's); reset when full.
-	digs map[string]string
-}
 
-const contextsCached = 10000
+	// bindings and agents are the handler's alone (one event at a time): what it read of
+	// contexts and of claimed agent ids, each read again after bindingFor.
+	bindings map[string]*binding
+	agents   map[string]seen
+}
 
 // listener reads the agent (nil: deregistered) and the status its last listener recorded.
 func (a *Activities) listener(ctx context.Context, in lifecycle.PolicyAgentInput) (*listener, error) {
@@ -126,7 +144,7 @@ func (a *Activities) listener(ctx context.Context, in lifecycle.PolicyAgentInput
 	if err != nil {
 		return nil, err
 	}
-	l := &listener{a: a, id: in.ID(), digs: map[string]string{}}
+	l := &listener{a: a, id: in.ID(), name: in.Name, sealed: d.Secret, bindings: map[string]*binding{}, agents: map[string]seen{}}
 	if err := json.Unmarshal([]byte(d.Body), &l.agent); err != nil {
 		return nil, temporal.NewNonRetryableApplicationError("policy agent "+in.Name+": "+err.Error(), lifecycle.ErrInvalidInput, nil)
 	}
@@ -135,6 +153,42 @@ func (a *Activities) listener(ctx context.Context, in lifecycle.PolicyAgentInput
 	}
 	l.status.Addr, l.status.Connected = l.agent.Addr, false
 	return l, nil
+}
+
+// prepare makes how the agent is dialled: its TLS configuration and its token, opened.
+// An agent registered without clusters (before they were asked for) could deliver
+// nothing: it is not listened to until it is registered again.
+func (l *listener) prepare() error {
+	if len(l.agent.Clusters) == 0 {
+		return temporal.NewNonRetryableApplicationError("policy agent "+l.name+" names no clusters: register it again with the clusters it reports on",
+			lifecycle.ErrInvalidInput, nil)
+	}
+	for _, c := range l.agent.Clusters {
+		l.clusters = append(l.clusters, c.Key())
+	}
+	l.dial = policyevents.Agent{Addr: l.agent.Addr}
+	if l.agent.TLS != nil {
+		cfg, err := l.agent.TLS.Config()
+		if err != nil {
+			return temporal.NewNonRetryableApplicationError("policy agent "+l.name+": "+err.Error(), lifecycle.ErrInvalidInput, nil)
+		}
+		l.dial.TLS = cfg
+	}
+	if len(l.sealed) > 0 {
+		if l.a.Keys == nil {
+			return errors.New("policy agent " + l.name + ": its token is sealed and this worker holds no keys")
+		}
+		plain, err := l.a.Keys.Open(l.sealed, []byte(l.id))
+		if err != nil {
+			return fmt.Errorf("policy agent %s: open its token: %w", l.name, err)
+		}
+		var t struct{ Token string }
+		if err := json.Unmarshal(plain, &t); err != nil {
+			return fmt.Errorf("policy agent %s: its token: %w", l.name, err)
+		}
+		l.dial.Token = t.Token
+	}
+	return nil
 }
 
 func (l *listener) connected() {
@@ -189,22 +243,42 @@ func (l *listener) record(ctx context.Context, always bool) {
 	}
 }
 
-// handle hands one event to the policy intents it is for.
+// handle hands one event to the policy intents it is for: none when it is malformed,
+// claims to come from another registered agent (spoofed) or names a context whose DIG has
+// no app on the agent's clusters (foreign).
 func (l *listener) handle(ctx context.Context, ev policyevents.Event) {
 	l.count(func(s *lifecycle.PolicyAgentStatus) { s.Events++; s.LastEvent = time.Now().UTC() })
 	if ev.ContextID == "" || ev.EventID == "" || len(ev.MetricList) > MaxPayloadBytes || !json.Valid(ev.MetricList) {
 		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
 		return
 	}
-	digID, err := l.digOf(ctx, ev.ContextID)
+	spoofed, err := l.spoofed(ctx, ev)
+	if err != nil {
+		activity.GetLogger(ctx).Warn("policy event: read the agents it claims", "error", err)
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+		return
+	}
+	if spoofed {
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Spoofed++ })
+		return
+	}
+	b, err := l.bindingOf(ctx, ev.ContextID)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("policy event: read its context", "context", ev.ContextID, "error", err)
 		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
 		return
 	}
-	intents, err := l.matching(ctx, digID, ev)
+	switch {
+	case b.dig == "":
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Unmatched++ })
+		return
+	case !b.holds(ev.AppName):
+		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Foreign++ })
+		return
+	}
+	intents, err := l.matching(ctx, b.dig, ev)
 	if err != nil {
-		activity.GetLogger(ctx).Warn("policy event: read the DIG's policy intents", "dig", digID, "error", err)
+		activity.GetLogger(ctx).Warn("policy event: read the DIG's policy intents", "dig", b.dig, "error", err)
 		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
 		return
 	}
@@ -212,12 +286,12 @@ func (l *listener) handle(ctx context.Context, ev policyevents.Event) {
 		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Unmatched++ })
 		return
 	}
-	dig := lifecycle.DIGOfID(digID)
+	dig := lifecycle.DIGOfID(b.dig)
 	for _, name := range intents {
-		pe := lifecycle.PolicyEvent{Intent: name, EventID: ev.EventID, Agent: ev.AgentID, Source: l.agent.ID,
+		pe := lifecycle.PolicyEvent{Intent: name, EventID: ev.EventID, Agent: ev.AgentID, Source: l.name,
 			ContextID: ev.ContextID, App: ev.AppName, At: time.Now().UTC(), AgentSpec: ev.AgentSpec, Payload: ev.MetricList}
 		if err := l.a.Signal(ctx, dig, pe); err != nil {
-			activity.GetLogger(ctx).Warn("policy event: hand it to the DIG's Policy workflow", "dig", digID, "error", err)
+			activity.GetLogger(ctx).Warn("policy event: hand it to the DIG's Policy workflow", "dig", b.dig, "error", err)
 			l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
 			continue
 		}
@@ -225,31 +299,9 @@ func (l *listener) handle(ctx context.Context, ev policyevents.Event) {
 	}
 }
 
-// digOf is the DIG of a context ("" when temco has none of that id).
-func (l *listener) digOf(ctx context.Context, contextID string) (string, error) {
-	if dig, ok := l.digs[contextID]; ok {
-		return dig, nil
-	}
-	dig, err := l.a.Contexts.DIGOf(ctx, contextID)
-	if errors.Is(err, appctx.ErrNotFound) {
-		dig, err = "", nil
-	}
-	if err != nil {
-		return "", err
-	}
-	if len(l.digs) >= contextsCached {
-		clear(l.digs)
-	}
-	l.digs[contextID] = dig
-	return dig, nil
-}
-
-// matching lists the DIG's policy intents that name the event (read each time: an intent
-// created a moment ago counts for the next event).
+// matching lists the DIG's policy intents that name the event and, if they name one, this
+// agent (read each time: an intent created a moment ago counts for the next event).
 func (l *listener) matching(ctx context.Context, digID string, ev policyevents.Event) ([]string, error) {
-	if digID == "" {
-		return nil, nil
-	}
 	docs, err := l.a.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindPolicyIntent})
 	if err != nil {
 		return nil, err
@@ -257,7 +309,7 @@ func (l *listener) matching(ctx context.Context, digID string, ev policyevents.E
 	var names []string
 	for _, d := range docs {
 		r, err := model.Decode[policy.Intent](d.Body)
-		if err == nil && r.Spec.Event.Matches(ev.EventID, ev.AgentID) {
+		if err == nil && r.Spec.Event.Matches(ev.EventID, l.name) {
 			names = append(names, d.Name)
 		}
 	}

@@ -14,7 +14,7 @@ var ActivityNames = []string{lifecycle.ActivityListenPolicyAgent, lifecycle.Acti
 
 // Register registers Activities on r.
 func Register(r worker.Registry, d *deps.Deps) {
-	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines}
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines, Grants: d.TaskQueueGrants, Keys: d.Keys}
 	if d.RenderMemory > 0 { // the bound of a tenant's code in the worker: charts' and policies'
 		a.Sandbox = &policyengine.Sandbox{Memory: d.RenderMemory}
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers/gac"
 	"github.com/temco/temco/controllers/registry"
+	"github.com/temco/temco/controllers/workflowmgr"
 	"github.com/temco/temco/internal/adapters/credentials"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/gitops"
@@ -56,7 +57,7 @@ func workerCmd() *cobra.Command {
 	var sf storeFlags
 	var tf temporalFlags
 	var perBatch, renderMemory, maxConns int
-	var metricsAddr, gitCache, gacURLAllow, policyEngines, artifactHosts, chartKeyring, workerName string
+	var metricsAddr, gitCache, gacURLAllow, policyEngines, artifactHosts, chartKeyring, workerName, taskQueueGrants string
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
@@ -77,6 +78,10 @@ func workerCmd() *cobra.Command {
 			artifacts, err := egress.Parse(artifactHosts)
 			if err != nil {
 				return fmt.Errorf("--artifact-hosts-allow: %w", err)
+			}
+			grants, err := workflowmgr.ParseGrants(taskQueueGrants)
+			if err != nil {
+				return fmt.Errorf("--workflow-task-queues: %w", err)
 			}
 			if chartKeyring != "" {
 				if _, err := sources.LoadKeyring(chartKeyring); err != nil {
@@ -122,7 +127,7 @@ func workerCmd() *cobra.Command {
 			w := workers.New(c, tf.taskQueue, me.String(), workers.Deps{Store: st, Contexts: contexts, Credentials: creds, Keys: keys,
 				ClustersPerBatch: perBatch, MaxConns: maxConns, Metrics: metrics.NewClusters(reg), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: gacHosts}),
 				Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(renderMemory) << 20, PolicyEngines: engines,
-				ArtifactHosts: artifacts, ChartKeyring: chartKeyring})
+				ArtifactHosts: artifacts, ChartKeyring: chartKeyring, TaskQueueGrants: grants})
 			log.Info("worker polling", "task_queue", tf.taskQueue, "namespace", tf.namespace)
 			if err := w.Run(worker.InterruptCh()); err != nil {
 				return fmt.Errorf("worker: %w", err)
@@ -143,6 +148,8 @@ func workerCmd() *cobra.Command {
 		"hosts (host, any port, or host:port; comma-separated) from which gac may fetch $(URL)$ patch values; none by default, and temco's own kv-pairs route needs none [TEMCO_GAC_URL_ALLOW]")
 	cmd.Flags().StringVar(&policyEngines, "policy-engine-allow", env("TEMCO_POLICY_ENGINE_ALLOW", ""),
 		"OPA servers (host, any port, or host:port; comma-separated) policy intents may name; the api takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
+	cmd.Flags().StringVar(&taskQueueGrants, "workflow-task-queues", env("TEMCO_WORKFLOW_TASK_QUEUES", ""),
+		"task queues projects' policy intents may start workflows on besides their project's own (<project> and <project>/...): project=queue entries, comma-separated, *=queue for every project; the api takes the same list [TEMCO_WORKFLOW_TASK_QUEUES]")
 	cmd.Flags().StringVar(&artifactHosts, "artifact-hosts-allow", env("TEMCO_ARTIFACT_HOSTS_ALLOW", ""),
 		"OCI registries, Helm repositories and web servers (host, any port, or host:port; comma-separated) apps' charts may come from; the api takes the same list [TEMCO_ARTIFACT_HOSTS_ALLOW]")
 	cmd.Flags().StringVar(&chartKeyring, "chart-keyring", env("TEMCO_CHART_KEYRING", ""),

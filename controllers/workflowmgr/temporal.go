@@ -301,9 +301,10 @@ func (t *Temporal) cancel(ctx context.Context, r CancelSpec) error {
 // Child is the workflow the workflow intent stored in d starts when a temco workflow
 // starts it as a child (a policy intent's decision): the same type, task queue, id,
 // options and argument as its start route, under the same rules (checked again: they may
-// have changed since the intent was stored). An intent that starts through an EMCO
+// have changed since the intent was stored) as a tenant of the DIG's project: a policy
+// acts for the project, whoever stored the intent. An intent that starts through an EMCO
 // workflow client is refused: temco cannot make that call exactly once.
-func Child(d *store.Doc, ownQueue string) (contract.Workflow, error) {
+func Child(d *store.Doc, rules Rules) (contract.Workflow, error) {
 	spec, err := specOf(d)
 	if err != nil {
 		return contract.Workflow{}, err
@@ -313,7 +314,7 @@ func Child(d *store.Doc, ownQueue string) (contract.Workflow, error) {
 			d.Name, spec.WorkflowClient.EndpointName)
 	}
 	scope := ScopeOf(d.ID)
-	if err := (Rules{OwnTaskQueue: ownQueue}).Check(spec, scope, true, false); err != nil {
+	if err := rules.Check(spec, scope, false, false); err != nil {
 		return contract.Workflow{}, fmt.Errorf("workflow intent %s: %w", d.Name, err)
 	}
 	t := spec.Temporal

@@ -221,7 +221,8 @@ func TestFullInstall(t *testing.T) {
 	}
 	if we := env(worker); we["TEMCO_CLUSTERS_PER_BATCH"] != "100" || we["TEMCO_METRICS_ADDR"] != ":9100" || we["TEMCO_TEMPORAL_TLS_CERT"] == "" ||
 		we["TEMCO_GAC_URL_ALLOW"] != "config.example.com,10.0.0.7:8080" || we["TEMCO_POLICY_ENGINE_ALLOW"] != "opa.example.com" ||
-		we["TEMCO_ARTIFACT_HOSTS_ALLOW"] != "registry.example.com,charts.example.com:8443" {
+		we["TEMCO_ARTIFACT_HOSTS_ALLOW"] != "registry.example.com,charts.example.com:8443" ||
+		we["TEMCO_WORKFLOW_TASK_QUEUES"] != "*=shared-hooks,edge=MIGRATION_TASK_Q" {
 		t.Errorf("worker env %v", we)
 	}
 	var mounts []string

@@ -33,7 +33,8 @@ func memoryBombPolicy() string {
 func registerPolicyAgent(t *testing.T, d *deployment, name, addr string) {
 	t.Helper()
 	path := "/policy/agents/" + name
-	d.c.do("POST", path, map[string]any{"metadata": map[string]any{"name": name}, "addr": addr}).must(t, 201)
+	d.c.do("POST", path, map[string]any{"metadata": map[string]any{"name": name}, "addr": addr,
+		"clusters": []any{map[string]any{"clusterProvider": provider, "cluster": "cluster1"}}}).must(t, 201)
 	t.Cleanup(func() { d.c.do("DELETE", path, nil) })
 	awaitValue(t, "agent "+name+" connected", time.Minute, func() lifecycle.PolicyAgentStatus {
 		return getAs[lifecycle.PolicyAgentStatus](t, d.c, path+"/status")

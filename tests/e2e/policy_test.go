@@ -20,12 +20,16 @@ import (
 )
 
 // EMCO's example 05 and 06 (examples/test-policy) as an EMCO user brings them: the agent,
-// then the intent naming the DIG's workflow intent; 06 without its engineUrl uses temco's
+// with the cluster it reports on (temco's addition: EMCO's addr alone is refused), then
+// the intent naming the DIG's workflow intent; 06 without its engineUrl uses temco's
 // embedded engine on the project's policies.
 const policyAgentFile = `version: emco/v2
 resourceContext:
   anchor: policy/agents/{{.Agent}}
 addr: {{.Addr}}
+clusters:
+  - clusterProvider: {{.Provider}}
+    cluster: cluster1
 `
 
 const policyIntentFile = `version: emco/v2
@@ -81,7 +85,8 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 	addr, events := testenv.PolicyAgent(t)
 	agentName := d.project + "-agent"
 	dir := t.TempDir()
-	values := "ProjectName: " + d.project + "\nCompositeApp: ca\nDeploymentIntent: dig\nAgent: " + agentName + "\nAddr: " + addr + "\n"
+	values := "ProjectName: " + d.project + "\nCompositeApp: ca\nDeploymentIntent: dig\nAgent: " + agentName + "\nAddr: " + addr +
+		"\nProvider: " + provider + "\n"
 	for name, data := range map[string]string{"05.register_agent.yaml": policyAgentFile, "06.define_policy_intent.yaml": policyIntentFile,
 		"values.yaml": values + "Engine: ''\n", "values-external.yaml": values + "Engine: '172.31.82.234:8181/v1'\n"} {
 		if err := os.WriteFile(filepath.Join(dir, name), []byte(data), 0o600); err != nil {
@@ -168,7 +173,8 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 			break
 		}
 	}
-	if agentStatus.Events != 2 || agentStatus.Delivered != 2 || agentStatus.Unmatched != 0 || agentStatus.Dropped != 0 || agentStatus.LastEvent.IsZero() {
+	if agentStatus.Events != 2 || agentStatus.Delivered != 2 || agentStatus.Unmatched != 0 || agentStatus.Dropped != 0 ||
+		agentStatus.Foreign != 0 || agentStatus.Spoofed != 0 || agentStatus.LastEvent.IsZero() {
 		t.Errorf("the agent's counts: %+v", agentStatus)
 	}
 
@@ -199,4 +205,82 @@ type policyStatusView struct {
 	Actions     int64                      `json:"actions"`
 	Last        *lifecycle.PolicyDecision  `json:"last"`
 	Decisions   []lifecycle.PolicyDecision `json:"decisions"`
+}
+
+// An agent's events reach only the DIGs placed on the clusters it is registered for, and
+// an intent naming an agent matches the registered agent, not the id events claim. An
+// agent registered for cluster1 sends three events: one claiming to come from another
+// registered agent (spoofed), one naming the context of another project's DIG placed on
+// cluster2 (foreign), and one for its own DIG. Only the last is evaluated; the agent's
+// status counts the other two, and the other DIG's policy intent never evaluates.
+func TestPolicyEventsReachOnlyTheirAgentsDIGs(t *testing.T) {
+	bound := newDeployment(t, app{name: "bound", chart: webChart("bound"), placement: clusterNamed("cluster1")})
+	foreign := &deployment{t: t, c: &client{t: t}, project: projectName(t) + "-foreign",
+		apps: []app{{name: "foreign", chart: webChart("foreign"), placement: clusterNamed("cluster2")}}}
+	c := bound.c
+	contexts := map[*deployment]string{}
+	for d, cluster := range map[*deployment]string{bound: "cluster1", foreign: "cluster2"} {
+		d.create()
+		d.operate(lifecycle.OpInstantiate)
+		d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+		obj, err := dynClientNamed(t, cluster).Resource(schema.GroupVersionResource{Group: "apps", Version: "v1", Resource: "deployments"}).
+			Namespace("default").Get(context.Background(), d.apps[0].name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		contexts[d], _, _ = strings.Cut(obj.GetLabels()[lifecycle.DeploymentIDLabel], "-")
+		c.do("POST", d.dig()+"/temporal-workflow-intents", res("act", map[string]any{"workflowClient": map[string]any{}, "temporal": map[string]any{
+			"workflowClientName": "act", "workflowStartOptions": map[string]any{"TaskQueue": d.project}}})).must(t, 201)
+		c.do("POST", "/projects/"+d.project+"/policies", res("migrate", map[string]any{"rego": testenv.EMCOMemoryPolicy})).must(t, 201)
+	}
+
+	// The agent, for cluster1; another registered agent, for cluster2, whose name the
+	// first one claims.
+	addr, events := testenv.PolicyAgent(t)
+	otherAddr, _ := testenv.PolicyAgent(t)
+	agentName, otherName := bound.project+"-agent", bound.project+"-other"
+	for name, body := range map[string]map[string]any{
+		agentName: {"addr": addr, "clusters": []any{map[string]any{"clusterProvider": provider, "cluster": "cluster1"}}},
+		otherName: {"addr": otherAddr, "clusters": []any{map[string]any{"clusterProvider": provider, "cluster": "cluster2"}}},
+	} {
+		c.do("POST", "/policy/agents/"+name, body).must(t, 201)
+		t.Cleanup(func() { c.do("DELETE", "/policy/agents/"+name, nil) })
+	}
+	for d, agent := range map[*deployment]string{bound: agentName, foreign: ""} {
+		c.do("POST", d.dig()+"/policy-intents/on-memory", res("on-memory", map[string]any{
+			"policy": map[string]any{"policyName": "data"}, "actor": "temporal", "actorArg": map[string]any{"workFlowName": "act"},
+			"event": map[string]any{"id": "memory_usage_bytes", "agent": agent}})).must(t, 201)
+	}
+	agentStatus := func() lifecycle.PolicyAgentStatus {
+		return getAs[lifecycle.PolicyAgentStatus](t, c, "/policy/agents/"+agentName+"/status")
+	}
+	awaitValue(t, "the agent's listener", time.Minute, agentStatus, func(s lifecycle.PolicyAgentStatus) bool { return s.Connected })
+
+	memory := func(agentID, contextID, app string) policyevents.Event {
+		m, _ := json.Marshal(map[string]any{"metric": "memory_usage_bytes", "value": map[string]any{"items": []any{map[string]any{"value": "52000000"}}}})
+		return policyevents.Event{EventID: "memory_usage_bytes", AgentID: agentID, ContextID: contextID, AppName: app,
+			AgentSpec: json.RawMessage(`{"agentId":"` + agentID + `"}`), MetricList: m}
+	}
+	events <- memory(otherName, contexts[bound], "bound")      // spoofed
+	events <- memory("EMCOTEST", contexts[foreign], "foreign") // foreign
+	events <- memory("EMCOTEST", contexts[bound], "bound")     // the agent's own
+
+	st := awaitValue(t, "the agent's counts", time.Minute, agentStatus, func(s lifecycle.PolicyAgentStatus) bool {
+		return s.Events >= 3 && s.Delivered+s.Spoofed+s.Foreign+s.Unmatched+s.Dropped >= 3
+	})
+	if st.Events != 3 || st.Delivered != 1 || st.Spoofed != 1 || st.Foreign != 1 || st.Unmatched != 0 || st.Dropped != 0 {
+		t.Errorf("the agent's counts: %+v, want 1 delivered, 1 spoofed, 1 foreign", st)
+	}
+	intentStatus := func(d *deployment) policyStatusView {
+		return getAs[policyStatusView](t, c, d.dig()+"/policy-intents/on-memory/status")
+	}
+	got := awaitValue(t, "the bound DIG's evaluation", time.Minute, func() policyStatusView { return intentStatus(bound) },
+		func(s policyStatusView) bool { return s.Evaluations >= 1 })
+	if got.Evaluations != 1 || got.Last == nil || got.Last.Agent != "EMCOTEST" || got.Last.Source != agentName || got.Last.Outcome != "no action" ||
+		got.Last.ContextID != contexts[bound] {
+		t.Errorf("the bound DIG's policy intent: %+v (last %+v), want the agent's own event alone", got, got.Last)
+	}
+	if other := intentStatus(foreign); other.Evaluations != 0 || other.Last != nil {
+		t.Errorf("the foreign DIG's policy intent evaluated %+v", other)
+	}
 }

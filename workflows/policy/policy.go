@@ -115,7 +115,8 @@ func (e *evaluator) take(events workflow.ReceiveChannel) {
 // records the decision. An evaluation that fails is recorded as such, never retried
 // beyond its activity's attempts: the next event is the next chance.
 func (e *evaluator) evaluate(ctx workflow.Context, ev lifecycle.PolicyEvent) error {
-	d := lifecycle.PolicyDecision{At: workflow.Now(ctx).UTC(), EventID: ev.EventID, Agent: ev.Agent, ContextID: ev.ContextID, App: ev.App}
+	d := lifecycle.PolicyDecision{At: workflow.Now(ctx).UTC(), EventID: ev.EventID, Agent: ev.Agent, Source: ev.Source,
+		ContextID: ev.ContextID, App: ev.App}
 	var v lifecycle.PolicyVerdict
 	err := workflow.ExecuteActivity(evaluating(ctx), lifecycle.ActivityEvaluatePolicy,
 		lifecycle.PolicyEvaluateInput{DIG: e.dig, Event: ev}).Get(ctx, &v)

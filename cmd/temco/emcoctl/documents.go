@@ -44,8 +44,24 @@ type document struct {
 	ClusterLabel string         `yaml:"clusterLabel"`
 	LabelName    string         `yaml:"label-name"` // older emcoctl files' clusterLabel
 	// Addr is a policy agent's address (EMCO's example 05.register_agent.yaml), which
-	// emcoctl drops: temco sends it.
-	Addr string `yaml:"addr"`
+	// emcoctl drops: temco sends it, with the agent's clusters, TLS and token, temco's
+	// own keys beside it (docs/policy.md).
+	Addr     string         `yaml:"addr"`
+	Clusters []agentCluster `yaml:"clusters"`
+	TLS      *agentTLS      `yaml:"tls"`
+	Token    string         `yaml:"token"`
+}
+
+// agentCluster is a cluster a policy agent reports on.
+type agentCluster struct {
+	ClusterProvider string `yaml:"clusterProvider" json:"clusterProvider"`
+	Cluster         string `yaml:"cluster" json:"cluster"`
+}
+
+// agentTLS is how a policy agent's certificate is verified.
+type agentTLS struct {
+	CA         string `yaml:"ca" json:"ca,omitempty"`
+	ServerName string `yaml:"serverName" json:"serverName,omitempty"`
 }
 
 type metadata struct {
@@ -61,6 +77,9 @@ type body struct {
 	ClusterLabel string         `json:"clusterLabel,omitempty"`
 	Spec         map[string]any `json:"spec,omitempty"`
 	Addr         string         `json:"addr,omitempty"`
+	Clusters     []agentCluster `json:"clusters,omitempty"`
+	TLS          *agentTLS      `json:"tls,omitempty"`
+	Token        string         `json:"token,omitempty"`
 }
 
 // Load reads every file in order and returns its documents. With values files the files
@@ -143,7 +162,8 @@ func convert(node *yaml.Node) (*Document, error) {
 	}
 	spec, _ := stringKeys(raw.Spec).(map[string]any)
 	keepText(node, spec, raw.ResourceContext.Anchor)
-	data, err := json.Marshal(body{Metadata: raw.Metadata, ClusterLabel: label, Spec: spec, Addr: raw.Addr})
+	data, err := json.Marshal(body{Metadata: raw.Metadata, ClusterLabel: label, Spec: spec, Addr: raw.Addr,
+		Clusters: raw.Clusters, TLS: raw.TLS, Token: raw.Token})
 	if err != nil {
 		return nil, fmt.Errorf("spec cannot be sent as JSON: %w", err)
 	}

@@ -65,6 +65,12 @@ func TestLoadReadsDocumentsAsEmcoctlDoes(t *testing.T) {
 			`cluster-providers/cp/clusters/c/labels {"metadata":{"name":""},"clusterLabel":"core"}`,
 		},
 	}, {
+		name: "a policy agent's addr, and temco's clusters, tls and token beside it",
+		file: "resourceContext: {anchor: policy/agents/a}\naddr: 10.0.0.9:9090\nclusters:\n  - {clusterProvider: cp, cluster: c1}\n" +
+			"tls:\n  ca: |\n    PEM\n  serverName: agent.edge\ntoken: t0k3n\n",
+		want: []string{`policy/agents/a {"metadata":{"name":""},"addr":"10.0.0.9:9090","clusters":[{"clusterProvider":"cp","cluster":"c1"}],` +
+			`"tls":{"ca":"PEM\n","serverName":"agent.edge"},"token":"t0k3n"}`},
+	}, {
 		name: "YAML 1.2 values: yes stays a string, ints stay ints, any scalar fills a string field",
 		file: "version: 2\nresourceContext: {anchor: projects}\nmetadata: {name: 123}\nspec: {on: yes, n: 10, f: 1.5, t: true, z: ~, level: \"0\"}\n",
 		want: []string{`projects {"metadata":{"name":"123"},"spec":{"f":1.5,"level":"0","n":10,"on":"yes","t":true,"z":null}}`},

@@ -2,22 +2,36 @@ package policyevents
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 )
 
 // eventUpdateDesc describes EventUpdate to gRPC: one request, a stream of
 // replies.
 var eventUpdateDesc = grpc.StreamDesc{StreamName: methodName, ServerStreams: true}
 
-// Listen receives events from the EMCO agent at addr ("host:port"), the way
-// EMCO's policy controller does: it connects without TLS (agents serve
-// plain gRPC), calls EventUpdate with serverId 1003 and reads the stream.
+// Agent says how to reach an agent: its address ("host:port") and, optionally, the TLS
+// configuration that verifies it and a bearer token it expects.
+type Agent struct {
+	Addr string
+	// TLS dials the agent over TLS; nil: plain gRPC, as EMCO's agents serve and EMCO's
+	// policy controller dials.
+	TLS *tls.Config
+	// Token, when set, is sent with the call as metadata "authorization: Bearer <token>".
+	Token string
+}
+
+// Listen receives events from the EMCO agent a, the way EMCO's policy controller
+// does: it connects (without TLS unless a.TLS is set), calls EventUpdate with serverId
+// 1003 and reads the stream.
 //
 // connected, if not nil, is called once, when the agent has answered the
 // call with its response headers. handle is called for each event, in the
@@ -26,21 +40,27 @@ var eventUpdateDesc = grpc.StreamDesc{StreamName: methodName, ServerStreams: tru
 // over, with AgentSpec nil, so the caller decides what to do with it.
 //
 // Listen returns ctx.Err() once ctx is done. Otherwise it returns an error
-// naming addr when the call fails or ends: "agent <addr> closed the stream"
-// when the agent ends it normally. Messages over MaxEventBytes fail the
-// call. Connecting does not wait for the agent to become reachable: if it
-// cannot be reached, the call fails as soon as the connection attempt does.
-func Listen(ctx context.Context, addr string, connected func(), handle func(Event) error) error {
+// naming the address when the call fails or ends: "agent <addr> closed the stream"
+// when the agent ends it normally; a TLS handshake that fails says why. Messages over
+// MaxEventBytes fail the call. Connecting does not wait for the agent to become
+// reachable: if it cannot be reached, the call fails as soon as the connection attempt
+// does.
+func Listen(ctx context.Context, a Agent, connected func(), handle func(Event) error) error {
+	addr := a.Addr
 	if handle == nil {
 		return errors.New("policyevents: Listen needs a handle function")
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return fmt.Errorf("agent address %q: %w", addr, err)
 	}
+	creds := insecure.NewCredentials()
+	if a.TLS != nil {
+		creds = credentials.NewTLS(a.TLS)
+	}
 	// "passthrough" hands addr to the dialer untouched, as grpc.Dial (which
 	// EMCO uses) does, instead of parsing it as a URL and resolving it.
 	conn, err := grpc.NewClient("passthrough:///"+addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxEventBytes)),
 	)
 	if err != nil {
@@ -51,6 +71,9 @@ func Listen(ctx context.Context, addr string, connected func(), handle func(Even
 	// Cancelling this context on return also ends the call on the agent.
 	callCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	if a.Token != "" {
+		callCtx = metadata.AppendToOutgoingContext(callCtx, "authorization", "Bearer "+a.Token)
+	}
 
 	// fail turns a gRPC error into Listen's result: ctx's own error when ctx
 	// is done, since that is why the call ended.

@@ -102,7 +102,7 @@ func TestListenReceivesEventsInOrder(t *testing.T) {
 
 	var connects atomic.Int32
 	var got []Event
-	err := Listen(ctx, addr, func() { connects.Add(1) }, func(ev Event) error {
+	err := Listen(ctx, Agent{Addr: addr}, func() { connects.Add(1) }, func(ev Event) error {
 		if connects.Load() != 1 {
 			t.Errorf("event %q handled with connected called %d times, want 1", ev.EventID, connects.Load())
 		}
@@ -145,7 +145,7 @@ func TestListenEventWithoutSpecOrMetrics(t *testing.T) {
 		return nil
 	})
 	var got Event
-	err := Listen(ctx, addr, nil, func(ev Event) error { got = ev; return errStop })
+	err := Listen(ctx, Agent{Addr: addr}, nil, func(ev Event) error { got = ev; return errStop })
 	if !errors.Is(err, errStop) {
 		t.Fatalf("Listen = %v", err)
 	}
@@ -164,7 +164,7 @@ func TestListenEmptyAgentIDKeepsShape(t *testing.T) {
 		return nil
 	})
 	var got Event
-	if err := Listen(ctx, addr, nil, func(ev Event) error { got = ev; return errStop }); !errors.Is(err, errStop) {
+	if err := Listen(ctx, Agent{Addr: addr}, nil, func(ev Event) error { got = ev; return errStop }); !errors.Is(err, errStop) {
 		t.Fatalf("Listen = %v", err)
 	}
 	if !jsonEqual(t, got.AgentSpec, []byte(`{"agentId":""}`)) {
@@ -183,7 +183,7 @@ func TestListenStopsOnCancel(t *testing.T) {
 		return err
 	})
 	var handled int
-	err := Listen(ctx, addr, nil, func(Event) error {
+	err := Listen(ctx, Agent{Addr: addr}, nil, func(Event) error {
 		handled++
 		cancel() // no more events will come; cancelling must end Listen
 		return nil
@@ -208,7 +208,7 @@ func TestListenCancelBeforeConnected(t *testing.T) {
 	})
 	// Register sends headers before calling stream, so connected fires
 	// with no event sent; cancel from there.
-	err := Listen(ctx, addr, cancel, func(Event) error {
+	err := Listen(ctx, Agent{Addr: addr}, cancel, func(Event) error {
 		t.Error("no event was sent")
 		return nil
 	})
@@ -223,7 +223,7 @@ func TestListenAgentEndsStream(t *testing.T) {
 		return send(Event{EventID: "last"})
 	})
 	var handled int
-	err := Listen(ctx, addr, nil, func(Event) error { handled++; return nil })
+	err := Listen(ctx, Agent{Addr: addr}, nil, func(Event) error { handled++; return nil })
 	if err == nil || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Listen = %v, want a stream-ended error", err)
 	}
@@ -240,7 +240,7 @@ func TestListenAgentFailsStream(t *testing.T) {
 	addr := startAgent(t, func(context.Context, int32, func(Event) error) error {
 		return status.Error(codes.Internal, "collector broke")
 	})
-	err := Listen(ctx, addr, nil, func(Event) error { return nil })
+	err := Listen(ctx, Agent{Addr: addr}, nil, func(Event) error { return nil })
 	if err == nil || ctx.Err() != nil {
 		t.Fatalf("Listen = %v, want the agent's error", err)
 	}
@@ -261,7 +261,7 @@ func TestListenRejectsOversizedEvent(t *testing.T) {
 		return nil
 	})
 	var ids []string
-	err := Listen(ctx, addr, nil, func(ev Event) error {
+	err := Listen(ctx, Agent{Addr: addr}, nil, func(ev Event) error {
 		ids = append(ids, ev.EventID)
 		return nil
 	})
@@ -307,7 +307,7 @@ func TestListenPassesOnUnknownOrBrokenSpec(t *testing.T) {
 		return nil
 	})
 	var got []Event
-	err := Listen(ctx, addr, nil, func(ev Event) error {
+	err := Listen(ctx, Agent{Addr: addr}, nil, func(ev Event) error {
 		got = append(got, ev)
 		if len(got) == len(msgs) {
 			return errStop
@@ -341,7 +341,7 @@ func TestListenUnreachableAgentFails(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	connected := false
-	err = Listen(ctx, addr, func() { connected = true }, func(Event) error { return nil })
+	err = Listen(ctx, Agent{Addr: addr}, func() { connected = true }, func(Event) error { return nil })
 	if err == nil {
 		t.Fatal("Listen to a closed port returned nil")
 	}
@@ -359,10 +359,10 @@ func TestListenUnreachableAgentFails(t *testing.T) {
 
 func TestListenBadArguments(t *testing.T) {
 	ctx := testContext(t)
-	if err := Listen(ctx, "no-port", nil, func(Event) error { return nil }); err == nil {
+	if err := Listen(ctx, Agent{Addr: "no-port"}, nil, func(Event) error { return nil }); err == nil {
 		t.Error("Listen accepted an address without a port")
 	}
-	if err := Listen(ctx, "127.0.0.1:1", nil, nil); err == nil {
+	if err := Listen(ctx, Agent{Addr: "127.0.0.1:1"}, nil, nil); err == nil {
 		t.Error("Listen accepted a nil handler")
 	}
 }
@@ -391,7 +391,7 @@ func TestSendRejectsBadAgentSpec(t *testing.T) {
 		return nil
 	})
 	var got []Event
-	err := Listen(ctx, addr, nil, func(ev Event) error { got = append(got, ev); return errStop })
+	err := Listen(ctx, Agent{Addr: addr}, nil, func(ev Event) error { got = append(got, ev); return errStop })
 	if !errors.Is(err, errStop) {
 		t.Fatalf("Listen = %v", err)
 	}

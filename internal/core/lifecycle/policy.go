@@ -58,11 +58,15 @@ type PolicyAgentStatus struct {
 	// Events counts what the agent sent since temco first listened to it; Delivered the
 	// events handed to a DIG's policy intents; Unmatched those naming a context temco does
 	// not know or whose DIG has no policy intent for them; Dropped those refused (too
-	// large, not JSON, no context).
+	// large, not JSON, no context); Foreign those naming a context whose DIG has no app (or
+	// not the app named) on the agent's clusters; Spoofed those claiming to come from
+	// another registered agent. Foreign and spoofed events are never evaluated.
 	Events    int64  `json:"events"`
 	Delivered int64  `json:"delivered"`
 	Unmatched int64  `json:"unmatched"`
 	Dropped   int64  `json:"dropped"`
+	Foreign   int64  `json:"foreign"`
+	Spoofed   int64  `json:"spoofed"`
 	LastError string `json:"lastError,omitempty"`
 }
 
@@ -70,8 +74,8 @@ type PolicyAgentStatus struct {
 type PolicyEvent struct {
 	Intent    string    `json:"intent"` // the policy intent's name
 	EventID   string    `json:"eventId"`
-	Agent     string    `json:"agent"`  // the agent's own id, as its events say
-	Source    string    `json:"source"` // the registered agent it came through
+	Agent     string    `json:"agent"`  // the agent's own id, as its events claim (EMCO's agentSpec)
+	Source    string    `json:"source"` // the registered agent it came through: what intents match
 	ContextID string    `json:"contextId"`
 	App       string    `json:"app,omitempty"`
 	At        time.Time `json:"at"`
@@ -114,7 +118,8 @@ type PolicyActionInput struct {
 type PolicyDecision struct {
 	At             time.Time `json:"at"`
 	EventID        string    `json:"eventId"`
-	Agent          string    `json:"agent"`
+	Agent          string    `json:"agent"`            // as the event claims
+	Source         string    `json:"source,omitempty"` // the registered agent that delivered it
 	ContextID      string    `json:"contextId"`
 	App            string    `json:"app,omitempty"`
 	Engine         string    `json:"engine,omitempty"`

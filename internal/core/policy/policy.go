@@ -8,36 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"regexp"
-	"strconv"
 	"strings"
 
 	"github.com/temco/temco/internal/core/model"
 )
-
-// Agent is a registered agent, with EMCO's keys: the address of its events service.
-type Agent struct {
-	ID   string `json:"id,omitempty"`
-	Addr string `json:"addr"`
-}
-
-// Validate checks the address: host:port, which temco dials (EMCO dials whatever it is
-// given and fails later, out of sight).
-func (a *Agent) Validate() error {
-	if a.Addr == "" {
-		return errors.New("addr is required: the agent's events service, host:port")
-	}
-	host, port, err := net.SplitHostPort(a.Addr)
-	if err != nil || host == "" || strings.ContainsAny(a.Addr, "/@?# ") {
-		return fmt.Errorf("addr %q is not host:port", a.Addr)
-	}
-	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-		return fmt.Errorf("addr %q: port %q is not 1-65535", a.Addr, port)
-	}
-	return nil
-}
 
 // Intent is a policy intent's spec, with EMCO's keys.
 type Intent struct {
@@ -67,8 +43,8 @@ type ActorArg struct {
 	WorkFlowName string `json:"workFlowName"`
 }
 
-// EventRef names the event an intent is evaluated on: its id and, optionally, the agent
-// it must come from ("" for any).
+// EventRef names the event an intent is evaluated on: its id and, optionally, the
+// registered agent (its name) it must come from ("" for any).
 type EventRef struct {
 	ID    string `json:"id"`
 	Agent string `json:"agent,omitempty"`
@@ -163,10 +139,10 @@ func (e Engine) URL() (*url.URL, error) {
 	return u.JoinPath(p), nil
 }
 
-// Matches reports whether an event (id, and the agent id it says it comes from) is the
-// one ref names.
-func (ref EventRef) Matches(eventID, agentID string) bool {
-	return ref.ID == eventID && (ref.Agent == "" || ref.Agent == agentID)
+// Matches reports whether an event is the one ref names: its id, and the registered
+// agent that delivered it (never the id the event claims, which the agent chooses).
+func (ref EventRef) Matches(eventID, registeredAgent string) bool {
+	return ref.ID == eventID && (ref.Agent == "" || ref.Agent == registeredAgent)
 }
 
 // IntentKeys are the keys EMCO copies into a stored intent's spec, which its policies see

@@ -47,17 +47,54 @@ func TestIntentValidation(t *testing.T) {
 func TestAgentValidation(t *testing.T) {
 	for addr, ok := range map[string]bool{"10.0.0.1:9090": true, "agent.edge:1": true, "[::1]:80": true,
 		"": false, "10.0.0.1": false, "10.0.0.1:99999": false, "http://a:1": false, ":80": false} {
-		a := Agent{Addr: addr}
+		a := Agent{Addr: addr, Clusters: []ClusterRef{{ClusterProvider: "p", Cluster: "c"}}}
 		if err := a.Validate(); (err == nil) != ok {
 			t.Errorf("%q: %v", addr, err)
 		}
 	}
+	c := ClusterRef{ClusterProvider: "p", Cluster: "c"}
+	for want, a := range map[string]Agent{
+		"":                                {Clusters: []ClusterRef{c}, TLS: &AgentTLS{}, Token: "t0k3n"},
+		"clusters is required":            {},
+		"clusters[1]: p/c is named twice": {Clusters: []ClusterRef{c, c}},
+		"clusters[0].cluster is required": {Clusters: []ClusterRef{{ClusterProvider: "p"}}},
+		"clusters[0].clusterProvider":     {Clusters: []ClusterRef{{ClusterProvider: "../x", Cluster: "c"}}},
+		"tls.ca holds no PEM certificate": {Clusters: []ClusterRef{c}, TLS: &AgentTLS{CA: "-----BEGIN CERTIFICATE-----\nnope\n-----END CERTIFICATE-----\n"}},
+		"tls.serverName":                  {Clusters: []ClusterRef{c}, TLS: &AgentTLS{ServerName: "a b"}},
+		"token must be printable ASCII":   {Clusters: []ClusterRef{c}, Token: "a\nb"},
+		"token is longer":                 {Clusters: []ClusterRef{c}, Token: strings.Repeat("x", 5000)},
+	} {
+		a.Addr = "10.0.0.1:9090"
+		err := a.Validate()
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("%s: %v", want, err)
+		}
+	}
+	if c.Key() != "p+c" || c.ID() != "/cluster-providers/p/clusters/c" {
+		t.Errorf("cluster %s %s", c.Key(), c.ID())
+	}
 }
 
+// Intents match the registered agent that delivered an event, never the id it claims.
 func TestMatches(t *testing.T) {
-	any, only := EventRef{ID: "m"}, EventRef{ID: "m", Agent: "B"}
-	if !any.Matches("m", "A") || any.Matches("n", "A") || only.Matches("m", "A") || !only.Matches("m", "B") {
+	any, only := EventRef{ID: "m"}, EventRef{ID: "m", Agent: "sampleagent"}
+	if !any.Matches("m", "A") || any.Matches("n", "A") || only.Matches("m", "A") || !only.Matches("m", "sampleagent") {
 		t.Error("matching")
+	}
+}
+
+func TestClaimedAgents(t *testing.T) {
+	for _, c := range []struct{ id, spec, want string }{
+		{"me", `{"agentId":"me"}`, ""},
+		{"EMCOTEST", `{"agentId":"EMCOTEST"}`, "EMCOTEST"},
+		{"a", `{"agentId":"b"}`, "a b"},
+		{"", `{"agentId":"b"}`, "b"},
+		{"a", `not json`, "a"},
+		{"", ``, ""},
+	} {
+		if got := strings.Join(ClaimedAgents("me", c.id, json.RawMessage(c.spec)), " "); got != c.want {
+			t.Errorf("%q with spec %s claims %q, want %q", c.id, c.spec, got, c.want)
+		}
 	}
 }
 
