@@ -52,6 +52,9 @@ func checkArtifactCredential(ctx context.Context, s *Server, r *request[model.Ar
 		if r.old == nil || len(r.old.Secret) == 0 {
 			return badRequest("spec.password is the mask %q but no password is stored to keep", secretMask)
 		}
+		if err := sameHost(r.old, sp.Host); err != nil {
+			return err
+		}
 		r.secret = r.old.Secret // the stored one, sealed for this id
 		sp.Password = secretMask
 		return nil
@@ -67,6 +70,20 @@ func checkArtifactCredential(ctx context.Context, s *Server, r *request[model.Ar
 		return err
 	}
 	sp.Password = secretMask
+	return nil
+}
+
+// sameHost refuses to keep the stored password of a credential moved to another host:
+// the host is where the password is sent, so whoever may write the credential but not
+// read its password (a tenant, of an admin's) could otherwise send it to a host it reads.
+func sameHost(old *store.Doc, host string) error {
+	was, err := model.Decode[model.ArtifactCredentialSpec](old.Body)
+	if err != nil {
+		return err
+	}
+	if was.Spec.Host != host {
+		return badRequest("spec.host changes from %q to %q: a new host needs its password: send it in spec.password", was.Spec.Host, host)
+	}
 	return nil
 }
 

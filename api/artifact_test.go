@@ -146,3 +146,57 @@ func TestDeletingADIGCollectsItsCharts(t *testing.T) {
 		t.Errorf("the chart another revision keeps: %v", err)
 	}
 }
+
+// A credential moved to another host is sent there: it keeps no stored password, whoever
+// moves it (a tenant could otherwise send an admin's password to a host it reads).
+func TestAMovedArtifactCredentialNeedsItsPassword(t *testing.T) {
+	iss := newIssuer(t)
+	c := authClient(t, iss)
+	admin := c.as(iss.Token("root", []string{"admin"}, nil))
+	alice := c.as(iss.Token("alice", []string{"project:p1"}, nil))
+	bob := c.as(iss.Token("bob", []string{"project:p2"}, nil))
+	admin.do("POST", "/projects", res("p1", nil)).must(t, http.StatusCreated)
+	admin.do("POST", "/projects", res("p2", nil)).must(t, http.StatusCreated)
+	item := "/projects/p1/artifact-credentials/reg"
+	admin.do("POST", "/projects/p1/artifact-credentials", res("reg", map[string]any{
+		"host": "reg.example.com", "username": "ci", "password": "admins-s3cret"})).must(t, http.StatusCreated)
+	stored := func() (host string, secret []byte) {
+		t.Helper()
+		d, err := c.store.Get(t.Context(), item)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return d.Fields["host"], d.Secret
+	}
+	_, sealed := stored()
+
+	for name, spec := range map[string]map[string]any{
+		"the mask":    {"host": "attacker.example.com", "username": "ci", "password": secretMask},
+		"no password": {"host": "attacker.example.com", "username": "ci"},
+		"a new port":  {"host": "reg.example.com:8443", "username": "ci", "password": secretMask},
+	} {
+		for who, cl := range map[string]*client{"the project's tenant": alice, "an admin": admin} {
+			r := cl.do("PUT", item, res("reg", spec)).must(t, http.StatusBadRequest)
+			if msg := r.message(t); !strings.Contains(msg, "spec.host") || !strings.Contains(msg, "a new host needs its password: send it") {
+				t.Errorf("%s moving it with %s: message %q", who, name, msg)
+			}
+		}
+	}
+	if host, secret := stored(); host != "reg.example.com" || string(secret) != string(sealed) {
+		t.Fatalf("after the refused moves: host %q, password kept %v", host, string(secret) == string(sealed))
+	}
+	// Another project's tenant cannot even try.
+	bob.do("PUT", item, res("reg", map[string]any{"host": "attacker.example.com", "username": "ci", "password": secretMask})).must(t, http.StatusForbidden)
+
+	// The same host keeps it (whatever the case or spaces); a new host with its password moves.
+	alice.do("PUT", item, res("reg", map[string]any{"host": " Reg.Example.com ", "username": "ci2", "password": secretMask})).must(t, http.StatusOK)
+	if _, secret := stored(); string(secret) != string(sealed) {
+		t.Error("a PUT of the mask on the same host did not keep the stored password")
+	}
+	alice.do("PUT", item, res("reg", map[string]any{"host": "mirror.example.com", "username": "ci2", "password": "alices-token"})).must(t, http.StatusOK)
+	host, secret := stored()
+	plain, err := c.keys.Open(secret, []byte(item))
+	if err != nil || host != "mirror.example.com" || !strings.Contains(string(plain), "alices-token") {
+		t.Errorf("moved with its password: host %q, password replaced %v (%v)", host, strings.Contains(string(plain), "alices-token"), err)
+	}
+}

@@ -235,11 +235,15 @@ func (a *Activities) profile(ctx context.Context, in lifecycle.InventoryInput, h
 	return ps, a.setLabels(ctx, id, labels[id], ps.Labels)
 }
 
-// kubeconfigOf reads the credentials an access provider names from the hub.
+// kubeconfigOf reads the credentials an access provider names from the hub, once the
+// Secret has shown it is the profile's (a token is sent only to its own cluster).
 func (a *Activities) kubeconfigOf(ctx context.Context, h *hub, profile string, acc core.Access) ([]byte, error) {
 	s, err := h.core.CoreV1().Secrets(h.ns).Get(ctx, acc.Secret, metav1.GetOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("access provider %q: Secret %s/%s: %v", acc.Provider, h.ns, acc.Secret, apiReason(err))
+	}
+	if err := acc.CheckSecret(profile, s.Labels, s.Data); err != nil {
+		return nil, err
 	}
 	v := s.Data[acc.Key]
 	if len(v) == 0 {

@@ -105,9 +105,11 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 	}
 	memberAPI := kc.Clusters[kc.Contexts[kc.CurrentContext].Cluster]
 
-	// On the hub: the token's Secret, and the profile naming it (secretreader), with a
-	// second profile temco cannot use.
-	if _, err := hubCS.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "member"},
+	// On the hub: the token's Secret, labelled with the profile it is for, and the profile
+	// naming it (secretreader), with a second profile temco cannot use and a third naming
+	// the member's Secret, which is not its own.
+	if _, err := hubCS.CoreV1().Secrets(ns).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "member",
+		Labels: map[string]string{inventory.LabelClusterProfile: "member"}},
 		Data: map[string][]byte{"token": []byte(tr.Status.Token)}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -150,6 +152,7 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 	}
 	putProfile("member", inventory.ProviderSecretReader, metav1.ConditionTrue)
 	putProfile("nocreds", "some-exec-plugin", metav1.ConditionTrue)
+	putProfile("impostor", inventory.ProviderSecretReader, metav1.ConditionTrue)
 
 	// The inventory, under a provider of its own.
 	c := &client{t: t}
@@ -163,14 +166,19 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 	c.multipart("POST", inv, res("second", map[string]any{"namespace": ns}), hubKubeconfig).must(t, 409)
 	read := func() inventoryStatus { return getAs[inventoryStatus](t, c, inv+"/hub/status") }
 	s := awaitValue(t, "member registered", 2*time.Minute, read, func(s inventoryStatus) bool {
-		return s.profile("member") == lifecycle.ProfileRegistered && s.profile("nocreds") == lifecycle.ProfileSkipped
+		return s.profile("member") == lifecycle.ProfileRegistered && s.profile("nocreds") == lifecycle.ProfileSkipped &&
+			s.profile("impostor") == lifecycle.ProfileSkipped
 	})
 	for _, p := range s.Profiles {
 		if p.Profile == "nocreds" && !strings.Contains(p.Reason, "no access provider temco can use") {
 			t.Errorf("nocreds skipped for %q", p.Reason)
 		}
+		if p.Profile == "impostor" && !strings.Contains(p.Reason, `Secret "member" is labelled x-k8s.io/cluster-profile=member`) {
+			t.Errorf("impostor skipped for %q", p.Reason)
+		}
 	}
 	c.do("GET", "/cluster-providers/inv/clusters/nocreds", nil).must(t, 404)
+	c.do("GET", "/cluster-providers/inv/clusters/impostor", nil).must(t, 404)
 	labels := func() []string {
 		var out []string
 		for _, l := range getAs[[]map[string]string](t, c, "/cluster-providers/inv/clusters/member/labels") {

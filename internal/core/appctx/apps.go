@@ -12,18 +12,82 @@ import (
 	"golang.org/x/sync/errgroup"
 )
 
-// PutApps stores the rendered apps of a context, replacing those of an earlier attempt.
+// PutApps stores the rendered apps of a context, replacing those it has (an earlier
+// attempt's, or the same apps rewritten: image pinning), holding the claim on the
+// context's apps.
 func (s *Store) PutApps(ctx context.Context, ctxID string, apps []*App) error {
 	docs := make([]any, len(apps))
+	ids := make(bson.A, len(apps))
 	for i, a := range apps {
 		a.ID, a.Context = ctxID+"/"+a.Name, ctxID
 		stored, err := s.sealApp(ctxID, a)
 		if err != nil {
 			return err
 		}
-		docs[i] = stored
+		docs[i], ids[i] = stored, a.ID
 	}
-	return s.replaceAll(ctx, s.apps, ctxID, docs)
+	return s.writeApps(ctx, ctxID, func(ctx context.Context) error {
+		err := insertChunks(ctx, s.apps, docs)
+		if !mongo.IsDuplicateKeyError(err) {
+			return err
+		}
+		// The context has apps: each is replaced in place and only then are those it no
+		// longer has deleted, so that a writer stopped at any point leaves every app, old or
+		// new, for its next attempt to complete. Never a context without its apps.
+		if err := s.appsStep(stepInserted); err != nil {
+			return err
+		}
+		if err := replaceChunks(ctx, s.apps, docs); err != nil {
+			return fmt.Errorf("replace the apps of context %s: %w", ctxID, err)
+		}
+		if err := s.appsStep(stepReplaced); err != nil {
+			return err
+		}
+		_, err = s.apps.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}, {Key: "_id", Value: bson.D{{Key: "$nin", Value: ids}}}})
+		return err
+	})
+}
+
+// The steps of a replacement of a context's apps, after which a test may stop it.
+const (
+	stepInserted = "inserted" // the new apps inserted, the others still old
+	stepReplaced = "replaced" // every app new, those no longer listed still there
+)
+
+// appsStep runs the test hook, if any, after a step of PutApps.
+func (s *Store) appsStep(step string) error {
+	if s.afterAppsStep == nil {
+		return nil
+	}
+	return s.afterAppsStep(step)
+}
+
+// writeApps runs write holding the claim on the context's apps, as every other context
+// document is written: of two writers of them at once (a retried activity and the attempt
+// it replaced), one waits for the other, so that neither undoes half of the other's.
+func (s *Store) writeApps(ctx context.Context, ctxID string, write func(ctx context.Context) error) error {
+	return s.exclusive(ctx, s.apps, ctxID, write)
+}
+
+// replaceChunks replaces documents by _id, inserting those missing.
+func replaceChunks(ctx context.Context, c *mongo.Collection, docs []any) error {
+	models := make([]mongo.WriteModel, len(docs))
+	for i, d := range docs {
+		models[i] = mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: d.(*App).ID}}).SetReplacement(d).SetUpsert(true)
+	}
+	return bulkChunks(ctx, c, models)
+}
+
+// bulkChunks runs writes in commands of at most 50: FerretDB (SQLite) never answered an
+// update command of 100 updates, where it answered one of 99 in 0.4 s.
+func bulkChunks(ctx context.Context, c *mongo.Collection, models []mongo.WriteModel) error {
+	const chunk = 50
+	for i := 0; i < len(models); i += chunk {
+		if _, err := c.BulkWrite(ctx, models[i:min(i+chunk, len(models))]); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // Apps returns the rendered apps of a context (those its header lists), by name.
@@ -82,7 +146,8 @@ func (s *Store) AddApps(ctx context.Context, ctxID string, apps []*App, order []
 		}
 		models[i] = mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: a.ID}}).SetReplacement(stored).SetUpsert(true)
 	}
-	if _, err := s.apps.BulkWrite(ctx, models); err != nil {
+	err := s.writeApps(ctx, ctxID, func(ctx context.Context) error { return bulkChunks(ctx, s.apps, models) })
+	if err != nil {
 		return fmt.Errorf("store the added apps of context %s: %w", ctxID, err)
 	}
 	return s.Set(ctx, ctxID, bson.D{{Key: "apps", Value: order}})
@@ -94,7 +159,9 @@ func (s *Store) SetVariants(ctx context.Context, ctxID, app string, variants map
 	if err != nil {
 		return err
 	}
-	_, err = s.apps.UpdateOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + app}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "variants", Value: stored}}}})
-	return err
+	return s.writeApps(ctx, ctxID, func(ctx context.Context) error {
+		_, err := s.apps.UpdateOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + app}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "variants", Value: stored}}}})
+		return err
+	})
 }

@@ -169,8 +169,7 @@ func (s *Store) PutCommitted(ctx context.Context, ctxID string, apps []*App) err
 	if len(models) == 0 {
 		return nil
 	}
-	_, err := s.apps.BulkWrite(ctx, models)
-	return err
+	return s.writeApps(ctx, ctxID, func(ctx context.Context) error { return bulkChunks(ctx, s.apps, models) })
 }
 
 // ForCluster returns apps as one cluster gets them: an app with cluster-specific objects

@@ -26,6 +26,9 @@ type Store struct {
 	claims                            *store.Claims
 	summaries                         summaryCache  // settled contexts' status counts (summarycache.go)
 	keys                              *seal.Keyring // seals Secrets (sealed.go); nil: stored in clear
+	// afterAppsStep, set by tests, runs after each step of a replacement of a context's
+	// apps (PutApps): an error stops it there, as a worker killed at that point would.
+	afterAppsStep func(step string) error
 }
 
 // New prepares the collections of db.

@@ -127,3 +127,59 @@ func TestDecisionsInSlicesOf100(t *testing.T) {
 		t.Error("a DIG on none of the inventory's clusters has decisions")
 	}
 }
+
+// A secretreader's token goes only to its own cluster: the Secret says whose it is, by the
+// server it names or else by its label; a kubeconfig Secret names its server itself.
+func TestCheckSecretGivesATokenOnlyToItsCluster(t *testing.T) {
+	token := Access{Provider: ProviderSecretReader, Cluster: clientcmdv1.Cluster{Server: "https://c1.example:6443"}, Secret: "member", Key: tokenKey}
+	mine := map[string]string{LabelClusterProfile: "c1"}
+	for _, tc := range []struct {
+		name   string
+		access Access
+		labels map[string]string
+		data   map[string][]byte
+		err    string
+	}{
+		{name: "labelled with the profile", access: token, labels: mine},
+		{name: "naming the profile's server", access: token, data: map[string][]byte{ServerKey: []byte(" HTTPS://C1.example:6443/\n")}},
+		{name: "naming the profile's server, labelled for another", access: token, labels: map[string]string{LabelClusterProfile: "c2"},
+			data: map[string][]byte{ServerKey: []byte("https://c1.example:6443")}},
+		{name: "unlabelled", access: token, err: `Secret "member" is not labelled x-k8s.io/cluster-profile: label it x-k8s.io/cluster-profile=c1`},
+		{name: "labelled for another profile", access: token, labels: map[string]string{LabelClusterProfile: "c2"},
+			err: "is labelled x-k8s.io/cluster-profile=c2"},
+		{name: "another label", access: token, labels: map[string]string{"cluster": "c1"}, err: "is not labelled"},
+		{name: "naming another server, labelled with the profile", access: token, labels: mine,
+			data: map[string][]byte{ServerKey: []byte("https://attacker.example:6443")},
+			err:  `is for server "https://attacker.example:6443", not "https://c1.example:6443" the profile names`},
+		{name: "naming another port", access: token, data: map[string][]byte{ServerKey: []byte("https://c1.example:7443")}, err: "is for server"},
+		{name: "naming no server", access: token, labels: mine, data: map[string][]byte{ServerKey: nil}, err: "is for server"},
+		{name: "a kubeconfig Secret", access: Access{Provider: ProviderKubeconfigSecretReader, Secret: "kc", Key: "value", Kubeconfig: true}},
+	} {
+		err := tc.access.CheckSecret("c1", tc.labels, tc.data)
+		if (tc.err == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+func TestSameServer(t *testing.T) {
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{"https://c1.example:6443", "https://c1.example:6443", true},
+		{"https://C1.Example:6443/", " https://c1.example:6443", true},
+		{"https://c1.example", "https://c1.example:443", true},
+		{"https://[::1]:443", "https://[::1]", true},
+		{"https://10.0.0.1:6443/k8s/clusters/c1", "https://10.0.0.1:6443/k8s/clusters/c1/", true},
+		{"https://c1.example:6443", "http://c1.example:6443", false},
+		{"https://c1.example:6443", "https://c1.example.attacker:6443", false},
+		{"https://10.0.0.1:6443/k8s/clusters/c1", "https://10.0.0.1:6443/k8s/clusters/c2", false},
+		{"", "https://c1.example", false},
+		{"", " ", false},
+	} {
+		if got := SameServer(tc.a, tc.b); got != tc.same {
+			t.Errorf("SameServer(%q, %q) = %v", tc.a, tc.b, got)
+		}
+	}
+}

@@ -5,7 +5,10 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"net"
+	"net/url"
 	"strconv"
+	"strings"
 
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -28,6 +31,13 @@ const (
 
 	execExtension = "client.authentication.k8s.io/exec"
 	tokenKey      = "token"
+
+	// LabelClusterProfile on a Secret names the ClusterProfile (of the Secret's namespace)
+	// whose credentials it holds: the label the cluster inventory API's push model (KEP-4322)
+	// puts on the credential Secrets a cluster manager writes for its consumers.
+	LabelClusterProfile = "x-k8s.io/cluster-profile"
+	// ServerKey, in a secretreader's Secret, names the server its token is for.
+	ServerKey = "server"
 )
 
 // Access is how temco reaches a profile's cluster: the provider's server and CA, and the
@@ -80,6 +90,61 @@ func AccessOf(p *v1alpha1.ClusterProfile, namespace string) (Access, error) {
 	}
 	return Access{}, fmt.Errorf("no access provider temco can use (it reads %s and %s; the profile has %v)",
 		ProviderSecretReader, ProviderKubeconfigSecretReader, names)
+}
+
+// CheckSecret tells whether the Secret a profile's access reads (its labels and data)
+// holds that profile's credentials. A secretreader profile names both the Secret (any of
+// the namespace) and the server its token is sent to: without this check a profile could
+// send another cluster's token to a server of its writer's. So the Secret must say whose
+// it is: a server under key "server", which must be the profile's (whatever the labels), or
+// else label x-k8s.io/cluster-profile naming the profile. A kubeconfig Secret is sent to
+// the server its own kubeconfig names: nothing to check.
+func (a Access) CheckSecret(profile string, labels map[string]string, data map[string][]byte) error {
+	if a.Kubeconfig {
+		return nil
+	}
+	if server, ok := data[ServerKey]; ok {
+		if !SameServer(string(server), a.Cluster.Server) {
+			return fmt.Errorf("access provider %q: Secret %q is for server %.200q, not %.200q the profile names: its token goes to its own server only",
+				a.Provider, a.Secret, strings.TrimSpace(string(server)), a.Cluster.Server)
+		}
+		return nil
+	}
+	if owner, ok := labels[LabelClusterProfile]; !ok || owner != profile {
+		why := "is not labelled " + LabelClusterProfile
+		if ok {
+			why = fmt.Sprintf("is labelled %s=%s", LabelClusterProfile, owner)
+		}
+		return fmt.Errorf("access provider %q: Secret %q %s: label it %s=%s, or name the cluster's server under key %q, to give its token to this profile",
+			a.Provider, a.Secret, why, LabelClusterProfile, profile, ServerKey)
+	}
+	return nil
+}
+
+// SameServer tells whether two kubeconfig server URLs name the same endpoint: scheme and
+// host compared without case, a default port as none, a trailing "/" ignored; an empty
+// one names none.
+func SameServer(a, b string) bool {
+	norm := func(s string) string {
+		s = strings.TrimSpace(s)
+		u, err := url.Parse(s)
+		if err != nil || u.Host == "" {
+			return strings.TrimSuffix(s, "/")
+		}
+		host, port := strings.ToLower(u.Hostname()), u.Port()
+		scheme := strings.ToLower(u.Scheme)
+		if scheme == "https" && port == "443" || scheme == "http" && port == "80" {
+			port = ""
+		}
+		if port != "" {
+			host = net.JoinHostPort(host, port)
+		} else if strings.Contains(host, ":") {
+			host = "[" + host + "]"
+		}
+		return scheme + "://" + host + strings.TrimSuffix(u.EscapedPath(), "/")
+	}
+	na := norm(a)
+	return na != "" && na == norm(b)
 }
 
 func firstOf(a, b string) string {
