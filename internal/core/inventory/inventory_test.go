@@ -153,6 +153,10 @@ func TestCheckSecretGivesATokenOnlyToItsCluster(t *testing.T) {
 			err:  `is for server "https://attacker.example:6443", not "https://c1.example:6443" the profile names`},
 		{name: "naming another port", access: token, data: map[string][]byte{ServerKey: []byte("https://c1.example:7443")}, err: "is for server"},
 		{name: "naming no server", access: token, labels: mine, data: map[string][]byte{ServerKey: nil}, err: "is for server"},
+		{name: "through the profile's proxy", access: Access{Provider: ProviderSecretReader, Secret: "member", Key: tokenKey,
+			Cluster: clientcmdv1.Cluster{Server: "https://c1.example:6443", ProxyURL: "http://attacker.example:3128"}}, labels: mine, err: "not sent through proxy-url"},
+		{name: "without checking the server's certificate", access: Access{Provider: ProviderSecretReader, Secret: "member", Key: tokenKey,
+			Cluster: clientcmdv1.Cluster{Server: "https://c1.example:6443", InsecureSkipTLSVerify: true}}, labels: mine, err: "insecure-skip-tls-verify"},
 		{name: "a kubeconfig Secret", access: Access{Provider: ProviderKubeconfigSecretReader, Secret: "kc", Key: "value", Kubeconfig: true}},
 	} {
 		err := tc.access.CheckSecret("c1", tc.labels, tc.data)

@@ -103,6 +103,11 @@ func (a Access) CheckSecret(profile string, labels map[string]string, data map[s
 	if a.Kubeconfig {
 		return nil
 	}
+	// The token must reach the server itself: a proxy the profile names, or a server
+	// certificate left unchecked, would hand it to whoever writes the profile.
+	if a.Cluster.ProxyURL != "" || a.Cluster.InsecureSkipTLSVerify {
+		return fmt.Errorf("access provider %q: a token is not sent through proxy-url or with insecure-skip-tls-verify (the profile's writer could read it): give the server's certificate authority instead", a.Provider)
+	}
 	if server, ok := data[ServerKey]; ok {
 		if !SameServer(string(server), a.Cluster.Server) {
 			return fmt.Errorf("access provider %q: Secret %q is for server %.200q, not %.200q the profile names: its token goes to its own server only",
