@@ -23,7 +23,8 @@ import (
 
 // ClientHeader marks a request as a client's own (the dashboard, temco's CLI, a script):
 // a bodiless POST or a DELETE carries it, or Content-Type: application/json. A page of
-// another origin can send neither without a CORS preflight, which the api never grants.
+// another origin can send neither without a CORS preflight, which the api grants only to
+// the Temporal UI, on /codec.
 const ClientHeader = "X-Temco-Client"
 
 // AnyHost in Server.Hosts serves every Host: for an api behind a proxy that checks them.
