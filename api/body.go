@@ -49,7 +49,7 @@ func bodyRules(routes map[string]opDoc) echo.MiddlewareFunc {
 				if err == nil && isJSON(mt) || r.Header.Get(ClientHeader) != "" {
 					return json(c)
 				}
-				return httpErr(http.StatusUnsupportedMediaType, "%s: a %s without a JSON body needs Content-Type: application/json or %s: <your client's name>",
+				return httpErr(http.StatusUnsupportedMediaType, "%s: a %s without a JSON body needs Content-Type: application/json or %s with your client's name",
 					typeSent(r), r.Method, ClientHeader)
 			}
 			ok, want := err == nil && isJSON(mt), "the body as JSON, with Content-Type: application/json"
