@@ -25,9 +25,11 @@ const (
 
 // bodyRules checks a request's body before its route's handler, by what the route reads
 // (routes: "METHOD /v2/path" to its doc): an upload (multipart) gets the larger size
-// limit and a longer deadline; any other body must be JSON. Browsers send forms and
-// text/plain to any origin without a CORS preflight: refusing them keeps a page
-// elsewhere from changing anything with a body. Bodiless requests pass as they are.
+// limit and a longer deadline; any other body must be JSON, with its Content-Type. A
+// request that changes something and has no body (an action, a DELETE) must carry a JSON
+// Content-Type or ClientHeader. Browsers send forms, text/plain and bodiless POSTs to any
+// origin without a CORS preflight: refusing them keeps a page elsewhere from changing
+// anything; uploads, which a form can send too, are left to checkOrigin.
 func bodyRules(routes map[string]opDoc) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		json, upload := limitBody(maxJSONBody)(next), limitBody(maxUploadBody)(next)
@@ -39,19 +41,25 @@ func bodyRules(routes map[string]opDoc) echo.MiddlewareFunc {
 				// client leaves (the request's context): no deadline.
 				extendDeadlines(c, time.Time{}, false)
 			}
-			if r.ContentLength == 0 || !bodyMethods[r.Method] {
+			if safeMethods[r.Method] {
 				return json(c)
 			}
 			mt, err := requestMediaType(r)
-			ok, want := err == nil && (mt == "" || isJSON(mt)), "the body as JSON, with Content-Type: application/json"
+			if r.ContentLength == 0 || !bodyMethods[r.Method] {
+				if err == nil && isJSON(mt) || r.Header.Get(ClientHeader) != "" {
+					return json(c)
+				}
+				return httpErr(http.StatusUnsupportedMediaType, "%s: a %s without a JSON body needs Content-Type: application/json or %s with your client's name",
+					typeSent(r), r.Method, ClientHeader)
+			}
+			ok, want := err == nil && isJSON(mt), "the body as JSON, with Content-Type: application/json"
 			if d.multipart {
 				jsonToo := d.body != nil && ok // a multipart route that also takes JSON (apps by reference)
 				ok, want = err == nil && mt == echo.MIMEMultipartForm || jsonToo, `multipart/form-data with the parts "metadata" and "file"`
 			}
 			switch {
 			case !ok:
-				return httpErr(http.StatusUnsupportedMediaType, "content type %q is not accepted here: send %s",
-					r.Header.Get(echo.HeaderContentType), want)
+				return httpErr(http.StatusUnsupportedMediaType, "%s: send %s", typeSent(r), want)
 			case d.multipart || d.bulk:
 				extendDeadlines(c, time.Now().Add(uploadTimeout), true)
 				return upload(c)
@@ -61,8 +69,19 @@ func bodyRules(routes map[string]opDoc) echo.MiddlewareFunc {
 	}
 }
 
+// safeMethods change nothing: every other method is held to bodyRules' types.
+var safeMethods = map[string]bool{http.MethodGet: true, http.MethodHead: true, http.MethodOptions: true}
+
 // bodyMethods are the methods whose bodies handlers read.
 var bodyMethods = map[string]bool{http.MethodPost: true, http.MethodPut: true, http.MethodPatch: true}
+
+// typeSent says what Content-Type the request named, for a refusal.
+func typeSent(r *http.Request) string {
+	if ct := r.Header.Get(echo.HeaderContentType); ct != "" {
+		return "content type " + clipQuote(ct) + " is not accepted here"
+	}
+	return "the request has no Content-Type"
+}
 
 // requestMediaType is the request's media type, lower case ("" without a Content-Type).
 func requestMediaType(r *http.Request) (string, error) {

@@ -29,7 +29,7 @@ func TestJSONRoutesTakeJSONContentTypesOnly(t *testing.T) {
 		{"application/json; charset=utf-8", 201},
 		{"Application/JSON", 201},
 		{"application/merge-patch+json", 201},
-		{"-", 201}, // emcoctl's and old scripts' bodies without a type are JSON
+		{"-", 415}, // a body without a type is not taken for JSON: text/plain's, to a browser
 		{"text/plain", 415},
 		{"text/plain; charset=utf-8", 415},
 		{"application/x-www-form-urlencoded", 415},
@@ -48,7 +48,7 @@ func TestJSONRoutesTakeJSONContentTypesOnly(t *testing.T) {
 			if tc.code != 415 {
 				return
 			}
-			if m := r.message(t); !strings.Contains(m, "application/json") {
+			if m := r.message(t); !strings.Contains(m, "Content-Type: application/json") {
 				t.Errorf("message %q does not name the content type expected", m)
 			}
 			c.with(t).do("GET", "/projects/"+name, nil).must(t, 404)
@@ -58,15 +58,57 @@ func TestJSONRoutesTakeJSONContentTypesOnly(t *testing.T) {
 	c.do("PUT", "/projects/p0", `{"metadata":{"name":"p0"}}`, "Content-Type", "text/plain").must(t, 415)
 }
 
-// Requests without a body pass whatever Content-Type they name: curl -X POST, an action,
-// a GET or DELETE.
-func TestBodilessRequestsIgnoreTheContentType(t *testing.T) {
+// A request that changes something without a JSON body (an action, a DELETE) carries a
+// JSON Content-Type or X-Temco-Client, which no cross-site form or no-cors fetch can send;
+// reads need neither.
+func TestBodilessChangesNeedTheClientHeaderOrJSON(t *testing.T) {
 	c := newClient(t)
 	c.do("POST", "/projects", res("p1", nil)).must(t, 201)
-	form := []string{"Content-Type", "application/x-www-form-urlencoded"}
-	c.do("GET", "/projects/p1", nil, form...).must(t, 200)
-	c.do("POST", "/projects", nil, form...).must(t, 400) // the handler's "empty body", not 415
-	c.do("DELETE", "/projects/p1", nil, form...).must(t, 204)
+	for _, tc := range []struct {
+		method, contentType, client string // "": not sent
+		code                        int
+	}{
+		{"GET", "", "", 200},
+		{"GET", "application/x-www-form-urlencoded", "", 200},
+		{"POST", "", "", 415},
+		{"POST", "text/plain", "", 415}, // an empty text/plain form
+		{"POST", "application/x-www-form-urlencoded", "", 415},
+		{"POST", "multipart/form-data; boundary=B", "", 415},
+		{"POST", "application/json", "", 400}, // past the rule: the handler's "empty body"
+		{"POST", "", "dashboard", 400},
+		{"POST", "text/plain", "dashboard", 400},
+		{"PUT", "", "", 415},
+		{"PATCH", "", "", 415},
+		{"DELETE", "", "", 415},
+		{"DELETE", "text/plain", "", 415},
+		{"DELETE", "application/json", "", 204},
+		{"DELETE", "", "temco", 204},
+	} {
+		t.Run(tc.method+" "+tc.contentType+" "+tc.client, func(t *testing.T) {
+			path := "/v2/projects/p1"
+			if tc.method == "POST" {
+				path = "/v2/projects"
+			}
+			req := httptest.NewRequest(tc.method, path, nil)
+			if tc.contentType != "" {
+				req.Header.Set("Content-Type", tc.contentType)
+			}
+			if tc.client != "" {
+				req.Header.Set(ClientHeader, tc.client)
+			}
+			r := c.with(t).serve(req).must(t, tc.code)
+			if tc.code == 415 {
+				if m := r.message(t); !strings.Contains(m, "Content-Type: application/json or X-Temco-Client") {
+					t.Errorf("message %q does not say what to send", m)
+				}
+			}
+			if tc.code == 204 {
+				c.with(t).do("POST", "/projects", res("p1", nil)).must(t, 201)
+			}
+		})
+	}
+	// A DELETE refused deleted nothing.
+	c.do("GET", "/projects/p1", nil).must(t, 200)
 }
 
 // Uploads take multipart/form-data only, and say so.

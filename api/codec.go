@@ -26,11 +26,20 @@ func (s *Server) registerCodec(e *echo.Echo) {
 	e.POST(codecPrefix+"/encode", codecHandler(s.Codec.Encode))
 }
 
-// codecCORS lets the browser-side Temporal UI, served from another origin, call the codec.
+// codecCORS lets the browser-side Temporal UI, served from another origin, call the codec:
+// the origins of CodecOrigins, and none when it is empty (Echo's CORS would answer any
+// origin, "*", to an empty list).
 func (s *Server) codecCORS() echo.MiddlewareFunc {
+	origins := originSet(s.CodecOrigins)
+	if len(origins) == 0 {
+		return func(next echo.HandlerFunc) echo.HandlerFunc { return next }
+	}
 	return middleware.CORSWithConfig(middleware.CORSConfig{
-		Skipper:          func(c echo.Context) bool { return !strings.HasPrefix(c.Request().URL.Path, codecPrefix+"/") },
-		AllowOrigins:     s.CodecOrigins,
+		Skipper: func(c echo.Context) bool { return !strings.HasPrefix(c.Request().URL.Path, codecPrefix+"/") },
+		AllowOriginFunc: func(origin string) (bool, error) {
+			o, err := canonicalOrigin(origin)
+			return err == nil && origins[o], nil
+		},
 		AllowMethods:     []string{http.MethodPost},
 		AllowHeaders:     []string{echo.HeaderContentType, echo.HeaderAuthorization, "X-Namespace"},
 		AllowCredentials: true,

@@ -174,3 +174,39 @@ func FuzzCodecRequests(f *testing.F) {
 		c.with(t).serve(req)
 	})
 }
+
+// FuzzCrossSiteHeaders sends a create with hostile Host, Origin, Sec-Fetch-Site,
+// Content-Type and X-Temco-Client values: no 5xx, a refusal with a JSON message, and a
+// refused request stores nothing.
+func FuzzCrossSiteHeaders(f *testing.F) {
+	c := newClient(f, func(s *Server) {
+		s.Hosts, s.AllowedOrigins = []string{testHost, "temco.example.com"}, []string{"https://ui.example.com"}
+	})
+	f.Add("127.0.0.1:9015", "", "", "application/json", "")
+	f.Add("temco.example.com", "https://ui.example.com", "cross-site", "application/json", "")
+	f.Add("evil.test:9015", "http://evil.test:9015", "same-origin", "application/json", "")
+	f.Add("[::1]:9015", "http://[::1]:9015", "", "application/merge-patch+json", "")
+	f.Add("localhost", "null", "cross-site", "text/plain", "x")
+	f.Add("127.0.0.1", "http://127.0.0.1:8080", "same-site", "multipart/form-data; boundary=B", "")
+	f.Add("[", "http://[::1", "\x00", "application/json; charset=\xff", "\xff")
+	f.Add(strings.Repeat("a", 300), "https://"+strings.Repeat("b", 300), "none", "", "dashboard")
+	f.Fuzz(func(t *testing.T, host, origin, site, contentType, client string) {
+		c := c.with(t)
+		req := httptest.NewRequest("POST", "/v2/projects", strings.NewReader(`{"metadata":{"name":"fz"}}`))
+		req.Host = host
+		for k, v := range map[string]string{"Origin": origin, "Sec-Fetch-Site": site, "Content-Type": contentType, ClientHeader: client} {
+			if v != "" {
+				req.Header.Set(k, v)
+			}
+		}
+		r := c.serve(req)
+		if r.code == 201 {
+			c.do("DELETE", "/projects/fz", nil).must(t, 204)
+			return
+		}
+		if r.code >= 400 {
+			r.message(t)
+		}
+		c.do("GET", "/projects/fz", nil).must(t, 404)
+	})
+}

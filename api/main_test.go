@@ -81,7 +81,8 @@ func newClient(t testing.TB, configure ...func(*Server)) *client {
 		t.Fatal(err)
 	}
 	logs := &bytes.Buffer{}
-	srv := &Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewJSONHandler(logs, nil))}
+	srv := &Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewJSONHandler(logs, nil)),
+		Hosts: []string{testHost}}
 	for _, f := range configure {
 		f(srv)
 	}
@@ -113,7 +114,11 @@ func (r response) message(t testing.TB) string {
 	return m.Message
 }
 
-// do sends a request; body may be a string, []byte or any JSON-encodable value.
+// testHost is the Host of httptest.NewRequest's requests, which the tests' api serves.
+const testHost = "example.com"
+
+// do sends a request as the dashboard does, with ClientHeader; body may be a string,
+// []byte or any JSON-encodable value.
 func (c *client) do(method, path string, body any, hdr ...string) response {
 	c.t.Helper()
 	var rd io.Reader
@@ -132,6 +137,7 @@ func (c *client) do(method, path string, body any, hdr ...string) response {
 		rd, ct = bytes.NewReader(data), "application/json"
 	}
 	req := httptest.NewRequest(method, "/v2"+path, rd)
+	req.Header.Set(ClientHeader, "api-test")
 	if ct != "" {
 		req.Header.Set("Content-Type", ct)
 	}

@@ -299,7 +299,7 @@ func TestUnknownRoutesAnswerJSON(t *testing.T) {
 
 func TestReadinessFollowsItsDependencies(t *testing.T) {
 	var down error
-	srv := &Server{Log: slog.New(slog.DiscardHandler), Ready: func(context.Context) error { return down }}
+	srv := &Server{Log: slog.New(slog.DiscardHandler), Ready: func(context.Context) error { return down }, Hosts: []string{testHost}}
 	h := srv.Handler()
 	probe := func(path string) int {
 		rec := httptest.NewRecorder()

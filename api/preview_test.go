@@ -152,7 +152,9 @@ func TestPreviewErrors(t *testing.T) {
 	unavailable := func(want string) {
 		t.Helper()
 		rec := httptest.NewRecorder()
-		c.h.ServeHTTP(rec, httptest.NewRequest("POST", "/v2"+pDIG+"/rollout-preview", nil))
+		req := httptest.NewRequest("POST", "/v2"+pDIG+"/rollout-preview", nil)
+		req.Header.Set(ClientHeader, "api-test")
+		c.h.ServeHTTP(rec, req)
 		if rec.Code != http.StatusServiceUnavailable || rec.Header().Get("Retry-After") == "" || !strings.Contains(rec.Body.String(), want) {
 			t.Errorf("answer %d %q (Retry-After %q), want 503 saying %q", rec.Code, rec.Body, rec.Header().Get("Retry-After"), want)
 		}

@@ -59,7 +59,12 @@ type Server struct {
 	TemporalUI, Namespace string
 
 	Codec        converter.PayloadCodec // served at /codec for the Temporal UI and CLI; nil: not served
-	CodecOrigins []string               // browser origins allowed to call /codec (the Temporal UI's)
+	CodecOrigins []string               // browser origins allowed to call /codec (the Temporal UI's); none by default
+
+	// Hosts are the names the api answers to besides IP addresses and localhost (its
+	// Service's, an ingress's), or AnyHost; AllowedOrigins the browser origins whose
+	// pages it takes requests from besides its own (crosssite.go).
+	Hosts, AllowedOrigins []string
 
 	// LiveReadsPerMinute bounds each caller's live reads of clusters (livereads.go); 0: none.
 	LiveReadsPerMinute int
@@ -94,7 +99,9 @@ func (s *Server) Handler() *echo.Echo {
 	e.Use(middleware.RequestID())
 	e.Use(s.accessLog())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: s.logPanic}))
+	e.Use(s.checkHost())
 	e.Use(s.codecCORS()) // before authentication: browsers send CORS preflights without credentials
+	e.Use(s.checkOrigin())
 	e.Use(s.authenticate)
 	e.Use(func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {

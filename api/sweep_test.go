@@ -149,7 +149,7 @@ func newSweepServer(t *testing.T, iss *authtest.Issuer) *sweepServer {
 	// fails the sweep anyway.
 	workflows := &workflowmgr.Temporal{}
 	srv := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Auth: authn, Registry: metrics.NewRegistry(), Codec: codec.Codec{Keys: keys},
+		Auth: authn, Registry: metrics.NewRegistry(), Codec: codec.Codec{Keys: keys}, Hosts: []string{"example.com"}, // httptest.NewRequest's
 		Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 		Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
 	e := srv.Handler()

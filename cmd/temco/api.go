@@ -87,7 +87,7 @@ func apiCmd() *cobra.Command {
 	var tf temporalFlags
 	var addr, certFile, keyFile string
 	var af auth.Config
-	var codecOrigins []string
+	var codecOrigins, hosts, allowedOrigins []string
 	var temporalUI, workflowHosts, taskQueueGrants, policyEngines, artifactHosts string
 	var certOrgs []string
 	var liveReads int
@@ -151,7 +151,7 @@ func apiCmd() *cobra.Command {
 				Rules: workflowmgr.Rules{OwnTaskQueue: tf.taskQueue, Grants: grants}}
 			ops := &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}
 			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
-				Ops: ops, Drift: ops, Autoscalers: ops, Inventories: ops, PolicyAgents: ops, PolicyEngines: engines, ArtifactHosts: artifacts, Ready: ready(st, tc), CodecOrigins: codecOrigins,
+				Ops: ops, Drift: ops, Autoscalers: ops, Inventories: ops, PolicyAgents: ops, PolicyEngines: engines, ArtifactHosts: artifacts, Ready: ready(st, tc),
 				TemporalUI: strings.TrimSuffix(temporalUI, "/"), Namespace: tf.namespace,
 				Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 				Kinds:       slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: certOrgs}), workflowmgr.Kinds(workflows))}
@@ -162,6 +162,9 @@ func apiCmd() *cobra.Command {
 				return fmt.Errorf("--live-reads-per-minute %d: use 0 (no limit) or more", liveReads)
 			}
 			server.LiveReadsPerMinute = liveReads
+			if err := browserRules(server, hosts, allowedOrigins, codecOrigins); err != nil {
+				return err
+			}
 			if af.Issuer == "" && (af.Audience != "" || af.JWKSURL != "" || af.PublicKeyFile != "") {
 				return errors.New("--auth-issuer (TEMCO_AUTH_ISSUER) is required to turn authentication on")
 			}
@@ -187,7 +190,8 @@ func apiCmd() *cobra.Command {
 			if probeInterval > 0 {
 				go wakeClusterHealth(ctx, log, ops, lifecycle.HealthInput{Interval: probeInterval})
 			}
-			log.Info("api listening", "addr", addr, "tls", srv.TLSConfig != nil, "authentication", server.Auth != nil, "payload_encryption", tf.encryptPayloads)
+			log.Info("api listening", "addr", addr, "tls", srv.TLSConfig != nil, "authentication", server.Auth != nil, "payload_encryption", tf.encryptPayloads,
+				"hosts", server.Hosts, "allowed_origins", server.AllowedOrigins)
 			warnUnauthenticated(log, server, addr)
 			select {
 			case err := <-errc:
@@ -234,8 +238,28 @@ func apiCmd() *cobra.Command {
 	cmd.Flags().DurationVar(&probeInterval, "cluster-probe-interval", envDuration("TEMCO_CLUSTER_PROBE_INTERVAL", health.DefaultInterval),
 		"how often every registered cluster's API server is probed (the ClusterHealth workflow; the fleet's reachability); 0: the api starts no probes [TEMCO_CLUSTER_PROBE_INTERVAL]")
 	cmd.Flags().StringSliceVar(&codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),
-		"browser origins (the Temporal UI's) allowed to call /codec [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
+		"browser origins (the Temporal UI's, scheme://host[:port]) allowed to call /codec; none by default [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
+	cmd.Flags().StringSliceVar(&hosts, "hosts", envList("TEMCO_API_HOSTS"),
+		"host names the api is called by besides IP addresses and localhost (its Service's, an ingress's); others are refused, against DNS rebinding; \"*\" for any, behind a proxy that checks them [TEMCO_API_HOSTS, comma-separated]")
+	cmd.Flags().StringSliceVar(&allowedOrigins, "allowed-origins", envList("TEMCO_API_ALLOWED_ORIGINS"),
+		"browser origins (scheme://host[:port]) whose pages may call the api besides its own (the dashboard's); none by default [TEMCO_API_ALLOWED_ORIGINS, comma-separated]")
 	return cmd
+}
+
+// browserRules sets what keeps other sites' pages out of the api (api/crosssite.go): the
+// host names it serves and the browser origins it takes requests from.
+func browserRules(s *api.Server, hosts, allowedOrigins, codecOrigins []string) error {
+	var err error
+	if s.Hosts, err = api.ParseHosts(hosts); err != nil {
+		return fmt.Errorf("--hosts (TEMCO_API_HOSTS): %w", err)
+	}
+	if s.AllowedOrigins, err = api.ParseOrigins(allowedOrigins); err != nil {
+		return fmt.Errorf("--allowed-origins (TEMCO_API_ALLOWED_ORIGINS): %w", err)
+	}
+	if s.CodecOrigins, err = api.ParseOrigins(codecOrigins); err != nil {
+		return fmt.Errorf("--codec-cors-origins (TEMCO_CODEC_CORS_ORIGINS): %w", err)
+	}
+	return nil
 }
 
 // wakeClusterHealth starts the ClusterHealth workflow (or gives the running one in's

@@ -73,7 +73,8 @@ func New(t *testing.T, f *devstack.FerretDB, builtins []controllers.Builtin, kin
 		t.Fatal(err)
 	}
 	srv := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Controllers: controllers.API(builtins, controllers.APIDeps{}), Kinds: kinds}
+		Controllers: controllers.API(builtins, controllers.APIDeps{}), Kinds: kinds,
+		Hosts: []string{"example.com"}} // httptest.NewRequest's Host
 	return &Server{T: t, Handler: srv.Handler(), Store: st, Contexts: contexts, Keys: keys}
 }
 

@@ -41,12 +41,15 @@ export async function call(method, path, opts) {
   return (await send(method, path, opts)).data;
 }
 
-// send is call answering the parsed body and the response's headers.
+// send is call answering the parsed body and the response's headers. A change names the
+// client (X-Temco-Client): the API takes no bodiless POST or DELETE without it, which
+// pages of other sites cannot send.
 async function send(method, path, { body, signal } = {}) {
   const headers = { Accept: 'application/json' };
   const t = token.get();
   if (t) headers.Authorization = `Bearer ${t}`;
   if (body !== undefined) headers['Content-Type'] = 'application/json';
+  if (method !== 'GET' && method !== 'HEAD') headers['X-Temco-Client'] = 'dashboard';
   let res;
   try {
     res = await fetch(path, {

@@ -23,7 +23,8 @@ import (
 // The REST side of the tests: what an operator sets up with curl before opening the
 // page, and the API's answers the tests hold the page's against.
 
-// call sends one request to the API; a nil body sends none.
+// call sends one request to the API as temco's clients do (X-Temco-Client); a nil body
+// sends none.
 func call(method, path string, body any) (int, []byte, error) {
 	var rd io.Reader
 	if body != nil {
@@ -37,6 +38,7 @@ func call(method, path string, body any) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	req.Header.Set("X-Temco-Client", "browser-test")
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

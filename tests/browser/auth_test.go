@@ -118,6 +118,7 @@ func (a *authAPI) call(tok, method, path string) (int, []byte, error) {
 	if err != nil {
 		return 0, nil, err
 	}
+	req.Header.Set("X-Temco-Client", "browser-test")
 	if tok != "" {
 		req.Header.Set("Authorization", "Bearer "+tok)
 	}

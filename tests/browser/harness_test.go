@@ -348,6 +348,9 @@ func startBrowser(tmp string) (context.Context, func(), error) {
 		chromedp.Flag("disable-background-networking", true),
 		chromedp.Flag("disable-component-update", true),
 		chromedp.Flag("disable-sync", true),
+		// A name of another site that resolves to the api's address: DNS rebinding
+		// (crosssite_test.go).
+		chromedp.Flag("host-resolver-rules", "MAP "+reboundHost+" 127.0.0.1"),
 		chromedp.CombinedOutput(logf),
 	)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)

@@ -73,6 +73,7 @@ func (c *client) send(method, path, contentType string, body []byte) answer {
 	base := c.apis[c.next%len(c.apis)]
 	c.next++
 	req, _ := http.NewRequest(method, base+path, bytes.NewReader(body))
+	req.Header.Set("X-Temco-Client", "chaos") // as temco's clients: the api takes no bodiless change without it
 	if contentType != "" {
 		req.Header.Set("Content-Type", contentType)
 	}

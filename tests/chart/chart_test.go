@@ -5,6 +5,9 @@ package chart
 
 import (
 	"fmt"
+	"log/slog"
+	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -17,6 +20,7 @@ import (
 	"helm.sh/helm/v3/pkg/lint/support"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
+	"github.com/temco/temco/api"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -204,6 +208,8 @@ func TestFullInstall(t *testing.T) {
 		"TEMCO_AUTH_PUBLIC_KEY_FILE": "/etc/temco/auth/keys.pem", "TEMCO_AUTH_ROLES_CLAIM": "realm_access.roles",
 		"TEMCO_AUTH_ADMIN_ROLE": "platform-admin", "TEMCO_CODEC_CORS_ORIGINS": "https://temporal-ui.example.com",
 		"TEMCO_ARTIFACT_HOSTS_ALLOW": "registry.example.com,charts.example.com:8443",
+		"TEMCO_API_HOSTS":            "temco-api,temco-api.platform,temco-api.platform.svc,temco-api.platform.svc.edge.local,temco.example.com",
+		"TEMCO_API_ALLOWED_ORIGINS":  "https://portal.example.com",
 	} {
 		if e[k] != v {
 			t.Errorf("api %s = %q, want %q", k, e[k], v)
@@ -264,6 +270,8 @@ func TestIncompleteOrMistypedValuesAreRefused(t *testing.T) {
 		"hub port a string": {func(v map[string]any) { v["hub"] = map[string]any{"healthPort": "9017"} }, "/hub/healthPort': got string, want integer"},
 		"hub misspelt key":  {func(v map[string]any) { v["hub"] = map[string]any{"tokensecret": "t"} }, "tokensecret"},
 		"hub api not a URL": {func(v map[string]any) { v["hub"] = map[string]any{"api": "temco-api:9015"} }, "/hub/api"},
+		"api host and port": {func(v map[string]any) { v["api"] = map[string]any{"hosts": []any{"temco.example.com:443"}} }, "/api/hosts/0"},
+		"origin with path":  {func(v map[string]any) { v["api"] = map[string]any{"allowedOrigins": []any{"https://x/y"}} }, "/api/allowedOrigins/0"},
 	} {
 		v := values(t, "minimal-values.yaml")
 		c.edit(v)
@@ -271,6 +279,60 @@ func TestIncompleteOrMistypedValuesAreRefused(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: error %v, want one naming %q", name, err, c.want)
 		}
+	}
+}
+
+// The api of an install answers to the names it is called by — its Service's, the hub's
+// api, api.hosts — and to the pod's IP address (the probes, Prometheus), and refuses
+// another name (DNS rebinding): TEMCO_API_HOSTS as the chart sets it, read as temco api
+// reads it.
+func TestAPIServesTheNamesItIsCalledBy(t *testing.T) {
+	hub := func(file string, hubValues map[string]any) map[string]any {
+		v := values(t, file)
+		h, _ := v["hub"].(map[string]any)
+		if h == nil {
+			h = map[string]any{}
+		}
+		h["enabled"], h["tokenSecret"] = true, "temco-hub-token"
+		for k, x := range hubValues {
+			h[k] = x
+		}
+		v["hub"] = h
+		return v
+	}
+	for name, tc := range map[string]struct {
+		values map[string]any
+		names  []string // besides the hub's TEMCO_API
+	}{
+		"minimal":   {hub("minimal-values.yaml", nil), []string{"temco-api:9015", "temco-api.platform.svc.cluster.local:9015"}},
+		"full":      {hub("full-values.yaml", nil), []string{"temco.example.com", "temco-api.platform.svc.edge.local:443"}},
+		"given api": {hub("minimal-values.yaml", map[string]any{"api": "https://temco.internal.example:8443/"}), []string{"temco-api.platform"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r := render(t, tc.values)
+			hosts, err := api.ParseHosts(strings.Split(env(r.container(t, "temco-api"))["TEMCO_API_HOSTS"], ","))
+			if err != nil {
+				t.Fatal(err)
+			}
+			h := (&api.Server{Log: slog.New(slog.DiscardHandler), Hosts: hosts}).Handler()
+			hubAPI, err := url.Parse(env(r.container(t, "temco-hub"))["TEMCO_API"])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := map[string]int{hubAPI.Host: 200, "10.244.1.7:9015": 200, "temco.attacker.test": 421}
+			for _, n := range tc.names {
+				want[n] = 200
+			}
+			for host, code := range want {
+				req := httptest.NewRequest("GET", "/healthz", nil)
+				req.Host = host
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != code {
+					t.Errorf("Host %s: %d, want %d (TEMCO_API_HOSTS %q)", host, rec.Code, code, hosts)
+				}
+			}
+		})
 	}
 }
 

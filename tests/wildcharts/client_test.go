@@ -51,6 +51,7 @@ func (c *client) do(method, path string, body any) response {
 		rd = bytes.NewReader(data)
 	}
 	req, _ := http.NewRequest(method, apiURL+path, rd)
+	req.Header.Set("X-Temco-Client", "wildcharts") // as temco's clients: the api takes no bodiless change without it
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}

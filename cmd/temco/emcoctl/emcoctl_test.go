@@ -28,7 +28,8 @@ type part struct{ name, filename, content string }
 
 // fakeAPI records every request in order; answer decides the reply (nil: 201 to POST,
 // 200 with a Terminated status to status polls, 200 otherwise), and a request to drop
-// gets no answer at all: the connection closes.
+// gets no answer at all: the connection closes. Like temco's api, it refuses a change
+// without X-Temco-Client or a JSON Content-Type (415).
 type fakeAPI struct {
 	url    string
 	answer func(method, path string) (int, string)
@@ -65,6 +66,9 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 			return
 		}
 		code, body := f.reply(r.Method, s.path)
+		if r.Method != http.MethodGet && r.Header.Get("X-Temco-Client") == "" && s.contentType != "application/json" {
+			code, body = http.StatusUnsupportedMediaType, `{"message":"X-Temco-Client is missing"}`
+		}
 		w.WriteHeader(code)
 		_, _ = io.WriteString(w, body)
 	}))

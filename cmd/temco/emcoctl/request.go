@@ -11,6 +11,9 @@ import (
 	"strings"
 )
 
+// clientHeader is api.ClientHeader (the client stays free of the api's packages).
+const clientHeader = "X-Temco-Client"
+
 // answer is what the API said to one request.
 type answer struct {
 	status  int
@@ -56,6 +59,8 @@ func (r *Runner) request(ctx context.Context, s step) (*http.Request, error) {
 
 // newRequest is a request to a path below /v2, carrying the token; a GET asks for JSON,
 // which EMCO needs to answer an app or profile with its metadata rather than its file.
+// Every other names the client (api.ClientHeader): temco's api takes no bodiless POST or
+// DELETE without it, which keeps other sites' pages from sending them.
 func (r *Runner) newRequest(ctx context.Context, method, p string, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, r.url(p), body)
 	if err != nil {
@@ -63,6 +68,8 @@ func (r *Runner) newRequest(ctx context.Context, method, p string, body io.Reade
 	}
 	if method == http.MethodGet {
 		req.Header.Set("Accept", "application/json")
+	} else {
+		req.Header.Set(clientHeader, "temco")
 	}
 	if r.Token != "" {
 		req.Header.Set("Authorization", "Bearer "+r.Token)

@@ -23,6 +23,7 @@ import (
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
+	"github.com/temco/temco/api"
 	"github.com/temco/temco/controllers/apiharness"
 	"github.com/temco/temco/controllers/workflowmgr"
 	"github.com/temco/temco/internal/adapters/egress"
@@ -196,6 +197,7 @@ func TestStartQueryAndResultOnTemcosTemporal(t *testing.T) {
 	s := newServer(t)
 	s.Want("POST", intents, intent("w", "", nil), 201)
 	req := httptest.NewRequest("POST", "/v2"+intents+"/w/start", nil)
+	req.Header.Set(api.ClientHeader, "test")
 	rec := httptest.NewRecorder()
 	s.Handler.ServeHTTP(rec, req)
 	if rec.Code != 204 {

@@ -272,3 +272,16 @@ checksum/secrets: {{ include (print .Template.BasePath "/secrets.yaml") . | sha2
 {{ fail "hub.tokenSecret is required while api.auth is on: an existing Secret holding an admin's bearer token for the hub's calls to the api" }}
 {{- end -}}
 {{- end -}}
+
+{{/* The names the api is called by (TEMCO_API_HOSTS): its Service's, the host of hub.api
+when given, and api.hosts. Probes and Prometheus call it by the pod's IP address, which
+needs no name. */}}
+{{- define "temco.apiHosts" -}}
+{{- $svc := printf "%s-api" (include "temco.fullname" .) -}}
+{{- $ns := .Release.Namespace -}}
+{{- $hosts := list $svc (printf "%s.%s" $svc $ns) (printf "%s.%s.svc" $svc $ns) (printf "%s.%s.svc.%s" $svc $ns .Values.clusterDomain) -}}
+{{- with .Values.hub.api -}}
+{{- $hosts = append $hosts (urlParse .).hostname -}}
+{{- end -}}
+{{- concat $hosts .Values.api.hosts | uniq | join "," -}}
+{{- end -}}
