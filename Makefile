@@ -150,7 +150,7 @@ chaos: tools
 ## fuzz: run every fuzz target for FUZZTIME each (their seed corpora, hostile archives
 ## included, also run in `make test`); a crash leaves its input under testdata/fuzz
 FUZZTIME ?= 60s
-FUZZ_TARGETS := ./api:FuzzJSONRequests ./api:FuzzMultipartRequests ./api:FuzzChartArchive ./api:FuzzCodecRequests \
+FUZZ_TARGETS := ./api:FuzzJSONRequests ./api:FuzzMultipartRequests ./api:FuzzChartArchive ./api:FuzzCodecRequests ./api:FuzzCrossSiteHeaders \
 	./internal/adapters/profile:FuzzParse ./internal/adapters/kubeconfig:FuzzParse ./internal/adapters/auth:FuzzAuthenticate
 fuzz: tools
 	@set -e; for t in $(FUZZ_TARGETS); do \
