@@ -21,7 +21,7 @@ func TestMain(m *testing.M) {
 }
 
 // testSandbox runs the test binary itself as the child, with 512 MiB.
-func testSandbox(t *testing.T) *Sandbox {
+func testSandbox(t testing.TB) *Sandbox {
 	exe, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)

@@ -101,6 +101,22 @@ func TestMonitorWritesWhatFluxReportsToTheStatusBranch(t *testing.T) {
 	})
 
 	t.Run("a pass over an unchanged cluster makes no commit and no git request", func(t *testing.T) {
+		// The cluster is live: its controllers may still move a status the first pass read
+		// (a loaded run saw the second pass write). Passes until one writes nothing: then
+		// the cluster stands still, and the next pass must not touch git at all.
+		deadline := time.Now().Add(30 * time.Second)
+		for {
+			wrote, err := m.Pass(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !wrote {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatal("every pass for 30 s wrote a new status: the cluster never stood still")
+			}
+		}
 		head, requests := git.head(t, status.Branch), git.requests.Load()
 		if wrote, err := m.Pass(ctx); err != nil || wrote {
 			t.Fatalf("second pass: wrote %v, %v", wrote, err)
