@@ -282,6 +282,29 @@ func refusal(rec *httptest.ResponseRecorder, code int, want, marker string) erro
 	return nil
 }
 
+// sweep sends every route sweeps selects, :project filled with project, and requires
+// each to be refused with code and message, revealing nothing of marker; it answers how
+// many it sent.
+func (s *sweepServer) sweep(t *testing.T, sweeps func(method, route string) bool, token, project string, code int, message, marker string) int {
+	t.Helper()
+	swept := 0
+	for _, r := range s.routes {
+		if !sweeps(r.Method, r.Path) {
+			continue
+		}
+		swept++
+		var body any
+		if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
+			body = sweepBody
+		}
+		path := fillPath(r.Path, project)
+		if err := refusal(s.do(r.Method, path, token, body), code, message, marker); err != nil {
+			t.Errorf("%s %s (route %s): %v", r.Method, path, r.Path, err)
+		}
+	}
+	return swept
+}
+
 // Every route refuses a caller without a token, a tenant of another project and a tenant
 // on admin-only routes, with the API's JSON error, revealing and changing nothing.
 func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
@@ -332,21 +355,7 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 			403, "requires the admin role", 250},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			swept := 0
-			for _, r := range s.routes {
-				if !tc.sweeps(r.Method, r.Path) {
-					continue
-				}
-				swept++
-				var body any
-				if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
-					body = sweepBody
-				}
-				path := fillPath(r.Path, tc.project)
-				if err := refusal(s.do(r.Method, path, tc.token, body), tc.code, tc.message, marker); err != nil {
-					t.Errorf("%s %s (route %s): %v", r.Method, path, r.Path, err)
-				}
-			}
+			swept := s.sweep(t, tc.sweeps, tc.token, tc.project, tc.code, tc.message, marker)
 			t.Logf("swept %d of %d routes", swept, len(s.routes))
 			if swept < tc.atLeast {
 				t.Errorf("swept %d routes, expected at least %d: the route enumeration is broken", swept, tc.atLeast)
@@ -422,22 +431,7 @@ func TestSweepActingAsAProjectIsThatProjectsTenant(t *testing.T) {
 				{"admin-only routes", "pa", func(method, route string) bool { return !api.IsPublicRoute(route) && !tenantMay(method, route) },
 					"requires the admin role", 50},
 			} {
-				swept := 0
-				for _, r := range s.routes {
-					if !tc.sweeps(r.Method, r.Path) {
-						continue
-					}
-					swept++
-					var body any
-					if r.Method == http.MethodPost || r.Method == http.MethodPut || r.Method == http.MethodPatch {
-						body = sweepBody
-					}
-					path := fillPath(r.Path, tc.project)
-					if err := refusal(s.do(r.Method, path, c.token, body), http.StatusForbidden, tc.message, marker); err != nil {
-						t.Errorf("%s: %s %s (route %s): %v", tc.name, r.Method, path, r.Path, err)
-					}
-				}
-				if swept < tc.atLeast {
+				if swept := s.sweep(t, tc.sweeps, c.token, tc.project, http.StatusForbidden, tc.message, marker); swept < tc.atLeast {
 					t.Errorf("%s: swept %d routes, expected at least %d", tc.name, swept, tc.atLeast)
 				}
 			}
