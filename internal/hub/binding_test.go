@@ -126,3 +126,34 @@ func condition2(t *testing.T, conds []metav1.Condition, typ string) metav1.Condi
 	t.Fatalf("no %s condition in %v", typ, conds)
 	return metav1.Condition{}
 }
+
+// A DIG deleted after an admin unbound its namespace: the hub has no project to act as,
+// so it sends nothing to temco for it, says so in an Event, and lets the object go.
+func TestADIGOfANamespaceUnboundSinceIsLetGo(t *testing.T) {
+	api := newFakeAPI(t)
+	o := dig()
+	o.Finalizers = []string{Finalizer}
+	o.Status.Owner, o.Status.Path = v1.OwnerHub, "/v2/projects/shop/composite-apps/shop/v1/deployment-intent-groups/prod"
+	kube := newKube(t, o, binding("shop", "elsewhere"))
+	ev := &fakeEvents{}
+	g := &generic[*v1.DeploymentIntentGroup]{&Reconciler{Kube: kube, REST: api.rest(), Events: ev}, digOps}
+	ctx := context.Background()
+	if err := kube.Delete(ctx, o); err != nil {
+		t.Fatal(err)
+	}
+	key := types.NamespacedName{Namespace: o.Namespace, Name: o.Name}
+	if _, err := g.Reconcile(ctx, ctrl.Request{NamespacedName: key}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range api.all() {
+		if !strings.HasPrefix(c.Path, "/diagnostics/") {
+			t.Errorf("%s sent for an object of an unbound namespace", c)
+		}
+	}
+	if err := kube.Get(ctx, key, &v1.DeploymentIntentGroup{}); err == nil {
+		t.Error("the object is still there: its finalizer was kept")
+	}
+	if got := strings.Join(ev.events(), "\n"); !strings.Contains(got, "Abandoned: namespace p1 is bound to no temco project") || !strings.Contains(got, o.Status.Path) {
+		t.Errorf("events %q", got)
+	}
+}

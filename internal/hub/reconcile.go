@@ -104,17 +104,22 @@ func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	st := o.StatusCommon()
 	before := st.DeepCopy()
 	// A namespaced object acts as its namespace's project, or not at all.
-	project, buildErr := "", error(nil)
+	project, unbound := "", error(nil)
 	if ns := o.GetNamespace(); ns != "" {
-		if project, buildErr = g.projectOf(ctx, ns); buildErr == nil {
+		if project, unbound = g.projectOf(ctx, ns); unbound == nil {
 			ctx = actingAs(ctx, project)
 		}
 	}
-	var n *node
-	if buildErr == nil {
+	n, buildErr := (*node)(nil), unbound
+	if unbound == nil {
 		n, buildErr = g.ops.build(ctx, g.Reconciler, o, project)
 	}
 	if !o.GetDeletionTimestamp().IsZero() {
+		if unbound != nil && st.Owner == v1.OwnerHub {
+			// No project to act as: what the object wrote stays, for the admin.
+			g.Events.Eventf(o, nil, corev1.EventTypeWarning, "Abandoned", "Delete",
+				"%v: what it wrote in temco (%s) is left as it is", unbound, st.Path)
+		}
 		return g.delete(ctx, o, n)
 	}
 	if controllerutil.AddFinalizer(o, Finalizer) {
@@ -234,12 +239,7 @@ func (g *generic[T]) delete(ctx context.Context, o T, n *node) (ctrl.Result, err
 		return ctrl.Result{}, nil
 	}
 	// Only what the object wrote is removed: nothing when it never got its resource (a
-	// path apply refuses, a name REST holds). An object whose namespace an admin unbound
-	// meanwhile (n nil) has no project to act as: what it wrote stays, for the admin.
-	if n == nil && o.StatusCommon().Owner == v1.OwnerHub {
-		g.Events.Eventf(o, nil, corev1.EventTypeWarning, "Abandoned", "Delete",
-			"its namespace is bound to no single project: what it wrote in temco (%s) is left as it is", o.StatusCommon().Path)
-	}
+	// path apply refuses, a name REST holds, a namespace unbound since).
 	if n != nil && checkPath(n.path()) == nil && o.StatusCommon().Owner == v1.OwnerHub {
 		done, err := g.ops.finalize(ctx, g.Reconciler, o, n)
 		if r, ok := IsRefusal(err); ok {
