@@ -56,10 +56,10 @@ func (c *Cluster) Ports() map[string]int {
 	}
 }
 
-// Start brings the cluster up and returns once the apiserver is ready, the node exists
-// and the apiserver serves the custom resources of ClusterCRDFiles (crds/ and the
-// modules' definitions in BinDir/crds). It waits for one of the machine's start slots
-// (startGate) first.
+// Start brings the cluster up and returns once the apiserver is ready, the node and
+// Istio's namespace exist and the apiserver serves the custom resources of
+// ClusterCRDFiles (crds/ and the modules' definitions in BinDir/crds). It waits for one
+// of the machine's start slots (startGate) first.
 func (c *Cluster) Start(ctx context.Context) error {
 	return c.inStartSlot(ctx, func() error { return c.bringUp(ctx) })
 }
@@ -87,6 +87,10 @@ func (c *Cluster) bringUp(ctx context.Context) error {
 	// controllers start and the node is registered.
 	crds, err := c.applyCRDs(ctx)
 	if err != nil {
+		c.Stop()
+		return err
+	}
+	if err := c.ensureIstioNamespace(ctx); err != nil {
 		c.Stop()
 		return err
 	}
