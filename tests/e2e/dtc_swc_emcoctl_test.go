@@ -327,14 +327,72 @@ resourceContext:
 `,
 }
 
-// sdewanOrder is the order of EMCO's apply.sh.
-var sdewanOrder = []string{"controllers.yaml", "projects.yaml", "clusters.yaml", "logicalclouds.yaml", "instantiatelc.yaml",
+// dtcExampleOrder is the order of the apply.sh of EMCO's dtc examples.
+var dtcExampleOrder = []string{"controllers.yaml", "projects.yaml", "clusters.yaml", "logicalclouds.yaml", "instantiatelc.yaml",
 	"apps.yaml", "intents.yaml", "instantiate.yaml"}
 
-// sdewanChart stands for EMCO's http-server and http-client charts: a Deployment whose
+// dtcExample is one of EMCO's dtc examples in a folder of its own, laid out as its
+// setup.sh leaves it: the files, values.yaml, and the charts and profiles under output/.
+type dtcExample struct {
+	t       *testing.T
+	dir     string
+	deleted bool
+}
+
+// newDTCExample writes the example's files into a temporary folder; the clean-up deletes
+// them from temco unless the test did.
+func newDTCExample(t *testing.T, files map[string][]byte) *dtcExample {
+	t.Helper()
+	e := &dtcExample{t: t, dir: t.TempDir()}
+	if err := os.Mkdir(filepath.Join(e.dir, "output"), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(e.dir, name), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() {
+		if !e.deleted {
+			if out, err := e.delete(); err != nil {
+				t.Logf("clean-up: temco delete: %v\n%s", err, out)
+			}
+		}
+	})
+	return e
+}
+
+// apply runs `temco apply` on each file in dtcExampleOrder, as apply.sh runs emcoctl, and
+// awaits the instantiate.
+func (e *dtcExample) apply() {
+	e.t.Helper()
+	for _, f := range dtcExampleOrder {
+		args := []string{"apply", "-f", f, "-v", "values.yaml"}
+		if f == "instantiate.yaml" {
+			args = append(args, "--wait")
+		}
+		if out, err := temco(e.t, e.dir, args...); err != nil {
+			e.t.Fatalf("temco apply -f %s: %v\n%s", f, err, out)
+		}
+	}
+}
+
+// delete runs the files backwards in one delete: terminate the DIG (awaited), its
+// intents, the apps, terminate the cloud, the cloud, the clusters, the project, the
+// registrations.
+func (e *dtcExample) delete() (string, error) {
+	args := []string{"delete"}
+	for _, f := range dtcExampleOrder {
+		args = append(args, "-f", f)
+	}
+	e.deleted = true
+	return temco(e.t, e.dir, append(args, "-v", "values.yaml")...)
+}
+
+// httpTestChart stands for EMCO's http-server and http-client charts: a Deployment whose
 // pods carry app=<name> and whose image is image.repository, and for the server its
 // Service http-service (service.name) of the type the profile gives.
-func sdewanChart(name string, service bool) []byte {
+func httpTestChart(name string, service bool) []byte {
 	tpl := `apiVersion: apps/v1
 kind: Deployment
 metadata:
@@ -373,7 +431,6 @@ spec:
 func TestDTCSWCRunsEMCOsSdewanExample(t *testing.T) {
 	d := newDeployment(t)
 	cl := stack.Clusters[0]
-	dir := t.TempDir()
 	const (
 		serverImage = "registry.local/my-custom-httptest-server"
 		clientImage = "registry.local/my-custom-httptest-client"
@@ -384,50 +441,16 @@ func TestDTCSWCRunsEMCOsSdewanExample(t *testing.T) {
 		"ProjectName: %s\nProvider: %s\nCluster: %s\nLogicalCloud: default\nCompositeApp: collection-composite-app\n"+
 		"DeploymentIntentGroup: collection-deployment-intent-group\n", cl.Kubeconfig(), serverImage, clientImage, d.project, prov, cl.Name)
 	files := map[string][]byte{"values.yaml": []byte(values),
-		"output/http-server.tgz":            sdewanChart("http-server", true),
-		"output/http-client.tgz":            sdewanChart("http-client", false),
+		"output/http-server.tgz":            httpTestChart("http-server", true),
+		"output/http-client.tgz":            httpTestChart("http-client", false),
 		"output/http-server-profile.tar.gz": testenv.Profile("service:\n    type: NodePort\n"),
 		"output/http-client-profile.tar.gz": testenv.Profile("service:\n    type: ClusterIP\n"),
 	}
 	for name, data := range sdewanFiles {
 		files[name] = []byte(data)
 	}
-	if err := os.Mkdir(filepath.Join(dir, "output"), 0o700); err != nil {
-		t.Fatal(err)
-	}
-	for name, data := range files {
-		if err := os.WriteFile(filepath.Join(dir, name), data, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// deleteAll runs the files backwards in one delete: terminate the DIG (awaited), its
-	// intents, the apps, terminate the cloud, the cloud, the cluster, the project, the
-	// registrations.
-	deleteAll := func() (string, error) {
-		args := []string{"delete"}
-		for _, f := range sdewanOrder {
-			args = append(args, "-f", f)
-		}
-		return temco(t, dir, append(args, "-v", "values.yaml")...)
-	}
-	deleted := false
-	t.Cleanup(func() {
-		if !deleted {
-			if out, err := deleteAll(); err != nil {
-				t.Logf("clean-up: temco delete: %v\n%s", err, out)
-			}
-		}
-	})
-
-	for _, f := range sdewanOrder {
-		args := []string{"apply", "-f", f, "-v", "values.yaml"}
-		if f == "instantiate.yaml" {
-			args = append(args, "--wait")
-		}
-		if out, err := temco(t, dir, args...); err != nil {
-			t.Fatalf("temco apply -f %s: %v\n%s", f, err, out)
-		}
-	}
+	ex := newDTCExample(t, files)
+	ex.apply()
 	dig := "/projects/" + d.project + "/composite-apps/collection-composite-app/v1/deployment-intent-groups/collection-deployment-intent-group"
 	var s status
 	d.c.do("GET", dig+"/status", nil).must(t, 200).json(t, &s)
@@ -502,8 +525,7 @@ func TestDTCSWCRunsEMCOsSdewanExample(t *testing.T) {
 		t.Error("SdewanApplication http-client or CNFService http-service-se: EMCO's swc makes neither")
 	}
 
-	out, err := deleteAll()
-	deleted = true
+	out, err := ex.delete()
 	if err != nil {
 		t.Fatalf("temco delete: %v\n%s", err, out)
 	}

@@ -9,7 +9,6 @@ import (
 	"testing"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -57,7 +56,6 @@ func newMeshTrafficGroup(t *testing.T, kv map[string][]any) *meshTrafficGroup {
 		app{name: "dtc-client2", chart: webChart("dtc-client2"), placement: clusterNamed("cluster1")})}
 	g.create()
 	t.Cleanup(g.cleanUp)
-	istioInstalled(t, stack.Clusters[0], stack.Clusters[1])
 	c := g.c
 	for cluster, pairs := range kv {
 		path := "/cluster-providers/" + provider + "/clusters/" + cluster + "/kv-pairs"
@@ -102,22 +100,6 @@ func (g *meshTrafficGroup) cleanUp() {
 	for _, p := range append(paths, g.kvPairs...) {
 		if r := g.c.do("DELETE", p, nil); r.code != 204 && r.code != 404 {
 			g.t.Errorf("clean-up: DELETE %s: %d %s", p, r.code, r.body)
-		}
-	}
-}
-
-// istioInstalled makes the namespace an Istio installation has (the CRDs come with the
-// dev stack); it stays, as Istio would.
-func istioInstalled(t *testing.T, clusters ...*devstack.Cluster) {
-	t.Helper()
-	for _, cl := range clusters {
-		cs, err := cl.Clientset()
-		if err != nil {
-			t.Fatal(err)
-		}
-		_, err = cs.CoreV1().Namespaces().Create(context.Background(), &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "istio-system"}}, metav1.CreateOptions{})
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			t.Fatal(err)
 		}
 	}
 }
