@@ -342,11 +342,14 @@ func (s *Server) policyStatus(c echo.Context) error {
 	if err != nil {
 		return fromStore(err)
 	}
-	out := policyStatus{Name: d.Name, PolicyStatus: lifecycle.PolicyStatus{Decisions: []lifecycle.PolicyDecision{}}}
+	out := policyStatus{Name: d.Name}
 	if d.State != "" {
 		if err := json.Unmarshal([]byte(d.State), &out.PolicyStatus); err != nil {
 			return err
 		}
+	}
+	if out.Decisions == nil { // none asked for action yet
+		out.Decisions = []lifecycle.PolicyDecision{}
 	}
 	return c.JSON(http.StatusOK, out)
 }

@@ -168,6 +168,16 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	d.State = `{"evaluations":2,"actions":0,"last":{"outcome":"no action"}}` // evaluated, no action yet
+	if err := srv.Store.SetState(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.do("GET", pPolicyIntents+"/migrate-on-memory-policy/status", nil).must(t, http.StatusOK); !strings.Contains(string(r.body), `"decisions":[]`) {
+		t.Errorf("status before any action: %s, want no decisions as []", r.body)
+	}
+	if d, err = srv.Store.Get(context.Background(), pPolicyIntents+"/migrate-on-memory-policy"); err != nil {
+		t.Fatal(err)
+	}
 	dec := lifecycle.PolicyDecision{At: time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC), EventID: "memory_usage_bytes", ActionRequired: true,
 		Workflow: "dig1-workflow-intent", WorkflowID: "user/p1/ca/v1/dig1/dig1-workflow-intent", Outcome: "started"}
 	state, _ := json.Marshal(lifecycle.PolicyStatus{Evaluations: 3, Actions: 1, Last: &dec, Decisions: []lifecycle.PolicyDecision{dec}})
