@@ -54,8 +54,8 @@ func (s *Server) registerPolicy(g *echo.Group) {
 }
 
 // agentBody is EMCO's agent body ({addr}; the path names the agent) with temco's binding
-// and authentication (clusters, tls, token; policy.Agent), and the metadata temco apply
-// sends with every document.
+// and authentication (clusters, tls, token; policy.Agent; without clusters the agent is
+// stored unbound), and the metadata temco apply sends with every document.
 type agentBody struct {
 	Metadata *model.Metadata     `json:"metadata,omitempty"`
 	ID       string              `json:"id,omitempty"`
@@ -75,6 +75,9 @@ func (s *Server) registerAgent(c echo.Context) error {
 		return err
 	}
 	a := policy.Agent{ID: c.Param("policyAgent"), Addr: b.Addr, Clusters: b.Clusters, TLS: b.TLS, Token: b.Token}
+	if a.Clusters == nil {
+		a.Clusters = []policy.ClusterRef{} // EMCO's registration: unbound
+	}
 	if err := a.Validate(); err != nil {
 		return badRequest("%v", err)
 	}
@@ -116,7 +119,7 @@ func (s *Server) registerAgent(c echo.Context) error {
 		}
 		break
 	}
-	if err := s.wakeAgent(ctx, id); err != nil {
+	if err := s.wakeAgent(ctx, id, a.Bound()); err != nil {
 		return err
 	}
 	return c.JSONBlob(http.StatusCreated, body)
@@ -155,13 +158,15 @@ func (s *Server) agentToken(id, token string, stored []byte) ([]byte, error) {
 	return s.Keys.Seal(plain, []byte(id))
 }
 
-func (s *Server) wakeAgent(ctx context.Context, id string) error {
+// wakeAgent has the agent's listener follow its registration: started anew for a bound
+// agent, stopped for one deregistered or registered again without clusters (EMCO's body).
+func (s *Server) wakeAgent(ctx context.Context, id string, bound bool) error {
 	if s.PolicyAgents == nil {
 		return nil
 	}
 	in := lifecycle.PolicyAgentInput{Name: id[strings.LastIndex(id, "/")+1:]}
 	return wakeAfterChange(ctx, s, id, "listener", func(ctx context.Context, start bool) error {
-		return s.PolicyAgents.WakePolicyAgent(ctx, in, start)
+		return s.PolicyAgents.WakePolicyAgent(ctx, in, start && bound)
 	})
 }
 
@@ -199,7 +204,7 @@ func (s *Server) deleteAgent(c echo.Context) error {
 	if err := s.Store.Delete(ctx, id); err != nil {
 		return fromStore(err)
 	}
-	if err := s.wakeAgent(ctx, id); err != nil {
+	if err := s.wakeAgent(ctx, id, false); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusOK) // EMCO's
@@ -225,6 +230,9 @@ func (s *Server) agentStatus(c echo.Context) error {
 		}
 		st.Addr = a.Addr
 	}
+	if !a.Bound() { // its last listener's record, if it had one, is history
+		st.Connected, st.LastError = false, a.ID+" is "+policy.Unbound
+	}
 	return c.JSON(http.StatusOK, st)
 }
 
@@ -236,12 +244,8 @@ func checkPolicyIntent(ctx context.Context, s *Server, r *request[policy.Intent]
 	if err := spec.Validate(); err != nil {
 		return badRequest("%v", err)
 	}
-	if spec.Policy.EngineURL != "" {
-		u, _ := spec.Policy.URL()
-		if !s.PolicyEngines.AllowsURL(u) {
-			return httpErr(http.StatusForbidden, "spec.policy.engineUrl: %v (--policy-engine-allow); without an engineUrl temco evaluates the project's policies itself",
-				&egress.Refused{Host: u.Host})
-		}
+	if err := s.checkPolicyEngine(ctx, projectOf(r.parent), spec.Policy); err != nil {
+		return err
 	}
 	wf := r.parent + "/temporal-workflow-intents/" + spec.ActorArg.WorkFlowName
 	ok, err := s.Store.Exists(ctx, wf)
@@ -255,9 +259,58 @@ func checkPolicyIntent(ctx context.Context, s *Server, r *request[policy.Intent]
 	return nil
 }
 
+// checkPolicyEngine refuses an OPA server the intent names unless the project's policies
+// stand in for it (then the path must be one they answer) or an admin allowed its host.
+func (s *Server) checkPolicyEngine(ctx context.Context, project string, e policy.Engine) error {
+	if e.EngineURL == "" {
+		return nil
+	}
+	u, _ := e.URL() // validated with the intent
+	servers, err := s.standsInFor(ctx, project)
+	if err != nil {
+		return err
+	}
+	if policy.StandsIn(servers, u) {
+		if _, err := e.StandInPath(); err != nil {
+			return badRequest("%v", err)
+		}
+		return nil
+	}
+	if !s.PolicyEngines.AllowsURL(u) {
+		return httpErr(http.StatusForbidden, "spec.policy.engineUrl: %v (--policy-engine-allow); without an engineUrl, or naming a server "+
+			"the project's policies stand in for (their spec.standsInFor), temco evaluates the project's policies itself", &egress.Refused{Host: u.Host})
+	}
+	return nil
+}
+
+// standsInFor are the OPA servers the project's policies stand in for.
+func (s *Server) standsInFor(ctx context.Context, project string) ([]string, error) {
+	docs, err := s.Store.List(ctx, store.Query{Parent: "/projects/" + project, Kind: model.KindPolicy})
+	if err != nil {
+		return nil, err
+	}
+	var servers []string
+	for _, d := range docs {
+		if m, err := model.Decode[policy.Module](d.Body); err == nil {
+			servers = append(servers, m.Spec.StandsInFor...)
+		}
+	}
+	return servers, nil
+}
+
+// projectOf is the project of a resource below /projects/<project>.
+func projectOf(id string) string {
+	rest, _ := strings.CutPrefix(id, "/projects/")
+	project, _, _ := strings.Cut(rest, "/")
+	return project
+}
+
 // checkPolicyModule compiles the module with the project's others, as the embedded engine
 // will evaluate them together.
 func checkPolicyModule(ctx context.Context, s *Server, r *request[policy.Module]) error {
+	if err := r.res.Spec.Validate(); err != nil {
+		return badRequest("%v", err)
+	}
 	docs, err := s.Store.List(ctx, store.Query{Parent: r.parent, Kind: model.KindPolicy})
 	if err != nil {
 		return err
@@ -289,11 +342,14 @@ func (s *Server) policyStatus(c echo.Context) error {
 	if err != nil {
 		return fromStore(err)
 	}
-	out := policyStatus{Name: d.Name, PolicyStatus: lifecycle.PolicyStatus{Decisions: []lifecycle.PolicyDecision{}}}
+	out := policyStatus{Name: d.Name}
 	if d.State != "" {
 		if err := json.Unmarshal([]byte(d.State), &out.PolicyStatus); err != nil {
 			return err
 		}
+	}
+	if out.Decisions == nil { // none asked for action yet
+		out.Decisions = []lifecycle.PolicyDecision{}
 	}
 	return c.JSON(http.StatusOK, out)
 }

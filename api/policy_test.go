@@ -41,14 +41,24 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	ag := &agents{}
 	srv.PolicyAgents, srv.PolicyEngines = ag, egress.MustParse("opa.example.com")
 
-	// 05.register_agent.yaml as EMCO has it, {addr}: refused, naming the clusters it lacks.
-	if r := c.do("POST", "/policy/agents/sampleagent", map[string]any{"metadata": meta(""), "addr": "10.0.0.9:9090"}); r.code != http.StatusBadRequest ||
-		!strings.Contains(string(r.body), "clusters is required") {
-		t.Errorf("EMCO's registration, addr alone: %d %s, want 400 naming clusters", r.code, r.body)
+	// 05.register_agent.yaml as EMCO has it, {addr} with its placeholder: stored unbound,
+	// not listened to, its status saying why.
+	r := c.do("POST", "/policy/agents/sampleagent", map[string]any{"metadata": meta(""), "addr": "<agent endpoint>"}).must(t, http.StatusCreated)
+	if strings.TrimSpace(string(r.body)) != `{"id":"sampleagent","addr":"\u003cagent endpoint\u003e","clusters":[]}` {
+		t.Errorf("EMCO's registration answered %s", r.body)
 	}
+	unbound := func(what string) {
+		t.Helper()
+		var st lifecycle.PolicyAgentStatus
+		c.do("GET", "/policy/agents/sampleagent/status", nil).must(t, http.StatusOK).json(t, &st)
+		if st.Connected || !strings.Contains(st.LastError, "bound to no cluster") {
+			t.Errorf("%s: status %+v, want unbound", what, st)
+		}
+	}
+	unbound("EMCO's registration")
 	// With the clusters it reports on (temco apply sends its metadata too).
 	cp1c1 := []any{map[string]any{"clusterProvider": "cp1", "cluster": "c1"}}
-	r := c.do("POST", "/policy/agents/sampleagent", map[string]any{"metadata": meta(""), "addr": "10.0.0.9:9090", "clusters": cp1c1}).must(t, http.StatusCreated)
+	r = c.do("POST", "/policy/agents/sampleagent", map[string]any{"metadata": meta(""), "addr": "10.0.0.9:9090", "clusters": cp1c1}).must(t, http.StatusCreated)
 	if strings.TrimSpace(string(r.body)) != `{"id":"sampleagent","addr":"10.0.0.9:9090","clusters":[{"clusterProvider":"cp1","cluster":"c1"}]}` {
 		t.Errorf("agent answer %s", r.body)
 	}
@@ -75,7 +85,8 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 		}
 	}
 	c.do("GET", "/policy/agents/bad", nil).must(t, http.StatusNotFound)
-	if r := c.do("GET", "/policy/agents/sampleagent/status", nil).must(t, http.StatusOK); !strings.Contains(string(r.body), `"connected":false`) {
+	if r := c.do("GET", "/policy/agents/sampleagent/status", nil).must(t, http.StatusOK); !strings.Contains(string(r.body), `"connected":false`) ||
+		strings.Contains(string(r.body), "lastError") {
 		t.Errorf("status before any listener: %s", r.body)
 	}
 
@@ -135,6 +146,19 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	}
 	c.do("PUT", pP+"/policies/migrate", res("migrate", map[string]any{"rego": testenv.EMCOMemoryPolicy})).must(t, http.StatusOK) // itself: no conflict
 
+	// Standing in for EMCO's OPA server, the project's policies take EMCO's intent as it is,
+	// at OPA's Data API paths only.
+	if r := c.do("POST", pP+"/policies", res("bad", map[string]any{"rego": "package other\n", "standsInFor": []string{"http://172.31.82.234:8181"}})); r.code != http.StatusBadRequest ||
+		!strings.Contains(string(r.body), "spec.standsInFor[0]") {
+		t.Errorf("standing in for a URL: %d %s, want 400 naming it", r.code, r.body)
+	}
+	c.do("PUT", pP+"/policies/migrate", res("migrate", map[string]any{"rego": testenv.EMCOMemoryPolicy, "standsInFor": []string{"172.31.82.234:8181"}})).must(t, http.StatusOK)
+	c.do("POST", pPolicyIntents+"/on-emcos-opa", emcoPolicyIntent("172.31.82.234:8181/v1")).must(t, http.StatusCreated)
+	if r := c.do("POST", pPolicyIntents+"/not-data-api", emcoPolicyIntent("172.31.82.234:8181")); r.code != http.StatusBadRequest ||
+		!strings.Contains(string(r.body), "not OPA's Data API") {
+		t.Errorf("a path OPA does not answer, on the server stood in for: %d %s", r.code, r.body)
+	}
+
 	// The status: nothing yet, then what the workflow recorded.
 	if r := c.do("GET", pPolicyIntents+"/migrate-on-memory-policy/status", nil).must(t, http.StatusOK); strings.TrimSpace(string(r.body)) !=
 		`{"name":"migrate-on-memory-policy","evaluations":0,"actions":0,"decisions":[]}` {
@@ -142,6 +166,16 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	}
 	d, err := srv.Store.Get(context.Background(), pPolicyIntents+"/migrate-on-memory-policy")
 	if err != nil {
+		t.Fatal(err)
+	}
+	d.State = `{"evaluations":2,"actions":0,"last":{"outcome":"no action"}}` // evaluated, no action yet
+	if err := srv.Store.SetState(context.Background(), d); err != nil {
+		t.Fatal(err)
+	}
+	if r := c.do("GET", pPolicyIntents+"/migrate-on-memory-policy/status", nil).must(t, http.StatusOK); !strings.Contains(string(r.body), `"decisions":[]`) {
+		t.Errorf("status before any action: %s, want no decisions as []", r.body)
+	}
+	if d, err = srv.Store.Get(context.Background(), pPolicyIntents+"/migrate-on-memory-policy"); err != nil {
 		t.Fatal(err)
 	}
 	dec := lifecycle.PolicyDecision{At: time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC), EventID: "memory_usage_bytes", ActionRequired: true,
@@ -160,13 +194,17 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	// Deleted, the policy intent no longer holds its workflow intent.
 	c.do("DELETE", pPolicyIntents+"/migrate-on-memory-policy", nil).must(t, http.StatusNoContent)
 	c.do("DELETE", pPolicyIntents+"/external", nil).must(t, http.StatusNoContent)
+	c.do("DELETE", pPolicyIntents+"/on-emcos-opa", nil).must(t, http.StatusNoContent)
 	if err := srv.Store.Delete(context.Background(), wf); err != nil {
 		t.Errorf("delete the workflow intent no policy intent names: %v", err)
 	}
 
+	// Registered again as EMCO registers it, the agent is unbound: its listener stops.
+	c.do("POST", "/policy/agents/sampleagent", map[string]any{"addr": "10.0.0.9:9091"}).must(t, http.StatusCreated)
+	unbound("registered again without clusters")
 	c.do("DELETE", "/policy/agents/sampleagent", nil).must(t, http.StatusOK)
 	c.do("GET", "/policy/agents/sampleagent", nil).must(t, http.StatusNotFound)
-	if want := []string{"start sampleagent", "start sampleagent", "stop sampleagent"}; !slices.Equal(ag.wakes, want) {
+	if want := []string{"stop sampleagent", "start sampleagent", "start sampleagent", "stop sampleagent", "stop sampleagent"}; !slices.Equal(ag.wakes, want) {
 		t.Errorf("listeners asked %v, want %v", ag.wakes, want)
 	}
 }

@@ -291,6 +291,37 @@ func TestExternalEngineIsAskedAsEMCODoesAndOnlyWhenAllowed(t *testing.T) {
 	}
 }
 
+// An intent naming an OPA server the project's policies stand in for (EMCO's example
+// intent, unchanged) is evaluated by the embedded engine, which no admin allowed and no
+// server answers.
+func TestPoliciesStandInForTheOPAServerAnIntentNames(t *testing.T) {
+	a, _ := newActivities(t, "172.31.82.234:8181/v1")
+	ctx := context.Background()
+	ev := memory("1500000000")
+	ev.Intent = "external"
+	if _, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev}); !nonRetryable(err) ||
+		!strings.Contains(err.Error(), "not on the hosts an admin allowed") {
+		t.Errorf("before the policies stand in for it: %v", err)
+	}
+	d, err := a.Store.Get(ctx, "/projects/p/policies/migrate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.Body = mustJSON(map[string]any{"metadata": map[string]any{"name": "migrate"},
+		"spec": map[string]any{"rego": testenv.EMCOMemoryPolicy, "standsInFor": []string{"172.31.82.234:8181"}}})
+	if err := a.Store.Update(ctx, d); err != nil {
+		t.Fatal(err)
+	}
+	for value, want := range map[string]bool{"1500000000": true, "10": false} {
+		ev := memory(value)
+		ev.Intent = "external"
+		v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev})
+		if err != nil || v.ActionRequired != want || v.Engine != "embedded, for 172.31.82.234:8181" || v.Workflow != "mig" {
+			t.Errorf("%s bytes: %+v %v, want actionRequired %v from the embedded engine", value, v, err, want)
+		}
+	}
+}
+
 func TestPolicyActionIsTheWorkflowIntentsStart(t *testing.T) {
 	a, _ := newActivities(t, "")
 	w, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "mig"})
@@ -433,8 +464,8 @@ func TestListenerDialsTheAgentOverTLSWithItsToken(t *testing.T) {
 	}
 }
 
-// An agent registered before clusters were asked for is not listened to: it could deliver
-// nothing. Its status says why.
+// An agent registered without clusters (EMCO's registration, or one stored before they
+// were asked for) is not listened to: it could deliver nothing. Its status says why.
 func TestAnAgentWithoutClustersIsNotListenedTo(t *testing.T) {
 	a, _ := newActivities(t, "")
 	if err := a.Store.Create(context.Background(), &store.Doc{ID: "/policy/agents/old", Kind: model.KindPolicyAgent, Name: "old",
@@ -442,10 +473,10 @@ func TestAnAgentWithoutClustersIsNotListenedTo(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, done := listen(t, a, "old")
-	if err := <-done; !nonRetryable(err) || !strings.Contains(err.Error(), "names no clusters") {
+	if err := <-done; !nonRetryable(err) || !strings.Contains(err.Error(), "bound to no cluster") {
 		t.Errorf("listening to an agent without clusters: %v", err)
 	}
-	if st := agentStatus(t, a, "old"); !strings.Contains(st.LastError, "register it again with the clusters") {
+	if st := agentStatus(t, a, "old"); !strings.Contains(st.LastError, "once it is registered with clusters") {
 		t.Errorf("status %+v", st)
 	}
 }

@@ -55,15 +55,9 @@ func (a *Activities) EvaluatePolicy(ctx context.Context, in lifecycle.PolicyEval
 	if err != nil {
 		return lifecycle.PolicyVerdict{}, permanent(err.Error())
 	}
-	out := lifecycle.PolicyVerdict{Engine: "embedded"}
+	var out lifecycle.PolicyVerdict
 	var answer []byte
-	if spec.Policy.EngineURL == "" {
-		answer, err = a.evaluateEmbedded(ctx, in.DIG.Project, path(spec.Policy), input)
-	} else {
-		ectx, cancel := context.WithTimeout(ctx, evaluationTimeout)
-		defer cancel()
-		out.Engine, answer, err = a.external(ectx, spec.Policy, input)
-	}
+	out.Engine, answer, err = a.ask(ctx, in.DIG.Project, spec.Policy, input)
 	if err != nil {
 		return out, err
 	}
@@ -78,21 +72,56 @@ func (a *Activities) EvaluatePolicy(ctx context.Context, in lifecycle.PolicyEval
 	return out, nil
 }
 
-func path(e policy.Engine) string {
-	p, _ := e.Path() // validated when the intent was stored
-	return p
+// ask evaluates input with the intent's engine (which it names, for the record): the
+// project's policies when the intent names none or names an OPA server they stand in for,
+// else that server, on an allowed host only.
+func (a *Activities) ask(ctx context.Context, project string, e policy.Engine, input json.RawMessage) (string, []byte, error) {
+	if e.EngineURL == "" {
+		query, _ := e.Path() // validated when the intent was stored
+		answer, err := a.evaluateEmbedded(ctx, project, query, input)
+		return "embedded", answer, err
+	}
+	u, err := e.URL()
+	if err != nil {
+		return e.EngineURL, nil, permanent(err.Error())
+	}
+	ps, err := a.policies(ctx, project)
+	if err != nil {
+		return u.String(), nil, err
+	}
+	if policy.StandsIn(ps.standsInFor, u) {
+		engine := "embedded, for " + u.Host
+		query, err := e.StandInPath()
+		if err != nil {
+			return engine, nil, permanent(err.Error())
+		}
+		answer, err := a.evaluate(ctx, project, ps.modules, query, input)
+		return engine, answer, err
+	}
+	ectx, cancel := context.WithTimeout(ctx, evaluationTimeout)
+	defer cancel()
+	return a.external(ectx, e, input)
 }
 
-// evaluateEmbedded evaluates the project's policies at query with the embedded engine, in
-// the sandbox when there is one. The same policy fails the same way again: its failures,
-// its need of more memory or time than an evaluation may take included, are permanent;
-// the sandbox failing to run is not the policy's and is tried again.
+// evaluateEmbedded evaluates the project's policies at query with the embedded engine.
 func (a *Activities) evaluateEmbedded(ctx context.Context, project, query string, input json.RawMessage) ([]byte, error) {
-	modules, err := a.embedded(ctx, project)
+	ps, err := a.policies(ctx, project)
 	if err != nil {
 		return nil, err
 	}
+	return a.evaluate(ctx, project, ps.modules, query, input)
+}
+
+// evaluate evaluates modules at query, in the sandbox when there is one. The same policy
+// fails the same way again: its failures, its need of more memory or time than an
+// evaluation may take included, are permanent; the sandbox failing to run is not the
+// policy's and is tried again.
+func (a *Activities) evaluate(ctx context.Context, project string, modules map[string]string, query string, input json.RawMessage) ([]byte, error) {
+	if len(modules) == 0 {
+		return nil, permanent(fmt.Sprintf("project %s has no policies for the embedded engine: create one (POST /v2/projects/%s/policies) or give spec.policy.engineUrl", project, project))
+	}
 	var answer []byte
+	var err error
 	if a.Sandbox != nil {
 		answer, err = a.Sandbox.Evaluate(ctx, modules, query, input, evaluationTimeout)
 	} else {
@@ -111,24 +140,29 @@ func (a *Activities) evaluateEmbedded(ctx context.Context, project, query string
 	return nil, permanent(err.Error())
 }
 
-// embedded reads the project's policies for the embedded engine.
-func (a *Activities) embedded(ctx context.Context, project string) (map[string]string, error) {
+// projectPolicies are a project's policies: their modules for the embedded engine, and
+// the OPA servers they stand in for.
+type projectPolicies struct {
+	modules     map[string]string
+	standsInFor []string
+}
+
+// policies reads the project's policies.
+func (a *Activities) policies(ctx context.Context, project string) (projectPolicies, error) {
 	docs, err := a.Store.List(ctx, store.Query{Parent: "/projects/" + project, Kind: model.KindPolicy})
 	if err != nil {
-		return nil, err
+		return projectPolicies{}, err
 	}
-	modules := make(map[string]string, len(docs))
+	ps := projectPolicies{modules: make(map[string]string, len(docs))}
 	for _, d := range docs {
 		r, err := model.Decode[policy.Module](d.Body)
 		if err != nil {
-			return nil, permanent(err.Error())
+			return projectPolicies{}, permanent(err.Error())
 		}
-		modules["policies/"+d.Name] = r.Spec.Rego
+		ps.modules["policies/"+d.Name] = r.Spec.Rego
+		ps.standsInFor = append(ps.standsInFor, r.Spec.StandsInFor...)
 	}
-	if len(modules) == 0 {
-		return nil, permanent(fmt.Sprintf("project %s has no policies for the embedded engine: create one (POST /v2/projects/%s/policies) or give spec.policy.engineUrl", project, project))
-	}
-	return modules, nil
+	return ps, nil
 }
 
 // external asks an OPA server on the allow-list, as EMCO does: POST {"input": ...} to

@@ -156,12 +156,11 @@ func (a *Activities) listener(ctx context.Context, in lifecycle.PolicyAgentInput
 }
 
 // prepare makes how the agent is dialled: its TLS configuration and its token, opened.
-// An agent registered without clusters (before they were asked for) could deliver
-// nothing: it is not listened to until it is registered again.
+// An agent registered without clusters (EMCO's registration, or one stored before they
+// were asked for) could deliver nothing: it is not listened to until it is bound.
 func (l *listener) prepare() error {
-	if len(l.agent.Clusters) == 0 {
-		return temporal.NewNonRetryableApplicationError("policy agent "+l.name+" names no clusters: register it again with the clusters it reports on",
-			lifecycle.ErrInvalidInput, nil)
+	if !l.agent.Bound() {
+		return temporal.NewNonRetryableApplicationError("policy agent "+l.name+" is "+policy.Unbound, lifecycle.ErrInvalidInput, nil)
 	}
 	for _, c := range l.agent.Clusters {
 		l.clusters = append(l.clusters, c.Key())

@@ -19,10 +19,11 @@ import (
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
-// EMCO's example 05 and 06 (examples/test-policy) as an EMCO user brings them: the agent,
-// with the cluster it reports on (temco's addition: EMCO's addr alone is refused), then
-// the intent naming the DIG's workflow intent; 06 without its engineUrl uses temco's
-// embedded engine on the project's policies.
+// EMCO's example 05 and 06 (examples/test-policy) with the values templated: the agent,
+// with the cluster it reports on (temco's addition: EMCO's addr alone registers it
+// unbound), then the intent naming the DIG's workflow intent; 06 without its engineUrl
+// uses temco's embedded engine on the project's policies. policy_example_test.go runs
+// EMCO's files as they are.
 const policyAgentFile = `version: emco/v2
 resourceContext:
   anchor: policy/agents/{{.Agent}}

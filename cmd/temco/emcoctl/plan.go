@@ -62,10 +62,14 @@ func lifecycled(target string) (dig, prerequisite bool) {
 
 // resourcePath is where update, delete and get find the document's own resource, as
 // emcoctl addresses it: anchor/name (plus the version for a composite app), else
-// anchor/label for a cluster label, else the anchor itself.
+// anchor/label for a cluster label, else the anchor itself. A policy intent's anchor
+// names the intent (EMCO posts it to its item, whatever metadata.name says): emcoctl's
+// anchor/name finds nothing there, so temco uses the anchor.
 func (d *Document) resourcePath() (string, error) {
 	anchor := strings.TrimSuffix(d.anchor, "/")
 	switch {
+	case path.Base(path.Dir(anchor)) == "policy-intents":
+		return anchor, nil
 	case d.name != "" && path.Base(anchor) == "composite-apps":
 		v, err := d.compositeAppVersion()
 		return anchor + "/" + d.name + "/" + v, err

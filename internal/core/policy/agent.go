@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -22,7 +23,8 @@ type Agent struct {
 	ID   string `json:"id,omitempty"`
 	Addr string `json:"addr"`
 	// Clusters are the clusters whose apps the agent reports on: its events reach only the
-	// DIGs with apps placed on one of them.
+	// DIGs with apps placed on one of them. None (EMCO's registration): the agent is
+	// stored, unbound, and not listened to until it is registered with its clusters.
 	Clusters []ClusterRef `json:"clusters"`
 	// TLS dials the agent over TLS; nil: plain gRPC, as EMCO's agents serve.
 	TLS *AgentTLS `json:"tls,omitempty"`
@@ -62,16 +64,33 @@ const (
 	MaxAgentClusters = 100
 	maxCABytes       = 64 << 10
 	maxTokenBytes    = 4096
+	// maxUnboundAddrBytes bounds an unbound agent's address, kept as written.
+	maxUnboundAddrBytes = 253
 )
 
-// Validate checks the address (host:port, which temco dials; EMCO dials whatever it is
-// given and fails later, out of sight), the clusters, the CA and the token.
+// Unbound is why an agent registered without clusters is not listened to (its status's
+// lastError).
+const Unbound = "bound to no cluster: temco listens to it once it is registered with clusters ({clusterProvider, cluster}), the clusters whose apps it reports on"
+
+// Bound reports whether the agent names the clusters it reports on: only then is it
+// listened to (an unbound agent could deliver no event).
+func (a *Agent) Bound() bool { return len(a.Clusters) > 0 }
+
+// Validate checks the clusters, the CA, the token and, for a bound agent, the address
+// (host:port, which temco dials; EMCO dials whatever it is given and fails later, out of
+// sight). An unbound agent's address is EMCO's registration as written (EMCO's example
+// has a placeholder there): temco dials no unbound agent, and checks the address when the
+// agent is registered with its clusters.
 func (a *Agent) Validate() error {
-	if err := validateAddr(a.Addr); err != nil {
-		return err
-	}
 	if err := validateClusters(a.Clusters); err != nil {
 		return err
+	}
+	addrErr := validateAddr(a.Addr)
+	if a.Bound() && addrErr != nil {
+		return addrErr
+	}
+	if !a.Bound() && (len(a.Addr) > maxUnboundAddrBytes || strings.ContainsFunc(a.Addr, unicode.IsControl)) {
+		return fmt.Errorf("addr must be a line of at most %d bytes", maxUnboundAddrBytes)
 	}
 	if a.TLS != nil {
 		if _, err := a.TLS.Config(); err != nil {
@@ -103,13 +122,8 @@ func validateAddr(addr string) error {
 	return nil
 }
 
-// validateClusters requires at least one cluster: an agent bound to none could deliver
-// no event (EMCO's registration, addr alone, names none).
+// validateClusters checks the clusters an agent is bound to, if any.
 func validateClusters(cs []ClusterRef) error {
-	if len(cs) == 0 {
-		return errors.New("clusters is required: the clusters ({clusterProvider, cluster}) whose apps this agent reports on; " +
-			"temco hands its events only to DIGs with apps placed there (EMCO's registration has only addr)")
-	}
 	if len(cs) > MaxAgentClusters {
 		return fmt.Errorf("clusters names %d clusters: the limit is %d", len(cs), MaxAgentClusters)
 	}

@@ -8,8 +8,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"regexp"
+	"strconv"
 	"strings"
 
 	"github.com/temco/temco/internal/core/model"
@@ -220,4 +222,80 @@ func VerdictOf(answer []byte, namespace string) (Verdict, error) {
 // engine loads with the project's others.
 type Module struct {
 	Rego string `json:"rego"`
+	// StandsInFor are OPA servers (host or host:port, as the project's policy intents name
+	// them in engineUrl) whose place the project's policies take: an intent naming one is
+	// evaluated by the embedded engine, at the Data API path its engineUrl and policyName
+	// give. EMCO's intents name their OPA server's address, which a temco project need
+	// not run nor an admin allow.
+	StandsInFor []string `json:"standsInFor,omitempty"`
+}
+
+// maxStandsInFor bounds a policy's standsInFor.
+const maxStandsInFor = 16
+
+// Validate checks the OPA servers the policy stands in for (its Rego is compiled by the
+// engine).
+func (m *Module) Validate() error {
+	if len(m.StandsInFor) > maxStandsInFor {
+		return fmt.Errorf("spec.standsInFor names %d servers: the limit is %d", len(m.StandsInFor), maxStandsInFor)
+	}
+	for i, h := range m.StandsInFor {
+		if _, _, err := splitServer(h); err != nil {
+			return fmt.Errorf("spec.standsInFor[%d] %q: %v", i, h, err)
+		}
+	}
+	return nil
+}
+
+// splitServer reads an OPA server as standsInFor names it: host or host:port (port ""
+// for any), the host in lower case.
+func splitServer(s string) (host, port string, err error) {
+	if s == "" || len(s) > 261 || strings.ContainsAny(s, "/@?#% ") {
+		return "", "", errors.New("give the OPA server's host or host:port, as engineUrl names it (no scheme, no path)")
+	}
+	host = s
+	if h, p, err := net.SplitHostPort(s); err == nil {
+		if n, err := strconv.Atoi(p); err != nil || n < 1 || n > 65535 {
+			return "", "", fmt.Errorf("port %q is not 1-65535", p)
+		}
+		host, port = h, p
+	} else if strings.Contains(s, ":") && net.ParseIP(strings.Trim(s, "[]")) == nil {
+		return "", "", err // neither host:port nor an IPv6 address
+	}
+	host = strings.ToLower(strings.Trim(host, "[]"))
+	if host == "" {
+		return "", "", errors.New("no host")
+	}
+	return host, port, nil
+}
+
+// StandsIn reports whether the engine URL u (Engine.URL) names one of servers, the OPA
+// servers the project's policies stand in for.
+func StandsIn(servers []string, u *url.URL) bool {
+	port := u.Port()
+	if port == "" {
+		port = map[string]string{"http": "80", "https": "443"}[u.Scheme]
+	}
+	for _, s := range servers {
+		host, p, err := splitServer(s)
+		if err == nil && host == strings.ToLower(u.Hostname()) && (p == "" || p == port) {
+			return true
+		}
+	}
+	return false
+}
+
+// StandInPath is the Data API path the embedded engine answers for an intent whose
+// engineUrl names a server the project's policies stand in for: the path of
+// <engineUrl>/<policyName>, which an OPA server would answer only below /v1/data.
+func (e Engine) StandInPath() (string, error) {
+	u, err := e.URL()
+	if err != nil {
+		return "", err
+	}
+	p := strings.Trim(u.Path, "/")
+	if p != "v1/data" && !strings.HasPrefix(p, "v1/data/") {
+		return "", fmt.Errorf("spec.policy: %s is not OPA's Data API (/v1/data/...), which the project's policies answer in place of %s", u, u.Host)
+	}
+	return p, nil
 }

@@ -55,7 +55,6 @@ func TestAgentValidation(t *testing.T) {
 	c := ClusterRef{ClusterProvider: "p", Cluster: "c"}
 	for want, a := range map[string]Agent{
 		"":                                {Clusters: []ClusterRef{c}, TLS: &AgentTLS{}, Token: "t0k3n"},
-		"clusters is required":            {},
 		"clusters[1]: p/c is named twice": {Clusters: []ClusterRef{c, c}},
 		"clusters[0].cluster is required": {Clusters: []ClusterRef{{ClusterProvider: "p"}}},
 		"clusters[0].clusterProvider":     {Clusters: []ClusterRef{{ClusterProvider: "../x", Cluster: "c"}}},
@@ -72,6 +71,62 @@ func TestAgentValidation(t *testing.T) {
 	}
 	if c.Key() != "p+c" || c.ID() != "/cluster-providers/p/clusters/c" {
 		t.Errorf("cluster %s %s", c.Key(), c.ID())
+	}
+}
+
+// EMCO's registration (addr alone, in its example a placeholder) is an unbound agent: its
+// address is kept as written, checked once the agent is registered with clusters.
+func TestAnAgentWithoutClustersIsUnbound(t *testing.T) {
+	for addr, ok := range map[string]bool{"<agent endpoint>": true, "": true, "10.0.0.1:9090": true,
+		"a\nb": false, "a\x00b": false, strings.Repeat("x", 254): false} {
+		a := Agent{Addr: addr}
+		if err := a.Validate(); (err == nil) != ok || a.Bound() {
+			t.Errorf("unbound at %q: %v (bound %v)", addr, err, a.Bound())
+		}
+	}
+	bound := Agent{Addr: "<agent endpoint>", Clusters: []ClusterRef{{ClusterProvider: "p", Cluster: "c"}}}
+	if err := bound.Validate(); err == nil || !strings.Contains(err.Error(), "is not host:port") || !bound.Bound() {
+		t.Errorf("bound at a placeholder: %v", err)
+	}
+}
+
+// A project's policies stand in for the OPA servers they name, at OPA's Data API paths.
+func TestPoliciesStandInForTheServersTheyName(t *testing.T) {
+	emco := Engine{EngineURL: "172.31.82.234:8181/v1", PolicyName: "data"} // EMCO's example intent
+	u, err := emco.URL()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for servers, want := range map[string]bool{"172.31.82.234:8181": true, "172.31.82.234": true, "opa,172.31.82.234:8181": true,
+		"172.31.82.234:8182": false, "172.31.82.23": false, "": false} {
+		if got := StandsIn(strings.Split(servers, ","), u); got != want {
+			t.Errorf("servers %q stand in for %s: %v", servers, u, got)
+		}
+	}
+	if p, err := emco.StandInPath(); err != nil || p != "v1/data" {
+		t.Errorf("EMCO's path: %q %v", p, err)
+	}
+	for _, e := range []Engine{{EngineURL: "opa:8181", PolicyName: "v1/data/emco"}, {EngineURL: "http://OPA/v1/", PolicyName: "data"}} {
+		if u, _ := e.URL(); !StandsIn([]string{"opa"}, u) {
+			t.Errorf("opa stands in for %s", u)
+		}
+		if _, err := e.StandInPath(); err != nil {
+			t.Errorf("%+v: %v", e, err)
+		}
+	}
+	if _, err := (Engine{EngineURL: "opa:8181", PolicyName: "data"}).StandInPath(); err == nil || !strings.Contains(err.Error(), "not OPA's Data API") {
+		t.Errorf("a path OPA does not answer: %v", err)
+	}
+	for servers, want := range map[string]string{"opa": "", "opa:8181": "", "[::1]:8181": "", "::1": "",
+		"http://opa": "no scheme", "opa/v1": "no scheme", "opa:0": "1-65535", ":8181": "no host", "a:b:c:d]": "address"} {
+		m := Module{StandsInFor: []string{servers}}
+		err := m.Validate()
+		if want == "" && err != nil || want != "" && (err == nil || !strings.Contains(err.Error(), want)) {
+			t.Errorf("standsInFor %q: %v, want %q", servers, err, want)
+		}
+	}
+	if err := (&Module{StandsInFor: make([]string, 17)}).Validate(); err == nil || !strings.Contains(err.Error(), "limit is 16") {
+		t.Errorf("17 servers: %v", err)
 	}
 }
 
