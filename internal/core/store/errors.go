@@ -66,8 +66,8 @@ func CodeOf(err error) Code {
 }
 
 // PendingSince tells an ErrNotFound of a document whose create has not committed (its
-// creator is still at it, or stopped mid-way and it will be swept once a lease old) from
-// one of a document that is not there: it returns when that create began.
+// creator is still at it, or stopped mid-way: then a new create replaces it once it is a
+// lease old) from one of a document that is not there: it returns when that create began.
 func PendingSince(err error) (time.Time, bool) {
 	var e *Error
 	if errors.As(err, &e) && e.Code == ErrNotFound && !e.pendingSince.IsZero() {

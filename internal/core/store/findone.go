@@ -11,11 +11,13 @@ import (
 // mongo.ErrNoDocuments: Collection.FindOne without a server-side time limit.
 //
 // The driver sends FindOne's context deadline (or the client's timeout) as maxTimeMS.
-// When that limit expires just as FerretDB 1.x has run the query, it closes the cursor
-// before reading the first batch and answers that batch empty with ok: 1, so a document
-// that exists reads as absent (seen 5 times in 32,000 finds by _id racing a 1-3 ms
-// limit, on PostgreSQL). Find sends no maxTimeMS for a cursor, so nothing cuts the
-// lookup short on the server; the context still bounds it here, as an error.
+// When that limit expires just as FerretDB 1.x has run the query, it may close the
+// cursor before reading the first batch and answer that batch empty with ok: 1: a
+// document that exists reads as absent (5 of 32,000 finds by _id sent with a 1-3 ms
+// maxTimeMS, on PostgreSQL). The driver's own deadline, a round trip later, mostly ends
+// the wait first, but a read cut short must never be absence. Find sends no maxTimeMS for
+// a cursor, so nothing cuts the lookup short on the server; the context still bounds it
+// here, as an error.
 func FindOne(ctx context.Context, coll *mongo.Collection, filter, out any, opts ...options.Lister[options.FindOptions]) error {
 	cur, err := coll.Find(ctx, filter, append(opts, options.Find().SetLimit(-1))...)
 	if err != nil {

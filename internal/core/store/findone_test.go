@@ -12,12 +12,12 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
-// FerretDB 1.x answers a find whose maxTimeMS expires just after its query ran with an
-// empty batch, not an error (findone.go): a resource that exists would read as absent
-// (issue 64: an instantiate said a registered controller was not registered). So no
-// lookup of the store asks the server for a time limit, whatever its context's deadline:
-// Get, Exists, OwnerOf, a create's checks of its parent and references and of a taken
-// _id, a delete waiting for a pending child, a writer waiting for a claim.
+// FerretDB 1.x may answer a find whose maxTimeMS expires just after its query ran with an
+// empty batch, not an error (findone.go): a resource that exists would read as absent,
+// one way an instantiate could call a registered controller not registered (issue 64).
+// So no lookup of the store asks the server for a time limit, whatever its context's
+// deadline: Get, Exists, OwnerOf, a create's checks of its parent and references and of
+// a taken _id, a delete waiting for a pending child, a writer waiting for a claim.
 func TestLookupsAskTheServerForNoTimeLimit(t *testing.T) {
 	for _, b := range backends {
 		t.Run(b.Name, func(t *testing.T) {
