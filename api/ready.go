@@ -4,12 +4,16 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
+	"net/http"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/temco/temco/internal/adapters/syncobject"
+	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -25,12 +29,20 @@ var notReady = map[*lifecycle.Kind]func(*Server, context.Context, lifecycle.Targ
 }
 
 // readyFor refuses (409) an instantiate or update whose target lacks a part or would
-// reach a cluster temco cannot deploy to, before anything is applied anywhere.
+// reach a cluster temco cannot deploy to, before anything is applied anywhere. A part is
+// said missing only when the store said it is absent or not committed yet; a read that
+// failed answers 503 naming what could not be read.
 func (s *Server) readyFor(ctx context.Context, t lifecycle.Target, op string) error {
 	if op != lifecycle.OpInstantiate && op != lifecycle.OpUpdate {
 		return nil
 	}
 	missing, err := notReady[t.Kind()](s, ctx, t)
+	var failed *readFailure
+	if errors.As(err, &failed) {
+		s.Log.Warn("readiness check could not read", "target", t.String(), "op", op, "read", failed.what, "error", failed.err)
+		return httpErr(http.StatusServiceUnavailable, "could not check whether %s can be %sd: reading %s failed (the database did not answer or failed); retry",
+			t, op, failed.what)
+	}
 	if err != nil {
 		return fromStore(err)
 	}
@@ -40,9 +52,67 @@ func (s *Server) readyFor(ctx context.Context, t lifecycle.Target, op string) er
 	return nil
 }
 
+// readFailure is a read of a readiness check that failed: the check cannot tell whether
+// what it read is there, and says so instead of calling it missing.
+type readFailure struct {
+	what string // e.g. `controller "dtc"`
+	err  error
+}
+
+func (e *readFailure) Error() string { return "read " + e.what + ": " + e.err.Error() }
+func (e *readFailure) Unwrap() error { return e.err }
+
+// readFailed wraps a failed read of what (nil stays nil).
+func readFailed(what string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return &readFailure{what: what, err: err}
+}
+
+// read reads id for a readiness check: the document, or nil and how it is missing as
+// the store saw it: absent (then absent, e.g. "is not registered") or created but not
+// committed. A failed read is a readFailure, never absence.
+func (s *Server) read(ctx context.Context, id, absent string) (*store.Doc, string, error) {
+	d, err := s.Store.Get(ctx, id)
+	if since, ok := store.PendingSince(err); ok {
+		return nil, notCommitted(since), nil
+	}
+	if store.CodeOf(err) == store.ErrNotFound {
+		return nil, absent, nil
+	}
+	if err != nil {
+		return nil, "", readFailed(describe(id), err)
+	}
+	return d, "", nil
+}
+
+// notCommitted says that a resource's create began at since and has not committed: it is
+// under way, or its process stopped mid-way (a new create replaces it once a lease old).
+func notCommitted(since time.Time) string {
+	return fmt.Sprintf("is not committed yet: its create began at %s and has not completed; retry, or create it again if that create failed",
+		since.UTC().Format(time.RFC3339))
+}
+
+// get is Store.Get for a readiness check of what must be there (the target, what it
+// belongs to): ErrNotFound as is, a failed read a readFailure.
+func (s *Server) get(ctx context.Context, id string) (*store.Doc, error) {
+	d, err := s.Store.Get(ctx, id)
+	if err != nil && store.CodeOf(err) != store.ErrNotFound {
+		return nil, readFailed(describe(id), err)
+	}
+	return d, err
+}
+
+// list is Store.List for a readiness check: a failure is a readFailure naming what.
+func (s *Server) list(ctx context.Context, q store.Query, what string) ([]*store.Doc, error) {
+	docs, err := s.Store.List(ctx, q)
+	return docs, readFailed(what, err)
+}
+
 // clusterNotReady refuses to apply network intents to a cluster temco cannot reach.
 func (s *Server) clusterNotReady(ctx context.Context, t lifecycle.Target) ([]string, error) {
-	c, err := s.Store.Get(ctx, t.ID())
+	c, err := s.get(ctx, t.ID())
 	if err != nil {
 		return nil, err
 	}
@@ -58,13 +128,21 @@ func (s *Server) clusterNotReady(ctx context.Context, t lifecycle.Target) ([]str
 func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string, error) {
 	if t.CertStage == lifecycle.CertDistribution {
 		e := t.Stage(lifecycle.CertEnrollment)
-		_, info, err := digstate.Load(ctx, s.Store, e.ID())
+		d, err := s.get(ctx, e.ID())
+		if err != nil {
+			return nil, err
+		}
+		info, err := digstate.Parse(d)
 		if err != nil {
 			return nil, err
 		}
 		status := ""
-		if c, err := s.Contexts.Get(ctx, info.ContextID()); err == nil {
+		c, err := s.Contexts.Get(ctx, info.ContextID())
+		switch {
+		case err == nil:
 			status = c.Status
+		case !errors.Is(err, appctx.ErrNotFound):
+			return nil, readFailed("the status of "+describe(e.ID()), err)
 		}
 		if info.Current() != lifecycle.StateInstantiated || status != lifecycle.StatusInstantiated {
 			return []string{fmt.Sprintf("its enrollment is %s (status %q): instantiate the enrollment (POST %s/instantiate) and let it finish first",
@@ -72,7 +150,7 @@ func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string
 		}
 		return nil, nil
 	}
-	d, err := s.Store.Get(ctx, t.CertID())
+	d, err := s.get(ctx, t.CertID())
 	if err != nil {
 		return nil, err
 	}
@@ -87,12 +165,12 @@ func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string
 		return nil, err
 	}
 	ic := cert.Spec.IssuingCluster
-	c, err := s.Store.Get(ctx, lifecycle.ClusterID(lifecycle.ClusterKey(ic.ClusterProvider, ic.Cluster)))
-	if store.CodeOf(err) == store.ErrNotFound {
-		return []string{fmt.Sprintf("its issuing cluster %q of provider %q is not registered", ic.Cluster, ic.ClusterProvider)}, nil
-	}
+	c, why, err := s.read(ctx, lifecycle.ClusterID(lifecycle.ClusterKey(ic.ClusterProvider, ic.Cluster)), "is not registered")
 	if err != nil {
 		return nil, err
+	}
+	if c == nil {
+		return []string{fmt.Sprintf("its issuing cluster %q of provider %q %s", ic.Cluster, ic.ClusterProvider, why)}, nil
 	}
 	if c.Fields[fieldGitOps] == "true" {
 		return []string{fmt.Sprintf("its issuing cluster %q is reached through GitOps; the issuing cluster must be reachable with a kubeconfig (temco reads the signed certificate from it)", ic.Cluster)}, nil
@@ -107,11 +185,11 @@ func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string
 // (so the cluster's sync objects must be complete); on azureArcV2 and anthos clusters
 // nothing temco commits would confine its deployments to the cloud's rights.
 func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]string, error) {
-	refs, err := s.Store.List(ctx, store.Query{Parent: cloud.ID(), Kind: model.KindClusterReference})
+	refs, err := s.list(ctx, store.Query{Parent: cloud.ID(), Kind: model.KindClusterReference}, "the cluster references of "+describe(cloud.ID()))
 	if err != nil {
 		return nil, err
 	}
-	lc, err := s.Store.Get(ctx, cloud.ID())
+	lc, err := s.get(ctx, cloud.ID())
 	if err != nil {
 		return nil, err
 	}
@@ -126,18 +204,18 @@ func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]s
 		if err != nil {
 			return nil, err
 		}
-		c, err := s.Store.Get(ctx, "/cluster-providers/"+sp.Spec.ClusterProvider+"/clusters/"+sp.Spec.Cluster)
-		if store.CodeOf(err) == store.ErrNotFound {
-			out = append(out, fmt.Sprintf("cluster reference %q names cluster %s+%s, which is not registered", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster))
-			continue
-		}
+		c, why, err := s.read(ctx, "/cluster-providers/"+sp.Spec.ClusterProvider+"/clusters/"+sp.Spec.Cluster, "is not registered")
 		if err != nil {
 			return nil, err
+		}
+		if c == nil {
+			out = append(out, fmt.Sprintf("cluster reference %q names cluster %s+%s, which %s", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster, why))
+			continue
 		}
 		if c.Fields[fieldGitOps] == "true" && !admin {
 			problems, err := s.levelOneOnGitOps(ctx, c, sp.Spec.ClusterProvider, sp.Spec.Cluster)
 			if err != nil {
-				return nil, err
+				return nil, readFailed(fmt.Sprintf("the sync objects of GitOps cluster %s+%s", sp.Spec.ClusterProvider, sp.Spec.Cluster), err)
 			}
 			for _, p := range problems {
 				out = append(out, fmt.Sprintf("cluster reference %q names GitOps cluster %s+%s: %s", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster, p))
@@ -173,7 +251,7 @@ func (s *Server) levelOneOnGitOps(ctx context.Context, c *store.Doc, provider, c
 // any order (intents before their placement intent, a DIG before its profile), so
 // instantiate and update are where missing parts are named. An empty list: ready.
 func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]string, error) {
-	d, err := s.Store.Get(ctx, dig.ID())
+	d, err := s.get(ctx, dig.ID())
 	if err != nil {
 		return nil, err
 	}
@@ -184,7 +262,7 @@ func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]strin
 	var missing []string
 	miss := func(format string, args ...any) { missing = append(missing, fmt.Sprintf(format, args...)) }
 	ca := caOf(dig.ID())
-	apps, err := s.Store.List(ctx, store.Query{Parent: ca, Kind: model.KindApp})
+	apps, err := s.list(ctx, store.Query{Parent: ca, Kind: model.KindApp}, "the apps of "+describe(ca))
 	if err != nil {
 		return nil, err
 	}
@@ -195,18 +273,18 @@ func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]strin
 	if len(apps) == 0 {
 		miss("composite app %s has no apps", describe(ca))
 	}
-	if ok, err := s.Store.Exists(ctx, lifecycle.LogicalCloudID(dig.Project, spec.Spec.LogicalCloud)); err != nil {
+	if lc, why, err := s.read(ctx, lifecycle.LogicalCloudID(dig.Project, spec.Spec.LogicalCloud), "does not exist"); err != nil {
 		return nil, err
-	} else if !ok {
-		miss("logical cloud %q does not exist", spec.Spec.LogicalCloud)
+	} else if lc == nil {
+		miss("logical cloud %q %s", spec.Spec.LogicalCloud, why)
 	}
 
-	profiles, err := s.forApps(ctx, ca+"/composite-profiles/"+spec.Spec.CompositeProfile, model.KindAppProfile)
+	profiles, why, err := s.forApps(ctx, ca+"/composite-profiles/"+spec.Spec.CompositeProfile, model.KindAppProfile)
 	if err != nil {
 		return nil, err
 	}
 	if profiles == nil {
-		miss("composite profile %q does not exist", spec.Spec.CompositeProfile)
+		miss("composite profile %q %s", spec.Spec.CompositeProfile, why)
 	}
 	gpi, ctrls, err := s.intentsOf(ctx, dig.ID())
 	if err != nil {
@@ -217,11 +295,11 @@ func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]strin
 	case gpi == "":
 		miss("no intents of the DIG name a %s", model.GenericPlacementIntentKey)
 	default:
-		if placed, err = s.forApps(ctx, dig.ID()+"/generic-placement-intents/"+gpi, model.KindAppIntent); err != nil {
+		if placed, why, err = s.forApps(ctx, dig.ID()+"/generic-placement-intents/"+gpi, model.KindAppIntent); err != nil {
 			return nil, err
 		}
 		if placed == nil {
-			miss("generic placement intent %q does not exist", gpi)
+			miss("generic placement intent %q %s", gpi, why)
 		}
 	}
 	for _, a := range apps {
@@ -231,7 +309,7 @@ func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]strin
 		if placed != nil && !placed[a.Name] {
 			miss("app %q has no app intent in generic placement intent %q", a.Name, gpi)
 		}
-		deps, err := s.Store.List(ctx, store.Query{Parent: a.ID, Kind: model.KindAppDependency})
+		deps, err := s.list(ctx, store.Query{Parent: a.ID, Kind: model.KindAppDependency}, "the dependencies of "+describe(a.ID))
 		if err != nil {
 			return nil, err
 		}
@@ -246,13 +324,13 @@ func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]strin
 		}
 	}
 	for _, name := range slices.Sorted(maps.Keys(ctrls)) {
-		c, err := s.Store.Get(ctx, "/controllers/"+name)
-		if store.CodeOf(err) == store.ErrNotFound {
-			miss("intent %q names controller %q, which is not registered", ctrls[name], name)
-			continue
-		}
+		c, why, err := s.read(ctx, "/controllers/"+name, "is not registered")
 		if err != nil {
 			return nil, err
+		}
+		if c == nil {
+			miss("intent %q names controller %q, which %s", ctrls[name], name, why)
+			continue
 		}
 		sp, err := model.Decode[model.ControllerSpec](c.Body)
 		if err != nil {
@@ -273,27 +351,27 @@ func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]strin
 }
 
 // forApps returns, for the resource parent (a composite profile or a generic placement
-// intent), which apps its children (profiles or app intents) are for; nil if parent does
-// not exist.
-func (s *Server) forApps(ctx context.Context, parent, kind string) (map[string]bool, error) {
-	if ok, err := s.Store.Exists(ctx, parent); err != nil || !ok {
-		return nil, err
+// intent), which apps its children (profiles or app intents) are for; nil and how it is
+// missing (see read) if parent is not there.
+func (s *Server) forApps(ctx context.Context, parent, kind string) (map[string]bool, string, error) {
+	if p, why, err := s.read(ctx, parent, "does not exist"); p == nil {
+		return nil, why, err
 	}
-	docs, err := s.Store.List(ctx, store.Query{Parent: parent, Kind: kind})
+	docs, err := s.list(ctx, store.Query{Parent: parent, Kind: kind}, "the children of "+describe(parent))
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	apps := map[string]bool{}
 	for _, d := range docs {
 		apps[d.Fields["app"]] = true
 	}
-	return apps, nil
+	return apps, "", nil
 }
 
 // intentsOf merges the DIG's intents: the generic placement intent and, by controller,
 // the intent resource naming it.
 func (s *Server) intentsOf(ctx context.Context, digID string) (string, map[string]string, error) {
-	docs, err := s.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindDIGIntent})
+	docs, err := s.list(ctx, store.Query{Parent: digID, Kind: model.KindDIGIntent}, "the intents of "+describe(digID))
 	if err != nil {
 		return "", nil, err
 	}
@@ -320,7 +398,7 @@ func (s *Server) gitOpsPlacements(ctx context.Context, gpiID string, exists bool
 	if !exists {
 		return nil, nil
 	}
-	docs, err := s.Store.List(ctx, store.Query{Parent: gpiID, Kind: model.KindAppIntent})
+	docs, err := s.list(ctx, store.Query{Parent: gpiID, Kind: model.KindAppIntent}, "the app intents of "+describe(gpiID))
 	if err != nil {
 		return nil, err
 	}
@@ -343,8 +421,9 @@ func (s *Server) gitOpsPlacements(ctx context.Context, gpiID string, exists bool
 			for _, c := range list {
 				hit := m.Cluster == c
 				if m.ClusterLabel != "" {
-					if hit, err = s.Store.Exists(ctx, "/cluster-providers/"+m.ClusterProvider+"/clusters/"+c+"/labels/"+m.ClusterLabel); err != nil {
-						return nil, err
+					label := "/cluster-providers/" + m.ClusterProvider + "/clusters/" + c + "/labels/" + m.ClusterLabel
+					if hit, err = s.Store.Exists(ctx, label); err != nil {
+						return nil, readFailed(describe(label), err)
 					}
 				}
 				key := lifecycle.ClusterKey(m.ClusterProvider, c)
@@ -354,7 +433,7 @@ func (s *Server) gitOpsPlacements(ctx context.Context, gpiID string, exists bool
 				checked[key] = true
 				problems, err := s.gitOpsAccessProblems(ctx, m.ClusterProvider, c)
 				if err != nil {
-					return nil, err
+					return nil, readFailed("GitOps cluster "+key+" and its sync objects", err)
 				}
 				for _, p := range problems {
 					out = append(out, fmt.Sprintf("app intent %q may place app %q on GitOps cluster %s: %s", d.Name, sp.Spec.App, key, p))
@@ -367,8 +446,8 @@ func (s *Server) gitOpsPlacements(ctx context.Context, gpiID string, exists bool
 
 // gitOpsClusters lists the names of a provider's clusters registered with spec.gitOps.
 func (s *Server) gitOpsClusters(ctx context.Context, provider string) ([]string, error) {
-	docs, err := s.Store.List(ctx, store.Query{Parent: "/cluster-providers/" + provider, Kind: model.KindCluster,
-		Fields: map[string]string{fieldGitOps: "true"}})
+	docs, err := s.list(ctx, store.Query{Parent: "/cluster-providers/" + provider, Kind: model.KindCluster,
+		Fields: map[string]string{fieldGitOps: "true"}}, "the GitOps clusters of "+describe("/cluster-providers/"+provider))
 	if err != nil {
 		return nil, err
 	}

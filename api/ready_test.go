@@ -2,11 +2,18 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -70,6 +77,55 @@ func TestInstantiateNamesEveryMissingPart(t *testing.T) {
 	c.do("POST", pDIG+"/approve", nil).must(t, 202)
 	c.do("POST", pDIG+"/instantiate", nil).must(t, http.StatusAccepted)
 	if len(ops.started) != 1 || ops.started[0] != "instantiate "+pDIG {
+		t.Fatalf("operations started: %v", ops.started)
+	}
+}
+
+// A part of a DIG is said missing only when the store says it is absent (issue 64: a
+// registered controller was said not to be). A controller whose create has not committed
+// is said to be so, with when that create began; one the store fails to read answers 503
+// naming it; neither is "not registered", and nothing starts.
+func TestInstantiateSaysWhatItSawOfEachPart(t *testing.T) {
+	ops := &operations{}
+	c := newClient(t, func(s *Server) { s.Ops = ops })
+	tree(t, c)
+	c.multipart("POST", pCA+"/composite-profiles/cprof/profiles", res("prof2", map[string]any{"app": "app2"}), testenv.Profile("replicas: 1\n")).must(t, 201)
+	for _, app := range []string{"app1", "app2"} {
+		c.do("POST", pGPI+"/app-intents", res(app, appIntentSpec(app))).must(t, 201)
+	}
+	resources := c.store.Database().Collection("resources")
+	since := time.Now().UTC().Truncate(time.Second)
+	pending := &store.Doc{ID: "/controllers/pend", Kind: model.KindController, Name: "pend",
+		Body: `{"metadata":{"name":"pend"},"spec":{"type":"action"}}`, PendingSince: &since}
+	if _, err := resources.InsertOne(context.Background(), pending); err != nil {
+		t.Fatal(err)
+	}
+	c.do("POST", pDIG+"/intents", res("i1", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi1", "pend": "x"}})).must(t, 201)
+	c.do("POST", pDIG+"/approve", nil).must(t, 202)
+	m := c.do("POST", pDIG+"/instantiate", nil).must(t, http.StatusConflict).message(t)
+	want := `intent "i1" names controller "pend", which is not committed yet: its create began at ` + since.Format(time.RFC3339)
+	if !strings.Contains(m, want) || strings.Contains(m, "not registered") {
+		t.Errorf("message %q does not say %q alone", m, want)
+	}
+
+	// A stored document the store cannot decode: its read fails.
+	if _, err := resources.InsertOne(context.Background(), bson.D{{Key: "_id", Value: "/controllers/broken"}, {Key: "parent", Value: ""},
+		{Key: "kind", Value: model.KindController}, {Key: "name", Value: "broken"}, {Key: "body", Value: 42}}); err != nil {
+		t.Fatal(err)
+	}
+	c.do("PUT", pDIG+"/intents/i1", res("i1", map[string]any{"intent": map[string]string{"genericPlacementIntent": "gpi1", "broken": "x"}})).must(t, 200)
+	c.do("POST", pDIG+"/approve", nil).must(t, 202)
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest("POST", "/v2"+pDIG+"/instantiate", nil)
+	req.Header.Set(ClientHeader, "api-test")
+	c.h.ServeHTTP(rec, req)
+	var body struct{ Message string }
+	_ = json.Unmarshal(rec.Body.Bytes(), &body)
+	if rec.Code != http.StatusServiceUnavailable || !strings.Contains(body.Message, `reading controller "broken" failed`) ||
+		strings.Contains(body.Message, "not registered") {
+		t.Errorf("instantiate answered %d %q, want 503 saying the controller could not be read", rec.Code, rec.Body)
+	}
+	if len(ops.started) != 0 {
 		t.Fatalf("operations started: %v", ops.started)
 	}
 }

@@ -106,7 +106,7 @@ func (s *Store) claim(ctx context.Context, id string, rev int64, holder *Holder)
 				return false, fmt.Errorf("claim %s: %w", id, err)
 			}
 			var held claimDoc
-			err = s.claims.FindOne(ctx, bson.D{{Key: "key", Value: id}}).Decode(&held)
+			err = FindOne(ctx, s.claims, bson.D{{Key: "key", Value: id}}, &held)
 			switch {
 			case errors.Is(err, mongo.ErrNoDocuments):
 				return false, nil // released meanwhile

@@ -94,7 +94,7 @@ func (s *Store) insertPending(ctx context.Context, d *Doc) error {
 	}
 	// Only a stale pending document is replaced: anything else answers at once.
 	var cur Doc
-	err = s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: d.ID}}, options.FindOne().SetProjection(bson.D{{Key: "pendingSince", Value: 1}})).Decode(&cur)
+	err = FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: d.ID}}, &cur, options.Find().SetProjection(bson.D{{Key: "pendingSince", Value: 1}}))
 	if err == nil && (cur.PendingSince == nil || s.now().Sub(*cur.PendingSince) < lease) {
 		return &Error{Code: ErrExists, ID: d.ID}
 	}

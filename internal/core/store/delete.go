@@ -134,7 +134,7 @@ func (s *Store) awaitPending(ctx context.Context, id string, since time.Time) (b
 	var committed bool
 	ended, err := s.poll(ctx, func() (bool, error) {
 		var d Doc
-		err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: "pendingSince", Value: 1}})).Decode(&d)
+		err := FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: id}}, &d, options.Find().SetProjection(bson.D{{Key: "pendingSince", Value: 1}}))
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
 			return true, nil

@@ -3,6 +3,7 @@ package store
 import (
 	"errors"
 	"net/url"
+	"time"
 )
 
 // Code classifies store errors; the API maps each to an HTTP status.
@@ -28,7 +29,8 @@ type Error struct {
 	Other string
 	Msg   string
 
-	deleting bool // ErrBusy because ID is being deleted
+	deleting     bool      // ErrBusy because ID is being deleted
+	pendingSince time.Time // ErrNotFound of a document inserted then, not committed
 }
 
 func (e *Error) Error() string {
@@ -36,6 +38,9 @@ func (e *Error) Error() string {
 	switch e.Code {
 	case ErrNotFound, ErrParentMissing, ErrRefMissing:
 		s += " not found"
+		if !e.pendingSince.IsZero() {
+			s += " (its create, begun at " + e.pendingSince.Format(time.RFC3339Nano) + ", has not committed)"
+		}
 	case ErrExists:
 		s += " already exists"
 	case ErrHasChildren:
@@ -58,6 +63,17 @@ func CodeOf(err error) Code {
 		return e.Code
 	}
 	return 0
+}
+
+// PendingSince tells an ErrNotFound of a document whose create has not committed (its
+// creator is still at it, or stopped mid-way: then a new create replaces it once it is a
+// lease old) from one of a document that is not there: it returns when that create began.
+func PendingSince(err error) (time.Time, bool) {
+	var e *Error
+	if errors.As(err, &e) && e.Code == ErrNotFound && !e.pendingSince.IsZero() {
+		return e.pendingSince, true
+	}
+	return time.Time{}, false
 }
 
 // deletingOf returns the resource whose delete under way err reports, or "".

@@ -138,22 +138,25 @@ func (s *Store) Exists(ctx context.Context, id string) (bool, error) {
 }
 
 // byID reads the committed document id, only the fields of projection if not nil.
-// Error: ErrNotFound. The filter is _id alone, as FerretDB 1.x on SQLite looks up no
-// other filter by index (it scans the collection); pending documents are skipped here.
-// FindOne, not CountDocuments: a count is an aggregation, which FerretDB 1.x runs over
-// the whole collection.
+// Error: ErrNotFound, saying whether the document is absent or pending (PendingSince).
+// The filter is _id alone, as FerretDB 1.x on SQLite looks up no other filter by index
+// (it scans the collection); pending documents are skipped here. A find, not
+// CountDocuments: a count is an aggregation, which FerretDB 1.x runs over the whole
+// collection.
 func (s *Store) byID(ctx context.Context, id string, projection bson.D) (*Doc, error) {
-	opts := options.FindOne()
+	opts := options.Find()
 	if projection != nil {
 		opts.SetProjection(append(projection, bson.E{Key: "pendingSince", Value: 1}))
 	}
 	var d Doc
-	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, opts).Decode(&d)
-	if errors.Is(err, mongo.ErrNoDocuments) || err == nil && d.PendingSince != nil {
+	err := FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: id}}, &d, opts)
+	switch {
+	case errors.Is(err, mongo.ErrNoDocuments):
 		return nil, &Error{Code: ErrNotFound, ID: id}
-	}
-	if err != nil {
+	case err != nil:
 		return nil, fmt.Errorf("get %s: %w", id, err)
+	case d.PendingSince != nil:
+		return nil, &Error{Code: ErrNotFound, ID: id, pendingSince: *d.PendingSince}
 	}
 	return &d, nil
 }
