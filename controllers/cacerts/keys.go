@@ -78,7 +78,7 @@ func (k *Keys) Put(ctx context.Context, ctxID, cluster, request string, issuer I
 // Get reads what the enrolment holds for a cluster.
 func (k *Keys) Get(ctx context.Context, ctxID, cluster string) (*Enrolled, error) {
 	var e Enrolled
-	err := k.coll(ctx).FindOne(ctx, bson.D{{Key: "_id", Value: enrolledID(ctxID, cluster)}}).Decode(&e)
+	err := store.FindOne(ctx, k.coll(ctx), bson.D{{Key: "_id", Value: enrolledID(ctxID, cluster)}}, &e)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, ErrNoKey
 	}

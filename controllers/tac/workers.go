@@ -75,7 +75,7 @@ func (w *workers) up(ctx context.Context, in contract.Input, target lifecycle.Ta
 	rec := record{ID: in.ContextID + "/" + in.Operation + target.ID(), Context: in.ContextID, Operation: in.Operation, DIG: target,
 		Deadline: time.Now().Add(timeout)}
 	var earlier record
-	err := w.records.FindOne(ctx, bson.D{{Key: "_id", Value: rec.ID}}).Decode(&earlier)
+	err := store.FindOne(ctx, w.records, bson.D{{Key: "_id", Value: rec.ID}}, &earlier)
 	switch {
 	case err == nil: // an earlier attempt instantiated it
 		rec = earlier

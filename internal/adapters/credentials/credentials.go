@@ -56,7 +56,7 @@ var ErrNotFound = errors.New("no credential")
 // Get returns the kubeconfig of a cloud on a cluster and a version that changes when it does.
 func (s *Store) Get(ctx context.Context, cloud, cluster string) ([]byte, []byte, error) {
 	var d doc
-	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id(cloud, cluster)}}).Decode(&d)
+	err := store.FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: id(cloud, cluster)}}, &d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil, ErrNotFound
 	}

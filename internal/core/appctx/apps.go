@@ -10,6 +10,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/temco/temco/internal/core/store"
 )
 
 // PutApps stores the rendered apps of a context, replacing those it has (an earlier
@@ -107,7 +109,7 @@ func (s *Store) rendered(ctx context.Context, ctxID string, names []string) (map
 	for i, name := range names {
 		g.Go(func() error {
 			var a App
-			err := s.apps.FindOne(ctx, bson.D{{Key: "_id", Value: ctxID + "/" + name}}).Decode(&a)
+			err := store.FindOne(ctx, s.apps, bson.D{{Key: "_id", Value: ctxID + "/" + name}}, &a)
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				return nil
 			}

@@ -12,6 +12,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // Batches returns how many cluster batches a context has.
@@ -29,7 +30,7 @@ func (s *Store) StartBatch(ctx context.Context, ctxID string, batch int) ([]stri
 		return nil, err
 	}
 	var b batchDoc
-	err := s.batches.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&b)
+	err := store.FindOne(ctx, s.batches, bson.D{{Key: "_id", Value: id}}, &b)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}
@@ -43,7 +44,7 @@ func (s *Store) StartBatch(ctx context.Context, ctxID string, batch int) ([]stri
 func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
 	var b batchDoc
 	id := batchID(ctxID, batch)
-	if err := s.batches.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&b); err != nil {
+	if err := store.FindOne(ctx, s.batches, bson.D{{Key: "_id", Value: id}}, &b); err != nil {
 		return fmt.Errorf("batch %d of context %s: %w", batch, ctxID, err)
 	}
 	docs, err := s.clusterDocs(ctx, ctxID, b.Clusters)

@@ -14,6 +14,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	"golang.org/x/sync/errgroup"
+
+	"github.com/temco/temco/internal/core/store"
 )
 
 // ClusterApps returns the apps placed on one cluster with their resources' statuses.
@@ -38,7 +40,7 @@ func (s *Store) PlacedApps(ctx context.Context, ctxID, cluster string) ([]*Clust
 // clusterDoc reads the document of one cluster of a context (nil if it has none).
 func (s *Store) clusterDoc(ctx context.Context, ctxID, cluster string) (*clusterDoc, error) {
 	var d clusterDoc
-	err := s.clusters.FindOne(ctx, bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}).Decode(&d)
+	err := store.FindOne(ctx, s.clusters, bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}, &d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}
@@ -59,7 +61,7 @@ func (s *Store) clusterDocs(ctx context.Context, ctxID string, clusters []string
 	for i, c := range clusters {
 		g.Go(func() error {
 			var d clusterDoc
-			err := s.clusters.FindOne(gctx, bson.D{{Key: "_id", Value: clusterID(ctxID, c)}}).Decode(&d)
+			err := store.FindOne(gctx, s.clusters, bson.D{{Key: "_id", Value: clusterID(ctxID, c)}}, &d)
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				return nil
 			}
@@ -198,7 +200,7 @@ func (s *Store) saveCluster(ctx context.Context, ctxID, cluster string, by Attem
 		if err != nil || res.MatchedCount > 0 || by.Activity == "" {
 			return err
 		}
-		err = s.clusters.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+		err = store.FindOne(ctx, s.clusters, bson.D{{Key: "_id", Value: id}}, new(bson.Raw), options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
 		switch {
 		case errors.Is(err, mongo.ErrNoDocuments):
 			return nil

@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/core/drift"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // ClusterDrift is the last drift check of one cluster of a context.
@@ -124,7 +125,7 @@ func (s *Store) SummarizeDrift(ctx context.Context, sum *DriftSummary) error {
 // of its drifted and unchecked clusters, sorted by cluster.
 func (s *Store) Drift(ctx context.Context, ctxID string) (*DriftSummary, []*ClusterDrift, error) {
 	var sum DriftSummary
-	err := s.drift.FindOne(ctx, bson.D{{Key: "_id", Value: driftSummaryID(ctxID)}}).Decode(&sum)
+	err := store.FindOne(ctx, s.drift, bson.D{{Key: "_id", Value: driftSummaryID(ctxID)}}, &sum)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil, nil
 	}
@@ -138,7 +139,7 @@ func (s *Store) Drift(ctx context.Context, ctxID string) (*DriftSummary, []*Clus
 	for i, c := range clusters {
 		g.Go(func() error {
 			var d ClusterDrift
-			err := s.drift.FindOne(gctx, bson.D{{Key: "_id", Value: clusterID(ctxID, c)}}).Decode(&d)
+			err := store.FindOne(gctx, s.drift, bson.D{{Key: "_id", Value: clusterID(ctxID, c)}}, &d)
 			if errors.Is(err, mongo.ErrNoDocuments) {
 				return nil
 			}
@@ -156,7 +157,7 @@ func (s *Store) Drift(ctx context.Context, ctxID string) (*DriftSummary, []*Clus
 // a drift check reads the clusters, it changes no status.
 func (s *Store) BatchClusters(ctx context.Context, ctxID string, batch int) ([]string, error) {
 	var b batchDoc
-	err := s.batches.FindOne(ctx, bson.D{{Key: "_id", Value: batchID(ctxID, batch)}}).Decode(&b)
+	err := store.FindOne(ctx, s.batches, bson.D{{Key: "_id", Value: batchID(ctxID, batch)}}, &b)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}

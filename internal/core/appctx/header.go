@@ -14,6 +14,7 @@ import (
 
 	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // ErrNotFound is returned for a missing context.
@@ -32,7 +33,7 @@ func (s *Store) Create(ctx context.Context, c *Context) error {
 // Get returns a context header.
 func (s *Store) Get(ctx context.Context, id string) (*Context, error) {
 	var c Context
-	err := s.contexts.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&c)
+	err := store.FindOne(ctx, s.contexts, bson.D{{Key: "_id", Value: id}}, &c)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, fmt.Errorf("%w: %s", ErrNotFound, id)
 	}
@@ -64,7 +65,7 @@ func (s *Store) SetArtifact(ctx context.Context, id string, st artifact.Status) 
 
 // RefersTo reports whether a context keeps the artifact stored under digest.
 func (s *Store) RefersTo(ctx context.Context, digest string) (bool, error) {
-	err := s.contexts.FindOne(ctx, bson.D{{Key: "blobs", Value: digest}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+	err := store.FindOne(ctx, s.contexts, bson.D{{Key: "blobs", Value: digest}}, new(bson.Raw), options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return false, nil
 	}
@@ -88,10 +89,10 @@ func (s *Store) DIGOf(ctx context.Context, id string) (string, error) {
 	var c struct {
 		DIG string `bson:"dig"`
 	}
-	proj := options.FindOne().SetProjection(bson.D{{Key: "dig", Value: 1}})
-	err := s.contexts.FindOne(ctx, bson.D{{Key: "_id", Value: id}}, proj).Decode(&c)
+	proj := options.Find().SetProjection(bson.D{{Key: "dig", Value: 1}})
+	err := store.FindOne(ctx, s.contexts, bson.D{{Key: "_id", Value: id}}, &c, proj)
 	if errors.Is(err, mongo.ErrNoDocuments) { // the instance's first context was pruned: rare, so unindexed
-		err = s.contexts.FindOne(ctx, bson.D{{Key: "instance", Value: id}}, proj).Decode(&c)
+		err = store.FindOne(ctx, s.contexts, bson.D{{Key: "instance", Value: id}}, &c, proj)
 	}
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return "", fmt.Errorf("%w: %s", ErrNotFound, id)

@@ -100,7 +100,7 @@ var ErrNotStored = errors.New("artifact not stored")
 // Get returns the bytes stored under digest, checked against it (ErrNotStored if none).
 func (s *Store) Get(ctx context.Context, digest string) ([]byte, error) {
 	var doc blobDoc
-	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: digest}}).Decode(&doc)
+	err := store.FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: digest}}, &doc)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, fmt.Errorf("%w: %s", ErrNotStored, digest)
 	}
@@ -156,7 +156,7 @@ func (s *Store) Lookup(ctx context.Context, digest string) (Entry, bool, error) 
 			continue
 		}
 		var doc blobDoc
-		err = s.coll.FindOne(ctx, filter, options.FindOne().SetProjection(bson.D{{Key: "data", Value: 0}})).Decode(&doc)
+		err = store.FindOne(ctx, s.coll, filter, &doc, options.Find().SetProjection(bson.D{{Key: "data", Value: 0}}))
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			continue
 		}
@@ -219,7 +219,7 @@ func (s *Store) Claim(ctx context.Context, digest string) (renew func(context.Co
 		var held struct {
 			At time.Time `bson:"at"`
 		}
-		if err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&held); err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
+		if err := store.FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: id}}, &held); err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 			return nil, nil, err
 		}
 		if time.Since(held.At) < fetchLease {

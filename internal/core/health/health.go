@@ -17,6 +17,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/bson"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/temco/temco/internal/core/store"
 )
 
 // A cluster's reachability.
@@ -115,7 +117,7 @@ func (s *Store) Round(ctx context.Context, t time.Time) error {
 // Counts returns the clusters by state as the last round ended (empty before the first).
 func (s *Store) Counts(ctx context.Context) (map[string]int, error) {
 	var r round
-	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: roundID}}).Decode(&r)
+	err := store.FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: roundID}}, &r)
 	if err != nil && err != mongo.ErrNoDocuments {
 		return nil, fmt.Errorf("read the round of probes: %w", err)
 	}
@@ -137,7 +139,7 @@ func (s *Store) Of(ctx context.Context, keys []string) (map[string]Cluster, erro
 		return nil, err
 	}
 	var r round
-	if err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: roundID}}).Decode(&r); err != nil && err != mongo.ErrNoDocuments {
+	if err := store.FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: roundID}}, &r); err != nil && err != mongo.ErrNoDocuments {
 		return nil, fmt.Errorf("read the round of probes: %w", err)
 	}
 	for k, c := range out {

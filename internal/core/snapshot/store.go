@@ -134,7 +134,7 @@ func (s *Store) Take(ctx context.Context, st *store.Store, dig string, rev Revis
 			return s.addRevision(ctx, from.Key, rev, seq)
 		}
 		id = IDOf(data)
-		err = s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: key(dig, id)}}, options.FindOne().SetProjection(bson.D{{Key: "_id", Value: 1}})).Err()
+		err = store.FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: key(dig, id)}}, new(bson.Raw), options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			_, err = s.coll.InsertOne(ctx, Snapshot{Key: key(dig, id), DIG: dig, Document: string(data), Contexts: []string{rev.ContextID},
 				Summary: Summary{ID: id, Revisions: []Revision{rev}, Created: rev.Time, Operation: rev.Operation, Updated: rev.Time, Seq: seq}})
@@ -164,8 +164,7 @@ func (s *Store) nextSeq(ctx context.Context, dig string) (int64, error) {
 	var last struct {
 		Seq int64 `bson:"seq"`
 	}
-	err := s.coll.FindOne(ctx, bson.D{{Key: "dig", Value: dig}}, options.FindOne().
-		SetSort(bson.D{{Key: "seq", Value: -1}}).SetProjection(bson.D{{Key: "seq", Value: 1}})).Decode(&last)
+	err := store.FindOne(ctx, s.coll, bson.D{{Key: "dig", Value: dig}}, &last, options.Find().SetSort(bson.D{{Key: "seq", Value: -1}}).SetProjection(bson.D{{Key: "seq", Value: 1}}))
 	if err != nil && !errors.Is(err, mongo.ErrNoDocuments) {
 		return 0, err
 	}
@@ -176,8 +175,7 @@ func (s *Store) nextSeq(ctx context.Context, dig string) (int64, error) {
 // none did).
 func (s *Store) producedBy(ctx context.Context, dig, ctxID string) (*Snapshot, error) {
 	var snap Snapshot
-	err := s.coll.FindOne(ctx, bson.D{{Key: "dig", Value: dig}, {Key: "contexts", Value: ctxID}},
-		options.FindOne().SetProjection(bson.D{{Key: "document", Value: 0}})).Decode(&snap)
+	err := store.FindOne(ctx, s.coll, bson.D{{Key: "dig", Value: dig}, {Key: "contexts", Value: ctxID}}, &snap, options.Find().SetProjection(bson.D{{Key: "document", Value: 0}}))
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, nil
 	}
@@ -187,7 +185,7 @@ func (s *Store) producedBy(ctx context.Context, dig, ctxID string) (*Snapshot, e
 // Get returns the snapshot id of the DIG whose store id is dig. Error: ErrNotFound.
 func (s *Store) Get(ctx context.Context, dig, id string) (*Snapshot, error) {
 	var snap Snapshot
-	err := s.coll.FindOne(ctx, bson.D{{Key: "_id", Value: key(dig, id)}}).Decode(&snap)
+	err := store.FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: key(dig, id)}}, &snap)
 	if errors.Is(err, mongo.ErrNoDocuments) {
 		return nil, ErrNotFound
 	}

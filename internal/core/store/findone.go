@@ -8,7 +8,9 @@ import (
 )
 
 // FindOne decodes the first document of coll matching filter into out, or answers
-// mongo.ErrNoDocuments: Collection.FindOne without a server-side time limit.
+// mongo.ErrNoDocuments: Collection.FindOne without a server-side time limit. Every
+// lookup of temco's collections goes through it (contexts, snapshots, artifacts, probes,
+// credentials and the controllers' records included), never the driver's FindOne.
 //
 // The driver sends FindOne's context deadline (or the client's timeout) as maxTimeMS.
 // When that limit expires just as FerretDB 1.x has run the query, it may close the
