@@ -160,7 +160,8 @@ func TestStatusAnswersAsEMCO(t *testing.T) {
 	present := appctx.Live{State: appctx.LivePresent, Ready: true}
 	reads.live = map[string][]appctx.Live{
 		"app1/cp1+c1": {present, present, present},
-		"app1/cp1+c2": {{State: appctx.LivePresent}, {State: appctx.LiveUnknown, Error: "connection refused"}, {State: appctx.LiveNotPresent}},
+		"app1/cp1+c2": {{State: appctx.LivePresent, Reason: "Available False: MinimumReplicasUnavailable: Deployment does not have minimum availability."},
+			{State: appctx.LiveUnknown, Error: "connection refused"}, {State: appctx.LiveNotPresent}},
 		"app2/cp1+c1": {present},
 	}
 	reads.details = map[string]map[string]any{

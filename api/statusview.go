@@ -106,11 +106,13 @@ type resourceStatus struct {
 	ReadyStatus    string          `json:"readyStatus,omitempty"`
 
 	// temco's own: where the object is, how often applying it was tried, the last error
-	// of that (or of reading it back), and what its apply left out.
+	// of that (or of reading it back), what its apply left out, and (status=ready) why its
+	// cluster reports it not ready.
 	Namespace string `json:"namespace,omitempty"`
 	Attempts  int32  `json:"attempts,omitempty"`
 	Error     string `json:"error,omitempty"`
 	Warning   string `json:"warning,omitempty"`
+	Reason    string `json:"reason,omitempty"`
 }
 
 // The answers to the apps, clusters and resources flags.
@@ -233,6 +235,9 @@ func (b *statusBuilder) add(p *appctx.ClusterApp, apps map[string]*appctx.App) {
 			rs.setStatus(b.q, st)
 			if live.Error != "" && rs.Error == "" {
 				rs.Error = live.Error
+			}
+			if st == readyNotReady {
+				rs.Reason = live.Reason
 			}
 			if b.q.output == "detail" && live.Detail != "" {
 				rs.Detail = json.RawMessage(live.Detail)

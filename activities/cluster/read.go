@@ -72,7 +72,8 @@ func (c *client) read(ctx context.Context, _ *appctx.Context, placements []*appc
 				p.Live[i] = appctx.Live{State: appctx.LiveNotPresent}
 				res.NotReady++
 			default:
-				p.Live[i] = appctx.Live{State: appctx.LivePresent, Ready: readiness.Ready(u)}
+				v := readiness.Judge(u)
+				p.Live[i] = appctx.Live{State: appctx.LivePresent, Ready: v.Ready, Reason: v.Reason}
 				if !p.Live[i].Ready {
 					res.NotReady++
 				}

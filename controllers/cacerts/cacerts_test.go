@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 func validCert() CertSpec {
@@ -288,5 +289,19 @@ func TestTenantsNameOnlyAllowedOrganizations(t *testing.T) {
 	err := checkTenancy(context.Background(), nil, "pa", sp, false, Policy{Organizations: []string{"edge"}})
 	if err == nil || !strings.Contains(err.Error(), `spec.csrInfo.subject.organization.units[0] "system:masters"`) {
 		t.Errorf("error %v, want the unit refused", err)
+	}
+}
+
+// An admin's project intent may name any issuing cluster and organization, checked
+// against no cloud (EMCO's example signs on issuer1, in none of the project's clouds);
+// enrolment knows it by the mark the write stored.
+func TestAdminsNameAnyIssuingCluster(t *testing.T) {
+	sp := &CertSpec{IssuingCluster: IssuingCluster{Cluster: "issuer1", ClusterProvider: "provider1"}}
+	sp.CSRInfo.Subject.Organization.Units = []string{"system:masters"}
+	if err := checkTenancy(context.Background(), nil, "proj1", sp, true, Policy{}); err != nil {
+		t.Errorf("an admin's intent: %v", err)
+	}
+	if writtenByAdmin(&store.Doc{}) || !writtenByAdmin(&store.Doc{Fields: map[string]string{fieldWriter: writerAdmin}}) {
+		t.Error("an intent is the admin's exactly when marked so")
 	}
 }

@@ -179,7 +179,8 @@ func checkClusterGroupSpec(sp *ClusterGroupSpec, provider string) error {
 	return nil
 }
 
-// certCheck validates a certificate intent, a project's against p too (tenancy.go).
+// certCheck validates a certificate intent, and a project's tenancy (tenancy.go): a
+// tenant's against p, an admin's marked as the admin's.
 func certCheck(p Policy) func(context.Context, *api.Request[CertSpec]) error {
 	return func(ctx context.Context, r *api.Request[CertSpec]) error {
 		res := r.Resource()
@@ -187,7 +188,11 @@ func certCheck(p Policy) func(context.Context, *api.Request[CertSpec]) error {
 			return api.BadRequest("CA certificate intent %q: %v", res.Metadata.Name, err)
 		}
 		if t := targetOf(r.ID(), ""); t.Project != "" {
-			return checkTenancy(ctx, r.Store(), t.Project, &res.Spec, api.CallerIsAdmin(ctx), p)
+			admin := api.CallerIsAdmin(ctx)
+			if admin {
+				r.Field(fieldWriter, writerAdmin)
+			}
+			return checkTenancy(ctx, r.Store(), t.Project, &res.Spec, admin, p)
 		}
 		return nil
 	}

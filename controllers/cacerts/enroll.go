@@ -46,14 +46,21 @@ func invalid(format string, args ...any) error {
 
 // loadCert reads the certificate intent of t.
 func (a *Activities) loadCert(ctx context.Context, t lifecycle.Target) (model.Resource[CertSpec], error) {
+	cert, _, err := a.loadCertDoc(ctx, t)
+	return cert, err
+}
+
+// loadCertDoc reads the certificate intent of t, with its stored document.
+func (a *Activities) loadCertDoc(ctx context.Context, t lifecycle.Target) (model.Resource[CertSpec], *store.Doc, error) {
 	d, err := a.Store.Get(ctx, t.CertID())
 	if store.CodeOf(err) == store.ErrNotFound {
-		return model.Resource[CertSpec]{}, invalid("%s: the certificate intent no longer exists", t)
+		return model.Resource[CertSpec]{}, nil, invalid("%s: the certificate intent no longer exists", t)
 	}
 	if err != nil {
-		return model.Resource[CertSpec]{}, err
+		return model.Resource[CertSpec]{}, nil, err
 	}
-	return model.Decode[CertSpec](d.Body)
+	cert, err := model.Decode[CertSpec](d.Body)
+	return cert, d, err
 }
 
 // PrepareCertEnrollment builds an enrolment's context: per member cluster a new key
@@ -63,7 +70,7 @@ func (a *Activities) loadCert(ctx context.Context, t lifecycle.Target) (model.Re
 // member, an SGX cluster) fails it here, before anything is applied.
 func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
 	t := in.Target
-	cert, err := a.loadCert(ctx, t)
+	cert, doc, err := a.loadCertDoc(ctx, t)
 	if err != nil {
 		return lifecycle.Plan{}, err
 	}
@@ -81,7 +88,7 @@ func (a *Activities) PrepareCertEnrollment(ctx context.Context, in lifecycle.Con
 	} else if !ok {
 		return lifecycle.Plan{}, invalid("%s: the issuing cluster %s is not registered", t, issuing)
 	}
-	if t.Project != "" { // the clouds may have changed since the intent was written
+	if t.Project != "" && !writtenByAdmin(doc) { // a tenant's: the clouds may have changed since it was written
 		if ok, err := inProjectClouds(ctx, a.Store, t.Project, issuing); err != nil {
 			return lifecycle.Plan{}, err
 		} else if !ok {

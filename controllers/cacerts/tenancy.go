@@ -11,12 +11,20 @@ import (
 	"github.com/temco/temco/internal/core/store"
 )
 
-// What a project's certificate intents may sign is bound to the project: a request is
+// What a tenant's certificate intents may sign is bound to its project: a request is
 // signed on the issuing cluster with that cluster's registered (admin) credentials, and
 // with its own signer the subject's organizations become Kubernetes groups there
-// ("system:masters" is cluster-admin). So a project's intent names only an issuing
-// cluster of its own logical clouds, and a tenant's names only the subject organizations
-// an admin allowed (Policy). Cluster providers' intents are admin-only by route.
+// ("system:masters" is cluster-admin). So a tenant's intent names only an issuing cluster
+// of its project's logical clouds, and only the subject organizations an admin allowed
+// (Policy). An admin's may name any registered issuing cluster and any organization, as
+// in EMCO, whose example signs a project's certificates on an issuing cluster of no
+// cloud. Cluster providers' intents are admin-only by route.
+//
+// Enrolment checks the issuing cluster again (the clouds may have changed since), and so
+// must know who wrote the intent: an admin's is marked so when stored (fieldWriter). The
+// mark goes with what was written, not with who asks for the enrolment: a tenant may
+// enrol the intent an admin wrote for its project, and a tenant's rewrite of it is
+// checked, and marked, as the tenant's. Intents stored without the mark are bound.
 
 // Policy is what tenants' certificate intents may ask for, set by an admin.
 type Policy struct {
@@ -30,18 +38,29 @@ func KindsWith(p Policy) []api.ResourceKind {
 	return kindsWith(p)
 }
 
-// checkTenancy refuses a project's certificate intent that reaches beyond the project:
-// an issuing cluster none of its logical clouds references, or, from a tenant, a subject
-// organization p does not allow.
+// fieldWriter is the stored field of a project's certificate intent that an admin wrote
+// (writerAdmin); a tenant's has none.
+const (
+	fieldWriter = "writer"
+	writerAdmin = "admin"
+)
+
+// writtenByAdmin reports whether a stored certificate intent is an admin's.
+func writtenByAdmin(d *store.Doc) bool { return d.Fields[fieldWriter] == writerAdmin }
+
+// checkTenancy refuses a tenant's project certificate intent that reaches beyond the
+// project: a subject organization p does not allow, or an issuing cluster none of its
+// logical clouds references. An admin's passes.
 func checkTenancy(ctx context.Context, st *store.Store, project string, sp *CertSpec, admin bool, p Policy) error {
-	if !admin {
-		org := sp.CSRInfo.Subject.Organization
-		for field, values := range map[string][]string{"names": org.Names, "units": org.Units} {
-			for i, v := range values {
-				if !slices.Contains(p.Organizations, v) {
-					return api.Forbidden("spec.csrInfo.subject.organization.%s[%d] %q is not an organization an admin allowed tenants' certificates to name (%v)",
-						field, i, v, p.Organizations)
-				}
+	if admin {
+		return nil
+	}
+	org := sp.CSRInfo.Subject.Organization
+	for field, values := range map[string][]string{"names": org.Names, "units": org.Units} {
+		for i, v := range values {
+			if !slices.Contains(p.Organizations, v) {
+				return api.Forbidden("spec.csrInfo.subject.organization.%s[%d] %q is not an organization an admin allowed tenants' certificates to name (%v)",
+					field, i, v, p.Organizations)
 			}
 		}
 	}
@@ -51,7 +70,7 @@ func checkTenancy(ctx context.Context, st *store.Store, project string, sp *Cert
 		return err
 	}
 	if !ok {
-		return api.Forbidden("spec.issuingCluster %s is not a cluster of a logical cloud of project %q: a project's certificates are signed only on its own clusters",
+		return api.Forbidden("spec.issuingCluster %s is not a cluster of a logical cloud of project %q: a tenant's certificates are signed only on its project's clusters (an admin may name any)",
 			issuing, project)
 	}
 	return nil

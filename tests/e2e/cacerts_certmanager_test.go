@@ -34,9 +34,15 @@ type cmIssuers struct {
 
 func makeCMIssuers(t *testing.T, cl *devstack.Cluster, prefix string) cmIssuers {
 	t.Helper()
+	return makeCMIssuersNamed(t, cl, prefix, prefix+"-ca")
+}
+
+// makeCMIssuersNamed makes the issuers with the CA ClusterIssuer named ca (an example's).
+func makeCMIssuersNamed(t *testing.T, cl *devstack.Cluster, prefix, ca string) cmIssuers {
+	t.Helper()
 	ctx := context.Background()
 	dc := dynClient(t, cl)
-	is := cmIssuers{selfSigned: prefix + "-selfsigned", ca: prefix + "-ca"}
+	is := cmIssuers{selfSigned: prefix + "-selfsigned", ca: ca}
 	secret := prefix + "-root-ca"
 	objs := []struct {
 		gvr schema.GroupVersionResource

@@ -741,3 +741,52 @@ func TestCACertsStop(t *testing.T) {
 	apiUp = true
 	r.operate(lifecycle.CertEnrollment, "terminate", lifecycle.StatusTerminated)
 }
+
+// An admin's project certificate intent may name an issuing cluster of none of the
+// project's logical clouds, as EMCO's example does (issuer1). The project's tenant may
+// enrol it: the enrolment checks the issuing cluster again only for a tenant's intent, so
+// it gets past it (and fails for want of members, this project having no cloud). The
+// tenant may not name that cluster, in an intent of its own or by rewriting the admin's.
+func TestCACertsAdminNamesAnyIssuingCluster(t *testing.T) {
+	a := startAuthAPI(t)
+	admin := a.as(a.iss.Token("root", []string{"admin"}, nil))
+	project := projectName(t)
+	admin.do("POST", "/projects", res(project, nil)).must(t, 201)
+	alice := a.as(a.iss.Token("alice", []string{"project:" + project}, nil))
+	certs := "/projects/" + project + "/ca-certs"
+	path := certs + "/admins"
+	t.Cleanup(func() {
+		for _, p := range []string{path, "/projects/" + project} {
+			if r := admin.do("DELETE", p, nil); r.code != 204 && r.code != 404 {
+				t.Errorf("clean-up: DELETE %s: %d %s", p, r.code, r.body)
+			}
+		}
+	})
+	noOrganization := func(cert map[string]any) map[string]any {
+		cert["spec"].(map[string]any)["csrInfo"].(map[string]any)["subject"] = map[string]any{"names": map[string]any{"commonNamePrefix": "e2e"}}
+		return cert
+	}
+
+	admin.do("POST", certs, certIntent("admins")).must(t, 201) // issuing cluster1
+	for _, r := range []response{alice.do("POST", certs, noOrganization(certIntent("mine"))), alice.do("PUT", path, noOrganization(certIntent("admins")))} {
+		if r.must(t, 403); !strings.Contains(string(r.body), "spec.issuingCluster local+cluster1 is not a cluster of a logical cloud") {
+			t.Errorf("the tenant naming cluster1: %s", r.body)
+		}
+	}
+	alice.do("GET", certs+"/mine", nil).must(t, 404)
+
+	alice.do("POST", path+"/enrollment/instantiate", nil).must(t, 202)
+	s := awaitValue(t, "the tenant's enrolment of the admin's intent failed", time.Minute,
+		func() certStatus { return getAs[certStatus](t, alice, path+"/enrollment/status?status=deployed") },
+		func(s certStatus) bool { return s.DeployedStatus == lifecycle.StatusInstantiateFailed })
+	if !strings.Contains(s.Error, "selects no cluster") {
+		t.Errorf("the enrolment failed for another reason than its members: %s", s.Error)
+	}
+	alice.do("POST", path+"/enrollment/terminate", nil).must(t, 202)
+	poll.Until(t, "delete after terminate", time.Minute, func(context.Context) error {
+		if r := admin.do("DELETE", path, nil); r.code != 204 {
+			return fmt.Errorf("%d %s", r.code, r.body)
+		}
+		return nil
+	})
+}

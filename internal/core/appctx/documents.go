@@ -193,6 +193,7 @@ type Live struct {
 	State  string `bson:"state"`            // Present, NotPresent or Unknown (cluster unreachable)
 	Ready  bool   `bson:"ready"`            // see readiness.Ready
 	Error  string `bson:"error,omitempty"`  // why the state is Unknown
+	Reason string `bson:"reason,omitempty"` // why a present object is not ready, as its cluster says (readiness.Judge)
 	Detail string `bson:"detail,omitempty"` // JSON, see DetailOf; when asked for
 }
 

@@ -2,51 +2,168 @@
 // for clusters temco reaches directly and for the status a GitOps cluster's monitor reports.
 package readiness
 
-import "k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+import (
+	"fmt"
+	"strings"
 
-// Ready judges readiness from an object's status: Deployments Available with all replicas
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+)
+
+// Verdict is what an object's status says of its readiness.
+type Verdict struct {
+	Ready bool
+	// Reason says, of an object not ready, why: the cluster's own words where its status
+	// has them (a condition's type, status, reason and message), else what is counted
+	// short (replicas). Empty for a ready object.
+	Reason string
+}
+
+// maxReason bounds a reason: a controller's message may quote a whole object, and a
+// status answer carries one reason per object.
+const maxReason = 300
+
+// Ready judges readiness from an object's status (see Judge).
+func Ready(u *unstructured.Unstructured) bool { return Judge(u).Ready }
+
+// Judge judges readiness from an object's status: Deployments Available with all replicas
 // updated, StatefulSets and DaemonSets fully ready, Jobs complete, Pods Ready, CRDs
-// Established; objects without such a status are ready once they exist.
-func Ready(u *unstructured.Unstructured) bool {
+// Established, CertificateSigningRequests signed; any other object with a Ready
+// condition (cert-manager's, Flux's, most operators') once it is True; objects without
+// such a status once they exist.
+func Judge(u *unstructured.Unstructured) Verdict {
+	v := judge(u)
+	if r := []rune(v.Reason); len(r) > maxReason {
+		v.Reason = string(r[:maxReason-1]) + "…"
+	}
+	return v
+}
+
+func judge(u *unstructured.Unstructured) Verdict {
 	gen, _, _ := unstructured.NestedInt64(u.Object, "status", "observedGeneration")
+	if g := u.GetGeneration(); gen < g && observesGeneration(u.GetKind()) {
+		return notReady("its controller has not yet observed generation %d (observed %d)", g, gen)
+	}
 	switch u.GetKind() {
 	case "Deployment":
-		want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
-		if !found {
-			want = 1 // the apiserver's default
-		}
-		avail, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
-		updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
-		// Pods of the old template still running mean the rollout has not finished, even
-		// with enough updated and available ones: the updated ones may be the pending ones
-		// and the available ones the old (as kubectl rollout status judges it).
-		total, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
-		return gen >= u.GetGeneration() && condition(u, "Available") && avail >= want && updated >= want && total <= updated
+		return deployment(u)
 	case "StatefulSet":
 		want, _, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
 		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "readyReplicas")
-		return gen >= u.GetGeneration() && ready >= want
+		return counted(ready, want, "replicas ready")
 	case "DaemonSet":
 		want, _, _ := unstructured.NestedInt64(u.Object, "status", "desiredNumberScheduled")
 		ready, _, _ := unstructured.NestedInt64(u.Object, "status", "numberReady")
-		return gen >= u.GetGeneration() && ready >= want
+		return counted(ready, want, "scheduled pods ready")
 	case "Job":
-		return condition(u, "Complete")
+		if c, ok := condition(u, "Failed"); ok && c.status == "True" {
+			return Verdict{Reason: c.String()}
+		}
+		return conditionTrue(u, "Complete")
 	case "Pod":
-		return condition(u, "Ready")
+		return conditionTrue(u, "Ready")
 	case "CustomResourceDefinition":
-		return condition(u, "Established")
+		return conditionTrue(u, "Established")
+	case "CertificateSigningRequest":
+		return signingRequest(u)
 	}
-	return true
+	if c, ok := condition(u, "Ready"); ok && c.status != "True" {
+		return Verdict{Reason: c.String()}
+	}
+	return Verdict{Ready: true}
 }
 
-func condition(u *unstructured.Unstructured, typ string) bool {
+// observesGeneration: the workloads whose controllers report the generation they acted on.
+func observesGeneration(kind string) bool {
+	return kind == "Deployment" || kind == "StatefulSet" || kind == "DaemonSet"
+}
+
+// deployment is ready when Available with every replica updated and none of the old
+// template left: the updated ones may be the pending ones and the available ones the old
+// (as kubectl rollout status judges it). A rollout that stopped progressing says why.
+func deployment(u *unstructured.Unstructured) Verdict {
+	want, found, _ := unstructured.NestedInt64(u.Object, "spec", "replicas")
+	if !found {
+		want = 1 // the apiserver's default
+	}
+	avail, _, _ := unstructured.NestedInt64(u.Object, "status", "availableReplicas")
+	updated, _, _ := unstructured.NestedInt64(u.Object, "status", "updatedReplicas")
+	total, _, _ := unstructured.NestedInt64(u.Object, "status", "replicas")
+	available := conditionTrue(u, "Available")
+	if available.Ready && avail >= want && updated >= want && total <= updated {
+		return Verdict{Ready: true}
+	}
+	if c, ok := condition(u, "Progressing"); ok && c.status == "False" {
+		return Verdict{Reason: c.String()}
+	}
+	if !available.Ready {
+		return available
+	}
+	return notReady("%d of %d replicas updated, %d available, %d in all", updated, want, avail, total)
+}
+
+// signingRequest is ready once signed; denied or failed, it says so with the reason.
+func signingRequest(u *unstructured.Unstructured) Verdict {
+	for _, typ := range []string{"Denied", "Failed"} {
+		if c, ok := condition(u, typ); ok && c.status == "True" {
+			return Verdict{Reason: c.String()}
+		}
+	}
+	if cert, _, _ := unstructured.NestedString(u.Object, "status", "certificate"); cert != "" {
+		return Verdict{Ready: true}
+	}
+	if c, ok := condition(u, "Approved"); ok && c.status == "True" {
+		return notReady("approved, not signed yet")
+	}
+	return notReady("not approved yet")
+}
+
+func counted(ready, want int64, what string) Verdict {
+	if ready >= want {
+		return Verdict{Ready: true}
+	}
+	return notReady("%d of %d %s", ready, want, what)
+}
+
+func notReady(format string, args ...any) Verdict {
+	return Verdict{Reason: fmt.Sprintf(format, args...)}
+}
+
+// cond is one condition of an object's status.
+type cond struct{ typ, status, reason, message string }
+
+// String is the condition as the reason of a verdict: "Ready False: Pending: <message>".
+func (c cond) String() string {
+	parts := []string{c.typ + " " + c.status}
+	for _, p := range []string{c.reason, c.message} {
+		if p != "" {
+			parts = append(parts, p)
+		}
+	}
+	return strings.Join(parts, ": ")
+}
+
+func condition(u *unstructured.Unstructured, typ string) (cond, bool) {
 	conds, _, _ := unstructured.NestedSlice(u.Object, "status", "conditions")
 	for _, c := range conds {
 		m, ok := c.(map[string]any)
-		if ok && m["type"] == typ && m["status"] == "True" {
-			return true
+		if !ok || m["type"] != typ {
+			continue
 		}
+		str := func(k string) string { s, _ := m[k].(string); return s }
+		return cond{typ, str("status"), str("reason"), str("message")}, true
 	}
-	return false
+	return cond{}, false
+}
+
+// conditionTrue is ready when the condition typ is True; else it says what it is, or
+// that there is none yet.
+func conditionTrue(u *unstructured.Unstructured, typ string) Verdict {
+	c, ok := condition(u, typ)
+	switch {
+	case !ok:
+		return notReady("no %s condition yet", typ)
+	case c.status != "True":
+		return Verdict{Reason: c.String()}
+	}
+	return Verdict{Ready: true}
 }
