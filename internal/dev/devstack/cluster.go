@@ -90,7 +90,7 @@ func (c *Cluster) bringUp(ctx context.Context) error {
 		c.Stop()
 		return err
 	}
-	if err := c.ensureIstioNamespace(ctx); err != nil {
+	if err := c.ensureInstalledNamespaces(ctx); err != nil {
 		c.Stop()
 		return err
 	}

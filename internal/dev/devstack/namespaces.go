@@ -12,19 +12,26 @@ import (
 
 // istioNamespace is the namespace an Istio installation runs its control plane and
 // ingress gateway in. EMCO's its puts the gateways' Gateway, ServiceEntry, DestinationRule
-// and credential Secret there, and ca-certs its KNCC ConfigCtrl; neither EMCO's rsync nor
-// temco's apply creates a namespace, so every local cluster has it, as a cluster with
-// Istio installed does (its CRDs come with ClusterCRDFiles).
+// and credential Secret there, and ca-certs its KNCC ConfigCtrl.
 const istioNamespace = "istio-system"
 
-// ensureIstioNamespace creates istioNamespace on the running cluster unless it exists.
-func (c *Cluster) ensureIstioNamespace(ctx context.Context) error {
+// installedNamespaces are the namespaces of the software whose CRDs every local cluster
+// serves (ClusterCRDFiles): Istio's, and cert-manager's, where ca-certs distributes a
+// cluster issuer's CA Secret. Neither EMCO's rsync nor temco's apply creates a namespace,
+// so every local cluster has them, as a cluster with both installed does.
+var installedNamespaces = []string{istioNamespace, CertManagerNamespace}
+
+// ensureInstalledNamespaces creates installedNamespaces on the running cluster, unless
+// they exist.
+func (c *Cluster) ensureInstalledNamespaces(ctx context.Context) error {
 	cs, err := c.Clientset()
 	if err != nil {
 		return err
 	}
-	if err := ensureNamespace(ctx, cs, istioNamespace); err != nil {
-		return fmt.Errorf("cluster %s: %w", c.Name, err)
+	for _, ns := range installedNamespaces {
+		if err := ensureNamespace(ctx, cs, ns); err != nil {
+			return fmt.Errorf("cluster %s: %w", c.Name, err)
+		}
 	}
 	return nil
 }

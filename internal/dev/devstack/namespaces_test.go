@@ -13,9 +13,10 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 )
 
-// A started local cluster looks like one with Istio installed where EMCO's its needs it:
-// a Gateway of its server side (EMCO's istio_traffic example) is accepted in istio-system.
-func TestStartedClusterHasIstiosNamespace(t *testing.T) {
+// A started local cluster looks like one with Istio and cert-manager installed where
+// EMCO's its and ca-certs need it: a Gateway of its server side (EMCO's istio_traffic
+// example) is accepted in istio-system, and cert-manager's namespace is there.
+func TestStartedClusterHasItsInstalledNamespaces(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts a local cluster")
 	}
@@ -44,6 +45,14 @@ func TestStartedClusterHasIstiosNamespace(t *testing.T) {
 	gvr := schema.GroupVersionResource{Group: "networking.istio.io", Version: "v1beta1", Resource: "gateways"}
 	if _, err := dc.Resource(gvr).Namespace(istioNamespace).Create(ctx, gateway, metav1.CreateOptions{}); err != nil {
 		t.Fatalf("create its Gateway in %s: %v", istioNamespace, err)
+	}
+	// And like one with cert-manager installed, where ca-certs distributes a CA Secret.
+	cs, err := c.Clientset()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := cs.CoreV1().Namespaces().Get(ctx, CertManagerNamespace, metav1.GetOptions{}); err != nil {
+		t.Errorf("namespace %s: %v", CertManagerNamespace, err)
 	}
 }
 
