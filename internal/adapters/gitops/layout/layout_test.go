@@ -141,11 +141,43 @@ func TestFluxLayoutOfALogicalCloudDeployment(t *testing.T) {
 	if _, err := For(syncobject.FluxCD, dep); err == nil {
 		t.Error("a logical cloud's deployment without its ServiceAccount was written")
 	}
-	for _, typ := range []string{syncobject.AzureArcV2, syncobject.Anthos} {
-		dep.Tenant = &ServiceAccount{Namespace: "apps", Name: "team-sa"}
-		if _, err := For(typ, dep); err == nil {
-			t.Errorf("%s: a logical cloud's deployment was written without anything confining it", typ)
-		}
+	dep.Tenant = &ServiceAccount{Namespace: "apps", Name: "team-sa"}
+	if _, err := For(syncobject.AzureArcV2, dep); err == nil {
+		t.Errorf("azureArcV2: a logical cloud's deployment was written without anything confining it")
+	}
+}
+
+// On anthos a logical cloud's deployment goes where the cloud's RepoSync reads, EMCO's
+// namespaces/<ns>/<c>/context/<i>/, with its deployed file; nothing under clusters/.
+func TestAnthosLayoutOfALogicalCloudDeployment(t *testing.T) {
+	dep := deployment()
+	dep.Tenant = &ServiceAccount{Namespace: "config-management-system", Name: "ns-reconciler-apps-repo-sync-team-14"}
+	c, err := For(syncobject.Anthos, dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"namespaces/apps/edge+c1/context/7f3a/app/db/db+Service+2.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/db/db+Service.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/cfg+ConfigMap.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/reader+ClusterRole.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/w+Widget.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/web+Deployment.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/widgets.example.com+CustomResourceDefinition.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/deployed",
+	}
+	if got := keys(c.Files); !slices.Equal(got, want) {
+		t.Errorf("files\n got %v\nwant %v", got, want)
+	}
+	if !slices.Equal(c.Replace, []string{"namespaces/apps/edge+c1/context/7f3a/"}) {
+		t.Errorf("replace %v", c.Replace)
+	}
+	if ns := namespaceIn(t, c.Files["namespaces/apps/edge+c1/context/7f3a/app/web/cfg+ConfigMap.yaml"]); ns != "apps" {
+		t.Errorf("ConfigMap in %q", ns)
+	}
+	dep.Namespace = ""
+	if _, err := For(syncobject.Anthos, dep); err == nil {
+		t.Error("a logical cloud's deployment without its namespace was written")
 	}
 }
 
