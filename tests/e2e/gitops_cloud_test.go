@@ -49,9 +49,10 @@ func appliedByFlux(t *testing.T, gvr schema.GroupVersionResource, namespace, nam
 // rights and no others), all committed to git and applied by Flux. A DIG in the cloud lands in the cloud's
 // namespace on both clusters, on the GitOps one applied by a Kustomization in that
 // namespace impersonating the ServiceAccount; objects outside the cloud's rights (a
-// ClusterRole, a ConfigMap in another namespace) fail as Forbidden on both clusters, with
-// the reason. Terminating the DIGs, then the cloud, removes everything from both clusters
-// and from git.
+// ClusterRole, a ConfigMap in another namespace) fail as Forbidden on cluster1, and on the
+// GitOps cluster (committed, so Applied, as EMCO says) Flux refuses them as Forbidden,
+// which their readiness says. Terminating the DIGs, then the cloud, removes everything
+// from both clusters and from git.
 func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 	gc := registerGitOps(t)
 	ctx := context.Background()
@@ -71,6 +72,10 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 		d.c.do("POST", lc+"/instantiate", nil).must(t, 202).json(t, &acc)
 		cloudInst = acc.ContextID
 		d.awaitCloud("tenant", lifecycle.StatusInstantiated)
+		// Committed is instantiated; Flux applying it is the cloud's readiness.
+		awaitValue(t, "the cloud Ready on both clusters", 2*time.Minute,
+			func() status { return getAs[status](t, d.c, lc+"/status?output=summary") },
+			func(s status) bool { return s.ReadyStatus == "Ready" })
 	}
 	d.create()
 
@@ -147,6 +152,7 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 	// a Kustomization in that namespace, impersonating the cloud's ServiceAccount.
 	inst := d.operate(lifecycle.OpInstantiate).ContextID
 	d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	d.await("Ready", time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
 	kust := "kust" + inst
 	for _, o := range []struct {
 		gvr  schema.GroupVersionResource
@@ -173,11 +179,11 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 	if dep, err := cs1.AppsV1().Deployments("tenant-ns").Get(ctx, "tweb", metav1.GetOptions{}); err != nil || dep.Labels[lifecycle.DeploymentIDLabel] != inst+"-tweb" {
 		t.Errorf("the DIG on cluster1: %v %v", dep, err)
 	}
-	d.await("Ready", time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
 
 	// Outside the cloud's rights: a ClusterRole and a ConfigMap in another namespace,
-	// refused on cluster1 for the cloud's user and on the GitOps cluster for its
-	// ServiceAccount, which Flux impersonates: Failed at once, with the reason.
+	// refused on cluster1 for the cloud's user (Failed at once, with the reason) and on
+	// the GitOps cluster for its ServiceAccount, which Flux impersonates (committed, so
+	// Applied; its readiness says Flux refused it, with the reason).
 	ca2 := "/projects/" + d.project + "/composite-apps/outside/v1"
 	dig2 := ca2 + "/deployment-intent-groups/dig"
 	grant := testenv.Chart("grant", "", map[string]string{"all.yaml": `apiVersion: rbac.authorization.k8s.io/v1
@@ -214,26 +220,37 @@ data: {a: b}
 	}
 	s := awaitValue(t, "objects outside the cloud's rights InstantiateFailed", 3*time.Minute, digStatus,
 		func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
-	failed := map[string]string{}
-	for _, a := range s.Apps {
-		for _, cl := range a.Clusters {
-			for _, r := range cl.Resources {
-				if r.RsyncStatus != lifecycle.ResFailed {
-					t.Errorf("%s %s/%s: %s, want Failed", cl.Cluster, r.GVK.Kind, r.Name, r.RsyncStatus)
+	byCluster := func(s status) map[string]string {
+		out := map[string]string{}
+		for _, a := range s.Apps {
+			for _, cl := range a.Clusters {
+				for _, r := range cl.Resources {
+					out[strings.TrimPrefix(cl.Cluster, provider+"+")+" "+r.GVK.Kind] = r.RsyncStatus + ": " + r.Error
 				}
-				failed[strings.TrimPrefix(cl.Cluster, provider+"+")+" "+r.GVK.Kind] = r.Error
 			}
 		}
+		return out
 	}
+	deployed := byCluster(s)
 	for _, kind := range []string{"ClusterRole", "ConfigMap"} {
-		if e := failed["cluster1 "+kind]; !strings.Contains(e, "forbidden") || !strings.Contains(e, `User "tenant-user"`) {
-			t.Errorf("cluster1: %s failed with %q, want the cloud's user forbidden", kind, e)
+		if e := deployed["cluster1 "+kind]; !strings.HasPrefix(e, lifecycle.ResFailed+": ") || !strings.Contains(e, "forbidden") || !strings.Contains(e, `User "tenant-user"`) {
+			t.Errorf("cluster1: %s %q, want Failed, the cloud's user forbidden", kind, e)
 		}
-		if e := failed[gc+" "+kind]; !strings.Contains(e, "Flux refused commit") || !strings.Contains(e, "(Forbidden)") ||
-			!strings.Contains(e, `User "system:serviceaccount:tenant-ns:tenant-sa"`) {
-			t.Errorf("GitOps cluster: %s failed with %q, want Flux's refusal for the cloud's ServiceAccount", kind, e)
+		if e := deployed[gc+" "+kind]; e != lifecycle.ResApplied+": " {
+			t.Errorf("GitOps cluster: %s %q, want Applied (committed)", kind, e)
 		}
 	}
+	refused := func(s status) bool {
+		for _, kind := range []string{"ClusterRole", "ConfigMap"} {
+			if e := byCluster(s)[gc+" "+kind]; !strings.Contains(e, "Flux refused what git holds for this deployment") ||
+				!strings.Contains(e, "(Forbidden)") || !strings.Contains(e, `User "system:serviceaccount:tenant-ns:tenant-sa"`) {
+				return false
+			}
+		}
+		return true
+	}
+	awaitValue(t, "Flux's refusal for the cloud's ServiceAccount in the readiness", 2*time.Minute,
+		func() status { return getAs[status](t, c, dig2+"/status?status=ready") }, refused)
 	if _, err := gcs.RbacV1().ClusterRoles().Get(ctx, "tenant-grant", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the ClusterRole on the GitOps cluster: %v", err)
 	}
@@ -247,7 +264,9 @@ data: {a: b}
 	// Terminate both DIGs, then the cloud: nothing left on either cluster or in git.
 	// (On cluster1 the refused DIG's terminate tries to delete its Failed objects with the
 	// cloud's certificate, which is forbidden too: TerminateFailed, though nothing exists.
-	// On the GitOps cluster its Kustomization goes and its objects are Deleted.)
+	// On the GitOps cluster its Kustomization goes and its objects are Deleted.) The
+	// cloud's terminate follows at once, as a script's would: it waits for Flux to remove
+	// the DIGs' Kustomizations, which need the cloud's ServiceAccount to.
 	c.do("POST", dig2+"/terminate", nil).must(t, 202)
 	d.operate(lifecycle.OpTerminate)
 	s = awaitValue(t, "the refused DIG Terminated", 3*time.Minute, digStatus,
@@ -265,6 +284,7 @@ data: {a: b}
 		}
 	}
 	d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	c.do("POST", lc+"/terminate", nil).must(t, 202)
 	for _, o := range []struct {
 		gvr  schema.GroupVersionResource
 		name string
@@ -287,7 +307,6 @@ data: {a: b}
 		}
 	}
 
-	c.do("POST", lc+"/terminate", nil).must(t, 202)
 	d.awaitCloud("tenant", lifecycle.StatusTerminated)
 	eventually(t, "the cloud's namespace gone from the GitOps cluster", 2*time.Minute, func() error {
 		if _, err := gcs.CoreV1().Namespaces().Get(ctx, "tenant-ns", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
