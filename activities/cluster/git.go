@@ -239,6 +239,9 @@ func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
 // wait for. A push the repository refuses (credentials, a protected branch) fails those
 // objects: retrying cannot fix it, and nothing was committed.
 func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[string][]int, status string, warnings map[string][]string) error {
+	if err := g.keepNamespacesInFolder(r.ctx, &dep); err != nil {
+		return r.refused(which, err)
+	}
 	change, err := layout.For(g.typ, dep)
 	if err != nil {
 		return permanentErr{err}
@@ -268,6 +271,26 @@ func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[s
 		}
 	}
 	return r.progress(r.ctx)
+}
+
+// keepNamespacesInFolder keeps a logical cloud's Namespace in its folder when git holds it
+// there (a cloud set up before temco committed it with the cloud's Kustomization): moved,
+// the cloud's Kustomization could prune it, everything in it with it, before the bootstrap
+// Kustomization applied it.
+func (g *gitCluster) keepNamespacesInFolder(ctx context.Context, dep *layout.Deployment) error {
+	if !dep.BootstrapNamespaces || g.typ != syncobject.FluxCD {
+		return nil
+	}
+	files, _, err := g.writer.ReadDir(ctx, g.remote(), layout.Folder(g.typ, *dep))
+	if err != nil {
+		return err
+	}
+	for path := range files {
+		if strings.HasSuffix(path, "+Namespace.yaml") {
+			dep.BootstrapNamespaces = false
+		}
+	}
+	return nil
 }
 
 // refused fails the objects at the indices of which when err is one no retry mends — the
@@ -316,8 +339,11 @@ func (g *gitCluster) deployment(p *placed) layout.Deployment {
 }
 
 // base is the layout's view of a context's deployment on this cluster, without its apps.
+// A logical cloud's set-up has its namespace applied by the bootstrap Kustomization, which
+// applies its deployments' Kustomizations in that namespace too.
 func (g *gitCluster) base(h *appctx.Context) layout.Deployment {
-	return layout.Deployment{Cluster: g.key, Instance: h.Instance, Namespace: h.Namespace, Tenant: g.tenant}
+	return layout.Deployment{Cluster: g.key, Instance: h.Instance, Namespace: h.Namespace, Tenant: g.tenant,
+		BootstrapNamespaces: ofLogicalCloud(h) && g.tenant == nil}
 }
 
 // prune drops from the deployment's objects the fields the cluster's schema does not

@@ -117,3 +117,38 @@ func TestFluxRefusedTellsPermanentFailures(t *testing.T) {
 		}
 	}
 }
+
+// A logical cloud's set-up commits its Namespace with its Kustomization, unless git holds
+// it in the cloud's folder already (a cloud set up before): moving it could let the
+// cloud's Kustomization prune it.
+func TestALogicalCloudKeepsWhereGitHoldsItsNamespace(t *testing.T) {
+	ctx := context.Background()
+	s := &gitserver.Server{Root: t.TempDir(), Addr: "127.0.0.1:0", Users: map[string]string{"u": "secret-token"}}
+	if err := s.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop() })
+	if err := s.CreateRepo(ctx, "r", "main"); err != nil {
+		t.Fatal(err)
+	}
+	g := &gitCluster{key: "p+c", typ: syncobject.FluxCD, writer: &gitops.Writer{Dir: t.TempDir()},
+		git: syncobject.Git{URL: s.URL("r"), Branch: "main", User: "u", Token: "secret-token"}}
+	header := &appctx.Context{ID: "9", DIG: "/projects/p/logical-clouds/team", Instance: "9", Namespace: "team-ns"}
+	dep := g.base(header)
+	if !dep.BootstrapNamespaces {
+		t.Fatal("a logical cloud's set-up does not commit its Namespace with its Kustomization")
+	}
+	if err := g.keepNamespacesInFolder(ctx, &dep); err != nil || !dep.BootstrapNamespaces {
+		t.Errorf("a new cloud: BootstrapNamespaces %v, %v", dep.BootstrapNamespaces, err)
+	}
+	if _, err := g.writer.Commit(ctx, g.remote(), gitops.Change{Message: "an earlier set-up",
+		Files: map[string][]byte{"clusters/p+c/context/9/app/logical-cloud/team-ns+Namespace.yaml": []byte("kind: Namespace\n")}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := g.keepNamespacesInFolder(ctx, &dep); err != nil || dep.BootstrapNamespaces {
+		t.Errorf("a cloud whose folder holds its Namespace: BootstrapNamespaces %v, %v", dep.BootstrapNamespaces, err)
+	}
+	if d := g.base(&appctx.Context{DIG: "/projects/p/composite-apps/a/v1/deployment-intent-groups/d", Instance: "1"}); d.BootstrapNamespaces {
+		t.Error("a DIG's Namespaces go with its Kustomization")
+	}
+}

@@ -83,6 +83,14 @@ func (g *gitCluster) view(ctx context.Context, header *appctx.Context) fluxView 
 		return fluxView{pending: fmt.Sprintf("Kustomization %s/%s does not exist yet (the cluster's bootstrap Kustomization has not applied it)", ns, name)}
 	}
 	v := fluxView{seen: map[string]gitops.ResourceStatus{}}
+	if dep.BootstrapNamespaces { // its Namespaces are the bootstrap Kustomization's
+		bns, bname := layout.BootstrapKustomization()
+		for _, o := range reports[bns+"/"+bname].Resources {
+			if o.Group == "" && o.Kind == "Namespace" {
+				v.seen[refKey(o.Group, o.Kind, o.Namespace, o.Name)] = o
+			}
+		}
+	}
 	for _, o := range own.Resources {
 		v.seen[refKey(o.Group, o.Kind, o.Namespace, o.Name)] = o
 	}

@@ -46,7 +46,10 @@ func appliedByFlux(t *testing.T, gvr schema.GroupVersionResource, namespace, nam
 // reached with its kubeconfig and the GitOps cluster, as EMCO sets one up: on the GitOps
 // cluster its namespace, quota, Role, RoleBinding, ClusterRole and ClusterRoleBinding and,
 // instead of a certificate, its ServiceAccount <cloud>-sa, bound to its roles (with their
-// rights and no others), all committed to git and applied by Flux. A DIG in the cloud lands in the cloud's
+// rights and no others), all committed to git and applied by Flux, its namespace with its
+// Kustomization by the bootstrap Kustomization (which applies the cloud's DIGs'
+// Kustomizations, in that namespace, too: a DIG instantiated at once does not block Flux).
+// A DIG in the cloud lands in the cloud's
 // namespace on both clusters, on the GitOps one applied by a Kustomization in that
 // namespace impersonating the ServiceAccount; objects outside the cloud's rights (a
 // ClusterRole, a ConfigMap in another namespace) fail as Forbidden on cluster1, and on the
@@ -72,12 +75,17 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 		d.c.do("POST", lc+"/instantiate", nil).must(t, 202).json(t, &acc)
 		cloudInst = acc.ContextID
 		d.awaitCloud("tenant", lifecycle.StatusInstantiated)
-		// Committed is instantiated; Flux applying it is the cloud's readiness.
-		awaitValue(t, "the cloud Ready on both clusters", 2*time.Minute,
-			func() status { return getAs[status](t, d.c, lc+"/status?output=summary") },
-			func(s status) bool { return s.ReadyStatus == "Ready" })
 	}
 	d.create()
+	// The DIG at once, as EMCO's scripts go on once the cloud is Instantiated (committed):
+	// its Kustomization, in the cloud's namespace, may reach the cluster before Flux has
+	// applied the cloud. Flux applying both is their readiness.
+	inst := d.operate(lifecycle.OpInstantiate).ContextID
+	d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	awaitValue(t, "the cloud Ready on both clusters", 2*time.Minute,
+		func() status { return getAs[status](t, d.c, lc+"/status?output=summary") },
+		func(s status) bool { return s.ReadyStatus == "Ready" })
+	d.await("Ready", 2*time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
 
 	// The cloud on the GitOps cluster, read with that cluster's own kubeconfig.
 	gcs, err := stack.GitOps.Cluster.Clientset()
@@ -86,8 +94,8 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 	}
 	cloudKust := "kust" + cloudInst
 	ns, err := gcs.CoreV1().Namespaces().Get(ctx, "tenant-ns", metav1.GetOptions{})
-	if err != nil || ns.Labels["kustomize.toolkit.fluxcd.io/name"] != cloudKust {
-		t.Errorf("the cloud's namespace on the GitOps cluster, applied by Flux (%s): %v %v", cloudKust, ns.GetLabels(), err)
+	if err != nil || ns.Labels["kustomize.toolkit.fluxcd.io/name"] != "flux-system" {
+		t.Errorf("the cloud's namespace on the GitOps cluster, applied by Flux's bootstrap Kustomization: %v %v", ns.GetLabels(), err)
 	}
 	if _, err := gcs.CoreV1().ServiceAccounts("tenant-ns").Get(ctx, "tenant-sa", metav1.GetOptions{}); err != nil {
 		t.Errorf("the cloud's ServiceAccount: %v", err)
@@ -140,6 +148,10 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 		t.Errorf("the credential on the GitOps cluster: %s %v", cred, err)
 	}
 	cloudDir := stack.GitOps.Path() + "/context/" + cloudInst
+	if out, err := stack.Git.Git(ctx, stack.GitOps.Repo, "show", stack.GitOps.Branch+":"+stack.GitOps.Path()+"/"+cloudKust+".yaml"); err != nil ||
+		!strings.Contains(out, "kind: Namespace") || !strings.Contains(out, "name: tenant-ns") {
+		t.Errorf("the cloud's Kustomization file does not hold its namespace: %v\n%s", err, out)
+	}
 	if files := gitFiles(t, cloudDir); !slices.Contains(files, cloudDir+"/app/logical-cloud/tenant-sa+ServiceAccount.yaml") ||
 		!slices.Contains(files, cloudDir+"/app/logical-cloud/tenant-rw+RoleBinding.yaml") {
 		t.Errorf("the cloud's files in git: %v", files)
@@ -148,11 +160,8 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 		t.Errorf("commits of the cloud's instantiate: %q", log)
 	}
 
-	// A DIG in the cloud: in its namespace on both clusters; on the GitOps one applied by
+	// The DIG in the cloud: in its namespace on both clusters; on the GitOps one applied by
 	// a Kustomization in that namespace, impersonating the cloud's ServiceAccount.
-	inst := d.operate(lifecycle.OpInstantiate).ContextID
-	d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
-	d.await("Ready", time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
 	kust := "kust" + inst
 	for _, o := range []struct {
 		gvr  schema.GroupVersionResource

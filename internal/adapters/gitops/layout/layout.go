@@ -48,6 +48,14 @@ type Deployment struct {
 	// folder of the cloud's RepoSync, whose reconciler's ServiceAccount it names. nil: the
 	// cluster's own rights (admin clouds, and logical clouds' own set-up).
 	Tenant *ServiceAccount
+	// BootstrapNamespaces (fluxcd) commits the deployment's Namespaces in its
+	// Kustomization's file, which the cluster's bootstrap Kustomization applies, rather
+	// than in its folder: a logical cloud's set-up. The Kustomizations of the cloud's
+	// deployments live in its namespace and are applied by the bootstrap Kustomization
+	// too, which fails whole, the cloud's own Kustomization with it, while the namespace
+	// does not exist: it would never exist if only the cloud's Kustomization created it.
+	// Applied in the same reconcile, Flux creates the Namespace first.
+	BootstrapNamespaces bool
 }
 
 // ServiceAccount names a logical cloud's ServiceAccount on a GitOps cluster.
@@ -91,12 +99,17 @@ func For(typ string, dep Deployment) (gitops.Change, error) {
 	folder := Folder(typ, dep)
 	c := gitops.Change{Replace: []string{folder}, Files: map[string][]byte{}}
 	sc := scopesOf(dep)
+	var namespaces [][]byte // for the Kustomization's file (BootstrapNamespaces)
 	for _, app := range dep.Apps {
 		names := map[string]bool{}
 		for _, o := range app.Objects {
 			body, err := manifest(o, sc.namespaceOf(dep, o.Group, o.Kind, o.Namespace))
 			if err != nil {
 				return gitops.Change{}, fmt.Errorf("app %s: %s %s: %w", app.Name, o.Kind, o.Name, err)
+			}
+			if typ == syncobject.FluxCD && dep.BootstrapNamespaces && o.Group == "" && o.Kind == "Namespace" {
+				namespaces = append(namespaces, body)
+				continue
 			}
 			c.Files[folder+"app/"+app.Name+"/"+fileName(names, o)] = body
 		}
@@ -114,6 +127,9 @@ func For(typ string, dep Deployment) (gitops.Change, error) {
 			body, err := kustomization(dep)
 			if err != nil {
 				return gitops.Change{}, err
+			}
+			for _, ns := range namespaces {
+				body = append(append(body, "---\n"...), ns...)
 			}
 			c.Files[kust] = body
 		}
@@ -163,6 +179,10 @@ func FluxPaths(dep Deployment) []string {
 func KustomizationFile(dep Deployment) string {
 	return clusterDir(dep.Cluster) + "kust" + dep.Instance + ".yaml"
 }
+
+// BootstrapKustomization names the cluster's bootstrap Kustomization (`flux bootstrap`'s),
+// which applies the Kustomization files temco writes (and BootstrapNamespaces).
+func BootstrapKustomization() (namespace, name string) { return FluxNamespace, fluxSource }
 
 // KustomizationOf names the deployment's Flux Kustomization on the cluster: in
 // flux-system, or in its logical cloud's namespace (where the ServiceAccount it

@@ -181,6 +181,44 @@ func TestAnthosLayoutOfALogicalCloudDeployment(t *testing.T) {
 	}
 }
 
+// A logical cloud's set-up commits its Namespace with its Kustomization, for the
+// bootstrap Kustomization to apply (it applies the cloud's deployments' Kustomizations,
+// in that namespace, too), and not in its folder.
+func TestBootstrapNamespacesGoWithTheKustomization(t *testing.T) {
+	dep := deployment()
+	dep.Apps = []App{{Name: "logical-cloud", Objects: []Object{
+		{Version: "v1", Kind: "Namespace", Name: "team-ns", Manifest: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-ns"}}`)},
+		{Version: "v1", Kind: "ServiceAccount", Namespace: "team-ns", Name: "team-sa", Manifest: []byte(`{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"team-sa","namespace":"team-ns"}}`)},
+	}}}
+	dep.BootstrapNamespaces = true
+	c, err := For(syncobject.FluxCD, dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"clusters/edge+c1/context/7f3a/app/logical-cloud/team-sa+ServiceAccount.yaml", "clusters/edge+c1/context/kustomization.yaml", "clusters/edge+c1/kust7f3a.yaml"}
+	if got := keys(c.Files); !slices.Equal(got, want) {
+		t.Errorf("files\n got %v\nwant %v", got, want)
+	}
+	docs := strings.Split(string(c.Files["clusters/edge+c1/kust7f3a.yaml"]), "---\n")
+	var kinds []string
+	for _, d := range docs {
+		var m struct {
+			Kind     string
+			Metadata struct{ Name string }
+		}
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, m.Kind+"/"+m.Metadata.Name)
+	}
+	if !slices.Equal(kinds, []string{"Kustomization/kust7f3a", "Namespace/team-ns"}) {
+		t.Errorf("the Kustomization's file holds %v", kinds)
+	}
+	if c, _ := For(syncobject.Anthos, dep); c.Files["clusters/edge+c1/context/7f3a/app/logical-cloud/team-ns+Namespace.yaml"] == nil {
+		t.Error("anthos: the Namespace left its folder")
+	}
+}
+
 // A deployment with no apps left removes its folder and its Kustomization.
 func TestEmptyDeploymentRemovesEverything(t *testing.T) {
 	dep := deployment()
