@@ -180,10 +180,11 @@ func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string
 
 // cloudNotReady names the cluster references of a logical cloud that temco cannot reach.
 // An admin cloud changes nothing on its clusters, so GitOps clusters are fine there. A
-// standard or privileged cloud's objects are committed to a fluxcd cluster's repository
-// with a ServiceAccount its deployments' Kustomizations impersonate, as EMCO does
-// (so the cluster's sync objects must be complete); on azureArcV2 and anthos clusters
-// nothing temco commits would confine its deployments to the cloud's rights.
+// standard or privileged cloud's objects are committed to a fluxcd or anthos cluster's
+// repository, as EMCO does, with the account its deployments are applied as there (a
+// ServiceAccount Flux impersonates, Config Sync's reconciler of the cloud's RepoSync), so
+// the cluster's sync objects must be complete; on azureArcV2 clusters nothing temco
+// commits would confine its deployments to the cloud's rights.
 func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]string, error) {
 	refs, err := s.list(ctx, store.Query{Parent: cloud.ID(), Kind: model.KindClusterReference}, "the cluster references of "+describe(cloud.ID()))
 	if err != nil {
@@ -233,16 +234,12 @@ func (s *Server) levelOneOnGitOps(ctx context.Context, c *store.Doc, provider, c
 		return nil, err
 	}
 	switch typ, _ := syncobject.Type(spec.Spec.GitOps.GitOpsType); typ {
-	case syncobject.FluxCD:
+	case syncobject.FluxCD, syncobject.Anthos:
 		return s.gitOpsAccessProblems(ctx, provider, cluster)
-	case syncobject.AzureArcV2:
-		return []string{"standard and privileged logical clouds are set up only on fluxcd GitOps clusters; on azureArcV2 " +
-			"everything temco commits is applied by the Flux configuration made through Azure's REST API (which temco does not call) " +
-			"with that configuration's rights, so the cloud's deployments would not be confined to its namespace and roles"}, nil
 	default:
-		return []string{fmt.Sprintf("standard and privileged logical clouds are set up only on fluxcd GitOps clusters; on %s "+
-			"everything temco commits is applied by Config Sync's root reconciler with its cluster-wide rights: temco writes no "+
-			"RepoSync for the cloud's namespace (EMCO's anthos plugin does, binding the cloud's roles to that reconciler's ServiceAccount)",
+		return []string{fmt.Sprintf("standard and privileged logical clouds are set up only on fluxcd and anthos GitOps clusters; on %s "+
+			"everything temco commits is applied by the Flux configuration made through Azure's REST API (which temco does not call) "+
+			"with that configuration's rights, so the cloud's deployments would not be confined to its namespace and roles",
 			spec.Spec.GitOps.GitOpsType)}, nil
 	}
 }

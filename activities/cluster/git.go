@@ -1,6 +1,7 @@
 // Reaching a cluster through git (GitOps): the cluster's desired state is committed to the
-// repository its Flux controllers pull from, and Flux's report comes back through the same
-// repository, written by temco gitops-monitor next to the cluster.
+// repository its Flux controllers (or Config Sync, or Azure Arc's Flux) pull from; an
+// operation is done once git holds it. Flux's report comes back through the same
+// repository, written by temco gitops-monitor next to the cluster (gitstatus.go).
 
 package cluster
 
@@ -12,12 +13,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"regexp"
 	"strings"
-	"time"
 
 	"go.temporal.io/sdk/activity"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/temco/temco/internal/adapters/gitops"
@@ -44,15 +42,18 @@ type gitCluster struct {
 	// noSecrets: the cluster's Secrets stay out of git (spec.gitOps.gitOpsSecrets: omit).
 	noSecrets bool
 	// tenant is the ServiceAccount of the standard or privileged logical cloud the
-	// context deploys into (its credential on this cluster), nil for admin clouds and
-	// logical clouds' own set-up: Flux then applies with its own rights.
+	// context deploys into (its credential on this cluster: on fluxcd the one its
+	// Kustomizations impersonate, on anthos the reconciler of its RepoSync), nil for admin
+	// clouds and logical clouds' own set-up: the cluster's GitOps agent then applies with
+	// its own rights.
 	tenant *layout.ServiceAccount
 }
 
 // cloudAccountKind marks a logical cloud's credential on a GitOps cluster: the
-// ServiceAccount its deployments' Kustomizations impersonate. Nothing secret: temco
-// issues no certificate there (as dcm issues no CSR for GitOps clusters), and Flux holds
-// the rights.
+// ServiceAccount its deployments are applied as (Flux's Kustomizations impersonate it;
+// on anthos Config Sync's reconciler of the cloud's RepoSync is it). Nothing secret:
+// temco issues no certificate there (as dcm issues no CSR for GitOps clusters), and the
+// GitOps agent holds the rights.
 const cloudAccountKind = "ServiceAccount"
 
 type cloudAccount struct {
@@ -62,7 +63,7 @@ type cloudAccount struct {
 }
 
 // CloudAccountCredential is what a logical cloud keeps as its credential on a GitOps
-// cluster: the name of its ServiceAccount there (in the cloud's namespace).
+// cluster: the namespace and name of its ServiceAccount there.
 func CloudAccountCredential(namespace, name string) []byte {
 	b, _ := json.Marshal(cloudAccount{Kind: cloudAccountKind, Namespace: namespace, Name: name})
 	return b
@@ -82,6 +83,26 @@ func cloudAccountOf(raw []byte) (*layout.ServiceAccount, bool) {
 func IsCloudAccountCredential(raw []byte) bool {
 	_, ok := cloudAccountOf(raw)
 	return ok
+}
+
+// GitOpsAccess is how a GitOps cluster's agent reads the repository temco commits to.
+type GitOpsAccess struct {
+	Key               string // provider+cluster, as in the repository's paths
+	Type, URL, Branch string // syncobject.FluxCD, AzureArcV2 or Anthos; the clone URL; the branch
+}
+
+// GitOpsAccess returns how cluster key is reached through git, nil for a cluster reached
+// with its kubeconfig. What cannot work without the user's change is a permanent error.
+func (c *Clients) GitOpsAccess(ctx context.Context, key string) (*GitOpsAccess, error) {
+	doc, err := c.clusterDoc(ctx, key)
+	if err != nil || doc.Fields[gitOpsField] != "true" {
+		return nil, err
+	}
+	g, err := c.gitCluster(ctx, key, doc)
+	if err != nil {
+		return nil, err
+	}
+	return &GitOpsAccess{Key: key, Type: g.typ, URL: g.git.URL, Branch: g.git.Branch}, nil
 }
 
 // gitCluster reads a GitOps cluster's access from its registration and sync objects;
@@ -159,7 +180,7 @@ func (g *gitCluster) statusRemote() gitops.Remote {
 	return r
 }
 
-// apply commits every app placed on the cluster and waits until Flux applied the commit.
+// apply commits every app placed on the cluster.
 func (g *gitCluster) apply(r *run) error {
 	verb := lifecycle.OpInstantiate
 	if r.previous {
@@ -182,11 +203,14 @@ func (g *gitCluster) apply(r *run) error {
 }
 
 // remove commits the cluster's deployment without the objects that go (everything, or
-// next's content in an update) and waits until Flux has removed them.
+// next's content in an update).
 func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
 	msg := ""
 	if next == nil {
 		msg, next = message(lifecycle.OpTerminate, r.header, g.key), &placed{header: r.header}
+		if err := g.awaitCloudDeploymentsGone(r); err != nil {
+			return err
+		}
 	} else { // the prune of an update: named after the revision that follows
 		msg = message(cmp.Or(next.header.Op, lifecycle.OpUpdate), next.header, g.key)
 	}
@@ -208,11 +232,16 @@ func (g *gitCluster) remove(r *run, only map[string][]int, next *placed) error {
 	return g.sync(r, dep, msg, only, lifecycle.ResDeleted, nil)
 }
 
-// sync commits the deployment's files (one commit, none when git already holds them),
-// waits for Flux where it reports back, and settles the objects in which to status.
-// A push the repository refuses (credentials, a protected branch) fails those objects:
-// retrying cannot fix it, and nothing was committed.
+// sync commits the deployment's files (one commit, none when git already holds them) and
+// settles the objects in which to status: as in EMCO, an object on a GitOps cluster is
+// Applied (or Deleted) once committed, so an operation ends when git holds it. What Flux
+// makes of the commit is the cluster's readiness (read), which a staged rollout's gates
+// wait for. A push the repository refuses (credentials, a protected branch) fails those
+// objects: retrying cannot fix it, and nothing was committed.
 func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[string][]int, status string, warnings map[string][]string) error {
+	if err := g.keepNamespacesInFolder(r.ctx, &dep); err != nil {
+		return r.refused(which, err)
+	}
 	change, err := layout.For(g.typ, dep)
 	if err != nil {
 		return permanentErr{err}
@@ -223,9 +252,6 @@ func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[s
 		return r.refused(which, err)
 	}
 	r.heartbeat("committed " + out.Commit)
-	if err := g.awaitFlux(r, dep, out.Commit, len(dep.Apps) > 0); err != nil {
-		return r.refused(which, err) // Flux may have refused the commit for what it holds
-	}
 	for app, idx := range which {
 		p := r.byApp[app]
 		if p == nil {
@@ -247,12 +273,33 @@ func (g *gitCluster) sync(r *run, dep layout.Deployment, msg string, which map[s
 	return r.progress(r.ctx)
 }
 
+// keepNamespacesInFolder keeps a logical cloud's Namespace in its folder when git holds it
+// there (a cloud set up before temco committed it with the cloud's Kustomization): moved,
+// the cloud's Kustomization could prune it, everything in it with it, before the bootstrap
+// Kustomization applied it.
+func (g *gitCluster) keepNamespacesInFolder(ctx context.Context, dep *layout.Deployment) error {
+	if !dep.BootstrapNamespaces || g.typ != syncobject.FluxCD {
+		return nil
+	}
+	files, _, err := g.writer.ReadDir(ctx, g.remote(), layout.Folder(g.typ, *dep))
+	if err != nil {
+		return err
+	}
+	for path := range files {
+		if strings.HasSuffix(path, "+Namespace.yaml") {
+			dep.BootstrapNamespaces = false
+		}
+	}
+	return nil
+}
+
 // refused fails the objects at the indices of which when err is one no retry mends — the
-// git server refused the credentials or the push, Flux refused the commit — and saves
-// their statuses; any other error is returned, for Temporal to retry the activity.
+// git server refused the credentials or the push, the schema the cluster reports cannot
+// be read — and saves their statuses; any other error is returned, for Temporal to retry
+// the activity.
 func (r *run) refused(which map[string][]int, err error) error {
-	var flux permanentErr
-	if !gitops.IsPermanent(err) && !errors.As(err, &flux) {
+	var permanent permanentErr
+	if !gitops.IsPermanent(err) && !errors.As(err, &permanent) {
 		return err
 	}
 	// Said in the worker's log too: the objects' statuses hold it, but an operator reading
@@ -265,10 +312,15 @@ func (r *run) refused(which map[string][]int, err error) error {
 // message is a commit's message: the operation, DIG (or logical cloud), revision and cluster.
 func message(op string, h *appctx.Context, cluster string) string {
 	what := "deployment intent group"
-	if strings.Contains(h.DIG, "/logical-clouds/") && !strings.Contains(h.DIG, "/deployment-intent-groups/") {
+	if ofLogicalCloud(h) {
 		what = "logical cloud"
 	}
 	return fmt.Sprintf("temco: %s of %s %s, revision %d, on cluster %s", op, what, h.DIG, h.Revision, cluster)
+}
+
+// ofLogicalCloud tells a logical cloud's own context (its objects on its clusters).
+func ofLogicalCloud(h *appctx.Context) bool {
+	return strings.Contains(h.DIG, "/logical-clouds/") && !strings.Contains(h.DIG, "/deployment-intent-groups/")
 }
 
 // deployment is the layout's view of what a context places on this cluster.
@@ -287,8 +339,11 @@ func (g *gitCluster) deployment(p *placed) layout.Deployment {
 }
 
 // base is the layout's view of a context's deployment on this cluster, without its apps.
+// A logical cloud's set-up has its namespace applied by the bootstrap Kustomization, which
+// applies its deployments' Kustomizations in that namespace too.
 func (g *gitCluster) base(h *appctx.Context) layout.Deployment {
-	return layout.Deployment{Cluster: g.key, Instance: h.Instance, Namespace: h.Namespace, Tenant: g.tenant}
+	return layout.Deployment{Cluster: g.key, Instance: h.Instance, Namespace: h.Namespace, Tenant: g.tenant,
+		BootstrapNamespaces: ofLogicalCloud(h) && g.tenant == nil}
 }
 
 // prune drops from the deployment's objects the fields the cluster's schema does not
@@ -411,216 +466,6 @@ func (g *gitCluster) schemaDoc(ctx context.Context, sum string) ([]byte, error) 
 		return nil, fmt.Errorf("the OpenAPI schema %s cluster %s reports through git is missing or altered", sum, g.key)
 	}
 	return b, nil
-}
-
-// fluxWait bounds one attempt's wait for Flux: a source poll, a reconcile and its
-// timeout, and the monitor's report, with room; the activity is then retried, the
-// cluster shown as Retrying with the reason.
-func (g *gitCluster) fluxWait() time.Duration {
-	return min(max(2*(g.timers.Interval+g.timers.Timeout), 30*time.Second), 10*time.Minute)
-}
-
-// awaitFlux waits until the cluster's monitor reports that Flux applied commit: the
-// deployment's Kustomization Ready at a revision that contains it or, when the deployment
-// has no apps left (present false), no such Kustomization while Flux has applied the commit.
-// Only Flux clusters report back: for the others, committed is deployed.
-func (g *gitCluster) awaitFlux(r *run, dep layout.Deployment, commit string, present bool) error {
-	if g.typ != syncobject.FluxCD {
-		return nil
-	}
-	ns, name := layout.KustomizationOf(dep)
-	deadline := time.Now().Add(g.fluxWait())
-	for {
-		done, why, err := g.fluxApplied(r.ctx, ns, name, commit, present)
-		var refused permanentErr
-		switch {
-		case errors.As(err, &refused):
-			return err
-		case err != nil:
-			return fmt.Errorf("read the status cluster %s reports through git: %w", g.key, err)
-		}
-		if done {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("Flux has not applied commit %s on cluster %s within %s: %s", short(commit), g.key, g.fluxWait(), why)
-		}
-		r.heartbeat("waiting for Flux: " + why)
-		if err := sleep(r.ctx, 2*time.Second); err != nil {
-			return err
-		}
-	}
-}
-
-// fluxApplied judges the monitor's report; why says what is still awaited.
-func (g *gitCluster) fluxApplied(ctx context.Context, ns, name, commit string, present bool) (bool, string, error) {
-	reports, err := g.reports(ctx)
-	if err != nil {
-		return false, "", err
-	}
-	if len(reports) == 0 {
-		if !present { // nothing on the cluster ever reported: the removal from git is all there is to wait for
-			return true, "", nil
-		}
-		return false, "no status reported on branch " + g.key + " (is temco gitops-monitor running beside the cluster's Flux?)", nil
-	}
-	own, found := reports[ns+"/"+name]
-	if present {
-		if !found {
-			return false, fmt.Sprintf("Kustomization %s/%s does not exist yet (the cluster's bootstrap Kustomization has not applied it)", ns, name), nil
-		}
-		has := false
-		if own.LastAppliedRevision != "" { // "": it never applied anything (its first reconcile failed)
-			if has, err = g.writer.Contains(ctx, g.remote(), commit, own.LastAppliedRevision); err != nil {
-				return false, "", err
-			}
-		}
-		if has && own.Ready == "True" {
-			return true, "", nil
-		}
-		// A logical cloud's Kustomization reads the bootstrap source across namespaces,
-		// which kustomize-controller --no-cross-namespace-refs=true forbids (Stalled, with
-		// no revision tried): no reconcile mends it, temco writing the same source for
-		// every revision.
-		if own.Ready == "False" && own.Reason == "AccessDenied" {
-			return false, "", permanentErr{fmt.Errorf("Flux refused commit %s on cluster %s: %s", short(commit), g.key, describe(own))}
-		}
-		if own.Ready == "False" && own.LastAttemptedRevision != "" && fluxRefused(own.Reason, own.Message) {
-			tried, err := g.writer.Contains(ctx, g.remote(), commit, own.LastAttemptedRevision)
-			if err != nil {
-				return false, "", err
-			}
-			if tried {
-				return false, "", permanentErr{fmt.Errorf("Flux refused commit %s on cluster %s: %s", short(commit), g.key, describe(own))}
-			}
-		}
-		return false, describe(own), nil
-	}
-	if found {
-		return false, fmt.Sprintf("Kustomization %s/%s still exists (%s)", ns, name, describe(own)), nil
-	}
-	for _, k := range reports { // the removal itself is applied by the Kustomization holding the cluster's folder
-		if k.LastAppliedRevision == "" { // it never applied anything (its source failed): not this one yet
-			continue
-		}
-		if has, err := g.writer.Contains(ctx, g.remote(), commit, k.LastAppliedRevision); err != nil {
-			return false, "", err
-		} else if has {
-			return true, "", nil
-		}
-	}
-	return false, "no Kustomization of the cluster has applied the commit yet", nil
-}
-
-// reports reads every Kustomization status the cluster's monitor reported, by namespace/name.
-func (g *gitCluster) reports(ctx context.Context) (map[string]gitops.KustomizationStatus, error) {
-	files, _, err := g.writer.ReadDir(ctx, g.statusRemote(), gitops.StatusDir(g.key))
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[string]gitops.KustomizationStatus, len(files))
-	for path, b := range files {
-		var k gitops.KustomizationStatus
-		if err := json.Unmarshal(b, &k); err != nil {
-			return nil, fmt.Errorf("status file %s: %w", path, err)
-		}
-		out[k.Namespace+"/"+k.Name] = k
-	}
-	return out, nil
-}
-
-// fluxDryRun finds the reason Flux's server-side apply reports a dry run failed for
-// ("Deployment/default/web dry-run failed (Invalid): ...").
-var fluxDryRun = regexp.MustCompile(`dry-run failed \((\w+)\)`)
-
-// fluxRefused tells a Kustomization failure no retry mends — the build of its files, or
-// an object the API server refuses for what it is (as permanent tells them for the
-// clusters temco reaches) — from one a later reconcile may pass.
-func fluxRefused(reason, message string) bool {
-	switch {
-	case reason == "BuildFailed":
-		return true
-	case reason != "ReconciliationFailed":
-		return false
-	case strings.Contains(message, "failed to create typed patch object") || strings.Contains(message, "namespace not specified"):
-		return true
-	}
-	m := fluxDryRun.FindStringSubmatch(message)
-	if m == nil {
-		return false
-	}
-	switch metav1.StatusReason(m[1]) {
-	case metav1.StatusReasonInvalid, metav1.StatusReasonBadRequest, metav1.StatusReasonNotFound, metav1.StatusReasonMethodNotAllowed,
-		metav1.StatusReasonRequestEntityTooLarge, metav1.StatusReasonUnsupportedMediaType, metav1.StatusReasonGone, metav1.StatusReasonNotAcceptable:
-		return true
-	case metav1.StatusReasonForbidden:
-		return !strings.Contains(message, "because it is being terminated")
-	}
-	return false
-}
-
-func describe(k gitops.KustomizationStatus) string {
-	s := fmt.Sprintf("Kustomization %s/%s: Ready=%s", k.Namespace, k.Name, k.Ready)
-	if k.Reason != "" {
-		s += " " + k.Reason
-	}
-	if k.Message != "" {
-		s += ": " + k.Message
-	}
-	if k.LastAppliedRevision != "" {
-		s += "; last applied " + k.LastAppliedRevision
-	}
-	return s
-}
-
-func short(commit string) string { return commit[:min(len(commit), 12)] }
-
-// read reports the objects as the monitor last saw them: present and ready by their own
-// status, from the deployment's Kustomization inventory.
-func (g *gitCluster) read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, _ bool) lifecycle.ClusterResult {
-	now := time.Now().UTC()
-	var res lifecycle.ClusterResult
-	reports, err := g.reports(ctx)
-	ns, name := layout.KustomizationOf(g.base(header))
-	own, found := reports[ns+"/"+name]
-	seen := map[string]gitops.ResourceStatus{}
-	for _, o := range own.Resources {
-		seen[refKey(o.Group, o.Kind, o.Namespace, o.Name)] = o
-	}
-	for _, p := range placements {
-		p.Live, p.LiveAt = make([]appctx.Live, len(p.Resources)), now
-		for i, r := range p.Resources {
-			if g.noSecrets && appctx.IsSecret(r.Kind) {
-				// Not temco's to judge: nothing it committed holds the Secret. Not counted as
-				// not ready either, or hooks waiting for readiness would wait for ever.
-				p.Live[i] = appctx.Live{State: appctx.LiveOmitted, Error: fmt.Sprintf(secretUnseen, g.key)}
-				continue
-			}
-			o, ok := seen[refKey(r.Group, r.Kind, r.Namespace, r.Name)]
-			switch {
-			case err != nil:
-				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: "read the status reported through git: " + err.Error()}
-			case !found && len(reports) == 0:
-				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: "no status reported on branch " + g.key}
-			case !ok || !o.Present:
-				p.Live[i] = appctx.Live{State: appctx.LiveNotPresent}
-			default:
-				p.Live[i] = appctx.Live{State: appctx.LivePresent, Ready: o.Ready, Error: o.Message}
-				res.Done++
-			}
-			if !p.Live[i].Ready {
-				res.NotReady++
-			}
-		}
-	}
-	return res
-}
-
-// secretUnseen is what a live read shows of a Secret left out of git.
-const secretUnseen = "not committed to git (cluster %s keeps Secrets out of its repository): the cluster's report does not cover it"
-
-func refKey(group, kind, ns, name string) string {
-	return strings.Join([]string{group, kind, ns, name}, "/")
 }
 
 // forEach calls fn for the objects at the indices of which, per app.

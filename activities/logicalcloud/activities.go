@@ -5,7 +5,8 @@
 // CertificateSigningRequest the cluster signs, and a kubeconfig kept sealed for the
 // deployments into the cloud — or, on a GitOps cluster, as dcm does there, a
 // ServiceAccount the cloud's roles are bound to, whose name (nothing secret) is kept as the
-// credential: Flux impersonates it to apply the cloud's deployments.
+// credential: on fluxcd the cloud's own, which Flux impersonates to apply the cloud's
+// deployments; on anthos the reconciler Config Sync runs the cloud's RepoSync as.
 package logicalcloud
 
 import (
@@ -110,11 +111,7 @@ func (a *Activities) PrepareLogicalCloud(ctx context.Context, in lifecycle.Conte
 		return lifecycle.Plan{Clusters: len(clusters)}, nil
 	}
 	labels := map[string]string{lifecycle.DeploymentIDLabel: header.Instance + "-" + App}
-	objs, err := c.objects(labels, false)
-	if err != nil {
-		return lifecycle.Plan{}, invalid("%s: %v", in.Target, err)
-	}
-	gitObjs, err := c.objects(labels, true)
+	objs, err := c.objects(labels, nil)
 	if err != nil {
 		return lifecycle.Plan{}, invalid("%s: %v", in.Target, err)
 	}
@@ -124,16 +121,20 @@ func (a *Activities) PrepareLogicalCloud(ctx context.Context, in lifecycle.Conte
 	placed := make([]*appctx.ClusterApp, 0, len(clusters))
 	batchOf := map[string]int{}
 	for i, cl := range clusters {
-		// A GitOps cluster gets the cloud's ServiceAccount too, and role bindings to it:
-		// its objects of its own (the placement's, index-aligned with its statuses).
-		gitOps, err := a.Clients.GitOps(ctx, cl)
+		// A GitOps cluster gets the cloud's account there too (a ServiceAccount, or a
+		// RepoSync), and role bindings to it: its objects of its own (the placement's,
+		// index-aligned with its statuses).
+		access, err := a.Clients.GitOpsAccess(ctx, cl)
 		if err != nil {
 			return lifecycle.Plan{}, err
 		}
 		p := &appctx.ClusterApp{App: App, Cluster: cl}
 		on := objs
-		if gitOps {
-			on, p.Objects = gitObjs, gitObjs
+		if access != nil {
+			if on, err = c.objects(labels, access); err != nil {
+				return lifecycle.Plan{}, invalid("%s: %v", in.Target, err)
+			}
+			p.Objects = on
 		}
 		p.Resources = make([]appctx.ResourceStatus, len(on))
 		for j, o := range on {

@@ -40,13 +40,14 @@ const credentialLifetime = 365 * 24 * time.Hour
 //
 // On a GitOps cluster no certificate is issued (dcm submits no CSR there, and temco
 // cannot reach the cluster's API): the credential kept is the name of the cloud's
-// ServiceAccount, which the objects just committed created and bound to the cloud's
-// roles, and which Flux impersonates to apply the cloud's deployments.
+// account there, which the objects just committed bound to the cloud's roles — on fluxcd
+// its ServiceAccount, which Flux impersonates to apply the cloud's deployments; on
+// anthos the reconciler of its RepoSync, which applies them.
 func (a *Activities) issue(ctx context.Context, cloudID string, c cloud, clusterKey string) error {
 	if c.spec.Level == model.LevelAdmin {
 		return nil
 	}
-	gitOps, err := a.Clients.GitOps(ctx, clusterKey)
+	access, err := a.Clients.GitOpsAccess(ctx, clusterKey)
 	if err != nil {
 		return err
 	}
@@ -54,8 +55,12 @@ func (a *Activities) issue(ctx context.Context, cloudID string, c cloud, cluster
 	if err != nil && !errors.Is(err, credentials.ErrNotFound) {
 		return err
 	}
-	if gitOps {
-		account := cluster.CloudAccountCredential(c.spec.Namespace, c.serviceAccount())
+	if access != nil {
+		namespace, name, aerr := c.account(access)
+		if aerr != nil {
+			return invalid("%s: %v", cloudID, aerr)
+		}
+		account := cluster.CloudAccountCredential(namespace, name)
 		if err == nil && bytes.Equal(existing, account) {
 			return nil
 		}

@@ -4,9 +4,13 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"maps"
 	"slices"
 
+	"github.com/temco/temco/activities/cluster"
+	"github.com/temco/temco/internal/adapters/gitops/layout"
+	"github.com/temco/temco/internal/adapters/syncobject"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/model"
 )
@@ -31,11 +35,37 @@ func (c cloud) user() string {
 	return "temco:logical-cloud:" + c.project + ":" + c.name
 }
 
-// serviceAccount is the cloud's ServiceAccount on GitOps clusters, in its namespace: the
+// serviceAccount is the cloud's ServiceAccount on Flux clusters, in its namespace: the
 // identity Flux impersonates to apply the cloud's deployments there. EMCO's name,
 // <cloud>-sa, as dcm's role bindings and rsync's Kustomization name it (dcm itself
 // creates <namespace>-sa, which matches them only when the namespace is named after the cloud).
 func (c cloud) serviceAccount() string { return c.name + "-sa" }
+
+// repoSync is the name of the cloud's RepoSync on Anthos clusters, EMCO's.
+func (c cloud) repoSync() string { return "repo-sync-" + c.name }
+
+// reconcilerNamespace holds Config Sync's reconcilers' ServiceAccounts.
+const reconcilerNamespace = "config-management-system"
+
+// reconciler is the ServiceAccount Config Sync runs the cloud's RepoSync as, in
+// reconcilerNamespace: ns-reconciler-<namespace>-<RepoSync>-<length of its name>, Config
+// Sync's naming for a RepoSync not named repo-sync, which dcm's role bindings name.
+func (c cloud) reconciler() string {
+	return fmt.Sprintf("ns-reconciler-%s-%s-%d", c.spec.Namespace, c.repoSync(), len(c.repoSync()))
+}
+
+// account is the cloud's identity on a GitOps cluster, which its role bindings name
+// besides its user and its deployments there are applied as: on fluxcd its ServiceAccount
+// (Flux impersonates it), on anthos the reconciler of its RepoSync.
+func (c cloud) account(on *cluster.GitOpsAccess) (namespace, name string, err error) {
+	switch on.Type {
+	case syncobject.FluxCD:
+		return c.spec.Namespace, c.serviceAccount(), nil
+	case syncobject.Anthos:
+		return reconcilerNamespace, c.reconciler(), nil
+	}
+	return "", "", fmt.Errorf("cluster %s: standard and privileged logical clouds are set up only on fluxcd and anthos GitOps clusters, not %s", on.Key, on.Type)
+}
 
 // objects renders what a standard or privileged cloud creates on each of its clusters,
 // as dcm does: its namespace (with the cloud's labels), a ResourceQuota per cluster
@@ -44,10 +74,13 @@ func (c cloud) serviceAccount() string { return c.name + "-sa" }
 // permission (no namespace), a ClusterRole and ClusterRoleBinding. Names derive from the
 // cloud's and the permission's (dcm numbers them by their order in its database).
 //
-// On a GitOps cluster (gitOps), where no certificate is issued, dcm adds the cloud's
-// ServiceAccount (after the namespace) and binds every role to it besides the user:
-// the cloud's deployments there are applied by Flux impersonating it.
-func (c cloud) objects(labels map[string]string, gitOps bool) ([]appctx.Object, error) {
+// On a GitOps cluster (on, nil for a cluster reached with its kubeconfig), where no
+// certificate is issued, dcm binds every role to the cloud's account there besides the
+// user (account). On fluxcd dcm adds that ServiceAccount (after the namespace). On anthos
+// Config Sync creates it for the cloud's RepoSync, which rsync's anthos plugin writes
+// with the cloud's set-up (after the namespace here): it reads the folder the cloud's
+// deployments are committed to.
+func (c cloud) objects(labels map[string]string, on *cluster.GitOpsAccess) ([]appctx.Object, error) {
 	ns := c.spec.Namespace
 	var out []map[string]any
 	meta := func(name, namespace string, extra map[string]string) map[string]any {
@@ -65,16 +98,23 @@ func (c cloud) objects(labels map[string]string, gitOps bool) ([]appctx.Object, 
 		return m
 	}
 	out = append(out, map[string]any{"apiVersion": "v1", "kind": "Namespace", "metadata": meta(ns, "", c.spec.Labels)})
-	if gitOps {
-		out = append(out, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(c.serviceAccount(), ns, c.spec.Labels)})
+	subject := []any{map[string]any{"kind": "User", "name": c.user(), "apiGroup": "rbac.authorization.k8s.io"}}
+	if on != nil {
+		accountNS, account, err := c.account(on)
+		if err != nil {
+			return nil, err
+		}
+		subject = append(subject, map[string]any{"kind": "ServiceAccount", "name": account, "namespace": accountNS})
+		switch on.Type {
+		case syncobject.FluxCD:
+			out = append(out, map[string]any{"apiVersion": "v1", "kind": "ServiceAccount", "metadata": meta(account, ns, c.spec.Labels)})
+		case syncobject.Anthos:
+			out = append(out, c.repoSyncObject(meta(c.repoSync(), ns, nil), on))
+		}
 	}
 	for _, n := range slices.Sorted(maps.Keys(c.quotas)) {
 		out = append(out, map[string]any{"apiVersion": "v1", "kind": "ResourceQuota",
 			"metadata": meta(n, ns, nil), "spec": map[string]any{"hard": c.quotas[n]}})
-	}
-	subject := []any{map[string]any{"kind": "User", "name": c.user(), "apiGroup": "rbac.authorization.k8s.io"}}
-	if gitOps {
-		subject = append(subject, map[string]any{"kind": "ServiceAccount", "name": c.serviceAccount(), "namespace": ns})
 	}
 	for _, n := range slices.Sorted(maps.Keys(c.permissions)) {
 		p := c.permissions[n]
@@ -103,6 +143,17 @@ func (c cloud) objects(labels map[string]string, gitOps bool) ([]appctx.Object, 
 			Namespace: namespace, Name: m["name"].(string)}, Manifest: string(data), Hash: hex.EncodeToString(sum[:])})
 	}
 	return objs, nil
+}
+
+// repoSyncObject is the cloud's RepoSync on an anthos cluster, as rsync's anthos plugin
+// writes it: Config Sync's reconciler for the cloud's namespace syncs, from the cluster's
+// repository and branch, the folder the cloud's deployments on that cluster are committed
+// to (layout.RepoSyncDir, with EMCO's leading slash). Its auth is none, as EMCO writes it:
+// the repository must be readable without credentials (the token stays out of git).
+func (c cloud) repoSyncObject(meta map[string]any, on *cluster.GitOpsAccess) map[string]any {
+	return map[string]any{"apiVersion": "configsync.gke.io/v1beta1", "kind": "RepoSync", "metadata": meta,
+		"spec": map[string]any{"git": map[string]any{"repo": on.URL, "branch": on.Branch, "revision": "HEAD",
+			"dir": "/" + layout.RepoSyncDir(c.spec.Namespace, on.Key), "auth": "none", "noSSLVerify": false}}}
 }
 
 func orEmpty(s []string) []string {

@@ -46,12 +46,16 @@ func appliedByFlux(t *testing.T, gvr schema.GroupVersionResource, namespace, nam
 // reached with its kubeconfig and the GitOps cluster, as EMCO sets one up: on the GitOps
 // cluster its namespace, quota, Role, RoleBinding, ClusterRole and ClusterRoleBinding and,
 // instead of a certificate, its ServiceAccount <cloud>-sa, bound to its roles (with their
-// rights and no others), all committed to git and applied by Flux. A DIG in the cloud lands in the cloud's
+// rights and no others), all committed to git and applied by Flux, its namespace with its
+// Kustomization by the bootstrap Kustomization (which applies the cloud's DIGs'
+// Kustomizations, in that namespace, too: a DIG instantiated at once does not block Flux).
+// A DIG in the cloud lands in the cloud's
 // namespace on both clusters, on the GitOps one applied by a Kustomization in that
 // namespace impersonating the ServiceAccount; objects outside the cloud's rights (a
-// ClusterRole, a ConfigMap in another namespace) fail as Forbidden on both clusters, with
-// the reason. Terminating the DIGs, then the cloud, removes everything from both clusters
-// and from git.
+// ClusterRole, a ConfigMap in another namespace) fail as Forbidden on cluster1, and on the
+// GitOps cluster (committed, so Applied, as EMCO says) Flux refuses them as Forbidden,
+// which their readiness says. Terminating the DIGs, then the cloud, removes everything
+// from both clusters and from git.
 func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 	gc := registerGitOps(t)
 	ctx := context.Background()
@@ -73,6 +77,15 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 		d.awaitCloud("tenant", lifecycle.StatusInstantiated)
 	}
 	d.create()
+	// The DIG at once, as EMCO's scripts go on once the cloud is Instantiated (committed):
+	// its Kustomization, in the cloud's namespace, may reach the cluster before Flux has
+	// applied the cloud. Flux applying both is their readiness.
+	inst := d.operate(lifecycle.OpInstantiate).ContextID
+	d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	awaitValue(t, "the cloud Ready on both clusters", 2*time.Minute,
+		func() status { return getAs[status](t, d.c, lc+"/status?output=summary") },
+		func(s status) bool { return s.ReadyStatus == "Ready" })
+	d.await("Ready", 2*time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
 
 	// The cloud on the GitOps cluster, read with that cluster's own kubeconfig.
 	gcs, err := stack.GitOps.Cluster.Clientset()
@@ -81,8 +94,8 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 	}
 	cloudKust := "kust" + cloudInst
 	ns, err := gcs.CoreV1().Namespaces().Get(ctx, "tenant-ns", metav1.GetOptions{})
-	if err != nil || ns.Labels["kustomize.toolkit.fluxcd.io/name"] != cloudKust {
-		t.Errorf("the cloud's namespace on the GitOps cluster, applied by Flux (%s): %v %v", cloudKust, ns.GetLabels(), err)
+	if err != nil || ns.Labels["kustomize.toolkit.fluxcd.io/name"] != "flux-system" {
+		t.Errorf("the cloud's namespace on the GitOps cluster, applied by Flux's bootstrap Kustomization: %v %v", ns.GetLabels(), err)
 	}
 	if _, err := gcs.CoreV1().ServiceAccounts("tenant-ns").Get(ctx, "tenant-sa", metav1.GetOptions{}); err != nil {
 		t.Errorf("the cloud's ServiceAccount: %v", err)
@@ -135,6 +148,10 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 		t.Errorf("the credential on the GitOps cluster: %s %v", cred, err)
 	}
 	cloudDir := stack.GitOps.Path() + "/context/" + cloudInst
+	if out, err := stack.Git.Git(ctx, stack.GitOps.Repo, "show", stack.GitOps.Branch+":"+stack.GitOps.Path()+"/"+cloudKust+".yaml"); err != nil ||
+		!strings.Contains(out, "kind: Namespace") || !strings.Contains(out, "name: tenant-ns") {
+		t.Errorf("the cloud's Kustomization file does not hold its namespace: %v\n%s", err, out)
+	}
 	if files := gitFiles(t, cloudDir); !slices.Contains(files, cloudDir+"/app/logical-cloud/tenant-sa+ServiceAccount.yaml") ||
 		!slices.Contains(files, cloudDir+"/app/logical-cloud/tenant-rw+RoleBinding.yaml") {
 		t.Errorf("the cloud's files in git: %v", files)
@@ -143,10 +160,8 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 		t.Errorf("commits of the cloud's instantiate: %q", log)
 	}
 
-	// A DIG in the cloud: in its namespace on both clusters; on the GitOps one applied by
+	// The DIG in the cloud: in its namespace on both clusters; on the GitOps one applied by
 	// a Kustomization in that namespace, impersonating the cloud's ServiceAccount.
-	inst := d.operate(lifecycle.OpInstantiate).ContextID
-	d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
 	kust := "kust" + inst
 	for _, o := range []struct {
 		gvr  schema.GroupVersionResource
@@ -173,11 +188,11 @@ func TestStandardLogicalCloudOnGitOps(t *testing.T) {
 	if dep, err := cs1.AppsV1().Deployments("tenant-ns").Get(ctx, "tweb", metav1.GetOptions{}); err != nil || dep.Labels[lifecycle.DeploymentIDLabel] != inst+"-tweb" {
 		t.Errorf("the DIG on cluster1: %v %v", dep, err)
 	}
-	d.await("Ready", time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
 
 	// Outside the cloud's rights: a ClusterRole and a ConfigMap in another namespace,
-	// refused on cluster1 for the cloud's user and on the GitOps cluster for its
-	// ServiceAccount, which Flux impersonates: Failed at once, with the reason.
+	// refused on cluster1 for the cloud's user (Failed at once, with the reason) and on
+	// the GitOps cluster for its ServiceAccount, which Flux impersonates (committed, so
+	// Applied; its readiness says Flux refused it, with the reason).
 	ca2 := "/projects/" + d.project + "/composite-apps/outside/v1"
 	dig2 := ca2 + "/deployment-intent-groups/dig"
 	grant := testenv.Chart("grant", "", map[string]string{"all.yaml": `apiVersion: rbac.authorization.k8s.io/v1
@@ -214,26 +229,37 @@ data: {a: b}
 	}
 	s := awaitValue(t, "objects outside the cloud's rights InstantiateFailed", 3*time.Minute, digStatus,
 		func(s status) bool { return s.Status == lifecycle.StatusInstantiateFailed })
-	failed := map[string]string{}
-	for _, a := range s.Apps {
-		for _, cl := range a.Clusters {
-			for _, r := range cl.Resources {
-				if r.RsyncStatus != lifecycle.ResFailed {
-					t.Errorf("%s %s/%s: %s, want Failed", cl.Cluster, r.GVK.Kind, r.Name, r.RsyncStatus)
+	byCluster := func(s status) map[string]string {
+		out := map[string]string{}
+		for _, a := range s.Apps {
+			for _, cl := range a.Clusters {
+				for _, r := range cl.Resources {
+					out[strings.TrimPrefix(cl.Cluster, provider+"+")+" "+r.GVK.Kind] = r.RsyncStatus + ": " + r.Error
 				}
-				failed[strings.TrimPrefix(cl.Cluster, provider+"+")+" "+r.GVK.Kind] = r.Error
 			}
 		}
+		return out
 	}
+	deployed := byCluster(s)
 	for _, kind := range []string{"ClusterRole", "ConfigMap"} {
-		if e := failed["cluster1 "+kind]; !strings.Contains(e, "forbidden") || !strings.Contains(e, `User "tenant-user"`) {
-			t.Errorf("cluster1: %s failed with %q, want the cloud's user forbidden", kind, e)
+		if e := deployed["cluster1 "+kind]; !strings.HasPrefix(e, lifecycle.ResFailed+": ") || !strings.Contains(e, "forbidden") || !strings.Contains(e, `User "tenant-user"`) {
+			t.Errorf("cluster1: %s %q, want Failed, the cloud's user forbidden", kind, e)
 		}
-		if e := failed[gc+" "+kind]; !strings.Contains(e, "Flux refused commit") || !strings.Contains(e, "(Forbidden)") ||
-			!strings.Contains(e, `User "system:serviceaccount:tenant-ns:tenant-sa"`) {
-			t.Errorf("GitOps cluster: %s failed with %q, want Flux's refusal for the cloud's ServiceAccount", kind, e)
+		if e := deployed[gc+" "+kind]; e != lifecycle.ResApplied+": " {
+			t.Errorf("GitOps cluster: %s %q, want Applied (committed)", kind, e)
 		}
 	}
+	refused := func(s status) bool {
+		for _, kind := range []string{"ClusterRole", "ConfigMap"} {
+			if e := byCluster(s)[gc+" "+kind]; !strings.Contains(e, "Flux refused what git holds for this deployment") ||
+				!strings.Contains(e, "(Forbidden)") || !strings.Contains(e, `User "system:serviceaccount:tenant-ns:tenant-sa"`) {
+				return false
+			}
+		}
+		return true
+	}
+	awaitValue(t, "Flux's refusal for the cloud's ServiceAccount in the readiness", 2*time.Minute,
+		func() status { return getAs[status](t, c, dig2+"/status?status=ready") }, refused)
 	if _, err := gcs.RbacV1().ClusterRoles().Get(ctx, "tenant-grant", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("the ClusterRole on the GitOps cluster: %v", err)
 	}
@@ -247,7 +273,9 @@ data: {a: b}
 	// Terminate both DIGs, then the cloud: nothing left on either cluster or in git.
 	// (On cluster1 the refused DIG's terminate tries to delete its Failed objects with the
 	// cloud's certificate, which is forbidden too: TerminateFailed, though nothing exists.
-	// On the GitOps cluster its Kustomization goes and its objects are Deleted.)
+	// On the GitOps cluster its Kustomization goes and its objects are Deleted.) The
+	// cloud's terminate follows at once, as a script's would: it waits for Flux to remove
+	// the DIGs' Kustomizations, which need the cloud's ServiceAccount to.
 	c.do("POST", dig2+"/terminate", nil).must(t, 202)
 	d.operate(lifecycle.OpTerminate)
 	s = awaitValue(t, "the refused DIG Terminated", 3*time.Minute, digStatus,
@@ -265,6 +293,7 @@ data: {a: b}
 		}
 	}
 	d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	c.do("POST", lc+"/terminate", nil).must(t, 202)
 	for _, o := range []struct {
 		gvr  schema.GroupVersionResource
 		name string
@@ -287,7 +316,6 @@ data: {a: b}
 		}
 	}
 
-	c.do("POST", lc+"/terminate", nil).must(t, 202)
 	d.awaitCloud("tenant", lifecycle.StatusTerminated)
 	eventually(t, "the cloud's namespace gone from the GitOps cluster", 2*time.Minute, func() error {
 		if _, err := gcs.CoreV1().Namespaces().Get(ctx, "tenant-ns", metav1.GetOptions{}); !apierrors.IsNotFound(err) {

@@ -125,10 +125,11 @@ func presentOnGitOps(t *testing.T, gvr schema.GroupVersionResource, name string,
 
 // A DIG placed on a cluster reached with its kubeconfig and on one reached only through
 // git: instantiate applies the first directly and commits the second's objects, which
-// Flux applies; status says deployed once Flux reports the commit applied, ready from the
-// objects' own status as the cluster's monitor reports it; an update commits the
-// difference (a removed object leaves git and the cluster), a rollback brings it back, and
-// terminate removes the deployment. One commit per cluster and operation, naming the DIG, operation and revision.
+// Flux applies; status says deployed once committed (as EMCO's), ready from the objects'
+// own status as the cluster's monitor reports it once Flux applied the commit; an update
+// commits the difference (a removed object leaves git and the cluster), a rollback brings
+// it back, and terminate removes the deployment. One commit per cluster and operation,
+// naming the DIG, operation and revision.
 func TestGitOpsDeploysThroughFlux(t *testing.T) {
 	gc := registerGitOps(t)
 	d := newDeployment(t, app{name: "gweb", chart: webChart("gweb"), placement: map[string]any{"allOf": []any{
@@ -146,9 +147,7 @@ func TestGitOpsDeploysThroughFlux(t *testing.T) {
 	otherInst := other.operate(lifecycle.OpInstantiate).ContextID
 	d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
 	other.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
-	if err := presentOnGitOps(t, gvrDeployment, "gother", true)(); err != nil {
-		t.Errorf("the other DIG: %v", err)
-	}
+	eventually(t, "the other DIG applied by Flux", time.Minute, presentOnGitOps(t, gvrDeployment, "gother", true))
 	if files := gitFiles(t, stack.GitOps.Path()+"/context/"+otherInst); len(files) != 3 {
 		t.Errorf("the other DIG's files: %v", files)
 	}
@@ -156,9 +155,7 @@ func TestGitOpsDeploysThroughFlux(t *testing.T) {
 		gvr  schema.GroupVersionResource
 		name string
 	}{{gvrDeployment, "gweb"}, {gvrConfigMap, "gweb-config"}, {gvrService, "gweb"}} {
-		if err := presentOnGitOps(t, o.gvr, o.name, true)(); err != nil {
-			t.Errorf("after instantiate: %v", err)
-		}
+		eventually(t, o.name+" applied by Flux", time.Minute, presentOnGitOps(t, o.gvr, o.name, true))
 	}
 	folder := stack.GitOps.Path() + "/context/" + inst
 	files := gitFiles(t, folder)
@@ -208,9 +205,7 @@ func TestGitOpsDeploysThroughFlux(t *testing.T) {
 		gvr  schema.GroupVersionResource
 		name string
 	}{{gvrDeployment, "gweb"}, {gvrConfigMap, "gweb-config"}} {
-		if err := presentOnGitOps(t, o.gvr, o.name, false)(); err != nil {
-			t.Errorf("after terminate: %v", err)
-		}
+		eventually(t, o.name+" removed by Flux", time.Minute, presentOnGitOps(t, o.gvr, o.name, false))
 	}
 	if files := gitFiles(t, folder); len(files) != 0 {
 		t.Errorf("files left after terminate: %v", files)
@@ -259,7 +254,8 @@ func gitHead(t *testing.T) string {
 // What goes wrong between temco and a GitOps cluster shows on the DIG: an unreachable git
 // server as Retrying with the error, recovering once the server is back; a push the
 // server refuses (a protected branch, a bad token) as Failed with the reason and nothing
-// committed; a cluster whose Flux never reports as Retrying, saying so, never deployed.
+// committed. A cluster whose Flux is not temco's (no monitor reports back) is deployed
+// once committed, as EMCO says, and its readiness says that nothing reports.
 func TestGitOpsFailures(t *testing.T) {
 	gc := registerGitOps(t)
 	one := func(t *testing.T, cluster string) *deployment {
@@ -295,7 +291,7 @@ func TestGitOpsFailures(t *testing.T) {
 		eventually(t, "Flux removed the deployment", time.Minute, presentOnGitOps(t, gvrDeployment, "gweb", false))
 	})
 
-	t.Run("worker killed while Flux applies", func(t *testing.T) {
+	t.Run("worker killed after the commit", func(t *testing.T) {
 		d := one(t, gc)
 		inst := d.operate(lifecycle.OpInstantiate).ContextID
 		folder := stack.GitOps.Path() + "/context/" + inst
@@ -313,9 +309,7 @@ func TestGitOpsFailures(t *testing.T) {
 		if log := gitLog(t, folder); len(log) != 1 {
 			t.Errorf("the retried apply committed again: %q", log)
 		}
-		if err := presentOnGitOps(t, gvrDeployment, "gweb", true)(); err != nil {
-			t.Error(err)
-		}
+		eventually(t, "Flux applied the deployment", time.Minute, presentOnGitOps(t, gvrDeployment, "gweb", true))
 		d.operate(lifecycle.OpTerminate)
 		d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 		eventually(t, "Flux removed the deployment", time.Minute, presentOnGitOps(t, gvrDeployment, "gweb", false))
@@ -377,27 +371,26 @@ func TestGitOpsFailures(t *testing.T) {
 		}
 	})
 
-	t.Run("no Flux on the cluster", func(t *testing.T) {
+	t.Run("Flux without temco gitops-monitor", func(t *testing.T) {
+		// The cluster's branch has no monitor's report: a Flux cluster set up as for EMCO.
 		c := &client{t: t}
-		c.do("POST", "/cluster-providers/"+provider+"/cluster-sync-objects", res("gitops-fast", map[string]any{"kv": []any{
-			map[string]string{"timeOut": "5"}, map[string]string{"syncInterval": "5"}, map[string]string{"retryInterval": "5"}}})).must(t, 201)
-		gitOpsCluster(c, "gitops-no-flux", syncRepo, "gitops-fast").must(t, 201)
-		d := one(t, "gitops-no-flux")
+		gitOpsCluster(c, "gitops-no-monitor", syncRepo, syncTimer).must(t, 201)
+		d := one(t, "gitops-no-monitor")
 		inst := d.operate(lifecycle.OpInstantiate).ContextID
-		s := d.await("Retrying: no status reported", 2*time.Minute, "", func(s status) bool {
-			return anyResource(s, lifecycle.ResRetrying, "no status reported on branch local+gitops-no-flux")
-		})
-		if s.Status == lifecycle.StatusInstantiated {
-			t.Errorf("status %s for a cluster whose Flux never reported", s.Status)
+		s := d.await("Instantiated once committed", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+		if rs := resources(s); len(rs) != 3 || anyResource(s, lifecycle.ResRetrying, "") || anyResource(s, lifecycle.ResFailed, "") {
+			t.Errorf("objects of a committed deployment:\n%s", strings.Join(rs, "\n"))
 		}
-		if files := gitFiles(t, "clusters/local+gitops-no-flux/context/"+inst); len(files) != 3 {
+		if files := gitFiles(t, "clusters/local+gitops-no-monitor/context/"+inst); len(files) != 3 {
 			t.Errorf("the deployment was not committed: %v", files)
 		}
-		d.operate(lifecycle.OpStop)
-		d.await("InstantiateStopped", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiateStopped })
+		r := d.status("?status=ready")
+		if r.ReadyStatus == "Ready" || !anyResource(r, "", "no status reported on branch local+gitops-no-monitor") {
+			t.Errorf("readiness %s without a report:\n%s", r.ReadyStatus, strings.Join(resources(r), "\n"))
+		}
 		d.operate(lifecycle.OpTerminate)
-		d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
-		if files := gitFiles(t, "clusters/local+gitops-no-flux/context/"+inst); len(files) != 0 {
+		d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+		if files := gitFiles(t, "clusters/local+gitops-no-monitor/context/"+inst); len(files) != 0 {
 			t.Errorf("files left after terminate: %v", files)
 		}
 	})

@@ -472,10 +472,10 @@ func TestTheDeploymentIDOfAMovedAppNamesTheStatusContext(t *testing.T) {
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }
 
-// On a cluster reached through git, an object the API server refuses fails the operation
-// as soon as Flux reports the refusal of temco's commit, with Flux's message, instead of
-// being retried until the wait for Flux runs out.
-func TestAGitOpsClusterRefusingAnObjectFailsAtOnce(t *testing.T) {
+// On a cluster reached through git, an object the API server refuses is Applied once
+// committed, as EMCO says, and its readiness says at once, once Flux reports the refusal
+// of what git holds, that no reconcile will apply it, with Flux's message.
+func TestAGitOpsClusterRefusingAnObjectSaysSoInItsReadiness(t *testing.T) {
 	gc := registerGitOps(t)
 	chart := testenv.Chart("grefused", "", map[string]string{"svc.yaml": "apiVersion: v1\nkind: Service\nmetadata:\n  name: grefused\n" +
 		"spec:\n  selector: {app: x}\n  ports: [{port: 99999}]\n"})
@@ -483,22 +483,15 @@ func TestAGitOpsClusterRefusingAnObjectFailsAtOnce(t *testing.T) {
 	d.logicalCloud, d.setUpCloud = "gitops", onClusters(gc)
 	d.create()
 	d.operate(lifecycle.OpInstantiate)
-	s := d.await("InstantiateFailed", 2*time.Minute, "", func(s status) bool {
+	s := d.await("Instantiated", 2*time.Minute, "", func(s status) bool {
 		return s.Status == lifecycle.StatusInstantiateFailed || s.Status == lifecycle.StatusInstantiated
 	})
-	for _, a := range s.Apps {
-		for _, c := range a.Clusters {
-			for _, r := range c.Resources {
-				if r.RsyncStatus != lifecycle.ResFailed || r.Attempts != 0 || !strings.Contains(r.Error, "Flux refused commit") ||
-					!strings.Contains(r.Error, "Invalid value: 99999") {
-					t.Errorf("%s/%s: %s after %d attempts, %q; want Failed at once with Flux's message", r.GVK.Kind, r.Name, r.RsyncStatus, r.Attempts, r.Error)
-				}
-			}
-		}
-	}
-	if s.Status != lifecycle.StatusInstantiateFailed {
+	if s.Status != lifecycle.StatusInstantiated || !anyResource(s, lifecycle.ResApplied, "") {
 		t.Fatalf("status %s", pretty(s))
 	}
+	d.await("Flux's refusal in the readiness", 2*time.Minute, "?status=ready", func(s status) bool {
+		return anyResource(s, "", "Flux refused what git holds for this deployment") && anyResource(s, "", "Invalid value: 99999")
+	})
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }

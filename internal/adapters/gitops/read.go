@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -147,4 +148,65 @@ func (cl *clone) contains(ctx context.Context, r Remote, a, d plumbing.Hash) (bo
 		return false, fmt.Errorf("read commit %s: %w", a, err)
 	}
 	return ac.IsAncestor(dc)
+}
+
+// SameAt reports whether every path (a file or a directory) holds at revision rev what it
+// holds at the head of r's branch, fetched fresh; a path absent at both holds the same.
+// It tells whether a cluster that applied rev applied what git holds now for those paths,
+// whatever was committed elsewhere in the repository since. A revision the branch does not
+// hold (after the fetch) holds nothing the same.
+func (w *Writer) SameAt(ctx context.Context, r Remote, rev string, paths []string) (bool, error) {
+	at, err := ParseRevision(rev)
+	if err != nil {
+		return false, err
+	}
+	r, err = r.normalized()
+	if err != nil {
+		return false, err
+	}
+	same := false
+	err = w.withClone(ctx, r, func(cl *clone) error {
+		head, err := cl.fetch(ctx, r)
+		if err != nil || head.IsZero() {
+			return err
+		}
+		if cl.repo.Storer.HasEncodedObject(at) != nil {
+			return nil // not fetched with the branch: not on it
+		}
+		now, err := entries(cl, head, paths)
+		if err != nil {
+			return err
+		}
+		then, err := entries(cl, at, paths)
+		if err != nil {
+			return err
+		}
+		same = slices.Equal(now, then)
+		return nil
+	})
+	return same, safeError(err, r.Token)
+}
+
+// entries are the object hashes of paths in commit c's tree (zero for an absent path).
+func entries(cl *clone, c plumbing.Hash, paths []string) ([]plumbing.Hash, error) {
+	commit, err := object.GetCommit(cl.repo.Storer, c)
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", c, err)
+	}
+	root, err := commit.Tree()
+	if err != nil {
+		return nil, fmt.Errorf("read commit %s: %w", c, err)
+	}
+	out := make([]plumbing.Hash, len(paths))
+	for i, p := range paths {
+		e, err := root.FindEntry(strings.Trim(p, "/"))
+		switch {
+		case errors.Is(err, object.ErrEntryNotFound) || errors.Is(err, object.ErrDirectoryNotFound) || errors.Is(err, object.ErrFileNotFound):
+		case err != nil:
+			return nil, fmt.Errorf("read %s at %s: %w", p, c, err)
+		default:
+			out[i] = e.Hash
+		}
+	}
+	return out, nil
 }

@@ -419,3 +419,46 @@ func TestALockedBranchIsTransient(t *testing.T) {
 		t.Fatalf("once the lock is gone: %+v %v", res, err)
 	}
 }
+
+// SameAt compares what paths hold, not commits: a later commit elsewhere keeps an older
+// revision the same for them, a change below one of them does not.
+func TestSameAtComparesThePathsAtBothRevisions(t *testing.T) {
+	ctx := context.Background()
+	_, r := server(t)
+	w := &Writer{Dir: t.TempDir()}
+	commit := func(files map[string][]byte) string {
+		t.Helper()
+		res, err := w.Commit(ctx, r, Change{Message: "c", Files: files})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Commit
+	}
+	mine := []string{"clusters/c/context/1/", "clusters/c/kust1.yaml"}
+	before := commit(map[string][]byte{"other": []byte("0")})
+	first := commit(map[string][]byte{"clusters/c/context/1/app/a/x": []byte("1"), "clusters/c/kust1.yaml": []byte("k")})
+	elsewhere := commit(map[string][]byte{"clusters/c/context/2/app/b/y": []byte("2")})
+	other := &Writer{Dir: t.TempDir()} // knows no commit: it fetches
+	for _, tc := range []struct {
+		name, rev string
+		want      bool
+	}{
+		{"the head", elsewhere, true},
+		{"before a commit elsewhere", "main@sha1:" + first, true},
+		{"before the paths were written", before, false},
+		{"not on the branch", strings.Repeat("ab", 20), false},
+	} {
+		for _, wr := range []*Writer{w, other} {
+			if got, err := wr.SameAt(ctx, r, tc.rev, mine); err != nil || got != tc.want {
+				t.Errorf("%s: SameAt = %v, %v; want %v", tc.name, got, err, tc.want)
+			}
+		}
+	}
+	commit(map[string][]byte{"clusters/c/context/1/app/a/x": []byte("changed")})
+	if same, err := w.SameAt(ctx, r, first, mine); err != nil || same {
+		t.Errorf("after a change below a path: SameAt = %v, %v; want false", same, err)
+	}
+	if same, err := w.SameAt(ctx, r, before, []string{"nothing/here"}); err != nil || !same {
+		t.Errorf("a path absent at both: SameAt = %v, %v; want true", same, err)
+	}
+}

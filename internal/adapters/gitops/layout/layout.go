@@ -12,9 +12,12 @@
 //	                                                       Kustomization out of context/ (fluxcd)
 //	clusters/<c>/context/<i>/deployed                      the apps deployed (anthos)
 //
-// A deployment into a standard or privileged logical cloud (Deployment.Tenant) has its
-// Kustomization in the cloud's namespace, impersonating the cloud's ServiceAccount there,
-// so Flux applies it with the cloud's rights only (fluxcd only).
+// A deployment into a standard or privileged logical cloud (Deployment.Tenant) is
+// applied with the cloud's rights only. On fluxcd its Kustomization lives in the cloud's
+// namespace, impersonating the cloud's ServiceAccount there. On anthos its files go where
+// the cloud's RepoSync reads, namespaces/<ns>/<c>/context/<i>/ (EMCO's path), which
+// Config Sync's reconciler for that namespace applies with the rights the cloud's role
+// bindings give its ServiceAccount.
 //
 // Every change replaces the deployment's folder and files whole, so a commit removes
 // what an update dropped, and a deployment with no apps left removes them all.
@@ -40,10 +43,19 @@ type Deployment struct {
 	Apps      []App  // empty: the deployment leaves the cluster
 	Flux      FluxOptions
 	// Tenant, when set, confines the deployment to a standard or privileged logical
-	// cloud: its Kustomization lives in the cloud's namespace and impersonates the
-	// cloud's ServiceAccount (EMCO's <cloud>-sa); nil: Flux's own rights (admin clouds,
-	// and logical clouds' own set-up).
+	// cloud: on fluxcd its Kustomization lives in the cloud's namespace and impersonates
+	// the cloud's ServiceAccount (EMCO's <cloud>-sa); on anthos its files go to the
+	// folder of the cloud's RepoSync, whose reconciler's ServiceAccount it names. nil: the
+	// cluster's own rights (admin clouds, and logical clouds' own set-up).
 	Tenant *ServiceAccount
+	// BootstrapNamespaces (fluxcd) commits the deployment's Namespaces in its
+	// Kustomization's file, which the cluster's bootstrap Kustomization applies, rather
+	// than in its folder: a logical cloud's set-up. The Kustomizations of the cloud's
+	// deployments live in its namespace and are applied by the bootstrap Kustomization
+	// too, which fails whole, the cloud's own Kustomization with it, while the namespace
+	// does not exist: it would never exist if only the cloud's Kustomization created it.
+	// Applied in the same reconcile, Flux creates the Namespace first.
+	BootstrapNamespaces bool
 }
 
 // ServiceAccount names a logical cloud's ServiceAccount on a GitOps cluster.
@@ -81,15 +93,23 @@ func For(typ string, dep Deployment) (gitops.Change, error) {
 	if dep.Cluster == "" || dep.Instance == "" || strings.ContainsAny(dep.Cluster+dep.Instance, "/\\") {
 		return gitops.Change{}, fmt.Errorf("deployment of instance %q on cluster %q: not a valid folder", dep.Instance, dep.Cluster)
 	}
-	folder := contextDir(dep.Cluster) + dep.Instance + "/"
+	if typ == syncobject.Anthos && dep.Tenant != nil && (dep.Namespace == "" || strings.ContainsAny(dep.Namespace, "/\\")) {
+		return gitops.Change{}, fmt.Errorf("deployment of instance %q on cluster %q: logical cloud namespace %q is not a valid folder", dep.Instance, dep.Cluster, dep.Namespace)
+	}
+	folder := Folder(typ, dep)
 	c := gitops.Change{Replace: []string{folder}, Files: map[string][]byte{}}
 	sc := scopesOf(dep)
+	var namespaces [][]byte // for the Kustomization's file (BootstrapNamespaces)
 	for _, app := range dep.Apps {
 		names := map[string]bool{}
 		for _, o := range app.Objects {
 			body, err := manifest(o, sc.namespaceOf(dep, o.Group, o.Kind, o.Namespace))
 			if err != nil {
 				return gitops.Change{}, fmt.Errorf("app %s: %s %s: %w", app.Name, o.Kind, o.Name, err)
+			}
+			if typ == syncobject.FluxCD && dep.BootstrapNamespaces && o.Group == "" && o.Kind == "Namespace" {
+				namespaces = append(namespaces, body)
+				continue
 			}
 			c.Files[folder+"app/"+app.Name+"/"+fileName(names, o)] = body
 		}
@@ -108,12 +128,15 @@ func For(typ string, dep Deployment) (gitops.Change, error) {
 			if err != nil {
 				return gitops.Change{}, err
 			}
+			for _, ns := range namespaces {
+				body = append(append(body, "---\n"...), ns...)
+			}
 			c.Files[kust] = body
 		}
 	case syncobject.AzureArcV2, syncobject.Anthos:
 		// Azure Arc's Flux configuration (created through Azure's API) points at the folder.
-		if dep.Tenant != nil { // the api refuses standard logical clouds on these clusters
-			return gitops.Change{}, fmt.Errorf("gitOpsType %q: temco confines deployments to a logical cloud's rights only on fluxcd clusters", typ)
+		if dep.Tenant != nil && typ == syncobject.AzureArcV2 { // the api refuses standard logical clouds there
+			return gitops.Change{}, fmt.Errorf("gitOpsType %q: temco confines deployments to a logical cloud's rights only on fluxcd and anthos clusters", typ)
 		}
 		if typ == syncobject.Anthos && len(dep.Apps) > 0 {
 			var apps []string
@@ -131,10 +154,35 @@ func For(typ string, dep Deployment) (gitops.Change, error) {
 func clusterDir(cluster string) string { return "clusters/" + cluster + "/" }
 func contextDir(cluster string) string { return clusterDir(cluster) + "context/" }
 
+// Folder is the folder of the deployment's object files: below its cluster's folder or,
+// for a logical cloud's deployment on anthos, below the folder the cloud's RepoSync reads.
+func Folder(typ string, dep Deployment) string {
+	if typ == syncobject.Anthos && dep.Tenant != nil {
+		return RepoSyncDir(dep.Namespace, dep.Cluster) + "/context/" + dep.Instance + "/"
+	}
+	return contextDir(dep.Cluster) + dep.Instance + "/"
+}
+
+// RepoSyncDir is the folder a logical cloud's RepoSync on an anthos cluster reads (for
+// namespace ns and cluster "<provider>+<cluster>"): namespaces/<ns>/<c>, as EMCO's anthos
+// plugin lays it out.
+func RepoSyncDir(ns, cluster string) string { return "namespaces/" + ns + "/" + cluster }
+
+// FluxPaths are the paths of the repository that hold a Flux deployment: its folder and
+// its Kustomization. Flux applied what git holds for the deployment when both are at the
+// revision its Kustomization last applied as they are at the branch's head.
+func FluxPaths(dep Deployment) []string {
+	return []string{Folder(syncobject.FluxCD, dep), KustomizationFile(dep)}
+}
+
 // KustomizationFile is the path of the deployment's Flux Kustomization.
 func KustomizationFile(dep Deployment) string {
 	return clusterDir(dep.Cluster) + "kust" + dep.Instance + ".yaml"
 }
+
+// BootstrapKustomization names the cluster's bootstrap Kustomization (`flux bootstrap`'s),
+// which applies the Kustomization files temco writes (and BootstrapNamespaces).
+func BootstrapKustomization() (namespace, name string) { return FluxNamespace, fluxSource }
 
 // KustomizationOf names the deployment's Flux Kustomization on the cluster: in
 // flux-system, or in its logical cloud's namespace (where the ServiceAccount it

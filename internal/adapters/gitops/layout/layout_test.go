@@ -141,11 +141,81 @@ func TestFluxLayoutOfALogicalCloudDeployment(t *testing.T) {
 	if _, err := For(syncobject.FluxCD, dep); err == nil {
 		t.Error("a logical cloud's deployment without its ServiceAccount was written")
 	}
-	for _, typ := range []string{syncobject.AzureArcV2, syncobject.Anthos} {
-		dep.Tenant = &ServiceAccount{Namespace: "apps", Name: "team-sa"}
-		if _, err := For(typ, dep); err == nil {
-			t.Errorf("%s: a logical cloud's deployment was written without anything confining it", typ)
+	dep.Tenant = &ServiceAccount{Namespace: "apps", Name: "team-sa"}
+	if _, err := For(syncobject.AzureArcV2, dep); err == nil {
+		t.Errorf("azureArcV2: a logical cloud's deployment was written without anything confining it")
+	}
+}
+
+// On anthos a logical cloud's deployment goes where the cloud's RepoSync reads, EMCO's
+// namespaces/<ns>/<c>/context/<i>/, with its deployed file; nothing under clusters/.
+func TestAnthosLayoutOfALogicalCloudDeployment(t *testing.T) {
+	dep := deployment()
+	dep.Tenant = &ServiceAccount{Namespace: "config-management-system", Name: "ns-reconciler-apps-repo-sync-team-14"}
+	c, err := For(syncobject.Anthos, dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		"namespaces/apps/edge+c1/context/7f3a/app/db/db+Service+2.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/db/db+Service.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/cfg+ConfigMap.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/reader+ClusterRole.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/w+Widget.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/web+Deployment.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/app/web/widgets.example.com+CustomResourceDefinition.yaml",
+		"namespaces/apps/edge+c1/context/7f3a/deployed",
+	}
+	if got := keys(c.Files); !slices.Equal(got, want) {
+		t.Errorf("files\n got %v\nwant %v", got, want)
+	}
+	if !slices.Equal(c.Replace, []string{"namespaces/apps/edge+c1/context/7f3a/"}) {
+		t.Errorf("replace %v", c.Replace)
+	}
+	if ns := namespaceIn(t, c.Files["namespaces/apps/edge+c1/context/7f3a/app/web/cfg+ConfigMap.yaml"]); ns != "apps" {
+		t.Errorf("ConfigMap in %q", ns)
+	}
+	dep.Namespace = ""
+	if _, err := For(syncobject.Anthos, dep); err == nil {
+		t.Error("a logical cloud's deployment without its namespace was written")
+	}
+}
+
+// A logical cloud's set-up commits its Namespace with its Kustomization, for the
+// bootstrap Kustomization to apply (it applies the cloud's deployments' Kustomizations,
+// in that namespace, too), and not in its folder.
+func TestBootstrapNamespacesGoWithTheKustomization(t *testing.T) {
+	dep := deployment()
+	dep.Apps = []App{{Name: "logical-cloud", Objects: []Object{
+		{Version: "v1", Kind: "Namespace", Name: "team-ns", Manifest: []byte(`{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"team-ns"}}`)},
+		{Version: "v1", Kind: "ServiceAccount", Namespace: "team-ns", Name: "team-sa", Manifest: []byte(`{"apiVersion":"v1","kind":"ServiceAccount","metadata":{"name":"team-sa","namespace":"team-ns"}}`)},
+	}}}
+	dep.BootstrapNamespaces = true
+	c, err := For(syncobject.FluxCD, dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"clusters/edge+c1/context/7f3a/app/logical-cloud/team-sa+ServiceAccount.yaml", "clusters/edge+c1/context/kustomization.yaml", "clusters/edge+c1/kust7f3a.yaml"}
+	if got := keys(c.Files); !slices.Equal(got, want) {
+		t.Errorf("files\n got %v\nwant %v", got, want)
+	}
+	docs := strings.Split(string(c.Files["clusters/edge+c1/kust7f3a.yaml"]), "---\n")
+	var kinds []string
+	for _, d := range docs {
+		var m struct {
+			Kind     string
+			Metadata struct{ Name string }
 		}
+		if err := yaml.Unmarshal([]byte(d), &m); err != nil {
+			t.Fatal(err)
+		}
+		kinds = append(kinds, m.Kind+"/"+m.Metadata.Name)
+	}
+	if !slices.Equal(kinds, []string{"Kustomization/kust7f3a", "Namespace/team-ns"}) {
+		t.Errorf("the Kustomization's file holds %v", kinds)
+	}
+	if c, _ := For(syncobject.Anthos, dep); c.Files["clusters/edge+c1/context/7f3a/app/logical-cloud/team-ns+Namespace.yaml"] == nil {
+		t.Error("anthos: the Namespace left its folder")
 	}
 }
 
