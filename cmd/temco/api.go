@@ -7,58 +7,18 @@ import (
 	"log/slog"
 	"net/http"
 	"os"
-	"slices"
-	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
-	"go.temporal.io/sdk/client"
-	temporallog "go.temporal.io/sdk/log"
 
 	"github.com/temco/temco/api"
-	"github.com/temco/temco/controllers"
-	"github.com/temco/temco/controllers/cacerts"
-	"github.com/temco/temco/controllers/ncm"
-	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/controllers/workflowmgr"
 	"github.com/temco/temco/internal/adapters/auth"
-	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/adapters/egress"
-	"github.com/temco/temco/internal/adapters/metrics"
-	"github.com/temco/temco/internal/adapters/tlsconfig"
-	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/internal/core/seal"
-	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/health"
 )
-
-// storeFlags are the MongoDB and encryption settings shared by api and worker.
-type storeFlags struct {
-	mongoURI, mongoDB, keyFile string
-}
-
-func (f *storeFlags) bind(cmd *cobra.Command) {
-	cmd.Flags().StringVar(&f.mongoURI, "mongo-uri", env("TEMCO_MONGO_URI", "mongodb://127.0.0.1:27017/"), "MongoDB connection string [TEMCO_MONGO_URI]")
-	cmd.Flags().StringVar(&f.mongoDB, "mongo-db", env("TEMCO_MONGO_DB", "temco"), "MongoDB database [TEMCO_MONGO_DB]")
-	cmd.Flags().StringVar(&f.keyFile, "key-file", env("TEMCO_KEY_FILE", ""), "encryption key file for secrets at rest [TEMCO_KEY_FILE]")
-}
-
-func (f *storeFlags) open(ctx context.Context) (*store.Store, *seal.Keyring, func(), error) {
-	if f.keyFile == "" {
-		return nil, nil, nil, errors.New("--key-file (TEMCO_KEY_FILE) is required: secrets are stored encrypted")
-	}
-	keys, err := seal.LoadKeyFile(f.keyFile)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	st, client, err := store.Open(ctx, f.mongoURI, f.mongoDB)
-	if err != nil {
-		return nil, nil, nil, err
-	}
-	return st, keys, func() { _ = client.Disconnect(context.Background()) }, nil
-}
 
 func newLogger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelInfo}))
@@ -83,183 +43,148 @@ func warnUnauthenticated(log *slog.Logger, s *api.Server, addr string) {
 }
 
 func apiCmd() *cobra.Command {
-	var sf storeFlags
-	var tf temporalFlags
-	var addr, certFile, keyFile string
-	var af auth.Config
-	var codecOrigins, hosts, allowedOrigins []string
-	var temporalUI, workflowHosts, taskQueueGrants, policyEngines, artifactHosts string
-	var certOrgs []string
-	var liveReads int
-	var probeInterval time.Duration
+	var cfg apiConfig
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Serve the EMCO v2 REST API",
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
-			st, keys, closeStore, err := sf.open(ctx)
+			p, err := newAPI(cmd.Context(), newLogger(), cfg)
 			if err != nil {
 				return err
 			}
-			defer closeStore()
-			log := newLogger()
-			contexts, err := appctx.New(ctx, st.Database(), appctx.WithKeys(keys))
-			if err != nil {
-				return err
-			}
-			reg := metrics.NewRegistry()
-			tc, err := tf.dial(ctx, log, reg, keys)
-			if err != nil {
-				return err
-			}
-			defer tc.Close()
-			// Users' workflows (workflowmgr) are read and written with plain payloads: their
-			// workers hold none of temco's keys, and a tenant's route must never open
-			// temco's. Only a Relocate intent's own runs are read with temco's keys. Both
-			// clients share tc's connection.
-			users, err := client.NewClientFromExisting(tc, client.Options{Namespace: tf.namespace, Logger: temporallog.NewStructuredLogger(log)})
-			if err != nil {
-				return err
-			}
-			defer users.Close()
-			builtin := users
-			if tf.encryptPayloads {
-				dc := codec.ReadingConverter(keys)
-				if builtin, err = client.NewClientFromExisting(tc, client.Options{Namespace: tf.namespace, Logger: temporallog.NewStructuredLogger(log),
-					DataConverter: dc, FailureConverter: codec.ReadingFailureConverter(dc)}); err != nil {
-					return err
-				}
-				defer builtin.Close()
-			}
-			egressAllow, err := egress.Parse(workflowHosts)
-			if err != nil {
-				return fmt.Errorf("--workflow-hosts-allow: %w", err)
-			}
-			engines, err := egress.Parse(policyEngines)
-			if err != nil {
-				return fmt.Errorf("--policy-engine-allow: %w", err)
-			}
-			artifacts, err := egress.Parse(artifactHosts)
-			if err != nil {
-				return fmt.Errorf("--artifact-hosts-allow: %w", err)
-			}
-			grants, err := workflowmgr.ParseGrants(taskQueueGrants)
-			if err != nil {
-				return fmt.Errorf("--workflow-task-queues: %w", err)
-			}
-			workflows := &workflowmgr.Temporal{Own: users, Builtin: builtin, Egress: egressAllow, Log: log,
-				Rules: workflowmgr.Rules{OwnTaskQueue: tf.taskQueue, Grants: grants}}
-			ops := &starter.Starter{Client: tc, TaskQueue: tf.taskQueue}
-			server := &api.Server{Store: st, Contexts: contexts, Keys: keys, Log: log, Registry: reg,
-				Ops: ops, Drift: ops, Autoscalers: ops, Inventories: ops, PolicyAgents: ops, PolicyEngines: engines, ArtifactHosts: artifacts, Ready: ready(st, tc),
-				TemporalUI: strings.TrimSuffix(temporalUI, "/"), Namespace: tf.namespace,
-				Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
-				Kinds:       slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: certOrgs}), workflowmgr.Kinds(workflows))}
-			if tf.encryptPayloads {
-				server.Codec = codec.Codec{Keys: keys}
-			}
-			if liveReads < 0 {
-				return fmt.Errorf("--live-reads-per-minute %d: use 0 (no limit) or more", liveReads)
-			}
-			server.LiveReadsPerMinute = liveReads
-			if err := browserRules(server, hosts, allowedOrigins, codecOrigins); err != nil {
-				return err
-			}
-			if af.Issuer == "" && (af.Audience != "" || af.JWKSURL != "" || af.PublicKeyFile != "") {
-				return errors.New("--auth-issuer (TEMCO_AUTH_ISSUER) is required to turn authentication on")
-			}
-			if af.Issuer != "" {
-				if server.Auth, err = auth.New(ctx, af); err != nil {
-					return err
-				}
-			}
-			srv := newHTTPServer(addr, server.Handler())
-			if certFile != "" || keyFile != "" {
-				if srv.TLSConfig, err = tlsconfig.Server(certFile, keyFile); err != nil {
-					return err
-				}
-			}
-			errc := make(chan error, 1)
-			go func() {
-				if srv.TLSConfig != nil {
-					errc <- srv.ListenAndServeTLS("", "")
-				} else {
-					errc <- srv.ListenAndServe()
-				}
-			}()
-			if probeInterval > 0 {
-				go wakeClusterHealth(ctx, log, ops, lifecycle.HealthInput{Interval: probeInterval})
-			}
-			log.Info("api listening", "addr", addr, "tls", srv.TLSConfig != nil, "authentication", server.Auth != nil, "payload_encryption", tf.encryptPayloads,
-				"hosts", server.Hosts, "allowed_origins", server.AllowedOrigins)
-			warnUnauthenticated(log, server, addr)
-			select {
-			case err := <-errc:
-				return fmt.Errorf("listen on %s: %w", addr, err)
-			case <-ctx.Done():
-			}
-			shutdown, cancel := context.WithTimeout(context.Background(), 15*time.Second)
-			defer cancel()
-			return srv.Shutdown(shutdown)
+			defer p.close()
+			return p.run(cmd.Context())
 		},
 	}
-	sf.bind(cmd)
-	tf.bind(cmd)
-	cmd.Flags().StringVar(&addr, "addr", env("TEMCO_API_ADDR", defaultAPIAddr),
-		"listen address; \":9015\" listens on every interface [TEMCO_API_ADDR]")
-	cmd.Flags().StringVar(&certFile, "tls-cert", env("TEMCO_API_TLS_CERT", ""), "serve HTTPS with this PEM certificate, reloaded when it changes [TEMCO_API_TLS_CERT]")
-	cmd.Flags().StringVar(&keyFile, "tls-key", env("TEMCO_API_TLS_KEY", ""), "key of --tls-cert [TEMCO_API_TLS_KEY]")
-	cmd.Flags().StringVar(&af.Issuer, "auth-issuer", env("TEMCO_AUTH_ISSUER", ""),
-		"require bearer tokens from this issuer (\"iss\"); authentication is off when empty [TEMCO_AUTH_ISSUER]")
-	cmd.Flags().StringVar(&af.Audience, "auth-audience", env("TEMCO_AUTH_AUDIENCE", ""), "audience tokens must carry (\"aud\") [TEMCO_AUTH_AUDIENCE]")
-	cmd.Flags().StringVar(&af.JWKSURL, "auth-jwks-url", env("TEMCO_AUTH_JWKS_URL", ""), "the issuer's JSON Web Key Set URL [TEMCO_AUTH_JWKS_URL]")
-	cmd.Flags().StringVar(&af.PublicKeyFile, "auth-public-key-file", env("TEMCO_AUTH_PUBLIC_KEY_FILE", ""),
-		"PEM public keys or certificates verifying tokens, instead of a JWKS URL [TEMCO_AUTH_PUBLIC_KEY_FILE]")
-	cmd.Flags().StringVar(&af.RolesClaim, "auth-roles-claim", env("TEMCO_AUTH_ROLES_CLAIM", "roles"),
-		"claim holding the caller's roles, dotted when nested (realm_access.roles) [TEMCO_AUTH_ROLES_CLAIM]")
-	cmd.Flags().StringVar(&af.AdminRole, "auth-admin-role", env("TEMCO_AUTH_ADMIN_ROLE", "admin"),
-		"role of administrators; tenants hold \"project:<name>\" roles [TEMCO_AUTH_ADMIN_ROLE]")
-	cmd.Flags().StringVar(&af.ControllerRole, "auth-controller-role", env("TEMCO_AUTH_CONTROLLER_ROLE", "controller"),
-		"role of external intent controllers: they may use the contexts' controller views (/v2/contexts/...) only [TEMCO_AUTH_CONTROLLER_ROLE]")
-	cmd.Flags().StringVar(&temporalUI, "temporal-ui-url", env("TEMCO_TEMPORAL_UI_URL", ""),
-		"the Temporal Web UI's address, for the dashboard's links to workflows [TEMCO_TEMPORAL_UI_URL]")
-	cmd.Flags().StringVar(&policyEngines, "policy-engine-allow", env("TEMCO_POLICY_ENGINE_ALLOW", ""),
-		"OPA servers (host, any port, or host:port; comma-separated) a policy intent's engineUrl may name; none by default: the embedded engine needs none. The worker takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
-	cmd.Flags().StringVar(&artifactHosts, "artifact-hosts-allow", env("TEMCO_ARTIFACT_HOSTS_ALLOW", ""),
-		"OCI registries, Helm repositories and web servers (host, any port, or host:port; comma-separated) apps' charts may come from (spec.chart); none by default. The worker takes the same list [TEMCO_ARTIFACT_HOSTS_ALLOW]")
-	cmd.Flags().StringVar(&workflowHosts, "workflow-hosts-allow", env("TEMCO_WORKFLOW_HOSTS_ALLOW", ""),
-		"hosts (host, any port, or host:port; comma-separated) of Temporal servers and EMCO workflow clients that workflow intents may name; none by default [TEMCO_WORKFLOW_HOSTS_ALLOW]")
-	cmd.Flags().StringVar(&taskQueueGrants, "workflow-task-queues", env("TEMCO_WORKFLOW_TASK_QUEUES", ""),
-		"task queues tenants' intents may use besides their project's own (<project> and <project>/...): project=queue entries, comma-separated, *=queue for every project [TEMCO_WORKFLOW_TASK_QUEUES]")
-	cmd.Flags().StringSliceVar(&certOrgs, "ca-cert-organizations", envList("TEMCO_CA_CERT_ORGANIZATIONS"),
-		"subject organizations tenants' CA certificate intents may name (with a cluster's own signer they are Kubernetes groups); none by default [TEMCO_CA_CERT_ORGANIZATIONS, comma-separated]")
-	cmd.Flags().IntVar(&liveReads, "live-reads-per-minute", envInt("TEMCO_LIVE_READS_PER_MINUTE", api.DefaultLiveReadsPerMinute),
-		"live reads of clusters (status=ready, the dashboard's live view) each caller may start a minute; 0: no limit [TEMCO_LIVE_READS_PER_MINUTE]")
-	cmd.Flags().DurationVar(&probeInterval, "cluster-probe-interval", envDuration("TEMCO_CLUSTER_PROBE_INTERVAL", health.DefaultInterval),
-		"how often every registered cluster's API server is probed (the ClusterHealth workflow; the fleet's reachability); 0: the api starts no probes [TEMCO_CLUSTER_PROBE_INTERVAL]")
-	cmd.Flags().StringSliceVar(&codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),
-		"browser origins (the Temporal UI's, scheme://host[:port]) allowed to call /codec; none by default [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
-	cmd.Flags().StringSliceVar(&hosts, "hosts", envList("TEMCO_API_HOSTS"),
-		"host names the api is called by besides IP addresses and localhost (its Service's, an ingress's); others are refused, against DNS rebinding; \"*\" for any, behind a proxy that checks them [TEMCO_API_HOSTS, comma-separated]")
-	cmd.Flags().StringSliceVar(&allowedOrigins, "allowed-origins", envList("TEMCO_API_ALLOWED_ORIGINS"),
-		"browser origins (scheme://host[:port]) whose pages may call the api besides its own (the dashboard's); none by default [TEMCO_API_ALLOWED_ORIGINS, comma-separated]")
+	cfg.bind(cmd)
 	return cmd
 }
 
-// browserRules sets what keeps other sites' pages out of the api (api/crosssite.go): the
-// host names it serves and the browser origins it takes requests from.
-func browserRules(s *api.Server, hosts, allowedOrigins, codecOrigins []string) error {
+// apiConfig is temco api's configuration: a field per flag, each flag defaulting to its
+// environment variable. check parses and checks it, so that a mistyped setting stops the
+// api at its start, naming the setting; newAPI (compose.go) builds the api from it.
+type apiConfig struct {
+	store           storeConfig
+	temporal        temporalConfig
+	addr            string
+	tlsCert, tlsKey string
+	auth            auth.Config
+	temporalUI      string
+	policyEngines   string // comma-separated hosts, as egress.Parse reads them
+	artifactHosts   string
+	workflowHosts   string
+	taskQueueGrants string // project=queue entries, as workflowmgr.ParseGrants reads them
+	certOrgs        []string
+	liveReads       int
+	probeInterval   time.Duration
+	codecOrigins    []string
+	hosts           []string
+	allowedOrigins  []string
+}
+
+// apiLists are the lists of an apiConfig, parsed by check.
+type apiLists struct {
+	policyEngines, artifactHosts, workflowHosts *egress.Allow
+	taskQueueGrants                             map[string][]string
+	browser                                     browserRules
+}
+
+// check parses cfg's lists and refuses settings that cannot work together.
+func (c *apiConfig) check() (apiLists, error) {
+	var l apiLists
 	var err error
-	if s.Hosts, err = api.ParseHosts(hosts); err != nil {
-		return fmt.Errorf("--hosts (TEMCO_API_HOSTS): %w", err)
+	if err = c.store.check(); err != nil {
+		return l, err
 	}
-	if s.AllowedOrigins, err = api.ParseOrigins(allowedOrigins); err != nil {
-		return fmt.Errorf("--allowed-origins (TEMCO_API_ALLOWED_ORIGINS): %w", err)
+	if l.workflowHosts, err = egress.Parse(c.workflowHosts); err != nil {
+		return l, fmt.Errorf("--workflow-hosts-allow: %w", err)
 	}
-	if s.CodecOrigins, err = api.ParseOrigins(codecOrigins); err != nil {
-		return fmt.Errorf("--codec-cors-origins (TEMCO_CODEC_CORS_ORIGINS): %w", err)
+	if l.policyEngines, err = egress.Parse(c.policyEngines); err != nil {
+		return l, fmt.Errorf("--policy-engine-allow: %w", err)
 	}
-	return nil
+	if l.artifactHosts, err = egress.Parse(c.artifactHosts); err != nil {
+		return l, fmt.Errorf("--artifact-hosts-allow: %w", err)
+	}
+	if l.taskQueueGrants, err = workflowmgr.ParseGrants(c.taskQueueGrants); err != nil {
+		return l, fmt.Errorf("--workflow-task-queues: %w", err)
+	}
+	if c.liveReads < 0 {
+		return l, fmt.Errorf("--live-reads-per-minute %d: use 0 (no limit) or more", c.liveReads)
+	}
+	if l.browser, err = parseBrowserRules(c.hosts, c.allowedOrigins, c.codecOrigins); err != nil {
+		return l, err
+	}
+	if c.auth.Issuer == "" && (c.auth.Audience != "" || c.auth.JWKSURL != "" || c.auth.PublicKeyFile != "") {
+		return l, errors.New("--auth-issuer (TEMCO_AUTH_ISSUER) is required to turn authentication on")
+	}
+	return l, nil
+}
+
+// bind declares cfg's flags on cmd, their defaults read from the environment.
+func (c *apiConfig) bind(cmd *cobra.Command) {
+	c.store.bind(cmd)
+	c.temporal.bind(cmd)
+	f := cmd.Flags()
+	f.StringVar(&c.addr, "addr", env("TEMCO_API_ADDR", defaultAPIAddr),
+		"listen address; \":9015\" listens on every interface [TEMCO_API_ADDR]")
+	f.StringVar(&c.tlsCert, "tls-cert", env("TEMCO_API_TLS_CERT", ""), "serve HTTPS with this PEM certificate, reloaded when it changes [TEMCO_API_TLS_CERT]")
+	f.StringVar(&c.tlsKey, "tls-key", env("TEMCO_API_TLS_KEY", ""), "key of --tls-cert [TEMCO_API_TLS_KEY]")
+	f.StringVar(&c.auth.Issuer, "auth-issuer", env("TEMCO_AUTH_ISSUER", ""),
+		"require bearer tokens from this issuer (\"iss\"); authentication is off when empty [TEMCO_AUTH_ISSUER]")
+	f.StringVar(&c.auth.Audience, "auth-audience", env("TEMCO_AUTH_AUDIENCE", ""), "audience tokens must carry (\"aud\") [TEMCO_AUTH_AUDIENCE]")
+	f.StringVar(&c.auth.JWKSURL, "auth-jwks-url", env("TEMCO_AUTH_JWKS_URL", ""), "the issuer's JSON Web Key Set URL [TEMCO_AUTH_JWKS_URL]")
+	f.StringVar(&c.auth.PublicKeyFile, "auth-public-key-file", env("TEMCO_AUTH_PUBLIC_KEY_FILE", ""),
+		"PEM public keys or certificates verifying tokens, instead of a JWKS URL [TEMCO_AUTH_PUBLIC_KEY_FILE]")
+	f.StringVar(&c.auth.RolesClaim, "auth-roles-claim", env("TEMCO_AUTH_ROLES_CLAIM", "roles"),
+		"claim holding the caller's roles, dotted when nested (realm_access.roles) [TEMCO_AUTH_ROLES_CLAIM]")
+	f.StringVar(&c.auth.AdminRole, "auth-admin-role", env("TEMCO_AUTH_ADMIN_ROLE", "admin"),
+		"role of administrators; tenants hold \"project:<name>\" roles [TEMCO_AUTH_ADMIN_ROLE]")
+	f.StringVar(&c.auth.ControllerRole, "auth-controller-role", env("TEMCO_AUTH_CONTROLLER_ROLE", "controller"),
+		"role of external intent controllers: they may use the contexts' controller views (/v2/contexts/...) only [TEMCO_AUTH_CONTROLLER_ROLE]")
+	f.StringVar(&c.temporalUI, "temporal-ui-url", env("TEMCO_TEMPORAL_UI_URL", ""),
+		"the Temporal Web UI's address, for the dashboard's links to workflows [TEMCO_TEMPORAL_UI_URL]")
+	f.StringVar(&c.policyEngines, "policy-engine-allow", env("TEMCO_POLICY_ENGINE_ALLOW", ""),
+		"OPA servers (host, any port, or host:port; comma-separated) a policy intent's engineUrl may name; none by default: the embedded engine needs none. The worker takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
+	f.StringVar(&c.artifactHosts, "artifact-hosts-allow", env("TEMCO_ARTIFACT_HOSTS_ALLOW", ""),
+		"OCI registries, Helm repositories and web servers (host, any port, or host:port; comma-separated) apps' charts may come from (spec.chart); none by default. The worker takes the same list [TEMCO_ARTIFACT_HOSTS_ALLOW]")
+	f.StringVar(&c.workflowHosts, "workflow-hosts-allow", env("TEMCO_WORKFLOW_HOSTS_ALLOW", ""),
+		"hosts (host, any port, or host:port; comma-separated) of Temporal servers and EMCO workflow clients that workflow intents may name; none by default [TEMCO_WORKFLOW_HOSTS_ALLOW]")
+	f.StringVar(&c.taskQueueGrants, "workflow-task-queues", env("TEMCO_WORKFLOW_TASK_QUEUES", ""),
+		"task queues tenants' intents may use besides their project's own (<project> and <project>/...): project=queue entries, comma-separated, *=queue for every project [TEMCO_WORKFLOW_TASK_QUEUES]")
+	f.StringSliceVar(&c.certOrgs, "ca-cert-organizations", envList("TEMCO_CA_CERT_ORGANIZATIONS"),
+		"subject organizations tenants' CA certificate intents may name (with a cluster's own signer they are Kubernetes groups); none by default [TEMCO_CA_CERT_ORGANIZATIONS, comma-separated]")
+	f.IntVar(&c.liveReads, "live-reads-per-minute", envInt("TEMCO_LIVE_READS_PER_MINUTE", api.DefaultLiveReadsPerMinute),
+		"live reads of clusters (status=ready, the dashboard's live view) each caller may start a minute; 0: no limit [TEMCO_LIVE_READS_PER_MINUTE]")
+	f.DurationVar(&c.probeInterval, "cluster-probe-interval", envDuration("TEMCO_CLUSTER_PROBE_INTERVAL", health.DefaultInterval),
+		"how often every registered cluster's API server is probed (the ClusterHealth workflow; the fleet's reachability); 0: the api starts no probes [TEMCO_CLUSTER_PROBE_INTERVAL]")
+	f.StringSliceVar(&c.codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),
+		"browser origins (the Temporal UI's, scheme://host[:port]) allowed to call /codec; none by default [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
+	f.StringSliceVar(&c.hosts, "hosts", envList("TEMCO_API_HOSTS"),
+		"host names the api is called by besides IP addresses and localhost (its Service's, an ingress's); others are refused, against DNS rebinding; \"*\" for any, behind a proxy that checks them [TEMCO_API_HOSTS, comma-separated]")
+	f.StringSliceVar(&c.allowedOrigins, "allowed-origins", envList("TEMCO_API_ALLOWED_ORIGINS"),
+		"browser origins (scheme://host[:port]) whose pages may call the api besides its own (the dashboard's); none by default [TEMCO_API_ALLOWED_ORIGINS, comma-separated]")
+}
+
+// browserRules are what keeps other sites' pages out of the api (api/crosssite.go): the
+// host names it serves and the browser origins it takes requests from.
+type browserRules struct {
+	hosts, allowedOrigins, codecOrigins []string
+}
+
+// parseBrowserRules parses the browser settings, naming the one that is wrong.
+func parseBrowserRules(hosts, allowedOrigins, codecOrigins []string) (browserRules, error) {
+	var r browserRules
+	var err error
+	if r.hosts, err = api.ParseHosts(hosts); err != nil {
+		return r, fmt.Errorf("--hosts (TEMCO_API_HOSTS): %w", err)
+	}
+	if r.allowedOrigins, err = api.ParseOrigins(allowedOrigins); err != nil {
+		return r, fmt.Errorf("--allowed-origins (TEMCO_API_ALLOWED_ORIGINS): %w", err)
+	}
+	if r.codecOrigins, err = api.ParseOrigins(codecOrigins); err != nil {
+		return r, fmt.Errorf("--codec-cors-origins (TEMCO_CODEC_CORS_ORIGINS): %w", err)
+	}
+	return r, nil
 }
 
 // wakeClusterHealth starts the ClusterHealth workflow (or gives the running one in's

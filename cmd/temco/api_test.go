@@ -57,12 +57,12 @@ func TestAPIWarnsOnceWithoutAuthentication(t *testing.T) {
 // The browser settings are checked at start: a mistyped one stops the api, naming the
 // setting, rather than refusing every request later.
 func TestAPIBrowserSettings(t *testing.T) {
-	s := &api.Server{}
-	if err := browserRules(s, []string{"temco-api", "Temco.Example.com"}, []string{"https://ui.example.com:443"}, nil); err != nil {
+	r, err := parseBrowserRules([]string{"temco-api", "Temco.Example.com"}, []string{"https://ui.example.com:443"}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if strings.Join(s.Hosts, ",") != "temco-api,temco.example.com" || strings.Join(s.AllowedOrigins, ",") != "https://ui.example.com" || s.CodecOrigins != nil {
-		t.Errorf("hosts %q, origins %q, codec origins %q", s.Hosts, s.AllowedOrigins, s.CodecOrigins)
+	if strings.Join(r.hosts, ",") != "temco-api,temco.example.com" || strings.Join(r.allowedOrigins, ",") != "https://ui.example.com" || r.codecOrigins != nil {
+		t.Errorf("hosts %q, origins %q, codec origins %q", r.hosts, r.allowedOrigins, r.codecOrigins)
 	}
 	for _, tc := range []struct {
 		hosts, origins, codec []string
@@ -72,7 +72,7 @@ func TestAPIBrowserSettings(t *testing.T) {
 		{origins: []string{"*"}, want: "--allowed-origins (TEMCO_API_ALLOWED_ORIGINS)"},
 		{codec: []string{"ui.example.com"}, want: "--codec-cors-origins (TEMCO_CODEC_CORS_ORIGINS)"},
 	} {
-		if err := browserRules(&api.Server{}, tc.hosts, tc.origins, tc.codec); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := parseBrowserRules(tc.hosts, tc.origins, tc.codec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%v: error %v, want one naming %s", tc, err, tc.want)
 		}
 	}

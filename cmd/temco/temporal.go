@@ -19,22 +19,22 @@ import (
 )
 
 // dial connects to Temporal; with payload encryption on, keys encrypt every payload and failure.
-func (f *temporalFlags) dial(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, keys *seal.Keyring) (client.Client, error) {
-	tlsCfg, err := f.tls.Config()
+func (t *temporalConfig) dial(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, keys *seal.Keyring) (client.Client, error) {
+	tlsCfg, err := t.tls.Config()
 	if err != nil {
 		return nil, fmt.Errorf("Temporal TLS: %w", err)
 	}
 	opts := client.Options{
-		HostPort: f.address, Namespace: f.namespace, Logger: log.NewStructuredLogger(logger),
+		HostPort: t.address, Namespace: t.namespace, Logger: log.NewStructuredLogger(logger),
 		MetricsHandler: metrics.Temporal(reg), ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg, DialOptions: resume},
 	}
-	if f.encryptPayloads {
+	if t.encryptPayloads {
 		opts.DataConverter = codec.DataConverter(keys)
 		opts.FailureConverter = codec.FailureConverter(opts.DataConverter)
 	}
 	c, err := client.DialContext(ctx, opts)
 	if err != nil {
-		return nil, fmt.Errorf("connect to Temporal at %s: %w", f.address, err)
+		return nil, fmt.Errorf("connect to Temporal at %s: %w", t.address, err)
 	}
 	return c, nil
 }

@@ -26,24 +26,10 @@ func TestTemporalCallsWaitForTheServerToComeBack(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs a Temporal dev server")
 	}
-	bin, err := testenv.BinDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := &devstack.Temporal{Bin: filepath.Join(bin, "temporal"), Dir: t.TempDir()}
-	if srv.Port, err = devstack.FreePort(); err != nil {
-		t.Fatal(err)
-	}
-	if srv.UIPort, err = devstack.FreePort(); err != nil {
-		t.Fatal(err)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	if err := srv.Start(ctx); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { srv.Stop() }()
-	f := temporalFlags{address: srv.Address(), namespace: "default"}
+	srv := startTemporal(t, ctx)
+	f := temporalConfig{address: srv.Address(), namespace: "default"}
 	c, err := f.dial(ctx, slog.New(slog.DiscardHandler), prometheus.NewRegistry(), nil)
 	if err != nil {
 		t.Fatal(err)
@@ -73,4 +59,25 @@ func TestTemporalCallsWaitForTheServerToComeBack(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("a call made while the server was down, once it is back: %v", err)
 	}
+}
+
+// startTemporal runs a Temporal dev server of the test's own, stopped when it ends.
+func startTemporal(t *testing.T, ctx context.Context) *devstack.Temporal {
+	t.Helper()
+	bin, err := testenv.BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &devstack.Temporal{Bin: filepath.Join(bin, "temporal"), Dir: t.TempDir()}
+	if srv.Port, err = devstack.FreePort(); err != nil {
+		t.Fatal(err)
+	}
+	if srv.UIPort, err = devstack.FreePort(); err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Stop() })
+	return srv
 }
