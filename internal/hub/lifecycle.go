@@ -135,7 +135,31 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/dashboard?limit=1"}, &v); err != nil {
 		return 0, err
 	}
+	r.recordView(ctx, o, path, v)
 	s := opStatus{DeployedStatus: v.ContextStatus, Error: v.Error, Operation: v.Operation}
+	setDegraded(o, s)
+	if s.running() {
+		setCondition(o, v1.Progressing, metav1.ConditionTrue, s.DeployedStatus, "an operation runs: "+o.Status.WorkflowID)
+		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", "an operation runs")
+		return followRunning, nil
+	}
+	setCondition(o, v1.Progressing, metav1.ConditionFalse, "Idle", "")
+	if err := r.recordClusterStates(ctx, &o.Status, path, v); err != nil {
+		return 0, err
+	}
+	if err := r.settleRequested(ctx, &o.Status, path, v.Instance); err != nil {
+		return 0, err
+	}
+	if step := nextDIGStep(o); step.q.Op != "" {
+		return r.startDIGStep(ctx, o, owner, path, step)
+	}
+	setDIGReady(o, s)
+	return 0, nil
+}
+
+// recordView copies the dashboard's answer into the DIG's status, and the snapshot that
+// made its revision when the revision is another one.
+func (r *Reconciler) recordView(ctx context.Context, o *v1.DeploymentIntentGroup, path string, v digView) {
 	st := &o.Status
 	st.IntentCollections = intentCollections(o) // written: the apply before this succeeded
 	if v.Revision != st.Revision || st.Snapshot == "" && v.Revision > 0 {
@@ -148,104 +172,156 @@ func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n
 	if v.Operation != nil {
 		st.WorkflowID, st.Operation = v.Operation.WorkflowID, cmpOr(v.Operation.Op, st.Operation)
 	}
+}
+
+// setDegraded says whether the last operation failed.
+func setDegraded(o *v1.DeploymentIntentGroup, s opStatus) {
 	if s.failed() {
 		setCondition(o, v1.Degraded, metav1.ConditionTrue, s.DeployedStatus, s.Error)
 	} else {
 		setCondition(o, v1.Degraded, metav1.ConditionFalse, "NoFailure", "")
 	}
-	if s.running() {
-		setCondition(o, v1.Progressing, metav1.ConditionTrue, s.DeployedStatus, "an operation runs: "+st.WorkflowID)
-		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", "an operation runs")
-		return followRunning, nil
-	}
-	setCondition(o, v1.Progressing, metav1.ConditionFalse, "Idle", "")
-	// Clusters by state need each cluster's documents read (a state filter): once per look
-	// when no operation runs, not at every follow-up of a running one.
+}
+
+// recordClusterStates counts the DIG's clusters by state, all and by app. That needs each
+// cluster's documents read (a state filter): once per look when no operation runs, not at
+// every follow-up of a running one.
+func (r *Reconciler) recordClusterStates(ctx context.Context, st *v1.DeploymentIntentGroupStatus, path string, v digView) error {
 	var byState digView
 	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/dashboard?limit=1&state=Failed"}, &byState); err != nil {
-		return 0, err
+		return err
 	}
 	st.Clusters = counts(byState.States)
 	st.Clusters.Total = v.Total
-	st.AppClusters = nil
-	apps := slices.AppendSeq(slices.Clone(v.Apps), maps.Keys(byState.AppStates)) // an app placed nowhere too
+	st.AppClusters = appClusters(v.Apps, byState.AppStates)
+	return nil
+}
+
+// appClusters are each app's clusters by state, in the order of the apps' names; an app
+// placed nowhere has none.
+func appClusters(placed []string, byApp map[string]map[string]int) []v1.AppCounts {
+	apps := slices.AppendSeq(slices.Clone(placed), maps.Keys(byApp))
 	slices.Sort(apps)
+	var out []v1.AppCounts
 	for _, app := range slices.Compact(apps) {
-		st.AppClusters = append(st.AppClusters, v1.AppCounts{App: app, Clusters: counts(byState.AppStates[app])})
+		out = append(out, v1.AppCounts{App: app, Clusters: counts(byApp[app])})
 	}
-	// An update or rollback asked for by a hub that did not record the answer (killed
-	// after the 202): temco took it if the deployment is another one now, made by it.
-	if q := st.Requested; q != nil {
-		took, err := r.madeBy(ctx, path, q, v.Instance)
-		if err != nil {
-			return 0, err
-		}
-		st.Requested = nil
-		if took {
-			carried(st, *q)
-		}
+	return out
+}
+
+// settleRequested settles an update or rollback asked for by a hub that did not record
+// the answer (killed after the 202): temco took it if the deployment (its context,
+// current) is another one now, made by it.
+func (r *Reconciler) settleRequested(ctx context.Context, st *v1.DeploymentIntentGroupStatus, path, current string) error {
+	q := st.Requested
+	if q == nil {
+		return nil
 	}
-	// start asks for q.Op and records what it carries out, once the API took it (a request
-	// that failed is asked again).
-	start := func(q v1.RequestedOperation, body any) (time.Duration, error) {
-		if q.Op == "update" || q.Op == "rollback" {
-			// These leave the state as it was, so the request is written down first.
-			q.Revision, q.Context = v.Revision, v.Instance
-			st.Requested = &q
-			if err := r.writeStatus(ctx, o); err != nil {
-				return 0, err
-			}
-		}
-		a, err := r.operate(ctx, owner, path, q.Op, body)
-		if err != nil {
-			return 0, err
-		}
-		st.Requested = nil
-		carried(st, q)
-		st.WorkflowID = a.WorkflowID
-		setCondition(o, v1.Progressing, metav1.ConditionTrue, "Started", q.Op+" started: "+a.WorkflowID)
-		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", q.Op+" started")
-		return followRunning, nil
+	took, err := r.madeBy(ctx, path, q, current)
+	if err != nil {
+		return err
 	}
-	op := func(name string) v1.RequestedOperation { return v1.RequestedOperation{Op: name, Hash: st.AppliedHash} }
-	want, state := o.Spec.State, st.State
+	st.Requested = nil
+	if took {
+		carried(st, *q)
+	}
+	return nil
+}
+
+// digStep is the operation a look at a DIG starts (none when q.Op is ""), with its body;
+// approveFirst: the DIG is approved before.
+type digStep struct {
+	q            v1.RequestedOperation
+	body         any
+	approveFirst bool
+}
+
+// nextDIGStep plans the operation that brings the DIG towards its desired state, from
+// the status the look recorded.
+func nextDIGStep(o *v1.DeploymentIntentGroup) digStep {
+	op := func(name string) digStep {
+		return digStep{q: v1.RequestedOperation{Op: name, Hash: o.Status.AppliedHash}}
+	}
+	want, state := o.Spec.State, o.Status.State
 	switch {
 	case want == v1.StateCreated:
 	case want == v1.StateApproved && (state == "Created" || state == "Terminated"):
-		return start(op("approve"), nil)
+		return op("approve")
 	case (want == v1.StateApproved || want == v1.StateTerminated) && isDeployed(state):
-		return start(op("terminate"), nil)
+		return op("terminate")
 	case want == v1.StateInstantiated && state == "Created":
+		step := op("instantiate")
+		step.approveFirst = true
+		return step
+	case want == v1.StateInstantiated && (state == "Approved" || state == "Terminated"):
+		return op("instantiate")
+	case want == v1.StateInstantiated && state == "Instantiated":
+		return changeStep(o, op)
+	}
+	return digStep{}
+}
+
+// changeStep plans the change of an instantiated DIG: a rollback its annotation asks for,
+// else an update its spec or annotation asks for.
+func changeStep(o *v1.DeploymentIntentGroup, op func(string) digStep) digStep {
+	st := &o.Status
+	if rb := o.Annotations[v1.AnnotationRollback]; rb != "" && rb != st.RollbackRequest {
+		spec := map[string]any{"revision": rb}
+		if _, err := strconv.Atoi(rb); err != nil {
+			spec = map[string]any{"snapshot": rb}
+		}
+		step := op("rollback")
+		step.q.Request, step.body = rb, map[string]any{"spec": spec}
+		return step
+	}
+	up := o.Annotations[v1.AnnotationUpdate]
+	if st.DeployedHash != st.AppliedHash || up != "" && up != st.UpdateRequest {
+		step := op("update")
+		step.q.Request = up
+		return step
+	}
+	return digStep{}
+}
+
+// startDIGStep asks for step's operation and records what it carries out, once the API
+// took it (a request that failed is asked again at the next look).
+func (r *Reconciler) startDIGStep(ctx context.Context, o *v1.DeploymentIntentGroup, owner, path string, step digStep) (time.Duration, error) {
+	st := &o.Status
+	if step.approveFirst {
 		if _, err := r.operate(ctx, owner, path, "approve", nil); err != nil {
 			return 0, err
 		}
-		return start(op("instantiate"), nil)
-	case want == v1.StateInstantiated && (state == "Approved" || state == "Terminated"):
-		return start(op("instantiate"), nil)
-	case want == v1.StateInstantiated && state == "Instantiated":
-		if rb := o.Annotations[v1.AnnotationRollback]; rb != "" && rb != st.RollbackRequest {
-			spec := map[string]any{"revision": rb}
-			if _, err := strconv.Atoi(rb); err != nil {
-				spec = map[string]any{"snapshot": rb}
-			}
-			q := op("rollback")
-			q.Request = rb
-			return start(q, map[string]any{"spec": spec})
-		}
-		up := o.Annotations[v1.AnnotationUpdate]
-		if st.DeployedHash != st.AppliedHash || up != "" && up != st.UpdateRequest {
-			q := op("update")
-			q.Request = up
-			return start(q, nil)
+	}
+	q := step.q
+	if q.Op == "update" || q.Op == "rollback" {
+		// These leave the state as it was, so the request is written down first.
+		q.Revision, q.Context = st.Revision, st.ContextID
+		st.Requested = &q
+		if err := r.writeStatus(ctx, o); err != nil {
+			return 0, err
 		}
 	}
+	a, err := r.operate(ctx, owner, path, q.Op, step.body)
+	if err != nil {
+		return 0, err
+	}
+	st.Requested = nil
+	carried(st, q)
+	st.WorkflowID = a.WorkflowID
+	setCondition(o, v1.Progressing, metav1.ConditionTrue, "Started", q.Op+" started: "+a.WorkflowID)
+	setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", q.Op+" started")
+	return followRunning, nil
+}
+
+// setDIGReady says whether the DIG is in the state wanted, without a failure.
+func setDIGReady(o *v1.DeploymentIntentGroup, s opStatus) {
+	want, state := o.Spec.State, o.Status.State
 	ready := want == "" || want == state || want == v1.StateApproved && state == "Approved"
 	if ready && !s.failed() {
 		setCondition(o, v1.Ready, metav1.ConditionTrue, state, "the DIG is "+state)
 	} else {
 		setCondition(o, v1.Ready, metav1.ConditionFalse, state, "the DIG is "+state+", wanted "+want)
 	}
-	return 0, nil
 }
 
 // carried records an operation temco took.

@@ -378,3 +378,72 @@ func TestDigAfterReportsAFailedOperationAsDegraded(t *testing.T) {
 		t.Errorf("conditions %v", l.o.Status.Conditions)
 	}
 }
+
+// The plan of a look at an idle DIG: which operation its desired state, status and
+// annotations ask for.
+func TestNextDIGStep(t *testing.T) {
+	cases := []struct {
+		name, want, state     string
+		deployed, update, rb  string // the deployed hash ("applied" unless set), the annotations
+		updateReq, rollbackRq string // the requests carried out already
+		op, request, body     string
+		approveFirst          bool
+	}{
+		{name: "created wanted: nothing", want: v1.StateCreated, state: "Instantiated"},
+		{name: "approved wanted of a created DIG", want: v1.StateApproved, state: "Created", op: "approve"},
+		{name: "approved wanted of a terminated DIG", want: v1.StateApproved, state: "Terminated", op: "approve"},
+		{name: "approved and approved", want: v1.StateApproved, state: "Approved"},
+		{name: "approved wanted of a deployed DIG", want: v1.StateApproved, state: "Instantiated", op: "terminate"},
+		{name: "terminated wanted of a stopped instantiate", want: v1.StateTerminated, state: "InstantiateStopped", op: "terminate"},
+		{name: "terminated wanted of a created DIG", want: v1.StateTerminated, state: "Created"},
+		{name: "instantiated wanted of a created DIG: approved first", want: v1.StateInstantiated, state: "Created", op: "instantiate", approveFirst: true},
+		{name: "instantiated wanted of an approved DIG", want: v1.StateInstantiated, state: "Approved", op: "instantiate"},
+		{name: "instantiated wanted of a terminated DIG", want: v1.StateInstantiated, state: "Terminated", op: "instantiate"},
+		{name: "instantiated and up to date", want: v1.StateInstantiated, state: "Instantiated"},
+		{name: "instantiated, but its instantiate failed", want: v1.StateInstantiated, state: "InstantiateFailed", deployed: "old"},
+		{name: "the configuration changed", want: v1.StateInstantiated, state: "Instantiated", deployed: "old", op: "update"},
+		{name: "an update annotation", want: v1.StateInstantiated, state: "Instantiated", update: "u2", updateReq: "u1", op: "update", request: "u2"},
+		{name: "an update annotation carried out", want: v1.StateInstantiated, state: "Instantiated", update: "u1", updateReq: "u1"},
+		{name: "a rollback to a revision", want: v1.StateInstantiated, state: "Instantiated", rb: "3", op: "rollback", request: "3", body: `{"spec":{"revision":"3"}}`},
+		{name: "a rollback to a snapshot, before an update", want: v1.StateInstantiated, state: "Instantiated", deployed: "old", rb: "snap-1",
+			op: "rollback", request: "snap-1", body: `{"spec":{"snapshot":"snap-1"}}`},
+		{name: "a rollback carried out", want: v1.StateInstantiated, state: "Instantiated", rb: "3", rollbackRq: "3"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			o := dig()
+			o.Spec.State = c.want
+			o.Status.State, o.Status.AppliedHash, o.Status.DeployedHash = c.state, "applied", cmpOr(c.deployed, "applied")
+			o.Status.UpdateRequest, o.Status.RollbackRequest = c.updateReq, c.rollbackRq
+			o.Annotations = map[string]string{}
+			if c.update != "" {
+				o.Annotations[v1.AnnotationUpdate] = c.update
+			}
+			if c.rb != "" {
+				o.Annotations[v1.AnnotationRollback] = c.rb
+			}
+			step := nextDIGStep(o)
+			body := ""
+			if step.body != nil {
+				b, _ := json.Marshal(step.body)
+				body = string(b)
+			}
+			if step.q.Op != c.op || step.q.Request != c.request || body != c.body || step.approveFirst != c.approveFirst {
+				t.Errorf("step %+v body %s, want op %q request %q body %s approve first %v", step.q, body, c.op, c.request, c.body, c.approveFirst)
+			}
+			if step.q.Op != "" && step.q.Hash != "applied" {
+				t.Errorf("the request carries hash %q, not the applied one", step.q.Hash)
+			}
+		})
+	}
+}
+
+func TestAppClustersListsEveryAppOnceByName(t *testing.T) {
+	got := appClusters([]string{"web", "db"}, map[string]map[string]int{"web": {"Applied": 2, "Failed": 1}, "cache": {"Pending": 1}})
+	if want := "[{cache {1 0 1 0 0}} {db {0 0 0 0 0}} {web {3 2 0 1 0}}]"; fmt.Sprint(got) != want {
+		t.Errorf("%v, want %s", got, want)
+	}
+	if appClusters(nil, nil) != nil {
+		t.Error("no apps: want none")
+	}
+}
