@@ -1,6 +1,7 @@
 package api
 
 import (
+	"context"
 	"errors"
 	"maps"
 	"net/http"
@@ -121,33 +122,18 @@ func (s *Server) status(target targetFunc) echo.HandlerFunc {
 	}
 }
 
+// writeStatus answers a status request: the target's identity and history, then the
+// context asked for with its running operation, and its statuses as q asks for them
+// (read from the clusters first for status=ready).
 func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.Doc, info lifecycle.StateInfo, q statusQuery) error {
 	ctx := c.Request().Context()
-	var err error
-	layout := target.Kind().Status
-	id := identity{Project: target.Project, Name: target.Name(), ClusterProvider: target.ClusterProvider}
-	if layout == lifecycle.ByApp { // a DIG's: its composite app's
-		spec, err := model.Decode[model.DIGSpec](d.Body)
-		if err != nil {
-			return err
-		}
-		id.CompositeApp, id.CompositeAppVersion, id.CompositeProfile = target.CompositeApp, target.Version, spec.Spec.CompositeProfile
+	id, err := statusIdentity(target, d)
+	if err != nil {
+		return err
 	}
-	ctxID := q.instance
-	if ctxID == "" {
-		ctxID = info.ContextID()
-	} else if !slices.ContainsFunc(info.Actions, func(a lifecycle.Action) bool { return a.ContextID == ctxID }) {
-		return badRequest("instance %q is not a context in the status history of %s", ctxID, target)
-	}
-	var header *appctx.Context
-	if ctxID != "" {
-		header, err = s.Contexts.Get(ctx, ctxID)
-		if errors.Is(err, appctx.ErrNotFound) {
-			return httpErr(http.StatusNotFound, "the context %q of %s no longer exists", ctxID, target)
-		}
-		if err != nil {
-			return err
-		}
+	ctxID, header, err := s.statusContext(ctx, target, info, q.instance)
+	if err != nil {
+		return err
 	}
 	if q.list != "" {
 		return s.writeList(c, id, header, q)
@@ -161,23 +147,9 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 			return badRequest("app filter %q: %s has no app %q in context %s", a, target, a, ctxID)
 		}
 	}
-	out.Instance, out.Revision, out.Error, out.Hooks, out.Images = ctxID, header.Revision, header.Error, header.Hooks, header.Images
-	for _, app := range slices.Sorted(maps.Keys(header.Artifacts)) {
-		out.Artifacts = append(out.Artifacts, header.Artifacts[app])
-	}
-	if out.Operation, err = s.Ops.Running(ctx, target, header.Status, ctxID); err != nil {
-		return operationErr(err)
-	}
-	if target.DIG != "" {
-		if out.Drift, err = s.driftOf(ctx, ctxID, q); err != nil {
-			return err
-		}
-		if out.Rollout, err = s.rolloutOf(ctx, header); err != nil {
-			return err
-		}
-		if out.Autoscaler, err = s.autoscalerOfDIG(ctx, target.ID()); err != nil {
-			return err
-		}
+	describeContext(out, ctxID, header)
+	if err := s.addRunning(ctx, out, target, ctxID, header, q); err != nil {
+		return err
 	}
 	if q.ready {
 		if err := s.allowLiveRead(c); err != nil {
@@ -187,34 +159,121 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 			return operationErr(err)
 		}
 	}
-	b := newStatusBuilder(q, header.Status)
-	if q.output == "summary" && !q.ready && len(q.clusters) == 0 && len(q.names) == 0 {
-		// The dashboard query, at any scale: per-batch counts, not every cluster's document.
-		if b.deployed, err = s.Contexts.SummaryOf(ctx, header, q.apps); err != nil {
-			return err
-		}
-	} else {
-		placements, err := s.Contexts.Placements(ctx, ctxID, appctx.Filter{Apps: q.apps, Clusters: q.clusters})
-		if err != nil {
-			return err
-		}
-		var apps map[string]*appctx.App
-		if q.output == "detail" && !q.ready {
-			if apps, err = s.Contexts.Apps(ctx, header); err != nil {
-				return err
-			}
-		}
-		for _, p := range placements {
-			b.add(p, apps)
-		}
+	b, err := s.statusesOf(ctx, ctxID, header, q)
+	if err != nil {
+		return err
 	}
 	b.finish(out)
-	if target.DIG != "" && q.ready && len(q.apps) == 0 && len(q.clusters) == 0 && len(q.names) == 0 {
+	if target.DIG != "" && q.ready && q.unfiltered() {
 		// A read of every object: the fleet's home shows its counts until the next one.
 		if err := s.Contexts.SaveReadiness(ctx, ctxID, b.readiness(time.Now().UTC())); err != nil {
 			return err
 		}
 	}
+	shapeStatus(out, target.Kind().Status)
+	return c.JSON(http.StatusOK, out)
+}
+
+// statusIdentity names the target in its status answer; a DIG with its composite app and
+// profile.
+func statusIdentity(target lifecycle.Target, d *store.Doc) (identity, error) {
+	id := identity{Project: target.Project, Name: target.Name(), ClusterProvider: target.ClusterProvider}
+	if target.Kind().Status == lifecycle.ByApp { // a DIG's: its composite app's
+		spec, err := model.Decode[model.DIGSpec](d.Body)
+		if err != nil {
+			return id, err
+		}
+		id.CompositeApp, id.CompositeAppVersion, id.CompositeProfile = target.CompositeApp, target.Version, spec.Spec.CompositeProfile
+	}
+	return id, nil
+}
+
+// statusContext is the context a status answer shows, and its header: instance, which
+// must be in the target's status history, else the latest ("" and nil: none yet).
+func (s *Server) statusContext(ctx context.Context, target lifecycle.Target, info lifecycle.StateInfo, instance string) (string, *appctx.Context, error) {
+	ctxID := instance
+	if ctxID == "" {
+		ctxID = info.ContextID()
+	} else if !slices.ContainsFunc(info.Actions, func(a lifecycle.Action) bool { return a.ContextID == ctxID }) {
+		return "", nil, badRequest("instance %q is not a context in the status history of %s", ctxID, target)
+	}
+	if ctxID == "" {
+		return "", nil, nil
+	}
+	header, err := s.Contexts.Get(ctx, ctxID)
+	if errors.Is(err, appctx.ErrNotFound) {
+		return "", nil, httpErr(http.StatusNotFound, "the context %q of %s no longer exists", ctxID, target)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return ctxID, header, nil
+}
+
+// describeContext copies what the context's header says of its revision into out.
+func describeContext(out *statusResult, ctxID string, header *appctx.Context) {
+	out.Instance, out.Revision, out.Error, out.Hooks, out.Images = ctxID, header.Revision, header.Error, header.Hooks, header.Images
+	for _, app := range slices.Sorted(maps.Keys(header.Artifacts)) {
+		out.Artifacts = append(out.Artifacts, header.Artifacts[app])
+	}
+}
+
+// addRunning adds the running operation of context ctxID and, for a DIG, its last drift
+// check, its rollout and its autoscaler.
+func (s *Server) addRunning(ctx context.Context, out *statusResult, target lifecycle.Target, ctxID string, header *appctx.Context, q statusQuery) error {
+	var err error
+	if out.Operation, err = s.Ops.Running(ctx, target, header.Status, ctxID); err != nil {
+		return operationErr(err)
+	}
+	if target.DIG == "" {
+		return nil
+	}
+	if out.Drift, err = s.driftOf(ctx, ctxID, q); err != nil {
+		return err
+	}
+	if out.Rollout, err = s.rolloutOf(ctx, header); err != nil {
+		return err
+	}
+	out.Autoscaler, err = s.autoscalerOfDIG(ctx, target.ID())
+	return err
+}
+
+// statusesOf reads the statuses of context ctxID as q asks for them: for the dashboard's
+// summary, at any scale, the per-batch counts rather than every cluster's document.
+func (s *Server) statusesOf(ctx context.Context, ctxID string, header *appctx.Context, q statusQuery) (*statusBuilder, error) {
+	b := newStatusBuilder(q, header.Status)
+	if q.output == "summary" && !q.ready && len(q.clusters) == 0 && len(q.names) == 0 {
+		var err error
+		if b.deployed, err = s.Contexts.SummaryOf(ctx, header, q.apps); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	placements, err := s.Contexts.Placements(ctx, ctxID, appctx.Filter{Apps: q.apps, Clusters: q.clusters})
+	if err != nil {
+		return nil, err
+	}
+	var apps map[string]*appctx.App
+	if q.output == "detail" && !q.ready {
+		if apps, err = s.Contexts.Apps(ctx, header); err != nil {
+			return nil, err
+		}
+	}
+	for _, p := range placements {
+		b.add(p, apps)
+	}
+	return b, nil
+}
+
+// unfiltered tells whether q asks for every object of the context.
+func (q statusQuery) unfiltered() bool {
+	return len(q.apps) == 0 && len(q.clusters) == 0 && len(q.names) == 0
+}
+
+// shapeStatus lays out out's statuses as the target's kind answers them: by app (DIGs),
+// as a list of clusters (logical clouds) or as its one cluster (a cluster's network
+// intents).
+func shapeStatus(out *statusResult, layout lifecycle.Layout) {
 	switch layout {
 	case lifecycle.ByCluster:
 		for _, a := range out.Apps {
@@ -227,7 +286,6 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 		}
 		out.Apps = nil
 	}
-	return c.JSON(http.StatusOK, out)
 }
 
 // writeList answers the apps, clusters and resources flags: names, no statuses.

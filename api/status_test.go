@@ -266,3 +266,30 @@ func TestClusterNetworkStatusAnswersAsNCM(t *testing.T) {
 		t.Errorf("bad type: %q", m)
 	}
 }
+
+// A status answer's clusters go under their apps (DIGs), in one list (logical clouds) or
+// alone (a cluster's network intents).
+func TestShapeStatusByLayout(t *testing.T) {
+	apps := func() []appStatus {
+		return []appStatus{{Name: "a", Clusters: []clusterStatus{{Cluster: "c1"}, {Cluster: "c2"}}}, {Name: "b", Clusters: []clusterStatus{{Cluster: "c3"}}}}
+	}
+	byApp := &statusResult{Apps: apps()}
+	shapeStatus(byApp, lifecycle.ByApp)
+	if len(byApp.Apps) != 2 || byApp.Clusters != nil || byApp.Cluster != nil {
+		t.Errorf("by app: %+v", byApp)
+	}
+	byCluster := &statusResult{Apps: apps()}
+	shapeStatus(byCluster, lifecycle.ByCluster)
+	if byCluster.Apps != nil || len(byCluster.Clusters) != 3 || byCluster.Clusters[2].Cluster != "c3" {
+		t.Errorf("by cluster: %+v", byCluster)
+	}
+	one := &statusResult{Apps: apps()}
+	shapeStatus(one, lifecycle.OneCluster)
+	if one.Apps != nil || one.Cluster == nil || one.Cluster.Cluster != "c1" {
+		t.Errorf("one cluster: %+v", one)
+	}
+	none := &statusResult{}
+	if shapeStatus(none, lifecycle.OneCluster); none.Cluster != nil {
+		t.Errorf("one cluster, none placed: %+v", none)
+	}
+}
