@@ -244,10 +244,59 @@ func (s *Server) levelOneOnGitOps(ctx context.Context, c *store.Doc, provider, c
 	}
 }
 
-// notReady lists what a DIG lacks to be deployed: EMCO lets its parts be created in
+// digNotReady lists what a DIG lacks to be deployed: EMCO lets its parts be created in
 // any order (intents before their placement intent, a DIG before its profile), so
-// instantiate and update are where missing parts are named. An empty list: ready.
+// instantiate and update are where missing parts are named. An empty list: ready. It
+// reads the DIG's parts (readDIGParts), names those missing (digParts.missing, pure),
+// then what the GitOps clusters its placement intent may place apps on lack.
 func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]string, error) {
+	p, err := s.readDIGParts(ctx, dig)
+	if err != nil {
+		return nil, err
+	}
+	missing := p.missing(s.builtin)
+	gitOps, err := s.gitOpsPlacements(ctx, dig.ID()+"/generic-placement-intents/"+p.gpi, p.placed != nil)
+	if err != nil {
+		return nil, err
+	}
+	return append(missing, gitOps...), nil
+}
+
+// digParts is what a DIG's readiness check read of its parts. A part's why says how it
+// is missing (see read), "" when it is there.
+type digParts struct {
+	spec       model.DIGSpec
+	ca         string    // the composite app's _id
+	apps       []appPart // the composite app's apps, as the store listed them
+	cloudWhy   string    // the logical cloud's
+	profiles   map[string]bool
+	profileWhy string
+	gpi        string          // the generic placement intent the intents name; "" none
+	placed     map[string]bool // the apps gpi has an app intent for; nil when gpi is missing
+	placedWhy  string
+	// controllers are the controllers the intents name, by name.
+	controllers map[string]controllerPart
+}
+
+// appPart is an app of a DIG's composite app and the apps it depends on.
+type appPart struct {
+	name string
+	deps []string
+}
+
+// controllerPart is a controller a DIG's intents name: the intent naming it, and its
+// spec or how it is missing.
+type controllerPart struct {
+	intent string
+	spec   model.ControllerSpec
+	why    string
+}
+
+// readDIGParts reads a DIG and its parts, in this order: its composite app's apps, its
+// logical cloud, its composite profile, its intents and their generic placement intent,
+// each app's dependencies, the controllers the intents name. The first failed read ends
+// it.
+func (s *Server) readDIGParts(ctx context.Context, dig lifecycle.Target) (*digParts, error) {
 	d, err := s.get(ctx, dig.ID())
 	if err != nil {
 		return nil, err
@@ -256,56 +305,40 @@ func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]strin
 	if err != nil {
 		return nil, err
 	}
-	var missing []string
-	miss := func(format string, args ...any) { missing = append(missing, fmt.Sprintf(format, args...)) }
-	ca := caOf(dig.ID())
-	apps, err := s.list(ctx, store.Query{Parent: ca, Kind: model.KindApp}, "the apps of "+describe(ca))
+	p := &digParts{spec: spec.Spec, ca: caOf(dig.ID())}
+	apps, err := s.list(ctx, store.Query{Parent: p.ca, Kind: model.KindApp}, "the apps of "+describe(p.ca))
 	if err != nil {
 		return nil, err
 	}
-	appNames := map[string]bool{}
-	for _, a := range apps {
-		appNames[a.Name] = true
-	}
-	if len(apps) == 0 {
-		miss("composite app %s has no apps", describe(ca))
-	}
-	if lc, why, err := s.read(ctx, lifecycle.LogicalCloudID(dig.Project, spec.Spec.LogicalCloud), "does not exist"); err != nil {
-		return nil, err
-	} else if lc == nil {
-		miss("logical cloud %q %s", spec.Spec.LogicalCloud, why)
-	}
-
-	profiles, why, err := s.forApps(ctx, ca+"/composite-profiles/"+spec.Spec.CompositeProfile, model.KindAppProfile)
-	if err != nil {
+	if _, p.cloudWhy, err = s.read(ctx, lifecycle.LogicalCloudID(dig.Project, p.spec.LogicalCloud), "does not exist"); err != nil {
 		return nil, err
 	}
-	if profiles == nil {
-		miss("composite profile %q %s", spec.Spec.CompositeProfile, why)
+	if p.profiles, p.profileWhy, err = s.forApps(ctx, p.ca+"/composite-profiles/"+p.spec.CompositeProfile, model.KindAppProfile); err != nil {
+		return nil, err
 	}
 	gpi, ctrls, err := s.intentsOf(ctx, dig.ID())
 	if err != nil {
 		return nil, err
 	}
-	var placed map[string]bool
-	switch {
-	case gpi == "":
-		miss("no intents of the DIG name a %s", model.GenericPlacementIntentKey)
-	default:
-		if placed, why, err = s.forApps(ctx, dig.ID()+"/generic-placement-intents/"+gpi, model.KindAppIntent); err != nil {
+	if p.gpi = gpi; gpi != "" {
+		if p.placed, p.placedWhy, err = s.forApps(ctx, dig.ID()+"/generic-placement-intents/"+gpi, model.KindAppIntent); err != nil {
 			return nil, err
 		}
-		if placed == nil {
-			miss("generic placement intent %q %s", gpi, why)
-		}
 	}
-	for _, a := range apps {
-		if profiles != nil && !profiles[a.Name] {
-			miss("app %q has no profile in composite profile %q", a.Name, spec.Spec.CompositeProfile)
-		}
-		if placed != nil && !placed[a.Name] {
-			miss("app %q has no app intent in generic placement intent %q", a.Name, gpi)
-		}
+	if p.apps, err = s.appDependencies(ctx, apps); err != nil {
+		return nil, err
+	}
+	if p.controllers, err = s.readControllers(ctx, ctrls); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+// appDependencies reads, app by app, the apps each one depends on.
+func (s *Server) appDependencies(ctx context.Context, apps []*store.Doc) ([]appPart, error) {
+	out := make([]appPart, len(apps))
+	for i, a := range apps {
+		out[i].name = a.Name
 		deps, err := s.list(ctx, store.Query{Parent: a.ID, Kind: model.KindAppDependency}, "the dependencies of "+describe(a.ID))
 		if err != nil {
 			return nil, err
@@ -315,36 +348,85 @@ func (s *Server) digNotReady(ctx context.Context, dig lifecycle.Target) ([]strin
 			if err != nil {
 				return nil, err
 			}
-			if !appNames[sp.Spec.App] {
-				miss("app %q depends on app %q, which is not in the composite app", a.Name, sp.Spec.App)
-			}
+			out[i].deps = append(out[i].deps, sp.Spec.App)
 		}
 	}
+	return out, nil
+}
+
+// readControllers reads, in name order, the controllers ctrls names (by controller: the
+// intent naming it).
+func (s *Server) readControllers(ctx context.Context, ctrls map[string]string) (map[string]controllerPart, error) {
+	out := make(map[string]controllerPart, len(ctrls))
 	for _, name := range slices.Sorted(maps.Keys(ctrls)) {
 		c, why, err := s.read(ctx, "/controllers/"+name, "is not registered")
 		if err != nil {
 			return nil, err
 		}
-		if c == nil {
-			miss("intent %q names controller %q, which %s", ctrls[name], name, why)
+		part := controllerPart{intent: ctrls[name], why: why}
+		if c != nil {
+			sp, err := model.Decode[model.ControllerSpec](c.Body)
+			if err != nil {
+				return nil, err
+			}
+			part.spec = sp.Spec
+		}
+		out[name] = part
+	}
+	return out, nil
+}
+
+// missing names what of a DIG's parts is missing, in the order they were read; builtin
+// reports whether a controller's registration (name, spec.host) means a built-in one.
+func (p *digParts) missing(builtin func(name, host string) bool) []string {
+	var missing []string
+	miss := func(format string, args ...any) { missing = append(missing, fmt.Sprintf(format, args...)) }
+	if len(p.apps) == 0 {
+		miss("composite app %s has no apps", describe(p.ca))
+	}
+	if p.cloudWhy != "" {
+		miss("logical cloud %q %s", p.spec.LogicalCloud, p.cloudWhy)
+	}
+	if p.profiles == nil {
+		miss("composite profile %q %s", p.spec.CompositeProfile, p.profileWhy)
+	}
+	switch {
+	case p.gpi == "":
+		miss("no intents of the DIG name a %s", model.GenericPlacementIntentKey)
+	case p.placed == nil:
+		miss("generic placement intent %q %s", p.gpi, p.placedWhy)
+	}
+	appNames := map[string]bool{}
+	for _, a := range p.apps {
+		appNames[a.name] = true
+	}
+	for _, a := range p.apps {
+		if p.profiles != nil && !p.profiles[a.name] {
+			miss("app %q has no profile in composite profile %q", a.name, p.spec.CompositeProfile)
+		}
+		if p.placed != nil && !p.placed[a.name] {
+			miss("app %q has no app intent in generic placement intent %q", a.name, p.gpi)
+		}
+		for _, dep := range a.deps {
+			if !appNames[dep] {
+				miss("app %q depends on app %q, which is not in the composite app", a.name, dep)
+			}
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(p.controllers)) {
+		c := p.controllers[name]
+		if c.why != "" {
+			miss("intent %q names controller %q, which %s", c.intent, name, c.why)
 			continue
 		}
-		sp, err := model.Decode[model.ControllerSpec](c.Body)
-		if err != nil {
-			return nil, err
-		}
 		// As in EMCO, a controller of another type (rsync has none) is not run.
-		runs := sp.Spec.Type == model.ControllerPlacement || sp.Spec.Type == model.ControllerAction
-		if runs && sp.Spec.TaskQueue == "" && !s.builtin(name, sp.Spec.Host) {
-			miss("intent %q names %s controller %q, which temco does not implement%s", ctrls[name], sp.Spec.Type, name,
-				emcoHint(name, sp.Spec.Host))
+		runs := c.spec.Type == model.ControllerPlacement || c.spec.Type == model.ControllerAction
+		if runs && c.spec.TaskQueue == "" && !builtin(name, c.spec.Host) {
+			miss("intent %q names %s controller %q, which temco does not implement%s", c.intent, c.spec.Type, name,
+				emcoHint(name, c.spec.Host))
 		}
 	}
-	gitOps, err := s.gitOpsPlacements(ctx, dig.ID()+"/generic-placement-intents/"+gpi, placed != nil)
-	if err != nil {
-		return nil, err
-	}
-	return append(missing, gitOps...), nil
+	return missing
 }
 
 // forApps returns, for the resource parent (a composite profile or a generic placement

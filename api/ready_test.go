@@ -208,3 +208,50 @@ func TestInstantiateChecksGitOpsClusters(t *testing.T) {
 		map[string]string{"userName": "u"}, map[string]string{"repoName": "r"}, map[string]string{"branch": "main"}}})).must(t, 200)
 	c.do("POST", pP+"/logical-clouds/lc2/instantiate", nil).must(t, http.StatusAccepted)
 }
+
+// A DIG's missing parts are named in the order they were read: apps, logical cloud,
+// composite profile, placement intent, each app's profile, app intent and dependencies,
+// then the controllers by name (one that runs needs a task queue or to be built in).
+func TestDIGPartsMissing(t *testing.T) {
+	ready := func() *digParts {
+		return &digParts{spec: model.DIGSpec{CompositeProfile: "cp", LogicalCloud: "lc"}, ca: pCA,
+			apps:     []appPart{{name: "a"}, {name: "b", deps: []string{"a"}}},
+			profiles: map[string]bool{"a": true, "b": true}, gpi: "gpi", placed: map[string]bool{"a": true, "b": true},
+			controllers: map[string]controllerPart{
+				"hpa": {intent: "i1", spec: model.ControllerSpec{Type: model.ControllerPlacement}},
+				"ext": {intent: "i2", spec: model.ControllerSpec{Type: model.ControllerAction, TaskQueue: "ext"}},
+				"rs":  {intent: "i3", spec: model.ControllerSpec{Type: "other"}},
+			}}
+	}
+	builtin := func(name, _ string) bool { return name == "hpa" }
+	for _, tc := range []struct {
+		name   string
+		change func(*digParts)
+		want   []string
+	}{
+		{"ready", func(*digParts) {}, nil},
+		{"no apps", func(p *digParts) { p.apps = nil }, []string{`composite app ` + describe(pCA) + ` has no apps`}},
+		{"parts absent", func(p *digParts) {
+			p.cloudWhy, p.profiles, p.profileWhy, p.placed, p.placedWhy = "does not exist", nil, "does not exist", nil, "is not committed yet"
+		}, []string{`logical cloud "lc" does not exist`, `composite profile "cp" does not exist`,
+			`generic placement intent "gpi" is not committed yet`}},
+		{"no placement intent", func(p *digParts) { p.gpi, p.placed = "", nil },
+			[]string{`no intents of the DIG name a ` + model.GenericPlacementIntentKey}},
+		{"apps without parts", func(p *digParts) {
+			p.profiles, p.placed = map[string]bool{"b": true}, map[string]bool{"a": true}
+			p.apps[0].deps = []string{"x", "b"}
+		}, []string{`app "a" has no profile in composite profile "cp"`, `app "a" depends on app "x", which is not in the composite app`,
+			`app "b" has no app intent in generic placement intent "gpi"`}},
+		{"controllers", func(p *digParts) {
+			p.controllers["nope"] = controllerPart{intent: "i4", why: "is not registered"}
+			p.controllers["gac"] = controllerPart{intent: "i5", spec: model.ControllerSpec{Type: model.ControllerAction}}
+		}, []string{`intent "i5" names action controller "gac", which temco does not implement` + emcoHint("gac", ""),
+			`intent "i4" names controller "nope", which is not registered`}},
+	} {
+		p := ready()
+		tc.change(p)
+		if got := p.missing(builtin); strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+			t.Errorf("%s: missing\n%s\nwant\n%s", tc.name, strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+		}
+	}
+}
