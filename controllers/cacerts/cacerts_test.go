@@ -75,6 +75,25 @@ func TestCertSpecChecks(t *testing.T) {
 	}
 }
 
+// A certificate intent's problems are named in one message, in the order of its checks:
+// issuer, issuing cluster, duration, csrInfo, certificate.
+func TestCertSpecProblemsInOrder(t *testing.T) {
+	sp := validCert()
+	sp.IssuerRef.Group = "vault.io"
+	sp.IssuingCluster.Cluster = ""
+	sp.Duration = "x"
+	sp.CSRInfo.Algorithm.SignatureAlgorithm = "ROT13"
+	sp.CSRInfo.Subject.Names.CommonNamePrefix = strings.Repeat("x", 129)
+	sp.Certificate.CommonName = strings.Repeat("x", 129)
+	want := `spec.issuerRef.group "vault.io" is not supported: use cert-manager.io or certificates.k8s.io; ` +
+		`spec.issuingCluster.cluster is required; spec.duration "x" is not a positive duration (e.g. 8760h); ` +
+		`spec.csrInfo.algorithm.signatureAlgorithm "ROT13" is invalid; spec.csrInfo.subject.names.commonNamePrefix is longer than 128 characters; ` +
+		`spec.certificate.commonName is longer than 128 characters`
+	if err := checkCertSpec(&sp); err == nil || err.Error() != want {
+		t.Errorf("error\n%v\nwant\n%s", err, want)
+	}
+}
+
 func TestClusterGroupChecks(t *testing.T) {
 	cases := []struct {
 		name     string

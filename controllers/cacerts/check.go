@@ -54,62 +54,98 @@ var publicKeyAlgorithms = []string{"RSA", "DSA", "ECDSA", "Ed25519"}
 // is named, joined. Unlike EMCO it also refuses what would only fail the enrolment later
 // for certain: a duration or signature algorithm Go cannot use, a key size it will not
 // generate, an issuer temco has no way to reach, key usages cert-manager does not know
-// (EMCO ignores keyUsages; temco asks a cert-manager issuer for them).
+// (EMCO ignores keyUsages; temco asks a cert-manager issuer for them). It checks, in this
+// order: the issuer, the issuing cluster, the duration, csrInfo, the certificate.
 func checkCertSpec(sp *CertSpec) error {
-	var errs []string
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
-	name := func(what, v string) {
-		if err := model.ValidateName(what, v); err != nil {
-			bad("%v", err)
-		}
+	var p problems
+	p.checkIssuerRef(sp.IssuerRef, sp.CSRInfo.KeyUsages)
+	p.name("spec.issuingCluster.cluster", sp.IssuingCluster.Cluster)
+	p.name("spec.issuingCluster.clusterProvider", sp.IssuingCluster.ClusterProvider)
+	p.checkDuration(sp.Duration, sp.IssuerRef.Group)
+	p.checkCSRInfo(sp.CSRInfo)
+	if len(sp.Certificate.CommonName) > maxItemLen {
+		p.bad("spec.certificate.commonName is longer than %d characters", maxItemLen)
 	}
-	ir := sp.IssuerRef
-	name("spec.issuerRef.name", ir.Name)
+	return p.err()
+}
+
+// problems are what a check found wrong, in the order found.
+type problems []string
+
+func (p *problems) bad(format string, args ...any) { *p = append(*p, fmt.Sprintf(format, args...)) }
+
+// name checks that v is a valid name for field what.
+func (p *problems) name(what, v string) {
+	if err := model.ValidateName(what, v); err != nil {
+		p.bad("%v", err)
+	}
+}
+
+// err joins the problems into one error; nil if there are none.
+func (p problems) err() error {
+	if len(p) > 0 {
+		return fmt.Errorf("%s", strings.Join(p, "; "))
+	}
+	return nil
+}
+
+// checkIssuerRef checks the issuer: its name, that temco reaches its group and kind,
+// usages a cert-manager issuer is asked for, its version.
+func (p *problems) checkIssuerRef(ir IssuerRef, usages []string) {
+	p.name("spec.issuerRef.name", ir.Name)
 	switch {
 	case ir.Group == "":
-		bad("spec.issuerRef.group is required: %s (a cert-manager issuer) or %s (the issuing cluster's signer)", GroupCertManager, GroupKubernetes)
+		p.bad("spec.issuerRef.group is required: %s (a cert-manager issuer) or %s (the issuing cluster's signer)", GroupCertManager, GroupKubernetes)
 	case ir.Group == GroupCertManager:
 		if ir.Kind != "ClusterIssuer" && ir.Kind != "Issuer" {
-			bad("spec.issuerRef.kind %q is invalid: a %s issuer is a ClusterIssuer or an Issuer (in namespace %s of the issuing cluster, where the requests go)",
+			p.bad("spec.issuerRef.kind %q is invalid: a %s issuer is a ClusterIssuer or an Issuer (in namespace %s of the issuing cluster, where the requests go)",
 				ir.Kind, GroupCertManager, requestNamespace)
 		}
-		for i, u := range sp.CSRInfo.KeyUsages {
+		for i, u := range usages {
 			if !slices.Contains(certManagerUsages, u) {
-				bad("spec.csrInfo.keyUsages[%d] %q is not a usage cert-manager knows: use %s", i, u, strings.Join(certManagerUsages, ", "))
+				p.bad("spec.csrInfo.keyUsages[%d] %q is not a usage cert-manager knows: use %s", i, u, strings.Join(certManagerUsages, ", "))
 			}
 		}
 	case ir.Group == GroupKubernetes:
 		if ir.Kind != KindSigner || ir.Name != SignerAPIServerClient {
-			bad("spec.issuerRef of group %s must be {kind: %s, name: %s} (the kubernetes.io/%s signer of the issuing cluster), not {kind: %q, name: %q}",
+			p.bad("spec.issuerRef of group %s must be {kind: %s, name: %s} (the kubernetes.io/%s signer of the issuing cluster), not {kind: %q, name: %q}",
 				GroupKubernetes, KindSigner, SignerAPIServerClient, SignerAPIServerClient, ir.Kind, ir.Name)
 		}
 	default:
-		bad("spec.issuerRef.group %q is not supported: use %s or %s", ir.Group, GroupCertManager, GroupKubernetes)
+		p.bad("spec.issuerRef.group %q is not supported: use %s or %s", ir.Group, GroupCertManager, GroupKubernetes)
 	}
 	if ir.Version != "" {
-		name("spec.issuerRef.version", ir.Version)
+		p.name("spec.issuerRef.version", ir.Version)
 	}
-	name("spec.issuingCluster.cluster", sp.IssuingCluster.Cluster)
-	name("spec.issuingCluster.clusterProvider", sp.IssuingCluster.ClusterProvider)
-	if sp.Duration != "" {
-		if d, err := time.ParseDuration(sp.Duration); err != nil || d <= 0 {
-			bad("spec.duration %q is not a positive duration (e.g. 8760h)", sp.Duration)
-		} else if ir.Group == GroupKubernetes && d < minSignerDuration {
-			bad("spec.duration %q is shorter than the %s a Kubernetes signer issues for at least", sp.Duration, minSignerDuration)
-		}
+}
+
+// checkDuration checks a certificate's duration, if it has one: positive, and not below
+// what a Kubernetes signer (issuer group group) issues for.
+func (p *problems) checkDuration(duration, group string) {
+	if duration == "" {
+		return
 	}
-	ci := sp.CSRInfo
+	if d, err := time.ParseDuration(duration); err != nil || d <= 0 {
+		p.bad("spec.duration %q is not a positive duration (e.g. 8760h)", duration)
+	} else if group == GroupKubernetes && d < minSignerDuration {
+		p.bad("spec.duration %q is shorter than the %s a Kubernetes signer issues for at least", duration, minSignerDuration)
+	}
+}
+
+// checkCSRInfo checks what the requests say: a key size temco generates, algorithms it
+// signs with, and EMCO's limit on every string of its lists and on the common name prefix.
+func (p *problems) checkCSRInfo(ci CSRInfo) {
 	if ci.KeySize != 0 && (ci.KeySize < minKeySize || ci.KeySize > maxKeySize) {
-		bad("spec.csrInfo.keySize %d is out of range: RSA keys of %d to %d bits (e.g. 4096)", ci.KeySize, minKeySize, maxKeySize)
+		p.bad("spec.csrInfo.keySize %d is out of range: RSA keys of %d to %d bits (e.g. 4096)", ci.KeySize, minKeySize, maxKeySize)
 	}
 	if a := ci.Algorithm.PublicKeyAlgorithm; a != "" && !slices.Contains(publicKeyAlgorithms, a) {
-		bad("spec.csrInfo.algorithm.publicKeyAlgorithm %q is invalid: use one of %v (keys are RSA whatever it says, as in EMCO)", a, publicKeyAlgorithms)
+		p.bad("spec.csrInfo.algorithm.publicKeyAlgorithm %q is invalid: use one of %v (keys are RSA whatever it says, as in EMCO)", a, publicKeyAlgorithms)
 	}
 	if a := ci.Algorithm.SignatureAlgorithm; a != "" {
 		if alg, ok := signatureAlgorithms[a]; !ok {
-			bad("spec.csrInfo.algorithm.signatureAlgorithm %q is invalid", a)
+			p.bad("spec.csrInfo.algorithm.signatureAlgorithm %q is invalid", a)
 		} else if alg == 0 {
-			bad("spec.csrInfo.algorithm.signatureAlgorithm %q cannot sign with an RSA key: use SHA256WithRSA, SHA384WithRSA, SHA512WithRSA or their RSAPSS forms", a)
+			p.bad("spec.csrInfo.algorithm.signatureAlgorithm %q cannot sign with an RSA key: use SHA256WithRSA, SHA384WithRSA, SHA512WithRSA or their RSAPSS forms", a)
 		}
 	}
 	lists := map[string][]string{
@@ -122,20 +158,13 @@ func checkCertSpec(sp *CertSpec) error {
 	for _, field := range slices.Sorted(maps.Keys(lists)) {
 		for i, v := range lists[field] {
 			if len(v) > maxItemLen {
-				bad("spec.csrInfo.%s[%d] is longer than %d characters", field, i, maxItemLen)
+				p.bad("spec.csrInfo.%s[%d] is longer than %d characters", field, i, maxItemLen)
 			}
 		}
 	}
 	if len(ci.Subject.Names.CommonNamePrefix) > maxItemLen {
-		bad("spec.csrInfo.subject.names.commonNamePrefix is longer than %d characters", maxItemLen)
+		p.bad("spec.csrInfo.subject.names.commonNamePrefix is longer than %d characters", maxItemLen)
 	}
-	if len(sp.Certificate.CommonName) > maxItemLen {
-		bad("spec.certificate.commonName is longer than %d characters", maxItemLen)
-	}
-	if len(errs) > 0 {
-		return fmt.Errorf("%s", strings.Join(errs, "; "))
-	}
-	return nil
 }
 
 // checkClusterGroupSpec validates a cluster group as EMCO does; provider, for a cluster
