@@ -113,103 +113,140 @@ func (v *versionsOf) add(chartName string, entry []byte, asYAML bool) error {
 // versions. Lines of the charts not asked for are looked at for their indentation only;
 // reading ends once every chart asked for was read.
 func yamlEntries(br *bufio.Reader, charts map[string]bool) (map[string]repo.ChartVersions, error) {
-	v := versionsOf{charts: charts}
-	var (
-		inEntries  bool
-		keyIndent  = -1
-		current    string // the chart asked for whose versions the lines are
-		itemIndent = -1
-		item       []byte
-		read       = map[string]bool{}
-	)
-	// flush parses the version read so far.
-	flush := func() error {
-		if len(item) == 0 {
-			return nil
-		}
-		err := v.add(current, item, true)
-		item = item[:0]
-		return err
-	}
+	x := &yamlIndex{versionsOf: versionsOf{charts: charts}, keyIndent: -1, itemIndent: -1, read: map[string]bool{}}
 	for n := 1; ; n++ {
-		line, err := readLine(br, current != "")
+		line, err := readLine(br, x.current != "")
 		if err == io.EOF && line == nil {
-			return v.out, flush()
+			err := x.flush()
+			return x.out, err
 		}
 		if err != nil && err != io.EOF {
 			return nil, err
 		}
-		content := bytes.TrimLeft(line, " ")
-		indent := len(line) - len(content)
-		if len(content) == 0 || content[0] == '#' {
-			if len(item) > 0 {
-				item = append(item, '\n') // a block scalar's empty line
-			}
-			continue
+		done, err := x.line(n, line)
+		if err != nil {
+			return nil, err
 		}
-		if !inEntries {
-			if indent == 0 && bytes.HasPrefix(content, []byte("entries:")) {
-				switch rest := bytes.TrimSpace(content[len("entries:"):]); {
-				case len(rest) == 0 || rest[0] == '#':
-					inEntries = true
-				case string(rest) != "{}":
-					return nil, fmt.Errorf("line %d: the entries are not in the block style Helm writes (nor is the index JSON)", n)
-				}
-			}
-			continue
+		if done {
+			return x.out, nil
 		}
-		if keyIndent < 0 {
-			keyIndent = indent
-		}
-		if indent <= keyIndent && !isItem(content) { // a chart's key, or the next top-level key
-			if err := flush(); err != nil {
-				return nil, err
-			}
-			if current != "" {
-				read[current] = true
-			}
-			current, itemIndent = "", -1
-			if len(read) == len(charts) {
-				return v.out, nil
-			}
-			if indent == 0 {
-				inEntries = false
-				continue
-			}
-			if indent < keyIndent {
-				return nil, fmt.Errorf("line %d: a chart's key less indented than the others", n)
-			}
-			name, err := chartKey(content)
-			if err != nil {
-				return nil, fmt.Errorf("line %d: %v", n, err)
-			}
-			if charts[name] {
-				current = name
-			}
-			continue
-		}
-		if current == "" {
-			continue
-		}
-		if itemIndent < 0 {
-			if !isItem(content) {
-				return nil, fmt.Errorf("line %d: chart %q: its versions are not a list", n, current)
-			}
-			itemIndent = indent
-		}
-		switch {
-		case indent < itemIndent:
-			return nil, fmt.Errorf("line %d: chart %q: a line less indented than its versions", n, current)
-		case indent == itemIndent && isItem(content):
-			if err := flush(); err != nil {
-				return nil, err
-			}
-		}
-		if len(item)+len(line) > maxVersionBytes {
-			return nil, fmt.Errorf("line %d: chart %q: a version's entry of more than %d bytes", n, current, maxVersionBytes)
-		}
-		item = append(append(item, line[itemIndent:]...), '\n')
 	}
+}
+
+// yamlIndex is where yamlEntries is in an index, line by line.
+type yamlIndex struct {
+	versionsOf
+	inEntries  bool
+	keyIndent  int             // the indentation of the charts' keys; -1 until the first
+	current    string          // the chart asked for whose versions the lines are
+	itemIndent int             // the indentation of current's versions; -1 until the first
+	item       []byte          // the lines of current's version read so far
+	read       map[string]bool // the charts asked for whose versions were read
+}
+
+// line takes line n: outside the entries, a top-level key; in them, a chart's key or a
+// line of a version. Done once every chart asked for was read.
+func (x *yamlIndex) line(n int, line []byte) (done bool, err error) {
+	content := bytes.TrimLeft(line, " ")
+	indent := len(line) - len(content)
+	switch {
+	case len(content) == 0 || content[0] == '#':
+		if len(x.item) > 0 {
+			x.item = append(x.item, '\n') // a block scalar's empty line
+		}
+		return false, nil
+	case !x.inEntries:
+		return false, x.topLevel(n, content, indent)
+	}
+	if x.keyIndent < 0 {
+		x.keyIndent = indent
+	}
+	if indent <= x.keyIndent && !isItem(content) { // a chart's key, or the next top-level key
+		return x.key(n, content, indent)
+	}
+	if x.current == "" {
+		return false, nil
+	}
+	return false, x.versionLine(n, line, content, indent)
+}
+
+// topLevel looks at a top-level line for the key "entries:" opening a block.
+func (x *yamlIndex) topLevel(n int, content []byte, indent int) error {
+	if indent != 0 || !bytes.HasPrefix(content, []byte("entries:")) {
+		return nil
+	}
+	switch rest := bytes.TrimSpace(content[len("entries:"):]); {
+	case len(rest) == 0 || rest[0] == '#':
+		x.inEntries = true
+	case string(rest) != "{}":
+		return fmt.Errorf("line %d: the entries are not in the block style Helm writes (nor is the index JSON)", n)
+	}
+	return nil
+}
+
+// key ends the chart being read at a chart's key, or at the next top-level key (which
+// ends the entries), and starts reading the chart it names if asked for. Done once every
+// chart asked for was read.
+func (x *yamlIndex) key(n int, content []byte, indent int) (done bool, err error) {
+	if err := x.flush(); err != nil {
+		return false, err
+	}
+	if x.current != "" {
+		x.read[x.current] = true
+	}
+	x.current, x.itemIndent = "", -1
+	if len(x.read) == len(x.charts) {
+		return true, nil
+	}
+	if indent == 0 {
+		x.inEntries = false
+		return false, nil
+	}
+	if indent < x.keyIndent {
+		return false, fmt.Errorf("line %d: a chart's key less indented than the others", n)
+	}
+	name, err := chartKey(content)
+	if err != nil {
+		return false, fmt.Errorf("line %d: %v", n, err)
+	}
+	if x.charts[name] {
+		x.current = name
+	}
+	return false, nil
+}
+
+// versionLine adds a line of the chart being read to its version, parsing the version
+// before when the line starts another.
+func (x *yamlIndex) versionLine(n int, line, content []byte, indent int) error {
+	if x.itemIndent < 0 {
+		if !isItem(content) {
+			return fmt.Errorf("line %d: chart %q: its versions are not a list", n, x.current)
+		}
+		x.itemIndent = indent
+	}
+	switch {
+	case indent < x.itemIndent:
+		return fmt.Errorf("line %d: chart %q: a line less indented than its versions", n, x.current)
+	case indent == x.itemIndent && isItem(content):
+		if err := x.flush(); err != nil {
+			return err
+		}
+	}
+	if len(x.item)+len(line) > maxVersionBytes {
+		return fmt.Errorf("line %d: chart %q: a version's entry of more than %d bytes", n, x.current, maxVersionBytes)
+	}
+	x.item = append(append(x.item, line[x.itemIndent:]...), '\n')
+	return nil
+}
+
+// flush parses the version read so far.
+func (x *yamlIndex) flush() error {
+	if len(x.item) == 0 {
+		return nil
+	}
+	err := x.add(x.current, x.item, true)
+	x.item = x.item[:0]
+	return err
 }
 
 // isItem says whether a line's content starts a list item.

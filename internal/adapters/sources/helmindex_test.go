@@ -121,16 +121,20 @@ func TestAnIndexIsReadWithinItsBound(t *testing.T) {
 }
 
 // Hostile or odd indexes fail permanently, naming why: a version's entry or a chart's
-// versions over their bounds, entries in the flow style, versions that are no list.
+// versions over their bounds, entries in the flow style, versions that are no list, keys
+// or versions out of line.
 func TestAnIndexOverItsBoundsOrOutOfShapeFails(t *testing.T) {
 	many := "apiVersion: v1\nentries:\n  web:\n" + strings.Repeat("  - name: web\n    version: 1.0.0\n", maxVersions+1)
 	for what, c := range map[string]struct{ index, want string }{
-		"a huge version":   {"apiVersion: v1\nentries:\n  web:\n  - name: web\n    description: " + strings.Repeat("x", maxVersionBytes) + "\n", "a version's entry of more than 262144 bytes"},
-		"too many":         {many, "more than 20000 versions"},
-		"flow entries":     {"apiVersion: v1\nentries: {web: [{name: web, version: 1.0.0}]}\n", "not in the block style"},
-		"flow versions":    {"apiVersion: v1\nentries:\n  web: [{name: web, version: 1.0.0}]\n", "not in the block style"},
-		"versions no list": {"apiVersion: v1\nentries:\n  web:\n    name: web\n", "its versions are not a list"},
-		"json huge":        {`{"entries":{"web":[{"name":"web","description":"` + strings.Repeat("x", maxVersionBytes) + `"}]}}`, "a version's entry of more than"},
+		"a huge version":    {"apiVersion: v1\nentries:\n  web:\n  - name: web\n    description: " + strings.Repeat("x", maxVersionBytes) + "\n", "a version's entry of more than 262144 bytes"},
+		"too many":          {many, "more than 20000 versions"},
+		"flow entries":      {"apiVersion: v1\nentries: {web: [{name: web, version: 1.0.0}]}\n", "not in the block style"},
+		"flow versions":     {"apiVersion: v1\nentries:\n  web: [{name: web, version: 1.0.0}]\n", "not in the block style"},
+		"versions no list":  {"apiVersion: v1\nentries:\n  web:\n    name: web\n", "its versions are not a list"},
+		"keys unaligned":    {"apiVersion: v1\nentries:\n    other:\n    - name: other\n  web:\n", `line 5: a chart's key less indented than the others`},
+		"version outdented": {"apiVersion: v1\nentries:\n  web:\n    - name: web\n   - name: web\n", `line 5: chart "web": a line less indented than its versions`},
+		"no chart's key":    {"apiVersion: v1\nentries:\n  [web]: 1\n", `line 3: not a chart's key: "[web]: 1"`},
+		"json huge":         {`{"entries":{"web":[{"name":"web","description":"` + strings.Repeat("x", maxVersionBytes) + `"}]}}`, "a version's entry of more than"},
 	} {
 		if _, err := indexEntries(strings.NewReader(c.index), map[string]bool{"web": true}); err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v, want an error saying %q", what, err, c.want)
