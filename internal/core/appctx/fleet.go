@@ -51,23 +51,47 @@ func (s *Store) SaveReadiness(ctx context.Context, id string, r Readiness) error
 // of batches not counted (running, stopped): a home of 1,000 DIGs reads no cluster
 // document while nothing runs. A context that does not exist is left out.
 func (s *Store) Fleet(ctx context.Context, ids []string) (map[string]*FleetContext, error) {
-	out := map[string]*FleetContext{}
 	if len(ids) == 0 {
-		return out, nil
+		return map[string]*FleetContext{}, nil
 	}
+	r, err := s.readFleet(ctx, ids)
+	if err != nil {
+		return nil, fmt.Errorf("read the fleet's %d contexts: %w", len(ids), err)
+	}
+	out, uncounted := r.fleet()
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(4)
+	for id, clusters := range uncounted {
+		f := out[id]
+		g.Go(func() error { return s.countClusters(gctx, id, clusters, f) })
+	}
+	return out, g.Wait()
+}
+
+// fleetHeader is what Fleet reads of a context's header.
+type fleetHeader struct {
+	ID       string                   `bson:"_id"`
+	Status   string                   `bson:"status"`
+	Error    string                   `bson:"error"`
+	Op       string                   `bson:"op"`
+	Revision int64                    `bson:"revision"`
+	Updated  time.Time                `bson:"updated"`
+	Rollout  *lifecycle.RolloutStatus `bson:"rollout"`
+	Ready    *Readiness               `bson:"ready"`
+}
+
+// fleetRead is what Fleet's three queries read.
+type fleetRead struct {
+	headers []fleetHeader
+	batches []batchDoc
+	drifts  []DriftSummary
+}
+
+// readFleet reads the headers, batches and drift summaries (without their cluster lists)
+// of the contexts ids, at once.
+func (s *Store) readFleet(ctx context.Context, ids []string) (*fleetRead, error) {
+	var r fleetRead
 	in := bson.D{{Key: "$in", Value: ids}}
-	var headers []struct {
-		ID       string                   `bson:"_id"`
-		Status   string                   `bson:"status"`
-		Error    string                   `bson:"error"`
-		Op       string                   `bson:"op"`
-		Revision int64                    `bson:"revision"`
-		Updated  time.Time                `bson:"updated"`
-		Rollout  *lifecycle.RolloutStatus `bson:"rollout"`
-		Ready    *Readiness               `bson:"ready"`
-	}
-	var batches []batchDoc
-	var drifts []DriftSummary
 	driftIDs := make([]string, len(ids))
 	for i, id := range ids {
 		driftIDs[i] = driftSummaryID(id)
@@ -79,14 +103,14 @@ func (s *Store) Fleet(ctx context.Context, ids []string) (map[string]*FleetConte
 		if err != nil {
 			return err
 		}
-		return cur.All(gctx, &headers)
+		return cur.All(gctx, &r.headers)
 	})
 	g.Go(func() error {
 		cur, err := s.batches.Find(gctx, bson.D{{Key: "ctx", Value: in}})
 		if err != nil {
 			return err
 		}
-		return cur.All(gctx, &batches)
+		return cur.All(gctx, &r.batches)
 	})
 	g.Go(func() error {
 		cur, err := s.drift.Find(gctx, bson.D{{Key: "_id", Value: bson.D{{Key: "$in", Value: driftIDs}}}},
@@ -94,22 +118,30 @@ func (s *Store) Fleet(ctx context.Context, ids []string) (map[string]*FleetConte
 		if err != nil {
 			return err
 		}
-		return cur.All(gctx, &drifts)
+		return cur.All(gctx, &r.drifts)
 	})
 	if err := g.Wait(); err != nil {
-		return nil, fmt.Errorf("read the fleet's %d contexts: %w", len(ids), err)
+		return nil, err
 	}
-	for _, h := range headers {
+	return &r, nil
+}
+
+// fleet is what r says of each context with a header: the header, its last drift check,
+// and its clusters and objects as its counted batches counted them. uncounted lists, by
+// context, the clusters of its batches without counts, still to count from their
+// documents.
+func (r *fleetRead) fleet() (out map[string]*FleetContext, uncounted map[string][]string) {
+	out, uncounted = map[string]*FleetContext{}, map[string][]string{}
+	for _, h := range r.headers {
 		out[h.ID] = &FleetContext{Status: h.Status, Error: h.Error, Op: h.Op, Revision: h.Revision, Updated: h.Updated, Rollout: h.Rollout, Ready: h.Ready,
 			States: map[string]int{}, Objects: map[string]int{}}
 	}
-	for i := range drifts {
-		if f := out[drifts[i].Context]; f != nil {
-			f.Drift = &drifts[i]
+	for i := range r.drifts {
+		if f := out[r.drifts[i].Context]; f != nil {
+			f.Drift = &r.drifts[i]
 		}
 	}
-	uncounted := map[string][]string{} // context → clusters of its batches without counts
-	for _, b := range batches {
+	for _, b := range r.batches {
 		f := out[b.Context]
 		if f == nil {
 			continue
@@ -128,13 +160,7 @@ func (s *Store) Fleet(ctx context.Context, ids []string) (map[string]*FleetConte
 			f.States[state] += n
 		}
 	}
-	g, gctx = errgroup.WithContext(ctx)
-	g.SetLimit(4)
-	for id, clusters := range uncounted {
-		f := out[id]
-		g.Go(func() error { return s.countClusters(gctx, id, clusters, f) })
-	}
-	return out, g.Wait()
+	return out, uncounted
 }
 
 // countClusters adds the objects and states of clusters of context ctxID to f, from

@@ -3,6 +3,7 @@ package appctx
 import (
 	"context"
 	"maps"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,40 @@ func TestFleetCountsClustersAndObjectsOfManyContexts(t *testing.T) {
 	}
 	if got, err := s.Fleet(ctx, nil); err != nil || len(got) != 0 {
 		t.Errorf("fleet of none: %v, %v", got, err)
+	}
+}
+
+// What the fleet's queries read becomes one entry per header: its drift check attached,
+// counted batches summed, the clusters of batches without counts (or without states,
+// counted before they were) left to count from their documents; what has no header is
+// left out.
+func TestFleetReadGroupsByContext(t *testing.T) {
+	r := &fleetRead{
+		headers: []fleetHeader{{ID: "c1", Status: lifecycle.StatusInstantiated, Revision: 3}, {ID: "c2", Status: lifecycle.StatusInstantiating}},
+		batches: []batchDoc{
+			{Context: "c1", Clusters: []string{"p+a", "p+b"}, Counts: map[string]map[string]int{"app": {lifecycle.ResApplied: 3, lifecycle.ResFailed: 1}},
+				States: map[string]int{lifecycle.ResApplied: 1, lifecycle.ResFailed: 1}},
+			{Context: "c1", Clusters: []string{"p+c"}, Counts: map[string]map[string]int{"app": {lifecycle.ResApplied: 2}}, States: map[string]int{lifecycle.ResApplied: 1}},
+			{Context: "c2", Clusters: []string{"p+a"}},
+			{Context: "c2", Clusters: []string{"p+b"}, Counts: map[string]map[string]int{"app": {lifecycle.ResApplied: 2}}},
+			{Context: "gone", Clusters: []string{"p+a"}},
+		},
+		drifts: []DriftSummary{{Context: "c2", Drifted: 4}, {Context: "gone", Drifted: 1}},
+	}
+	out, uncounted := r.fleet()
+	if len(out) != 2 {
+		t.Fatalf("fleet %v, want c1 and c2", out)
+	}
+	c1, c2 := out["c1"], out["c2"]
+	if c1.Revision != 3 || c1.Clusters != 3 || c1.Drift != nil ||
+		!maps.Equal(c1.Objects, map[string]int{lifecycle.ResApplied: 5, lifecycle.ResFailed: 1}) ||
+		!maps.Equal(c1.States, map[string]int{lifecycle.ResApplied: 2, lifecycle.ResFailed: 1}) {
+		t.Errorf("c1: %+v", c1)
+	}
+	if c2.Clusters != 2 || c2.Drift == nil || c2.Drift.Drifted != 4 || len(c2.Objects) != 0 || len(c2.States) != 0 {
+		t.Errorf("c2: %+v", c2)
+	}
+	if len(uncounted) != 1 || strings.Join(uncounted["c2"], ",") != "p+a,p+b" {
+		t.Errorf("uncounted %v, want c2's two clusters", uncounted)
 	}
 }
