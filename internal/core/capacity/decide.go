@@ -94,105 +94,153 @@ type Transition struct {
 //     added (hysteresis): of the Active clusters whose workloads want fewer, the least
 //     preferred goes Scaling in (drained when asked), if that leaves enough clusters below
 //     the ceiling and MinClusters Active. One at a time.
+//
+// Its steps: review (rules 1 and 2), count, scaleOut (rule 3), scaleIn (rule 4), then
+// the members in order of preference.
 func Decide(spec Spec, members []Member, eligible []string, signals map[string]Signals, now time.Time) Decision {
-	spec = spec.WithDefaults()
-	d := Decision{}
-	rank := map[string]int{}
+	x := newDecider(spec, eligible, signals, now)
+	x.review(members)
+	x.active, x.below = x.count()
+	x.scaleOut()
+	x.scaleIn()
+	x.d.Members = x.kept
+	slices.SortStableFunc(x.d.Members, func(a, b Member) int { return order(x.rank, a.Cluster) - order(x.rank, b.Cluster) })
+	return x.d
+}
+
+// decider is one evaluation under way: Decide's inputs, the decision so far and the
+// members it keeps.
+type decider struct {
+	spec     Spec
+	eligible []string
+	rank     map[string]int // the eligible clusters' order of preference
+	signals  map[string]Signals
+	now      time.Time
+	d        Decision
+	kept     []Member
+	// active counts the Active members kept, below those of them below their capacity
+	// ceiling (a cluster added counts as below until it is read).
+	active, below int
+}
+
+func newDecider(spec Spec, eligible []string, signals map[string]Signals, now time.Time) *decider {
+	x := &decider{spec: spec.WithDefaults(), eligible: eligible, rank: map[string]int{}, signals: signals, now: now}
 	for i, c := range eligible {
-		rank[c] = i
+		x.rank[c] = i
 	}
-	move := func(m *Member, to State, reason string) {
-		d.Transitions = append(d.Transitions, Transition{Cluster: m.Cluster, From: m.State, To: to, Reason: reason})
-		m.State, m.Since, m.Reason = to, now, reason
-	}
-	var kept []Member
+	return x
+}
+
+// move changes m's state, with the transition saying why.
+func (x *decider) move(m *Member, to State, reason string) {
+	x.d.Transitions = append(x.d.Transitions, Transition{Cluster: m.Cluster, From: m.State, To: to, Reason: reason})
+	m.State, m.Since, m.Reason = to, x.now, reason
+}
+
+// review applies rules 1 and 2 to each member: whether it answers, its state, then its
+// removal; the members not removed are kept.
+func (x *decider) review(members []Member) {
 	for _, m := range members {
-		s, read := signals[m.Cluster]
+		s, read := x.signals[m.Cluster]
 		switch {
 		case read && s.Reachable:
 			m.Unreachable = time.Time{}
 		case m.Unreachable.IsZero():
-			m.Unreachable = now
+			m.Unreachable = x.now
 		}
-		_, ok := rank[m.Cluster]
+		_, ok := x.rank[m.Cluster]
 		switch {
 		case !ok && m.State != Evicting:
-			move(&m, Evicting, "no longer eligible")
-			if spec.ScaleIn.Drain != nil {
-				d.Drain = append(d.Drain, m.Cluster)
+			x.move(&m, Evicting, "no longer eligible")
+			if x.spec.ScaleIn.Drain != nil {
+				x.d.Drain = append(x.d.Drain, m.Cluster)
 			}
 		case m.State == Unhealthy && read && s.Reachable:
-			move(&m, Active, "answers again")
-		case m.State == Active && !m.Unreachable.IsZero() && now.Sub(m.Unreachable) >= time.Duration(spec.UnhealthyAfter):
-			move(&m, Unhealthy, fmt.Sprintf("unreachable for %s: %s", now.Sub(m.Unreachable).Round(time.Second), s.Error))
+			x.move(&m, Active, "answers again")
+		case m.State == Active && !m.Unreachable.IsZero() && x.now.Sub(m.Unreachable) >= time.Duration(x.spec.UnhealthyAfter):
+			x.move(&m, Unhealthy, fmt.Sprintf("unreachable for %s: %s", x.now.Sub(m.Unreachable).Round(time.Second), s.Error))
 		}
 		answers := read && s.Reachable
-		if (m.State == ScalingIn || m.State == Evicting) && answers && (s.AtFloor || m.State == Evicting && spec.ScaleIn.Drain == nil) {
-			d.Transitions = append(d.Transitions, Transition{Cluster: m.Cluster, From: m.State, Reason: removedWhy(m.State, spec)})
-			d.Remove = append(d.Remove, m.Cluster)
+		if (m.State == ScalingIn || m.State == Evicting) && answers && (s.AtFloor || m.State == Evicting && x.spec.ScaleIn.Drain == nil) {
+			x.d.Transitions = append(x.d.Transitions, Transition{Cluster: m.Cluster, From: m.State, Reason: removedWhy(m.State, x.spec)})
+			x.d.Remove = append(x.d.Remove, m.Cluster)
 			continue
 		}
-		kept = append(kept, m)
+		x.kept = append(x.kept, m)
 	}
+}
 
-	count := func() (active, below int) {
-		for _, m := range kept {
-			if m.State != Active {
-				continue
-			}
-			active++
-			if s, read := signals[m.Cluster]; read && s.Reachable && !s.AtCeiling() {
-				below++
-			}
+// count counts the Active members kept, and those of them read below their ceiling.
+func (x *decider) count() (active, below int) {
+	for _, m := range x.kept {
+		if m.State != Active {
+			continue
 		}
-		return active, below
-	}
-	active, below := count()
-	placed := func() int { // clusters the workloads run on, those unreachable apart
-		n := 0
-		for _, m := range kept {
-			if m.State != Unhealthy {
-				n++
-			}
+		active++
+		if s, read := x.signals[m.Cluster]; read && s.Reachable && !s.AtCeiling() {
+			below++
 		}
-		return n
 	}
-	short := func() string {
-		switch {
-		case active < spec.MinClusters:
-			return fmt.Sprintf("%d active, fewer than minClusters (%d)", active, spec.MinClusters)
-		case below < spec.MinClustersBelowCapacityCeiling:
-			return fmt.Sprintf("%d active cluster(s) below their capacity ceiling, fewer than %d", below, spec.MinClustersBelowCapacityCeiling)
+	return active, below
+}
+
+// placed counts the clusters the workloads run on, those unreachable apart.
+func (x *decider) placed() int {
+	n := 0
+	for _, m := range x.kept {
+		if m.State != Unhealthy {
+			n++
 		}
-		return ""
 	}
-	for why := short(); why != "" && (spec.MaxClusters == 0 || active < spec.MaxClusters); why = short() {
-		if i := slices.IndexFunc(kept, func(m Member) bool { return m.State == ScalingIn }); i >= 0 {
-			move(&kept[i], Active, "scale out: "+why)
-			d.Restore = append(d.Restore, kept[i].Cluster)
-		} else if c := next(eligible, kept); c != "" && (spec.MaxClusters == 0 || placed() < spec.MaxClusters) {
-			kept = append(kept, Member{Cluster: c, State: Active, Since: now, Added: now, Reason: "scale out: " + why})
-			d.Transitions = append(d.Transitions, Transition{Cluster: c, To: Active, Reason: "scale out: " + why})
-			d.Add = append(d.Add, c)
+	return n
+}
+
+// short says why there are too few Active clusters, or too few below their ceiling; ""
+// when there are enough.
+func (x *decider) short() string {
+	switch {
+	case x.active < x.spec.MinClusters:
+		return fmt.Sprintf("%d active, fewer than minClusters (%d)", x.active, x.spec.MinClusters)
+	case x.below < x.spec.MinClustersBelowCapacityCeiling:
+		return fmt.Sprintf("%d active cluster(s) below their capacity ceiling, fewer than %d", x.below, x.spec.MinClustersBelowCapacityCeiling)
+	}
+	return ""
+}
+
+// scaleOut applies rule 3: while short and below MaxClusters, a cluster Scaling in comes
+// back (its HPA restored), else the next eligible cluster is added.
+func (x *decider) scaleOut() {
+	for why := x.short(); why != "" && (x.spec.MaxClusters == 0 || x.active < x.spec.MaxClusters); why = x.short() {
+		if i := slices.IndexFunc(x.kept, func(m Member) bool { return m.State == ScalingIn }); i >= 0 {
+			x.move(&x.kept[i], Active, "scale out: "+why)
+			x.d.Restore = append(x.d.Restore, x.kept[i].Cluster)
+		} else if c := next(x.eligible, x.kept); c != "" && (x.spec.MaxClusters == 0 || x.placed() < x.spec.MaxClusters) {
+			x.kept = append(x.kept, Member{Cluster: c, State: Active, Since: x.now, Added: x.now, Reason: "scale out: " + why})
+			x.d.Transitions = append(x.d.Transitions, Transition{Cluster: c, To: Active, Reason: "scale out: " + why})
+			x.d.Add = append(x.d.Add, c)
 		} else {
 			break // nothing left to add
 		}
 		// A cluster added has not been read: it counts as below its ceiling until it is.
-		active, below = active+1, below+1
+		x.active, x.below = x.active+1, x.below+1
 	}
-	if short() == "" && !spec.ScaleIn.Disabled && !d.Changes() {
-		if c := scaleInCandidate(spec, kept, signals, rank, now); c >= 0 {
-			if active-1 >= spec.MinClusters && below-1 >= spec.MinClustersBelowCapacityCeiling {
-				move(&kept[c], ScalingIn, "its workloads want fewer replicas than their minimum")
-				if spec.ScaleIn.Drain != nil {
-					d.Drain = append(d.Drain, kept[c].Cluster)
-				}
-			}
-		}
+}
+
+// scaleIn applies rule 4: when nothing is short or changing and scale-in is enabled, the
+// candidate (see scaleInCandidate) goes Scaling in (drained when asked) if enough
+// clusters are left.
+func (x *decider) scaleIn() {
+	if x.short() != "" || x.spec.ScaleIn.Disabled || x.d.Changes() {
+		return
 	}
-	d.Members = kept
-	slices.SortStableFunc(d.Members, func(a, b Member) int { return order(rank, a.Cluster) - order(rank, b.Cluster) })
-	return d
+	c := scaleInCandidate(x.spec, x.kept, x.signals, x.rank, x.now)
+	if c < 0 || x.active-1 < x.spec.MinClusters || x.below-1 < x.spec.MinClustersBelowCapacityCeiling {
+		return
+	}
+	x.move(&x.kept[c], ScalingIn, "its workloads want fewer replicas than their minimum")
+	if x.spec.ScaleIn.Drain != nil {
+		x.d.Drain = append(x.d.Drain, x.kept[c].Cluster)
+	}
 }
 
 func removedWhy(s State, spec Spec) string {

@@ -161,3 +161,45 @@ func TestNoFlapping(t *testing.T) {
 		t.Errorf("after the cool-down: %s", states(d))
 	}
 }
+
+// A scale-out says why: too few Active clusters first, then too few below their ceiling.
+func TestShortSaysWhy(t *testing.T) {
+	for _, c := range []struct {
+		active, below int
+		want          string
+	}{
+		{2, 1, ""},
+		{1, 1, "1 active, fewer than minClusters (2)"},
+		{0, 0, "0 active, fewer than minClusters (2)"},
+		{3, 0, "0 active cluster(s) below their capacity ceiling, fewer than 1"},
+	} {
+		x := newDecider(Spec{MinClusters: 2, MinClustersBelowCapacityCeiling: 1}, eligible, nil, t0)
+		x.active, x.below = c.active, c.below
+		if got := x.short(); got != c.want {
+			t.Errorf("%d active, %d below: %q, want %q", c.active, c.below, got, c.want)
+		}
+	}
+}
+
+// Each transition of an evaluation says why, in the words of the DIG's history.
+func TestDecideReasons(t *testing.T) {
+	long := t0.Add(-time.Hour)
+	s := spec3()
+	s.MinClusters = 2
+	d := Decide(s, []Member{{Cluster: "x", State: Active, Added: long}, {Cluster: "a", State: Active, Added: long, Unreachable: t0.Add(-3 * time.Minute)}},
+		eligible, map[string]Signals{"x": room, "a": gone}, t0)
+	var got []string
+	for _, tr := range d.Transitions {
+		got = append(got, tr.Cluster+" "+string(tr.From)+">"+string(tr.To)+": "+tr.Reason)
+	}
+	want := []string{
+		"x ACTIVE>EVICTING: no longer eligible",
+		"x EVICTING>: no longer eligible: removed",
+		"a ACTIVE>UNHEALTHY: unreachable for 3m0s: dial tcp: connection refused",
+		"b >ACTIVE: scale out: 0 active, fewer than minClusters (2)",
+		"c >ACTIVE: scale out: 1 active, fewer than minClusters (2)",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("transitions\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
