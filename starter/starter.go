@@ -165,9 +165,9 @@ var opsOfStatus = map[string][]string{
 }
 
 // clusterActivities are shown by the per-resource statuses, not as waiting steps.
-var clusterActivities = []string{lifecycle.ActivityApplyCluster, lifecycle.ActivityDeleteCluster,
-	lifecycle.ActivityPruneCluster, lifecycle.ActivityReadCluster, lifecycle.ActivityApplyGroup, lifecycle.ActivityDeleteGroup,
-	lifecycle.ActivityPruneGroup, lifecycle.ActivityReadGroup}
+var clusterActivities = []string{lifecycle.ApplyCluster.Name(), lifecycle.DeleteCluster.Name(),
+	lifecycle.PruneCluster.Name(), lifecycle.ReadCluster.Name(), lifecycle.ApplyGroup.Name(), lifecycle.DeleteGroup.Name(),
+	lifecycle.PruneGroup.Name(), lifecycle.ReadGroup.Name()}
 
 // batchWorkflows are an operation's own children; the others run for its controllers.
 var batchWorkflows = []string{lifecycle.WorkflowApplyBatch, lifecycle.WorkflowDeleteBatch, lifecycle.WorkflowPruneBatch,

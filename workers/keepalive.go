@@ -16,11 +16,11 @@ import (
 // that one on a worker that dies is retried on another within that timeout, not after its
 // ten-minute StartToCloseTimeout. (PrepareCertEnrollment heartbeats itself, per key.)
 var keptAlive = map[string]bool{
-	lifecycle.ActivityResolveArtifacts: true, lifecycle.ActivityFetchArtifact: true, lifecycle.ActivityPinImages: true,
-	lifecycle.ActivityRenderApps: true, lifecycle.ActivityPlaceApps: true, lifecycle.ActivityRenderVariants: true,
-	lifecycle.ActivityCommitControllers: true, lifecycle.ActivityPrepareLogicalCloud: true,
-	lifecycle.ActivityPrepareClusterNetwork: true, lifecycle.ActivityPrepareCertDistribution: true,
-	lifecycle.ActivityDiffPreview: true, lifecycle.ActivityCopyContext: true,
+	lifecycle.ResolveArtifacts.Name(): true, lifecycle.FetchArtifact.Name(): true, lifecycle.PinImages.Name(): true,
+	lifecycle.RenderApps.Name(): true, lifecycle.PlaceApps.Name(): true, lifecycle.RenderVariants.Name(): true,
+	lifecycle.CommitControllers.Name(): true, lifecycle.PrepareLogicalCloud.Name(): true,
+	lifecycle.PrepareClusterNetwork.Name(): true, lifecycle.PrepareCertDistribution.Name(): true,
+	lifecycle.DiffPreview.Name(): true, lifecycle.CopyContext.Name(): true,
 }
 
 // keepAliveEvery paces those heartbeats (deploy's preparing timeout is 30 s).

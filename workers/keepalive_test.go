@@ -21,7 +21,7 @@ func TestKeepAliveHeartbeats(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		want bool
-	}{{lifecycle.ActivityRenderApps, true}, {lifecycle.ActivityApplyCluster, false}} {
+	}{{lifecycle.RenderApps.Name(), true}, {lifecycle.ApplyCluster.Name(), false}} {
 		var s testsuite.WorkflowTestSuite
 		env := s.NewTestActivityEnvironment()
 		env.SetWorkerOptions(worker.Options{Interceptors: []interceptor.WorkerInterceptor{&keepAlive{}}})

@@ -25,8 +25,6 @@ import (
 	previews "github.com/temco/temco/activities/preview"
 	relocations "github.com/temco/temco/activities/relocate"
 	"github.com/temco/temco/activities/render"
-	"github.com/temco/temco/controllers/cacerts"
-	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/autoscale"
@@ -43,28 +41,13 @@ import (
 // Deps are what the activities need.
 type Deps = deps.Deps
 
-// domains are the activity domains: each registers its own structs, and lists the
-// activity names they implement (the internal/core/lifecycle constants the workflows call).
-var domains = []struct {
-	register func(worker.Registry, *deps.Deps)
-	names    []string
-}{
-	{operation.Register, operation.ActivityNames},
-	{artifact.Register, artifact.ActivityNames},
-	{render.Register, render.ActivityNames},
-	{placement.Register, placement.ActivityNames},
-	{actions.Register, actions.ActivityNames},
-	{cluster.Register, cluster.ActivityNames},
-	{logicalcloud.Register, logicalcloud.ActivityNames},
-	{driftchecks.Register, driftchecks.ActivityNames},
-	{previews.Register, previews.ActivityNames},
-	{relocations.Register, relocations.ActivityNames},
-	{autoscaling.Register, autoscaling.ActivityNames},
-	{inventories.Register, inventories.ActivityNames},
-	{policies.Register, policies.ActivityNames},
-	{probes.Register, probes.ActivityNames},
-	{registerNCM, ncm.ActivityNames},
-	{registerCACerts, cacerts.ActivityNames},
+// domains register the activities: each builds its structs from the one Deps and registers
+// their methods, each as the lifecycle.Activity it implements (its register.go).
+var domains = []func(lifecycle.Registry, *deps.Deps){
+	operation.Register, artifact.Register, render.Register, placement.Register, actions.Register,
+	cluster.Register, logicalcloud.Register, driftchecks.Register, previews.Register, relocations.Register,
+	autoscaling.Register, inventories.Register, policies.Register, probes.Register,
+	registerNCM, registerCACerts,
 }
 
 // Workflows maps each workflow type name to its function; replay tests use it too.
@@ -133,7 +116,7 @@ func Register(w worker.Registry, d Deps) {
 	for name, fn := range Workflows {
 		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
 	}
-	for _, dom := range domains {
-		dom.register(w, &d)
+	for _, register := range domains {
+		register(w, &d)
 	}
 }

@@ -1,18 +1,16 @@
 package artifact
 
 import (
-	"go.temporal.io/sdk/worker"
-
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// ActivityNames are the activities Register registers.
-var ActivityNames = []string{lifecycle.ActivityResolveArtifacts, lifecycle.ActivityFetchArtifact, lifecycle.ActivityPinImages}
-
-// Register registers Activities on r.
-func Register(r worker.Registry, d *deps.Deps) {
-	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Allow: d.ArtifactHosts,
-		Keyring: d.ChartKeyring, Blobs: deps.Shared(d, func() *artifact.Store { return artifact.StoreOf(d.Store) })})
+// Register registers Activities' methods on r, each as the activity it implements.
+func Register(r lifecycle.Registry, d *deps.Deps) {
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Allow: d.ArtifactHosts,
+		Keyring: d.ChartKeyring, Blobs: deps.Shared(d, func() *artifact.Store { return artifact.StoreOf(d.Store) })}
+	lifecycle.Register(r, lifecycle.ResolveArtifacts, a.ResolveArtifacts)
+	lifecycle.RegisterNoResult(r, lifecycle.FetchArtifact, a.FetchArtifact)
+	lifecycle.RegisterNoResult(r, lifecycle.PinImages, a.PinImages)
 }

@@ -1,17 +1,15 @@
 package autoscale
 
 import (
-	"go.temporal.io/sdk/worker"
-
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// ActivityNames are the activities Register registers: a cluster's signals and drain.
-var ActivityNames = []string{lifecycle.ActivityCapacitySignals, lifecycle.ActivityDrainCapacity}
-
-// Register registers Activities on r, on the worker's shared cluster machinery.
-func Register(r worker.Registry, d *deps.Deps) {
-	r.RegisterActivity(&Activities{Clusters: cluster.AccessOf(cluster.Shared(d))})
+// Register registers Activities' methods on r, each as the activity it implements, on the
+// worker's shared cluster machinery.
+func Register(r lifecycle.Registry, d *deps.Deps) {
+	a := &Activities{Clusters: cluster.AccessOf(cluster.Shared(d))}
+	lifecycle.Register(r, lifecycle.CapacitySignals, a.CapacitySignals)
+	lifecycle.RegisterNoResult(r, lifecycle.DrainCapacity, a.DrainCapacity)
 }

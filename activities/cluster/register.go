@@ -1,24 +1,26 @@
 package cluster
 
 import (
-	"go.temporal.io/sdk/worker"
-
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// ActivityNames are the activities Register registers: a batch's clusters, and per
-// cluster (and per group of clusters) the apply, delete, read and prune.
-var ActivityNames = []string{
-	lifecycle.ActivityContextBatches, lifecycle.ActivityListBatch, lifecycle.ActivityCountBatch,
-	lifecycle.ActivityApplyCluster, lifecycle.ActivityDeleteCluster, lifecycle.ActivityReadCluster,
-	lifecycle.ActivityPruneCluster,
-	lifecycle.ActivityApplyGroup, lifecycle.ActivityDeleteGroup, lifecycle.ActivityReadGroup,
-	lifecycle.ActivityPruneGroup,
+// Register registers the methods of the worker's Activities (Shared) on r, each as the
+// activity it implements.
+func Register(r lifecycle.Registry, d *deps.Deps) {
+	a := Shared(d)
+	lifecycle.Register(r, lifecycle.ContextBatches, a.ContextBatches)
+	lifecycle.Register(r, lifecycle.ListBatch, a.ListBatch)
+	lifecycle.RegisterNoResult(r, lifecycle.CountBatch, a.CountBatch)
+	lifecycle.Register(r, lifecycle.ApplyCluster, a.ApplyCluster)
+	lifecycle.Register(r, lifecycle.DeleteCluster, a.DeleteCluster)
+	lifecycle.Register(r, lifecycle.ReadCluster, a.ReadCluster)
+	lifecycle.Register(r, lifecycle.PruneCluster, a.PruneCluster)
+	lifecycle.Register(r, lifecycle.ApplyGroup, a.ApplyGroup)
+	lifecycle.Register(r, lifecycle.DeleteGroup, a.DeleteGroup)
+	lifecycle.Register(r, lifecycle.ReadGroup, a.ReadGroup)
+	lifecycle.Register(r, lifecycle.PruneGroup, a.PruneGroup)
 }
-
-// Register registers the worker's Activities (Shared) on r.
-func Register(r worker.Registry, d *deps.Deps) { r.RegisterActivity(Shared(d)) }
 
 // Shared is the worker's one Activities, and in it its one Clients: they pool connections
 // and cache contexts, and logicalcloud, cacerts, render, actions and drift (AccessOf) use

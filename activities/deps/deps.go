@@ -1,12 +1,13 @@
 // Package deps is what a worker's activity domains are built from.
 //
-// Each domain (activities/operation, activities/cluster, controllers/ncm, ...) has a
-// register.go: Register(r, d) builds its activity structs from the one *Deps and
-// registers them; ActivityNames lists the activity names (internal/core/lifecycle constants)
-// they implement. workers loops over the domains. This package sits below every domain
-// and imports none of them, so what one domain owns and others use (activities/cluster's
-// clients and per-cluster activities) is built by its owner on first use and kept here
-// (Shared): one per worker, whichever domain asks first.
+// Each domain (activities/operation, activities/cluster, ...; controllers/ncm's and
+// controllers/cacerts' in workers/controllers.go) has a register.go: Register(r, d) builds
+// its activity structs from the one *Deps and registers their methods, each as the
+// internal/core/lifecycle activity it implements (lifecycle.Register). workers loops over
+// the domains. This package sits below every domain and imports none of them, so what one
+// domain owns and others use (activities/cluster's clients and per-cluster activities) is
+// built by its owner on first use and kept here (Shared): one per worker, whichever domain
+// asks first.
 package deps
 
 import (

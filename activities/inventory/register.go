@@ -1,16 +1,12 @@
 package inventory
 
 import (
-	"go.temporal.io/sdk/worker"
-
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// ActivityNames are the activities Register registers: an inventory's sync.
-var ActivityNames = []string{lifecycle.ActivitySyncInventory}
-
-// Register registers Activities on r.
-func Register(r worker.Registry, d *deps.Deps) {
-	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys})
+// Register registers Activities' methods on r, each as the activity it implements.
+func Register(r lifecycle.Registry, d *deps.Deps) {
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys}
+	lifecycle.Register(r, lifecycle.SyncInventory, a.SyncInventory)
 }

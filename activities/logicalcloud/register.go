@@ -1,21 +1,23 @@
 package logicalcloud
 
 import (
-	"go.temporal.io/sdk/worker"
-
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// ActivityNames are the activities Register registers: a logical cloud's preparation, and
-// its objects' set-up, tear-down and prune on each cluster.
-var ActivityNames = []string{lifecycle.ActivityPrepareLogicalCloud, lifecycle.ActivitySetUpLogicalCloud,
-	lifecycle.ActivityTearDownLogicalCloud, lifecycle.ActivityPruneLogicalCloud}
+// Register registers the methods of d's Activities (New) on r, each as the activity it
+// implements.
+func Register(r lifecycle.Registry, d *deps.Deps) {
+	a := New(d)
+	lifecycle.Register(r, lifecycle.PrepareLogicalCloud, a.PrepareLogicalCloud)
+	lifecycle.Register(r, lifecycle.SetUpLogicalCloud, a.SetUpLogicalCloud)
+	lifecycle.Register(r, lifecycle.TearDownLogicalCloud, a.TearDownLogicalCloud)
+	lifecycle.Register(r, lifecycle.PruneLogicalCloud, a.PruneLogicalCloud)
+}
 
-// Register registers Activities on r.
-func Register(r worker.Registry, d *deps.Deps) {
+// New is the Activities of d, on the worker's shared cluster layer.
+func New(d *deps.Deps) *Activities {
 	on := cluster.Shared(d)
-	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, Credentials: d.Credentials,
-		Clients: on.Clients, Cluster: on})
+	return &Activities{Store: d.Store, Contexts: d.Contexts, Credentials: d.Credentials, Clients: on.Clients, Cluster: on}
 }

@@ -1,28 +1,28 @@
 package operation
 
 import (
-	"go.temporal.io/sdk/worker"
-
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/snapshot"
 )
 
-// ActivityNames are the activities Register registers: Activities' record of operations,
-// migrates and rollouts, and Holds', the hold of a migrate's origin.
-var ActivityNames = []string{
-	lifecycle.ActivityBeginOperation, lifecycle.ActivityFinishOperation, lifecycle.ActivityCopyContext,
-	lifecycle.ActivityRecordRollout, lifecycle.ActivityRolloutWindow,
-	lifecycle.ActivityBeginHold, lifecycle.ActivityBeginMigrate, lifecycle.ActivityFinishMigrate,
-	lifecycle.ActivityHoldDIG, lifecycle.ActivityAwaitHolder,
-}
-
-// Register registers Activities and Holds on r.
-func Register(r worker.Registry, d *deps.Deps) {
+// Register registers the methods of Activities and Holds on r, each as the activity it
+// implements.
+func Register(r lifecycle.Registry, d *deps.Deps) {
 	a := &Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch}
 	if d.Store != nil { // registrations are also listed without a store (workers' tests)
 		a.Snapshots = snapshot.Open(d.Store.Database())
 	}
-	r.RegisterActivity(a)
-	r.RegisterActivity(&Holds{Ops: d.Ops})
+	lifecycle.Register(r, lifecycle.BeginOperation, a.BeginOperation)
+	lifecycle.RegisterNoResult(r, lifecycle.FinishOperation, a.FinishOperation)
+	lifecycle.Register(r, lifecycle.CopyContext, a.CopyContext)
+	lifecycle.RegisterNoResult(r, lifecycle.RecordRollout, a.RecordRollout)
+	lifecycle.Register(r, lifecycle.RolloutWindow, a.RolloutWindow)
+	lifecycle.Register(r, lifecycle.BeginHold, a.BeginHold)
+	lifecycle.Register(r, lifecycle.BeginMigrate, a.BeginMigrate)
+	lifecycle.RegisterNoResult(r, lifecycle.FinishMigrate, a.FinishMigrate)
+
+	h := &Holds{Ops: d.Ops}
+	lifecycle.Register(r, lifecycle.HoldDIG, h.HoldDIG)
+	lifecycle.RegisterNoResult(r, lifecycle.AwaitHolder, h.AwaitHolder)
 }

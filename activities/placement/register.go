@@ -1,20 +1,17 @@
 package placement
 
 import (
-	"go.temporal.io/sdk/worker"
-
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// ActivityNames are the activities Register registers: placement, the commit of the
-// controllers' edits, and the autoscaler's view of its capacity placement and its record.
-var ActivityNames = []string{lifecycle.ActivityPlaceApps, lifecycle.ActivityCommitControllers,
-	lifecycle.ActivityObserveCapacity, lifecycle.ActivityRecordCapacity}
-
-// Register registers Activities on r.
-func Register(r worker.Registry, d *deps.Deps) {
-	r.RegisterActivity(&Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
-		FanOut: controllers.FanOuts(d.Controllers)})
+// Register registers Activities' methods on r, each as the activity it implements.
+func Register(r lifecycle.Registry, d *deps.Deps) {
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
+		FanOut: controllers.FanOuts(d.Controllers)}
+	lifecycle.Register(r, lifecycle.PlaceApps, a.PlaceApps)
+	lifecycle.Register(r, lifecycle.CommitControllers, a.CommitControllers)
+	lifecycle.Register(r, lifecycle.ObserveCapacity, a.ObserveCapacity)
+	lifecycle.RegisterNoResult(r, lifecycle.RecordCapacity, a.RecordCapacity)
 }

@@ -196,7 +196,7 @@ func listen(t *testing.T, a *Activities, name string) (stop func(), done <-chan 
 	env.SetTestTimeout(time.Minute)
 	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: actx})
 	go func() {
-		_, err := env.ExecuteActivity(lifecycle.ActivityListenPolicyAgent, lifecycle.PolicyAgentInput{Name: name})
+		_, err := env.ExecuteActivity(lifecycle.ListenPolicyAgent.Name(), lifecycle.PolicyAgentInput{Name: name})
 		ch <- err
 	}()
 	return cancel, ch
@@ -486,7 +486,7 @@ func TestADeregisteredAgentIsGone(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
-	v, err := env.ExecuteActivity(lifecycle.ActivityListenPolicyAgent, lifecycle.PolicyAgentInput{Name: "none"})
+	v, err := env.ExecuteActivity(lifecycle.ListenPolicyAgent.Name(), lifecycle.PolicyAgentInput{Name: "none"})
 	var out lifecycle.PolicyListened
 	if err != nil || v.Get(&out) != nil || !out.Gone {
 		t.Errorf("listened %+v, %v", out, err)

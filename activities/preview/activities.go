@@ -119,8 +119,8 @@ func (a *Activities) scope(ctx context.Context, dig lifecycle.Target, d *store.D
 // edit the context, except tac, whose Run instantiates its worker DIGs and asks for hook
 // workflows (neither changes what the DIG deploys, so it is left out and said so). An
 // external controller's code is not temco's to vouch for: a DIG naming one is refused.
-func (a *Activities) PreviewControllers(ctx context.Context, ctrls []lifecycle.Controller) (lifecycle.PreviewControllers, error) {
-	var out lifecycle.PreviewControllers
+func (a *Activities) PreviewControllers(ctx context.Context, ctrls []lifecycle.Controller) (lifecycle.PreviewChoice, error) {
+	var out lifecycle.PreviewChoice
 	for step, c := range ctrls {
 		if c.TaskQueue != "" {
 			return out, refuse(lifecycle.ErrInvalidState, "controller %q runs in an external worker (task queue %q): a preview runs no code outside temco, so this DIG cannot be previewed",

@@ -209,9 +209,9 @@ func controllerSteps(tc temporalclient.Client, workflowID string) ([]controllerS
 			a := e.GetActivityTaskScheduledEventAttributes()
 			name := ""
 			switch a.GetActivityType().GetName() {
-			case lifecycle.ActivityCommitControllers:
+			case lifecycle.CommitControllers.Name():
 				name = "commit"
-			case lifecycle.ActivityRunController:
+			case lifecycle.RunController.Name():
 				name = strings.TrimPrefix(lifecycle.ControllerOfActivity(a.GetActivityId()), "bench-")
 				if a.GetActivityId() == lifecycle.HookActivityID(contract.HookFinished, lifecycle.ControllerOfActivity(a.GetActivityId())) {
 					name += " finished"

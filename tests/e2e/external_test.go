@@ -151,7 +151,7 @@ func TestExternalController(t *testing.T) {
 	acc := d.operate(lifecycle.OpInstantiate)
 	first.awaitLog(t, "context="+acc.ContextID, time.Minute)
 	w := d.awaitWaiting("the step running", name, 30*time.Second, func(w lifecycle.WaitingStep) bool { return w.State == "Started" })
-	if w.Attempt != 1 || w.Activity != lifecycle.ActivityRunController {
+	if w.Attempt != 1 || w.Activity != lifecycle.RunController.Name() {
 		t.Errorf("running step: %s", pretty(w))
 	}
 	first.kill()

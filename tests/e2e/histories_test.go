@@ -98,7 +98,7 @@ func beginsFollowAcceptance(t *testing.T, workflowID string) {
 				pending = true
 			}
 		case enumspb.EVENT_TYPE_ACTIVITY_TASK_SCHEDULED:
-			if pending && e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == lifecycle.ActivityBeginOperation {
+			if pending && e.GetActivityTaskScheduledEventAttributes().GetActivityType().GetName() == lifecycle.BeginOperation.Name() {
 				begun++
 				pending = false
 			}

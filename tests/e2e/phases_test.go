@@ -49,13 +49,13 @@ func phases(tc temporalclient.Client, workflowID string, start, returned time.Ti
 			last[scheduled[e.GetActivityTaskCompletedEventAttributes().GetScheduledEventId()]] = at
 		}
 	}
-	prepared := last[lifecycle.ActivityRenderApps]
-	if p := last[lifecycle.ActivityPlaceApps]; p.After(prepared) || p.IsZero() {
+	prepared := last[lifecycle.RenderApps.Name()]
+	if p := last[lifecycle.PlaceApps.Name()]; p.After(prepared) || p.IsZero() {
 		prepared = p
 	}
-	apply := lifecycle.ActivityApplyGroup // or, with groups off, one per cluster
+	apply := lifecycle.ApplyGroup.Name() // or, with groups off, one per cluster
 	if first[apply].IsZero() {
-		apply = lifecycle.ActivityApplyCluster
+		apply = lifecycle.ApplyCluster.Name()
 	}
 	points := []time.Time{start, started, prepared, first[apply], last[apply], ended, returned}
 	out := make([]time.Duration, len(phaseNames))

@@ -20,14 +20,14 @@ import (
 // whether the DIG pins its images (Pin, once the context's objects are final).
 func Fetch(ctx workflow.Context, ref lifecycle.ContextRef) (pinImages bool, err error) {
 	var plan lifecycle.ArtifactPlan
-	if err := workflow.ExecuteActivity(options(ctx, 10*time.Minute), lifecycle.ActivityResolveArtifacts, ref).Get(ctx, &plan); err != nil {
+	if err := lifecycle.ResolveArtifacts.Execute(options(ctx, 10*time.Minute), ref).Get(ctx, &plan); err != nil {
 		return false, err
 	}
-	futures := make([]workflow.Future, len(plan.Fetch))
+	futures := make([]lifecycle.Future[lifecycle.None], len(plan.Fetch))
 	for i, r := range plan.Fetch {
 		actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{ActivityID: "artifact/" + r.App,
 			StartToCloseTimeout: 20 * time.Minute, HeartbeatTimeout: time.Minute, RetryPolicy: retry})
-		futures[i] = workflow.ExecuteActivity(actx, lifecycle.ActivityFetchArtifact, lifecycle.FetchInput{ContextRef: ref, Artifact: r})
+		futures[i] = lifecycle.FetchArtifact.Execute(actx, lifecycle.FetchInput{ContextRef: ref, Artifact: r})
 	}
 	for _, f := range futures {
 		if ferr := f.Get(ctx, nil); ferr != nil && err == nil {
@@ -40,7 +40,7 @@ func Fetch(ctx workflow.Context, ref lifecycle.ContextRef) (pinImages bool, err 
 // Pin resolves the images of the context's objects to digests and writes them so: every
 // cluster of the revision gets the same bits, whatever a tag does later.
 func Pin(ctx workflow.Context, ref lifecycle.ContextRef) error {
-	return workflow.ExecuteActivity(options(ctx, 10*time.Minute), lifecycle.ActivityPinImages, ref).Get(ctx, nil)
+	return lifecycle.PinImages.Execute(options(ctx, 10*time.Minute), ref).Get(ctx, nil)
 }
 
 // retry is the deploy workflows' policy: capped exponential backoff, forever, but not

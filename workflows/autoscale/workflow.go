@@ -100,7 +100,7 @@ func (a *autoscaler) wait(ctx workflow.Context, interval time.Duration) {
 func (a *autoscaler) evaluate(ctx workflow.Context) (lifecycle.CapacityView, error) {
 	var view lifecycle.CapacityView
 	in := lifecycle.CapacityObserveInput{Target: a.dig, Seed: len(a.state.Members) == 0}
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityObserveCapacity, in).Get(ctx, &view); err != nil {
+	if err := lifecycle.ObserveCapacity.Execute(bookkeeping(ctx), in).Get(ctx, &view); err != nil {
 		return view, err
 	}
 	now := workflow.Now(ctx).UTC()
@@ -157,9 +157,9 @@ func (a *autoscaler) read(ctx workflow.Context, view lifecycle.CapacityView, spe
 	if spec.ScaleIn.Drain != nil {
 		floor = spec.ScaleIn.Drain.MaxReplicas
 	}
-	futures := make([]workflow.Future, len(a.state.Members))
+	futures := make([]lifecycle.Future[capacity.Signals], len(a.state.Members))
 	for i, m := range a.state.Members {
-		futures[i] = workflow.ExecuteActivity(reading(ctx), lifecycle.ActivityCapacitySignals, lifecycle.CapacitySignalsInput{
+		futures[i] = lifecycle.CapacitySignals.Execute(reading(ctx), lifecycle.CapacitySignalsInput{
 			DIG: a.dig, ContextID: view.ContextID, Cluster: m.Cluster, Workloads: spec.Workloads, Floor: floor})
 	}
 	signals := make(map[string]capacity.Signals, len(futures))
@@ -184,15 +184,15 @@ func (a *autoscaler) drain(ctx workflow.Context, view lifecycle.CapacityView, sp
 		return lifecycle.CapacitySignalsInput{DIG: a.dig, ContextID: view.ContextID, Cluster: cluster,
 			Workloads: spec.Workloads, Floor: spec.ScaleIn.Drain.MaxReplicas}
 	}
-	var futures []workflow.Future
+	var futures []lifecycle.Future[lifecycle.None]
 	for _, m := range d.Members {
 		if (m.State == capacity.ScalingIn || m.State == capacity.Evicting) && m.Unreachable.IsZero() {
-			futures = append(futures, workflow.ExecuteActivity(reading(ctx), lifecycle.ActivityDrainCapacity,
+			futures = append(futures, lifecycle.DrainCapacity.Execute(reading(ctx),
 				lifecycle.CapacityDrainInput{CapacitySignalsInput: in(m.Cluster)}))
 		}
 	}
 	for _, c := range d.Restore {
-		futures = append(futures, workflow.ExecuteActivity(reading(ctx), lifecycle.ActivityDrainCapacity,
+		futures = append(futures, lifecycle.DrainCapacity.Execute(reading(ctx),
 			lifecycle.CapacityDrainInput{CapacitySignalsInput: in(c), Restore: true}))
 	}
 	for _, f := range futures {
@@ -205,7 +205,7 @@ func (a *autoscaler) drain(ctx workflow.Context, view lifecycle.CapacityView, sp
 // carry runs the DIG's update to context ctxID (waiting while another operation runs; a
 // retried attempt finds the update it started) and records how it ended.
 func (a *autoscaler) carry(ctx workflow.Context, name, ctxID string) error {
-	err := workflow.ExecuteActivity(updating(ctx), lifecycle.ActivityUpdateDIG,
+	err := lifecycle.UpdateDIG.Execute(updating(ctx),
 		lifecycle.UpdateDIGInput{DIG: a.dig, ContextID: ctxID}).Get(ctx, nil)
 	if ctx.Err() != nil {
 		return ctx.Err()
@@ -239,7 +239,7 @@ func (a *autoscaler) record(ctx workflow.Context, name string, ev *lifecycle.Eva
 			}
 		}
 	}
-	return workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityRecordCapacity,
+	return lifecycle.RecordCapacity.Execute(bookkeeping(ctx),
 		lifecycle.CapacityRecord{DIG: a.dig, Name: name, State: a.state}).Get(ctx, nil)
 }
 

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -58,8 +57,7 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(Autoscale, workflow.RegisterOptions{Name: lifecycle.WorkflowAutoscale})
-	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityObserveCapacity, func(_ context.Context, in lifecycle.CapacityObserveInput) (lifecycle.CapacityView, error) {
+	lifecycle.Register(env, lifecycle.ObserveCapacity, func(_ context.Context, in lifecycle.CapacityObserveInput) (lifecycle.CapacityView, error) {
 		if in.Target != dig {
 			return lifecycle.CapacityView{}, errors.New("another DIG")
 		}
@@ -69,20 +67,20 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		f.seeds = append(f.seeds, in.Seed)
 		return f.view(f.observed), nil
 	})
-	reg(lifecycle.ActivityCapacitySignals, func(_ context.Context, in lifecycle.CapacitySignalsInput) (capacity.Signals, error) {
+	lifecycle.Register(env, lifecycle.CapacitySignals, func(_ context.Context, in lifecycle.CapacitySignalsInput) (capacity.Signals, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.read = append(f.read, in.Cluster)
 		return f.signals(f.observed, in.Cluster), nil
 	})
-	reg(lifecycle.ActivityDrainCapacity, func(_ context.Context, in lifecycle.CapacityDrainInput) error {
+	lifecycle.RegisterNoResult(env, lifecycle.DrainCapacity, func(_ context.Context, in lifecycle.CapacityDrainInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.drained = append(f.drained, in)
 		f.order = append(f.order, "drain")
 		return nil
 	})
-	reg(lifecycle.ActivityRecordCapacity, func(_ context.Context, in lifecycle.CapacityRecord) error {
+	lifecycle.RegisterNoResult(env, lifecycle.RecordCapacity, func(_ context.Context, in lifecycle.CapacityRecord) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.records = append(f.records, in.State)
@@ -92,7 +90,7 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		}
 		return nil
 	})
-	reg(lifecycle.ActivityUpdateDIG, func(_ context.Context, in lifecycle.UpdateDIGInput) error {
+	lifecycle.RegisterNoResult(env, lifecycle.UpdateDIG, func(_ context.Context, in lifecycle.UpdateDIGInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.updates = append(f.updates, in.ContextID)

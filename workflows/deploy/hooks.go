@@ -83,7 +83,7 @@ func (o *operation) awaitReady(ctx workflow.Context, wait time.Duration) error {
 	pause := 2 * time.Second
 	for round := 0; ; round++ {
 		var batches int
-		if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, o.in.ContextID).Get(ctx, &batches); err != nil {
+		if err := lifecycle.ContextBatches.Execute(bookkeeping(ctx), o.in.ContextID).Get(ctx, &batches); err != nil {
 			return err
 		}
 		f := fan{kind: readBatch, in: lifecycle.BatchInput{ContextID: o.in.ContextID}, batches: batches,

@@ -54,7 +54,7 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 	if prepare := o.in.Target.Kind().Prepare; prepare != nil {
 		o.progress.Phase = "prepare"
 		var plan lifecycle.Plan
-		err := workflow.ExecuteActivity(preparing(ctx), prepare(o.in.Target), ref).Get(ctx, &plan)
+		err := prepare(o.in.Target).Execute(preparing(ctx), ref).Get(ctx, &plan)
 		o.progress.ClustersTotal = plan.Clusters
 		return plan, err
 	}
@@ -70,7 +70,7 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 	}
 	if o.release >= releaseVariants {
 		o.progress.Phase = "render for the clusters' capabilities"
-		err = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderVariants, ref).Get(ctx, nil)
+		err = lifecycle.RenderVariants.Execute(preparing(ctx), ref).Get(ctx, nil)
 	}
 	if err == nil && o.pinImages {
 		o.progress.Phase = "pin images"
@@ -88,7 +88,7 @@ func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrl
 		o.progress.Phase = "controller " + c.Name
 		actx := controlling(ctx, c, lifecycle.ControllerActivityID(step, c.Name))
 		var res contract.Result
-		if err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, o.controllerInput(c, step, contract.HookRun)).Get(ctx, &res); err != nil {
+		if err := lifecycle.RunController.Execute(actx, o.controllerInput(c, step, contract.HookRun)).Get(ctx, &res); err != nil {
 			return lifecycle.Plan{}, fmt.Errorf("controller %s: %w", c.Name, err)
 		}
 		if err := o.asked(ctx, c, res.Workflows); err != nil {
@@ -97,7 +97,7 @@ func (o *operation) control(ctx workflow.Context, ref lifecycle.ContextRef, ctrl
 	}
 	o.progress.Phase = "commit controllers' edits"
 	var plan lifecycle.Plan
-	err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCommitControllers, ref).Get(ctx, &plan)
+	err := lifecycle.CommitControllers.Execute(preparing(ctx), ref).Get(ctx, &plan)
 	o.progress.ClustersTotal = plan.Clusters
 	plan.Controllers = ctrls // for their finished hooks
 	return plan, err
@@ -128,7 +128,7 @@ func (o *operation) hook(ctx workflow.Context, hook string, h lifecycle.Hooked) 
 			actx = observing(actx)
 		}
 		var res contract.Result
-		err := workflow.ExecuteActivity(actx, lifecycle.ActivityRunController, o.controllerInput(c, h.Steps, hook)).Get(ctx, &res)
+		err := lifecycle.RunController.Execute(actx, o.controllerInput(c, h.Steps, hook)).Get(ctx, &res)
 		switch {
 		case err == nil && hook == contract.HookTerminate:
 			if err := o.asked(ctx, c, res.Workflows); err != nil {
@@ -152,28 +152,28 @@ func (o *operation) renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRe
 	var plan lifecycle.Plan
 	if o.release >= releaseArtifacts {
 		o.progress.Phase = "artifacts and placement"
-		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
+		placed := lifecycle.PlaceApps.Execute(preparing(ctx), ref)
 		pin, rerr := artifact.Fetch(ctx, ref)
 		o.pinImages = pin
 		if rerr == nil {
 			o.progress.Phase = "render and placement"
-			rerr = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil)
+			rerr = lifecycle.RenderApps.Execute(preparing(ctx), ref).Get(ctx, nil)
 		}
 		return plan, cmp.Or(rerr, placed.Get(ctx, &plan))
 	}
 	if o.has(ctx, "placement-beside-render") {
 		o.progress.Phase = "render and placement"
-		rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)
-		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
+		rendered := lifecycle.RenderApps.Execute(preparing(ctx), ref)
+		placed := lifecycle.PlaceApps.Execute(preparing(ctx), ref)
 		rerr, perr := rendered.Get(ctx, nil), placed.Get(ctx, &plan)
 		return plan, cmp.Or(rerr, perr)
 	}
 	o.progress.Phase = "render"
-	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil); err != nil {
+	if err := lifecycle.RenderApps.Execute(preparing(ctx), ref).Get(ctx, nil); err != nil {
 		return plan, err
 	}
 	o.progress.Phase = "placement"
-	return plan, workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref).Get(ctx, &plan)
+	return plan, lifecycle.PlaceApps.Execute(preparing(ctx), ref).Get(ctx, &plan)
 }
 
 // apply applies the context to its clusters (as a difference from o.in.Previous, if set).

@@ -173,7 +173,7 @@ func (m *migration) rollBack(ctx workflow.Context) error {
 
 // fanContext fans f out over the batches of context ctxID.
 func (m *migration) fanContext(ctx workflow.Context, ctxID string, f fan) (lifecycle.BatchResult, error) {
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, ctxID).Get(ctx, &f.batches); err != nil {
+	if err := lifecycle.ContextBatches.Execute(bookkeeping(ctx), ctxID).Get(ctx, &f.batches); err != nil {
 		return lifecycle.BatchResult{}, err
 	}
 	return m.fanOut(ctx, f)
@@ -186,5 +186,5 @@ func (m *migration) finish(ctx workflow.Context, outcome, errMsg string) error {
 		"outcome", outcome, "error", errMsg)
 	in := lifecycle.MigrateFinish{MigrateBegin: lifecycle.MigrateBegin{DIG: m.in.Target, ContextID: m.in.ContextID,
 		Origin: m.origin, OriginContext: m.in.Previous}, Outcome: outcome, Error: errMsg, Hooks: m.progress.Hooks}
-	return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.ActivityFinishMigrate, in, nil)
+	return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.FinishMigrate, in, nil)
 }

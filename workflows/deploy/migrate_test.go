@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 
@@ -43,10 +42,10 @@ func runMigrate(t *testing.T, f *fakes, applyErr func(in lifecycle.ClusterInput)
 	r := &migrateRun{}
 	env := newEnv()
 	f.register(env)
-	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.MigrateFinish) error {
+	lifecycle.RegisterNoResult(env, lifecycle.FinishMigrate, func(_ context.Context, in lifecycle.MigrateFinish) error {
 		r.finished = append(r.finished, in)
 		return nil
-	}, activity.RegisterOptions{Name: lifecycle.ActivityFinishMigrate})
+	})
 	f.onApply = func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		f.mu.Lock()
 		r.applies = append(r.applies, in.ContextID+" over "+in.Previous+" on "+in.Cluster)

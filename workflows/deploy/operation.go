@@ -140,12 +140,12 @@ func (o *operation) finish(ctx workflow.Context, status string, errMsg string) e
 		}
 	}
 	if o.release >= releaseLocalFirst {
-		return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.ActivityFinishOperation, in, nil)
+		return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.FinishOperation, in, nil)
 	}
 	if o.has(dctx, changeLocalFinish) {
-		return workflow.ExecuteLocalActivity(recording(dctx), lifecycle.ActivityFinishOperation, in).Get(dctx, nil)
+		return lifecycle.FinishOperation.ExecuteLocal(recording(dctx), in).Get(dctx, nil)
 	}
-	return workflow.ExecuteActivity(bookkeeping(dctx), lifecycle.ActivityFinishOperation, in).Get(dctx, nil)
+	return lifecycle.FinishOperation.Execute(bookkeeping(dctx), in).Get(dctx, nil)
 }
 
 // changeLocalFinish marks operations that record their end as a local activity.
@@ -189,7 +189,7 @@ func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error
 // and starts nothing new.
 func (o *operation) fanOut(ctx workflow.Context, f fan) (lifecycle.BatchResult, error) {
 	o.progress.BatchesTotal += f.batches
-	f.in.Activity = o.perCluster(f.kind.Workflow)
+	f.in.Activity = o.perCluster(f.kind.Workflow.Name()).Name()
 	f.gates = o.gates
 	f.settled = func(_ workflow.Context, cluster string) { delete(o.retrying, cluster) }
 	f.hold = o.hold
@@ -208,14 +208,16 @@ type batchHold struct {
 // workflow of another package with batches of its own declares its kind beside its batch
 // workflow, whose body is RunBatch, and fans out with FanOut.
 type BatchKind struct {
-	Workflow string // the batch child workflow's type (lifecycle.WorkflowApplyBatch...)
-	List     string // the activity listing a batch's clusters (lifecycle.BatchInput -> []string)
-	// PerCluster is the activity run on each cluster of a batch (lifecycle.ClusterInput ->
-	// lifecycle.ClusterResult); a target kind's own (BatchInput.Activity) replaces it.
-	PerCluster string
-	// Group is PerCluster on a group of clusters (lifecycle.GroupInput ->
-	// lifecycle.GroupResult; "": the kind has none, one activity per cluster).
-	Group   string
+	// Workflow is the batch's child workflow.
+	Workflow lifecycle.Workflow[lifecycle.BatchInput, lifecycle.BatchResult]
+	// List lists a batch's clusters.
+	List lifecycle.Activity[lifecycle.BatchInput, []string]
+	// PerCluster is the activity run on each cluster of a batch; a target kind's own
+	// (BatchInput.Activity) replaces it.
+	PerCluster lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult]
+	// Group is PerCluster on a group of clusters (the zero Activity: the kind has none,
+	// one activity per cluster).
+	Group   lifecycle.Activity[lifecycle.GroupInput, lifecycle.GroupResult]
 	Options func(workflow.Context) workflow.Context // of the PerCluster (and Group) activity
 	// KeepsCounts: the batches change no status, so their status counts, which List
 	// leaves alone, are not counted again (CountBatch) when a listed batch ends.
@@ -225,14 +227,14 @@ type BatchKind struct {
 // The operations' batch kinds: a batch is listed with ListBatch, which drops its status
 // counts, and a listed batch counts them again at its end.
 var (
-	applyBatch = BatchKind{Workflow: lifecycle.WorkflowApplyBatch, List: lifecycle.ActivityListBatch,
-		PerCluster: lifecycle.ActivityApplyCluster, Group: lifecycle.ActivityApplyGroup, Options: onCluster}
-	deleteBatch = BatchKind{Workflow: lifecycle.WorkflowDeleteBatch, List: lifecycle.ActivityListBatch,
-		PerCluster: lifecycle.ActivityDeleteCluster, Group: lifecycle.ActivityDeleteGroup, Options: onCluster}
-	pruneBatch = BatchKind{Workflow: lifecycle.WorkflowPruneBatch, List: lifecycle.ActivityListBatch,
-		PerCluster: lifecycle.ActivityPruneCluster, Group: lifecycle.ActivityPruneGroup, Options: onCluster}
-	readBatch = BatchKind{Workflow: lifecycle.WorkflowReadBatch, List: lifecycle.ActivityListBatch,
-		PerCluster: lifecycle.ActivityReadCluster, Group: lifecycle.ActivityReadGroup, Options: reading}
+	applyBatch = BatchKind{Workflow: lifecycle.ChildApplyBatch, List: lifecycle.ListBatch,
+		PerCluster: lifecycle.ApplyCluster, Group: lifecycle.ApplyGroup, Options: onCluster}
+	deleteBatch = BatchKind{Workflow: lifecycle.ChildDeleteBatch, List: lifecycle.ListBatch,
+		PerCluster: lifecycle.DeleteCluster, Group: lifecycle.DeleteGroup, Options: onCluster}
+	pruneBatch = BatchKind{Workflow: lifecycle.ChildPruneBatch, List: lifecycle.ListBatch,
+		PerCluster: lifecycle.PruneCluster, Group: lifecycle.PruneGroup, Options: onCluster}
+	readBatch = BatchKind{Workflow: lifecycle.ChildReadBatch, List: lifecycle.ListBatch,
+		PerCluster: lifecycle.ReadCluster, Group: lifecycle.ReadGroup, Options: reading}
 )
 
 // FanOut runs batches of kind over a context's batches (in, Batch set per batch) for a
@@ -277,7 +279,7 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 		return total, err
 	}
 	prefix := cmp.Or(f.prefix, "batch")
-	if f.kind.Group != "" && f.in.Activity == "" && f.gates.release >= releaseGroups {
+	if f.kind.Group.Name() != "" && f.in.Activity == "" && f.gates.release >= releaseGroups {
 		f.in.GroupSize = groupSize(ctx) // recorded once for all the batches
 	}
 	sel := workflow.NewSelector(ctx)
@@ -291,10 +293,10 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 			})
 			in := f.in
 			in.Batch = f.offset + next
-			fut := workflow.ExecuteChildWorkflow(cctx, f.kind.Workflow, in)
-			sel.AddFuture(fut, func(fut workflow.Future) {
+			child := f.kind.Workflow.ExecuteChild(cctx, in)
+			sel.AddFuture(child.ChildWorkflowFuture, func(workflow.Future) {
 				var r lifecycle.BatchResult
-				err := fut.Get(ctx, &r)
+				err := child.Get(ctx, &r)
 				add(&total, r)
 				running--
 				if err != nil && firstErr == nil {
@@ -335,12 +337,12 @@ func (o *operation) add(total *lifecycle.BatchResult, r lifecycle.BatchResult) {
 }
 
 // perCluster returns the activity the target's kind uses instead of the usual one for a
-// batch kind ("": the usual).
-func (o *operation) perCluster(kind string) string {
+// batch kind (the zero Activity: the usual).
+func (o *operation) perCluster(kind string) lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult] {
 	if f := o.in.Target.Kind().PerCluster; f != nil {
 		return f(o.in.Target, kind)
 	}
-	return ""
+	return lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult]{}
 }
 
 // runBatch works on every cluster of one batch, all concurrently: in group activities of
@@ -349,10 +351,14 @@ func (o *operation) perCluster(kind string) string {
 // given. settled (optional) hears of each cluster as it is done.
 func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind BatchKind, clusters []string,
 	settled func(workflow.Context, string)) (lifecycle.BatchResult, error) {
-	activityType, opts := cmp.Or(in.Activity, kind.PerCluster), kind.Options
+	perCluster, err := clusterActivity(in, kind)
+	if err != nil {
+		return lifecycle.BatchResult{}, err
+	}
+	opts := kind.Options
 	listed := clusters == nil
 	if listed {
-		if err := workflow.ExecuteActivity(listing(ctx), kind.List, in).Get(ctx, &clusters); err != nil {
+		if err := kind.List.Execute(listing(ctx), in).Get(ctx, &clusters); err != nil {
 			return lifecycle.BatchResult{}, err
 		}
 	}
@@ -386,21 +392,22 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 			actx = continuing(actx, after.Attempts)
 		}
 		pending++
-		sel.AddFuture(workflow.ExecuteActivity(actx, activityType, one), func(f workflow.Future) {
+		f := perCluster.Execute(actx, one)
+		sel.AddFuture(f.Future, func(workflow.Future) {
 			var r lifecycle.ClusterResult
 			err := f.Get(ctx, &r)
 			tally(c, r, err)
 		})
 	}
 	size := in.GroupSize
-	if size == 0 && kind.Group != "" && in.Activity == "" && g.release >= releaseGroups {
+	if size == 0 && kind.Group.Name() != "" && in.Activity == "" && g.release >= releaseGroups {
 		size = groupSize(ctx)
 	}
 	if size > 1 {
 		for group := range slices.Chunk(clusters, size) {
 			pending++
-			f := workflow.ExecuteActivity(grouped(opts(ctx)), kind.Group, lifecycle.GroupInput{ClusterInput: base, Clusters: group})
-			sel.AddFuture(f, func(f workflow.Future) {
+			f := kind.Group.Execute(grouped(opts(ctx)), lifecycle.GroupInput{ClusterInput: base, Clusters: group})
+			sel.AddFuture(f.Future, func(workflow.Future) {
 				var r lifecycle.GroupResult
 				if err := f.Get(ctx, &r); err != nil {
 					for _, c := range group {
@@ -428,9 +435,22 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 	// was stopped leaves them to be counted live, as does a failure to count.
 	// Nor is a batch listed from another context's this one's to count.
 	if listed && ctx.Err() == nil && !kind.KeepsCounts && in.ClustersOf == "" && g.has(ctx, changeCountBatch) {
-		_ = workflow.ExecuteActivity(counting(ctx), lifecycle.ActivityCountBatch, in).Get(ctx, nil)
+		_ = lifecycle.CountBatch.Execute(counting(ctx), in).Get(ctx, nil)
 	}
 	return res, firstErr
+}
+
+// clusterActivity is the activity a batch runs on each of its clusters: the target
+// kind's own, which the batch's input names, or the batch kind's.
+func clusterActivity(in lifecycle.BatchInput, kind BatchKind) (lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult], error) {
+	if in.Activity == "" {
+		return kind.PerCluster, nil
+	}
+	a, ok := lifecycle.Named[lifecycle.ClusterInput, lifecycle.ClusterResult](in.Activity)
+	if !ok {
+		return a, fmt.Errorf("batch input: %q is no activity on one cluster", in.Activity)
+	}
+	return a, nil
 }
 
 // changeCountBatch marks batch workflows that count their statuses at the end.

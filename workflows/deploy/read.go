@@ -14,7 +14,7 @@ func ReadClusterStatus(ctx workflow.Context, in lifecycle.ReadInput) (lifecycle.
 		return runBatch(ctx, g, lifecycle.BatchInput{ContextID: in.ContextID, Detail: in.Detail}, readBatch, in.Clusters, nil)
 	}
 	var batches int
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, in.ContextID).Get(ctx, &batches); err != nil {
+	if err := lifecycle.ContextBatches.Execute(bookkeeping(ctx), in.ContextID).Get(ctx, &batches); err != nil {
 		return lifecycle.BatchResult{}, err
 	}
 	f := fan{kind: readBatch, in: lifecycle.BatchInput{ContextID: in.ContextID, Detail: in.Detail}, batches: batches, gates: g}

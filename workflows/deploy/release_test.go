@@ -31,7 +31,7 @@ func TestFinishOfAStoreThatKeepsRefusingFollowsTheRunsRelease(t *testing.T) {
 			var local []bool
 			err := run(t, newFakes(), Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
-				env.OnActivity(lifecycle.ActivityFinishOperation, mock.Anything, mock.Anything).Return(
+				env.OnActivity(lifecycle.FinishOperation.Name(), mock.Anything, mock.Anything).Return(
 					func(ctx context.Context, _ lifecycle.FinishInput) error {
 						local = append(local, activity.GetInfo(ctx).IsLocalActivity)
 						if len(local) <= failures {

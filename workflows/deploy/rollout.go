@@ -290,7 +290,7 @@ func (r *rolloutRun) window(ctx workflow.Context, i int) error {
 	}
 	for {
 		var open rollout.Opening
-		if err := workflow.ExecuteLocalActivity(recording(ctx), lifecycle.ActivityRolloutWindow,
+		if err := lifecycle.RolloutWindow.ExecuteLocal(recording(ctx),
 			lifecycle.WindowInput{Window: *w, Now: workflow.Now(ctx)}).Get(ctx, &open); err != nil {
 			return err
 		}
@@ -481,7 +481,7 @@ func (r *rolloutRun) record(ctx workflow.Context) {
 		}
 		v := r.version
 		in := lifecycle.RolloutRecord{ContextID: r.o.in.ContextID, Status: r.snapshot()}
-		if err := workflow.ExecuteLocalActivity(recording(ctx), lifecycle.ActivityRecordRollout, in).Get(ctx, nil); err != nil {
+		if err := lifecycle.RecordRollout.ExecuteLocal(recording(ctx), in).Get(ctx, nil); err != nil {
 			return
 		}
 		r.recorded = v

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -56,15 +55,15 @@ type recorder struct {
 }
 
 func (r *recorder) register(env *testsuite.TestWorkflowEnvironment) {
-	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.RolloutRecord) error {
+	lifecycle.RegisterNoResult(env, lifecycle.RecordRollout, func(_ context.Context, in lifecycle.RolloutRecord) error {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.records = append(r.records, in.Status)
 		return nil
-	}, activity.RegisterOptions{Name: lifecycle.ActivityRecordRollout})
-	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.WindowInput) (rollout.Opening, error) {
+	})
+	lifecycle.Register(env, lifecycle.RolloutWindow, func(_ context.Context, in lifecycle.WindowInput) (rollout.Opening, error) {
 		return in.Window.At(in.Now)
-	}, activity.RegisterOptions{Name: lifecycle.ActivityRolloutWindow})
+	})
 }
 
 func (r *recorder) last() lifecycle.RolloutStatus {

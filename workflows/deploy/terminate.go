@@ -26,7 +26,7 @@ func (o *operation) terminate(ctx workflow.Context) error {
 	var hooked lifecycle.Hooked
 	if o.release >= releaseHooks {
 		o.progress.Phase = "controllers' terminate hooks"
-		if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextControllers, o.in.ContextID).Get(ctx, &hooked); err != nil {
+		if err := lifecycle.ContextControllers.Execute(bookkeeping(ctx), o.in.ContextID).Get(ctx, &hooked); err != nil {
 			return err
 		}
 		if err := o.hook(ctx, contract.HookTerminate, hooked); err != nil {
@@ -34,7 +34,7 @@ func (o *operation) terminate(ctx workflow.Context) error {
 		}
 	}
 	var batches int
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, o.in.ContextID).Get(ctx, &batches); err != nil {
+	if err := lifecycle.ContextBatches.Execute(bookkeeping(ctx), o.in.ContextID).Get(ctx, &batches); err != nil {
 		return err
 	}
 	o.progress.Phase = "delete"
@@ -47,7 +47,7 @@ func (o *operation) terminate(ctx workflow.Context) error {
 	if len(o.in.Leftovers) > 0 && o.has(ctx, "terminate-leftovers") {
 		for i, left := range o.in.Leftovers {
 			var n int
-			if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, left).Get(ctx, &n); err != nil {
+			if err := lifecycle.ContextBatches.Execute(bookkeeping(ctx), left).Get(ctx, &n); err != nil {
 				return err
 			}
 			r, err := o.fanOut(ctx, fan{kind: deleteBatch, in: lifecycle.BatchInput{ContextID: left}, batches: n,

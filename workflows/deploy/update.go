@@ -42,7 +42,7 @@ func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
 	var plan lifecycle.Plan
 	if o.in.Source != "" {
 		o.progress.Phase = "copy"
-		err = workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityCopyContext,
+		err = lifecycle.CopyContext.Execute(bookkeeping(ctx),
 			lifecycle.CopyInput{From: o.in.Source, To: o.in.ContextID}).Get(ctx, &plan)
 		o.progress.ClustersTotal = plan.Clusters
 	} else {
@@ -68,7 +68,7 @@ func (o *operation) revise(ctx workflow.Context) (pruned bool, err error) {
 	// otherwise the previous revision's objects would outlive their last reference.
 	o.progress.Phase = "prune"
 	var batches int
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityContextBatches, o.in.Previous).Get(ctx, &batches); err != nil {
+	if err := lifecycle.ContextBatches.Execute(bookkeeping(ctx), o.in.Previous).Get(ctx, &batches); err != nil {
 		return false, err
 	}
 	res, err := o.fanOut(ctx, fan{kind: pruneBatch, prefix: "prune",

@@ -85,40 +85,39 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	env.RegisterWorkflowWithOptions(DeleteBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowDeleteBatch})
 	env.RegisterWorkflowWithOptions(PruneBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowPruneBatch})
 	env.RegisterWorkflowWithOptions(ReadBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowReadBatch})
-	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityResolveArtifacts, func(context.Context, lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
+	lifecycle.Register(env, lifecycle.ResolveArtifacts, func(context.Context, lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
 		if f.artifacts == nil {
 			return lifecycle.ArtifactPlan{}, nil
 		}
 		fetch, err := f.artifacts()
 		return lifecycle.ArtifactPlan{Fetch: fetch, PinImages: f.pin}, err
 	})
-	reg(lifecycle.ActivityPinImages, func(context.Context, lifecycle.ContextRef) error {
+	lifecycle.RegisterNoResult(env, lifecycle.PinImages, func(context.Context, lifecycle.ContextRef) error {
 		f.mu.Lock()
 		f.pinned++
 		f.mu.Unlock()
 		return nil
 	})
-	reg(lifecycle.ActivityFetchArtifact, func(_ context.Context, in lifecycle.FetchInput) error {
+	lifecycle.RegisterNoResult(env, lifecycle.FetchArtifact, func(_ context.Context, in lifecycle.FetchInput) error {
 		f.mu.Lock()
 		f.fetched = append(f.fetched, in.Artifact.App)
 		f.mu.Unlock()
 		return nil
 	})
-	reg(lifecycle.ActivityRenderApps, func(context.Context, lifecycle.ContextRef) (int, error) {
+	lifecycle.Register(env, lifecycle.RenderApps, func(context.Context, lifecycle.ContextRef) (int, error) {
 		f.mu.Lock()
 		f.rendered++
 		f.mu.Unlock()
 		return 1, f.render()
 	})
-	reg(lifecycle.ActivityRenderVariants, func(context.Context, lifecycle.ContextRef) error {
+	lifecycle.RegisterNoResult(env, lifecycle.RenderVariants, func(context.Context, lifecycle.ContextRef) error {
 		f.mu.Lock()
 		f.variants++
 		f.mu.Unlock()
 		return nil
 	})
-	reg(lifecycle.ActivityPlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, f.place() })
-	reg(lifecycle.ActivityRunController, func(_ context.Context, in contract.Input) (contract.Result, error) {
+	lifecycle.Register(env, lifecycle.PlaceApps, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) { return f.plan, f.place() })
+	lifecycle.Register(env, lifecycle.RunController, func(_ context.Context, in contract.Input) (contract.Result, error) {
 		f.mu.Lock()
 		f.ran = append(f.ran, strings.TrimSpace(in.Controller+" "+in.Hook))
 		f.mu.Unlock()
@@ -128,7 +127,7 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		}
 		return res, f.control(in)
 	})
-	reg(lifecycle.ActivityCommitControllers, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) {
+	lifecycle.Register(env, lifecycle.CommitControllers, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) {
 		f.mu.Lock()
 		f.ran = append(f.ran, "commit")
 		f.mu.Unlock()
@@ -136,16 +135,16 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		p.Controllers = nil // as the activity: the workflow already has them
 		return p, nil
 	})
-	reg(lifecycle.ActivityContextControllers, func(context.Context, string) (lifecycle.Hooked, error) { return f.hooked, nil })
-	reg(lifecycle.ActivityContextBatches, func(context.Context, string) (int, error) { return f.plan.Batches, nil })
-	reg(lifecycle.ActivityListBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
+	lifecycle.Register(env, lifecycle.ContextControllers, func(context.Context, string) (lifecycle.Hooked, error) { return f.hooked, nil })
+	lifecycle.Register(env, lifecycle.ContextBatches, func(context.Context, string) (int, error) { return f.plan.Batches, nil })
+	lifecycle.Register(env, lifecycle.ListBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
 		f.mu.Lock()
 		f.batches = append(f.batches, in.Batch)
 		f.listed++
 		f.mu.Unlock()
 		return f.clusters(in.Batch), nil
 	})
-	reg(lifecycle.ActivityCountBatch, func(_ context.Context, in lifecycle.BatchInput) error {
+	lifecycle.RegisterNoResult(env, lifecycle.CountBatch, func(_ context.Context, in lifecycle.BatchInput) error {
 		f.mu.Lock()
 		f.counted = append(f.counted, in.Batch)
 		f.mu.Unlock()
@@ -191,40 +190,41 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	}
 	// Each per-cluster fake also runs in groups, as the worker runs the real ones.
 	for _, a := range []struct {
-		one, group string
-		fn         func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
+		one   lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult]
+		group lifecycle.Activity[lifecycle.GroupInput, lifecycle.GroupResult]
+		fn    func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
 	}{
-		{lifecycle.ActivityApplyCluster, lifecycle.ActivityApplyGroup, apply},
-		{lifecycle.ActivityDeleteCluster, lifecycle.ActivityDeleteGroup, del},
-		{lifecycle.ActivityReadCluster, lifecycle.ActivityReadGroup, read},
-		{lifecycle.ActivityPruneCluster, lifecycle.ActivityPruneGroup, prune},
+		{lifecycle.ApplyCluster, lifecycle.ApplyGroup, apply},
+		{lifecycle.DeleteCluster, lifecycle.DeleteGroup, del},
+		{lifecycle.ReadCluster, lifecycle.ReadGroup, read},
+		{lifecycle.PruneCluster, lifecycle.PruneGroup, prune},
 	} {
-		reg(a.one, a.fn)
-		reg(a.group, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+		lifecycle.Register(env, a.one, a.fn)
+		lifecycle.Register(env, a.group, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
 			return cluster.RunGroup(ctx, in, a.fn)
 		})
 	}
-	for _, name := range []string{lifecycle.ActivitySetUpLogicalCloud, lifecycle.ActivityTearDownLogicalCloud} {
-		reg(name, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+	for _, a := range []lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult]{lifecycle.SetUpLogicalCloud, lifecycle.TearDownLogicalCloud} {
+		lifecycle.Register(env, a, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 			f.mu.Lock()
-			f.ran = append(f.ran, name+" "+in.Cluster)
+			f.ran = append(f.ran, a.Name()+" "+in.Cluster)
 			f.mu.Unlock()
 			return lifecycle.ClusterResult{Done: 1}, nil
 		})
 	}
-	reg(lifecycle.ActivityPrepareLogicalCloud, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) {
+	lifecycle.Register(env, lifecycle.PrepareLogicalCloud, func(context.Context, lifecycle.ContextRef) (lifecycle.Plan, error) {
 		f.mu.Lock()
 		f.ran = append(f.ran, "prepare")
 		f.mu.Unlock()
 		return f.plan, nil
 	})
-	reg(lifecycle.ActivityCopyContext, func(_ context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
+	lifecycle.Register(env, lifecycle.CopyContext, func(_ context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
 		f.mu.Lock()
 		f.copied = append(f.copied, in)
 		f.mu.Unlock()
 		return f.plan, nil
 	})
-	reg(lifecycle.ActivityFinishOperation, func(_ context.Context, in lifecycle.FinishInput) error {
+	lifecycle.RegisterNoResult(env, lifecycle.FinishOperation, func(_ context.Context, in lifecycle.FinishInput) error {
 		f.mu.Lock()
 		f.finished = append(f.finished, in)
 		f.mu.Unlock()
@@ -494,7 +494,7 @@ func TestABatchIsAppliedInGroupsAndAFailedClusterGoesOnAlone(t *testing.T) {
 				mu.Lock()
 				defer mu.Unlock()
 				started[info.ActivityType.Name]++
-				if info.ActivityType.Name == lifecycle.ActivityApplyCluster {
+				if info.ActivityType.Name == lifecycle.ApplyCluster.Name() {
 					var in lifecycle.ClusterInput
 					if args.Get(&in) == nil && in.After != nil {
 						afters = append(afters, *in.After)
@@ -505,7 +505,7 @@ func TestABatchIsAppliedInGroupsAndAFailedClusterGoesOnAlone(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if started[lifecycle.ActivityApplyGroup] != tc.groups || started[lifecycle.ActivityApplyCluster] != tc.alone {
+		if started[lifecycle.ApplyGroup.Name()] != tc.groups || started[lifecycle.ApplyCluster.Name()] != tc.alone {
 			t.Errorf("size %d: activities started %v, want %d groups and %d alone", tc.size, started, tc.groups, tc.alone)
 		}
 		if tc.size > 1 && (len(afters) != 1 || afters[0].Attempts != 1 || afters[0].Activity == "") {
@@ -760,7 +760,7 @@ func TestUpdateAppliesTheDifferenceThenPrunes(t *testing.T) {
 	f.plan.Batches = 1
 	var prevBatches int
 	err := runWith(t, f, Update, updateInput, func(env *testsuite.TestWorkflowEnvironment) {
-		env.OnActivity(lifecycle.ActivityContextBatches, mock.Anything, "42").Return(func(context.Context, string) (int, error) {
+		env.OnActivity(lifecycle.ContextBatches.Name(), mock.Anything, "42").Return(func(context.Context, string) (int, error) {
 			prevBatches++
 			return 2, nil // the previous revision used more clusters
 		})

@@ -49,18 +49,19 @@ func (w *digWorkflow) migrate(ctx workflow.Context, req lifecycle.MigrateRequest
 	id := w.dig.OpWorkflowID(lifecycle.OpMigrate, req.ContextID)
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: time.Minute, RetryPolicy: beginRetry})
 	var held lifecycle.OpAccepted
-	err := workflow.ExecuteActivity(actx, lifecycle.ActivityHoldDIG,
+	err := lifecycle.HoldDIG.Execute(actx,
 		lifecycle.HoldInput{DIG: req.Origin, HoldRequest: lifecycle.HoldRequest{Holder: id, HolderDIG: w.dig}}).Get(ctx, &held)
 	if err != nil {
 		return lifecycle.OpAccepted{}, err
 	}
 	var begun lifecycle.BeginResult
-	err = workflow.ExecuteActivity(actx, lifecycle.ActivityBeginMigrate, lifecycle.MigrateBegin{DIG: w.dig, ContextID: req.ContextID,
+	err = lifecycle.BeginMigrate.Execute(actx, lifecycle.MigrateBegin{DIG: w.dig, ContextID: req.ContextID,
 		Origin: req.Origin, OriginContext: held.ContextID}).Get(ctx, &begun)
 	var acc lifecycle.OpAccepted
 	if err == nil {
 		in := lifecycle.MigrateInput{Origin: req.Origin, OpInput: lifecycle.OpInput{Target: w.dig, ContextID: begun.ContextID, Previous: begun.Previous}}
-		acc, err = w.launch(ctx, lifecycle.OpMigrate, begun, in, fmt.Sprintf("migrate %s to %s, context %s", req.Origin, w.dig, begun.ContextID))
+		acc, err = launch(ctx, w, lifecycle.OpMigrate, begun, lifecycle.ChildMigrate, in,
+			fmt.Sprintf("migrate %s to %s, context %s", req.Origin, w.dig, begun.ContextID))
 	}
 	if err != nil {
 		// The origin would otherwise wait HolderStartWait for a migrate that never starts.
@@ -96,7 +97,7 @@ func (w *digWorkflow) hold(ctx workflow.Context, req lifecycle.HoldRequest) (lif
 	w.starting = lifecycle.OpMigrate
 	defer func() { w.starting = "" }()
 	var begun lifecycle.BeginResult
-	err := localfirst.Execute(ctx, time.Minute, beginRetry, lifecycle.ActivityBeginHold,
+	err := localfirst.Execute(ctx, time.Minute, beginRetry, lifecycle.BeginHold,
 		lifecycle.BeginInput{Target: w.dig, Op: lifecycle.OpMigrate}, &begun)
 	if err != nil {
 		return lifecycle.OpAccepted{}, err
@@ -123,7 +124,7 @@ func (w *digWorkflow) awaitHolder(ctx workflow.Context, holder string) {
 	})
 	ended := false
 	sel := workflow.NewSelector(ctx)
-	sel.AddFuture(workflow.ExecuteActivity(actx, lifecycle.ActivityAwaitHolder, holder), func(workflow.Future) { ended = true })
+	sel.AddFuture(lifecycle.AwaitHolder.Execute(actx, holder).Future, func(workflow.Future) { ended = true })
 	released := workflow.GetSignalChannel(ctx, lifecycle.SignalRelease)
 	sel.AddReceive(released, func(c workflow.ReceiveChannel, _ bool) {
 		var who string

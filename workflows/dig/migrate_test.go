@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -33,19 +32,18 @@ func (m *migrateLog) register(env *testsuite.TestWorkflowEnvironment, l *opLog) 
 		m.migrated = append(m.migrated, in)
 		return stopOrRun(ctx, in.OpInput)
 	}, workflow.RegisterOptions{Name: lifecycle.WorkflowMigrate})
-	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityHoldDIG, func(_ context.Context, in lifecycle.HoldInput) (lifecycle.OpAccepted, error) {
+	lifecycle.Register(env, lifecycle.HoldDIG, func(_ context.Context, in lifecycle.HoldInput) (lifecycle.OpAccepted, error) {
 		m.held = append(m.held, in)
 		return lifecycle.OpAccepted{Op: lifecycle.OpMigrate, ContextID: "o1", WorkflowID: in.Holder}, m.holdErr
 	})
-	reg(lifecycle.ActivityBeginMigrate, func(_ context.Context, in lifecycle.MigrateBegin) (lifecycle.BeginResult, error) {
+	lifecycle.Register(env, lifecycle.BeginMigrate, func(_ context.Context, in lifecycle.MigrateBegin) (lifecycle.BeginResult, error) {
 		m.begun = append(m.begun, in)
 		return lifecycle.BeginResult{ContextID: in.ContextID, Revision: 1, Previous: in.OriginContext}, m.beginErr
 	})
-	reg(lifecycle.ActivityBeginHold, func(_ context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
+	lifecycle.Register(env, lifecycle.BeginHold, func(_ context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 		return lifecycle.BeginResult{ContextID: "c1", Revision: 1}, nil
 	})
-	reg(lifecycle.ActivityAwaitHolder, func(context.Context, string) error { return nil })
+	lifecycle.RegisterNoResult(env, lifecycle.AwaitHolder, func(context.Context, string) error { return nil })
 	env.OnSignalExternalWorkflow(mock.Anything, mock.Anything, mock.Anything, mock.Anything, mock.Anything).Return(
 		func(_, id, _, name string, arg any) error {
 			m.signals = append(m.signals, id+" "+name+" "+fmtArg(arg))
@@ -166,7 +164,7 @@ func TestAHeldDIGRunsNothingUntilItsHolderEnds(t *testing.T) {
 	l, m := &opLog{}, &migrateLog{}
 	env := newEnv(t, l)
 	m.register(env, l)
-	env.OnActivity(lifecycle.ActivityAwaitHolder, mock.Anything, "h1").After(time.Minute).Return(nil)
+	env.OnActivity(lifecycle.AwaitHolder.Name(), mock.Anything, "h1").After(time.Minute).Return(nil)
 	holder := lifecycle.HoldRequest{Holder: "h1", HolderDIG: originRef}
 	held := send(env, 0, lifecycle.UpdateHold, holder)
 	again := send(env, time.Second, lifecycle.UpdateHold, holder)
@@ -201,7 +199,7 @@ func TestAReleaseEndsTheHold(t *testing.T) {
 	l, m := &opLog{}, &migrateLog{}
 	env := newEnv(t, l)
 	m.register(env, l)
-	env.OnActivity(lifecycle.ActivityAwaitHolder, mock.Anything, "h1").After(time.Hour).Return(nil)
+	env.OnActivity(lifecycle.AwaitHolder.Name(), mock.Anything, "h1").After(time.Hour).Return(nil)
 	send(env, 0, lifecycle.UpdateHold, lifecycle.HoldRequest{Holder: "h1", HolderDIG: originRef})
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalRelease, "h0") }, 5*time.Second)
 	stillHeld := update(env, 10*time.Second, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: "c2"})

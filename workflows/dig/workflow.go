@@ -150,13 +150,13 @@ func (w *digWorkflow) operate(ctx workflow.Context, req lifecycle.OpRequest) (li
 	// persisted with the acceptance, so it runs only for an accepted update.
 	switch workflow.GetVersion(ctx, "local-begin", workflow.DefaultVersion, 3) {
 	case 2:
-		err = localfirst.Execute(ctx, time.Minute, retry, lifecycle.ActivityBeginOperation, in, &begun)
+		err = localfirst.Execute(ctx, time.Minute, retry, lifecycle.BeginOperation, in, &begun)
 	case 1:
-		err = workflow.ExecuteLocalActivity(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
-			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in).Get(ctx, &begun)
+		err = lifecycle.BeginOperation.ExecuteLocal(workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{
+			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), in).Get(ctx, &begun)
 	default: // 3, and the histories from before the gate
-		err = workflow.ExecuteActivity(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), lifecycle.ActivityBeginOperation, in).Get(ctx, &begun)
+		err = lifecycle.BeginOperation.Execute(workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+			StartToCloseTimeout: time.Minute, RetryPolicy: retry}), in).Get(ctx, &begun)
 	}
 	if err != nil {
 		return lifecycle.OpAccepted{}, err
@@ -164,25 +164,24 @@ func (w *digWorkflow) operate(ctx workflow.Context, req lifecycle.OpRequest) (li
 	return w.start(ctx, req.Op, begun)
 }
 
-// workflowOf names each operation's workflow type.
-var workflowOf = map[string]string{
-	lifecycle.OpInstantiate: lifecycle.WorkflowInstantiate,
-	lifecycle.OpTerminate:   lifecycle.WorkflowTerminate,
-	lifecycle.OpUpdate:      lifecycle.WorkflowUpdate,
-	lifecycle.OpRollback:    lifecycle.WorkflowRollback,
-	lifecycle.OpMigrate:     lifecycle.WorkflowMigrate,
+// workflowOf is each operation's child workflow, but migrate's (migrate.go launches it).
+var workflowOf = map[string]lifecycle.Workflow[lifecycle.OpInput, lifecycle.None]{
+	lifecycle.OpInstantiate: lifecycle.ChildInstantiate,
+	lifecycle.OpTerminate:   lifecycle.ChildTerminate,
+	lifecycle.OpUpdate:      lifecycle.ChildUpdate,
+	lifecycle.OpRollback:    lifecycle.ChildRollback,
 }
 
 // start launches the operation's child workflow and returns once it runs.
 func (w *digWorkflow) start(ctx workflow.Context, op string, begun lifecycle.BeginResult) (lifecycle.OpAccepted, error) {
-	return w.launch(ctx, op, begun, lifecycle.OpInput{Target: w.dig, ContextID: begun.ContextID,
+	return launch(ctx, w, op, begun, workflowOf[op], lifecycle.OpInput{Target: w.dig, ContextID: begun.ContextID,
 		Previous: begun.Previous, Source: begun.Source, Leftovers: begun.Leftovers},
 		fmt.Sprintf("%s %s, context %s", op, w.dig, begun.ContextID))
 }
 
-// launch starts op's child workflow with input in and returns once it runs.
-func (w *digWorkflow) launch(ctx workflow.Context, op string, begun lifecycle.BeginResult, in any, summary string) (lifecycle.OpAccepted, error) {
-	wfType := workflowOf[op]
+// launch starts op's child workflow, child with input in, and returns once it runs.
+func launch[In any](ctx workflow.Context, w *digWorkflow, op string, begun lifecycle.BeginResult,
+	child lifecycle.Workflow[In, lifecycle.None], in In, summary string) (lifecycle.OpAccepted, error) {
 	id := w.dig.OpWorkflowID(op, begun.ContextID)
 	cctx, cancel := workflow.WithCancel(ctx)
 	cctx = workflow.WithChildOptions(cctx, workflow.ChildWorkflowOptions{
@@ -192,14 +191,15 @@ func (w *digWorkflow) launch(ctx workflow.Context, op string, begun lifecycle.Be
 		StaticSummary:         summary,
 		WaitForCancellation:   true, // terminate waits for the instantiate's cleanup
 	})
-	child := workflow.ExecuteChildWorkflow(cctx, wfType, in)
-	if err := child.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
+	started := child.ExecuteChild(cctx, in)
+	if err := started.GetChildWorkflowExecution().Get(ctx, nil); err != nil {
 		cancel()
 		return lifecycle.OpAccepted{}, err
 	}
-	w.current = &running{op: op, contextID: begun.ContextID, workflowID: id, child: child, cancel: cancel}
+	w.current = &running{op: op, contextID: begun.ContextID, workflowID: id, child: started.ChildWorkflowFuture,
+		cancel: cancel}
 	workflow.Go(ctx, func(ctx workflow.Context) {
-		_ = child.Get(ctx, nil) // the outcome is recorded by the operation itself
+		_ = started.Get(ctx, nil) // the outcome is recorded by the operation itself
 		w.current = nil
 	})
 	return lifecycle.OpAccepted{Op: op, ContextID: begun.ContextID, Revision: begun.Revision, WorkflowID: id}, nil

@@ -57,7 +57,7 @@ func newEnv(t *testing.T, l *opLog) *testsuite.TestWorkflowEnvironment {
 	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpTerminate), workflow.RegisterOptions{Name: lifecycle.WorkflowTerminate})
 	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpUpdate), workflow.RegisterOptions{Name: lifecycle.WorkflowUpdate})
 	env.RegisterWorkflowWithOptions(l.fakeOp(lifecycle.OpRollback), workflow.RegisterOptions{Name: lifecycle.WorkflowRollback})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
+	lifecycle.Register(env, lifecycle.BeginOperation, func(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 		l.begun = append(l.begun, in)
 		l.local = append(l.local, activity.GetInfo(ctx).IsLocalActivity)
 		if msg, ok := l.refuse[in.Op]; ok {
@@ -72,7 +72,7 @@ func newEnv(t *testing.T, l *opLog) *testsuite.TestWorkflowEnvironment {
 			res.Revision, res.Previous = 2, "c1"
 		}
 		return res, nil
-	}, activity.RegisterOptions{Name: lifecycle.ActivityBeginOperation})
+	})
 	return env
 }
 

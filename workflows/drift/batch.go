@@ -15,10 +15,10 @@ import (
 // no status, so its batches are listed without dropping their counts (DriftBatchClusters,
 // not ListBatch) and not counted again.
 var batchKind = deploy.BatchKind{
-	Workflow:    lifecycle.WorkflowDriftBatch,
-	List:        lifecycle.ActivityDriftBatch,
-	PerCluster:  lifecycle.ActivityDetectDrift,
-	Group:       lifecycle.ActivityDetectDriftGroup,
+	Workflow:    lifecycle.ChildDriftBatch,
+	List:        lifecycle.DriftBatchClusters,
+	PerCluster:  lifecycle.DetectDrift,
+	Group:       lifecycle.DetectDriftGroup,
 	Options:     checking,
 	KeepsCounts: true,
 }

@@ -21,7 +21,7 @@ import (
 // ended.
 func Drift(ctx workflow.Context, in lifecycle.DriftInput) (lifecycle.DriftResult, error) {
 	var plan lifecycle.DriftPlan
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityPlanDriftCheck, in).Get(ctx, &plan); err != nil {
+	if err := lifecycle.PlanDriftCheck.Execute(bookkeeping(ctx), in).Get(ctx, &plan); err != nil {
 		return lifecycle.DriftResult{}, err
 	}
 	log := workflow.GetLogger(ctx)
@@ -35,7 +35,7 @@ func Drift(ctx workflow.Context, in lifecycle.DriftInput) (lifecycle.DriftResult
 	if err != nil {
 		rec.Error = err.Error()
 	}
-	if rerr := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityRecordDriftCheck, rec).Get(ctx, nil); rerr != nil {
+	if rerr := lifecycle.RecordDriftCheck.Execute(bookkeeping(ctx), rec).Get(ctx, nil); rerr != nil {
 		return lifecycle.DriftResult{}, rerr
 	}
 	log.Info("drift check ended", "dig", in.DIG.String(), "context", plan.ContextID, "clusters", total.Clusters,

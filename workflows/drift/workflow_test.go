@@ -44,13 +44,13 @@ func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, lifecycle
 	env.RegisterWorkflowWithOptions(Drift, workflow.RegisterOptions{Name: lifecycle.WorkflowDrift})
 	env.RegisterWorkflowWithOptions(DriftBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowDriftBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityPlanDriftCheck, func(_ context.Context, in lifecycle.DriftInput) (lifecycle.DriftPlan, error) {
+	lifecycle.Register(env, lifecycle.PlanDriftCheck, func(_ context.Context, in lifecycle.DriftInput) (lifecycle.DriftPlan, error) {
 		if in.DIG != dig {
 			return lifecycle.DriftPlan{}, errors.New("another DIG")
 		}
 		return f.plan, nil
 	})
-	reg(lifecycle.ActivityDriftBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
+	lifecycle.Register(env, lifecycle.DriftBatchClusters, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
 		f.mu.Lock()
 		f.listed = append(f.listed, in.Batch)
 		f.mu.Unlock()
@@ -66,18 +66,18 @@ func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, lifecycle
 		}
 		return f.detect(in.Cluster, n)
 	}
-	reg(lifecycle.ActivityDetectDrift, detect)
-	reg(lifecycle.ActivityDetectDriftGroup, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+	lifecycle.Register(env, lifecycle.DetectDrift, detect)
+	lifecycle.Register(env, lifecycle.DetectDriftGroup, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
 		return cluster.RunGroup(ctx, in, detect)
 	})
-	reg(lifecycle.ActivityRecordDriftCheck, func(_ context.Context, in lifecycle.DriftRecordInput) error {
+	lifecycle.RegisterNoResult(env, lifecycle.RecordDriftCheck, func(_ context.Context, in lifecycle.DriftRecordInput) error {
 		f.mu.Lock()
 		f.recorded = append(f.recorded, in)
 		f.mu.Unlock()
 		return nil
 	})
 	// Operations' activities a drift check must never run.
-	for _, name := range []string{lifecycle.ActivityListBatch, lifecycle.ActivityCountBatch, lifecycle.ActivityApplyCluster} {
+	for _, name := range []string{lifecycle.ListBatch.Name(), lifecycle.CountBatch.Name(), lifecycle.ApplyCluster.Name()} {
 		reg(name, func(context.Context, lifecycle.BatchInput) error { t.Errorf("%s called", name); return nil })
 	}
 	env.ExecuteWorkflow(Drift, lifecycle.DriftInput{DIG: dig})

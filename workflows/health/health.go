@@ -81,7 +81,7 @@ func round(ctx workflow.Context, size int, started time.Time) {
 	states := map[string]int{}
 	for after := ""; ; {
 		var page lifecycle.ProbedPage
-		if err := workflow.ExecuteActivity(ctx, lifecycle.ActivityProbeClusters, lifecycle.ProbePage{After: after, Limit: size}).Get(ctx, &page); err != nil {
+		if err := lifecycle.ProbeClusters.Execute(ctx, lifecycle.ProbePage{After: after, Limit: size}).Get(ctx, &page); err != nil {
 			log.Warn("cluster probes failed; the round ends here", "after", after, "error", lifecycle.ErrorMessage(err))
 			return
 		}
@@ -93,7 +93,7 @@ func round(ctx workflow.Context, size int, started time.Time) {
 		}
 		after = page.Last
 	}
-	if err := workflow.ExecuteActivity(ctx, lifecycle.ActivityRecordRound, started).Get(ctx, nil); err != nil {
+	if err := lifecycle.RecordProbeRound.Execute(ctx, started).Get(ctx, nil); err != nil {
 		log.Warn("record the round of probes", "error", lifecycle.ErrorMessage(err))
 		return
 	}

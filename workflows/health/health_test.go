@@ -6,7 +6,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/testsuite"
 
@@ -25,7 +24,7 @@ func (p *probes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	keys := []string{"cp+a", "cp+b", "cp+c", "cp+d", "cp+e"}
-	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.ProbePage) (lifecycle.ProbedPage, error) {
+	lifecycle.Register(env, lifecycle.ProbeClusters, func(_ context.Context, in lifecycle.ProbePage) (lifecycle.ProbedPage, error) {
 		p.pages = append(p.pages, in)
 		i := 0
 		for i < len(keys) && keys[i] <= in.After {
@@ -36,11 +35,11 @@ func (p *probes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 			return lifecycle.ProbedPage{}, nil
 		}
 		return lifecycle.ProbedPage{Last: page[len(page)-1], States: map[string]int{"Reachable": len(page)}}, nil
-	}, activity.RegisterOptions{Name: lifecycle.ActivityProbeClusters})
-	env.RegisterActivityWithOptions(func(_ context.Context, started time.Time) error {
+	})
+	lifecycle.RegisterNoResult(env, lifecycle.RecordProbeRound, func(_ context.Context, started time.Time) error {
 		p.rounds = append(p.rounds, started)
 		return nil
-	}, activity.RegisterOptions{Name: lifecycle.ActivityRecordRound})
+	})
 	return env
 }
 

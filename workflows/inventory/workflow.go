@@ -28,7 +28,7 @@ func ClusterInventory(ctx workflow.Context, in lifecycle.InventoryInput) error {
 	interval := time.Duration(0)
 	for n := 0; n < syncsPerRun; n++ {
 		var done lifecycle.InventorySynced
-		if err := workflow.ExecuteActivity(ctx, lifecycle.ActivitySyncInventory, in).Get(ctx, &done); err != nil {
+		if err := lifecycle.SyncInventory.Execute(ctx, in).Get(ctx, &done); err != nil {
 			workflow.GetLogger(ctx).Warn("inventory sync failed", "inventory", in.ID(), "error", lifecycle.ErrorMessage(err))
 		} else {
 			if done.Gone {
@@ -66,9 +66,9 @@ func evict(ctx workflow.Context, in lifecycle.InventoryInput, digs []lifecycle.T
 		StartToCloseTimeout: evictWait, HeartbeatTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumInterval: 30 * time.Second,
 			NonRetryableErrorTypes: []string{lifecycle.ErrInvalidInput, lifecycle.ErrInvalidState, lifecycle.ErrApplyFailed}}})
-	futures := make([]workflow.Future, len(digs))
+	futures := make([]lifecycle.Future[lifecycle.None], len(digs))
 	for i, d := range digs {
-		futures[i] = workflow.ExecuteActivity(uctx, lifecycle.ActivityUpdateDIG, lifecycle.UpdateDIGInput{DIG: d, ContextID: lifecycle.DrawContextID(ctx)})
+		futures[i] = lifecycle.UpdateDIG.Execute(uctx, lifecycle.UpdateDIGInput{DIG: d, ContextID: lifecycle.DrawContextID(ctx)})
 	}
 	for i, f := range futures {
 		if err := f.Get(ctx, nil); err != nil {

@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -23,13 +22,13 @@ func run(t *testing.T, sync func(n int) (lifecycle.InventorySynced, error), setU
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(ClusterInventory, workflow.RegisterOptions{Name: lifecycle.WorkflowInventory})
 	n := 0
-	env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.InventoryInput) (lifecycle.InventorySynced, error) {
+	lifecycle.Register(env, lifecycle.SyncInventory, func(_ context.Context, in lifecycle.InventoryInput) (lifecycle.InventorySynced, error) {
 		if in != inv {
 			return lifecycle.InventorySynced{}, errors.New("another inventory")
 		}
 		n++
 		return sync(n)
-	}, activity.RegisterOptions{Name: lifecycle.ActivitySyncInventory})
+	})
 	if setUp != nil {
 		setUp(env)
 	}
@@ -98,7 +97,7 @@ func TestEvictsUpdateEachDIGOnceThroughItsUpdate(t *testing.T) {
 		return lifecycle.InventorySynced{Gone: true}, nil
 	}, func(env *testsuite.TestWorkflowEnvironment) {
 		attempts := 0
-		env.RegisterActivityWithOptions(func(_ context.Context, in lifecycle.UpdateDIGInput) error {
+		lifecycle.RegisterNoResult(env, lifecycle.UpdateDIG, func(_ context.Context, in lifecycle.UpdateDIGInput) error {
 			mu.Lock()
 			defer mu.Unlock()
 			if in.DIG == b && attempts == 0 { // busy once: tried again, with the same context
@@ -108,7 +107,7 @@ func TestEvictsUpdateEachDIGOnceThroughItsUpdate(t *testing.T) {
 			}
 			updates[in.DIG] = append(updates[in.DIG], in.ContextID)
 			return nil
-		}, activity.RegisterOptions{Name: lifecycle.ActivityUpdateDIG})
+		})
 	})
 	if err != nil || n != 3 {
 		t.Fatalf("%d syncs (%v), want 3", n, err)

@@ -14,25 +14,28 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Attempts is how often the local activity runs before the write becomes a regular
 // activity: backoffs of 0.2, 0.4, 0.8 and 1.6 s, all within one workflow task.
 const Attempts = 5
 
-// Execute runs activity with in, into out: locally first, then, if the local attempts
-// end in a failure retry would retry, as a regular activity with retry. timeout bounds
-// each attempt.
-func Execute(ctx workflow.Context, timeout time.Duration, retry *temporal.RetryPolicy, activity string, in, out any) error {
+// Execute runs a with in, into out: locally first, then, if the local attempts end in a
+// failure retry would retry, as a regular activity with retry. timeout bounds each
+// attempt.
+func Execute[In, Out any](ctx workflow.Context, timeout time.Duration, retry *temporal.RetryPolicy,
+	a lifecycle.Activity[In, Out], in In, out *Out) error {
 	local := *retry
 	local.InitialInterval, local.BackoffCoefficient, local.MaximumInterval, local.MaximumAttempts = 200*time.Millisecond, 2, 0, Attempts
 	lctx := workflow.WithLocalActivityOptions(ctx, workflow.LocalActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: &local})
-	err := workflow.ExecuteLocalActivity(lctx, activity, in).Get(ctx, out)
+	err := a.ExecuteLocal(lctx, in).Get(ctx, out)
 	if err == nil || !retryable(err, retry) {
 		return err
 	}
 	actx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: timeout, RetryPolicy: retry})
-	return workflow.ExecuteActivity(actx, activity, in).Get(ctx, out)
+	return a.Execute(actx, in).Get(ctx, out)
 }
 
 // retryable reports whether policy would retry err.

@@ -13,12 +13,15 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 var retryForever = &temporal.RetryPolicy{InitialInterval: time.Second, BackoffCoefficient: 2, MaximumInterval: 30 * time.Second,
 	NonRetryableErrorTypes: []string{"InvalidState"}}
 
-// run executes "write" through Execute; fail decides each attempt's outcome from its
+// run executes a write (BeginOperation, which the DIG's workflow runs so) through Execute;
+// fail decides each attempt's outcome from its
 // number (1-based) and returns the attempts, local or not, in order.
 func run(t *testing.T, fail func(n int) error) ([]bool, error) {
 	t.Helper()
@@ -27,19 +30,19 @@ func run(t *testing.T, fail func(n int) error) ([]bool, error) {
 	env := s.NewTestWorkflowEnvironment()
 	var mu sync.Mutex
 	var local []bool
-	env.RegisterActivityWithOptions(func(ctx context.Context, in string) (string, error) {
+	lifecycle.Register(env, lifecycle.BeginOperation, func(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 		mu.Lock()
 		defer mu.Unlock()
 		local = append(local, activity.GetInfo(ctx).IsLocalActivity)
 		if err := fail(len(local)); err != nil {
-			return "", err
+			return lifecycle.BeginResult{}, err
 		}
-		return in + " written", nil
-	}, activity.RegisterOptions{Name: "write"})
+		return lifecycle.BeginResult{ContextID: in.ContextID + " written"}, nil
+	})
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context) (string, error) {
-		var out string
-		err := Execute(ctx, time.Minute, retryForever, "write", "state", &out)
-		return out, err
+		var out lifecycle.BeginResult
+		err := Execute(ctx, time.Minute, retryForever, lifecycle.BeginOperation, lifecycle.BeginInput{ContextID: "state"}, &out)
+		return out.ContextID, err
 	}, workflow.RegisterOptions{Name: "wf"})
 	env.ExecuteWorkflow("wf")
 	if !env.IsWorkflowCompleted() {

@@ -24,12 +24,12 @@ func PolicyAgent(ctx workflow.Context, in lifecycle.PolicyAgentInput) error {
 	stop, wake := workflow.GetSignalChannel(ctx, lifecycle.SignalStop), workflow.GetSignalChannel(ctx, lifecycle.SignalWake)
 	for n := 0; n < listensPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested(); n++ {
 		actx, cancel := workflow.WithCancel(ctx)
-		f := workflow.ExecuteActivity(listening(actx), lifecycle.ActivityListenPolicyAgent, in)
+		f := lifecycle.ListenPolicyAgent.Execute(listening(actx), in)
 		var res lifecycle.PolicyListened
 		var err error
 		stopped, woken := false, false
 		sel := workflow.NewSelector(ctx)
-		sel.AddFuture(f, func(f workflow.Future) { err = f.Get(ctx, &res) })
+		sel.AddFuture(f.Future, func(workflow.Future) { err = f.Get(ctx, &res) })
 		sel.AddReceive(stop, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); stopped = true })
 		sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) { c.Receive(ctx, nil); woken = true })
 		sel.Select(ctx)

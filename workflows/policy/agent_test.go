@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -28,7 +27,7 @@ func (l *listens) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(PolicyAgent, workflow.RegisterOptions{Name: lifecycle.WorkflowPolicyAgent})
-	env.RegisterActivityWithOptions(func(ctx context.Context, in lifecycle.PolicyAgentInput) (lifecycle.PolicyListened, error) {
+	lifecycle.Register(env, lifecycle.ListenPolicyAgent, func(ctx context.Context, in lifecycle.PolicyAgentInput) (lifecycle.PolicyListened, error) {
 		l.mu.Lock()
 		l.attempts++
 		n := l.attempts
@@ -42,7 +41,7 @@ func (l *listens) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		l.listening(n)
 		<-ctx.Done()
 		return lifecycle.PolicyListened{}, ctx.Err()
-	}, activity.RegisterOptions{Name: lifecycle.ActivityListenPolicyAgent})
+	})
 	return env
 }
 

@@ -118,7 +118,7 @@ func (e *evaluator) evaluate(ctx workflow.Context, ev lifecycle.PolicyEvent) err
 	d := lifecycle.PolicyDecision{At: workflow.Now(ctx).UTC(), EventID: ev.EventID, Agent: ev.Agent, Source: ev.Source,
 		ContextID: ev.ContextID, App: ev.App}
 	var v lifecycle.PolicyVerdict
-	err := workflow.ExecuteActivity(evaluating(ctx), lifecycle.ActivityEvaluatePolicy,
+	err := lifecycle.EvaluatePolicy.Execute(evaluating(ctx),
 		lifecycle.PolicyEvaluateInput{DIG: e.dig, Event: ev}).Get(ctx, &v)
 	switch {
 	case err != nil:
@@ -137,7 +137,7 @@ func (e *evaluator) evaluate(ctx workflow.Context, ev lifecycle.PolicyEvent) err
 	if n := len(e.decided) - lifecycle.PolicyDecisionsKept; n > 0 {
 		e.decided = e.decided[n:]
 	}
-	return workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityRecordPolicy,
+	return lifecycle.RecordPolicy.Execute(bookkeeping(ctx),
 		lifecycle.PolicyRecord{DIG: e.dig, Intent: ev.Intent, Decision: d}).Get(ctx, nil)
 }
 
@@ -147,7 +147,7 @@ func (e *evaluator) evaluate(ctx workflow.Context, ev lifecycle.PolicyEvent) err
 // is not started again: the decision says so.
 func (e *evaluator) act(ctx workflow.Context, d *lifecycle.PolicyDecision, intent string) {
 	var w contract.Workflow
-	if err := workflow.ExecuteActivity(bookkeeping(ctx), lifecycle.ActivityPolicyAction,
+	if err := lifecycle.PolicyAction.Execute(bookkeeping(ctx),
 		lifecycle.PolicyActionInput{DIG: e.dig, Workflow: d.Workflow}).Get(ctx, &w); err != nil {
 		d.Outcome, d.Error = "not started", lifecycle.ErrorMessage(err)
 		return

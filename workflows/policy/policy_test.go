@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
@@ -41,8 +40,7 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		f.mu.Unlock()
 		return workflow.Sleep(ctx, time.Hour)
 	}, workflow.RegisterOptions{Name: "migrate"})
-	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityEvaluatePolicy, func(_ context.Context, in lifecycle.PolicyEvaluateInput) (lifecycle.PolicyVerdict, error) {
+	lifecycle.Register(env, lifecycle.EvaluatePolicy, func(_ context.Context, in lifecycle.PolicyEvaluateInput) (lifecycle.PolicyVerdict, error) {
 		if in.DIG != dig {
 			return lifecycle.PolicyVerdict{}, errors.New("another DIG")
 		}
@@ -51,14 +49,14 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		f.evaluated = append(f.evaluated, string(in.Event.Payload))
 		return f.verdict(in.Event)
 	})
-	reg(lifecycle.ActivityPolicyAction, func(_ context.Context, in lifecycle.PolicyActionInput) (contract.Workflow, error) {
+	lifecycle.Register(env, lifecycle.PolicyAction, func(_ context.Context, in lifecycle.PolicyActionInput) (contract.Workflow, error) {
 		if in.Workflow != "migrate-intent" {
 			return contract.Workflow{}, temporal.NewNonRetryableApplicationError("no workflow intent "+in.Workflow, lifecycle.ErrInvalidInput, nil)
 		}
 		return contract.Workflow{Name: in.Workflow, Type: "migrate", TaskQueue: "p", ID: "user/p/ca/v1/d/migrate-intent",
 			Arg: json.RawMessage(`{"activityParams":{"migrate":{"app":"web"}}}`)}, nil
 	})
-	reg(lifecycle.ActivityRecordPolicy, func(_ context.Context, rec lifecycle.PolicyRecord) error {
+	lifecycle.RegisterNoResult(env, lifecycle.RecordPolicy, func(_ context.Context, rec lifecycle.PolicyRecord) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.records = append(f.records, rec)

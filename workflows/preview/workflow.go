@@ -28,13 +28,13 @@ func PreviewRollout(ctx workflow.Context, in lifecycle.PreviewInput) (out lifecy
 	// leaves nothing behind.
 	defer func() {
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
-		if derr := workflow.ExecuteActivity(cleaning(dctx), lifecycle.ActivityDeletePreview, in.ContextID).Get(dctx, nil); derr != nil {
+		if derr := lifecycle.DeletePreview.Execute(cleaning(dctx), in.ContextID).Get(dctx, nil); derr != nil {
 			workflow.GetLogger(ctx).Error("scratch context of a preview not deleted", "context", in.ContextID, "error", derr)
 			err = cmp.Or(err, derr)
 		}
 	}()
 	var start lifecycle.PreviewStart
-	if err := workflow.ExecuteActivity(quick(ctx), lifecycle.ActivityBeginPreview, in).Get(ctx, &start); err != nil {
+	if err := lifecycle.BeginPreview.Execute(quick(ctx), in).Get(ctx, &start); err != nil {
 		return out, err
 	}
 	plan, notes, err := prepare(ctx, in, start)
@@ -42,7 +42,7 @@ func PreviewRollout(ctx workflow.Context, in lifecycle.PreviewInput) (out lifecy
 		return out, err
 	}
 	diff := lifecycle.PreviewDiffInput{DIG: in.DIG, ContextID: in.ContextID, Start: start, Plan: plan, Limit: in.Limit}
-	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityDiffPreview, diff).Get(ctx, &out); err != nil {
+	if err := lifecycle.DiffPreview.Execute(preparing(ctx), diff).Get(ctx, &out); err != nil {
 		return out, err
 	}
 	out.Notes = append(notes, out.Notes...)
@@ -56,7 +56,8 @@ func PreviewRollout(ctx workflow.Context, in lifecycle.PreviewInput) (out lifecy
 func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.PreviewStart) (lifecycle.Plan, []string, error) {
 	var plan lifecycle.Plan
 	if start.Source != "" {
-		err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCopyContext, lifecycle.CopyInput{From: start.Source, To: in.ContextID}).Get(ctx, &plan)
+		err := lifecycle.CopyContext.Execute(preparing(ctx),
+			lifecycle.CopyInput{From: start.Source, To: in.ContextID}).Get(ctx, &plan)
 		return plan, nil, err
 	}
 	ref := lifecycle.ContextRef{Target: in.DIG, ContextID: in.ContextID}
@@ -67,8 +68,8 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 	if len(plan.Controllers) == 0 {
 		return plan, nil, finish(ctx, ref, pin)
 	}
-	var chosen lifecycle.PreviewControllers
-	if err := workflow.ExecuteActivity(quick(ctx), lifecycle.ActivityPreviewControllers, plan.Controllers).Get(ctx, &chosen); err != nil {
+	var chosen lifecycle.PreviewChoice
+	if err := lifecycle.PreviewControllers.Execute(quick(ctx), plan.Controllers).Get(ctx, &chosen); err != nil {
 		return plan, nil, err
 	}
 	notes := chosen.Notes
@@ -78,14 +79,15 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 			DeploymentIntentGroup: in.DIG.DIG, Controller: c.Name, Parent: c.Parent, Type: c.Type, Intent: c.Intent,
 			ContextID: in.ContextID, PreviousContextID: start.Previous, Operation: start.Op, Step: s.Step, Hook: contract.HookRun}
 		var res contract.Result
-		if err := workflow.ExecuteActivity(controlling(ctx, lifecycle.ControllerActivityID(s.Step, c.Name)), lifecycle.ActivityRunController, input).Get(ctx, &res); err != nil {
+		actx := controlling(ctx, lifecycle.ControllerActivityID(s.Step, c.Name))
+		if err := lifecycle.RunController.Execute(actx, input).Get(ctx, &res); err != nil {
 			return plan, notes, naming("controller "+c.Name, err)
 		}
 		if n := len(res.Workflows); n > 0 {
 			notes = append(notes, fmt.Sprintf("controller %q asked for %d workflow(s), which a preview does not start", c.Name, n))
 		}
 	}
-	if err := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityCommitControllers, ref).Get(ctx, &plan); err != nil {
+	if err := lifecycle.CommitControllers.Execute(preparing(ctx), ref).Get(ctx, &plan); err != nil {
 		return plan, notes, err
 	}
 	return plan, notes, finish(ctx, ref, pin)
@@ -105,14 +107,14 @@ func finish(ctx workflow.Context, ref lifecycle.ContextRef, pinImages bool) erro
 // started before render at once.
 func renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRef, plan *lifecycle.Plan, pinImages *bool) error {
 	if workflow.GetVersion(ctx, "artifacts", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
-		rendered := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref)
-		placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
+		rendered := lifecycle.RenderApps.Execute(preparing(ctx), ref)
+		placed := lifecycle.PlaceApps.Execute(preparing(ctx), ref)
 		return cmp.Or(rendered.Get(ctx, nil), placed.Get(ctx, plan))
 	}
-	placed := workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityPlaceApps, ref)
+	placed := lifecycle.PlaceApps.Execute(preparing(ctx), ref)
 	pin, err := artifact.Fetch(ctx, ref)
 	if err == nil {
-		err = workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderApps, ref).Get(ctx, nil)
+		err = lifecycle.RenderApps.Execute(preparing(ctx), ref).Get(ctx, nil)
 	}
 	*pinImages = pin
 	return cmp.Or(err, placed.Get(ctx, plan))
@@ -124,7 +126,7 @@ func renderVariants(ctx workflow.Context, ref lifecycle.ContextRef) error {
 	if workflow.GetVersion(ctx, "render-variants", workflow.DefaultVersion, 1) == workflow.DefaultVersion {
 		return nil
 	}
-	return workflow.ExecuteActivity(preparing(ctx), lifecycle.ActivityRenderVariants, ref).Get(ctx, nil)
+	return lifecycle.RenderVariants.Execute(preparing(ctx), ref).Get(ctx, nil)
 }
 
 // naming prefixes an error with what failed, keeping its type for the api: a refusal

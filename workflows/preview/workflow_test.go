@@ -28,7 +28,7 @@ type fakes struct {
 	mu      sync.Mutex
 	start   lifecycle.PreviewStart
 	plan    lifecycle.Plan
-	chosen  lifecycle.PreviewControllers
+	chosen  lifecycle.PreviewChoice
 	begin   func() error
 	render  func(ctx context.Context) error
 	control func(in contract.Input) (contract.Result, error)
@@ -74,74 +74,74 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	env := s.NewTestWorkflowEnvironment()
 	env.RegisterWorkflowWithOptions(PreviewRollout, workflow.RegisterOptions{Name: lifecycle.WorkflowPreviewRollout})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityBeginPreview, func(_ context.Context, in lifecycle.PreviewInput) (lifecycle.PreviewStart, error) {
-		f.note(lifecycle.ActivityBeginPreview)
+	lifecycle.Register(env, lifecycle.BeginPreview, func(_ context.Context, in lifecycle.PreviewInput) (lifecycle.PreviewStart, error) {
+		f.note(lifecycle.BeginPreview.Name())
 		if in.DIG != dig || in.ContextID != scratch {
 			return lifecycle.PreviewStart{}, errors.New("another DIG or context")
 		}
 		return f.start, f.begin()
 	})
-	reg(lifecycle.ActivityResolveArtifacts, func(context.Context, lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
-		f.note(lifecycle.ActivityResolveArtifacts)
+	lifecycle.Register(env, lifecycle.ResolveArtifacts, func(context.Context, lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
+		f.note(lifecycle.ResolveArtifacts.Name())
 		return lifecycle.ArtifactPlan{}, nil
 	})
-	reg(lifecycle.ActivityRenderApps, func(ctx context.Context, in lifecycle.ContextRef) (int, error) {
-		f.note(lifecycle.ActivityRenderApps)
+	lifecycle.Register(env, lifecycle.RenderApps, func(ctx context.Context, in lifecycle.ContextRef) (int, error) {
+		f.note(lifecycle.RenderApps.Name())
 		return 1, f.render(ctx)
 	})
-	reg(lifecycle.ActivityRenderVariants, func(_ context.Context, in lifecycle.ContextRef) error {
-		f.note(lifecycle.ActivityRenderVariants)
+	lifecycle.RegisterNoResult(env, lifecycle.RenderVariants, func(_ context.Context, in lifecycle.ContextRef) error {
+		f.note(lifecycle.RenderVariants.Name())
 		return nil
 	})
-	reg(lifecycle.ActivityPlaceApps, func(_ context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
-		f.note(lifecycle.ActivityPlaceApps)
+	lifecycle.Register(env, lifecycle.PlaceApps, func(_ context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
+		f.note(lifecycle.PlaceApps.Name())
 		if in.ContextID != scratch {
 			return lifecycle.Plan{}, errors.New("placed another context")
 		}
 		return f.plan, nil
 	})
-	reg(lifecycle.ActivityPreviewControllers, func(_ context.Context, ctrls []lifecycle.Controller) (lifecycle.PreviewControllers, error) {
-		f.note(lifecycle.ActivityPreviewControllers)
+	lifecycle.Register(env, lifecycle.PreviewControllers, func(_ context.Context, ctrls []lifecycle.Controller) (lifecycle.PreviewChoice, error) {
+		f.note(lifecycle.PreviewControllers.Name())
 		return f.chosen, nil
 	})
-	reg(lifecycle.ActivityRunController, func(_ context.Context, in contract.Input) (contract.Result, error) {
-		f.note(lifecycle.ActivityRunController)
+	lifecycle.Register(env, lifecycle.RunController, func(_ context.Context, in contract.Input) (contract.Result, error) {
+		f.note(lifecycle.RunController.Name())
 		f.mu.Lock()
 		f.inputs = append(f.inputs, in)
 		f.mu.Unlock()
 		return f.control(in)
 	})
-	reg(lifecycle.ActivityCommitControllers, func(_ context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
-		f.note(lifecycle.ActivityCommitControllers)
+	lifecycle.Register(env, lifecycle.CommitControllers, func(_ context.Context, in lifecycle.ContextRef) (lifecycle.Plan, error) {
+		f.note(lifecycle.CommitControllers.Name())
 		p := f.plan
 		p.Controllers = nil
 		return p, nil
 	})
-	reg(lifecycle.ActivityCopyContext, func(_ context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
-		f.note(lifecycle.ActivityCopyContext)
+	lifecycle.Register(env, lifecycle.CopyContext, func(_ context.Context, in lifecycle.CopyInput) (lifecycle.Plan, error) {
+		f.note(lifecycle.CopyContext.Name())
 		f.mu.Lock()
 		f.copied = append(f.copied, in)
 		f.mu.Unlock()
 		return f.plan, nil
 	})
-	reg(lifecycle.ActivityDiffPreview, func(_ context.Context, in lifecycle.PreviewDiffInput) (lifecycle.RolloutPreview, error) {
-		f.note(lifecycle.ActivityDiffPreview)
+	lifecycle.Register(env, lifecycle.DiffPreview, func(_ context.Context, in lifecycle.PreviewDiffInput) (lifecycle.RolloutPreview, error) {
+		f.note(lifecycle.DiffPreview.Name())
 		f.mu.Lock()
 		f.diffIn = append(f.diffIn, in)
 		f.mu.Unlock()
 		return lifecycle.RolloutPreview{Op: in.Start.Op, Revision: in.Start.Revision, Strategy: in.Plan.Rollout.Strategy,
 			Stages: []lifecycle.PreviewStage{{Name: "canary"}, {Name: "rest"}}}, nil
 	})
-	reg(lifecycle.ActivityDeletePreview, func(_ context.Context, ctxID string) error {
-		f.note(lifecycle.ActivityDeletePreview)
+	lifecycle.RegisterNoResult(env, lifecycle.DeletePreview, func(_ context.Context, ctxID string) error {
+		f.note(lifecycle.DeletePreview.Name())
 		f.mu.Lock()
 		f.deleted = append(f.deleted, ctxID)
 		f.mu.Unlock()
 		return nil
 	})
 	// What operations do and a preview must never: record states, touch clusters.
-	for _, name := range []string{lifecycle.ActivityBeginOperation, lifecycle.ActivityFinishOperation, lifecycle.ActivityApplyCluster,
-		lifecycle.ActivityDeleteCluster, lifecycle.ActivityPruneCluster, lifecycle.ActivityRecordRollout} {
+	for _, name := range []string{lifecycle.BeginOperation.Name(), lifecycle.FinishOperation.Name(), lifecycle.ApplyCluster.Name(),
+		lifecycle.DeleteCluster.Name(), lifecycle.PruneCluster.Name(), lifecycle.RecordRollout.Name()} {
 		reg(name, func(context.Context, any) error { t.Errorf("a preview ran %s", name); return nil })
 	}
 	return env
@@ -174,7 +174,7 @@ func (f *fakes) wantCleanedUp(t *testing.T) {
 	if !slices.Equal(f.deleted, []string{scratch}) {
 		t.Errorf("deleted %v, want the scratch context %s once", f.deleted, scratch)
 	}
-	if n := len(f.calls); n == 0 || f.calls[n-1] != lifecycle.ActivityDeletePreview {
+	if n := len(f.calls); n == 0 || f.calls[n-1] != lifecycle.DeletePreview.Name() {
 		t.Errorf("activities %v: the scratch context is not deleted last", f.calls)
 	}
 }
@@ -193,7 +193,7 @@ func appErrType(err error) string {
 func TestAnUpdatePreviewRunsTheChosenControllersAndDeletesItsContext(t *testing.T) {
 	f := newFakes()
 	f.plan.Controllers = []lifecycle.Controller{{Name: "tac", Type: contract.TypeAction}, {Name: "gac", Type: contract.TypeAction, Intent: "g"}}
-	f.chosen = lifecycle.PreviewControllers{Run: []lifecycle.PreviewStep{{Step: 1, Controller: f.plan.Controllers[1]}},
+	f.chosen = lifecycle.PreviewChoice{Run: []lifecycle.PreviewStep{{Step: 1, Controller: f.plan.Controllers[1]}},
 		Notes: []string{"tac was not run"}}
 	f.control = func(contract.Input) (contract.Result, error) {
 		return contract.Result{Workflows: []contract.Workflow{{Name: "hook"}}}, nil
@@ -216,7 +216,7 @@ func TestAnUpdatePreviewRunsTheChosenControllersAndDeletesItsContext(t *testing.
 		in.PreviousContextID != "41" || in.Hook != contract.HookRun || in.Intent != "g" {
 		t.Errorf("gac's input %+v", in)
 	}
-	if f.called(lifecycle.ActivityCommitControllers) != 1 {
+	if f.called(lifecycle.CommitControllers.Name()) != 1 {
 		t.Errorf("activities %v: the controllers' edits are not committed once", f.calls)
 	}
 	if d := f.diffIn[0]; d.Start.Previous != "41" || d.Plan.Rollout == nil || d.Limit != 100 || d.ContextID != scratch {
@@ -241,7 +241,7 @@ func TestARollbackPreviewCopiesTheRevision(t *testing.T) {
 	if !slices.Equal(f.copied, []lifecycle.CopyInput{{From: "41", To: scratch}}) {
 		t.Errorf("copied %+v", f.copied)
 	}
-	if n := f.called(lifecycle.ActivityRenderApps) + f.called(lifecycle.ActivityPlaceApps); n != 0 {
+	if n := f.called(lifecycle.RenderApps.Name()) + f.called(lifecycle.PlaceApps.Name()); n != 0 {
 		t.Errorf("activities %v: a rollback's preview rendered or placed", f.calls)
 	}
 	f.wantCleanedUp(t)
@@ -268,7 +268,7 @@ func TestTheScratchContextIsDeletedWhenThePreviewFails(t *testing.T) {
 		}, lifecycle.ErrInvalidInput, `app "web": bad chart`},
 		{"controller", func(f *fakes) {
 			f.plan.Controllers = []lifecycle.Controller{{Name: "gac"}}
-			f.chosen = lifecycle.PreviewControllers{Run: []lifecycle.PreviewStep{{Step: 0, Controller: f.plan.Controllers[0]}}}
+			f.chosen = lifecycle.PreviewChoice{Run: []lifecycle.PreviewStep{{Step: 0, Controller: f.plan.Controllers[0]}}}
 			f.control = func(contract.Input) (contract.Result, error) {
 				return contract.Result{}, temporal.NewNonRetryableApplicationError("no such resource", lifecycle.ErrInvalidInput, nil)
 			}
@@ -291,7 +291,7 @@ func TestTheScratchContextIsDeletedWhenThePreviewFails(t *testing.T) {
 			if errors.As(err, &appErr) && !strings.Contains(appErr.Message(), tc.wantMsg) {
 				t.Errorf("message %q, want %q", appErr.Message(), tc.wantMsg)
 			}
-			if f.called(lifecycle.ActivityDiffPreview) != 0 {
+			if f.called(lifecycle.DiffPreview.Name()) != 0 {
 				t.Errorf("activities %v: compared after a failure", f.calls)
 			}
 			f.wantCleanedUp(t)

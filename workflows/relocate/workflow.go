@@ -101,7 +101,7 @@ func (r *relocation) fail(err error) (Progress, error) {
 func (r *relocation) run(ctx workflow.Context, req lifecycle.RelocateRequest, timeout time.Duration) (Progress, error) {
 	r.at(StepCheck, "where %s runs in %s", req.App, req.DIG)
 	var plan lifecycle.RelocationPlan
-	if err := workflow.ExecuteActivity(briefly(ctx), lifecycle.ActivityPlanRelocation, req).Get(ctx, &plan); err != nil {
+	if err := lifecycle.PlanRelocation.Execute(briefly(ctx), req).Get(ctx, &plan); err != nil {
 		return r.fail(err)
 	}
 	if !slices.Contains(plan.Clusters, req.From) && slices.Contains(plan.Clusters, req.To) {
@@ -117,7 +117,7 @@ func (r *relocation) run(ctx workflow.Context, req lifecycle.RelocateRequest, ti
 	added, err := r.place(ctx, req, both)
 	if err == nil {
 		r.at(StepAwaitReady, "waiting until %s is Ready on %s", req.App, req.To)
-		err = workflow.ExecuteActivity(waiting(ctx, timeout), lifecycle.ActivityAwaitAppReady, lifecycle.AwaitAppReadyInput{
+		err = lifecycle.AwaitAppReady.Execute(waiting(ctx, timeout), lifecycle.AwaitAppReadyInput{
 			DIG: req.DIG, ContextID: added, App: req.App, Cluster: req.To, Timeout: timeout}).Get(ctx, nil)
 	}
 	if err != nil {
@@ -136,14 +136,14 @@ func (r *relocation) run(ctx workflow.Context, req lifecycle.RelocateRequest, ti
 
 // place pins the app to clusters and updates the DIG; it returns the new context.
 func (r *relocation) place(ctx workflow.Context, req lifecycle.RelocateRequest, clusters []string) (string, error) {
-	err := workflow.ExecuteActivity(briefly(ctx), lifecycle.ActivityPlaceApp,
+	err := lifecycle.PlaceApp.Execute(briefly(ctx),
 		lifecycle.PlaceAppInput{DIG: req.DIG, App: req.App, Clusters: clusters}).Get(ctx, nil)
 	if err != nil {
 		return "", err
 	}
 	ctxID := lifecycle.DrawContextID(ctx)
 	r.progress.Updates = append(r.progress.Updates, req.DIG.OpWorkflowID(lifecycle.OpUpdate, ctxID))
-	err = workflow.ExecuteActivity(updating(ctx), lifecycle.ActivityUpdateDIG,
+	err = lifecycle.UpdateDIG.Execute(updating(ctx),
 		lifecycle.UpdateDIGInput{DIG: req.DIG, ContextID: ctxID}).Get(ctx, nil)
 	return ctxID, err
 }

@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/mock"
-	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/temporal"
 	"go.temporal.io/sdk/testsuite"
@@ -97,26 +96,25 @@ func run(t *testing.T, f *fakes, in Input) (Progress, error) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
-	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	reg(lifecycle.ActivityPlanRelocation, func(_ context.Context, req lifecycle.RelocateRequest) (lifecycle.RelocationPlan, error) {
+	lifecycle.Register(env, lifecycle.PlanRelocation, func(_ context.Context, req lifecycle.RelocateRequest) (lifecycle.RelocationPlan, error) {
 		return lifecycle.RelocationPlan{ContextID: "c0", Clusters: f.clusters}, nil
 	})
-	reg(lifecycle.ActivityPlaceApp, func(_ context.Context, in lifecycle.PlaceAppInput) error {
+	lifecycle.RegisterNoResult(env, lifecycle.PlaceApp, func(_ context.Context, in lifecycle.PlaceAppInput) error {
 		if in.DIG != dig || in.App != "web" {
 			t.Errorf("placed %+v", in)
 		}
 		f.placed = append(f.placed, in.Clusters)
 		return nil
 	})
-	reg(lifecycle.ActivityUpdateDIG, func(_ context.Context, in lifecycle.UpdateDIGInput) error {
+	lifecycle.RegisterNoResult(env, lifecycle.UpdateDIG, func(_ context.Context, in lifecycle.UpdateDIGInput) error {
 		f.updates = append(f.updates, in.ContextID)
 		if f.update != nil {
 			return f.update(len(f.updates) - 1)
 		}
 		return nil
 	})
-	reg(lifecycle.ActivityAwaitAppReady, func(context.Context, lifecycle.AwaitAppReadyInput) error { return nil })
-	env.OnActivity(lifecycle.ActivityAwaitAppReady, mock.Anything, mock.Anything).After(time.Minute).Return(
+	lifecycle.RegisterNoResult(env, lifecycle.AwaitAppReady, func(context.Context, lifecycle.AwaitAppReadyInput) error { return nil })
+	env.OnActivity(lifecycle.AwaitAppReady.Name(), mock.Anything, mock.Anything).After(time.Minute).Return(
 		func(_ context.Context, in lifecycle.AwaitAppReadyInput) error {
 			f.awaited = append(f.awaited, in)
 			return f.ready

@@ -9,7 +9,7 @@ import (
 // The autoscaler of a DIG with a capacity placement (temco's own; docs/autoscaling.md): one
 // Autoscale workflow per DIG, started when the capacity placement is stored, that reads its
 // clusters' signals every evaluation interval, decides (capacity.Decide) and changes the
-// DIG's clusters through the DIG's ordinary update (ActivityUpdateDIG).
+// DIG's clusters through the DIG's ordinary update (UpdateDIG).
 const (
 	WorkflowAutoscale = "Autoscale"
 	OpAutoscale       = "autoscale" // the operation search attribute of autoscalers

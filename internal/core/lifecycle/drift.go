@@ -16,6 +16,9 @@ const (
 	driftCheckWorkflowPostfix = "/check"
 )
 
+// ChildDriftBatch is a drift check's batch of clusters, which the check starts as a child.
+var ChildDriftBatch = child[BatchInput, BatchResult](WorkflowDriftBatch)
+
 // DriftInput starts a drift check of a DIG (the schedule's argument).
 type DriftInput struct {
 	DIG Target `json:"dig"`

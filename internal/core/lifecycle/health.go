@@ -4,7 +4,7 @@ import "time"
 
 // Cluster health (docs/api.md, "Cluster reachability"): one ClusterHealth workflow per temco,
 // started by the api (starter.EnsureClusterHealth), that probes every registered cluster's
-// API server round after round, a page of clusters per activity (ActivityProbeClusters),
+// API server round after round, a page of clusters per activity (ProbeClusters),
 // and stores what changed (internal/core/health). SignalWake starts a round at once.
 const (
 	WorkflowClusterHealth = "ClusterHealth"

@@ -5,7 +5,7 @@ import "time"
 // Cluster inventories (temco's own; docs/inventory.md): one ClusterInventory workflow per
 // inventory resource, started when it is stored, that every sync interval keeps the
 // provider's clusters in step with the hub's ClusterProfiles and publishes every DIG's
-// clusters there as PlacementDecisions (ActivitySyncInventory), until the resource is
+// clusters there as PlacementDecisions (SyncInventory), until the resource is
 // deleted or the workflow gets SignalStop. SignalWake syncs at once.
 const (
 	WorkflowInventory = "ClusterInventory"

@@ -19,10 +19,11 @@ type Kind struct {
 	attrs                func(Target) []temporal.SearchAttributeUpdate
 	// Prepare is the activity that builds a target's context from its own resources;
 	// nil for DIGs (rendering, placement and controllers do).
-	Prepare func(Target) string
+	Prepare func(Target) Activity[ContextRef, Plan]
 	// PerCluster is the activity that replaces a batch kind's usual per-cluster one
-	// (WorkflowApplyBatch's ApplyCluster…); nil, or "" for a batch kind: the usual one.
-	PerCluster func(t Target, batch string) string
+	// (WorkflowApplyBatch's ApplyCluster…); nil, or the zero Activity for a batch kind:
+	// the usual one.
+	PerCluster func(t Target, batch string) Activity[ClusterInput, ClusterResult]
 	// Staged kinds roll out in stages (a DIG's rollout strategy); the others in batches.
 	Staged bool
 	Scope  Scope

@@ -55,24 +55,24 @@ var CACerts = &Kind{
 		}
 		return []temporal.SearchAttributeUpdate{owner, AttrCACert.ValueSet(d.CACert)}
 	},
-	Prepare: func(d Target) string {
+	Prepare: func(d Target) Activity[ContextRef, Plan] {
 		if d.CertStage == CertEnrollment {
-			return ActivityPrepareCertEnrollment
+			return PrepareCertEnrollment
 		}
-		return ActivityPrepareCertDistribution
+		return PrepareCertDistribution
 	},
-	PerCluster: func(d Target, batch string) string {
+	PerCluster: func(d Target, batch string) Activity[ClusterInput, ClusterResult] {
 		if d.CertStage == CertEnrollment { // signs, and forgets keys
-			return map[string]string{
-				WorkflowApplyBatch:  ActivityEnrollCertificates,
-				WorkflowDeleteBatch: ActivityWithdrawCertificates,
-				WorkflowPruneBatch:  ActivityPruneCertificates,
+			return map[string]Activity[ClusterInput, ClusterResult]{
+				WorkflowApplyBatch:  EnrollCertificates,
+				WorkflowDeleteBatch: WithdrawCertificates,
+				WorkflowPruneBatch:  PruneCertificates,
 			}[batch]
 		}
 		if batch == WorkflowApplyBatch { // installs the keys
-			return ActivityDistributeCertificates
+			return DistributeCertificates
 		}
-		return ""
+		return Activity[ClusterInput, ClusterResult]{}
 	},
 	Scope:  ScopeDefault,
 	Status: ByCluster,

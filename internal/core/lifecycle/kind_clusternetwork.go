@@ -43,7 +43,7 @@ var ClusterNetworks = &Kind{
 	attrs: func(d Target) []temporal.SearchAttributeUpdate {
 		return []temporal.SearchAttributeUpdate{AttrCluster.ValueSet(d.ClusterNetwork)}
 	},
-	Prepare: func(Target) string { return ActivityPrepareClusterNetwork },
+	Prepare: func(Target) Activity[ContextRef, Plan] { return PrepareClusterNetwork },
 	Scope:   ScopeDefault,
 	Status:  OneCluster,
 	// Apply is its instantiate, and there is no update.

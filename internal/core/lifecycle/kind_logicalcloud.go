@@ -34,12 +34,12 @@ var LogicalClouds = &Kind{
 	attrs: func(d Target) []temporal.SearchAttributeUpdate {
 		return []temporal.SearchAttributeUpdate{AttrProject.ValueSet(d.Project), AttrLogicalCloud.ValueSet(d.LogicalCloud)}
 	},
-	Prepare: func(Target) string { return ActivityPrepareLogicalCloud },
-	PerCluster: func(_ Target, batch string) string {
-		return map[string]string{
-			WorkflowApplyBatch:  ActivitySetUpLogicalCloud,
-			WorkflowDeleteBatch: ActivityTearDownLogicalCloud,
-			WorkflowPruneBatch:  ActivityPruneLogicalCloud,
+	Prepare: func(Target) Activity[ContextRef, Plan] { return PrepareLogicalCloud },
+	PerCluster: func(_ Target, batch string) Activity[ClusterInput, ClusterResult] {
+		return map[string]Activity[ClusterInput, ClusterResult]{
+			WorkflowApplyBatch:  SetUpLogicalCloud,
+			WorkflowDeleteBatch: TearDownLogicalCloud,
+			WorkflowPruneBatch:  PruneLogicalCloud,
 		}[batch]
 	},
 	Scope:  ScopeOwn,

@@ -62,17 +62,18 @@ func fillRoute(path string, param func(string) string) string {
 func TestPerClusterActivities(t *testing.T) {
 	enrol := Target{Project: "p", CACert: "c", CertStage: CertEnrollment}
 	for _, c := range []struct {
-		t           Target
-		batch, want string
+		t     Target
+		batch string
+		want  Activity[ClusterInput, ClusterResult]
 	}{
-		{Target{Project: "p", LogicalCloud: "lc"}, WorkflowDeleteBatch, ActivityTearDownLogicalCloud},
-		{enrol, WorkflowApplyBatch, ActivityEnrollCertificates},
-		{enrol.Stage(CertDistribution), WorkflowApplyBatch, ActivityDistributeCertificates},
-		{enrol.Stage(CertDistribution), WorkflowDeleteBatch, ""},
-		{enrol, WorkflowReadBatch, ""},
+		{Target{Project: "p", LogicalCloud: "lc"}, WorkflowDeleteBatch, TearDownLogicalCloud},
+		{enrol, WorkflowApplyBatch, EnrollCertificates},
+		{enrol.Stage(CertDistribution), WorkflowApplyBatch, DistributeCertificates},
+		{enrol.Stage(CertDistribution), WorkflowDeleteBatch, Activity[ClusterInput, ClusterResult]{}},
+		{enrol, WorkflowReadBatch, Activity[ClusterInput, ClusterResult]{}},
 	} {
 		if got := c.t.Kind().PerCluster(c.t, c.batch); got != c.want {
-			t.Errorf("%s, %s: %q, want %q", c.t, c.batch, got, c.want)
+			t.Errorf("%s, %s: %q, want %q", c.t, c.batch, got.Name(), c.want.Name())
 		}
 	}
 	if DIGs.PerCluster != nil || ClusterNetworks.PerCluster != nil {

@@ -48,6 +48,20 @@ const (
 	QueryProgress         = "progress"
 )
 
+// The operations' workflows, which the DIG's workflow starts as children, and their
+// batches', which an operation starts as children (Workflow).
+var (
+	ChildInstantiate = child[OpInput, None](WorkflowInstantiate)
+	ChildTerminate   = child[OpInput, None](WorkflowTerminate)
+	ChildUpdate      = child[OpInput, None](WorkflowUpdate)
+	ChildRollback    = child[OpInput, None](WorkflowRollback)
+	ChildMigrate     = child[MigrateInput, None](WorkflowMigrate)
+	ChildApplyBatch  = child[BatchInput, BatchResult](WorkflowApplyBatch)
+	ChildDeleteBatch = child[BatchInput, BatchResult](WorkflowDeleteBatch)
+	ChildPruneBatch  = child[BatchInput, BatchResult](WorkflowPruneBatch)
+	ChildReadBatch   = child[BatchInput, BatchResult](WorkflowReadBatch)
+)
+
 // OwnWorkflowTypes are every workflow type temco's worker runs (workers.Workflows): no
 // user's intent may start one, but Relocate (workflowmgr).
 var OwnWorkflowTypes = []string{WorkflowDIG, WorkflowInstantiate, WorkflowTerminate, WorkflowUpdate, WorkflowRollback,

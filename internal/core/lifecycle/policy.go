@@ -6,12 +6,12 @@ import (
 )
 
 // EMCO's policy controller in temco (docs/policy.md): one PolicyAgent workflow per
-// registered agent holds the agent's event stream open (ActivityListenPolicyAgent) and
+// registered agent holds the agent's event stream open (ListenPolicyAgent) and
 // hands each event to the Policy workflow of the DIG whose context it names
 // (SignalPolicyEvent, signal-with-start). That workflow evaluates the DIG's policy
-// intents naming the event (ActivityEvaluatePolicy) and, when a policy asks for action,
+// intents naming the event (EvaluatePolicy) and, when a policy asks for action,
 // starts the workflow intent it names as an abandoned child, once per decision, and
-// records the decision (ActivityRecordPolicy).
+// records the decision (RecordPolicy).
 const (
 	WorkflowPolicyAgent = "PolicyAgent"
 	WorkflowPolicy      = "Policy"

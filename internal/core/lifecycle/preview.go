@@ -46,9 +46,9 @@ type PreviewStart struct {
 	Revision int64 `json:"revision"`
 }
 
-// PreviewControllers is which of the DIG's controllers a preview runs: Run lists them with
+// PreviewChoice is which of the DIG's controllers a preview runs: Run lists them with
 // their step (the operation's numbering), Notes say what was left out and why.
-type PreviewControllers struct {
+type PreviewChoice struct {
 	Run   []PreviewStep `json:"run,omitempty"`
 	Notes []string      `json:"notes,omitempty"`
 }
