@@ -87,16 +87,42 @@ func helmTemplate(ctx context.Context, in chartInput) (rendering, error) {
 	if in.caps == nil {
 		ch.Metadata.KubeVersion = ""
 	}
-	keys := make([]string, 0, len(in.overrides))
-	for k := range in.overrides {
+	if err := applyOverrides(in.overrides, vals); err != nil {
+		return rendering{}, err
+	}
+	install, err := templateInstall(in)
+	if err != nil {
+		return rendering{}, err
+	}
+	rel, err := install.RunWithContext(ctx, ch, vals)
+	if err != nil {
+		return rendering{}, fmt.Errorf("render chart %s: %w", ch.Name(), err)
+	}
+	if out.objects, err = releaseObjects(ch.Name(), rel, in.labels); err != nil {
+		return rendering{}, err
+	}
+	return out, nil
+}
+
+// applyOverrides sets each override (a --set path and its value) in vals, in the order
+// of their paths.
+func applyOverrides(overrides map[string]string, vals map[string]any) error {
+	keys := make([]string, 0, len(overrides))
+	for k := range overrides {
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if err := strvals.ParseInto(k+"="+in.overrides[k], vals); err != nil {
-			return rendering{}, fmt.Errorf("override value %q: %w", k, err)
+		if err := strvals.ParseInto(k+"="+overrides[k], vals); err != nil {
+			return fmt.Errorf("override value %q: %w", k, err)
 		}
 	}
+	return nil
+}
+
+// templateInstall is a client-only dry-run install of in's release, for in's cluster
+// capabilities when it has them.
+func templateInstall(in chartInput) (*action.Install, error) {
 	install := action.NewInstall(&action.Configuration{})
 	install.DryRun, install.ClientOnly, install.Replace, install.IncludeCRDs = true, true, true, true
 	install.ReleaseName, install.Namespace, install.KubeVersion = in.release, in.namespace, defaultKubeVersion
@@ -105,20 +131,22 @@ func helmTemplate(ctx context.Context, in chartInput) (rendering, error) {
 		// is built for), as `helm template --kube-version --api-versions` does.
 		kv, err := chartutil.ParseKubeVersion(in.caps.KubeVersion)
 		if err != nil {
-			return rendering{}, fmt.Errorf("the cluster's Kubernetes version %q: %w", in.caps.KubeVersion, err)
+			return nil, fmt.Errorf("the cluster's Kubernetes version %q: %w", in.caps.KubeVersion, err)
 		}
 		install.KubeVersion, install.APIVersions = kv, in.caps.APIVersions
 	}
-	rel, err := install.RunWithContext(ctx, ch, vals)
-	if err != nil {
-		return rendering{}, fmt.Errorf("render chart %s: %w", ch.Name(), err)
-	}
+	return install, nil
+}
+
+// releaseObjects are the objects of chart's rendered release and its hooks (not test
+// hooks), in the order they are applied, refusing more than an app may have.
+func releaseObjects(chart string, rel *release.Release, labels map[string]string) ([]appctx.Object, error) {
 	yamlBytes := len(rel.Manifest)
 	for _, h := range rel.Hooks {
 		yamlBytes += len(h.Manifest)
 	}
 	if yamlBytes > maxManifestBytes {
-		return rendering{}, fmt.Errorf("chart %s renders %d bytes of manifests, more than the %s an app may have", ch.Name(), yamlBytes, size(maxManifestBytes))
+		return nil, fmt.Errorf("chart %s renders %d bytes of manifests, more than the %s an app may have", chart, yamlBytes, size(maxManifestBytes))
 	}
 	docs := splitInOrder(rel.Manifest)
 	for _, h := range rel.Hooks {
@@ -129,25 +157,24 @@ func helmTemplate(ctx context.Context, in chartInput) (rendering, error) {
 	objs := make([]appctx.Object, 0, min(len(docs), maxObjects))
 	objectsBytes := 0
 	for _, doc := range docs {
-		o, ok, err := toObject(doc, in.labels)
+		o, ok, err := toObject(doc, labels)
 		if err != nil {
-			return rendering{}, fmt.Errorf("chart %s: %w", ch.Name(), err)
+			return nil, fmt.Errorf("chart %s: %w", chart, err)
 		}
 		if !ok {
 			continue
 		}
 		// YAML aliases may make an object larger than its document: counted as JSON too.
 		if objectsBytes += len(o.Manifest); objectsBytes > maxObjectsBytes {
-			return rendering{}, fmt.Errorf("chart %s renders objects of more than %s (as JSON), the most an app may have", ch.Name(), size(maxObjectsBytes))
+			return nil, fmt.Errorf("chart %s renders objects of more than %s (as JSON), the most an app may have", chart, size(maxObjectsBytes))
 		}
 		if len(objs) == maxObjects {
-			return rendering{}, fmt.Errorf("chart %s renders more than %d objects, the most an app may have", ch.Name(), maxObjects)
+			return nil, fmt.Errorf("chart %s renders more than %d objects, the most an app may have", chart, maxObjects)
 		}
 		objs = append(objs, o)
 	}
 	sortForApply(objs)
-	out.objects = objs
-	return out, nil
+	return objs, nil
 }
 
 // defaultKubeVersion is the Kubernetes version charts are rendered for when their

@@ -355,89 +355,121 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 	if err != nil {
 		return lifecycle.BatchResult{}, err
 	}
-	opts := kind.Options
 	listed := clusters == nil
 	if listed {
 		if err := kind.List.Execute(listing(ctx), in).Get(ctx, &clusters); err != nil {
 			return lifecycle.BatchResult{}, err
 		}
 	}
-	res := lifecycle.BatchResult{Clusters: len(clusters)}
-	var firstErr error
-	tally := func(c string, r lifecycle.ClusterResult, err error) {
-		if err != nil && firstErr == nil && !in.Tolerant {
-			firstErr = err
-		}
-		res.Done += r.Done
-		res.Failed += r.Failed
-		res.NotReady += r.NotReady
-		if err != nil || r.Failed > 0 {
-			res.ClustersFailed++
-		}
-		if err != nil || r.NotReady > 0 || r.Failed > 0 {
-			res.ClustersNotReady++
-		}
-		if settled != nil {
-			settled(ctx, c)
-		}
-	}
-	base := lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}
-	sel := workflow.NewSelector(ctx)
-	pending := 0
-	alone := func(c string, after *lifecycle.Prior) {
-		one := base
-		one.Cluster, one.After = c, after
-		actx := opts(ctx)
-		if after != nil {
-			actx = continuing(actx, after.Attempts)
-		}
-		pending++
-		f := perCluster.Execute(actx, one)
-		sel.AddFuture(f.Future, func(workflow.Future) {
-			var r lifecycle.ClusterResult
-			err := f.Get(ctx, &r)
-			tally(c, r, err)
-		})
-	}
+	t := &batchTally{res: lifecycle.BatchResult{Clusters: len(clusters)}, tolerant: in.Tolerant, settled: settled}
+	b := &batchRun{ctx: ctx, sel: workflow.NewSelector(ctx), opts: kind.Options, perCluster: perCluster, group: kind.Group,
+		tally: t, base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}}
 	size := in.GroupSize
 	if size == 0 && kind.Group.Name() != "" && in.Activity == "" && g.release >= releaseGroups {
 		size = groupSize(ctx)
 	}
 	if size > 1 {
 		for group := range slices.Chunk(clusters, size) {
-			pending++
-			f := kind.Group.Execute(grouped(opts(ctx)), lifecycle.GroupInput{ClusterInput: base, Clusters: group})
-			sel.AddFuture(f.Future, func(workflow.Future) {
-				var r lifecycle.GroupResult
-				if err := f.Get(ctx, &r); err != nil {
-					for _, c := range group {
-						tally(c, lifecycle.ClusterResult{}, err)
-					}
-					return
-				}
-				for _, d := range r.Done {
-					tally(d.Cluster, d.Result, nil)
-				}
-				for _, l := range r.Left {
-					alone(l.Cluster, &r.Prior)
-				}
-			})
+			b.inGroup(group)
 		}
 	} else {
 		for _, c := range clusters {
-			alone(c, nil)
+			b.alone(c, nil)
 		}
 	}
-	for ; pending > 0; pending-- {
-		sel.Select(ctx)
-	}
+	b.wait()
 	// A listed batch (a child workflow) stores its counts for status summaries; one that
 	// was stopped leaves them to be counted live, as does a failure to count.
 	// Nor is a batch listed from another context's this one's to count.
 	if listed && ctx.Err() == nil && !kind.KeepsCounts && in.ClustersOf == "" && g.has(ctx, changeCountBatch) {
 		_ = lifecycle.CountBatch.Execute(counting(ctx), in).Get(ctx, nil)
 	}
-	return res, firstErr
+	return t.res, t.firstErr
+}
+
+// batchTally sums a batch's results as its clusters settle: the first error fails the
+// batch unless it is tolerant.
+type batchTally struct {
+	res      lifecycle.BatchResult
+	firstErr error
+	tolerant bool
+	settled  func(workflow.Context, string) // nil: no one hears of each cluster
+}
+
+func (t *batchTally) add(ctx workflow.Context, c string, r lifecycle.ClusterResult, err error) {
+	if err != nil && t.firstErr == nil && !t.tolerant {
+		t.firstErr = err
+	}
+	t.res.Done += r.Done
+	t.res.Failed += r.Failed
+	t.res.NotReady += r.NotReady
+	if err != nil || r.Failed > 0 {
+		t.res.ClustersFailed++
+	}
+	if err != nil || r.NotReady > 0 || r.Failed > 0 {
+		t.res.ClustersNotReady++
+	}
+	if t.settled != nil {
+		t.settled(ctx, c)
+	}
+}
+
+// batchRun schedules a batch's activities on one selector, and waits for them all.
+type batchRun struct {
+	ctx        workflow.Context
+	sel        workflow.Selector
+	pending    int
+	base       lifecycle.ClusterInput
+	opts       func(workflow.Context) workflow.Context
+	perCluster lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult]
+	group      lifecycle.Activity[lifecycle.GroupInput, lifecycle.GroupResult]
+	tally      *batchTally
+}
+
+// alone works on cluster c in an activity of its own; after, if set, is what its group
+// learned of it before leaving it.
+func (b *batchRun) alone(c string, after *lifecycle.Prior) {
+	one := b.base
+	one.Cluster, one.After = c, after
+	actx := b.opts(b.ctx)
+	if after != nil {
+		actx = continuing(actx, after.Attempts)
+	}
+	b.pending++
+	f := b.perCluster.Execute(actx, one)
+	b.sel.AddFuture(f.Future, func(workflow.Future) {
+		var r lifecycle.ClusterResult
+		err := f.Get(b.ctx, &r)
+		b.tally.add(b.ctx, c, r, err)
+	})
+}
+
+// inGroup works on clusters in one group activity; those the group leaves go on alone.
+func (b *batchRun) inGroup(clusters []string) {
+	b.pending++
+	f := b.group.Execute(grouped(b.opts(b.ctx)), lifecycle.GroupInput{ClusterInput: b.base, Clusters: clusters})
+	b.sel.AddFuture(f.Future, func(workflow.Future) {
+		var r lifecycle.GroupResult
+		if err := f.Get(b.ctx, &r); err != nil {
+			for _, c := range clusters {
+				b.tally.add(b.ctx, c, lifecycle.ClusterResult{}, err)
+			}
+			return
+		}
+		for _, d := range r.Done {
+			b.tally.add(b.ctx, d.Cluster, d.Result, nil)
+		}
+		for _, l := range r.Left {
+			b.alone(l.Cluster, &r.Prior)
+		}
+	})
+}
+
+// wait selects until every activity scheduled, those scheduled meanwhile too, is done.
+func (b *batchRun) wait() {
+	for ; b.pending > 0; b.pending-- {
+		b.sel.Select(b.ctx)
+	}
 }
 
 // clusterActivity is the activity a batch runs on each of its clusters: the target
