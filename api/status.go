@@ -164,7 +164,7 @@ func (s *Server) writeStatus(c echo.Context, target lifecycle.Target, d *store.D
 		return err
 	}
 	b.finish(out)
-	if target.DIG != "" && q.ready && q.unfiltered() {
+	if target.Kind().Apps && q.ready && q.unfiltered() {
 		// A read of every object: the fleet's home shows its counts until the next one.
 		if err := s.Contexts.SaveReadiness(ctx, ctxID, b.readiness(time.Now().UTC())); err != nil {
 			return err
@@ -225,7 +225,7 @@ func (s *Server) addRunning(ctx context.Context, out *statusResult, target lifec
 	if out.Operation, err = s.Ops.Running(ctx, target, header.Status, ctxID); err != nil {
 		return operationErr(err)
 	}
-	if target.DIG == "" {
+	if !target.Kind().Apps {
 		return nil
 	}
 	if out.Drift, err = s.driftOf(ctx, ctxID, q); err != nil {

@@ -14,7 +14,7 @@ import (
 // instantiate's is the DIG's configuration now; a rollback's is the snapshot of the
 // revision it copies. A retried begin finds its revision recorded already.
 func (a *Activities) snapshotted(ctx context.Context, t lifecycle.Target, op string, res lifecycle.BeginResult, err error) (lifecycle.BeginResult, error) {
-	if err != nil || a.Snapshots == nil || t.Kind() != lifecycle.DIGs {
+	if err != nil || a.Snapshots == nil || !t.Kind().Apps {
 		return res, err
 	}
 	rev := snapshot.Revision{Revision: res.Revision, ContextID: res.ContextID, Operation: op, Time: time.Now().UTC()}

@@ -26,7 +26,11 @@ type Kind struct {
 	PerCluster func(t Target, batch string) Activity[ClusterInput, ClusterResult]
 	// Staged kinds roll out in stages (a DIG's rollout strategy); the others in batches.
 	Staged bool
-	Scope  Scope
+	// Apps kinds deploy a composite app's apps by intents (a DIG): each revision's
+	// configuration is snapshotted (rollbacks, diffs), the fleet's home counts their
+	// readiness, and their status shows drift checks, a rollout and an autoscaler.
+	Apps  bool
+	Scope Scope
 	// Hosts: other targets deploy into it, so its terminate waits until none does.
 	Hosts  bool
 	Status Layout

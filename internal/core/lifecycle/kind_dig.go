@@ -60,6 +60,7 @@ var DIGs = &Kind{
 			AttrVersion.ValueSet(d.Version), AttrDIG.ValueSet(d.DIG)}
 	},
 	Staged: true,
+	Apps:   true,
 	Scope:  ScopeHost,
 	Status: ByApp,
 	// Approve, rollback and migrate are the api's own routes (bodies of their own).
