@@ -9,7 +9,7 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/temco/temco/internal/hub"
+	"github.com/temco/temco/hub"
 )
 
 // hubCmd runs the declarative front door: temco's kinds (temco.io/v1alpha1) on a hub
