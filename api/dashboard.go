@@ -209,6 +209,8 @@ func intParam(c echo.Context, name string, dst *int, lo, hi int) error {
 	return nil
 }
 
+// dashboard answers a DIG's screen: its state and history, then its context's operation,
+// counts and one page of its clusters (filtered, read live first when asked).
 func (s *Server) dashboard(c echo.Context) error {
 	var q dashboardQuery
 	dig, _, info, err := s.loadTarget(c, digRef, func(lifecycle.Target) (err error) {
@@ -233,26 +235,11 @@ func (s *Server) dashboard(c echo.Context) error {
 	if header == nil { // never instantiated, or its context is gone
 		return c.JSON(http.StatusOK, out)
 	}
-	out.Instance, out.Revision, out.ContextStatus, out.Error = ctxID, header.Revision, header.Status, header.Error
-	out.Apps = append(out.Apps, header.Apps...)
-	slices.Sort(out.Apps)
-	for _, app := range slices.Sorted(maps.Keys(header.Artifacts)) {
-		out.Artifacts = append(out.Artifacts, header.Artifacts[app])
-	}
-	// Temporal's record of the operation, the rollout and the batches are independent reads.
-	var keys []string
-	g, gctx := errgroup.WithContext(ctx)
-	g.Go(func() (err error) { out.Operation, err = s.operationOf(gctx, dig, header); return err })
-	g.Go(func() (err error) { out.Rollout, err = s.rolloutOf(gctx, header); return err })
-	g.Go(func() (err error) { out.Autoscaler, err = s.autoscalerOfDIG(gctx, dig.ID()); return err })
-	g.Go(func() (err error) { out.Objects, keys, err = s.Contexts.Overview(gctx, ctxID); return err })
-	if err := g.Wait(); err != nil {
+	describeRevision(out, ctxID, header)
+	keys, err := s.readOverview(ctx, out, dig, ctxID, header)
+	if err != nil {
 		return err
 	}
-	if out.Objects == nil {
-		out.Objects = map[string]int{}
-	}
-	out.Total = len(keys)
 	if keys, err = s.filterClusters(ctx, keys, q); err != nil {
 		return err
 	}
@@ -262,18 +249,7 @@ func (s *Server) dashboard(c echo.Context) error {
 		if all, err = s.placementsByCluster(ctx, ctxID, keys); err != nil {
 			return err
 		}
-		out.States, out.AppStates = map[string]int{}, map[string]map[string]int{}
-		keys = slices.DeleteFunc(keys, func(k string) bool {
-			row := rowOf(k, all[k], nil)
-			out.States[row.State]++
-			for app, cell := range row.Apps {
-				if out.AppStates[app] == nil {
-					out.AppStates[app] = map[string]int{}
-				}
-				out.AppStates[app][cell.State]++
-			}
-			return row.State != q.state
-		})
+		keys = countStates(out, keys, all, q.state)
 	}
 	out.Matched = len(keys)
 	page := keys[min(q.offset, len(keys)):min(q.offset+q.limit, len(keys))]
@@ -286,9 +262,65 @@ func (s *Server) dashboard(c echo.Context) error {
 		}
 		out.LiveError = s.readLive(ctx, dig, lifecycle.ReadInput{ContextID: ctxID, Clusters: page}, liveReadWait)
 	}
+	if err := s.addRows(ctx, out, ctxID, page, all, q.live); err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// describeRevision copies what the context's header says of its revision into out.
+func describeRevision(out *dashboardView, ctxID string, header *appctx.Context) {
+	out.Instance, out.Revision, out.ContextStatus, out.Error = ctxID, header.Revision, header.Status, header.Error
+	out.Apps = append(out.Apps, header.Apps...)
+	slices.Sort(out.Apps)
+	for _, app := range slices.Sorted(maps.Keys(header.Artifacts)) {
+		out.Artifacts = append(out.Artifacts, header.Artifacts[app])
+	}
+}
+
+// readOverview adds the context's operation, rollout, autoscaler and counts of objects to
+// out, and returns its clusters. Temporal's record of the operation, the rollout and the
+// batches are independent reads: they go at once.
+func (s *Server) readOverview(ctx context.Context, out *dashboardView, dig lifecycle.Target, ctxID string, header *appctx.Context) ([]string, error) {
+	var keys []string
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) { out.Operation, err = s.operationOf(gctx, dig, header); return err })
+	g.Go(func() (err error) { out.Rollout, err = s.rolloutOf(gctx, header); return err })
+	g.Go(func() (err error) { out.Autoscaler, err = s.autoscalerOfDIG(gctx, dig.ID()); return err })
+	g.Go(func() (err error) { out.Objects, keys, err = s.Contexts.Overview(gctx, ctxID); return err })
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	if out.Objects == nil {
+		out.Objects = map[string]int{}
+	}
+	out.Total = len(keys)
+	return keys, nil
+}
+
+// countStates counts the clusters keys by state, and each app's cells by state, into out
+// (all holds their placements), and keeps the clusters in state.
+func countStates(out *dashboardView, keys []string, all map[string][]*appctx.ClusterApp, state string) []string {
+	out.States, out.AppStates = map[string]int{}, map[string]map[string]int{}
+	return slices.DeleteFunc(keys, func(k string) bool {
+		row := rowOf(k, all[k], nil)
+		out.States[row.State]++
+		for app, cell := range row.Apps {
+			if out.AppStates[app] == nil {
+				out.AppStates[app] = map[string]int{}
+			}
+			out.AppStates[app][cell.State]++
+		}
+		return row.State != state
+	})
+}
+
+// addRows adds the page's rows to out, reading their labels and, unless all has them
+// from before a live read, their placements.
+func (s *Server) addRows(ctx context.Context, out *dashboardView, ctxID string, page []string, all map[string][]*appctx.ClusterApp, live bool) error {
 	var labels map[string][]string
-	g, gctx = errgroup.WithContext(ctx)
-	if all == nil || q.live {
+	g, gctx := errgroup.WithContext(ctx)
+	if all == nil || live {
 		g.Go(func() (err error) { all, err = s.placementsByCluster(gctx, ctxID, page); return err })
 	}
 	g.Go(func() (err error) { labels, err = s.clusterLabels(gctx, page); return err })
@@ -298,7 +330,7 @@ func (s *Server) dashboard(c echo.Context) error {
 	for _, k := range page {
 		out.Clusters = append(out.Clusters, rowOf(k, all[k], labels[k]))
 	}
-	return c.JSON(http.StatusOK, out)
+	return nil
 }
 
 // readLive reads clusters live for at most wait; a read that takes longer goes on in its

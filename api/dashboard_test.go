@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -267,5 +268,33 @@ func TestDashboardShowsArtifacts(t *testing.T) {
 	if a := v.Artifacts[0]; !a.Retrying || a.Attempts != 3 || !strings.Contains(a.Error, "connection refused") ||
 		!a.NextTry.Equal(next) || a.Size != 4096 || a.Downloaded != 1024 {
 		t.Errorf("api: %+v", a)
+	}
+}
+
+// A state filter counts every cluster by its worst cell, and each app's cells, before it
+// keeps the clusters in the state asked for.
+func TestCountStatesKeepsTheStateAskedFor(t *testing.T) {
+	res := func(statuses ...string) []appctx.ResourceStatus {
+		var out []appctx.ResourceStatus
+		for _, s := range statuses {
+			out = append(out, appctx.ResourceStatus{Status: s})
+		}
+		return out
+	}
+	all := map[string][]*appctx.ClusterApp{
+		"p+c1": {{App: "web", Resources: res(lifecycle.ResApplied)}, {App: "db", Resources: res(lifecycle.ResFailed)}},
+		"p+c2": {{App: "web", Resources: res(lifecycle.ResApplied, lifecycle.ResApplied)}},
+		"p+c3": {{App: "web", Resources: res(lifecycle.ResRetrying)}},
+	}
+	out := &dashboardView{}
+	kept := countStates(out, []string{"p+c1", "p+c2", "p+c3", "p+c4"}, all, lifecycle.ResFailed)
+	if strings.Join(kept, ",") != "p+c1" {
+		t.Errorf("kept %v, want the failed cluster", kept)
+	}
+	if want := map[string]int{lifecycle.ResFailed: 1, lifecycle.ResApplied: 1, lifecycle.ResRetrying: 1, lifecycle.ResPending: 1}; !maps.Equal(out.States, want) {
+		t.Errorf("clusters by state %v, want %v", out.States, want)
+	}
+	if out.AppStates["web"][lifecycle.ResApplied] != 2 || out.AppStates["web"][lifecycle.ResRetrying] != 1 || out.AppStates["db"][lifecycle.ResFailed] != 1 {
+		t.Errorf("apps' cells by state %v", out.AppStates)
 	}
 }
