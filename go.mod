@@ -195,6 +195,7 @@ require (
 	github.com/spf13/cast v1.7.0 // indirect
 	github.com/spf13/pflag v1.1.0 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
+	github.com/temco/temco/client v0.0.0
 	github.com/temco/temco/contract v0.0.0
 	github.com/temco/temco/hubapi v0.0.0
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
@@ -237,6 +238,7 @@ require (
 
 // The modules outsiders import, kept in this repository.
 replace (
+	github.com/temco/temco/client => ./client
 	github.com/temco/temco/contract => ./contract
 	github.com/temco/temco/hubapi => ./hubapi
 )
