@@ -50,8 +50,8 @@ func (c *Client) ActingAs(project string) *Client {
 	return &cp
 }
 
-// OwnedBy is a copy of c whose requests name owner as the owner of what they write
-// (HeaderOwner); "" names none.
+// OwnedBy is a copy of c whose requests that write name owner as the owner of what they
+// write (HeaderOwner); "" names none.
 func (c *Client) OwnedBy(owner string) *Client {
 	cp := *c
 	cp.owner = owner

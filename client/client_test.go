@@ -71,7 +71,8 @@ var ctx = context.Background()
 
 // Every request goes below /v2 with the token; a GET asks for JSON and names no client,
 // any other names it, and a change with no body says JSON (temco's api takes neither
-// kind without one of them); the owner and the project acted as go only when set.
+// kind without one of them); the project acted as goes when set, the owner when set on a
+// request that writes.
 func TestRequestsCarryTemcosHeaders(t *testing.T) {
 	cases := []struct {
 		name                      string
@@ -80,7 +81,7 @@ func TestRequestsCarryTemcosHeaders(t *testing.T) {
 		accept, client, ctype     string
 		owner, actAs, body, query string
 	}{
-		{name: "GET", c: func(c *Client) *Client { return c }, req: Request{Method: "GET", Path: "/projects/p1?limit=1"},
+		{name: "GET", c: func(c *Client) *Client { return c.OwnedBy("hub:Project/p1") }, req: Request{Method: "GET", Path: "/projects/p1?limit=1"},
 			accept: "application/json", query: "limit=1"},
 		{name: "bodiless POST", c: func(c *Client) *Client { return c }, req: Request{Method: "POST", Path: "/projects/p1/x/approve"},
 			client: "test", ctype: "application/json"},

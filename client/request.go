@@ -75,8 +75,8 @@ func (c *Client) Send(ctx context.Context, req Request) (*Response, error) {
 	if c.Token != "" {
 		hr.Header.Set("Authorization", "Bearer "+c.Token)
 	}
-	if c.owner != "" {
-		hr.Header.Set(HeaderOwner, c.owner)
+	if c.owner != "" && req.Method != http.MethodGet && req.Method != http.MethodHead {
+		hr.Header.Set(HeaderOwner, c.owner) // a read writes nothing to own
 	}
 	if c.actAs != "" {
 		hr.Header.Set(HeaderActAs, "project:"+c.actAs)

@@ -3,108 +3,43 @@ package hub
 import (
 	"context"
 	"maps"
-	"net/http"
 	"slices"
 	"strconv"
-	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	temco "github.com/temco/temco/client"
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// opStatus is the part of a lifecycle target's status answer (GET …/status) the hub reads.
-type opStatus struct {
-	States struct {
-		Actions []struct {
-			State string `json:"state"`
-		} `json:"actions"`
-	} `json:"states"`
-	DeployedStatus string     `json:"deployedStatus"`
-	Error          string     `json:"error"`
-	Operation      *runningOp `json:"operation"`
+// The lifecycles' machines are temco's (lifecycle.DIGs, lifecycle.LogicalClouds): the hub
+// asks them which operation may start from a state, and plans only which one brings an
+// object towards the state it declares (nextDIGStep).
+var (
+	digs   = lifecycle.DIGs.Machine
+	clouds = lifecycle.LogicalClouds.Machine
+)
+
+func (r *Reconciler) status(ctx context.Context, path string) (temco.Status, error) {
+	return as(ctx, r.API).Status(ctx, path)
 }
 
-// runningOp is an operation under way, as status and dashboard answers show it.
-type runningOp struct {
-	WorkflowID string `json:"workflowId"`
-	Op         string `json:"op"`
-}
-
-// state is the target's lifecycle state (its last action's), "Created" when none.
-func (s opStatus) state() string {
-	if n := len(s.States.Actions); n > 0 {
-		return s.States.Actions[n-1].State
-	}
-	return "Created"
-}
-
-// running reports whether an operation of the target is under way.
-func (s opStatus) running() bool {
-	return s.Operation != nil || strings.HasSuffix(s.DeployedStatus, "ing")
-}
-
-// failed reports whether the last operation failed.
-func (s opStatus) failed() bool { return strings.HasSuffix(s.DeployedStatus, "Failed") }
-
-func (r *Reconciler) status(ctx context.Context, path string) (opStatus, error) {
-	var s opStatus
-	_, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/status?status=deployed&output=summary"}, &s)
-	return s, err
-}
-
-// opAnswer is an operation's 202.
-type opAnswer struct {
-	WorkflowID string `json:"workflowId"`
-	ContextID  string `json:"contextId"`
-}
-
-func (r *Reconciler) operate(ctx context.Context, owner, path, op string, body any) (opAnswer, error) {
-	var a opAnswer
-	_, err := r.REST.do(ctx, request{method: http.MethodPost, path: path + "/" + op, owner: owner, body: body}, &a)
-	return a, err
-}
-
-// digView is the part of a DIG's dashboard answer (GET …/dashboard) the hub reads: its
-// counts are whole whatever the page size.
-type digView struct {
-	State         string     `json:"state"`
-	Revision      int        `json:"revision"`
-	Instance      string     `json:"instance"`
-	ContextStatus string     `json:"contextStatus"`
-	Error         string     `json:"error"`
-	Operation     *runningOp `json:"operation"`
-	Rollout       *struct {
-		State  string `json:"state"`
-		Stages []struct {
-			Name  string `json:"name"`
-			State string `json:"state"`
-		} `json:"stages"`
-	} `json:"rollout"`
-	Apps    []string       `json:"apps"`
-	Objects map[string]int `json:"objects"`
-	Total   int            `json:"total"`  // clusters
-	States  map[string]int `json:"states"` // clusters by state: only with a state filter
-	// AppStates are each app's clusters by state: only with a state filter.
-	AppStates map[string]map[string]int `json:"appStates"`
+func (r *Reconciler) operate(ctx context.Context, owner, path, op string, body any) (temco.OpAccepted, error) {
+	return as(ctx, r.API).OwnedBy(owner).Operate(ctx, path, op, body)
 }
 
 // snapshotOf is the id of the configuration snapshot that produced revision ("" when
 // none says so: a revision from before snapshots, or the API not answering).
 func (r *Reconciler) snapshotOf(ctx context.Context, path string, revision int) string {
-	var list []struct {
-		ID        string `json:"id"`
-		Revisions []struct {
-			Revision int `json:"revision"`
-		} `json:"revisions"`
-	}
-	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/snapshots?limit=10"}, &list); err != nil {
+	list, err := as(ctx, r.API).Snapshots(ctx, path, 10)
+	if err != nil {
 		return ""
 	}
 	for _, s := range list {
 		for _, rv := range s.Revisions {
-			if rv.Revision == revision {
+			if rv.Revision == int64(revision) {
 				return s.ID
 			}
 		}
@@ -112,88 +47,73 @@ func (r *Reconciler) snapshotOf(ctx context.Context, path string, revision int) 
 	return ""
 }
 
-// stage is where a rollout is: its first stage not done, else its end.
-func (v digView) stage() string {
-	if v.Rollout == nil {
-		return ""
-	}
-	for _, st := range v.Rollout.Stages {
-		switch st.State {
-		case "Succeeded", "Skipped", "Pending":
-		default:
-			return st.Name + ": " + st.State
-		}
-	}
-	return v.Rollout.State
-}
-
 // digAfter drives a DIG to its desired state, one step per look: it never starts an
 // operation while another runs, and an operation once started is Temporal's to finish.
 func digAfter(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n *node) (time.Duration, error) {
 	owner, path := ownerOf("DeploymentIntentGroup", o), n.path()
-	var v digView
-	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/dashboard?limit=1"}, &v); err != nil {
+	s, err := as(ctx, r.API).DIGState(ctx, path, temco.DIGStateOptions{})
+	if err != nil {
 		return 0, err
 	}
-	r.recordView(ctx, o, path, v)
-	s := opStatus{DeployedStatus: v.ContextStatus, Error: v.Error, Operation: v.Operation}
-	setDegraded(o, s)
-	if s.running() {
-		setCondition(o, v1.Progressing, metav1.ConditionTrue, s.DeployedStatus, "an operation runs: "+o.Status.WorkflowID)
+	r.recordState(ctx, o, path, s)
+	setDegraded(o, s.Failed(), s.ContextStatus, s.Error)
+	if s.Running() {
+		setCondition(o, v1.Progressing, metav1.ConditionTrue, s.ContextStatus, "an operation runs: "+o.Status.WorkflowID)
 		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", "an operation runs")
 		return followRunning, nil
 	}
 	setCondition(o, v1.Progressing, metav1.ConditionFalse, "Idle", "")
-	if err := r.recordClusterStates(ctx, &o.Status, path, v); err != nil {
+	if err := r.recordClusterStates(ctx, &o.Status, path, s); err != nil {
 		return 0, err
 	}
-	if err := r.settleRequested(ctx, &o.Status, path, v.Instance); err != nil {
+	if err := r.settleRequested(ctx, &o.Status, path, s.ContextID); err != nil {
 		return 0, err
 	}
 	if step := nextDIGStep(o); step.q.Op != "" {
 		return r.startDIGStep(ctx, o, owner, path, step)
 	}
-	setDIGReady(o, s)
+	setDIGReady(o, s.Failed())
 	return 0, nil
 }
 
-// recordView copies the dashboard's answer into the DIG's status, and the snapshot that
-// made its revision when the revision is another one.
-func (r *Reconciler) recordView(ctx context.Context, o *v1.DeploymentIntentGroup, path string, v digView) {
+// recordState copies the DIG's state (GET DIG/state) into its status, and the snapshot
+// that made its revision when the revision is another one.
+func (r *Reconciler) recordState(ctx context.Context, o *v1.DeploymentIntentGroup, path string, s temco.DIGState) {
 	st := &o.Status
 	st.IntentCollections = intentCollections(o) // written: the apply before this succeeded
-	if v.Revision != st.Revision || st.Snapshot == "" && v.Revision > 0 {
-		st.Snapshot = r.snapshotOf(ctx, path, v.Revision)
+	revision := int(s.Revision)
+	if revision != st.Revision || st.Snapshot == "" && revision > 0 {
+		st.Snapshot = r.snapshotOf(ctx, path, revision)
 	}
-	st.State, st.Revision, st.ContextID = cmpOr(v.State, "Created"), v.Revision, v.Instance
-	st.RolloutStage, st.Apps = v.stage(), len(v.Apps)
-	st.Objects = counts(v.Objects)
-	st.Clusters = v1.Counts{Total: v.Total}
-	if v.Operation != nil {
-		st.WorkflowID, st.Operation = v.Operation.WorkflowID, cmpOr(v.Operation.Op, st.Operation)
+	st.State, st.Revision, st.ContextID = cmpOr(s.State, lifecycle.StateCreated), revision, s.ContextID
+	st.RolloutStage, st.Apps = s.Rollout.Stage(), len(s.Apps)
+	st.Objects = counts(s.Objects)
+	st.Clusters = v1.Counts{Total: s.Clusters}
+	if s.Operation != nil {
+		st.WorkflowID, st.Operation = s.Operation.WorkflowID, cmpOr(s.Operation.Op, st.Operation)
 	}
 }
 
-// setDegraded says whether the last operation failed.
-func setDegraded(o *v1.DeploymentIntentGroup, s opStatus) {
-	if s.failed() {
-		setCondition(o, v1.Degraded, metav1.ConditionTrue, s.DeployedStatus, s.Error)
+// setDegraded says whether the last operation failed: its context's status, and why.
+func setDegraded(o *v1.DeploymentIntentGroup, failed bool, status, why string) {
+	if failed {
+		setCondition(o, v1.Degraded, metav1.ConditionTrue, status, why)
 	} else {
 		setCondition(o, v1.Degraded, metav1.ConditionFalse, "NoFailure", "")
 	}
 }
 
-// recordClusterStates counts the DIG's clusters by state, all and by app. That needs each
-// cluster's documents read (a state filter): once per look when no operation runs, not at
-// every follow-up of a running one.
-func (r *Reconciler) recordClusterStates(ctx context.Context, st *v1.DeploymentIntentGroupStatus, path string, v digView) error {
-	var byState digView
-	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/dashboard?limit=1&state=Failed"}, &byState); err != nil {
+// recordClusterStates counts the DIG's clusters by state, all and by app. That reads each
+// cluster's record: once per look when no operation runs, not at every follow-up of a
+// running one.
+func (r *Reconciler) recordClusterStates(ctx context.Context, st *v1.DeploymentIntentGroupStatus, path string, s temco.DIGState) error {
+	byState, err := as(ctx, r.API).DIGState(ctx, path, temco.DIGStateOptions{Clusters: true})
+	if err != nil {
 		return err
 	}
-	st.Clusters = counts(byState.States)
-	st.Clusters.Total = v.Total
-	st.AppClusters = appClusters(v.Apps, byState.AppStates)
+	st.Clusters = counts(byState.ClusterStates)
+	st.Clusters.Total = s.Clusters
+	st.AppClusters = appClusters(s.Apps, byState.AppClusterStates)
 	return nil
 }
 
@@ -237,7 +157,10 @@ type digStep struct {
 }
 
 // nextDIGStep plans the operation that brings the DIG towards its desired state, from
-// the status the look recorded.
+// the status the look recorded. The DIG's machine says what may start from its state;
+// the plan picks what leads to the state wanted. It approves only a DIG never approved or
+// terminated, though the machine approves a migrated one too: a migrated DIG's deployment
+// lives on in its migrate's target, and the hub must not deploy it a second time.
 func nextDIGStep(o *v1.DeploymentIntentGroup) digStep {
 	op := func(name string) digStep {
 		return digStep{q: v1.RequestedOperation{Op: name, Hash: o.Status.AppliedHash}}
@@ -245,17 +168,17 @@ func nextDIGStep(o *v1.DeploymentIntentGroup) digStep {
 	want, state := o.Spec.State, o.Status.State
 	switch {
 	case want == v1.StateCreated:
-	case want == v1.StateApproved && (state == "Created" || state == "Terminated"):
-		return op("approve")
-	case (want == v1.StateApproved || want == v1.StateTerminated) && isDeployed(state):
-		return op("terminate")
-	case want == v1.StateInstantiated && state == "Created":
-		step := op("instantiate")
+	case want == v1.StateApproved && (state == lifecycle.StateCreated || state == lifecycle.StateTerminated):
+		return op(temco.OpApprove)
+	case (want == v1.StateApproved || want == v1.StateTerminated) && digs.Allows(lifecycle.OpTerminate, state):
+		return op(temco.OpTerminate)
+	case want == v1.StateInstantiated && state == lifecycle.StateCreated:
+		step := op(temco.OpInstantiate)
 		step.approveFirst = true
 		return step
-	case want == v1.StateInstantiated && (state == "Approved" || state == "Terminated"):
-		return op("instantiate")
-	case want == v1.StateInstantiated && state == "Instantiated":
+	case want == v1.StateInstantiated && digs.Allows(lifecycle.OpInstantiate, state):
+		return op(temco.OpInstantiate)
+	case want == v1.StateInstantiated && state == lifecycle.StateInstantiated:
 		return changeStep(o, op)
 	}
 	return digStep{}
@@ -266,17 +189,17 @@ func nextDIGStep(o *v1.DeploymentIntentGroup) digStep {
 func changeStep(o *v1.DeploymentIntentGroup, op func(string) digStep) digStep {
 	st := &o.Status
 	if rb := o.Annotations[v1.AnnotationRollback]; rb != "" && rb != st.RollbackRequest {
-		spec := map[string]any{"revision": rb}
+		to := temco.RollbackSpec{Revision: rb}
 		if _, err := strconv.Atoi(rb); err != nil {
-			spec = map[string]any{"snapshot": rb}
+			to = temco.RollbackSpec{Snapshot: rb}
 		}
-		step := op("rollback")
-		step.q.Request, step.body = rb, map[string]any{"spec": spec}
+		step := op(temco.OpRollback)
+		step.q.Request, step.body = rb, temco.RollbackRequest{Spec: to}
 		return step
 	}
 	up := o.Annotations[v1.AnnotationUpdate]
 	if st.DeployedHash != st.AppliedHash || up != "" && up != st.UpdateRequest {
-		step := op("update")
+		step := op(temco.OpUpdate)
 		step.q.Request = up
 		return step
 	}
@@ -288,12 +211,12 @@ func changeStep(o *v1.DeploymentIntentGroup, op func(string) digStep) digStep {
 func (r *Reconciler) startDIGStep(ctx context.Context, o *v1.DeploymentIntentGroup, owner, path string, step digStep) (time.Duration, error) {
 	st := &o.Status
 	if step.approveFirst {
-		if _, err := r.operate(ctx, owner, path, "approve", nil); err != nil {
+		if _, err := r.operate(ctx, owner, path, temco.OpApprove, nil); err != nil {
 			return 0, err
 		}
 	}
 	q := step.q
-	if q.Op == "update" || q.Op == "rollback" {
+	if q.Op == temco.OpUpdate || q.Op == temco.OpRollback {
 		// These leave the state as it was, so the request is written down first.
 		q.Revision, q.Context = st.Revision, st.ContextID
 		st.Requested = &q
@@ -314,10 +237,9 @@ func (r *Reconciler) startDIGStep(ctx context.Context, o *v1.DeploymentIntentGro
 }
 
 // setDIGReady says whether the DIG is in the state wanted, without a failure.
-func setDIGReady(o *v1.DeploymentIntentGroup, s opStatus) {
+func setDIGReady(o *v1.DeploymentIntentGroup, failed bool) {
 	want, state := o.Spec.State, o.Status.State
-	ready := want == "" || want == state || want == v1.StateApproved && state == "Approved"
-	if ready && !s.failed() {
+	if (want == "" || want == state) && !failed {
 		setCondition(o, v1.Ready, metav1.ConditionTrue, state, "the DIG is "+state)
 	} else {
 		setCondition(o, v1.Ready, metav1.ConditionFalse, state, "the DIG is "+state+", wanted "+want)
@@ -328,11 +250,11 @@ func setDIGReady(o *v1.DeploymentIntentGroup, s opStatus) {
 func carried(st *v1.DeploymentIntentGroupStatus, q v1.RequestedOperation) {
 	st.Operation = q.Op
 	switch q.Op {
-	case "instantiate":
+	case temco.OpInstantiate:
 		st.DeployedHash = q.Hash
-	case "update":
+	case temco.OpUpdate:
 		st.DeployedHash, st.UpdateRequest = q.Hash, q.Request
-	case "rollback":
+	case temco.OpRollback:
 		st.RollbackRequest = q.Request
 	}
 }
@@ -345,13 +267,8 @@ func (r *Reconciler) madeBy(ctx context.Context, path string, q *v1.RequestedOpe
 	if current == q.Context {
 		return false, nil
 	}
-	var list []struct {
-		Revisions []struct {
-			ContextID string `json:"contextId"`
-			Operation string `json:"operation"`
-		} `json:"revisions"`
-	}
-	if _, err := r.REST.do(ctx, request{method: http.MethodGet, path: path + "/snapshots?limit=10"}, &list); err != nil {
+	list, err := as(ctx, r.API).Snapshots(ctx, path, 10)
+	if err != nil {
 		return false, err
 	}
 	for _, s := range list {
@@ -364,11 +281,6 @@ func (r *Reconciler) madeBy(ctx context.Context, path string, q *v1.RequestedOpe
 	return false, nil
 }
 
-// isDeployed: states a terminate starts from.
-func isDeployed(state string) bool {
-	return state == "Instantiated" || state == "InstantiateStopped" || state == "TerminateStopped"
-}
-
 // digFinalize terminates a deployed DIG, waits for it, then deletes the DIG's resources.
 func digFinalize(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, n *node) (bool, error) {
 	owner, path := ownerOf("DeploymentIntentGroup", o), n.path()
@@ -376,20 +288,19 @@ func digFinalize(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup
 	if err != nil {
 		return false, err
 	}
-	if s.running() {
+	if s.Running() {
 		return false, nil
 	}
-	if isDeployed(s.state()) {
-		a, err := r.operate(ctx, owner, path, "terminate", nil)
+	if digs.Allows(lifecycle.OpTerminate, s.State()) {
+		a, err := r.operate(ctx, owner, path, temco.OpTerminate, nil)
 		if err != nil {
 			return false, err
 		}
-		o.Status.Operation, o.Status.WorkflowID = "terminate", a.WorkflowID
+		o.Status.Operation, o.Status.WorkflowID = temco.OpTerminate, a.WorkflowID
 		setCondition(o, v1.Progressing, metav1.ConditionTrue, "Terminating", "deleted: terminate started: "+a.WorkflowID)
 		return false, nil
 	}
-	t := &tree{rest: r.REST, owner: owner}
-	return true, t.remove(ctx, path, n.children)
+	return true, r.tree(owner).remove(ctx, path, n.children)
 }
 
 // cloudAfter instantiates a logical cloud once its references are written.
@@ -399,19 +310,19 @@ func cloudAfter(ctx context.Context, r *Reconciler, o *v1.LogicalCloud, n *node)
 		return 0, err
 	}
 	switch {
-	case s.running():
+	case s.Running():
 		setCondition(o, v1.Ready, metav1.ConditionFalse, "Progressing", "an operation runs")
 		return followRunning, nil
-	case s.state() == "Created" || s.state() == "Terminated":
-		if _, err := r.operate(ctx, ownerOf("LogicalCloud", o), n.path(), "instantiate", nil); err != nil {
+	case clouds.Allows(lifecycle.OpInstantiate, s.State()):
+		if _, err := r.operate(ctx, ownerOf("LogicalCloud", o), n.path(), temco.OpInstantiate, nil); err != nil {
 			return 0, err
 		}
 		setCondition(o, v1.Ready, metav1.ConditionFalse, "Instantiating", "instantiate started")
 		return followRunning, nil
-	case s.failed():
+	case s.Failed():
 		setCondition(o, v1.Ready, metav1.ConditionFalse, s.DeployedStatus, s.Error)
 	default:
-		setCondition(o, v1.Ready, metav1.ConditionTrue, s.state(), "the logical cloud is "+s.state())
+		setCondition(o, v1.Ready, metav1.ConditionTrue, s.State(), "the logical cloud is "+s.State())
 	}
 	return 0, nil
 }
@@ -419,30 +330,30 @@ func cloudAfter(ctx context.Context, r *Reconciler, o *v1.LogicalCloud, n *node)
 // cloudFinalize terminates an instantiated logical cloud, then deletes it.
 func cloudFinalize(ctx context.Context, r *Reconciler, o *v1.LogicalCloud, n *node) (bool, error) {
 	s, err := r.status(ctx, n.path())
-	if err != nil || s.running() {
+	if err != nil || s.Running() {
 		return false, err
 	}
-	if isDeployed(s.state()) {
-		_, err := r.operate(ctx, ownerOf("LogicalCloud", o), n.path(), "terminate", nil)
+	if clouds.Allows(lifecycle.OpTerminate, s.State()) {
+		_, err := r.operate(ctx, ownerOf("LogicalCloud", o), n.path(), temco.OpTerminate, nil)
 		return false, err
 	}
-	t := &tree{rest: r.REST, owner: ownerOf("LogicalCloud", o)}
-	return true, t.remove(ctx, n.path(), n.children)
+	return true, r.tree(ownerOf("LogicalCloud", o)).remove(ctx, n.path(), n.children)
 }
 
-// counts reads a dashboard's counts by state (of clusters, or of objects).
+// counts reads counts by state, of clusters or of objects (GET DIG/state's), into the
+// status's; Ready and NotReady are a live read's Applied.
 func counts(m map[string]int) v1.Counts {
 	var c v1.Counts
 	for k, v := range m {
 		c.Total += v
 		switch k {
-		case "Applied", "Ready", "NotReady":
+		case lifecycle.ResApplied, "Ready", "NotReady":
 			c.Deployed += v
-		case "Pending":
+		case lifecycle.ResPending:
 			c.Pending += v
-		case "Failed":
+		case lifecycle.ResFailed:
 			c.Failed += v
-		case "Retrying":
+		case lifecycle.ResRetrying:
 			c.Retrying += v
 		}
 	}
