@@ -205,7 +205,7 @@ func TestAnswersOtherThan2xx(t *testing.T) {
 	t.Run("Send returns any answer", func(t *testing.T) {
 		_, c := newServer(t, http.StatusConflict, `{"message":"busy"}`+"\n")
 		r, err := c.Send(ctx, Request{Method: "GET", Path: "/x"})
-		if err != nil || r.OK() || r.Code != 409 || r.Message != "busy" || string(r.Body) != `{"message":"busy"}` {
+		if err != nil || r.OK() || r.Code != 409 || r.Message != "busy" || string(r.Body) != `{"message":"busy"}`+"\n" {
 			t.Errorf("Send = %+v, %v", r, err)
 		}
 	})

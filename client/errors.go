@@ -1,6 +1,7 @@
 package client
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -49,7 +50,7 @@ func messageOf(body []byte) (msg string, own bool) {
 	if json.Unmarshal(body, &m) == nil && m.Message != "" {
 		return m.Message, true
 	}
-	return string(body), false
+	return string(bytes.TrimSpace(body)), false
 }
 
 // errorOf is the *Error of an answer other than 2xx; a body that is not the API's own

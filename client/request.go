@@ -37,7 +37,7 @@ type File struct {
 // Response is what the API answered, whatever its status.
 type Response struct {
 	Code int
-	Body []byte // without leading and trailing white space
+	Body []byte // as received
 	// Message is what an answer other than 2xx says: the API's {"message": ...}, else its
 	// body (EMCO's own services answer errors in plain text); "" for a 2xx.
 	Message string
@@ -90,9 +90,9 @@ func (c *Client) Send(ctx context.Context, req Request) (*Response, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: read the answer: %w", req.Method, req.Path, err)
 	}
-	r := &Response{Code: resp.StatusCode, Body: bytes.TrimSpace(data)}
+	r := &Response{Code: resp.StatusCode, Body: data}
 	if !r.OK() {
-		r.Message, _ = messageOf(r.Body)
+		r.Message, _ = messageOf(data)
 	}
 	return r, nil
 }
@@ -107,7 +107,7 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 	if !r.OK() {
 		return errorOf(req, r.Body, r.Code)
 	}
-	if out != nil && len(r.Body) > 0 {
+	if out != nil && len(bytes.TrimSpace(r.Body)) > 0 {
 		if err := json.Unmarshal(r.Body, out); err != nil {
 			return fmt.Errorf("%s /v2%s: the answer is not what temco answers: %w", req.Method, req.Path, err)
 		}

@@ -1,6 +1,7 @@
 package emcoctl
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"path/filepath"
@@ -65,5 +66,5 @@ func (r *Runner) send(ctx context.Context, req client.Request) (answer, error) {
 	if err != nil {
 		return answer{}, err
 	}
-	return answer{status: resp.Code, message: resp.Message, body: resp.Body}, nil
+	return answer{status: resp.Code, message: resp.Message, body: bytes.TrimSpace(resp.Body)}, nil
 }
