@@ -152,6 +152,12 @@ func TestFilesMakeAMultipartRequest(t *testing.T) {
 	if got.header.Get(HeaderClient) != "test" {
 		t.Errorf("%s = %q", HeaderClient, got.header.Get(HeaderClient))
 	}
+	if _, err := c.Send(ctx, Request{Method: "POST", Path: "/x", Body: map[string]any{}, Multipart: true}); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.last(t); len(got.parts) != 1 || got.parts[0] != (part{"metadata", "", "{}"}) {
+		t.Errorf("a form without files: parts %+v, want the metadata alone", got.parts)
+	}
 }
 
 // A 4xx is a refusal with the API's message; a 5xx an *Error that is no refusal; a GET's

@@ -25,6 +25,9 @@ type Request struct {
 	// Files make the request multipart/form-data: Body as the field "metadata", then each
 	// file as a part of its own, in order.
 	Files []File
+	// Multipart makes it multipart/form-data without Files too: a form whose files are
+	// optional (a gac customization's), sent with its metadata alone.
+	Multipart bool
 }
 
 // File is one file of a multipart request.
@@ -117,7 +120,7 @@ func (c *Client) Do(ctx context.Context, req Request, out any) error {
 
 // encode is req's body and its Content-Type ("" when it has none).
 func encode(req Request) (io.Reader, string, error) {
-	if len(req.Files) > 0 {
+	if len(req.Files) > 0 || req.Multipart {
 		return multipartBody(req.Body, req.Files)
 	}
 	if req.Body == nil {
