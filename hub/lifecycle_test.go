@@ -388,6 +388,11 @@ func TestNextDIGStep(t *testing.T) {
 		{name: "approved wanted of a deployed DIG", want: v1.StateApproved, state: "Instantiated", op: "terminate"},
 		{name: "terminated wanted of a stopped instantiate", want: v1.StateTerminated, state: "InstantiateStopped", op: "terminate"},
 		{name: "terminated wanted of a created DIG", want: v1.StateTerminated, state: "Created"},
+		{name: "terminated wanted of a stopped terminate", want: v1.StateTerminated, state: "TerminateStopped", op: "terminate"},
+		// A migrated DIG's deployment lives on in its target: the hub leaves it, though the
+		// machine would approve it.
+		{name: "approved wanted of a migrated DIG", want: v1.StateApproved, state: "Migrated"},
+		{name: "instantiated wanted of a migrated DIG", want: v1.StateInstantiated, state: "Migrated"},
 		{name: "instantiated wanted of a created DIG: approved first", want: v1.StateInstantiated, state: "Created", op: "instantiate", approveFirst: true},
 		{name: "instantiated wanted of an approved DIG", want: v1.StateInstantiated, state: "Approved", op: "instantiate"},
 		{name: "instantiated wanted of a terminated DIG", want: v1.StateInstantiated, state: "Terminated", op: "instantiate"},
