@@ -51,11 +51,31 @@ func (r *Response) OK() bool { return r.Code >= 200 && r.Code < 300 }
 
 // Send sends req and returns the answer whatever its status. The error is for a request
 // that got no answer (the API unreachable, the connection lost) or could not be built.
-//
-// A GET asks for JSON (EMCO answers an app's or a profile's GET with its file
-// otherwise); any other request names the client (HeaderClient), and one with no body
-// says JSON too.
 func (c *Client) Send(ctx context.Context, req Request) (*Response, error) {
+	hr, err := c.newRequest(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.http().Do(hr)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
+	if err != nil {
+		return nil, fmt.Errorf("%s %s: read the answer: %w", req.Method, req.Path, err)
+	}
+	r := &Response{Code: resp.StatusCode, Body: data}
+	if !r.OK() {
+		r.Message, _ = messageOf(data)
+	}
+	return r, nil
+}
+
+// newRequest is req with temco's headers. A GET asks for JSON (EMCO answers an app's or
+// a profile's GET with its file otherwise); any other request names the client
+// (HeaderClient), and one with no body says JSON too.
+func (c *Client) newRequest(ctx context.Context, req Request) (*http.Request, error) {
 	body, contentType, err := encode(req)
 	if err != nil {
 		return nil, fmt.Errorf("%s %s: %w", req.Method, req.Path, err)
@@ -84,20 +104,7 @@ func (c *Client) Send(ctx context.Context, req Request) (*Response, error) {
 	if c.actAs != "" {
 		hr.Header.Set(HeaderActAs, "project:"+c.actAs)
 	}
-	resp, err := c.http().Do(hr)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, maxAnswer))
-	if err != nil {
-		return nil, fmt.Errorf("%s %s: read the answer: %w", req.Method, req.Path, err)
-	}
-	r := &Response{Code: resp.StatusCode, Body: data}
-	if !r.OK() {
-		r.Message, _ = messageOf(data)
-	}
-	return r, nil
+	return hr, nil
 }
 
 // Do sends req and decodes a 2xx answer into out (nil: the answer is dropped). Any other
