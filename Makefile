@@ -13,6 +13,8 @@ run: tools build
 test: tools chromium
 	$(GO) vet ./...
 	cd contract && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd hubapi && $(GO) vet ./... && $(GO) test -count=1 ./...
+	cd client && $(GO) vet ./... && $(GO) test -count=1 ./...
 	GO=$(GO) tests/run.sh
 
 ## tools: build the pinned dev binaries into .bin (idempotent)
@@ -27,10 +29,11 @@ chromium:
 	@/usr/bin/chromium --version 2>/dev/null
 
 ## generate: hubapi's deepcopy functions and CRDs (hubapi/crds), from its Go types; the
-## chart ships the same CRDs (deploy/temco/crds, installed by Helm before its templates)
+## chart ships the same CRDs (deploy/temco/crds, installed by Helm before its templates).
+## hubapi is a module of its own: controller-gen loads it from its folder
 generate:
 	@BIN=$(BIN) tools/build.sh controllergen
-	$(BIN)/controller-gen object paths=./hubapi/... crd:crdVersions=v1 output:crd:artifacts:config=hubapi/crds
+	cd hubapi && $(BIN)/controller-gen object paths=./... crd:crdVersions=v1 output:crd:artifacts:config=crds
 	mkdir -p deploy/temco/crds && rm -f deploy/temco/crds/*.yaml && cp hubapi/crds/*.yaml deploy/temco/crds/
 
 ## build: the temco binary
@@ -40,6 +43,8 @@ build:
 ## unit: the fast tests only (no local clusters or Temporal server)
 unit: tools
 	cd contract && $(GO) test -count=1 -short ./...
+	cd hubapi && $(GO) test -count=1 -short ./...
+	cd client && $(GO) test -count=1 -short ./...
 	$(GO) test -count=1 -short ./...
 
 fmt:

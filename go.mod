@@ -195,7 +195,9 @@ require (
 	github.com/spf13/cast v1.7.0 // indirect
 	github.com/spf13/pflag v1.1.0 // indirect
 	github.com/stretchr/objx v0.5.3 // indirect
+	github.com/temco/temco/client v0.0.0
 	github.com/temco/temco/contract v0.0.0
+	github.com/temco/temco/hubapi v0.0.0
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
 	github.com/valyala/fasttemplate v1.2.2 // indirect
 	github.com/x448/float16 v0.8.4 // indirect
@@ -234,4 +236,9 @@ require (
 	sigs.k8s.io/randfill v1.0.0 // indirect
 )
 
-replace github.com/temco/temco/contract => ./contract
+// The modules outsiders import, kept in this repository.
+replace (
+	github.com/temco/temco/client => ./client
+	github.com/temco/temco/contract => ./contract
+	github.com/temco/temco/hubapi => ./hubapi
+)

@@ -7,6 +7,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	temco "github.com/temco/temco/client"
 	"github.com/temco/temco/dashboard"
 	"github.com/temco/temco/internal/adapters/auth"
 	"github.com/temco/temco/internal/core/model"
@@ -27,7 +28,7 @@ func isPublic(route string) bool {
 // sends it with every request it makes for an object of a namespace bound to a project,
 // so that the API applies exactly that tenant's rules to what the object declares,
 // whatever the hub's own token may do (docs/hub.md, "Tenancy").
-const HeaderActAs = "X-Temco-Act-As"
+const HeaderActAs = temco.HeaderActAs
 
 // authenticate requires a valid bearer token on every other route, narrows the caller to
 // the project HeaderActAs names, and applies the authorization rules of authorize.

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+
+	temco "github.com/temco/temco/client"
 )
 
 // A page the operator has open may send requests to the api from the browser: "simple"
@@ -25,7 +27,7 @@ import (
 // a bodiless POST or a DELETE carries it, or Content-Type: application/json. A page of
 // another origin can send neither without a CORS preflight, which the api grants only to
 // the Temporal UI, on /codec.
-const ClientHeader = "X-Temco-Client"
+const ClientHeader = temco.HeaderClient
 
 // AnyHost in Server.Hosts serves every Host: for an api behind a proxy that checks them.
 const AnyHost = "*"

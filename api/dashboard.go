@@ -221,24 +221,14 @@ func (s *Server) dashboard(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	out := &dashboardView{Project: dig.Project, CompositeApp: dig.CompositeApp, CompositeAppVersion: dig.Version, Name: dig.DIG,
-		State: info.Current(), Revisions: revisionsOf(info), Apps: []string{}, Objects: map[string]int{},
-		Offset: q.offset, Limit: q.limit, Clusters: []dashboardClusterRow{}}
-	ctxID := info.ContextID()
-	var header *appctx.Context
-	if ctxID != "" {
-		if header, err = s.Contexts.Get(ctx, ctxID); err != nil && !errors.Is(err, appctx.ErrNotFound) {
-			return err
-		}
-	}
-	out.History = states(info, header).Actions
-	if header == nil { // never instantiated, or its context is gone
-		return c.JSON(http.StatusOK, out)
-	}
-	describeRevision(out, ctxID, header)
-	keys, err := s.readOverview(ctx, out, dig, ctxID, header)
+	out, keys, err := s.overview(ctx, dig, info)
 	if err != nil {
 		return err
+	}
+	out.Offset, out.Limit = q.offset, q.limit
+	ctxID := out.Instance
+	if ctxID == "" { // never instantiated, or its context is gone
+		return c.JSON(http.StatusOK, out)
 	}
 	if keys, err = s.filterClusters(ctx, keys, q); err != nil {
 		return err
@@ -266,6 +256,29 @@ func (s *Server) dashboard(c echo.Context) error {
 		return err
 	}
 	return c.JSON(http.StatusOK, out)
+}
+
+// overview is what the dashboard and a DIG's state (state.go) show of the DIG whatever
+// the page: its state and history and, once it has a context (out.Instance), that
+// revision, its operation, rollout, autoscaler and counts, and its clusters (keys).
+func (s *Server) overview(ctx context.Context, dig lifecycle.Target, info lifecycle.StateInfo) (*dashboardView, []string, error) {
+	out := &dashboardView{Project: dig.Project, CompositeApp: dig.CompositeApp, CompositeAppVersion: dig.Version, Name: dig.DIG,
+		State: info.Current(), Revisions: revisionsOf(info), Apps: []string{}, Objects: map[string]int{}, Clusters: []dashboardClusterRow{}}
+	ctxID := info.ContextID()
+	var header *appctx.Context
+	if ctxID != "" {
+		var err error
+		if header, err = s.Contexts.Get(ctx, ctxID); err != nil && !errors.Is(err, appctx.ErrNotFound) {
+			return nil, nil, err
+		}
+	}
+	out.History = states(info, header).Actions
+	if header == nil { // never instantiated, or its context is gone
+		return out, nil, nil
+	}
+	describeRevision(out, ctxID, header)
+	keys, err := s.readOverview(ctx, out, dig, ctxID, header)
+	return out, keys, err
 }
 
 // describeRevision copies what the context's header says of its revision into out.

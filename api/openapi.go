@@ -11,6 +11,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"sigs.k8s.io/yaml"
 
+	temco "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -252,10 +253,9 @@ func (s *Server) serveOpenAPI(c echo.Context) error {
 // Documented shapes of answers that are not stored resources.
 type (
 	opAccepted   = lifecycle.OpAccepted
-	rollbackBody struct {
-		Spec struct {
-			Revision string `json:"revision,omitempty"`
-			Snapshot string `json:"snapshot,omitempty"` // or a snapshot's id: its newest revision (snapshot.go)
-		} `json:"spec"`
-	}
+	rollbackBody = temco.RollbackRequest
 )
+
+// An operation's 202 is the client module's OpAccepted too: this conversion does not
+// compile once the two differ.
+var _ = temco.OpAccepted(opAccepted{})

@@ -9,6 +9,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	temco "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/diagnostics"
 	"github.com/temco/temco/internal/core/store"
 )
@@ -29,7 +30,7 @@ import (
 // writes no resource: it needs the header, and only the object's owner may send it.
 
 // HeaderOwner names the owner of a request's writes.
-const HeaderOwner = "X-Temco-Owner"
+const HeaderOwner = temco.HeaderOwner
 
 // maxOwnerLen bounds an owner, e.g. "hub:DeploymentIntentGroup/p1/dig".
 const maxOwnerLen = 256

@@ -148,6 +148,7 @@ func (s *Server) Handler() *echo.Echo {
 	s.registerDiagnostics(g)
 	s.registerControlView(g)
 	s.registerDashboard(g)
+	s.registerState(g)
 	s.registerFleet(g)
 	s.registerFleetClusters(g)
 	s.registerClusterView(g)

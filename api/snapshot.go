@@ -10,6 +10,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	temco "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/lifecycle"
 	snapshots "github.com/temco/temco/internal/core/snapshot"
 )
@@ -18,12 +19,8 @@ import (
 // with, recorded by the operation's begin (activities/operation), listed, read and
 // compared here; a rollback may name one instead of a revision.
 
-// snapshotDiff answers GET DIG/snapshots/{a}/diff/{b}.
-type snapshotDiff struct {
-	From    string             `json:"from"`
-	To      string             `json:"to"`
-	Changes []snapshots.Change `json:"changes"`
-}
+// snapshotDiff answers GET DIG/snapshots/{a}/diff/{b}, in the client module's type.
+type snapshotDiff = temco.SnapshotDiff
 
 func (s *Server) registerSnapshots(g *echo.Group) {
 	s.route(g, listDoc(opDoc{method: http.MethodGet, path: routeDIG + "/snapshots", code: http.StatusOK,
@@ -98,7 +95,17 @@ func (s *Server) diffSnapshots(c echo.Context) error {
 			return err
 		}
 	}
-	return c.JSON(http.StatusOK, snapshotDiff{From: c.Param("snapshot"), To: c.Param("to"), Changes: snapshots.Diff(docs[0], docs[1])})
+	return c.JSON(http.StatusOK, snapshotDiff{From: c.Param("snapshot"), To: c.Param("to"), Changes: changesOf(snapshots.Diff(docs[0], docs[1]))})
+}
+
+// changesOf is a diff's changes in the client module's type, whose fields are
+// snapshot.Change's: the conversion does not compile once they differ.
+func changesOf(d []snapshots.Change) []temco.Change {
+	out := make([]temco.Change, len(d))
+	for i, c := range d {
+		out[i] = temco.Change(c)
+	}
+	return out
 }
 
 // existingDIG reads the DIG the path names: 404 when it does not exist.

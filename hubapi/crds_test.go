@@ -2,35 +2,29 @@ package hubapi_test
 
 import (
 	"bytes"
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
-
-	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // The committed definitions and deepcopy functions are what controller-gen makes of the
 // Go types now: a change of a type without `make generate` fails here.
 func TestGeneratedFilesAreFresh(t *testing.T) {
-	bin, err := testenv.BinDir()
+	root, err := repoRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	gen := filepath.Join(bin, "controller-gen")
+	gen := filepath.Join(root, ".bin", "controller-gen")
 	if _, err := os.Stat(gen); err != nil {
 		if testing.Short() {
 			t.Skip("no controller-gen (make tools)")
 		}
 		t.Fatalf("%v: run make tools", err)
 	}
-	root, err := testenv.RepoRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
 	out := t.TempDir()
-	cmd := exec.Command(gen, "crd:crdVersions=v1", "paths=./hubapi/...", "output:crd:artifacts:config="+out)
-	cmd.Dir = root
+	cmd := exec.Command(gen, "crd:crdVersions=v1", "paths=./...", "output:crd:artifacts:config="+out)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("controller-gen: %v\n%s", err, b)
 	}
@@ -73,8 +67,7 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	cmd = exec.Command(gen, "object", "paths="+filepath.Join(root, "hubapi", "v1alpha1"), "output:object:dir="+pkg)
-	cmd.Dir = root
+	cmd = exec.Command(gen, "object", "paths=./v1alpha1", "output:object:dir="+pkg)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("controller-gen object: %v\n%s", err, b)
 	}
@@ -82,5 +75,25 @@ func TestGeneratedFilesAreFresh(t *testing.T) {
 	b, _ := os.ReadFile("v1alpha1/zz_generated.deepcopy.go")
 	if !bytes.Equal(a, b) || len(a) == 0 {
 		t.Error("v1alpha1/zz_generated.deepcopy.go is stale: run make generate")
+	}
+}
+
+// repoRoot is the repository's root above the working directory (the folder holding
+// tools/build.sh, which builds .bin): hubapi is a module of its own and imports none of
+// temco's.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "tools", "build.sh")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("repository root not found above the working directory")
+		}
+		dir = parent
 	}
 }

@@ -12,8 +12,8 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/internal/core/snapshot"
 )
 
 // diffCmd is `temco diff DIG A [B]`: what changed in a DIG's configuration from one of
@@ -34,19 +34,19 @@ or its path (/projects/p1/composite-apps/ca/v1/deployment-intent-groups/dig), on
 			if output != "text" && output != "json" {
 				return fmt.Errorf("--output %q: use text or json", output)
 			}
-			dig, err := digURL(api, args[0])
+			base, dig, err := digOf(api, args[0])
 			if err != nil {
 				return err
 			}
-			c := &snapshotClient{http: &http.Client{Timeout: time.Minute}, dig: dig, token: token}
+			c := &client.Client{Base: base, Token: token, HTTP: &http.Client{Timeout: time.Minute}}
 			from, to := args[1], ""
 			if len(args) == 3 {
 				to = args[2]
-			} else if to, err = c.newest(cmd.Context()); err != nil {
+			} else if to, err = newest(cmd.Context(), c, dig); err != nil {
 				return err
 			}
-			var diff snapshotDiff
-			if err := c.get(cmd.Context(), "/snapshots/"+url.PathEscape(from)+"/diff/"+url.PathEscape(to), &diff); err != nil {
+			diff, err := c.SnapshotDiff(cmd.Context(), dig, from, to)
+			if err != nil {
 				return err
 			}
 			if output == "json" {
@@ -65,86 +65,36 @@ or its path (/projects/p1/composite-apps/ca/v1/deployment-intent-groups/dig), on
 	return cmd
 }
 
-// snapshotDiff is the API's answer to GET DIG/snapshots/A/diff/B.
-type snapshotDiff struct {
-	From    string            `json:"from"`
-	To      string            `json:"to"`
-	Changes []snapshot.Change `json:"changes"`
-}
-
-// digURL is the URL of the DIG arg names: its URL, or its path (with or without /v2) on
-// api.
-func digURL(api, arg string) (string, error) {
-	base := strings.TrimSuffix(api, "/")
-	path := arg
+// digOf is the API's base URL and the DIG's path that arg names: its URL, or its path
+// (with or without /v2) on api.
+func digOf(api, arg string) (base, dig string, err error) {
+	base, path := strings.TrimSuffix(api, "/"), arg
 	if u, err := url.Parse(arg); err == nil && u.Scheme != "" && u.Host != "" {
 		base, path = u.Scheme+"://"+u.Host, u.Path
 	}
 	path = "/" + strings.Trim(path, "/")
 	path = strings.TrimPrefix(path, "/v2")
 	if t := lifecycle.DIGOfID(path); t.DIG == "" || t.ID() != path {
-		return "", fmt.Errorf("%q is not a DIG: give its URL or its path, /projects/P/composite-apps/CA/VERSION/deployment-intent-groups/DIG", arg)
+		return "", "", fmt.Errorf("%q is not a DIG: give its URL or its path, /projects/P/composite-apps/CA/VERSION/deployment-intent-groups/DIG", arg)
 	}
-	return base + "/v2" + path, nil
-}
-
-// snapshotClient reads a DIG's snapshots.
-type snapshotClient struct {
-	http       *http.Client
-	dig, token string
+	return base, path, nil
 }
 
 // newest is the id of the DIG's newest snapshot.
-func (c *snapshotClient) newest(ctx context.Context) (string, error) {
-	var list []struct {
-		ID string `json:"id"`
-	}
-	if err := c.get(ctx, "/snapshots?limit=1", &list); err != nil {
+func newest(ctx context.Context, c *client.Client, dig string) (string, error) {
+	list, err := c.Snapshots(ctx, dig, 1)
+	if err != nil {
 		return "", err
 	}
 	if len(list) == 0 {
-		return "", fmt.Errorf("%s has no snapshot yet: its first instantiate takes one", c.dig)
+		return "", fmt.Errorf("%s has no snapshot yet: its first instantiate takes one", c.Base+"/v2"+dig)
 	}
 	return list[0].ID, nil
 }
 
-// get reads the JSON answer to GET DIG+path into v; an error answer becomes the API's
-// message.
-func (c *snapshotClient) get(ctx context.Context, path string, v any) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.dig+path, nil)
-	if err != nil {
-		return err
-	}
-	if c.token != "" {
-		req.Header.Set("Authorization", "Bearer "+c.token)
-	}
-	resp, err := c.http.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != http.StatusOK {
-		var m struct {
-			Message string `json:"message"`
-		}
-		if json.Unmarshal(data, &m) != nil || m.Message == "" {
-			m.Message = strings.TrimSpace(string(data))
-		}
-		return fmt.Errorf("GET %s: %d %s", req.URL.Path, resp.StatusCode, m.Message)
-	}
-	if err := json.Unmarshal(data, v); err != nil {
-		return fmt.Errorf("GET %s: the answer is not what temco answers: %w", req.URL.Path, err)
-	}
-	return nil
-}
-
 // formatDiff writes a diff for people: a heading, then each changed resource and its
 // fields, "~" changed, "+" added, "-" removed, values as JSON.
-func formatDiff(d snapshotDiff) string {
+func formatDiff(d client.SnapshotDiff) string {
 	var b strings.Builder
 	switch n := len(d.Changes); n {
 	case 0:
@@ -166,9 +116,9 @@ func formatDiff(d snapshotDiff) string {
 			continue
 		}
 		switch c.Op {
-		case snapshot.Added:
+		case client.ChangeAdded:
 			fmt.Fprintf(&b, "  + %s: %s\n", c.Path, compact(c.To))
-		case snapshot.Removed:
+		case client.ChangeRemoved:
 			fmt.Fprintf(&b, "  - %s: %s\n", c.Path, compact(c.From))
 		default:
 			fmt.Fprintf(&b, "  ~ %s: %s → %s\n", c.Path, compact(c.From), compact(c.To))
@@ -179,9 +129,9 @@ func formatDiff(d snapshotDiff) string {
 
 func sign(op string) string {
 	switch op {
-	case snapshot.Added:
+	case client.ChangeAdded:
 		return "+"
-	case snapshot.Removed:
+	case client.ChangeRemoved:
 		return "-"
 	}
 	return "~"

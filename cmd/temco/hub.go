@@ -9,7 +9,8 @@ import (
 	"github.com/spf13/cobra"
 	ctrl "sigs.k8s.io/controller-runtime"
 
-	"github.com/temco/temco/internal/hub"
+	"github.com/temco/temco/client"
+	"github.com/temco/temco/hub"
 )
 
 // hubCmd runs the declarative front door: temco's kinds (temco.io/v1alpha1) on a hub
@@ -36,7 +37,7 @@ TEMCO_TOKEN only. With --leader-elect (the default) several may run; one works a
 			log.Info("hub", "api", api, "namespace", namespace, "leader_elect", elect)
 			err = hub.Run(cmd.Context(), hub.Config{
 				Kube:             kube,
-				REST:             &hub.REST{Base: api, Token: os.Getenv("TEMCO_TOKEN"), HTTP: &http.Client{Timeout: time.Minute}},
+				API:              &client.Client{Base: api, Token: os.Getenv("TEMCO_TOKEN"), Name: "temco-hub", HTTP: &http.Client{Timeout: time.Minute}},
 				Namespace:        namespace,
 				SecretNamespaces: secrets,
 				LeaderElect:      elect,

@@ -71,7 +71,7 @@ func (k *checker) liveObjects(ctx context.Context, wait time.Duration) {
 		if v.State != "Instantiated" {
 			continue
 		}
-		cfg, ok := d.revs[v.Context]
+		cfg, ok := d.revs[v.ContextID]
 		if !ok || cfg.Gen < 0 {
 			k.t.Logf("DIG %s: revision %d's configuration is not known to the test: its objects are not checked; its trail:\n%s",
 				d.dig(), v.Revision, strings.Join(d.trail, "\n"))
@@ -127,7 +127,7 @@ func (k *checker) liveObjects(ctx context.Context, wait time.Duration) {
 func (k *checker) selfTest(ctx context.Context) {
 	for _, d := range k.digs {
 		v, _, err := d.view(ctx)
-		cfg, ok := d.revs[v.Context]
+		cfg, ok := d.revs[v.ContextID]
 		if err != nil || v.State != "Instantiated" || !ok || cfg.Gen < 0 || cfg.Clusters[0] == stack.GitOps.Cluster.Name {
 			continue
 		}

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	apiclient "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -39,37 +40,9 @@ type config struct {
 	Clusters   []string
 }
 
-// view is the part of the DIG's dashboard answer the actors read.
-type view struct {
-	State         string        `json:"state"`
-	Revision      int64         `json:"revision"`
-	Context       string        `json:"instance"`  // the current revision's context
-	Revisions     []revisionRef `json:"revisions"` // newest first
-	ContextStatus string        `json:"contextStatus"`
-	Error         string        `json:"error"`
-	History       []struct {
-		State    string `json:"state"`
-		Revision int64  `json:"revision"`
-	} `json:"history"`
-	Operation *struct {
-		WorkflowID string `json:"workflowId"`
-	} `json:"operation"`
-	Rollout *struct {
-		Stages []stage `json:"stages"`
-	} `json:"rollout"`
-}
-
-type revisionRef struct {
-	Revision int64  `json:"revision"`
-	Context  string `json:"instance"`
-}
-
-type stage struct {
-	Name  string `json:"name"`
-	State string `json:"state"`
-}
-
-func (v view) running() bool { return v.Operation != nil || strings.HasSuffix(v.ContextStatus, "ing") }
+// view is what the actors read of a DIG: its state (GET DIG/state), in the client
+// module's type.
+type view = apiclient.DIGState
 
 // digActor drives one DIG through random valid lifecycle sequences, one request at a time,
 // and keeps what it knows: the configuration stored now and the one of each revision.
@@ -298,10 +271,10 @@ func (d *digActor) deleteDIG(ctx context.Context) error {
 	return ctx.Err()
 }
 
-// view reads the DIG's dashboard answer; ok false when the DIG does not exist.
+// view reads the DIG's state; ok false when the DIG does not exist.
 func (d *digActor) view(ctx context.Context) (view, bool, error) {
 	var v view
-	found, err := d.c.read(ctx, d.dig()+"/dashboard?limit=1", &v)
+	found, err := d.c.read(ctx, d.dig()+"/state", &v)
 	return v, found, err
 }
 
@@ -341,7 +314,7 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 			return accepted, err
 		}
 		if !accepted {
-			if len(v.History) == len(before.History) && !v.running() {
+			if len(v.History) == len(before.History) && !v.Running() {
 				if op == "approve" {
 					return false, nil // the api records an approval before it answers
 				}
@@ -365,7 +338,7 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 				d.workflowOps++
 			}
 		}
-		if !v.running() {
+		if !v.Running() {
 			d.r.count(op)
 			d.log("%s (answer %d) ended: %s revision %d %s, stop sent %v", op, a.code, v.State, v.Revision, v.ContextStatus, stopped)
 			if strings.HasSuffix(v.ContextStatus, "Failed") {
@@ -395,7 +368,7 @@ func (d *digActor) workflowID() string { return "dig/" + d.project + "/" + d.id 
 func (d *digActor) awaitRecorded(ctx context.Context, before view) (view, error) {
 	for {
 		v, _, err := d.view(ctx)
-		if err != nil || len(v.History) > len(before.History) || v.running() {
+		if err != nil || len(v.History) > len(before.History) || v.Running() {
 			return v, err
 		}
 		d.r.pause(ctx)
@@ -434,7 +407,7 @@ func (d *digActor) failures(ctx context.Context) []string {
 
 // approveStage approves the rollout's stage that waits for an approval, if one does.
 func (d *digActor) approveStage(v view) {
-	if v.Rollout != nil && slices.ContainsFunc(v.Rollout.Stages, func(s stage) bool { return s.State == "WaitingForApproval" }) {
+	if v.Rollout != nil && slices.ContainsFunc(v.Rollout.Stages, func(s apiclient.RolloutStage) bool { return s.State == "WaitingForApproval" }) {
 		if a := d.c.do("POST", d.dig()+"/rollout/approve", nil); a.ok() {
 			d.r.count("approve stage")
 		}
@@ -482,7 +455,7 @@ func (d *digActor) step(ctx context.Context) error {
 		d.exists = false
 		return nil
 	}
-	if d.deleting && !v.running() {
+	if d.deleting && !v.Running() {
 		if isDeployed(v.State) {
 			_, err = d.operate(ctx, "terminate", nil)
 			return err
@@ -547,10 +520,10 @@ func (d *digActor) deploy(ctx context.Context, op string, body any, rollbackTo .
 	cfg := d.stored
 	if len(rollbackTo) > 0 {
 		// Revision numbers start again with each instantiate: the newest with the number.
-		i := slices.IndexFunc(before.Revisions, func(r revisionRef) bool { return r.Revision == rollbackTo[0] })
+		i := slices.IndexFunc(before.Revisions, func(r apiclient.Revision) bool { return r.Revision == rollbackTo[0] })
 		old, ok := config{}, false
 		if i >= 0 {
-			old, ok = d.revs[before.Revisions[i].Context]
+			old, ok = d.revs[before.Revisions[i].ContextID]
 		}
 		if !ok {
 			cfg = config{Gen: -1} // unknown: the check says so if it is the final one
@@ -558,7 +531,7 @@ func (d *digActor) deploy(ctx context.Context, op string, body any, rollbackTo .
 			cfg = old
 		}
 	}
-	d.pending, d.pendingFrom = &cfg, before.Context
+	d.pending, d.pendingFrom = &cfg, before.ContextID
 	accepted, err := d.operate(ctx, op, body)
 	if err != nil {
 		return err // the chaos phase ended during it: settle records the revision
@@ -577,9 +550,9 @@ func (d *digActor) deploy(ctx context.Context, op string, body any, rollbackTo .
 
 // record notes what the revision an operation just deployed holds.
 func (d *digActor) record(v view) {
-	if d.pending != nil && v.Context != d.pendingFrom && v.State == "Instantiated" && !strings.HasSuffix(v.ContextStatus, "Failed") {
-		d.revs[v.Context] = *d.pending
-		d.log("revision %d (context %s) holds %+v", v.Revision, v.Context, *d.pending)
+	if d.pending != nil && v.ContextID != d.pendingFrom && v.State == "Instantiated" && !strings.HasSuffix(v.ContextStatus, "Failed") {
+		d.revs[v.ContextID] = *d.pending
+		d.log("revision %d (context %s) holds %+v", v.Revision, v.ContextID, *d.pending)
 	}
 	d.pending = nil
 }
@@ -631,7 +604,7 @@ func (d *digActor) settle(ctx context.Context) error {
 			return err
 		}
 		switch {
-		case v.running():
+		case v.Running():
 			d.approveStage(v)
 			select {
 			case <-ctx.Done():

@@ -1,24 +1,24 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"maps"
-	"mime/multipart"
 	"net/http"
 	"strings"
 	"testing"
 	"time"
 
+	apiclient "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
-// client talks to the running temco api over HTTP; with t set it fails the test on a 500.
+// client talks to the running temco api through the client module, answering whatever
+// the api answered; with t set it fails the test on a 5xx or no answer.
 type client struct {
 	t     *testing.T
 	base  string // another api's /v2 URL; "" for the stack's
@@ -30,6 +30,11 @@ func (c *client) url(path string) string {
 		return c.base + path
 	}
 	return apiURL + path
+}
+
+// api is the client module's client for c's api, named e2e (X-Temco-Client).
+func (c *client) api() *apiclient.Client {
+	return &apiclient.Client{Base: strings.TrimSuffix(c.url(""), "/v2"), Token: c.token, Name: "e2e"}
 }
 
 type response struct {
@@ -52,6 +57,23 @@ func (r response) must(t *testing.T, code int) response {
 	return r
 }
 
+// request sends req through the client module.
+func (c *client) request(req apiclient.Request) response {
+	resp, err := c.api().Send(context.Background(), req)
+	if err != nil {
+		if c.t != nil {
+			c.t.Fatalf("%s %s: %v", req.Method, c.url(req.Path), err)
+		}
+		return response{code: -1, body: []byte(err.Error())}
+	}
+	if resp.Code >= 500 && c.t != nil {
+		c.t.Fatalf("%s %s answered %d: %s", req.Method, c.url(req.Path), resp.Code, resp.Body)
+	}
+	return response{code: resp.Code, body: resp.Body}
+}
+
+// send sends a request built by hand, for what the client module does not send (a
+// header of the test's own); with c's token.
 func (c *client) send(req *http.Request) response {
 	if c.token != "" {
 		req.Header.Set("Authorization", "Bearer "+c.token)
@@ -73,17 +95,7 @@ func (c *client) send(req *http.Request) response {
 
 func (c *client) do(method, path string, body any) response {
 	for tries := 1; ; tries++ {
-		var rd io.Reader
-		if body != nil {
-			data, _ := json.Marshal(body)
-			rd = bytes.NewReader(data)
-		}
-		req, _ := http.NewRequest(method, c.url(path), rd)
-		req.Header.Set("X-Temco-Client", "e2e") // as temco's clients: the api takes no bodiless change without it
-		if body != nil {
-			req.Header.Set("Content-Type", "application/json")
-		}
-		r := c.send(req)
+		r := c.request(apiclient.Request{Method: method, Path: path, Body: body})
 		// Live reads are rate-limited per caller, and the tests' polls share one caller:
 		// a GET refused for its rate is asked again when the api says, as a client should.
 		if r.code != http.StatusTooManyRequests || method != http.MethodGet || tries == 30 {
@@ -93,19 +105,14 @@ func (c *client) do(method, path string, body any) response {
 	}
 }
 
+// multipart sends metadata as the part "metadata" and file, unless nil, as the part
+// "file".
 func (c *client) multipart(method, path string, metadata any, file []byte) response {
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	md, _ := json.Marshal(metadata)
-	_ = mw.WriteField("metadata", string(md))
+	req := apiclient.Request{Method: method, Path: path, Body: metadata, Multipart: true}
 	if file != nil {
-		fw, _ := mw.CreateFormFile("file", "file")
-		_, _ = fw.Write(file)
+		req.Files = []apiclient.File{{Data: file}}
 	}
-	_ = mw.Close()
-	req, _ := http.NewRequest(method, c.url(path), &buf)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	return c.send(req)
+	return c.request(req)
 }
 
 func res(name string, spec any) map[string]any {

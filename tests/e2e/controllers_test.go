@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"maps"
-	"mime/multipart"
-	"net/http"
 	"slices"
 	"testing"
 	"time"
@@ -17,23 +13,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	apiclient "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // multipartFiles sends a "metadata" part and one "files" part per file (gac customizations).
 func (c *client) multipartFiles(method, path string, metadata any, files map[string]string) response {
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	md, _ := json.Marshal(metadata)
-	_ = mw.WriteField("metadata", string(md))
+	req := apiclient.Request{Method: method, Path: path, Body: metadata, Multipart: true}
 	for name, content := range files {
-		fw, _ := mw.CreateFormFile("files", name)
-		_, _ = fw.Write([]byte(content))
+		req.Files = append(req.Files, apiclient.File{Part: "files", Name: name, Data: []byte(content)})
 	}
-	_ = mw.Close()
-	req, _ := http.NewRequest(method, c.url(path), &buf)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	return c.send(req)
+	return c.request(req)
 }
 
 // useController registers a controller under a name of the test's own, names it in the

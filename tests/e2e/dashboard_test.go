@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"context"
 	"fmt"
 	"testing"
 	"time"
 
+	apiclient "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 )
@@ -47,6 +49,17 @@ func TestDashboardShowsLiveReadiness(t *testing.T) {
 		}
 		return nil
 	})
+	// A program reads the same through the client module (GET DIG/state), the clusters by
+	// state as the live read left them.
+	st, err := d.c.api().DIGState(context.Background(), d.dig(), apiclient.DIGStateOptions{Clusters: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.State != lifecycle.StateInstantiated || st.ContextID != acc.ContextID || st.Revision != 1 || st.Clusters != 3 ||
+		st.Running() || st.Failed() || st.ClusterStates["Ready"] != 3 || st.AppClusterStates["dash"]["Ready"] != 3 ||
+		st.Objects[lifecycle.ResApplied] == 0 || len(st.History) == 0 || len(st.Revisions) != 1 {
+		t.Errorf("the DIG's state: %+v", st)
+	}
 	recordHistory(t, starter.ReadWorkflowID(d.ref(), lifecycle.ReadInput{ContextID: acc.ContextID, Clusters: page}), "ReadClusterStatus-page")
 
 	var objs struct {

@@ -1,11 +1,9 @@
 package hub
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"os"
 	"strings"
@@ -19,6 +17,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/controller-runtime/pkg/client"
 
+	apiclient "github.com/temco/temco/client"
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -162,40 +161,32 @@ func messages(t *testing.T) []string {
 	return out
 }
 
-// restJSON sends a request to the REST API as a client of its own (no owner header) and
-// decodes a 2xx answer into out.
+// rest is the REST API through the client module, as a client of its own (no owner
+// header).
+func rest() *apiclient.Client {
+	return &apiclient.Client{Base: strings.TrimSuffix(stack.API, "/v2"), Name: "hub-tests"}
+}
+
+// restJSON sends a request to the REST API as a client of its own and decodes a 2xx
+// answer into out; path is below /v2, with /v2 as the hub's status shows it, or without.
 func restJSON(t *testing.T, method, path string, body, out any) int {
 	t.Helper()
-	var r io.Reader
-	if body != nil {
-		b, _ := json.Marshal(body)
-		r = bytes.NewReader(b)
-	}
-	req, err := http.NewRequest(method, strings.TrimSuffix(stack.API, "/v2")+path, r)
+	resp, err := rest().Send(context.Background(), apiclient.Request{Method: method, Path: strings.TrimPrefix(path, "/v2"), Body: body})
 	if err != nil {
 		t.Fatal(err)
 	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	if out != nil && resp.StatusCode < 300 {
-		if err := json.NewDecoder(resp.Body).Decode(out); err != nil {
+	if out != nil && resp.OK() {
+		if err := json.Unmarshal(resp.Body, out); err != nil {
 			t.Fatal(err)
 		}
 	}
-	return resp.StatusCode
+	return resp.Code
 }
 
+// restStatus is the status code of a GET of path.
 func restStatus(t *testing.T, path string) int {
-	resp, err := http.Get(strings.TrimSuffix(stack.API, "/v2") + path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	resp.Body.Close()
-	return resp.StatusCode
+	t.Helper()
+	return restJSON(t, http.MethodGet, path, nil, nil)
 }
 
 // A whole deployment declared as objects on the hub: the fleet, a composite app whose

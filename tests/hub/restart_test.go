@@ -2,7 +2,6 @@ package hub
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -24,21 +23,10 @@ import (
 	"github.com/temco/temco/internal/dev/devstack"
 )
 
-// actions are the states a DIG's history recorded, in order (GET …/status).
+// actions are the states a DIG's history recorded, in order (GET …/status; path: /v2/...).
 func actions(t *testing.T, path string) []string {
-	resp, err := http.Get(strings.TrimSuffix(stack.API, "/v2") + path + "/status") // path: /v2/...
+	s, err := rest().Status(context.Background(), strings.TrimPrefix(path, "/v2"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var s struct {
-		States struct {
-			Actions []struct {
-				State string `json:"state"`
-			} `json:"actions"`
-		} `json:"states"`
-	}
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
 		t.Fatal(err)
 	}
 	var out []string

@@ -1,16 +1,16 @@
 package wildcharts
 
 import (
-	"bytes"
+	"context"
 	"encoding/json"
-	"io"
-	"mime/multipart"
-	"net/http"
+	"strings"
 	"testing"
+
+	apiclient "github.com/temco/temco/client"
 )
 
-// client talks to the stack's temco api over HTTP (as tests/e2e's does); with t set it
-// fails the test on a 5xx or a transport error.
+// client talks to the stack's temco api through the client module (as tests/e2e's
+// does); with t set it fails the test on a 5xx or a transport error.
 type client struct{ t *testing.T }
 
 type response struct {
@@ -28,49 +28,34 @@ func (r response) must(t *testing.T, code int) response {
 	return r
 }
 
-func (c *client) send(req *http.Request) response {
-	resp, err := http.DefaultClient.Do(req)
+// request sends req through the client module, whatever the answer.
+func (c *client) request(req apiclient.Request) response {
+	api := &apiclient.Client{Base: strings.TrimSuffix(apiURL, "/v2"), Name: "wildcharts"}
+	resp, err := api.Send(context.Background(), req)
 	if err != nil {
 		if c.t != nil {
-			c.t.Fatalf("%s %s: %v", req.Method, req.URL, err)
+			c.t.Fatalf("%s %s: %v", req.Method, req.Path, err)
 		}
 		return response{code: -1, body: []byte(err.Error())}
 	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode >= 500 && c.t != nil {
-		c.t.Fatalf("%s %s answered %d: %s", req.Method, req.URL, resp.StatusCode, body)
+	if resp.Code >= 500 && c.t != nil {
+		c.t.Fatalf("%s %s answered %d: %s", req.Method, req.Path, resp.Code, resp.Body)
 	}
-	return response{code: resp.StatusCode, body: body}
+	return response{code: resp.Code, body: resp.Body}
 }
 
 func (c *client) do(method, path string, body any) response {
-	var rd io.Reader
-	if body != nil {
-		data, _ := json.Marshal(body)
-		rd = bytes.NewReader(data)
-	}
-	req, _ := http.NewRequest(method, apiURL+path, rd)
-	req.Header.Set("X-Temco-Client", "wildcharts") // as temco's clients: the api takes no bodiless change without it
-	if body != nil {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	return c.send(req)
+	return c.request(apiclient.Request{Method: method, Path: path, Body: body})
 }
 
+// multipart sends metadata as the part "metadata" and file, unless nil, as the part
+// "file".
 func (c *client) multipart(method, path string, metadata any, file []byte) response {
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	md, _ := json.Marshal(metadata)
-	_ = mw.WriteField("metadata", string(md))
+	req := apiclient.Request{Method: method, Path: path, Body: metadata, Multipart: true}
 	if file != nil {
-		fw, _ := mw.CreateFormFile("file", "file")
-		_, _ = fw.Write(file)
+		req.Files = []apiclient.File{{Data: file}}
 	}
-	_ = mw.Close()
-	req, _ := http.NewRequest(method, apiURL+path, &buf)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	return c.send(req)
+	return c.request(req)
 }
 
 func res(name string, spec any) map[string]any {

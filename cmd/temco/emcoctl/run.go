@@ -8,6 +8,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/temco/temco/client"
 )
 
 // Runner sends documents to temco's API, printing one line per document.
@@ -110,11 +112,11 @@ func (r *Runner) sleep(d time.Duration) {
 // execute sends a step's request and, when it is to be awaited, waits for the outcome;
 // an operation that ends badly keeps its 2xx status with the failure as message.
 func (r *Runner) execute(ctx context.Context, s step) (answer, error) {
-	req, err := r.request(ctx, s)
+	req, err := request(s)
 	if err != nil {
 		return answer{}, err
 	}
-	a, err := r.do(req)
+	a, err := r.send(ctx, req)
 	if err != nil || !a.ok() || s.await == "" {
 		return a, err
 	}
@@ -129,22 +131,15 @@ func (r *Runner) await(ctx context.Context, target string, want []string) (strin
 	tick := time.NewTicker(pollEvery)
 	defer tick.Stop()
 	for {
-		req, err := r.newRequest(ctx, http.MethodGet, target+"/status?status=deployed&output=summary", nil)
+		a, err := r.send(ctx, client.Request{Method: http.MethodGet, Path: target + client.StatusQuery})
 		if err != nil {
 			return "", err
 		}
-		a, err := r.do(req)
-		if err != nil {
-			return "", err
-		}
-		var s struct {
-			Status string `json:"deployedStatus"` // the same for DIGs and logical clouds
-			Error  string `json:"error"`
-		}
+		var s client.Status // deployedStatus is the same for DIGs and logical clouds
 		if a.ok() && json.Unmarshal(a.body, &s) == nil {
 			for i, w := range want {
 				switch {
-				case s.Status != w:
+				case s.DeployedStatus != w:
 				case i == 0:
 					return "", nil
 				default:
@@ -153,7 +148,7 @@ func (r *Runner) await(ctx context.Context, target string, want []string) (strin
 			}
 		}
 		if time.Now().After(deadline) {
-			return fmt.Sprintf("%s did not reach %s within %s (status %q)", target, want[0], r.Timeout, s.Status), nil
+			return fmt.Sprintf("%s did not reach %s within %s (status %q)", target, want[0], r.Timeout, s.DeployedStatus), nil
 		}
 		select {
 		case <-ctx.Done():

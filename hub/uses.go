@@ -42,7 +42,7 @@ func (r *Reconciler) compositeAppHash(ctx context.Context, project string, o *v1
 		return "", err
 	}
 	var s stored
-	found, err := r.REST.do(ctx, request{method: http.MethodGet, path: p}, &s)
+	found, err := as(ctx, r.API).Get(ctx, p, &s)
 	switch {
 	case err != nil:
 		return "", err

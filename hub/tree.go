@@ -9,6 +9,8 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+
+	temco "github.com/temco/temco/client"
 )
 
 // node is one temco resource an object declares, with the resources under it.
@@ -54,11 +56,24 @@ func (s stored) name() string {
 	return s.Label
 }
 
+// files is what the node sends as multipart's file part (none when it takes JSON).
+func (n *node) files() []temco.File {
+	if !n.multipart {
+		return nil
+	}
+	return []temco.File{{Data: n.file}}
+}
+
 // tree writes a node tree through the REST API on behalf of one owner.
 type tree struct {
-	rest  *REST
+	api   *temco.Client // its writes owned by owner
 	owner string
 	wrote int // resources created or replaced: the caller's "changed"
+}
+
+// tree is a tree that writes as owner.
+func (r *Reconciler) tree(owner string) *tree {
+	return &tree{api: r.API.OwnedBy(owner), owner: owner}
 }
 
 // apply creates or replaces n and then its children, parents first, once every path in
@@ -85,14 +100,15 @@ func checkTree(n *node) error {
 }
 
 func (t *tree) write(ctx context.Context, n *node) error {
+	api := as(ctx, t.api)
 	var cur stored
-	found, err := t.rest.do(ctx, request{method: http.MethodGet, path: n.path()}, &cur)
+	found, err := api.Get(ctx, n.path(), &cur)
 	if err != nil {
 		return err
 	}
 	switch {
 	case !found:
-		if _, err := t.rest.do(ctx, request{method: http.MethodPost, path: n.coll, owner: t.owner, body: n.body, file: n.file, multipart: n.multipart}, nil); err != nil {
+		if err := api.Create(ctx, n.coll, n.body, n.files()...); err != nil {
 			return err
 		}
 		t.wrote++
@@ -103,7 +119,7 @@ func (t *tree) write(ctx context.Context, n *node) error {
 		}
 		return &Refusal{Code: http.StatusConflict, Message: fmt.Sprintf("%s exists already, owned by %s: the hub does not take it over (delete it there, or rename this object)", n.path(), who)}
 	case n.multipart || !same(n.body, cur):
-		if _, err := t.rest.do(ctx, request{method: http.MethodPut, path: n.path(), owner: t.owner, body: n.body, file: n.file, multipart: n.multipart}, nil); err != nil {
+		if err := api.Replace(ctx, n.path(), n.body, n.files()...); err != nil {
 			return err
 		}
 		t.wrote++
@@ -121,7 +137,7 @@ func (t *tree) write(ctx context.Context, n *node) error {
 func (t *tree) prune(ctx context.Context, n *node) error {
 	for _, coll := range n.manages {
 		var items []stored
-		if _, err := t.rest.do(ctx, request{method: http.MethodGet, path: n.path() + "/" + coll}, &items); err != nil {
+		if _, err := as(ctx, t.api).Get(ctx, n.path()+"/"+coll, &items); err != nil {
 			return err
 		}
 		for _, it := range items {
@@ -151,11 +167,10 @@ func (t *tree) remove(ctx context.Context, path string, children []*node) error 
 			return err
 		}
 	}
-	_, err := t.rest.do(ctx, request{method: http.MethodDelete, path: path, owner: t.owner}, nil)
-	if r, ok := IsRefusal(err); ok && r.Code == http.StatusNotFound {
-		return nil
+	if err := as(ctx, t.api).Delete(ctx, path); !temco.IsNotFound(err) {
+		return err
 	}
-	return err
+	return nil
 }
 
 // segment is what each step of a path the hub writes to must be: a name (EMCO's names

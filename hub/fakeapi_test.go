@@ -14,6 +14,8 @@ import (
 	"testing"
 
 	"k8s.io/apimachinery/pkg/runtime"
+
+	temco "github.com/temco/temco/client"
 )
 
 // apiCall is one request the fake API received.
@@ -53,7 +55,11 @@ func newFakeAPI(t *testing.T) *fakeAPI {
 	return f
 }
 
-func (f *fakeAPI) rest() *REST { return &REST{Base: f.srv.URL, HTTP: f.srv.Client()} }
+// client calls the fake API.
+func (f *fakeAPI) client() *temco.Client { return &temco.Client{Base: f.srv.URL, HTTP: f.srv.Client()} }
+
+// tree writes to the fake API as owner.
+func (f *fakeAPI) tree(owner string) *tree { return (&Reconciler{API: f.client()}).tree(owner) }
 
 // seed stores a resource as the API would show it; owner "" is REST's.
 func (f *fakeAPI) seed(p, owner string, body map[string]any) {
@@ -85,11 +91,12 @@ func (f *fakeAPI) setStatus(p string, s map[string]any) {
 	f.status[p] = s
 }
 
-// setDashboard sets a DIG's GET …/dashboard answer.
-func (f *fakeAPI) setDashboard(p string, s map[string]any) {
+// setState sets a DIG's GET …/state answer, as with clusters=true: without it, the
+// answer leaves out the clusters by state, as the API's does.
+func (f *fakeAPI) setState(p string, s map[string]any) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.status[p+" dashboard"] = s
+	f.status[p+" state"] = s
 }
 
 // all is every request received; writes those that are not GETs, diagnostics aside
@@ -141,7 +148,7 @@ var operations = []string{"approve", "instantiate", "terminate", "update", "roll
 
 func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	p := strings.TrimPrefix(r.URL.EscapedPath(), "/v2")
-	c := apiCall{Method: r.Method, Path: p, Query: r.URL.RawQuery, Owner: r.Header.Get(OwnerHeader), ActAs: r.Header.Get(ActAsHeader)}
+	c := apiCall{Method: r.Method, Path: p, Query: r.URL.RawQuery, Owner: r.Header.Get(temco.HeaderOwner), ActAs: r.Header.Get(temco.HeaderActAs)}
 	if strings.HasPrefix(r.Header.Get("Content-Type"), "multipart/form-data") {
 		c.Multipart = true
 		if err := r.ParseMultipartForm(32 << 20); err != nil {
@@ -183,8 +190,13 @@ func (f *fakeAPI) serve(w http.ResponseWriter, r *http.Request) {
 	cur, exists := f.items[p]
 	switch r.Method {
 	case http.MethodGet:
-		if target, ok := strings.CutSuffix(p, "/dashboard"); ok {
-			if s, ok := f.status[target+" dashboard"]; ok {
+		if target, ok := strings.CutSuffix(p, "/state"); ok {
+			if s, ok := f.status[target+" state"]; ok {
+				if r.URL.Query().Get("clusters") != "true" {
+					s = maps.Clone(s)
+					delete(s, "clusterStates")
+					delete(s, "appClusterStates")
+				}
 				reply(http.StatusOK, s)
 				return
 			}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"net/http"
 	"net/url"
 	"sync"
 	"time"
@@ -60,8 +59,9 @@ func (r *Reconciler) report(ctx context.Context, kind, project string, o object)
 	if prev, ok := r.reports.sent.Load(d.Object); ok && prev == sum {
 		return
 	}
-	// The report is the hub's own statement about its object, not the tenant's act.
-	if _, err := r.REST.do(actingAs(ctx, ""), request{method: http.MethodPut, path: "/diagnostics/declarations", owner: owner, body: d}, nil); err != nil {
+	// The report is the hub's own statement about its object, not the tenant's act: r.API
+	// is not narrowed to the object's project.
+	if err := r.API.OwnedBy(owner).Replace(ctx, "/diagnostics/declarations", d); err != nil {
 		log.FromContext(ctx).Info("diagnostics not reported", "object", d.Object, "error", err.Error())
 		return
 	}
@@ -72,7 +72,7 @@ func (r *Reconciler) report(ctx context.Context, kind, project string, o object)
 func (r *Reconciler) unreport(ctx context.Context, kind string, o object) {
 	owner := ownerOf(kind, o)
 	object := owner[len("hub:"):]
-	if _, err := r.REST.do(actingAs(ctx, ""), request{method: http.MethodDelete, path: "/diagnostics/declarations?object=" + url.QueryEscape(object), owner: owner}, nil); err != nil {
+	if err := r.API.OwnedBy(owner).Delete(ctx, "/diagnostics/declarations?object="+url.QueryEscape(object)); err != nil {
 		log.FromContext(ctx).Info("diagnostics not withdrawn", "object", object, "error", err.Error())
 		return
 	}

@@ -30,7 +30,7 @@ func newProjects(t *testing.T, objs ...client.Object) *projects {
 	api := newFakeAPI(t)
 	kube := newKube(t, objs...)
 	ev := &fakeEvents{}
-	r := &Reconciler{Kube: kube, REST: api.rest(), Events: ev, Namespace: "temco-system"}
+	r := &Reconciler{Kube: kube, API: api.client(), Events: ev, Namespace: "temco-system"}
 	return &projects{api: api, kube: kube, events: ev, g: &generic[*v1.Project]{r, projectOps}}
 }
 
@@ -221,7 +221,7 @@ func TestReconcileDeletesADIGWithARefusedName(t *testing.T) {
 			o.Status.Conditions = []metav1.Condition{{Type: v1.Accepted, Status: metav1.ConditionFalse, Reason: "Refused", Message: "bad name", LastTransitionTime: metav1.Now()}}
 			api := newFakeAPI(t)
 			kube := newKube(t, o)
-			g := &generic[*v1.DeploymentIntentGroup]{&Reconciler{Kube: kube, REST: api.rest(), Events: &fakeEvents{}}, kindOps[*v1.DeploymentIntentGroup]{kind: "DeploymentIntentGroup",
+			g := &generic[*v1.DeploymentIntentGroup]{&Reconciler{Kube: kube, API: api.client(), Events: &fakeEvents{}}, kindOps[*v1.DeploymentIntentGroup]{kind: "DeploymentIntentGroup",
 				new: func() *v1.DeploymentIntentGroup { return &v1.DeploymentIntentGroup{} },
 				build: func(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, project string) (*node, error) {
 					return digNode(ctx, r.filesFor(o), project, o)
@@ -312,7 +312,7 @@ func TestReconcileReportsARefusedOperation(t *testing.T) {
 		Spec: v1.LogicalCloudSpec{Named: v1.Named{Name: "default"}, Project: "p1", Level: "0", Clusters: []v1.ClusterReference{{Provider: "local", Cluster: "c1"}}}}
 	kube := newKube(t, o)
 	ev := &fakeEvents{}
-	g := &generic[*v1.LogicalCloud]{&Reconciler{Kube: kube, REST: api.rest(), Events: ev, Namespace: "temco-system"}, cloudOps}
+	g := &generic[*v1.LogicalCloud]{&Reconciler{Kube: kube, API: api.client(), Events: ev, Namespace: "temco-system"}, cloudOps}
 	api.setStatus("/projects/p1/logical-clouds/default", map[string]any{})
 	api.answer(http.MethodPost, "/projects/p1/logical-clouds/default/instantiate", http.StatusConflict, `{"message":"cluster c1 is unreachable"}`)
 	for range 2 {

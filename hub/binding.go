@@ -11,6 +11,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/client"
 	"sigs.k8s.io/controller-runtime/pkg/reconcile"
 
+	temco "github.com/temco/temco/client"
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 )
 
@@ -109,6 +110,11 @@ func actingAs(ctx context.Context, project string) context.Context {
 func actingProject(ctx context.Context) string {
 	p, _ := ctx.Value(projectCtxKey{}).(string)
 	return p
+}
+
+// as is api narrowed to the project ctx acts as.
+func as(ctx context.Context, api *temco.Client) *temco.Client {
+	return api.ActingAs(actingProject(ctx))
 }
 
 // requestsOf is a request for each object of list.

@@ -69,7 +69,7 @@ func TestADIGActsAsItsNamespacesProject(t *testing.T) {
 			api := newFakeAPI(t)
 			o := dig()
 			kube := newKube(t, o, c.binding)
-			g := &generic[*v1.DeploymentIntentGroup]{&Reconciler{Kube: kube, REST: api.rest(), Events: &fakeEvents{}}, kindOps[*v1.DeploymentIntentGroup]{
+			g := &generic[*v1.DeploymentIntentGroup]{&Reconciler{Kube: kube, API: api.client(), Events: &fakeEvents{}}, kindOps[*v1.DeploymentIntentGroup]{
 				kind: "DeploymentIntentGroup", new: func() *v1.DeploymentIntentGroup { return &v1.DeploymentIntentGroup{} },
 				build: func(ctx context.Context, r *Reconciler, o *v1.DeploymentIntentGroup, project string) (*node, error) {
 					return digNode(ctx, r.filesFor(o), project, o)
@@ -136,7 +136,7 @@ func TestADIGOfANamespaceUnboundSinceIsLetGo(t *testing.T) {
 	o.Status.Owner, o.Status.Path = v1.OwnerHub, "/v2/projects/shop/composite-apps/shop/v1/deployment-intent-groups/prod"
 	kube := newKube(t, o, binding("shop", "elsewhere"))
 	ev := &fakeEvents{}
-	g := &generic[*v1.DeploymentIntentGroup]{&Reconciler{Kube: kube, REST: api.rest(), Events: ev}, digOps}
+	g := &generic[*v1.DeploymentIntentGroup]{&Reconciler{Kube: kube, API: api.client(), Events: ev}, digOps}
 	ctx := context.Background()
 	if err := kube.Delete(ctx, o); err != nil {
 		t.Fatal(err)

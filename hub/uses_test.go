@@ -42,7 +42,7 @@ func TestCompositeAppHashWaitsForACompositeAppNotSeenYet(t *testing.T) {
 			if c.owner != "-" {
 				api.seed(caPath, c.owner, map[string]any{"metadata": map[string]any{"name": "shop"}, "spec": map[string]any{"compositeAppVersion": "v1"}})
 			}
-			r := &Reconciler{Kube: newKube(t, append(c.objs, binding("p1", "p1"))...), REST: api.rest(), Events: &fakeEvents{}}
+			r := &Reconciler{Kube: newKube(t, append(c.objs, binding("p1", "p1"))...), API: api.client(), Events: &fakeEvents{}}
 			got, err := r.compositeAppHash(context.Background(), "p1", dig())
 			if c.waitFor != "" {
 				ref, ok := IsRefusal(err)

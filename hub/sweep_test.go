@@ -115,7 +115,7 @@ func TestSweepEveryHubObjectActsAsItsNamespacesProject(t *testing.T) {
 				api.seed("/projects/pa/composite-apps/shop/v1", "", map[string]any{"metadata": map[string]any{"name": "shop"}, "spec": map[string]any{"compositeAppVersion": "v1"}})
 				files := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Namespace: "team-a", Name: "files"}, BinaryData: map[string][]byte{"web.tgz": []byte("chart")}}
 				objs := []client.Object{o, binding("pa", "team-a"), binding("pb", "team-b"), files}
-				r := &Reconciler{Kube: newKube(t, objs...), REST: api.rest(), Events: &fakeEvents{}}
+				r := &Reconciler{Kube: newKube(t, objs...), API: api.client(), Events: &fakeEvents{}}
 				if err := k.reconcile(r, client.ObjectKeyFromObject(o)); err != nil {
 					t.Fatalf("%s: %v", o.GetName(), err)
 				}

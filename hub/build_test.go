@@ -212,7 +212,7 @@ func TestDigNodeManagesTheCollectionsOfIntentsThatLeft(t *testing.T) {
 	owner := ownerOf("DeploymentIntentGroup", o)
 	api.seed(n.path(), owner, n.body)
 	api.seed(n.path()+"/generic-k8s-intents/gac", owner, map[string]any{"metadata": map[string]any{"name": "gac"}, "spec": map[string]any{}})
-	tr := &tree{rest: api.rest(), owner: owner}
+	tr := api.tree(owner)
 	if err := tr.apply(context.Background(), n); err != nil {
 		t.Fatal(err)
 	}

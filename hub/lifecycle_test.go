@@ -16,19 +16,19 @@ import (
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 )
 
-// lifecycle is a DIG stored in the fake API whose status answer the test chooses, and on
-// a fake hub once looked at.
-type lifecycle struct {
+// digLook is a DIG stored in the fake API whose state the test chooses, and on a fake hub
+// once looked at.
+type digLook struct {
 	api      *fakeAPI
 	r        *Reconciler
 	o        *v1.DeploymentIntentGroup
 	n        *node
 	path     string
-	revision int    // the dashboard's; 2 unless set
-	instance string // the dashboard's context; ctx-1 unless set
+	revision int    // its state's; 2 unless set
+	instance string // its state's context; ctx-1 unless set
 }
 
-func newLifecycle(t *testing.T, want string) *lifecycle {
+func newLifecycle(t *testing.T, want string) *digLook {
 	t.Helper()
 	api := newFakeAPI(t)
 	o := dig()
@@ -39,38 +39,47 @@ func newLifecycle(t *testing.T, want string) *lifecycle {
 		t.Fatal(err)
 	}
 	api.seed(n.path(), ownerOf("DeploymentIntentGroup", o), n.body)
-	return &lifecycle{api: api, r: &Reconciler{REST: api.rest()}, o: o, n: n, path: n.path(), revision: 2, instance: "ctx-1"}
+	return &digLook{api: api, r: &Reconciler{API: api.client()}, o: o, n: n, path: n.path(), revision: 2, instance: "ctx-1"}
 }
 
 // temco says the DIG is in state (no actions: Created), deployedStatus, an operation
 // running or not.
-func (l *lifecycle) temco(state, deployed string, running bool) {
-	v := map[string]any{"state": state, "contextStatus": deployed, "revision": l.revision, "instance": l.instance,
-		"apps": []string{"web", "db"}, "total": 3, "states": map[string]int{"Applied": 2, "Retrying": 1}, "objects": map[string]int{"Applied": 5},
-		"appStates": map[string]map[string]int{"web": {"Ready": 1, "Applied": 1, "Retrying": 1}}}
+func (l *digLook) temco(state, deployed string, running bool) {
+	v := map[string]any{"state": state, "contextStatus": deployed, "revision": l.revision, "contextId": l.instance,
+		"apps": []string{"web", "db"}, "clusters": 3, "clusterStates": map[string]int{"Applied": 2, "Retrying": 1}, "objects": map[string]int{"Applied": 5},
+		"appClusterStates": map[string]map[string]int{"web": {"Ready": 1, "Applied": 1, "Retrying": 1}}}
 	if running {
 		v["operation"] = map[string]any{"workflowId": "wf-running", "op": "update"}
 	}
-	l.api.setDashboard(l.path, v)
+	l.api.setState(l.path, v)
 }
 
-func (l *lifecycle) after(t *testing.T) time.Duration {
+func (l *digLook) after(t *testing.T) time.Duration {
 	t.Helper()
 	next, err := l.look(t)
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Every cluster's record is read at most once a look (clusters=true), and the
+	// dashboard, the operator's screen, never.
+	counted := 0
 	for _, c := range l.api.all() {
-		if c.Method == http.MethodGet && strings.HasSuffix(c.Path, "/dashboard") && c.Query != "limit=1" && c.Query != "limit=1&state=Failed" {
-			t.Errorf("dashboard read of more than one cluster's row: %s?%s", c.Path, c.Query)
+		if strings.HasSuffix(c.Path, "/dashboard") {
+			t.Errorf("the hub read the dashboard: %s?%s", c.Path, c.Query)
 		}
+		if c.Method == http.MethodGet && strings.HasSuffix(c.Path, "/state") && c.Query == "clusters=true" {
+			counted++
+		}
+	}
+	if counted > 1 {
+		t.Errorf("the clusters were counted %d times in one look", counted)
 	}
 	return next
 }
 
 // look runs digAfter once, with the object on the hub as the test set it up before its
 // first look.
-func (l *lifecycle) look(t *testing.T) (time.Duration, error) {
+func (l *digLook) look(t *testing.T) (time.Duration, error) {
 	t.Helper()
 	if l.r.Kube == nil {
 		l.r.Kube = newKube(t, l.o.DeepCopy())
@@ -81,7 +90,7 @@ func (l *lifecycle) look(t *testing.T) (time.Duration, error) {
 }
 
 // reread takes the object as the hub has it: what a restarted hub would see.
-func (l *lifecycle) reread(t *testing.T) {
+func (l *digLook) reread(t *testing.T) {
 	t.Helper()
 	o := &v1.DeploymentIntentGroup{}
 	if err := l.r.Kube.Get(context.Background(), client.ObjectKeyFromObject(l.o), o); err != nil {
@@ -90,7 +99,7 @@ func (l *lifecycle) reread(t *testing.T) {
 	l.o = o
 }
 
-func (l *lifecycle) condition(t *testing.T, typ string) metav1.ConditionStatus {
+func (l *digLook) condition(t *testing.T, typ string) metav1.ConditionStatus {
 	t.Helper()
 	c := meta.FindStatusCondition(l.o.Status.Conditions, typ)
 	if c == nil {
@@ -138,28 +147,11 @@ func TestDigAfterLeavesAnUpToDateInstantiatedDIG(t *testing.T) {
 	st := l.o.Status
 	if st.Revision != 2 || st.ContextID != "ctx-1" || st.Apps != 2 || st.Clusters != (v1.Counts{Total: 3, Deployed: 2, Retrying: 1}) ||
 		st.Objects != (v1.Counts{Total: 5, Deployed: 5}) {
-		t.Errorf("status %+v: the dashboard's revision, context and counts not copied", st)
+		t.Errorf("status %+v: the state's revision, context and counts not copied", st)
 	}
 	// Each app's clusters by state; an app placed nowhere shows with none.
 	if want := "[{db {0 0 0 0 0}} {web {3 2 0 0 1}}]"; fmt.Sprint(st.AppClusters) != want {
 		t.Errorf("clusters by app %v, want %s", st.AppClusters, want)
-	}
-}
-
-// A staged rollout's status names the stage it is in.
-func TestDigViewStage(t *testing.T) {
-	var v digView
-	if err := json.Unmarshal([]byte(`{"rollout":{"state":"Running","stages":[{"name":"canary","state":"Succeeded"},
-		{"name":"edge","state":"WaitingForApproval"},{"name":"rest","state":"Pending"}]}}`), &v); err != nil {
-		t.Fatal(err)
-	}
-	if got := v.stage(); got != "edge: WaitingForApproval" {
-		t.Errorf("stage %q", got)
-	}
-	v.Rollout.Stages[1].State = "Succeeded"
-	v.Rollout.Stages[2].State, v.Rollout.State = "Succeeded", "Succeeded"
-	if got := v.stage(); got != "Succeeded" {
-		t.Errorf("stage of a finished rollout %q", got)
 	}
 }
 
@@ -396,6 +388,11 @@ func TestNextDIGStep(t *testing.T) {
 		{name: "approved wanted of a deployed DIG", want: v1.StateApproved, state: "Instantiated", op: "terminate"},
 		{name: "terminated wanted of a stopped instantiate", want: v1.StateTerminated, state: "InstantiateStopped", op: "terminate"},
 		{name: "terminated wanted of a created DIG", want: v1.StateTerminated, state: "Created"},
+		{name: "terminated wanted of a stopped terminate", want: v1.StateTerminated, state: "TerminateStopped", op: "terminate"},
+		// A migrated DIG's deployment lives on in its target: the hub leaves it, though the
+		// machine would approve it.
+		{name: "approved wanted of a migrated DIG", want: v1.StateApproved, state: "Migrated"},
+		{name: "instantiated wanted of a migrated DIG", want: v1.StateInstantiated, state: "Migrated"},
 		{name: "instantiated wanted of a created DIG: approved first", want: v1.StateInstantiated, state: "Created", op: "instantiate", approveFirst: true},
 		{name: "instantiated wanted of an approved DIG", want: v1.StateInstantiated, state: "Approved", op: "instantiate"},
 		{name: "instantiated wanted of a terminated DIG", want: v1.StateInstantiated, state: "Terminated", op: "instantiate"},

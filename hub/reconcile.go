@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/controller/controllerutil"
 	"sigs.k8s.io/controller-runtime/pkg/log"
 
+	temco "github.com/temco/temco/client"
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 )
 
@@ -63,8 +64,10 @@ type Reconciler struct {
 	// Fresh reads the object a reconcile acts on from the API server, not the cache: a
 	// decision taken on a stale status (the operation the last reconcile started not in it
 	// yet) would start that operation again. nil: Kube.
-	Fresh     client.Reader
-	REST      *REST
+	Fresh client.Reader
+	// API is temco's REST API: the hub writes nothing to temco's store itself, so every
+	// object goes through the validation, tenancy and workflows REST clients get.
+	API       *temco.Client
 	Events    events.EventRecorder
 	Namespace string // the hub controller's own: cluster-scoped kinds' Secrets and ConfigMaps
 	// SecretNamespaces are the only namespaces whose Secrets the hub reads (nil: all).
@@ -100,7 +103,7 @@ func (g *generic[T]) Reconcile(ctx context.Context, req ctrl.Request) (ctrl.Resu
 	if err := g.fresh().Get(ctx, req.NamespacedName, o); err != nil {
 		return ctrl.Result{}, client.IgnoreNotFound(err)
 	}
-	t := &tree{rest: g.REST, owner: ownerOf(g.ops.kind, o)}
+	t := g.tree(ownerOf(g.ops.kind, o))
 	st := o.StatusCommon()
 	before := st.DeepCopy()
 	// A namespaced object acts as its namespace's project, or not at all.
@@ -273,7 +276,7 @@ func (g *generic[T]) diagnosticsProject(o T, bound string) string {
 // removeTree is the finalize of the kinds with no lifecycle: delete the resource tree.
 func removeTree[T object](kind string) func(ctx context.Context, r *Reconciler, o T, n *node) (bool, error) {
 	return func(ctx context.Context, r *Reconciler, o T, n *node) (bool, error) {
-		t := &tree{rest: r.REST, owner: ownerOf(kind, o)}
+		t := r.tree(ownerOf(kind, o))
 		return true, t.remove(ctx, n.path(), n.children)
 	}
 }

@@ -16,14 +16,15 @@ import (
 	"sigs.k8s.io/controller-runtime/pkg/healthz"
 	"sigs.k8s.io/controller-runtime/pkg/metrics/server"
 
+	temco "github.com/temco/temco/client"
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 )
 
 // Config is what `temco hub` runs with.
 type Config struct {
 	Kube      *rest.Config
-	REST      *REST
-	Namespace string // the hub controller's namespace: its lease, cluster-scoped kinds' Secrets
+	API       *temco.Client // the REST API; an admin's token ("" when it has no authentication)
+	Namespace string        // the hub controller's namespace: its lease, cluster-scoped kinds' Secrets
 	// SecretNamespaces are the namespaces whose Secrets the hub reads (watches), Namespace
 	// always among them; none: every namespace.
 	SecretNamespaces []string
@@ -68,7 +69,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return fmt.Errorf("hub: %w", err)
 	}
-	r := &Reconciler{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), REST: cfg.REST, Events: mgr.GetEventRecorder("temco-hub"),
+	r := &Reconciler{Kube: mgr.GetClient(), Fresh: mgr.GetAPIReader(), API: cfg.API, Events: mgr.GetEventRecorder("temco-hub"),
 		Namespace: cfg.Namespace, SecretNamespaces: secrets}
 	if err := setup(mgr, r); err != nil {
 		return err

@@ -1,0 +1,3 @@
+module github.com/temco/temco/client
+
+go 1.26.0
