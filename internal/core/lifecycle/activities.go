@@ -1,8 +1,6 @@
 package lifecycle
 
 import (
-	"time"
-
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/rollout"
@@ -22,22 +20,22 @@ import (
 var byOperation = Implementer{"activities/operation", "Activities"}
 
 var (
-	BeginOperation  = declare[BeginInput, BeginResult](byOperation, "BeginOperation")
-	FinishOperation = declare[FinishInput, None](byOperation, "FinishOperation")
-	CopyContext     = declare[CopyInput, Plan](byOperation, "CopyContext")
-	RecordRollout   = declare[RolloutRecord, None](byOperation, "RecordRollout")
-	RolloutWindow   = declare[WindowInput, rollout.Opening](byOperation, "RolloutWindow")
-	BeginHold       = declare[BeginInput, BeginResult](byOperation, "BeginHold")
-	BeginMigrate    = declare[MigrateBegin, BeginResult](byOperation, "BeginMigrate")
-	FinishMigrate   = declare[MigrateFinish, None](byOperation, "FinishMigrate")
+	BeginOperation  = Declare[BeginInput, BeginResult](byOperation, "BeginOperation")
+	FinishOperation = Declare[FinishInput, None](byOperation, "FinishOperation")
+	CopyContext     = Declare[CopyInput, Plan](byOperation, "CopyContext")
+	RecordRollout   = Declare[RolloutRecord, None](byOperation, "RecordRollout")
+	RolloutWindow   = Declare[WindowInput, rollout.Opening](byOperation, "RolloutWindow")
+	BeginHold       = Declare[BeginInput, BeginResult](byOperation, "BeginHold")
+	BeginMigrate    = Declare[MigrateBegin, BeginResult](byOperation, "BeginMigrate")
+	FinishMigrate   = Declare[MigrateFinish, None](byOperation, "FinishMigrate")
 )
 
 // activities/operation (operation.Holds, hold.go): the hold of a migrate's origin DIG.
 var byHolds = Implementer{"activities/operation", "Holds"}
 
 var (
-	HoldDIG     = declare[HoldInput, OpAccepted](byHolds, "HoldDIG")
-	AwaitHolder = declare[string, None](byHolds, "AwaitHolder") // the holder's workflow id
+	HoldDIG     = Declare[HoldInput, OpAccepted](byHolds, "HoldDIG")
+	AwaitHolder = Declare[string, None](byHolds, "AwaitHolder") // the holder's workflow id
 )
 
 // activities/artifact (artifact.Activities): the pipeline of charts that come by
@@ -46,9 +44,9 @@ var (
 var byArtifact = Implementer{"activities/artifact", "Activities"}
 
 var (
-	ResolveArtifacts = declare[ContextRef, ArtifactPlan](byArtifact, "ResolveArtifacts")
-	FetchArtifact    = declare[FetchInput, None](byArtifact, "FetchArtifact")
-	PinImages        = declare[ContextRef, None](byArtifact, "PinImages")
+	ResolveArtifacts = Declare[ContextRef, ArtifactPlan](byArtifact, "ResolveArtifacts")
+	FetchArtifact    = Declare[FetchInput, None](byArtifact, "FetchArtifact")
+	PinImages        = Declare[ContextRef, None](byArtifact, "PinImages")
 )
 
 // activities/render (render.Activities): the rendering of a context's charts (the number
@@ -56,8 +54,8 @@ var (
 var byRender = Implementer{"activities/render", "Activities"}
 
 var (
-	RenderApps     = declare[ContextRef, int](byRender, "RenderApps")
-	RenderVariants = declare[ContextRef, None](byRender, "RenderVariants")
+	RenderApps     = Declare[ContextRef, int](byRender, "RenderApps")
+	RenderVariants = Declare[ContextRef, None](byRender, "RenderVariants")
 )
 
 // activities/placement (placement.Activities): placement, and the commit of the
@@ -66,10 +64,10 @@ var (
 var byPlacement = Implementer{"activities/placement", "Activities"}
 
 var (
-	PlaceApps         = declare[ContextRef, Plan](byPlacement, "PlaceApps")
-	CommitControllers = declare[ContextRef, Plan](byPlacement, "CommitControllers")
-	ObserveCapacity   = declare[CapacityObserveInput, CapacityView](byPlacement, "ObserveCapacity")
-	RecordCapacity    = declare[CapacityRecord, None](byPlacement, "RecordCapacity")
+	PlaceApps         = Declare[ContextRef, Plan](byPlacement, "PlaceApps")
+	CommitControllers = Declare[ContextRef, Plan](byPlacement, "CommitControllers")
+	ObserveCapacity   = Declare[CapacityObserveInput, CapacityView](byPlacement, "ObserveCapacity")
+	RecordCapacity    = Declare[CapacityRecord, None](byPlacement, "RecordCapacity")
 )
 
 // activities/actions (actions.Activities): a built-in intent controller's step (an
@@ -78,8 +76,8 @@ var (
 var byActions = Implementer{"activities/actions", "Activities"}
 
 var (
-	RunController      = declare[contract.Input, contract.Result](byActions, contract.ActivityName)
-	ContextControllers = declare[string, Hooked](byActions, "ContextControllers")
+	RunController      = Declare[contract.Input, contract.Result](byActions, contract.ActivityName)
+	ContextControllers = Declare[string, Hooked](byActions, "ContextControllers")
 )
 
 // activities/cluster (cluster.Activities): the number of a context's batches (by its id)
@@ -88,17 +86,17 @@ var (
 var byCluster = Implementer{"activities/cluster", "Activities"}
 
 var (
-	ContextBatches = declare[string, int](byCluster, "ContextBatches")
-	ListBatch      = declare[BatchInput, []string](byCluster, "ListBatch")
-	CountBatch     = declare[BatchInput, None](byCluster, "CountBatch")
-	ApplyCluster   = declare[ClusterInput, ClusterResult](byCluster, "ApplyCluster")
-	DeleteCluster  = declare[ClusterInput, ClusterResult](byCluster, "DeleteCluster")
-	ReadCluster    = declare[ClusterInput, ClusterResult](byCluster, "ReadCluster")
-	PruneCluster   = declare[ClusterInput, ClusterResult](byCluster, "PruneCluster")
-	ApplyGroup     = declare[GroupInput, GroupResult](byCluster, "ApplyGroup")
-	DeleteGroup    = declare[GroupInput, GroupResult](byCluster, "DeleteGroup")
-	ReadGroup      = declare[GroupInput, GroupResult](byCluster, "ReadGroup")
-	PruneGroup     = declare[GroupInput, GroupResult](byCluster, "PruneGroup")
+	ContextBatches = Declare[string, int](byCluster, "ContextBatches")
+	ListBatch      = Declare[BatchInput, []string](byCluster, "ListBatch")
+	CountBatch     = Declare[BatchInput, None](byCluster, "CountBatch")
+	ApplyCluster   = Declare[ClusterInput, ClusterResult](byCluster, "ApplyCluster")
+	DeleteCluster  = Declare[ClusterInput, ClusterResult](byCluster, "DeleteCluster")
+	ReadCluster    = Declare[ClusterInput, ClusterResult](byCluster, "ReadCluster")
+	PruneCluster   = Declare[ClusterInput, ClusterResult](byCluster, "PruneCluster")
+	ApplyGroup     = Declare[GroupInput, GroupResult](byCluster, "ApplyGroup")
+	DeleteGroup    = Declare[GroupInput, GroupResult](byCluster, "DeleteGroup")
+	ReadGroup      = Declare[GroupInput, GroupResult](byCluster, "ReadGroup")
+	PruneGroup     = Declare[GroupInput, GroupResult](byCluster, "PruneGroup")
 )
 
 // activities/logicalcloud (logicalcloud.Activities): a logical cloud's preparation, and
@@ -106,10 +104,10 @@ var (
 var byLogicalCloud = Implementer{"activities/logicalcloud", "Activities"}
 
 var (
-	PrepareLogicalCloud  = declare[ContextRef, Plan](byLogicalCloud, "PrepareLogicalCloud")
-	SetUpLogicalCloud    = declare[ClusterInput, ClusterResult](byLogicalCloud, "SetUpLogicalCloud")
-	TearDownLogicalCloud = declare[ClusterInput, ClusterResult](byLogicalCloud, "TearDownLogicalCloud")
-	PruneLogicalCloud    = declare[ClusterInput, ClusterResult](byLogicalCloud, "PruneLogicalCloud")
+	PrepareLogicalCloud  = Declare[ContextRef, Plan](byLogicalCloud, "PrepareLogicalCloud")
+	SetUpLogicalCloud    = Declare[ClusterInput, ClusterResult](byLogicalCloud, "SetUpLogicalCloud")
+	TearDownLogicalCloud = Declare[ClusterInput, ClusterResult](byLogicalCloud, "TearDownLogicalCloud")
+	PruneLogicalCloud    = Declare[ClusterInput, ClusterResult](byLogicalCloud, "PruneLogicalCloud")
 )
 
 // activities/drift (drift.Activities): a drift check's plan and record, and per batch its
@@ -117,11 +115,11 @@ var (
 var byDrift = Implementer{"activities/drift", "Activities"}
 
 var (
-	PlanDriftCheck     = declare[DriftInput, DriftPlan](byDrift, "PlanDriftCheck")
-	RecordDriftCheck   = declare[DriftRecordInput, None](byDrift, "RecordDriftCheck")
-	DriftBatchClusters = declare[BatchInput, []string](byDrift, "DriftBatchClusters")
-	DetectDrift        = declare[ClusterInput, ClusterResult](byDrift, "DetectDrift")
-	DetectDriftGroup   = declare[GroupInput, GroupResult](byDrift, "DetectDriftGroup")
+	PlanDriftCheck     = Declare[DriftInput, DriftPlan](byDrift, "PlanDriftCheck")
+	RecordDriftCheck   = Declare[DriftRecordInput, None](byDrift, "RecordDriftCheck")
+	DriftBatchClusters = Declare[BatchInput, []string](byDrift, "DriftBatchClusters")
+	DetectDrift        = Declare[ClusterInput, ClusterResult](byDrift, "DetectDrift")
+	DetectDriftGroup   = Declare[GroupInput, GroupResult](byDrift, "DetectDriftGroup")
 )
 
 // activities/preview (preview.Activities): a rollout preview's steps (see preview.go);
@@ -129,10 +127,10 @@ var (
 var byPreview = Implementer{"activities/preview", "Activities"}
 
 var (
-	BeginPreview       = declare[PreviewInput, PreviewStart](byPreview, "BeginPreview")
-	PreviewControllers = declare[[]Controller, PreviewChoice](byPreview, "PreviewControllers")
-	DiffPreview        = declare[PreviewDiffInput, RolloutPreview](byPreview, "DiffPreview")
-	DeletePreview      = declare[string, None](byPreview, "DeletePreview")
+	BeginPreview       = Declare[PreviewInput, PreviewStart](byPreview, "BeginPreview")
+	PreviewControllers = Declare[[]Controller, PreviewChoice](byPreview, "PreviewControllers")
+	DiffPreview        = Declare[PreviewDiffInput, RolloutPreview](byPreview, "DiffPreview")
+	DeletePreview      = Declare[string, None](byPreview, "DeletePreview")
 )
 
 // activities/relocate (relocate.Activities): the Relocate workflow's steps (see
@@ -140,10 +138,10 @@ var (
 var byRelocate = Implementer{"activities/relocate", "Activities"}
 
 var (
-	PlanRelocation = declare[RelocateRequest, RelocationPlan](byRelocate, "PlanRelocation")
-	PlaceApp       = declare[PlaceAppInput, None](byRelocate, "PlaceApp")
-	UpdateDIG      = declare[UpdateDIGInput, None](byRelocate, "UpdateDIG")
-	AwaitAppReady  = declare[AwaitAppReadyInput, None](byRelocate, "AwaitAppReady")
+	PlanRelocation = Declare[RelocateRequest, RelocationPlan](byRelocate, "PlanRelocation")
+	PlaceApp       = Declare[PlaceAppInput, None](byRelocate, "PlaceApp")
+	UpdateDIG      = Declare[UpdateDIGInput, None](byRelocate, "UpdateDIG")
+	AwaitAppReady  = Declare[AwaitAppReadyInput, None](byRelocate, "AwaitAppReady")
 )
 
 // activities/autoscale (autoscale.Activities): a cluster's signals, and the drain of its
@@ -151,39 +149,30 @@ var (
 var byAutoscale = Implementer{"activities/autoscale", "Activities"}
 
 var (
-	CapacitySignals = declare[CapacitySignalsInput, capacity.Signals](byAutoscale, "CapacitySignals")
-	DrainCapacity   = declare[CapacityDrainInput, None](byAutoscale, "DrainCapacity")
+	CapacitySignals = Declare[CapacitySignalsInput, capacity.Signals](byAutoscale, "CapacitySignals")
+	DrainCapacity   = Declare[CapacityDrainInput, None](byAutoscale, "DrainCapacity")
 )
 
 // activities/inventory (inventory.Activities): one sync of a cluster inventory.
 var byInventory = Implementer{"activities/inventory", "Activities"}
 
-var SyncInventory = declare[InventoryInput, InventorySynced](byInventory, "SyncInventory")
-
-// activities/health (health.Activities): a page of clusters probed, and the end of a round
-// of probes recorded (when it started).
-var byHealth = Implementer{"activities/health", "Activities"}
-
-var (
-	ProbeClusters    = declare[ProbePage, ProbedPage](byHealth, "ProbeClusters")
-	RecordProbeRound = declare[time.Time, None](byHealth, "RecordProbeRound")
-)
+var SyncInventory = Declare[InventoryInput, InventorySynced](byInventory, "SyncInventory")
 
 // activities/policy (policy.Activities): an agent's event stream, a policy intent's
 // evaluation, the workflow a decision starts, and the decision's record.
 var byPolicy = Implementer{"activities/policy", "Activities"}
 
 var (
-	ListenPolicyAgent = declare[PolicyAgentInput, PolicyListened](byPolicy, "ListenPolicyAgent")
-	EvaluatePolicy    = declare[PolicyEvaluateInput, PolicyVerdict](byPolicy, "EvaluatePolicy")
-	PolicyAction      = declare[PolicyActionInput, contract.Workflow](byPolicy, "PolicyAction")
-	RecordPolicy      = declare[PolicyRecord, None](byPolicy, "RecordPolicy")
+	ListenPolicyAgent = Declare[PolicyAgentInput, PolicyListened](byPolicy, "ListenPolicyAgent")
+	EvaluatePolicy    = Declare[PolicyEvaluateInput, PolicyVerdict](byPolicy, "EvaluatePolicy")
+	PolicyAction      = Declare[PolicyActionInput, contract.Workflow](byPolicy, "PolicyAction")
+	RecordPolicy      = Declare[PolicyRecord, None](byPolicy, "RecordPolicy")
 )
 
 // controllers/ncm (ncm.Activities): a cluster network's preparation (kind_clusternetwork.go).
 var byNCM = Implementer{"controllers/ncm", "Activities"}
 
-var PrepareClusterNetwork = declare[ContextRef, Plan](byNCM, "PrepareClusterNetwork")
+var PrepareClusterNetwork = Declare[ContextRef, Plan](byNCM, "PrepareClusterNetwork")
 
 // controllers/cacerts (cacerts.Activities): enrolment signs a key per member cluster on the
 // issuing cluster (enroll.go); distribution puts the issued certificates and their keys on
@@ -191,10 +180,10 @@ var PrepareClusterNetwork = declare[ContextRef, Plan](byNCM, "PrepareClusterNetw
 var byCACerts = Implementer{"controllers/cacerts", "Activities"}
 
 var (
-	PrepareCertEnrollment   = declare[ContextRef, Plan](byCACerts, "PrepareCertEnrollment")
-	EnrollCertificates      = declare[ClusterInput, ClusterResult](byCACerts, "EnrollCertificates")
-	WithdrawCertificates    = declare[ClusterInput, ClusterResult](byCACerts, "WithdrawCertificates")
-	PruneCertificates       = declare[ClusterInput, ClusterResult](byCACerts, "PruneCertificates")
-	PrepareCertDistribution = declare[ContextRef, Plan](byCACerts, "PrepareCertDistribution")
-	DistributeCertificates  = declare[ClusterInput, ClusterResult](byCACerts, "DistributeCertificates")
+	PrepareCertEnrollment   = Declare[ContextRef, Plan](byCACerts, "PrepareCertEnrollment")
+	EnrollCertificates      = Declare[ClusterInput, ClusterResult](byCACerts, "EnrollCertificates")
+	WithdrawCertificates    = Declare[ClusterInput, ClusterResult](byCACerts, "WithdrawCertificates")
+	PruneCertificates       = Declare[ClusterInput, ClusterResult](byCACerts, "PruneCertificates")
+	PrepareCertDistribution = Declare[ContextRef, Plan](byCACerts, "PrepareCertDistribution")
+	DistributeCertificates  = Declare[ClusterInput, ClusterResult](byCACerts, "DistributeCertificates")
 )

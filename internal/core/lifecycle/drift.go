@@ -17,7 +17,7 @@ const (
 )
 
 // ChildDriftBatch is a drift check's batch of clusters, which the check starts as a child.
-var ChildDriftBatch = child[BatchInput, BatchResult](WorkflowDriftBatch)
+var ChildDriftBatch = DeclareChild[BatchInput, BatchResult](WorkflowDriftBatch)
 
 // DriftInput starts a drift check of a DIG (the schedule's argument).
 type DriftInput struct {

@@ -1,6 +1,10 @@
-package lifecycle
+package flow
 
-import "time"
+import (
+	"time"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
 
 // Cluster health (docs/api.md, "Cluster reachability"): one ClusterHealth workflow per temco,
 // started by the api (starter.EnsureClusterHealth), that probes every registered cluster's
@@ -31,3 +35,14 @@ type ProbedPage struct {
 	Last   string         `json:"last"`
 	States map[string]int `json:"states,omitempty"`
 }
+
+func init() { lifecycle.DeclareWorkflows(WorkflowClusterHealth) }
+
+// work (work.Activities): a page of clusters probed, and the end of a round
+// of probes recorded (when it started).
+var byHealth = lifecycle.Implementer{Package: "features/health/work", Struct: "Activities"}
+
+var (
+	ProbeClusters    = lifecycle.Declare[ProbePage, ProbedPage](byHealth, "ProbeClusters")
+	RecordProbeRound = lifecycle.Declare[time.Time, lifecycle.None](byHealth, "RecordProbeRound")
+)

@@ -2,7 +2,7 @@
 // probed (each API server's /readyz, with the cluster's own credentials), and the end of
 // a round recorded. The ClusterHealth workflow (workflows/health) paces them; what they
 // find is kept in internal/core/health.
-package health
+package work
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/activities/cluster"
+	"github.com/temco/temco/features/health/flow"
 	core "github.com/temco/temco/internal/core/health"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -36,10 +37,10 @@ type Activities struct {
 // ProbeClusters probes the page of clusters in.After..in.Limit and stores what changed; it
 // forgets the outcomes of clusters in that range that are no longer registered (and of
 // every cluster after in.After when the page is empty: the round is over).
-func (a *Activities) ProbeClusters(ctx context.Context, in lifecycle.ProbePage) (lifecycle.ProbedPage, error) {
+func (a *Activities) ProbeClusters(ctx context.Context, in flow.ProbePage) (flow.ProbedPage, error) {
 	keys, docs, err := a.page(ctx, in.After, max(in.Limit, 1))
 	if err != nil {
-		return lifecycle.ProbedPage{}, err
+		return flow.ProbedPage{}, err
 	}
 	last := ""
 	if len(keys) > 0 {
@@ -58,12 +59,12 @@ func (a *Activities) ProbeClusters(ctx context.Context, in lifecycle.ProbePage) 
 	}
 	_ = g.Wait()
 	if err := a.Health.Save(ctx, probed); err != nil {
-		return lifecycle.ProbedPage{}, err
+		return flow.ProbedPage{}, err
 	}
 	if err := a.Health.Forget(ctx, in.After, last, keys); err != nil {
-		return lifecycle.ProbedPage{}, err
+		return flow.ProbedPage{}, err
 	}
-	out := lifecycle.ProbedPage{Last: last, States: map[string]int{}}
+	out := flow.ProbedPage{Last: last, States: map[string]int{}}
 	for _, c := range probed {
 		out.States[c.State]++
 	}

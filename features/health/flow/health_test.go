@@ -1,4 +1,4 @@
-package health
+package flow
 
 import (
 	"context"
@@ -14,7 +14,7 @@ import (
 
 // probes stands for the activities: 5 clusters, in pages.
 type probes struct {
-	pages  []lifecycle.ProbePage
+	pages  []ProbePage
 	rounds []time.Time
 }
 
@@ -24,7 +24,7 @@ func (p *probes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
 	keys := []string{"cp+a", "cp+b", "cp+c", "cp+d", "cp+e"}
-	lifecycle.Register(env, lifecycle.ProbeClusters, func(_ context.Context, in lifecycle.ProbePage) (lifecycle.ProbedPage, error) {
+	lifecycle.Register(env, ProbeClusters, func(_ context.Context, in ProbePage) (ProbedPage, error) {
 		p.pages = append(p.pages, in)
 		i := 0
 		for i < len(keys) && keys[i] <= in.After {
@@ -32,11 +32,11 @@ func (p *probes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		}
 		page := keys[i:min(i+in.Limit, len(keys))]
 		if len(page) == 0 {
-			return lifecycle.ProbedPage{}, nil
+			return ProbedPage{}, nil
 		}
-		return lifecycle.ProbedPage{Last: page[len(page)-1], States: map[string]int{"Reachable": len(page)}}, nil
+		return ProbedPage{Last: page[len(page)-1], States: map[string]int{"Reachable": len(page)}}, nil
 	})
-	lifecycle.RegisterNoResult(env, lifecycle.RecordProbeRound, func(_ context.Context, started time.Time) error {
+	lifecycle.RegisterNoResult(env, RecordProbeRound, func(_ context.Context, started time.Time) error {
 		p.rounds = append(p.rounds, started)
 		return nil
 	})
@@ -49,10 +49,10 @@ func TestRoundsProbeEveryPageThenRecordTheRound(t *testing.T) {
 	p := &probes{}
 	env := p.env(t)
 	env.RegisterDelayedCallback(func() {
-		env.SignalWorkflow(lifecycle.SignalWake, lifecycle.HealthInput{Interval: time.Hour, PageSize: 5})
+		env.SignalWorkflow(lifecycle.SignalWake, HealthInput{Interval: time.Hour, PageSize: 5})
 	}, 90*time.Second) // during the second round's wait
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, 2*time.Hour)
-	env.ExecuteWorkflow(ClusterHealth, lifecycle.HealthInput{Interval: time.Minute, PageSize: 2})
+	env.ExecuteWorkflow(ClusterHealth, HealthInput{Interval: time.Minute, PageSize: 2})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,9 @@
-package health
+package work
 
 import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
+	"github.com/temco/temco/features/health/flow"
 	core "github.com/temco/temco/internal/core/health"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
@@ -14,6 +15,6 @@ func Register(r lifecycle.Registry, d *deps.Deps) {
 	if d.Store != nil { // nil: registered only to be listed (workers' tests)
 		a.Health = core.Open(d.Store.Database())
 	}
-	lifecycle.Register(r, lifecycle.ProbeClusters, a.ProbeClusters)
-	lifecycle.RegisterNoResult(r, lifecycle.RecordProbeRound, a.RecordProbeRound)
+	lifecycle.Register(r, flow.ProbeClusters, a.ProbeClusters)
+	lifecycle.RegisterNoResult(r, flow.RecordProbeRound, a.RecordProbeRound)
 }

@@ -1,8 +1,8 @@
-// Package health holds the ClusterHealth workflow: round after round, every registered
-// cluster's API server probed, a page of clusters per activity (activities/health), so
+// Package flow holds health's ClusterHealth workflow: round after round, every registered
+// cluster's API server probed, a page of clusters per activity (work), so
 // that the fleet home and the cluster view say which clusters temco can reach. One runs
-// per temco (lifecycle.ClusterHealthID); it continues as new now and then.
-package health
+// per temco (ClusterHealthID); it continues as new now and then.
+package flow
 
 import (
 	"time"
@@ -30,7 +30,7 @@ const (
 // followed by the next at once); SignalWake starts the next round now, with the pace it
 // carries (a lifecycle.HealthInput: the api's, as it starts), SignalStop ends the
 // workflow. A page that fails ends its round, logged; the next round starts over.
-func ClusterHealth(ctx workflow.Context, in lifecycle.HealthInput) error {
+func ClusterHealth(ctx workflow.Context, in HealthInput) error {
 	interval := in.Interval
 	if interval <= 0 {
 		interval = DefaultInterval
@@ -53,7 +53,7 @@ func ClusterHealth(ctx workflow.Context, in lifecycle.HealthInput) error {
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(workflow.NewTimer(tctx, max(interval-workflow.Now(ctx).Sub(started), time.Second)), func(workflow.Future) {})
 		sel.AddReceive(wake, func(c workflow.ReceiveChannel, _ bool) {
-			var next lifecycle.HealthInput // the api's pace, sent as it starts
+			var next HealthInput // the api's pace, sent as it starts
 			c.Receive(ctx, &next)
 			if next.Interval > 0 {
 				in.Interval, interval = next.Interval, next.Interval
@@ -80,8 +80,8 @@ func round(ctx workflow.Context, size int, started time.Time) {
 	log := workflow.GetLogger(ctx)
 	states := map[string]int{}
 	for after := ""; ; {
-		var page lifecycle.ProbedPage
-		if err := lifecycle.ProbeClusters.Execute(ctx, lifecycle.ProbePage{After: after, Limit: size}).Get(ctx, &page); err != nil {
+		var page ProbedPage
+		if err := ProbeClusters.Execute(ctx, ProbePage{After: after, Limit: size}).Get(ctx, &page); err != nil {
 			log.Warn("cluster probes failed; the round ends here", "after", after, "error", lifecycle.ErrorMessage(err))
 			return
 		}
@@ -93,7 +93,7 @@ func round(ctx workflow.Context, size int, started time.Time) {
 		}
 		after = page.Last
 	}
-	if err := lifecycle.RecordProbeRound.Execute(ctx, started).Get(ctx, nil); err != nil {
+	if err := RecordProbeRound.Execute(ctx, started).Get(ctx, nil); err != nil {
 		log.Warn("record the round of probes", "error", lifecycle.ErrorMessage(err))
 		return
 	}
