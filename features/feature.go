@@ -30,6 +30,9 @@ type Feature struct {
 	Activities func(lifecycle.Registry, *deps.Deps)
 	// API wires it into the api: what the api's routes need of it (its starter).
 	API func(s *api.Server, st *starter.Starter)
+	// TakeOver are its workflow types whose activities run long enough that a restarted
+	// worker fails its predecessor's attempts of them at once (workers.TakeOver).
+	TakeOver []string
 	// Serve, if set, runs beside the api while it serves (health keeps its probes
 	// started), until ctx ends.
 	Serve func(ctx context.Context, in Serving)

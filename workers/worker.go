@@ -16,7 +16,6 @@ import (
 	autoscaling "github.com/temco/temco/activities/autoscale"
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
-	driftchecks "github.com/temco/temco/activities/drift"
 	inventories "github.com/temco/temco/activities/inventory"
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
@@ -32,7 +31,6 @@ import (
 	"github.com/temco/temco/workflows/autoscale"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
-	"github.com/temco/temco/workflows/drift"
 	"github.com/temco/temco/workflows/inventory"
 	"github.com/temco/temco/workflows/policy"
 	"github.com/temco/temco/workflows/preview"
@@ -48,7 +46,7 @@ type Deps = deps.Deps
 var domains = []func(lifecycle.Registry, *deps.Deps){
 	operation.Register, artifact.Register, render.Register, placement.Register, actions.Register,
 	cluster.Register, logicalcloud.Register, relocations.Register, registerNCM, registerCACerts,
-	driftchecks.Register, previews.Register, autoscaling.Register, inventories.Register, policies.Register,
+	previews.Register, autoscaling.Register, inventories.Register, policies.Register,
 }
 
 // Workflows maps each of the core's workflow types to its function; the features' are in
@@ -66,8 +64,6 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
 	lifecycle.WorkflowRelocate:    relocate.Relocate,
-	lifecycle.WorkflowDrift:       drift.Drift,
-	lifecycle.WorkflowDriftBatch:  drift.DriftBatch,
 	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
 	lifecycle.WorkflowInventory:   inventory.ClusterInventory,
 	lifecycle.WorkflowPolicyAgent: policy.PolicyAgent,

@@ -9,11 +9,13 @@ import (
 	"strings"
 
 	"github.com/temco/temco/features"
+	"github.com/temco/temco/features/drift"
 	"github.com/temco/temco/features/health"
 )
 
 // All is every feature; adding one is one line here.
 var All = []features.Feature{
+	drift.Feature,
 	health.Feature,
 }
 

@@ -110,18 +110,6 @@ var (
 	PruneLogicalCloud    = Declare[ClusterInput, ClusterResult](byLogicalCloud, "PruneLogicalCloud")
 )
 
-// activities/drift (drift.Activities): a drift check's plan and record, and per batch its
-// clusters and per cluster (and group) the drift detection (detect.go).
-var byDrift = Implementer{"activities/drift", "Activities"}
-
-var (
-	PlanDriftCheck     = Declare[DriftInput, DriftPlan](byDrift, "PlanDriftCheck")
-	RecordDriftCheck   = Declare[DriftRecordInput, None](byDrift, "RecordDriftCheck")
-	DriftBatchClusters = Declare[BatchInput, []string](byDrift, "DriftBatchClusters")
-	DetectDrift        = Declare[ClusterInput, ClusterResult](byDrift, "DetectDrift")
-	DetectDriftGroup   = Declare[GroupInput, GroupResult](byDrift, "DetectDriftGroup")
-)
-
 // activities/preview (preview.Activities): a rollout preview's steps (see preview.go);
 // DeletePreview takes the scratch context's id.
 var byPreview = Implementer{"activities/preview", "Activities"}

@@ -69,7 +69,7 @@ var (
 var ownWorkflows = map[string]bool{WorkflowDIG: true, WorkflowInstantiate: true, WorkflowTerminate: true,
 	WorkflowUpdate: true, WorkflowRollback: true, WorkflowMigrate: true, WorkflowPruneBatch: true,
 	WorkflowApplyBatch: true, WorkflowDeleteBatch: true, WorkflowReadStatus: true, WorkflowReadBatch: true,
-	WorkflowRelocate: true, WorkflowDrift: true, WorkflowDriftBatch: true, WorkflowPreviewRollout: true, WorkflowAutoscale: true, WorkflowInventory: true, WorkflowPolicyAgent: true, WorkflowPolicy: true}
+	WorkflowRelocate: true, WorkflowPreviewRollout: true, WorkflowAutoscale: true, WorkflowInventory: true, WorkflowPolicyAgent: true, WorkflowPolicy: true}
 
 // DeclareWorkflows declares a feature's workflow types as temco's own.
 func DeclareWorkflows(names ...string) {
@@ -434,3 +434,12 @@ func NextAttempt(failed time.Time, attempt int32) time.Time {
 	}
 	return failed.Add(min(wait, RetryMaximumInterval))
 }
+
+// DriftCheck is one check of one context, as its batches and clusters see it: the drift
+// feature's (features/drift), in the core as the batches' and clusters' inputs carry it.
+type DriftCheck struct {
+	ID      string    `json:"id"` // the Drift workflow's run id: records of this check carry it
+	Started time.Time `json:"started"`
+	Correct bool      `json:"correct,omitempty"`
+}
+

@@ -4,7 +4,7 @@
 // cluster of it for drift in batches (deploy's batch engine with drift's deploy.BatchKind,
 // DetectDrift on each cluster) and records the check's summary. Workflow code only: the
 // activities (activities/drift) do the I/O.
-package drift
+package flow
 
 import (
 	"time"
@@ -19,28 +19,28 @@ import (
 // the DIG is Instantiated, its last operation succeeded and none runs. A cluster that
 // fails does not stop the others: the check's summary is recorded however the batches
 // ended.
-func Drift(ctx workflow.Context, in lifecycle.DriftInput) (lifecycle.DriftResult, error) {
-	var plan lifecycle.DriftPlan
-	if err := lifecycle.PlanDriftCheck.Execute(bookkeeping(ctx), in).Get(ctx, &plan); err != nil {
-		return lifecycle.DriftResult{}, err
+func Drift(ctx workflow.Context, in DriftInput) (DriftResult, error) {
+	var plan DriftPlan
+	if err := PlanDriftCheck.Execute(bookkeeping(ctx), in).Get(ctx, &plan); err != nil {
+		return DriftResult{}, err
 	}
 	log := workflow.GetLogger(ctx)
 	if plan.Skip != "" {
 		log.Info("drift check skipped", "dig", in.DIG.String(), "reason", plan.Skip)
-		return lifecycle.DriftResult{Skipped: plan.Skip}, nil
+		return DriftResult{Skipped: plan.Skip}, nil
 	}
 	check := lifecycle.DriftCheck{ID: workflow.GetInfo(ctx).WorkflowExecution.ID, Started: workflow.Now(ctx).UTC(), Correct: plan.Correct}
 	total, err := fanOut(ctx, lifecycle.BatchInput{ContextID: plan.ContextID, Drift: &check}, plan.Batches)
-	rec := lifecycle.DriftRecordInput{DIG: in.DIG, ContextID: plan.ContextID, Check: check, Result: total}
+	rec := DriftRecordInput{DIG: in.DIG, ContextID: plan.ContextID, Check: check, Result: total}
 	if err != nil {
 		rec.Error = err.Error()
 	}
-	if rerr := lifecycle.RecordDriftCheck.Execute(bookkeeping(ctx), rec).Get(ctx, nil); rerr != nil {
-		return lifecycle.DriftResult{}, rerr
+	if rerr := RecordDriftCheck.Execute(bookkeeping(ctx), rec).Get(ctx, nil); rerr != nil {
+		return DriftResult{}, rerr
 	}
 	log.Info("drift check ended", "dig", in.DIG.String(), "context", plan.ContextID, "clusters", total.Clusters,
 		"inSync", total.Done, "drifted", total.Failed, "notChecked", total.NotReady)
-	return lifecycle.DriftResult{ContextID: plan.ContextID, Result: total}, err
+	return DriftResult{ContextID: plan.ContextID, Result: total}, err
 }
 
 // bookkeeping is for the store-only steps: retried until the store answers.

@@ -3,7 +3,7 @@
 // applies again what drifted. The cluster is reached as activities/cluster reaches it
 // (cluster.Access).
 
-package drift
+package work
 
 import (
 	"cmp"

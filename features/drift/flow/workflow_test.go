@@ -1,4 +1,4 @@
-package drift
+package flow
 
 import (
 	"context"
@@ -21,36 +21,36 @@ var dig = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG:
 // fakes are the activities of one test: a context of batches of two clusters each.
 type fakes struct {
 	mu       sync.Mutex
-	plan     lifecycle.DriftPlan
+	plan     DriftPlan
 	detect   func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
 	checked  []lifecycle.ClusterInput
-	recorded []lifecycle.DriftRecordInput
+	recorded []DriftRecordInput
 	listed   []int
 }
 
 func newFakes(batches int, correct bool) *fakes {
 	return &fakes{
-		plan: lifecycle.DriftPlan{ContextID: "42", Batches: batches, Correct: correct},
+		plan: DriftPlan{ContextID: "42", Batches: batches, Correct: correct},
 		detect: func(string, int32) (lifecycle.ClusterResult, error) {
 			return lifecycle.ClusterResult{Done: 3}, nil
 		},
 	}
 }
 
-func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, lifecycle.DriftResult, error) {
+func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, DriftResult, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Drift, workflow.RegisterOptions{Name: lifecycle.WorkflowDrift})
-	env.RegisterWorkflowWithOptions(DriftBatch, workflow.RegisterOptions{Name: lifecycle.WorkflowDriftBatch})
+	env.RegisterWorkflowWithOptions(Drift, workflow.RegisterOptions{Name: WorkflowDrift})
+	env.RegisterWorkflowWithOptions(DriftBatch, workflow.RegisterOptions{Name: WorkflowDriftBatch})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	lifecycle.Register(env, lifecycle.PlanDriftCheck, func(_ context.Context, in lifecycle.DriftInput) (lifecycle.DriftPlan, error) {
+	lifecycle.Register(env, PlanDriftCheck, func(_ context.Context, in DriftInput) (DriftPlan, error) {
 		if in.DIG != dig {
-			return lifecycle.DriftPlan{}, errors.New("another DIG")
+			return DriftPlan{}, errors.New("another DIG")
 		}
 		return f.plan, nil
 	})
-	lifecycle.Register(env, lifecycle.DriftBatchClusters, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
+	lifecycle.Register(env, DriftBatchClusters, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
 		f.mu.Lock()
 		f.listed = append(f.listed, in.Batch)
 		f.mu.Unlock()
@@ -66,11 +66,11 @@ func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, lifecycle
 		}
 		return f.detect(in.Cluster, n)
 	}
-	lifecycle.Register(env, lifecycle.DetectDrift, detect)
-	lifecycle.Register(env, lifecycle.DetectDriftGroup, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+	lifecycle.Register(env, DetectDrift, detect)
+	lifecycle.Register(env, DetectDriftGroup, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
 		return cluster.RunGroup(ctx, in, detect)
 	})
-	lifecycle.RegisterNoResult(env, lifecycle.RecordDriftCheck, func(_ context.Context, in lifecycle.DriftRecordInput) error {
+	lifecycle.RegisterNoResult(env, RecordDriftCheck, func(_ context.Context, in DriftRecordInput) error {
 		f.mu.Lock()
 		f.recorded = append(f.recorded, in)
 		f.mu.Unlock()
@@ -80,11 +80,11 @@ func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, lifecycle
 	for _, name := range []string{lifecycle.ListBatch.Name(), lifecycle.CountBatch.Name(), lifecycle.ApplyCluster.Name()} {
 		reg(name, func(context.Context, lifecycle.BatchInput) error { t.Errorf("%s called", name); return nil })
 	}
-	env.ExecuteWorkflow(Drift, lifecycle.DriftInput{DIG: dig})
+	env.ExecuteWorkflow(Drift, DriftInput{DIG: dig})
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the drift check did not complete")
 	}
-	var res lifecycle.DriftResult
+	var res DriftResult
 	err := env.GetWorkflowError()
 	if err == nil {
 		err = env.GetWorkflowResult(&res)
@@ -96,7 +96,7 @@ func (f *fakes) run(t *testing.T) (*testsuite.TestWorkflowEnvironment, lifecycle
 // why, and no cluster is touched and nothing recorded.
 func TestADIGNotInstantiatedIsSkipped(t *testing.T) {
 	f := newFakes(1, false)
-	f.plan = lifecycle.DriftPlan{Skip: "the DIG is Approved, not Instantiated"}
+	f.plan = DriftPlan{Skip: "the DIG is Approved, not Instantiated"}
 	_, res, err := f.run(t)
 	if err != nil || res.Skipped != f.plan.Skip {
 		t.Fatalf("result %+v, error %v", res, err)

@@ -1,8 +1,9 @@
-package drift
+package work
 
 import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
+	"github.com/temco/temco/features/drift/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -10,9 +11,9 @@ import (
 // worker's shared cluster machinery.
 func Register(r lifecycle.Registry, d *deps.Deps) {
 	a := &Activities{Store: d.Store, Contexts: d.Contexts, Clusters: cluster.AccessOf(cluster.Shared(d))}
-	lifecycle.Register(r, lifecycle.PlanDriftCheck, a.PlanDriftCheck)
-	lifecycle.RegisterNoResult(r, lifecycle.RecordDriftCheck, a.RecordDriftCheck)
-	lifecycle.Register(r, lifecycle.DriftBatchClusters, a.DriftBatchClusters)
-	lifecycle.Register(r, lifecycle.DetectDrift, a.DetectDrift)
-	lifecycle.Register(r, lifecycle.DetectDriftGroup, a.DetectDriftGroup)
+	lifecycle.Register(r, flow.PlanDriftCheck, a.PlanDriftCheck)
+	lifecycle.RegisterNoResult(r, flow.RecordDriftCheck, a.RecordDriftCheck)
+	lifecycle.Register(r, flow.DriftBatchClusters, a.DriftBatchClusters)
+	lifecycle.Register(r, flow.DetectDrift, a.DetectDrift)
+	lifecycle.Register(r, flow.DetectDriftGroup, a.DetectDriftGroup)
 }

@@ -1,4 +1,4 @@
-package drift
+package flow
 
 import (
 	"time"
@@ -15,10 +15,10 @@ import (
 // no status, so its batches are listed without dropping their counts (DriftBatchClusters,
 // not ListBatch) and not counted again.
 var batchKind = deploy.BatchKind{
-	Workflow:    lifecycle.ChildDriftBatch,
-	List:        lifecycle.DriftBatchClusters,
-	PerCluster:  lifecycle.DetectDrift,
-	Group:       lifecycle.DetectDriftGroup,
+	Workflow:    ChildDriftBatch,
+	List:        DriftBatchClusters,
+	PerCluster:  DetectDrift,
+	Group:       DetectDriftGroup,
 	Options:     checking,
 	KeepsCounts: true,
 }
