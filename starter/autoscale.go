@@ -15,15 +15,15 @@ import (
 // start, one is started when none runs (its capacity placement was stored), else a DIG
 // without one is left alone (its capacity placement was deleted).
 func (s *Starter) WakeAutoscaler(ctx context.Context, dig lifecycle.Target, start bool) error {
-	return s.wake(ctx, start, client.StartWorkflowOptions{ID: dig.AutoscaleWorkflowID(),
+	return s.Wake(ctx, start, client.StartWorkflowOptions{ID: dig.AutoscaleWorkflowID(),
 		TypedSearchAttributes: lifecycle.SearchAttributes(dig, lifecycle.OpAutoscale),
 		StaticSummary:         "autoscaler of " + dig.String(),
 	}, lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
 }
 
-// wake sends SignalWake to workflow o.ID, with start starting it (with arg) when none runs;
+// Wake sends SignalWake to workflow o.ID, with start starting it (with arg) when none runs;
 // without, a workflow that does not run is left alone.
-func (s *Starter) wake(ctx context.Context, start bool, o client.StartWorkflowOptions, workflowType string, arg any) error {
+func (s *Starter) Wake(ctx context.Context, start bool, o client.StartWorkflowOptions, workflowType string, arg any) error {
 	if !start {
 		err := s.Client.SignalWorkflow(ctx, o.ID, "", lifecycle.SignalWake, nil)
 		var notFound *serviceerror.NotFound

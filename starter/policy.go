@@ -22,7 +22,7 @@ func (s *Starter) WakePolicyAgent(ctx context.Context, in lifecycle.PolicyAgentI
 		}
 		return err
 	}
-	return s.wake(ctx, true, client.StartWorkflowOptions{ID: in.WorkflowID(), StaticSummary: "policy agent " + in.Name},
+	return s.Wake(ctx, true, client.StartWorkflowOptions{ID: in.WorkflowID(), StaticSummary: "policy agent " + in.Name},
 		lifecycle.WorkflowPolicyAgent, in)
 }
 

@@ -16,7 +16,6 @@ import (
 	autoscaling "github.com/temco/temco/activities/autoscale"
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
-	inventories "github.com/temco/temco/activities/inventory"
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
@@ -31,7 +30,6 @@ import (
 	"github.com/temco/temco/workflows/autoscale"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
-	"github.com/temco/temco/workflows/inventory"
 	"github.com/temco/temco/workflows/policy"
 	"github.com/temco/temco/workflows/preview"
 	"github.com/temco/temco/workflows/relocate"
@@ -46,7 +44,7 @@ type Deps = deps.Deps
 var domains = []func(lifecycle.Registry, *deps.Deps){
 	operation.Register, artifact.Register, render.Register, placement.Register, actions.Register,
 	cluster.Register, logicalcloud.Register, relocations.Register, registerNCM, registerCACerts,
-	previews.Register, autoscaling.Register, inventories.Register, policies.Register,
+	previews.Register, autoscaling.Register, policies.Register,
 }
 
 // Workflows maps each of the core's workflow types to its function; the features' are in
@@ -65,7 +63,6 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
 	lifecycle.WorkflowRelocate:    relocate.Relocate,
 	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
-	lifecycle.WorkflowInventory:   inventory.ClusterInventory,
 	lifecycle.WorkflowPolicyAgent: policy.PolicyAgent,
 	lifecycle.WorkflowPolicy:      policy.Policy,
 

@@ -11,12 +11,14 @@ import (
 	"github.com/temco/temco/features"
 	"github.com/temco/temco/features/drift"
 	"github.com/temco/temco/features/health"
+	"github.com/temco/temco/features/inventory"
 )
 
 // All is every feature; adding one is one line here.
 var All = []features.Feature{
 	drift.Feature,
 	health.Feature,
+	inventory.Feature,
 }
 
 // Names are the features' names, in All's order.

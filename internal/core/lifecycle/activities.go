@@ -141,11 +141,6 @@ var (
 	DrainCapacity   = Declare[CapacityDrainInput, None](byAutoscale, "DrainCapacity")
 )
 
-// activities/inventory (inventory.Activities): one sync of a cluster inventory.
-var byInventory = Implementer{"activities/inventory", "Activities"}
-
-var SyncInventory = Declare[InventoryInput, InventorySynced](byInventory, "SyncInventory")
-
 // activities/policy (policy.Activities): an agent's event stream, a policy intent's
 // evaluation, the workflow a decision starts, and the decision's record.
 var byPolicy = Implementer{"activities/policy", "Activities"}

@@ -3,7 +3,7 @@
 // that may run again at no harm; the workflow paces it, updates the DIGs placed on a
 // cluster whose profile went away, takes the wake and stop signals and continues as new
 // now and then.
-package inventory
+package flow
 
 import (
 	"time"
@@ -20,15 +20,15 @@ const syncsPerRun = 200
 // ClusterInventory syncs the inventory every interval until it is deleted or stopped. A
 // sync that fails is logged and tried again at the next interval (the failure is in its
 // status too).
-func ClusterInventory(ctx workflow.Context, in lifecycle.InventoryInput) error {
+func ClusterInventory(ctx workflow.Context, in InventoryInput) error {
 	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{StartToCloseTimeout: 5 * time.Minute,
 		RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 2}})
 	wake := workflow.GetSignalChannel(ctx, lifecycle.SignalWake)
 	stop := workflow.GetSignalChannel(ctx, lifecycle.SignalStop)
 	interval := time.Duration(0)
 	for n := 0; n < syncsPerRun; n++ {
-		var done lifecycle.InventorySynced
-		if err := lifecycle.SyncInventory.Execute(ctx, in).Get(ctx, &done); err != nil {
+		var done InventorySynced
+		if err := SyncInventory.Execute(ctx, in).Get(ctx, &done); err != nil {
 			workflow.GetLogger(ctx).Warn("inventory sync failed", "inventory", in.ID(), "error", lifecycle.ErrorMessage(err))
 		} else {
 			if done.Gone {
@@ -61,7 +61,7 @@ func ClusterInventory(ctx workflow.Context, in lifecycle.InventoryInput) error {
 // their clusters. Each update's context is drawn once, so a retried start finds its own.
 // A DIG busy with another operation for evictWait, or whose update fails, keeps the
 // cluster until its next operation (logged).
-func evict(ctx workflow.Context, in lifecycle.InventoryInput, digs []lifecycle.Target) {
+func evict(ctx workflow.Context, in InventoryInput, digs []lifecycle.Target) {
 	uctx := workflow.WithActivityOptions(ctx, workflow.ActivityOptions{ScheduleToCloseTimeout: evictWait,
 		StartToCloseTimeout: evictWait, HeartbeatTimeout: 30 * time.Second,
 		RetryPolicy: &temporal.RetryPolicy{MaximumInterval: 30 * time.Second,

@@ -3,7 +3,7 @@
 // (credentials from the Secret each profile's access provider names, labels from its labels
 // and properties; out of placements, by label, when unhealthy or gone), and writes every
 // DIG's clusters of the inventory as PlacementDecisions on the hub.
-package inventory
+package work
 
 import (
 	"bytes"
@@ -24,6 +24,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
+	"github.com/temco/temco/features/inventory/flow"
 	"github.com/temco/temco/internal/adapters/kubeconfig"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
@@ -62,21 +63,21 @@ type hub struct {
 
 // SyncInventory is one sync; a hub that cannot be read is in the status, not an error
 // (the next sync tries again).
-func (a *Activities) SyncInventory(ctx context.Context, in lifecycle.InventoryInput) (lifecycle.InventorySynced, error) {
+func (a *Activities) SyncInventory(ctx context.Context, in flow.InventoryInput) (flow.InventorySynced, error) {
 	doc, err := a.Store.Get(ctx, in.ID())
 	if store.CodeOf(err) == store.ErrNotFound {
-		return lifecycle.InventorySynced{Gone: true}, nil
+		return flow.InventorySynced{Gone: true}, nil
 	}
 	if err != nil {
-		return lifecycle.InventorySynced{}, err
+		return flow.InventorySynced{}, err
 	}
 	r, err := model.Decode[core.Spec](doc.Body)
 	if err != nil {
-		return lifecycle.InventorySynced{}, temporal.NewNonRetryableApplicationError(err.Error(), lifecycle.ErrInvalidInput, nil)
+		return flow.InventorySynced{}, temporal.NewNonRetryableApplicationError(err.Error(), lifecycle.ErrInvalidInput, nil)
 	}
 	spec := r.Spec.WithDefaults()
-	out := lifecycle.InventorySynced{Interval: time.Duration(spec.SyncInterval)}
-	status := lifecycle.InventoryStatus{Synced: time.Now().UTC(), Profiles: []lifecycle.ProfileStatus{}, Decisions: []lifecycle.DecisionStatus{}}
+	out := flow.InventorySynced{Interval: time.Duration(spec.SyncInterval)}
+	status := flow.InventoryStatus{Synced: time.Now().UTC(), Profiles: []flow.ProfileStatus{}, Decisions: []flow.DecisionStatus{}}
 	h, err := a.hubOf(doc, spec.Namespace)
 	if err == nil {
 		err = a.sync(ctx, in, spec, h, &status)
@@ -92,7 +93,7 @@ func (a *Activities) SyncInventory(ctx context.Context, in lifecycle.InventoryIn
 		out.Summary = summary(status)
 	}
 	for _, e := range status.Evictions { // found before any write to the hub
-		if t := lifecycle.DIGOfID(e.DIG); e.Action == lifecycle.EvictionUpdate && !slices.Contains(out.Evict, t) {
+		if t := lifecycle.DIGOfID(e.DIG); e.Action == flow.EvictionUpdate && !slices.Contains(out.Evict, t) {
 			out.Evict = append(out.Evict, t)
 		}
 	}
@@ -127,7 +128,7 @@ func (a *Activities) hubOf(doc *store.Doc, ns string) (*hub, error) {
 }
 
 // sync reconciles the clusters with the profiles, then the decisions with the DIGs.
-func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec core.Spec, h *hub, status *lifecycle.InventoryStatus) error {
+func (a *Activities) sync(ctx context.Context, in flow.InventoryInput, spec core.Spec, h *hub, status *flow.InventoryStatus) error {
 	list, err := h.dyn.Resource(profiles).Namespace(h.ns).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return &hubError{fmt.Errorf("list ClusterProfiles in namespace %q: %w", h.ns, err)}
@@ -162,7 +163,7 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 	for _, item := range items {
 		var p v1alpha1.ClusterProfile
 		if err := runtime.DefaultUnstructuredConverter.FromUnstructured(item.Object, &p); err != nil {
-			status.Profiles = append(status.Profiles, lifecycle.ProfileStatus{Profile: item.GetName(), State: lifecycle.ProfileSkipped,
+			status.Profiles = append(status.Profiles, flow.ProfileStatus{Profile: item.GetName(), State: flow.ProfileSkipped,
 				Reason: "not a ClusterProfile temco can read: " + err.Error()})
 			continue
 		}
@@ -173,7 +174,7 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 		if err != nil {
 			return err
 		}
-		if ps.State != lifecycle.ProfileSkipped {
+		if ps.State != flow.ProfileSkipped {
 			seen[p.Name] = true
 			placeable = append(placeable, p.Name)
 		}
@@ -190,17 +191,17 @@ func (a *Activities) sync(ctx context.Context, in lifecycle.InventoryInput, spec
 		if err := a.setLabels(ctx, c.ID, labels[c.ID], []string{core.LabelRemoved}); err != nil {
 			return err
 		}
-		status.Profiles = append(status.Profiles, lifecycle.ProfileStatus{Profile: c.Name, Cluster: lifecycle.ClusterKey(in.Provider, c.Name),
-			State: lifecycle.ProfileRemoved, Reason: "its ClusterProfile is gone: out of placements by label and of capacity placements"})
+		status.Profiles = append(status.Profiles, flow.ProfileStatus{Profile: c.Name, Cluster: lifecycle.ClusterKey(in.Provider, c.Name),
+			State: flow.ProfileRemoved, Reason: "its ClusterProfile is gone: out of placements by label and of capacity placements"})
 	}
 	return a.publish(ctx, in, h, placeable, gone, status)
 }
 
 // profile brings one profile's cluster in step with it.
-func (a *Activities) profile(ctx context.Context, in lifecycle.InventoryInput, h *hub, p *v1alpha1.ClusterProfile, existing *store.Doc, labels labelIndex) (lifecycle.ProfileStatus, error) {
-	ps := lifecycle.ProfileStatus{Profile: p.Name, Cluster: lifecycle.ClusterKey(in.Provider, p.Name)}
-	skip := func(format string, args ...any) (lifecycle.ProfileStatus, error) {
-		ps.State, ps.Reason = lifecycle.ProfileSkipped, fmt.Sprintf(format, args...)
+func (a *Activities) profile(ctx context.Context, in flow.InventoryInput, h *hub, p *v1alpha1.ClusterProfile, existing *store.Doc, labels labelIndex) (flow.ProfileStatus, error) {
+	ps := flow.ProfileStatus{Profile: p.Name, Cluster: lifecycle.ClusterKey(in.Provider, p.Name)}
+	skip := func(format string, args ...any) (flow.ProfileStatus, error) {
+		ps.State, ps.Reason = flow.ProfileSkipped, fmt.Sprintf(format, args...)
 		return ps, nil
 	}
 	if err := model.ValidateName("cluster name", p.Name); err != nil {
@@ -210,7 +211,7 @@ func (a *Activities) profile(ctx context.Context, in lifecycle.InventoryInput, h
 		return skip("cluster %q of provider %q exists and was not registered from this inventory: left alone", p.Name, in.Provider)
 	}
 	if ok, why := core.Healthy(p); !ok {
-		ps.State, ps.Reason = lifecycle.ProfileUnhealthy, "control plane not healthy ("+why+"): out of placements by label and of capacity placements"
+		ps.State, ps.Reason = flow.ProfileUnhealthy, "control plane not healthy ("+why+"): out of placements by label and of capacity placements"
 		if existing == nil {
 			return skip("control plane not healthy (%s): not registered", why)
 		}
@@ -231,7 +232,7 @@ func (a *Activities) profile(ctx context.Context, in lifecycle.InventoryInput, h
 	if err := a.saveCluster(ctx, in, p, id, kc, existing); err != nil {
 		return ps, err
 	}
-	ps.State, ps.Labels = lifecycle.ProfileRegistered, core.ProfileLabels(p)
+	ps.State, ps.Labels = flow.ProfileRegistered, core.ProfileLabels(p)
 	return ps, a.setLabels(ctx, id, labels[id], ps.Labels)
 }
 
@@ -265,7 +266,7 @@ func apiReason(err error) string {
 
 // saveCluster registers the profile's cluster, or gives the registered one its new
 // credentials. The kubeconfig is sealed as the API seals a registered one.
-func (a *Activities) saveCluster(ctx context.Context, in lifecycle.InventoryInput, p *v1alpha1.ClusterProfile, id string, kc []byte, existing *store.Doc) error {
+func (a *Activities) saveCluster(ctx context.Context, in flow.InventoryInput, p *v1alpha1.ClusterProfile, id string, kc []byte, existing *store.Doc) error {
 	if existing != nil {
 		if old, err := a.Keys.Open(existing.Secret, []byte(id)); err == nil && bytes.Equal(old, kc) {
 			return nil
@@ -338,15 +339,15 @@ func (a *Activities) allDIGs(ctx context.Context) ([]*store.Doc, error) {
 // eviction says what becomes of DIG digID placed on cluster (of provider), whose profile
 // went away: an update, unless the DIG names the cluster in a placement (an operator's
 // explicit choice, kept) or has a capacity placement (its autoscaler decides).
-func (a *Activities) eviction(ctx context.Context, digID, provider, cluster string) (lifecycle.EvictionStatus, error) {
-	e := lifecycle.EvictionStatus{DIG: digID, Cluster: lifecycle.ClusterKey(provider, cluster), Action: lifecycle.EvictionUpdate,
+func (a *Activities) eviction(ctx context.Context, digID, provider, cluster string) (flow.EvictionStatus, error) {
+	e := flow.EvictionStatus{DIG: digID, Cluster: lifecycle.ClusterKey(provider, cluster), Action: flow.EvictionUpdate,
 		Reason: "its ClusterProfile is gone: the DIG is updated, and its placements by label no longer select the cluster"}
 	capacity, err := a.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindCapacityPlacement})
 	if err != nil {
 		return e, err
 	}
 	if len(capacity) > 0 {
-		e.Action, e.Reason = lifecycle.EvictionKept, "its capacity placement's autoscaler evicts the cluster"
+		e.Action, e.Reason = flow.EvictionKept, "its capacity placement's autoscaler evicts the cluster"
 		return e, nil
 	}
 	gpis, err := a.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindGPI})
@@ -361,7 +362,7 @@ func (a *Activities) eviction(ctx context.Context, digID, provider, cluster stri
 		for _, ai := range intents {
 			r, err := model.Decode[model.AppIntentSpec](ai.Body)
 			if err == nil && namesCluster(r.Spec.Intent, provider, cluster) {
-				e.Action, e.Reason = lifecycle.EvictionKept, "app intent "+ai.Name+" places an app on it by name: the operator changes it"
+				e.Action, e.Reason = flow.EvictionKept, "app intent "+ai.Name+" places an app on it by name: the operator changes it"
 				return e, nil
 			}
 		}
@@ -387,7 +388,7 @@ func providerOf(cluster string) string {
 }
 
 // record stores the status in the inventory's document.
-func (a *Activities) record(ctx context.Context, id string, status lifecycle.InventoryStatus) error {
+func (a *Activities) record(ctx context.Context, id string, status flow.InventoryStatus) error {
 	b, err := json.Marshal(status)
 	if err != nil {
 		return err
@@ -407,20 +408,20 @@ func (a *Activities) record(ctx context.Context, id string, status lifecycle.Inv
 	}
 }
 
-func summary(s lifecycle.InventoryStatus) string {
+func summary(s flow.InventoryStatus) string {
 	n := map[string]int{}
 	for _, p := range s.Profiles {
 		n[p.State]++
 	}
 	return fmt.Sprintf("%d profiles: %d registered, %d unhealthy, %d removed, %d skipped; %d DIGs' decisions",
-		len(s.Profiles), n[lifecycle.ProfileRegistered], n[lifecycle.ProfileUnhealthy], n[lifecycle.ProfileRemoved], n[lifecycle.ProfileSkipped], len(s.Decisions))
+		len(s.Profiles), n[flow.ProfileRegistered], n[flow.ProfileUnhealthy], n[flow.ProfileRemoved], n[flow.ProfileSkipped], len(s.Decisions))
 }
 
 // publish writes, for every Instantiated DIG placed on clusters of the inventory, their
 // PlacementDecisions, and deletes the inventory's decisions no DIG has any more. A DIG
 // placed on a cluster of gone (whose profile went away in this sync) is to be evicted
 // from it (status.Evictions).
-func (a *Activities) publish(ctx context.Context, in lifecycle.InventoryInput, h *hub, placeable, gone []string, status *lifecycle.InventoryStatus) error {
+func (a *Activities) publish(ctx context.Context, in flow.InventoryInput, h *hub, placeable, gone []string, status *flow.InventoryStatus) error {
 	digs, err := a.allDIGs(ctx)
 	if err != nil {
 		return err
@@ -475,7 +476,7 @@ func (a *Activities) publish(ctx context.Context, in lifecycle.InventoryInput, h
 			}
 			want[o.Name] = true
 		}
-		status.Decisions = append(status.Decisions, lifecycle.DecisionStatus{DIG: p.id, Key: core.DecisionKey(p.id), Slices: len(objs), Clusters: len(p.mine)})
+		status.Decisions = append(status.Decisions, flow.DecisionStatus{DIG: p.id, Key: core.DecisionKey(p.id), Slices: len(objs), Clusters: len(p.mine)})
 	}
 	old, err := h.dyn.Resource(decisions).Namespace(h.ns).List(ctx, metav1.ListOptions{
 		LabelSelector: core.LabelManagedBy + "=" + core.SchedulerName + "," + core.LabelInventory + "=" + core.InventoryLabel(in.Name)})

@@ -1,4 +1,4 @@
-package inventory
+package flow
 
 import (
 	"context"
@@ -13,18 +13,18 @@ import (
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-var inv = lifecycle.InventoryInput{Provider: "cp", Name: "hub"}
+var inv = InventoryInput{Provider: "cp", Name: "hub"}
 
 // run runs the workflow with a sync that answers sync(n) for its n-th call.
-func run(t *testing.T, sync func(n int) (lifecycle.InventorySynced, error), setUp func(*testsuite.TestWorkflowEnvironment)) (int, error) {
+func run(t *testing.T, sync func(n int) (InventorySynced, error), setUp func(*testsuite.TestWorkflowEnvironment)) (int, error) {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(ClusterInventory, workflow.RegisterOptions{Name: lifecycle.WorkflowInventory})
+	env.RegisterWorkflowWithOptions(ClusterInventory, workflow.RegisterOptions{Name: WorkflowInventory})
 	n := 0
-	lifecycle.Register(env, lifecycle.SyncInventory, func(_ context.Context, in lifecycle.InventoryInput) (lifecycle.InventorySynced, error) {
+	lifecycle.Register(env, SyncInventory, func(_ context.Context, in InventoryInput) (InventorySynced, error) {
 		if in != inv {
-			return lifecycle.InventorySynced{}, errors.New("another inventory")
+			return InventorySynced{}, errors.New("another inventory")
 		}
 		n++
 		return sync(n)
@@ -32,12 +32,12 @@ func run(t *testing.T, sync func(n int) (lifecycle.InventorySynced, error), setU
 	if setUp != nil {
 		setUp(env)
 	}
-	env.ExecuteWorkflow(lifecycle.WorkflowInventory, inv)
+	env.ExecuteWorkflow(WorkflowInventory, inv)
 	return n, env.GetWorkflowError()
 }
 
-func every(d time.Duration) func(int) (lifecycle.InventorySynced, error) {
-	return func(int) (lifecycle.InventorySynced, error) { return lifecycle.InventorySynced{Interval: d}, nil }
+func every(d time.Duration) func(int) (InventorySynced, error) {
+	return func(int) (InventorySynced, error) { return InventorySynced{Interval: d}, nil }
 }
 
 func TestSyncsAtItsIntervalUntilStopped(t *testing.T) {
@@ -60,14 +60,14 @@ func TestWakeSyncsNow(t *testing.T) {
 }
 
 func TestEndsWhenGoneAndOutlivesAFailedSync(t *testing.T) {
-	n, err := run(t, func(n int) (lifecycle.InventorySynced, error) {
+	n, err := run(t, func(n int) (InventorySynced, error) {
 		switch n {
 		case 1, 2: // the sync's two attempts
-			return lifecycle.InventorySynced{}, errors.New("store down")
+			return InventorySynced{}, errors.New("store down")
 		case 3:
-			return lifecycle.InventorySynced{Interval: 10 * time.Second}, nil
+			return InventorySynced{Interval: 10 * time.Second}, nil
 		}
-		return lifecycle.InventorySynced{Gone: true}, nil
+		return InventorySynced{Gone: true}, nil
 	}, nil)
 	if err != nil || n != 4 {
 		t.Errorf("%d calls (%v), want 4: a failed sync (two attempts), one, and the one that found it gone", n, err)
@@ -87,14 +87,14 @@ func TestEvictsUpdateEachDIGOnceThroughItsUpdate(t *testing.T) {
 	b := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "b"}
 	var mu sync.Mutex
 	updates := map[lifecycle.Target][]string{}
-	n, err := run(t, func(n int) (lifecycle.InventorySynced, error) {
+	n, err := run(t, func(n int) (InventorySynced, error) {
 		switch n {
 		case 1:
-			return lifecycle.InventorySynced{Interval: time.Minute, Evict: []lifecycle.Target{a, b}}, nil
+			return InventorySynced{Interval: time.Minute, Evict: []lifecycle.Target{a, b}}, nil
 		case 2:
-			return lifecycle.InventorySynced{Interval: time.Minute}, nil
+			return InventorySynced{Interval: time.Minute}, nil
 		}
-		return lifecycle.InventorySynced{Gone: true}, nil
+		return InventorySynced{Gone: true}, nil
 	}, func(env *testsuite.TestWorkflowEnvironment) {
 		attempts := 0
 		lifecycle.RegisterNoResult(env, lifecycle.UpdateDIG, func(_ context.Context, in lifecycle.UpdateDIGInput) error {

@@ -1,6 +1,10 @@
-package lifecycle
+package flow
 
-import "time"
+import (
+	"time"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
 
 // Cluster inventories (temco's own; docs/inventory.md): one ClusterInventory workflow per
 // inventory resource, started when it is stored, that every sync interval keeps the
@@ -36,7 +40,7 @@ type InventorySynced struct {
 	Summary  string        `json:"summary"`
 	// Evict are the Instantiated DIGs placed on a cluster whose profile went away in this
 	// sync, by label: the workflow updates each, and placement no longer selects it.
-	Evict []Target `json:"evict,omitempty"`
+	Evict []lifecycle.Target `json:"evict,omitempty"`
 }
 
 // InventoryStatus is an inventory's last sync, recorded in its document and answered by
@@ -91,3 +95,10 @@ type DecisionStatus struct {
 	Slices   int    `json:"slices"`
 	Clusters int    `json:"clusters"`
 }
+
+func init() { lifecycle.DeclareWorkflows(WorkflowInventory) }
+
+// work (work.Activities): one sync of a cluster inventory.
+var byInventory = lifecycle.Implementer{Package: "features/inventory/work", Struct: "Activities"}
+
+var SyncInventory = lifecycle.Declare[InventoryInput, InventorySynced](byInventory, "SyncInventory")

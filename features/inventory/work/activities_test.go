@@ -1,4 +1,4 @@
-package inventory
+package work
 
 import (
 	"context"
@@ -19,9 +19,9 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
+	"github.com/temco/temco/features/inventory/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	core "github.com/temco/temco/internal/core/inventory"
-	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
@@ -67,8 +67,8 @@ func TestATokenGoesOnlyToItsOwnCluster(t *testing.T) {
 
 	st := syncOnce(t, a, in)
 	for profile, want := range map[string]string{
-		"member":       lifecycle.ProfileRegistered,
-		"pinned":       lifecycle.ProfileRegistered,
+		"member":       flow.ProfileRegistered,
+		"pinned":       flow.ProfileRegistered,
 		"thief":        `Secret "member" is labelled x-k8s.io/cluster-profile=member`,
 		"pinned-thief": `Secret "pinned" is for server "` + realServer + `", not "` + evilServer + `"`,
 		"loose":        `Secret "loose" is not labelled x-k8s.io/cluster-profile`,
@@ -141,7 +141,7 @@ func startHub(t *testing.T) ([]byte, kubernetes.Interface, dynamic.Interface) {
 
 // newActivities stores provider "inv" and its inventory "hub" of namespace ns, reaching
 // the hub with hubConfig, sealed as the API seals it.
-func newActivities(t *testing.T, hubConfig []byte) (*Activities, lifecycle.InventoryInput) {
+func newActivities(t *testing.T, hubConfig []byte) (*Activities, flow.InventoryInput) {
 	t.Helper()
 	ctx := context.Background()
 	db := testenv.Database(t, ferret, "inventory")
@@ -159,7 +159,7 @@ func newActivities(t *testing.T, hubConfig []byte) (*Activities, lifecycle.Inven
 	if err != nil {
 		t.Fatal(err)
 	}
-	in := lifecycle.InventoryInput{Provider: "inv", Name: "hub"}
+	in := flow.InventoryInput{Provider: "inv", Name: "hub"}
 	provider := "/cluster-providers/inv"
 	if err := st.Create(ctx, &store.Doc{ID: provider, Kind: model.KindClusterProvider, Name: "inv", Body: `{"metadata":{"name":"inv"}}`}); err != nil {
 		t.Fatal(err)
@@ -212,7 +212,7 @@ func putProfile(t *testing.T, profiles dynamic.ResourceInterface, name, secret, 
 }
 
 // synced is the inventory's status after a sync.
-type synced lifecycle.InventoryStatus
+type synced flow.InventoryStatus
 
 // reason is a profile's state, and its reason when it has one.
 func (s synced) reason(profile string) string {
@@ -227,7 +227,7 @@ func (s synced) reason(profile string) string {
 	return "not in the status"
 }
 
-func syncOnce(t *testing.T, a *Activities, in lifecycle.InventoryInput) synced {
+func syncOnce(t *testing.T, a *Activities, in flow.InventoryInput) synced {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := a.SyncInventory(ctx, in); err != nil {
