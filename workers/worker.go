@@ -19,7 +19,6 @@ import (
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
-	policies "github.com/temco/temco/activities/policy"
 	previews "github.com/temco/temco/activities/preview"
 	relocations "github.com/temco/temco/activities/relocate"
 	"github.com/temco/temco/activities/render"
@@ -30,7 +29,6 @@ import (
 	"github.com/temco/temco/workflows/autoscale"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
-	"github.com/temco/temco/workflows/policy"
 	"github.com/temco/temco/workflows/preview"
 	"github.com/temco/temco/workflows/relocate"
 )
@@ -44,7 +42,7 @@ type Deps = deps.Deps
 var domains = []func(lifecycle.Registry, *deps.Deps){
 	operation.Register, artifact.Register, render.Register, placement.Register, actions.Register,
 	cluster.Register, logicalcloud.Register, relocations.Register, registerNCM, registerCACerts,
-	previews.Register, autoscaling.Register, policies.Register,
+	previews.Register, autoscaling.Register,
 }
 
 // Workflows maps each of the core's workflow types to its function; the features' are in
@@ -63,8 +61,6 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
 	lifecycle.WorkflowRelocate:    relocate.Relocate,
 	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
-	lifecycle.WorkflowPolicyAgent: policy.PolicyAgent,
-	lifecycle.WorkflowPolicy:      policy.Policy,
 
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }

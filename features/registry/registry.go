@@ -12,6 +12,7 @@ import (
 	"github.com/temco/temco/features/drift"
 	"github.com/temco/temco/features/health"
 	"github.com/temco/temco/features/inventory"
+	"github.com/temco/temco/features/policy"
 )
 
 // All is every feature; adding one is one line here.
@@ -19,6 +20,7 @@ var All = []features.Feature{
 	drift.Feature,
 	health.Feature,
 	inventory.Feature,
+	policy.Feature,
 }
 
 // Names are the features' names, in All's order.

@@ -13,6 +13,7 @@ import (
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
+	"github.com/temco/temco/features/policy/flow"
 )
 
 // EMCO's examples/test-policy files 05.register_agent.yaml and 06.define_policy_intent.yaml
@@ -108,9 +109,9 @@ func TestPolicyExampleRunsEMCOsFiles(t *testing.T) {
 	}
 	apply(policyFlow...)
 
-	agent := awaitValue(t, "the agent's listener", time.Minute, func() lifecycle.PolicyAgentStatus {
-		return getAs[lifecycle.PolicyAgentStatus](t, c, "/policy/agents/sampleagent/status")
-	}, func(s lifecycle.PolicyAgentStatus) bool { return s.Connected })
+	agent := awaitValue(t, "the agent's listener", time.Minute, func() flow.PolicyAgentStatus {
+		return getAs[flow.PolicyAgentStatus](t, c, "/policy/agents/sampleagent/status")
+	}, func(s flow.PolicyAgentStatus) bool { return s.Connected })
 	if agent.Addr != agentAddr {
 		t.Errorf("the agent as its second registration names it: %+v", agent)
 	}

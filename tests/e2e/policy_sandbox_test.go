@@ -12,6 +12,7 @@ import (
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
+	"github.com/temco/temco/features/policy/flow"
 )
 
 // memoryBombPolicy grows a string sixteenfold eight times over (4 GiB at the end, were
@@ -36,9 +37,9 @@ func registerPolicyAgent(t *testing.T, d *deployment, name, addr string) {
 	d.c.do("POST", path, map[string]any{"metadata": map[string]any{"name": name}, "addr": addr,
 		"clusters": []any{map[string]any{"clusterProvider": provider, "cluster": "cluster1"}}}).must(t, 201)
 	t.Cleanup(func() { d.c.do("DELETE", path, nil) })
-	awaitValue(t, "agent "+name+" connected", time.Minute, func() lifecycle.PolicyAgentStatus {
-		return getAs[lifecycle.PolicyAgentStatus](t, d.c, path+"/status")
-	}, func(s lifecycle.PolicyAgentStatus) bool { return s.Connected && s.Addr == addr })
+	awaitValue(t, "agent "+name+" connected", time.Minute, func() flow.PolicyAgentStatus {
+		return getAs[flow.PolicyAgentStatus](t, d.c, path+"/status")
+	}, func(s flow.PolicyAgentStatus) bool { return s.Connected && s.Addr == addr })
 }
 
 // A tenant's embedded policy that takes all the memory it can fails its evaluation with

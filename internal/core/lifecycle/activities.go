@@ -141,17 +141,6 @@ var (
 	DrainCapacity   = Declare[CapacityDrainInput, None](byAutoscale, "DrainCapacity")
 )
 
-// activities/policy (policy.Activities): an agent's event stream, a policy intent's
-// evaluation, the workflow a decision starts, and the decision's record.
-var byPolicy = Implementer{"activities/policy", "Activities"}
-
-var (
-	ListenPolicyAgent = Declare[PolicyAgentInput, PolicyListened](byPolicy, "ListenPolicyAgent")
-	EvaluatePolicy    = Declare[PolicyEvaluateInput, PolicyVerdict](byPolicy, "EvaluatePolicy")
-	PolicyAction      = Declare[PolicyActionInput, contract.Workflow](byPolicy, "PolicyAction")
-	RecordPolicy      = Declare[PolicyRecord, None](byPolicy, "RecordPolicy")
-)
-
 // controllers/ncm (ncm.Activities): a cluster network's preparation (kind_clusternetwork.go).
 var byNCM = Implementer{"controllers/ncm", "Activities"}
 

@@ -69,7 +69,7 @@ var (
 var ownWorkflows = map[string]bool{WorkflowDIG: true, WorkflowInstantiate: true, WorkflowTerminate: true,
 	WorkflowUpdate: true, WorkflowRollback: true, WorkflowMigrate: true, WorkflowPruneBatch: true,
 	WorkflowApplyBatch: true, WorkflowDeleteBatch: true, WorkflowReadStatus: true, WorkflowReadBatch: true,
-	WorkflowRelocate: true, WorkflowPreviewRollout: true, WorkflowAutoscale: true, WorkflowPolicyAgent: true, WorkflowPolicy: true}
+	WorkflowRelocate: true, WorkflowPreviewRollout: true, WorkflowAutoscale: true}
 
 // DeclareWorkflows declares a feature's workflow types as temco's own.
 func DeclareWorkflows(names ...string) {
@@ -442,4 +442,3 @@ type DriftCheck struct {
 	Started time.Time `json:"started"`
 	Correct bool      `json:"correct,omitempty"`
 }
-

@@ -1,8 +1,11 @@
-package lifecycle
+package flow
 
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/temco/temco/contract"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // EMCO's policy controller in temco (docs/policy.md): one PolicyAgent workflow per
@@ -26,8 +29,8 @@ const (
 	policyPrefix      = "policy/"
 )
 
-// PolicyWorkflowID is the id of the DIG's Policy workflow.
-func (d Target) PolicyWorkflowID() string {
+// WorkflowID is the id of the DIG's Policy workflow.
+func WorkflowID(d lifecycle.Target) string {
 	return policyPrefix + d.WorkflowID()[len("dig/"):]
 }
 
@@ -87,14 +90,14 @@ type PolicyEvent struct {
 // PolicyInput starts a DIG's Policy workflow; Pending carries the events not yet
 // evaluated over a continue-as-new.
 type PolicyInput struct {
-	DIG     Target        `json:"dig"`
-	Pending []PolicyEvent `json:"pending,omitempty"`
+	DIG     lifecycle.Target `json:"dig"`
+	Pending []PolicyEvent    `json:"pending,omitempty"`
 }
 
 // PolicyEvaluateInput asks for one evaluation of a policy intent.
 type PolicyEvaluateInput struct {
-	DIG   Target      `json:"dig"`
-	Event PolicyEvent `json:"event"`
+	DIG   lifecycle.Target `json:"dig"`
+	Event PolicyEvent      `json:"event"`
 }
 
 // PolicyVerdict is an evaluation's outcome: Gone when the intent no longer exists;
@@ -109,8 +112,8 @@ type PolicyVerdict struct {
 // PolicyActionInput asks for the workflow a decision starts: workflow intent Workflow of
 // the DIG.
 type PolicyActionInput struct {
-	DIG      Target `json:"dig"`
-	Workflow string `json:"workflow"`
+	DIG      lifecycle.Target `json:"dig"`
+	Workflow string           `json:"workflow"`
 }
 
 // PolicyDecision is one evaluation of a policy intent: the event, the verdict and, when
@@ -134,9 +137,9 @@ type PolicyDecision struct {
 
 // PolicyRecord stores a decision in its policy intent's document.
 type PolicyRecord struct {
-	DIG      Target         `json:"dig"`
-	Intent   string         `json:"intent"`
-	Decision PolicyDecision `json:"decision"`
+	DIG      lifecycle.Target `json:"dig"`
+	Intent   string           `json:"intent"`
+	Decision PolicyDecision   `json:"decision"`
 }
 
 // PolicyStatus is a policy intent's record: counts, the last evaluation and the decisions
@@ -151,3 +154,16 @@ type PolicyStatus struct {
 // PolicyDecisionsKept bounds the decisions a policy intent's record keeps (the Policy
 // workflow's history has every one).
 const PolicyDecisionsKept = 50
+
+func init() { lifecycle.DeclareWorkflows(WorkflowPolicyAgent, WorkflowPolicy) }
+
+// work (work.Activities): an agent's event stream, a policy intent's
+// evaluation, the workflow a decision starts, and the decision's record.
+var byPolicy = lifecycle.Implementer{Package: "features/policy/work", Struct: "Activities"}
+
+var (
+	ListenPolicyAgent = lifecycle.Declare[PolicyAgentInput, PolicyListened](byPolicy, "ListenPolicyAgent")
+	EvaluatePolicy    = lifecycle.Declare[PolicyEvaluateInput, PolicyVerdict](byPolicy, "EvaluatePolicy")
+	PolicyAction      = lifecycle.Declare[PolicyActionInput, contract.Workflow](byPolicy, "PolicyAction")
+	RecordPolicy      = lifecycle.Declare[PolicyRecord, lifecycle.None](byPolicy, "RecordPolicy")
+)

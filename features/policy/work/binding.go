@@ -1,10 +1,11 @@
-package policy
+package work
 
 import (
 	"context"
 	"errors"
 	"time"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
@@ -124,7 +125,7 @@ func (l *listener) spoofed(ctx context.Context, ev policyevents.Event) (bool, er
 		}
 		s, ok := l.agents[id]
 		if !ok || time.Since(s.read) >= bindingFor {
-			registered, err := l.a.Store.Exists(ctx, lifecycle.PolicyAgentInput{Name: id}.ID())
+			registered, err := l.a.Store.Exists(ctx, flow.PolicyAgentInput{Name: id}.ID())
 			if err != nil {
 				return false, err
 			}

@@ -3,7 +3,7 @@
 // Policy evaluates a DIG's policy intents as their events come and starts the workflow
 // intent a policy asks for, once per decision. Workflow code only: activities/policy does
 // the I/O.
-package policy
+package flow
 
 import (
 	"time"
@@ -20,12 +20,12 @@ const listensPerRun = 100
 // PolicyAgent listens to agent in.Name until it is deregistered or the workflow gets
 // SignalStop; SignalWake (the agent was registered again, perhaps at another address)
 // ends the current stream and opens a new one.
-func PolicyAgent(ctx workflow.Context, in lifecycle.PolicyAgentInput) error {
+func PolicyAgent(ctx workflow.Context, in PolicyAgentInput) error {
 	stop, wake := workflow.GetSignalChannel(ctx, lifecycle.SignalStop), workflow.GetSignalChannel(ctx, lifecycle.SignalWake)
 	for n := 0; n < listensPerRun && !workflow.GetInfo(ctx).GetContinueAsNewSuggested(); n++ {
 		actx, cancel := workflow.WithCancel(ctx)
-		f := lifecycle.ListenPolicyAgent.Execute(listening(actx), in)
-		var res lifecycle.PolicyListened
+		f := ListenPolicyAgent.Execute(listening(actx), in)
+		var res PolicyListened
 		var err error
 		stopped, woken := false, false
 		sel := workflow.NewSelector(ctx)

@@ -1,4 +1,4 @@
-package policy
+package work
 
 import (
 	"bytes"
@@ -14,6 +14,7 @@ import (
 
 	"github.com/temco/temco/contract"
 	"github.com/temco/temco/controllers/workflowmgr"
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/adapters/sandbox"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -32,30 +33,30 @@ const maxAnswerBytes = 1 << 20
 // longer exists or names another event; else the verdict and the workflow intent it names.
 // A policy that cannot be evaluated (it does not compile, its answer is not a verdict, its
 // engine is not allowed) fails without retry.
-func (a *Activities) EvaluatePolicy(ctx context.Context, in lifecycle.PolicyEvaluateInput) (lifecycle.PolicyVerdict, error) {
+func (a *Activities) EvaluatePolicy(ctx context.Context, in flow.PolicyEvaluateInput) (flow.PolicyVerdict, error) {
 	id := in.DIG.ID() + "/policy-intents/" + in.Event.Intent
 	d, err := a.Store.Get(ctx, id)
 	if store.CodeOf(err) == store.ErrNotFound {
-		return lifecycle.PolicyVerdict{Gone: true}, nil
+		return flow.PolicyVerdict{Gone: true}, nil
 	}
 	if err != nil {
-		return lifecycle.PolicyVerdict{}, err
+		return flow.PolicyVerdict{}, err
 	}
 	r, err := model.Decode[policy.Intent](d.Body)
 	if err != nil {
-		return lifecycle.PolicyVerdict{}, permanent(err.Error())
+		return flow.PolicyVerdict{}, permanent(err.Error())
 	}
 	spec := r.Spec
 	if !spec.Event.Matches(in.Event.EventID, in.Event.Source) || spec.ActorArg == nil {
-		return lifecycle.PolicyVerdict{Gone: true}, nil // changed since the event came
+		return flow.PolicyVerdict{Gone: true}, nil // changed since the event came
 	}
 	keys := policy.IntentKeys{PolicyIntentID: d.Name, Project: in.DIG.Project, CompositeApp: in.DIG.CompositeApp,
 		CompositeAppVersion: in.DIG.Version, DeploymentIntentGroup: in.DIG.DIG}
 	input, err := policy.Input(keys, spec, in.Event.AgentSpec, in.Event.Payload)
 	if err != nil {
-		return lifecycle.PolicyVerdict{}, permanent(err.Error())
+		return flow.PolicyVerdict{}, permanent(err.Error())
 	}
-	var out lifecycle.PolicyVerdict
+	var out flow.PolicyVerdict
 	var answer []byte
 	out.Engine, answer, err = a.ask(ctx, in.DIG.Project, spec.Policy, input)
 	if err != nil {
@@ -207,7 +208,7 @@ func (a *Activities) external(ctx context.Context, e policy.Engine, input json.R
 // PolicyAction is the workflow a decision starts: workflow intent in.Workflow of the DIG
 // (workflowmgr.Child), refused when it does not exist or may not start from here: on a
 // task queue the DIG's project was not granted, whoever stored the intent.
-func (a *Activities) PolicyAction(ctx context.Context, in lifecycle.PolicyActionInput) (contract.Workflow, error) {
+func (a *Activities) PolicyAction(ctx context.Context, in flow.PolicyActionInput) (contract.Workflow, error) {
 	id := in.DIG.ID() + "/temporal-workflow-intents/" + in.Workflow
 	d, err := a.Store.Get(ctx, id)
 	if store.CodeOf(err) == store.ErrNotFound {
@@ -225,7 +226,7 @@ func (a *Activities) PolicyAction(ctx context.Context, in lifecycle.PolicyAction
 
 // RecordPolicy adds a decision to its policy intent's record (none when the intent is
 // gone); a write that lost to another is read and written again.
-func (a *Activities) RecordPolicy(ctx context.Context, rec lifecycle.PolicyRecord) error {
+func (a *Activities) RecordPolicy(ctx context.Context, rec flow.PolicyRecord) error {
 	id := rec.DIG.ID() + "/policy-intents/" + rec.Intent
 	for {
 		d, err := a.Store.Get(ctx, id)
@@ -235,7 +236,7 @@ func (a *Activities) RecordPolicy(ctx context.Context, rec lifecycle.PolicyRecor
 		if err != nil {
 			return err
 		}
-		var st lifecycle.PolicyStatus
+		var st flow.PolicyStatus
 		if d.State != "" {
 			_ = json.Unmarshal([]byte(d.State), &st) // a record that does not decode starts again
 		}
@@ -245,7 +246,7 @@ func (a *Activities) RecordPolicy(ctx context.Context, rec lifecycle.PolicyRecor
 		if dec.ActionRequired {
 			st.Actions++
 			st.Decisions = append(st.Decisions, dec)
-			if n := len(st.Decisions) - lifecycle.PolicyDecisionsKept; n > 0 {
+			if n := len(st.Decisions) - flow.PolicyDecisionsKept; n > 0 {
 				st.Decisions = st.Decisions[n:]
 			}
 		}

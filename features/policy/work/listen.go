@@ -1,7 +1,7 @@
 // Package policy holds the policy controller's activities (workflows/policy): an agent's
 // event stream, a policy intent's evaluation (temco's embedded engine or an allowed OPA
 // server), the workflow a decision starts and the decision's record.
-package policy
+package work
 
 import (
 	"context"
@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/adapters/policyevents"
@@ -30,7 +31,7 @@ type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
 	// Signal hands an event to a DIG's Policy workflow (starter.SignalPolicyEvent).
-	Signal func(ctx context.Context, dig lifecycle.Target, ev lifecycle.PolicyEvent) error
+	Signal func(ctx context.Context, dig lifecycle.Target, ev flow.PolicyEvent) error
 	// Engines are the OPA servers a policy intent may name (nil: none; the embedded
 	// engine needs none).
 	Engines *egress.Allow
@@ -58,15 +59,15 @@ const statusEvery = 10 * time.Second
 // when that DIG has apps on the agent's clusters (binding.go). It returns an error when
 // the agent cannot be reached or ends the stream (the workflow retries), and Gone when
 // the agent is deregistered.
-func (a *Activities) ListenPolicyAgent(ctx context.Context, in lifecycle.PolicyAgentInput) (lifecycle.PolicyListened, error) {
+func (a *Activities) ListenPolicyAgent(ctx context.Context, in flow.PolicyAgentInput) (flow.PolicyListened, error) {
 	l, err := a.listener(ctx, in)
 	if err != nil || l == nil {
-		return lifecycle.PolicyListened{Gone: l == nil && err == nil}, err
+		return flow.PolicyListened{Gone: l == nil && err == nil}, err
 	}
 	if err := l.prepare(); err != nil {
 		l.failed(err.Error())
 		l.record(ctx, true)
-		return lifecycle.PolicyListened{}, err
+		return flow.PolicyListened{}, err
 	}
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -103,14 +104,14 @@ func (a *Activities) ListenPolicyAgent(ctx context.Context, in lifecycle.PolicyA
 	case ctx.Err() != nil: // cancelled by the workflow (re-registered, stopped) or timed out
 		l.failed("")
 		l.record(context.WithoutCancel(ctx), true)
-		return lifecycle.PolicyListened{}, ctx.Err()
+		return flow.PolicyListened{}, ctx.Err()
 	case errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled):
 		l.record(ctx, true)
-		return lifecycle.PolicyListened{}, nil // the attempt ran its course
+		return flow.PolicyListened{}, nil // the attempt ran its course
 	}
 	l.failed(err.Error())
 	l.record(ctx, true)
-	return lifecycle.PolicyListened{}, fmt.Errorf("policy agent %s (%s): %w", in.Name, l.agent.Addr, err)
+	return flow.PolicyListened{}, fmt.Errorf("policy agent %s (%s): %w", in.Name, l.agent.Addr, err)
 }
 
 // listener is one listening attempt: the agent as registered, how it is dialled, its
@@ -126,7 +127,7 @@ type listener struct {
 	clusters []string
 
 	mu      sync.Mutex
-	status  lifecycle.PolicyAgentStatus
+	status  flow.PolicyAgentStatus
 	changed bool
 
 	// bindings and agents are the handler's alone (one event at a time): what it read of
@@ -136,7 +137,7 @@ type listener struct {
 }
 
 // listener reads the agent (nil: deregistered) and the status its last listener recorded.
-func (a *Activities) listener(ctx context.Context, in lifecycle.PolicyAgentInput) (*listener, error) {
+func (a *Activities) listener(ctx context.Context, in flow.PolicyAgentInput) (*listener, error) {
 	d, err := a.Store.Get(ctx, in.ID())
 	if store.CodeOf(err) == store.ErrNotFound {
 		return nil, nil
@@ -208,13 +209,13 @@ func (l *listener) failed(msg string) {
 	}
 }
 
-func (l *listener) snapshot() lifecycle.PolicyAgentStatus {
+func (l *listener) snapshot() flow.PolicyAgentStatus {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.status
 }
 
-func (l *listener) count(f func(s *lifecycle.PolicyAgentStatus)) {
+func (l *listener) count(f func(s *flow.PolicyAgentStatus)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	f(&l.status)
@@ -246,55 +247,55 @@ func (l *listener) record(ctx context.Context, always bool) {
 // claims to come from another registered agent (spoofed) or names a context whose DIG has
 // no app on the agent's clusters (foreign).
 func (l *listener) handle(ctx context.Context, ev policyevents.Event) {
-	l.count(func(s *lifecycle.PolicyAgentStatus) { s.Events++; s.LastEvent = time.Now().UTC() })
+	l.count(func(s *flow.PolicyAgentStatus) { s.Events++; s.LastEvent = time.Now().UTC() })
 	if ev.ContextID == "" || ev.EventID == "" || len(ev.MetricList) > MaxPayloadBytes || !json.Valid(ev.MetricList) {
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Dropped++ })
 		return
 	}
 	spoofed, err := l.spoofed(ctx, ev)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("policy event: read the agents it claims", "error", err)
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Dropped++ })
 		return
 	}
 	if spoofed {
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Spoofed++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Spoofed++ })
 		return
 	}
 	b, err := l.bindingOf(ctx, ev.ContextID)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("policy event: read its context", "context", ev.ContextID, "error", err)
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Dropped++ })
 		return
 	}
 	switch {
 	case b.dig == "":
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Unmatched++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Unmatched++ })
 		return
 	case !b.holds(ev.AppName):
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Foreign++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Foreign++ })
 		return
 	}
 	intents, err := l.matching(ctx, b.dig, ev)
 	if err != nil {
 		activity.GetLogger(ctx).Warn("policy event: read the DIG's policy intents", "dig", b.dig, "error", err)
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Dropped++ })
 		return
 	}
 	if len(intents) == 0 {
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Unmatched++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Unmatched++ })
 		return
 	}
 	dig := lifecycle.DIGOfID(b.dig)
 	for _, name := range intents {
-		pe := lifecycle.PolicyEvent{Intent: name, EventID: ev.EventID, Agent: ev.AgentID, Source: l.name,
+		pe := flow.PolicyEvent{Intent: name, EventID: ev.EventID, Agent: ev.AgentID, Source: l.name,
 			ContextID: ev.ContextID, App: ev.AppName, At: time.Now().UTC(), AgentSpec: ev.AgentSpec, Payload: ev.MetricList}
 		if err := l.a.Signal(ctx, dig, pe); err != nil {
 			activity.GetLogger(ctx).Warn("policy event: hand it to the DIG's Policy workflow", "dig", b.dig, "error", err)
-			l.count(func(s *lifecycle.PolicyAgentStatus) { s.Dropped++ })
+			l.count(func(s *flow.PolicyAgentStatus) { s.Dropped++ })
 			continue
 		}
-		l.count(func(s *lifecycle.PolicyAgentStatus) { s.Delivered++ })
+		l.count(func(s *flow.PolicyAgentStatus) { s.Delivered++ })
 	}
 }
 

@@ -1,4 +1,4 @@
-package policy
+package flow
 
 import (
 	"fmt"
@@ -28,22 +28,22 @@ const pendingKept = 1000
 
 type evaluator struct {
 	dig     lifecycle.Target
-	pending []lifecycle.PolicyEvent
+	pending []PolicyEvent
 	// decided are the decisions of this run, for the query.
-	decided []lifecycle.PolicyDecision
+	decided []PolicyDecision
 }
 
 // Policy evaluates the DIG's policy intents as their events come (SignalPolicyEvent), in
 // order, and starts the workflow a policy asks for; it ends after idleFor without events
 // or on SignalStop.
-func Policy(ctx workflow.Context, in lifecycle.PolicyInput) error {
+func Policy(ctx workflow.Context, in PolicyInput) error {
 	e := &evaluator{dig: in.DIG, pending: in.Pending}
-	if err := workflow.SetQueryHandler(ctx, lifecycle.QueryPolicy, func() (map[string]any, error) {
+	if err := workflow.SetQueryHandler(ctx, QueryPolicy, func() (map[string]any, error) {
 		return map[string]any{"pending": len(e.pending), "decisions": e.decided}, nil
 	}); err != nil {
 		return err
 	}
-	events := workflow.GetSignalChannel(ctx, lifecycle.SignalPolicyEvent)
+	events := workflow.GetSignalChannel(ctx, SignalPolicyEvent)
 	stop := workflow.GetSignalChannel(ctx, lifecycle.SignalStop)
 	for n := 0; ; n++ {
 		e.take(events)
@@ -60,7 +60,7 @@ func Policy(ctx workflow.Context, in lifecycle.PolicyInput) error {
 		}
 		if n >= evaluationsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
 			e.take(events)
-			return workflow.NewContinueAsNewError(ctx, Policy, lifecycle.PolicyInput{DIG: e.dig, Pending: e.pending})
+			return workflow.NewContinueAsNewError(ctx, Policy, PolicyInput{DIG: e.dig, Pending: e.pending})
 		}
 		ev := e.pending[0]
 		e.pending = e.pending[1:]
@@ -88,11 +88,11 @@ func (e *evaluator) await(ctx workflow.Context, events, stop workflow.ReceiveCha
 // it), and beyond pendingKept the oldest go.
 func (e *evaluator) take(events workflow.ReceiveChannel) {
 	for {
-		var ev lifecycle.PolicyEvent
+		var ev PolicyEvent
 		if !events.ReceiveAsync(&ev) {
 			return
 		}
-		key := func(p lifecycle.PolicyEvent) string {
+		key := func(p PolicyEvent) string {
 			return strings.Join([]string{p.Intent, p.Agent, p.ContextID, p.App, p.EventID}, "\x00")
 		}
 		replaced := false
@@ -114,12 +114,12 @@ func (e *evaluator) take(events workflow.ReceiveChannel) {
 // evaluate evaluates one event's intent, starts the workflow its verdict asks for and
 // records the decision. An evaluation that fails is recorded as such, never retried
 // beyond its activity's attempts: the next event is the next chance.
-func (e *evaluator) evaluate(ctx workflow.Context, ev lifecycle.PolicyEvent) error {
-	d := lifecycle.PolicyDecision{At: workflow.Now(ctx).UTC(), EventID: ev.EventID, Agent: ev.Agent, Source: ev.Source,
+func (e *evaluator) evaluate(ctx workflow.Context, ev PolicyEvent) error {
+	d := PolicyDecision{At: workflow.Now(ctx).UTC(), EventID: ev.EventID, Agent: ev.Agent, Source: ev.Source,
 		ContextID: ev.ContextID, App: ev.App}
-	var v lifecycle.PolicyVerdict
-	err := lifecycle.EvaluatePolicy.Execute(evaluating(ctx),
-		lifecycle.PolicyEvaluateInput{DIG: e.dig, Event: ev}).Get(ctx, &v)
+	var v PolicyVerdict
+	err := EvaluatePolicy.Execute(evaluating(ctx),
+		PolicyEvaluateInput{DIG: e.dig, Event: ev}).Get(ctx, &v)
 	switch {
 	case err != nil:
 		d.Outcome, d.Error = "not evaluated", lifecycle.ErrorMessage(err)
@@ -134,21 +134,21 @@ func (e *evaluator) evaluate(ctx workflow.Context, ev lifecycle.PolicyEvent) err
 	workflow.GetLogger(ctx).Info("policy decision", "dig", e.dig.String(), "intent", ev.Intent, "event", ev.EventID,
 		"outcome", d.Outcome, "workflowID", d.WorkflowID, "error", d.Error)
 	e.decided = append(e.decided, d)
-	if n := len(e.decided) - lifecycle.PolicyDecisionsKept; n > 0 {
+	if n := len(e.decided) - PolicyDecisionsKept; n > 0 {
 		e.decided = e.decided[n:]
 	}
-	return lifecycle.RecordPolicy.Execute(bookkeeping(ctx),
-		lifecycle.PolicyRecord{DIG: e.dig, Intent: ev.Intent, Decision: d}).Get(ctx, nil)
+	return RecordPolicy.Execute(bookkeeping(ctx),
+		PolicyRecord{DIG: e.dig, Intent: ev.Intent, Decision: d}).Get(ctx, nil)
 }
 
 // act starts the workflow intent the decision names as an abandoned child: started once
 // (the start is in this workflow's history, so a replay or a retried task never starts
 // it again), left running when this workflow ends. A run of the same id still running
 // is not started again: the decision says so.
-func (e *evaluator) act(ctx workflow.Context, d *lifecycle.PolicyDecision, intent string) {
+func (e *evaluator) act(ctx workflow.Context, d *PolicyDecision, intent string) {
 	var w contract.Workflow
-	if err := lifecycle.PolicyAction.Execute(bookkeeping(ctx),
-		lifecycle.PolicyActionInput{DIG: e.dig, Workflow: d.Workflow}).Get(ctx, &w); err != nil {
+	if err := PolicyAction.Execute(bookkeeping(ctx),
+		PolicyActionInput{DIG: e.dig, Workflow: d.Workflow}).Get(ctx, &w); err != nil {
 		d.Outcome, d.Error = "not started", lifecycle.ErrorMessage(err)
 		return
 	}
@@ -156,7 +156,7 @@ func (e *evaluator) act(ctx workflow.Context, d *lifecycle.PolicyDecision, inten
 		WorkflowID: w.ID, TaskQueue: w.TaskQueue,
 		WorkflowExecutionTimeout: w.ExecutionTimeout, WorkflowRunTimeout: w.RunTimeout, WorkflowTaskTimeout: w.TaskTimeout,
 		WorkflowIDReusePolicy: enumspb.WorkflowIdReusePolicy(w.IDReusePolicy), RetryPolicy: retryOf(w.Retry),
-		TypedSearchAttributes: lifecycle.SearchAttributes(e.dig, lifecycle.OpPolicy),
+		TypedSearchAttributes: lifecycle.SearchAttributes(e.dig, OpPolicy),
 		StaticSummary:         fmt.Sprintf("workflow intent %s of %s, started by policy intent %s on event %s", w.Name, e.dig, intent, d.EventID),
 		ParentClosePolicy:     enumspb.PARENT_CLOSE_POLICY_ABANDON,
 	}

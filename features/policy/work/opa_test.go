@@ -1,4 +1,4 @@
-package policy
+package work
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"github.com/open-policy-agent/opa/v1/logging"
 	"github.com/open-policy-agent/opa/v1/runtime"
 
-	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -52,12 +52,12 @@ func TestRealOPAServerAnswersAsTheEmbeddedEngine(t *testing.T) {
 	for value, want := range map[string]bool{"1500000000": true, "10": false} {
 		ev := memory(value)
 		ev.Intent = "external"
-		v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev})
+		v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: ev})
 		if err != nil || v.ActionRequired != want || v.Engine != "http://"+addr+"/v1/data" {
 			t.Errorf("OPA on %s: %+v %v, want actionRequired %v", value, v, err, want)
 		}
 		ev.Intent = "embedded"
-		if e, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev}); err != nil || e.ActionRequired != want {
+		if e, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: ev}); err != nil || e.ActionRequired != want {
 			b, _ := json.Marshal(e)
 			t.Errorf("the embedded engine on %s: %s %v", value, b, err)
 		}

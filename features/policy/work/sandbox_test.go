@@ -1,4 +1,4 @@
-package policy
+package work
 
 import (
 	"context"
@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/policyengine"
-	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 )
@@ -41,10 +41,10 @@ func TestAnEmbeddedPolicyOverItsMemoryFailsItsEvaluationOnly(t *testing.T) {
 	a, _ := newActivities(t, "")
 	withSandbox(t, a)
 	ctx := context.Background()
-	if v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: memory("1500000000")}); err != nil || !v.ActionRequired || v.Workflow != "mig" {
+	if v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: memory("1500000000")}); err != nil || !v.ActionRequired || v.Workflow != "mig" {
 		t.Fatalf("over the threshold, in the sandbox: %+v %v", v, err)
 	}
-	if v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: memory("10")}); err != nil || v.ActionRequired {
+	if v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: memory("10")}); err != nil || v.ActionRequired {
 		t.Fatalf("under it, in the sandbox: %+v %v", v, err)
 	}
 
@@ -55,13 +55,13 @@ func TestAnEmbeddedPolicyOverItsMemoryFailsItsEvaluationOnly(t *testing.T) {
 	}
 	bomb.WriteString("size := count(s8)\n")
 	addPolicy(t, a, "bomb", bomb.String())
-	_, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: memory("1500000000")})
+	_, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: memory("1500000000")})
 	if want := "the policy needs more than 512 MiB of memory to evaluate, the most a policy may take"; !nonRetryable(err) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("a policy over its memory: %v, want a non-retryable error saying %q", err, want)
 	}
 
 	a.Sandbox.Exe = "/nonexistent/temco"
-	if _, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: memory("1500000000")}); err == nil || nonRetryable(err) {
+	if _, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: memory("1500000000")}); err == nil || nonRetryable(err) {
 		t.Fatalf("a sandbox that cannot run: %v, want a retryable error", err)
 	}
 }

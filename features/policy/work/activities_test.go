@@ -1,4 +1,4 @@
-package policy
+package work
 
 import (
 	"context"
@@ -17,6 +17,7 @@ import (
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/worker"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/adapters/policyevents"
@@ -46,10 +47,10 @@ var dig = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG:
 // signals records the events handed to Policy workflows.
 type signals struct {
 	mu  sync.Mutex
-	got []lifecycle.PolicyEvent
+	got []flow.PolicyEvent
 }
 
-func (s *signals) signal(_ context.Context, d lifecycle.Target, ev lifecycle.PolicyEvent) error {
+func (s *signals) signal(_ context.Context, d lifecycle.Target, ev flow.PolicyEvent) error {
 	if d != dig {
 		return fmt.Errorf("signalled %s", d)
 	}
@@ -69,10 +70,10 @@ func (s *signals) atLeast(n int) func(context.Context) error {
 	}
 }
 
-func (s *signals) events() []lifecycle.PolicyEvent {
+func (s *signals) events() []flow.PolicyEvent {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]lifecycle.PolicyEvent(nil), s.got...)
+	return append([]flow.PolicyEvent(nil), s.got...)
 }
 
 // other is a DIG of the same project placed on another cluster than the agents'.
@@ -150,7 +151,7 @@ func newActivities(t *testing.T, engine string) (*Activities, *signals) {
 // token sealed as the api seals it ("" for none) and tls (nil for plain gRPC).
 func registerAgent(t *testing.T, a *Activities, name, addr, token string, tls map[string]any) {
 	t.Helper()
-	id := lifecycle.PolicyAgentInput{Name: name}.ID()
+	id := flow.PolicyAgentInput{Name: name}.ID()
 	body := map[string]any{"id": name, "addr": addr, "clusters": []any{map[string]any{"clusterProvider": "prov", "cluster": "edge1"}}}
 	if tls != nil {
 		body["tls"] = tls
@@ -170,13 +171,13 @@ func registerAgent(t *testing.T, a *Activities, name, addr, token string, tls ma
 }
 
 // agentStatus is what the agent's listener last recorded.
-func agentStatus(t *testing.T, a *Activities, name string) lifecycle.PolicyAgentStatus {
+func agentStatus(t *testing.T, a *Activities, name string) flow.PolicyAgentStatus {
 	t.Helper()
-	d, err := a.Store.Get(context.Background(), lifecycle.PolicyAgentInput{Name: name}.ID())
+	d, err := a.Store.Get(context.Background(), flow.PolicyAgentInput{Name: name}.ID())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st lifecycle.PolicyAgentStatus
+	var st flow.PolicyAgentStatus
 	if d.State != "" {
 		if err := json.Unmarshal([]byte(d.State), &st); err != nil {
 			t.Fatalf("status %q: %v", d.State, err)
@@ -196,7 +197,7 @@ func listen(t *testing.T, a *Activities, name string) (stop func(), done <-chan 
 	env.SetTestTimeout(time.Minute)
 	env.SetWorkerOptions(worker.Options{BackgroundActivityContext: actx})
 	go func() {
-		_, err := env.ExecuteActivity(lifecycle.ListenPolicyAgent.Name(), lifecycle.PolicyAgentInput{Name: name})
+		_, err := env.ExecuteActivity(flow.ListenPolicyAgent.Name(), flow.PolicyAgentInput{Name: name})
 		ch <- err
 	}()
 	return cancel, ch
@@ -207,8 +208,8 @@ func mustJSON(v any) string {
 	return string(b)
 }
 
-func memory(value string) lifecycle.PolicyEvent {
-	return lifecycle.PolicyEvent{Intent: "embedded", EventID: "memory_usage_bytes", Agent: "EMCOTEST", ContextID: "c1", App: "web",
+func memory(value string) flow.PolicyEvent {
+	return flow.PolicyEvent{Intent: "embedded", EventID: "memory_usage_bytes", Agent: "EMCOTEST", ContextID: "c1", App: "web",
 		AgentSpec: json.RawMessage(`{"agentId":"EMCOTEST"}`),
 		Payload:   json.RawMessage(`{"metric":"memory_usage_bytes","value":{"items":[{"value":"` + value + `"}]}}`)}
 }
@@ -216,21 +217,21 @@ func memory(value string) lifecycle.PolicyEvent {
 func TestEmbeddedEngineEvaluatesEMCOsExamplePolicy(t *testing.T) {
 	a, _ := newActivities(t, "")
 	ctx := context.Background()
-	v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: memory("1500000000")})
+	v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: memory("1500000000")})
 	if err != nil || !v.ActionRequired || v.Workflow != "mig" || v.Engine != "embedded" {
 		t.Errorf("over the threshold: %+v %v", v, err)
 	}
-	if v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: memory("10")}); err != nil || v.ActionRequired {
+	if v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: memory("10")}); err != nil || v.ActionRequired {
 		t.Errorf("under it: %+v %v", v, err)
 	}
 	gone := memory("1")
 	gone.Intent = "deleted"
-	if v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: gone}); err != nil || !v.Gone {
+	if v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: gone}); err != nil || !v.Gone {
 		t.Errorf("a deleted intent: %+v %v", v, err)
 	}
 	bad := memory("1")
 	bad.Payload = json.RawMessage(`not json`)
-	if _, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: bad}); !nonRetryable(err) {
+	if _, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: bad}); !nonRetryable(err) {
 		t.Errorf("a payload that is not JSON: %v, want a non-retryable error", err)
 	}
 }
@@ -242,11 +243,11 @@ func TestEvaluationMatchesTheRegisteredAgent(t *testing.T) {
 	ctx := context.Background()
 	ev := memory("1500000000")
 	ev.Intent, ev.Agent, ev.Source = "from-sampleagent", "sampleagent", "other"
-	if v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev}); err != nil || !v.Gone {
+	if v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: ev}); err != nil || !v.Gone {
 		t.Errorf("claiming the agent, delivered by another: %+v %v, want not evaluated", v, err)
 	}
 	ev.Agent, ev.Source = "EMCOTEST", "sampleagent"
-	if v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev}); err != nil || v.Gone || !v.ActionRequired {
+	if v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: ev}); err != nil || v.Gone || !v.ActionRequired {
 		t.Errorf("delivered by the agent: %+v %v, want evaluated", v, err)
 	}
 }
@@ -275,7 +276,7 @@ func TestExternalEngineIsAskedAsEMCODoesAndOnlyWhenAllowed(t *testing.T) {
 	a, _ := newActivities(t, strings.TrimPrefix(opa.URL, "http://")+"/v1")
 	ev := memory("1")
 	ev.Intent = "external"
-	v, err := a.EvaluatePolicy(context.Background(), lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev})
+	v, err := a.EvaluatePolicy(context.Background(), flow.PolicyEvaluateInput{DIG: dig, Event: ev})
 	if err != nil || !v.ActionRequired || v.Workflow != "other" || v.Engine != opa.URL+"/v1/data" {
 		t.Fatalf("verdict %+v %v", v, err)
 	}
@@ -285,7 +286,7 @@ func TestExternalEngineIsAskedAsEMCODoesAndOnlyWhenAllowed(t *testing.T) {
 		t.Errorf("the engine was asked %s with %+v", path, got.Input)
 	}
 	a.Engines = egress.MustParse("opa.example.com")
-	if _, err := a.EvaluatePolicy(context.Background(), lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev}); !nonRetryable(err) ||
+	if _, err := a.EvaluatePolicy(context.Background(), flow.PolicyEvaluateInput{DIG: dig, Event: ev}); !nonRetryable(err) ||
 		!strings.Contains(err.Error(), "not on the hosts an admin allowed") {
 		t.Errorf("an engine no longer allowed: %v", err)
 	}
@@ -299,7 +300,7 @@ func TestPoliciesStandInForTheOPAServerAnIntentNames(t *testing.T) {
 	ctx := context.Background()
 	ev := memory("1500000000")
 	ev.Intent = "external"
-	if _, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev}); !nonRetryable(err) ||
+	if _, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: ev}); !nonRetryable(err) ||
 		!strings.Contains(err.Error(), "not on the hosts an admin allowed") {
 		t.Errorf("before the policies stand in for it: %v", err)
 	}
@@ -315,7 +316,7 @@ func TestPoliciesStandInForTheOPAServerAnIntentNames(t *testing.T) {
 	for value, want := range map[string]bool{"1500000000": true, "10": false} {
 		ev := memory(value)
 		ev.Intent = "external"
-		v, err := a.EvaluatePolicy(ctx, lifecycle.PolicyEvaluateInput{DIG: dig, Event: ev})
+		v, err := a.EvaluatePolicy(ctx, flow.PolicyEvaluateInput{DIG: dig, Event: ev})
 		if err != nil || v.ActionRequired != want || v.Engine != "embedded, for 172.31.82.234:8181" || v.Workflow != "mig" {
 			t.Errorf("%s bytes: %+v %v, want actionRequired %v from the embedded engine", value, v, err, want)
 		}
@@ -324,12 +325,12 @@ func TestPoliciesStandInForTheOPAServerAnIntentNames(t *testing.T) {
 
 func TestPolicyActionIsTheWorkflowIntentsStart(t *testing.T) {
 	a, _ := newActivities(t, "")
-	w, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "mig"})
+	w, err := a.PolicyAction(context.Background(), flow.PolicyActionInput{DIG: dig, Workflow: "mig"})
 	if err != nil || w.Type != "migrate" || w.TaskQueue != "p" || w.ID != "user/p/ca/v1/d/mig" || w.RunTimeout != time.Minute ||
 		string(w.Arg) != `{"activityParams":{"migrate":{"app":"web"}}}` {
 		t.Errorf("workflow %+v %v", w, err)
 	}
-	if _, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "none"}); !nonRetryable(err) {
+	if _, err := a.PolicyAction(context.Background(), flow.PolicyActionInput{DIG: dig, Workflow: "none"}); !nonRetryable(err) {
 		t.Errorf("a missing workflow intent: %v", err)
 	}
 	// A queue the project was not granted is refused, whoever stored the intent; granted,
@@ -339,16 +340,16 @@ func TestPolicyActionIsTheWorkflowIntentsStart(t *testing.T) {
 	if err := a.Store.Create(context.Background(), shared); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "shared"}); !nonRetryable(err) ||
+	if _, err := a.PolicyAction(context.Background(), flow.PolicyActionInput{DIG: dig, Workflow: "shared"}); !nonRetryable(err) ||
 		!strings.Contains(err.Error(), `task queue "shared" is not granted to project "p"`) {
 		t.Errorf("a queue not granted: %v", err)
 	}
 	a.Grants = map[string][]string{"p": {"shared"}}
-	if w, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "shared"}); err != nil || w.TaskQueue != "shared" {
+	if w, err := a.PolicyAction(context.Background(), flow.PolicyActionInput{DIG: dig, Workflow: "shared"}); err != nil || w.TaskQueue != "shared" {
 		t.Errorf("a granted queue: %+v %v", w, err)
 	}
 	a.OwnQueue = "p" // the intent's queue is now temco's: refused
-	if _, err := a.PolicyAction(context.Background(), lifecycle.PolicyActionInput{DIG: dig, Workflow: "mig"}); !nonRetryable(err) ||
+	if _, err := a.PolicyAction(context.Background(), flow.PolicyActionInput{DIG: dig, Workflow: "mig"}); !nonRetryable(err) ||
 		!strings.Contains(err.Error(), "temco's own task queue") {
 		t.Errorf("temco's queue: %v", err)
 	}
@@ -357,9 +358,9 @@ func TestPolicyActionIsTheWorkflowIntentsStart(t *testing.T) {
 func TestRecordKeepsTheLastDecisions(t *testing.T) {
 	a, _ := newActivities(t, "")
 	ctx := context.Background()
-	for i := range lifecycle.PolicyDecisionsKept + 5 {
-		d := lifecycle.PolicyDecision{EventID: fmt.Sprint(i), ActionRequired: i%2 == 0, Outcome: "started"}
-		if err := a.RecordPolicy(ctx, lifecycle.PolicyRecord{DIG: dig, Intent: "embedded", Decision: d}); err != nil {
+	for i := range flow.PolicyDecisionsKept + 5 {
+		d := flow.PolicyDecision{EventID: fmt.Sprint(i), ActionRequired: i%2 == 0, Outcome: "started"}
+		if err := a.RecordPolicy(ctx, flow.PolicyRecord{DIG: dig, Intent: "embedded", Decision: d}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -367,14 +368,14 @@ func TestRecordKeepsTheLastDecisions(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var st lifecycle.PolicyStatus
+	var st flow.PolicyStatus
 	if err := json.Unmarshal([]byte(d.State), &st); err != nil {
 		t.Fatal(err)
 	}
 	if st.Evaluations != 55 || st.Actions != 28 || len(st.Decisions) != 28 || st.Last.EventID != "54" {
 		t.Errorf("record: %d evaluations, %d actions, %d decisions, last %+v", st.Evaluations, st.Actions, len(st.Decisions), st.Last)
 	}
-	if err := a.RecordPolicy(ctx, lifecycle.PolicyRecord{DIG: dig, Intent: "deleted"}); err != nil {
+	if err := a.RecordPolicy(ctx, flow.PolicyRecord{DIG: dig, Intent: "deleted"}); err != nil {
 		t.Errorf("a deleted intent's record: %v", err)
 	}
 }
@@ -486,8 +487,8 @@ func TestADeregisteredAgentIsGone(t *testing.T) {
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestActivityEnvironment()
 	env.RegisterActivity(a)
-	v, err := env.ExecuteActivity(lifecycle.ListenPolicyAgent.Name(), lifecycle.PolicyAgentInput{Name: "none"})
-	var out lifecycle.PolicyListened
+	v, err := env.ExecuteActivity(flow.ListenPolicyAgent.Name(), flow.PolicyAgentInput{Name: "none"})
+	var out flow.PolicyListened
 	if err != nil || v.Get(&out) != nil || !out.Gone {
 		t.Errorf("listened %+v, %v", out, err)
 	}

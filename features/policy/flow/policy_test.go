@@ -1,4 +1,4 @@
-package policy
+package flow
 
 import (
 	"context"
@@ -21,9 +21,9 @@ var dig = lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG:
 // fakes are one test's activities and the user's workflow a decision starts.
 type fakes struct {
 	mu        sync.Mutex
-	verdict   func(ev lifecycle.PolicyEvent) (lifecycle.PolicyVerdict, error)
+	verdict   func(ev PolicyEvent) (PolicyVerdict, error)
 	evaluated []string // the payload of each event evaluated
-	records   []lifecycle.PolicyRecord
+	records   []PolicyRecord
 	started   []string // the user's workflow's argument, per run
 	block     chan struct{}
 }
@@ -32,7 +32,7 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Policy, workflow.RegisterOptions{Name: lifecycle.WorkflowPolicy})
+	env.RegisterWorkflowWithOptions(Policy, workflow.RegisterOptions{Name: WorkflowPolicy})
 	// The workflow intent's workflow: it runs until the test lets it end.
 	env.RegisterWorkflowWithOptions(func(ctx workflow.Context, arg json.RawMessage) error {
 		f.mu.Lock()
@@ -40,23 +40,23 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		f.mu.Unlock()
 		return workflow.Sleep(ctx, time.Hour)
 	}, workflow.RegisterOptions{Name: "migrate"})
-	lifecycle.Register(env, lifecycle.EvaluatePolicy, func(_ context.Context, in lifecycle.PolicyEvaluateInput) (lifecycle.PolicyVerdict, error) {
+	lifecycle.Register(env, EvaluatePolicy, func(_ context.Context, in PolicyEvaluateInput) (PolicyVerdict, error) {
 		if in.DIG != dig {
-			return lifecycle.PolicyVerdict{}, errors.New("another DIG")
+			return PolicyVerdict{}, errors.New("another DIG")
 		}
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.evaluated = append(f.evaluated, string(in.Event.Payload))
 		return f.verdict(in.Event)
 	})
-	lifecycle.Register(env, lifecycle.PolicyAction, func(_ context.Context, in lifecycle.PolicyActionInput) (contract.Workflow, error) {
+	lifecycle.Register(env, PolicyAction, func(_ context.Context, in PolicyActionInput) (contract.Workflow, error) {
 		if in.Workflow != "migrate-intent" {
 			return contract.Workflow{}, temporal.NewNonRetryableApplicationError("no workflow intent "+in.Workflow, lifecycle.ErrInvalidInput, nil)
 		}
 		return contract.Workflow{Name: in.Workflow, Type: "migrate", TaskQueue: "p", ID: "user/p/ca/v1/d/migrate-intent",
 			Arg: json.RawMessage(`{"activityParams":{"migrate":{"app":"web"}}}`)}, nil
 	})
-	lifecycle.RegisterNoResult(env, lifecycle.RecordPolicy, func(_ context.Context, rec lifecycle.PolicyRecord) error {
+	lifecycle.RegisterNoResult(env, RecordPolicy, func(_ context.Context, rec PolicyRecord) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.records = append(f.records, rec)
@@ -65,26 +65,26 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func event(intent, payload string) lifecycle.PolicyEvent {
-	return lifecycle.PolicyEvent{Intent: intent, EventID: "memory_usage_bytes", Agent: "EMCOTEST", ContextID: "42", App: "web",
+func event(intent, payload string) PolicyEvent {
+	return PolicyEvent{Intent: intent, EventID: "memory_usage_bytes", Agent: "EMCOTEST", ContextID: "42", App: "web",
 		Payload: json.RawMessage(payload)}
 }
 
 // above asks for action when the payload's value is over 100.
-func above(ev lifecycle.PolicyEvent) (lifecycle.PolicyVerdict, error) {
+func above(ev PolicyEvent) (PolicyVerdict, error) {
 	var p struct{ Value int }
 	_ = json.Unmarshal(ev.Payload, &p)
-	return lifecycle.PolicyVerdict{ActionRequired: p.Value > 100, Workflow: "migrate-intent", Engine: "embedded"}, nil
+	return PolicyVerdict{ActionRequired: p.Value > 100, Workflow: "migrate-intent", Engine: "embedded"}, nil
 }
 
 func TestDecisionsStartTheWorkflowIntentOncePerDecision(t *testing.T) {
 	f := &fakes{verdict: above}
 	env := f.env(t)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{"value":5}`)) }, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{"value":500}`)) }, 2*time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPolicyEvent, event("mig", `{"value":5}`)) }, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPolicyEvent, event("mig", `{"value":500}`)) }, 2*time.Second)
 	// The run it started still runs: the next decision starts nothing and says so.
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{"value":600}`)) }, 3*time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowPolicy, lifecycle.PolicyInput{DIG: dig})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPolicyEvent, event("mig", `{"value":600}`)) }, 3*time.Second)
+	env.ExecuteWorkflow(WorkflowPolicy, PolicyInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -105,12 +105,12 @@ func TestDecisionsStartTheWorkflowIntentOncePerDecision(t *testing.T) {
 }
 
 func TestAMissingWorkflowIntentIsRecordedNotRetried(t *testing.T) {
-	f := &fakes{verdict: func(lifecycle.PolicyEvent) (lifecycle.PolicyVerdict, error) {
-		return lifecycle.PolicyVerdict{ActionRequired: true, Workflow: "gone", Engine: "embedded"}, nil
+	f := &fakes{verdict: func(PolicyEvent) (PolicyVerdict, error) {
+		return PolicyVerdict{ActionRequired: true, Workflow: "gone", Engine: "embedded"}, nil
 	}}
 	env := f.env(t)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{}`)) }, time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowPolicy, lifecycle.PolicyInput{DIG: dig})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPolicyEvent, event("mig", `{}`)) }, time.Second)
+	env.ExecuteWorkflow(WorkflowPolicy, PolicyInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -120,16 +120,16 @@ func TestAMissingWorkflowIntentIsRecordedNotRetried(t *testing.T) {
 }
 
 func TestAFailedEvaluationIsRecordedAndTheNextEventEvaluated(t *testing.T) {
-	f := &fakes{verdict: func(ev lifecycle.PolicyEvent) (lifecycle.PolicyVerdict, error) {
+	f := &fakes{verdict: func(ev PolicyEvent) (PolicyVerdict, error) {
 		if string(ev.Payload) == `{"bad":true}` {
-			return lifecycle.PolicyVerdict{}, temporal.NewNonRetryableApplicationError("result.emco is not a verdict", lifecycle.ErrInvalidInput, nil)
+			return PolicyVerdict{}, temporal.NewNonRetryableApplicationError("result.emco is not a verdict", lifecycle.ErrInvalidInput, nil)
 		}
 		return above(ev)
 	}}
 	env := f.env(t)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{"bad":true}`)) }, time.Second)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{"value":1}`)) }, 2*time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowPolicy, lifecycle.PolicyInput{DIG: dig})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPolicyEvent, event("mig", `{"bad":true}`)) }, time.Second)
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPolicyEvent, event("mig", `{"value":1}`)) }, 2*time.Second)
+	env.ExecuteWorkflow(WorkflowPolicy, PolicyInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -144,17 +144,17 @@ func TestPendingEventsOfOneSourceKeepOnlyTheNewest(t *testing.T) {
 	var env *testsuite.TestWorkflowEnvironment
 	// Three events come while the first is evaluated, two of the same intent, agent,
 	// context, app and id: the newer replaces the older before either is evaluated.
-	f.verdict = func(ev lifecycle.PolicyEvent) (lifecycle.PolicyVerdict, error) {
+	f.verdict = func(ev PolicyEvent) (PolicyVerdict, error) {
 		if ev.Intent == "first" {
-			env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{"value":1}`))
-			env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("other", `{"value":2}`))
-			env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{"value":3}`))
+			env.SignalWorkflow(SignalPolicyEvent, event("mig", `{"value":1}`))
+			env.SignalWorkflow(SignalPolicyEvent, event("other", `{"value":2}`))
+			env.SignalWorkflow(SignalPolicyEvent, event("mig", `{"value":3}`))
 		}
 		return above(ev)
 	}
 	env = f.env(t)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("first", `{"value":0}`)) }, time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowPolicy, lifecycle.PolicyInput{DIG: dig})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPolicyEvent, event("first", `{"value":0}`)) }, time.Second)
+	env.ExecuteWorkflow(WorkflowPolicy, PolicyInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -164,12 +164,12 @@ func TestPendingEventsOfOneSourceKeepOnlyTheNewest(t *testing.T) {
 }
 
 func TestADeletedIntentRecordsNothingAndIdleEnds(t *testing.T) {
-	f := &fakes{verdict: func(lifecycle.PolicyEvent) (lifecycle.PolicyVerdict, error) {
-		return lifecycle.PolicyVerdict{Gone: true}, nil
+	f := &fakes{verdict: func(PolicyEvent) (PolicyVerdict, error) {
+		return PolicyVerdict{Gone: true}, nil
 	}}
 	env := f.env(t)
-	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("mig", `{}`)) }, time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowPolicy, lifecycle.PolicyInput{DIG: dig})
+	env.RegisterDelayedCallback(func() { env.SignalWorkflow(SignalPolicyEvent, event("mig", `{}`)) }, time.Second)
+	env.ExecuteWorkflow(WorkflowPolicy, PolicyInput{DIG: dig})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
@@ -185,16 +185,16 @@ func TestContinueAsNewCarriesPendingEvents(t *testing.T) {
 		for i := 0; i <= evaluationsPerRun; i++ {
 			ev := event("mig", `{"value":1}`)
 			ev.App = "app" + string(rune('a'+i%26)) + string(rune('a'+i/26))
-			env.SignalWorkflow(lifecycle.SignalPolicyEvent, ev)
+			env.SignalWorkflow(SignalPolicyEvent, ev)
 		}
-		env.SignalWorkflow(lifecycle.SignalPolicyEvent, event("last", `{"value":1}`))
+		env.SignalWorkflow(SignalPolicyEvent, event("last", `{"value":1}`))
 	}, time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowPolicy, lifecycle.PolicyInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowPolicy, PolicyInput{DIG: dig})
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("error %v, want a continue-as-new", err)
 	}
-	var next lifecycle.PolicyInput
+	var next PolicyInput
 	if err := json.Unmarshal(can.Input.Payloads[0].Data, &next); err != nil {
 		t.Fatal(err)
 	}

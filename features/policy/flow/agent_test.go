@@ -1,4 +1,4 @@
-package policy
+package flow
 
 import (
 	"context"
@@ -26,21 +26,21 @@ func (l *listens) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(PolicyAgent, workflow.RegisterOptions{Name: lifecycle.WorkflowPolicyAgent})
-	lifecycle.Register(env, lifecycle.ListenPolicyAgent, func(ctx context.Context, in lifecycle.PolicyAgentInput) (lifecycle.PolicyListened, error) {
+	env.RegisterWorkflowWithOptions(PolicyAgent, workflow.RegisterOptions{Name: WorkflowPolicyAgent})
+	lifecycle.Register(env, ListenPolicyAgent, func(ctx context.Context, in PolicyAgentInput) (PolicyListened, error) {
 		l.mu.Lock()
 		l.attempts++
 		n := l.attempts
 		l.mu.Unlock()
 		if in.Name != "sampleagent" {
-			return lifecycle.PolicyListened{}, nil
+			return PolicyListened{}, nil
 		}
 		if l.gone(n) {
-			return lifecycle.PolicyListened{Gone: true}, nil
+			return PolicyListened{Gone: true}, nil
 		}
 		l.listening(n)
 		<-ctx.Done()
-		return lifecycle.PolicyListened{}, ctx.Err()
+		return PolicyListened{}, ctx.Err()
 	})
 	return env
 }
@@ -49,7 +49,7 @@ func TestAWakeReopensTheStreamAndADeregisteredAgentEnds(t *testing.T) {
 	l := &listens{gone: func(n int) bool { return n == 2 }}
 	env := l.env(t)
 	l.listening = func(int) { env.SignalWorkflow(lifecycle.SignalWake, nil) }
-	env.ExecuteWorkflow(lifecycle.WorkflowPolicyAgent, lifecycle.PolicyAgentInput{Name: "sampleagent"})
+	env.ExecuteWorkflow(WorkflowPolicyAgent, PolicyAgentInput{Name: "sampleagent"})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
@@ -62,7 +62,7 @@ func TestStopEndsTheListener(t *testing.T) {
 	l := &listens{gone: func(int) bool { return false }}
 	env := l.env(t)
 	l.listening = func(int) { env.SignalWorkflow(lifecycle.SignalStop, nil) }
-	env.ExecuteWorkflow(lifecycle.WorkflowPolicyAgent, lifecycle.PolicyAgentInput{Name: "sampleagent"})
+	env.ExecuteWorkflow(WorkflowPolicyAgent, PolicyAgentInput{Name: "sampleagent"})
 	if !env.IsWorkflowCompleted() || env.GetWorkflowError() != nil {
 		t.Fatalf("completed %v, error %v", env.IsWorkflowCompleted(), env.GetWorkflowError())
 	}
