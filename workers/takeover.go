@@ -110,7 +110,7 @@ func ClaimSlot(dir, namespace, taskQueue string) (int, func(), error) {
 // store calls.
 var takeOverTypes = slices.Concat([]string{
 	lifecycle.WorkflowInstantiate, lifecycle.WorkflowTerminate, lifecycle.WorkflowUpdate,
-	lifecycle.WorkflowRollback, lifecycle.WorkflowMigrate, lifecycle.WorkflowRelocate,
+	lifecycle.WorkflowRollback, lifecycle.WorkflowMigrate,
 	lifecycle.WorkflowApplyBatch, lifecycle.WorkflowDeleteBatch, lifecycle.WorkflowPruneBatch,
 	lifecycle.WorkflowReadStatus, lifecycle.WorkflowReadBatch,
 	lifecycle.WorkflowPreviewRollout,

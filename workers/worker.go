@@ -20,7 +20,6 @@ import (
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
 	previews "github.com/temco/temco/activities/preview"
-	relocations "github.com/temco/temco/activities/relocate"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/features"
 	"github.com/temco/temco/features/registry"
@@ -30,7 +29,6 @@ import (
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
 	"github.com/temco/temco/workflows/preview"
-	"github.com/temco/temco/workflows/relocate"
 )
 
 // Deps are what the activities need.
@@ -41,7 +39,7 @@ type Deps = deps.Deps
 // The features' come from the features enabled (Feature.Activities).
 var domains = []func(lifecycle.Registry, *deps.Deps){
 	operation.Register, artifact.Register, render.Register, placement.Register, actions.Register,
-	cluster.Register, logicalcloud.Register, relocations.Register, registerNCM, registerCACerts,
+	cluster.Register, logicalcloud.Register, registerNCM, registerCACerts,
 	previews.Register, autoscaling.Register,
 }
 
@@ -59,7 +57,6 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowDeleteBatch: deploy.DeleteBatch,
 	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
-	lifecycle.WorkflowRelocate:    relocate.Relocate,
 	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
 
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview

@@ -13,6 +13,7 @@ import (
 	"github.com/temco/temco/features/health"
 	"github.com/temco/temco/features/inventory"
 	"github.com/temco/temco/features/policy"
+	"github.com/temco/temco/features/relocate"
 )
 
 // All is every feature; adding one is one line here.
@@ -21,6 +22,7 @@ var All = []features.Feature{
 	health.Feature,
 	inventory.Feature,
 	policy.Feature,
+	relocate.Feature,
 }
 
 // Names are the features' names, in All's order.

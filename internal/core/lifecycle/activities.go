@@ -38,6 +38,12 @@ var (
 	AwaitHolder = Declare[string, None](byHolds, "AwaitHolder") // the holder's workflow id
 )
 
+// activities/operation (operation.Updates, update.go): a DIG's update, run by the
+// workflows that change a DIG (relocate, the autoscaler, the cluster inventories).
+var byUpdates = Implementer{"activities/operation", "Updates"}
+
+var UpdateDIG = Declare[UpdateDIGInput, None](byUpdates, "UpdateDIG")
+
 // activities/artifact (artifact.Activities): the pipeline of charts that come by
 // reference: each pinned to a digest, then fetched, verified and stored; and the images of
 // a context's objects pinned to their digests (pin.go).
@@ -119,17 +125,6 @@ var (
 	PreviewControllers = Declare[[]Controller, PreviewChoice](byPreview, "PreviewControllers")
 	DiffPreview        = Declare[PreviewDiffInput, RolloutPreview](byPreview, "DiffPreview")
 	DeletePreview      = Declare[string, None](byPreview, "DeletePreview")
-)
-
-// activities/relocate (relocate.Activities): the Relocate workflow's steps (see
-// relocate.go); the autoscaler and the inventory change a DIG with UpdateDIG too.
-var byRelocate = Implementer{"activities/relocate", "Activities"}
-
-var (
-	PlanRelocation = Declare[RelocateRequest, RelocationPlan](byRelocate, "PlanRelocation")
-	PlaceApp       = Declare[PlaceAppInput, None](byRelocate, "PlaceApp")
-	UpdateDIG      = Declare[UpdateDIGInput, None](byRelocate, "UpdateDIG")
-	AwaitAppReady  = Declare[AwaitAppReadyInput, None](byRelocate, "AwaitAppReady")
 )
 
 // activities/autoscale (autoscale.Activities): a cluster's signals, and the drain of its

@@ -34,6 +34,11 @@ const (
 	WorkflowDeleteBatch = "DeleteBatch"
 	WorkflowReadStatus  = "ReadClusterStatus"
 	WorkflowReadBatch   = "ReadBatch"
+	// WorkflowRelocate is the relocate feature's (features/relocate), named here as the
+	// one of temco's workflows users' intents may start (workflowmgr).
+	WorkflowRelocate = "Relocate"
+	// RelocateParamsKey names the activityParams entry of a relocation.
+	RelocateParamsKey = "relocate"
 
 	UpdateOperate = "operate"
 	SignalStop    = "stop"
@@ -69,7 +74,7 @@ var (
 var ownWorkflows = map[string]bool{WorkflowDIG: true, WorkflowInstantiate: true, WorkflowTerminate: true,
 	WorkflowUpdate: true, WorkflowRollback: true, WorkflowMigrate: true, WorkflowPruneBatch: true,
 	WorkflowApplyBatch: true, WorkflowDeleteBatch: true, WorkflowReadStatus: true, WorkflowReadBatch: true,
-	WorkflowRelocate: true, WorkflowPreviewRollout: true, WorkflowAutoscale: true}
+	WorkflowPreviewRollout: true, WorkflowAutoscale: true}
 
 // DeclareWorkflows declares a feature's workflow types as temco's own.
 func DeclareWorkflows(names ...string) {
@@ -441,4 +446,10 @@ type DriftCheck struct {
 	ID      string    `json:"id"` // the Drift workflow's run id: records of this check carry it
 	Started time.Time `json:"started"`
 	Correct bool      `json:"correct,omitempty"`
+}
+
+// UpdateDIGInput runs an update of DIG to the new context ContextID and waits for it.
+type UpdateDIGInput struct {
+	DIG       Target `json:"dig"`
+	ContextID string `json:"contextId"`
 }

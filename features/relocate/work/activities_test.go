@@ -1,4 +1,4 @@
-package relocate
+package work
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temco/temco/features/relocate/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -90,19 +91,19 @@ func errType(err error) string {
 func TestPlanRelocation(t *testing.T) {
 	ctx := context.Background()
 	a := newActivities(t, "relocateplan", lifecycle.StateInstantiated, lifecycle.StatusInstantiated)
-	req := lifecycle.RelocateRequest{DIG: dig, App: "web", From: "local+c1", To: "local+c2"}
+	req := flow.RelocateRequest{DIG: dig, App: "web", From: "local+c1", To: "local+c2"}
 	plan, err := a.PlanRelocation(ctx, req)
 	if err != nil || plan.ContextID != "c1" || !slices.Equal(plan.Clusters, []string{"local+c1", "local+c3"}) {
 		t.Fatalf("plan %+v, %v", plan, err)
 	}
 	for _, c := range []struct {
-		change    func(*lifecycle.RelocateRequest)
+		change    func(*flow.RelocateRequest)
 		typ, says string
 	}{
-		{func(r *lifecycle.RelocateRequest) { r.App = "api" }, lifecycle.ErrInvalidInput, `has no app "api" in its running context c1`},
-		{func(r *lifecycle.RelocateRequest) { r.To = "local+c9" }, lifecycle.ErrInvalidInput, "cluster local+c9 is not registered"},
-		{func(r *lifecycle.RelocateRequest) { r.To = "local+c4" }, lifecycle.ErrInvalidInput, "reached through GitOps"},
-		{func(r *lifecycle.RelocateRequest) { r.DIG.DIG = "nope" }, lifecycle.ErrInvalidInput, "does not exist"},
+		{func(r *flow.RelocateRequest) { r.App = "api" }, lifecycle.ErrInvalidInput, `has no app "api" in its running context c1`},
+		{func(r *flow.RelocateRequest) { r.To = "local+c9" }, lifecycle.ErrInvalidInput, "cluster local+c9 is not registered"},
+		{func(r *flow.RelocateRequest) { r.To = "local+c4" }, lifecycle.ErrInvalidInput, "reached through GitOps"},
+		{func(r *flow.RelocateRequest) { r.DIG.DIG = "nope" }, lifecycle.ErrInvalidInput, "does not exist"},
 	} {
 		r := req
 		c.change(&r)
@@ -125,7 +126,7 @@ func TestPlanRelocation(t *testing.T) {
 func TestPlaceAppPinsTheClusters(t *testing.T) {
 	ctx := context.Background()
 	a := newActivities(t, "relocateplace", lifecycle.StateInstantiated, lifecycle.StatusInstantiated)
-	in := lifecycle.PlaceAppInput{DIG: dig, App: "web", Clusters: []string{"local+c2", "local+c3"}}
+	in := flow.PlaceAppInput{DIG: dig, App: "web", Clusters: []string{"local+c2", "local+c3"}}
 	for range 2 {
 		if err := a.PlaceApp(ctx, in); err != nil {
 			t.Fatal(err)
@@ -140,7 +141,7 @@ func TestPlaceAppPinsTheClusters(t *testing.T) {
 	if d.Body != want || d.Rev != 2 {
 		t.Errorf("app intent (rev %d):\n%s\nwant\n%s", d.Rev, d.Body, want)
 	}
-	if err := a.PlaceApp(ctx, lifecycle.PlaceAppInput{DIG: dig, App: "api", Clusters: in.Clusters}); errType(err) != lifecycle.ErrInvalidInput ||
+	if err := a.PlaceApp(ctx, flow.PlaceAppInput{DIG: dig, App: "api", Clusters: in.Clusters}); errType(err) != lifecycle.ErrInvalidInput ||
 		!strings.Contains(err.Error(), `app "api" has 0 app intents`) {
 		t.Errorf("an app without intent: %v", err)
 	}
@@ -150,7 +151,7 @@ func TestPlaceAppPinsTheClusters(t *testing.T) {
 func TestNotReadyNamesTheObjects(t *testing.T) {
 	ctx := context.Background()
 	a := newActivities(t, "relocateready", lifecycle.StateInstantiated, lifecycle.StatusInstantiated)
-	in := lifecycle.AwaitAppReadyInput{DIG: dig, ContextID: "c1", App: "web"}
+	in := flow.AwaitAppReadyInput{DIG: dig, ContextID: "c1", App: "web"}
 	for cluster, want := range map[string][]string{"local+c1": nil, "local+c3": {"Deployment/web not Ready"}} {
 		in.Cluster = cluster
 		if got, err := a.notReady(ctx, in); err != nil || !slices.Equal(got, want) {

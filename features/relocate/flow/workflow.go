@@ -15,7 +15,7 @@
 // Operators start it through a workflow intent (workflowmgr): workflowClientName
 // "Relocate", TaskQueue temco's, and workflowParams.activityParams.relocate naming the
 // move. Its query "step" answers where it is.
-package relocate
+package flow
 
 import (
 	"errors"
@@ -38,8 +38,9 @@ type Input struct {
 	ActivityParams  map[string]map[string]string `json:"activityParams"`
 }
 
-// ParamsKey names the activityParams entry of a relocation.
-const ParamsKey = "relocate"
+// ParamsKey names the activityParams entry of a relocation (in lifecycle, beside
+// WorkflowRelocate, for workflowmgr, which binds it to its intent's DIG).
+const ParamsKey = lifecycle.RelocateParamsKey
 
 // DefaultReadyTimeout bounds the wait for the app to be Ready on the new cluster.
 const DefaultReadyTimeout = 10 * time.Minute
@@ -57,9 +58,9 @@ const (
 
 // Progress answers the query "step", and is the workflow's result.
 type Progress struct {
-	Step    string                    `json:"step"`
-	Detail  string                    `json:"detail"`
-	Request lifecycle.RelocateRequest `json:"request"`
+	Step    string          `json:"step"`
+	Detail  string          `json:"detail"`
+	Request RelocateRequest `json:"request"`
 	// Updates are the workflows of the DIG updates run so far.
 	Updates []string `json:"updates,omitempty"`
 }
@@ -67,7 +68,7 @@ type Progress struct {
 // Relocate moves the app the input names; see the package comment.
 func Relocate(ctx workflow.Context, in Input) (Progress, error) {
 	r := &relocation{progress: Progress{Step: StepCheck, Detail: "reading the input"}}
-	if err := workflow.SetQueryHandler(ctx, lifecycle.QueryStep, func() (Progress, error) {
+	if err := workflow.SetQueryHandler(ctx, QueryStep, func() (Progress, error) {
 		p := r.progress
 		p.Updates = slices.Clone(p.Updates)
 		return p, nil
@@ -98,10 +99,10 @@ func (r *relocation) fail(err error) (Progress, error) {
 	return r.progress, err
 }
 
-func (r *relocation) run(ctx workflow.Context, req lifecycle.RelocateRequest, timeout time.Duration) (Progress, error) {
+func (r *relocation) run(ctx workflow.Context, req RelocateRequest, timeout time.Duration) (Progress, error) {
 	r.at(StepCheck, "where %s runs in %s", req.App, req.DIG)
-	var plan lifecycle.RelocationPlan
-	if err := lifecycle.PlanRelocation.Execute(briefly(ctx), req).Get(ctx, &plan); err != nil {
+	var plan RelocationPlan
+	if err := PlanRelocation.Execute(briefly(ctx), req).Get(ctx, &plan); err != nil {
 		return r.fail(err)
 	}
 	if !slices.Contains(plan.Clusters, req.From) && slices.Contains(plan.Clusters, req.To) {
@@ -117,7 +118,7 @@ func (r *relocation) run(ctx workflow.Context, req lifecycle.RelocateRequest, ti
 	added, err := r.place(ctx, req, both)
 	if err == nil {
 		r.at(StepAwaitReady, "waiting until %s is Ready on %s", req.App, req.To)
-		err = lifecycle.AwaitAppReady.Execute(waiting(ctx, timeout), lifecycle.AwaitAppReadyInput{
+		err = AwaitAppReady.Execute(waiting(ctx, timeout), AwaitAppReadyInput{
 			DIG: req.DIG, ContextID: added, App: req.App, Cluster: req.To, Timeout: timeout}).Get(ctx, nil)
 	}
 	if err != nil {
@@ -135,9 +136,9 @@ func (r *relocation) run(ctx workflow.Context, req lifecycle.RelocateRequest, ti
 }
 
 // place pins the app to clusters and updates the DIG; it returns the new context.
-func (r *relocation) place(ctx workflow.Context, req lifecycle.RelocateRequest, clusters []string) (string, error) {
-	err := lifecycle.PlaceApp.Execute(briefly(ctx),
-		lifecycle.PlaceAppInput{DIG: req.DIG, App: req.App, Clusters: clusters}).Get(ctx, nil)
+func (r *relocation) place(ctx workflow.Context, req RelocateRequest, clusters []string) (string, error) {
+	err := PlaceApp.Execute(briefly(ctx),
+		PlaceAppInput{DIG: req.DIG, App: req.App, Clusters: clusters}).Get(ctx, nil)
 	if err != nil {
 		return "", err
 	}
@@ -150,7 +151,7 @@ func (r *relocation) place(ctx workflow.Context, req lifecycle.RelocateRequest, 
 
 // rollBack places the app back on the clusters it ran on (also after a cancel) and fails
 // with cause.
-func (r *relocation) rollBack(ctx workflow.Context, req lifecycle.RelocateRequest, clusters []string, cause error) (Progress, error) {
+func (r *relocation) rollBack(ctx workflow.Context, req RelocateRequest, clusters []string, cause error) (Progress, error) {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	r.at(StepRollBack, "%s did not come up on %s (%s): placing it back on %v", req.App, req.To, lifecycle.ErrorMessage(cause), clusters)
 	if _, err := r.place(dctx, req, clusters); err != nil {
@@ -176,13 +177,13 @@ func failure(cause error, format string, args ...any) error {
 
 // ParseInput reads the move from a workflow intent's workflowParams; a problem is a
 // non-retryable InvalidInput naming the parameter.
-func ParseInput(in Input) (lifecycle.RelocateRequest, time.Duration, error) {
+func ParseInput(in Input) (RelocateRequest, time.Duration, error) {
 	invalid := func(format string, args ...any) error {
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf(format, args...), lifecycle.ErrInvalidInput, nil)
 	}
 	p, ok := in.ActivityParams[ParamsKey]
 	if !ok {
-		return lifecycle.RelocateRequest{}, 0, invalid("workflowParams.activityParams.%s is missing: it names the DIG, the app, from and to", ParamsKey)
+		return RelocateRequest{}, 0, invalid("workflowParams.activityParams.%s is missing: it names the DIG, the app, from and to", ParamsKey)
 	}
 	var missing []string
 	for _, k := range []string{"project", "compositeApp", "compositeAppVersion", "deploymentIntentGroup", "app", "from", "to"} {
@@ -191,9 +192,9 @@ func ParseInput(in Input) (lifecycle.RelocateRequest, time.Duration, error) {
 		}
 	}
 	if len(missing) > 0 {
-		return lifecycle.RelocateRequest{}, 0, invalid("workflowParams.activityParams.%s lacks %v", ParamsKey, missing)
+		return RelocateRequest{}, 0, invalid("workflowParams.activityParams.%s lacks %v", ParamsKey, missing)
 	}
-	req := lifecycle.RelocateRequest{App: p["app"], From: p["from"], To: p["to"], DIG: lifecycle.Target{Project: p["project"],
+	req := RelocateRequest{App: p["app"], From: p["from"], To: p["to"], DIG: lifecycle.Target{Project: p["project"],
 		CompositeApp: p["compositeApp"], Version: p["compositeAppVersion"], DIG: p["deploymentIntentGroup"]}}
 	for _, k := range []string{"from", "to"} {
 		if prov, cl := lifecycle.SplitClusterKey(p[k]); prov == "" || cl == "" {
@@ -233,7 +234,7 @@ func Placements(clusters []string, from, to string) (both, final []string, err e
 }
 
 // Failures no retry can fix.
-var permanent = []string{lifecycle.ErrInvalidInput, lifecycle.ErrInvalidState, lifecycle.ErrApplyFailed, lifecycle.ErrNotReady}
+var permanent = []string{lifecycle.ErrInvalidInput, lifecycle.ErrInvalidState, lifecycle.ErrApplyFailed, ErrNotReady}
 
 // briefly is for the store-only steps.
 func briefly(ctx workflow.Context) workflow.Context {

@@ -1,4 +1,4 @@
-package relocate
+package flow
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func params(kv ...string) Input {
 
 func TestParseInput(t *testing.T) {
 	req, timeout, err := ParseInput(params())
-	want := lifecycle.RelocateRequest{DIG: dig, App: "web", From: "local+c1", To: "local+c2"}
+	want := RelocateRequest{DIG: dig, App: "web", From: "local+c1", To: "local+c2"}
 	if err != nil || req != want || timeout != DefaultReadyTimeout {
 		t.Errorf("%+v, %s, %v; want %+v, %s", req, timeout, err, want, DefaultReadyTimeout)
 	}
@@ -85,7 +85,7 @@ type fakes struct {
 	clusters []string // where the app runs
 	placed   [][]string
 	updates  []string
-	awaited  []lifecycle.AwaitAppReadyInput
+	awaited  []AwaitAppReadyInput
 	update   func(n int) error // the nth update's answer (from 0)
 	ready    error
 	steps    []string // answers to the step query during the wait
@@ -96,10 +96,10 @@ func run(t *testing.T, f *fakes, in Input) (Progress, error) {
 	var s testsuite.WorkflowTestSuite
 	s.SetLogger(log.NewStructuredLogger(slog.New(slog.DiscardHandler)))
 	env := s.NewTestWorkflowEnvironment()
-	lifecycle.Register(env, lifecycle.PlanRelocation, func(_ context.Context, req lifecycle.RelocateRequest) (lifecycle.RelocationPlan, error) {
-		return lifecycle.RelocationPlan{ContextID: "c0", Clusters: f.clusters}, nil
+	lifecycle.Register(env, PlanRelocation, func(_ context.Context, req RelocateRequest) (RelocationPlan, error) {
+		return RelocationPlan{ContextID: "c0", Clusters: f.clusters}, nil
 	})
-	lifecycle.RegisterNoResult(env, lifecycle.PlaceApp, func(_ context.Context, in lifecycle.PlaceAppInput) error {
+	lifecycle.RegisterNoResult(env, PlaceApp, func(_ context.Context, in PlaceAppInput) error {
 		if in.DIG != dig || in.App != "web" {
 			t.Errorf("placed %+v", in)
 		}
@@ -113,14 +113,14 @@ func run(t *testing.T, f *fakes, in Input) (Progress, error) {
 		}
 		return nil
 	})
-	lifecycle.RegisterNoResult(env, lifecycle.AwaitAppReady, func(context.Context, lifecycle.AwaitAppReadyInput) error { return nil })
-	env.OnActivity(lifecycle.AwaitAppReady.Name(), mock.Anything, mock.Anything).After(time.Minute).Return(
-		func(_ context.Context, in lifecycle.AwaitAppReadyInput) error {
+	lifecycle.RegisterNoResult(env, AwaitAppReady, func(context.Context, AwaitAppReadyInput) error { return nil })
+	env.OnActivity(AwaitAppReady.Name(), mock.Anything, mock.Anything).After(time.Minute).Return(
+		func(_ context.Context, in AwaitAppReadyInput) error {
 			f.awaited = append(f.awaited, in)
 			return f.ready
 		})
 	env.RegisterDelayedCallback(func() {
-		v, err := env.QueryWorkflow(lifecycle.QueryStep)
+		v, err := env.QueryWorkflow(QueryStep)
 		if err != nil {
 			t.Errorf("query step: %v", err)
 			return
@@ -173,10 +173,10 @@ func TestRelocateAddsWaitsThenRemoves(t *testing.T) {
 // An app that is not Ready in time is placed back where it ran, and the workflow fails.
 func TestAnAppNotReadyIsPlacedBack(t *testing.T) {
 	f := &fakes{clusters: []string{"local+c1"},
-		ready: temporal.NewNonRetryableApplicationError("web is not Ready on local+c2 after 10m0s", lifecycle.ErrNotReady, nil)}
+		ready: temporal.NewNonRetryableApplicationError("web is not Ready on local+c2 after 10m0s", ErrNotReady, nil)}
 	_, err := run(t, f, params())
 	var appErr *temporal.ApplicationError
-	if !errors.As(err, &appErr) || appErr.Type() != lifecycle.ErrNotReady || !strings.Contains(err.Error(), "web placed back on [local+c1]") {
+	if !errors.As(err, &appErr) || appErr.Type() != ErrNotReady || !strings.Contains(err.Error(), "web placed back on [local+c1]") {
 		t.Fatalf("workflow error %v", err)
 	}
 	if want := [][]string{{"local+c1", "local+c2"}, {"local+c1"}}; !slices.EqualFunc(f.placed, want, slices.Equal) || len(f.updates) != 2 {

@@ -1,12 +1,11 @@
 // Package relocate holds the activities of the Relocate workflow (workflows/relocate):
-// where an app runs, its placement intent rewritten, DIG updates through the DIG's
-// lifecycle workflow, and the wait until the app is Ready on a cluster.
-package relocate
+// where an app runs, its placement intent rewritten (the DIG then updated with
+// activities/operation's UpdateDIG), and the wait until the app is Ready on a cluster.
+package work
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -15,6 +14,7 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temco/temco/features/relocate/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -37,26 +37,26 @@ func permanent(typ, format string, args ...any) error {
 // PlanRelocation checks that the DIG is instantiated (its running context too), that the
 // app is one of it and the new cluster registered and reachable by temco, and answers the
 // clusters the app runs on.
-func (a *Activities) PlanRelocation(ctx context.Context, req lifecycle.RelocateRequest) (lifecycle.RelocationPlan, error) {
+func (a *Activities) PlanRelocation(ctx context.Context, req flow.RelocateRequest) (flow.RelocationPlan, error) {
 	ctxID, err := a.running(ctx, req.DIG)
 	if err != nil {
-		return lifecycle.RelocationPlan{}, err
+		return flow.RelocationPlan{}, err
 	}
 	cl, err := a.Store.Get(ctx, lifecycle.ClusterID(req.To))
 	if store.CodeOf(err) == store.ErrNotFound {
-		return lifecycle.RelocationPlan{}, permanent(lifecycle.ErrInvalidInput, "cluster %s is not registered", req.To)
+		return flow.RelocationPlan{}, permanent(lifecycle.ErrInvalidInput, "cluster %s is not registered", req.To)
 	}
 	if err != nil {
-		return lifecycle.RelocationPlan{}, err
+		return flow.RelocationPlan{}, err
 	}
 	if spec, err := model.Decode[model.ClusterSpec](cl.Body); err == nil && spec.Spec.IsGitOps() {
-		return lifecycle.RelocationPlan{}, permanent(lifecycle.ErrInvalidInput, "cluster %s is reached through GitOps; relocate moves apps only to clusters temco reaches with a kubeconfig (it checks the app ready there before leaving the old cluster)", req.To)
+		return flow.RelocationPlan{}, permanent(lifecycle.ErrInvalidInput, "cluster %s is reached through GitOps; relocate moves apps only to clusters temco reaches with a kubeconfig (it checks the app ready there before leaving the old cluster)", req.To)
 	}
 	placed, err := a.Contexts.Placements(ctx, ctxID, appctx.Filter{Apps: []string{req.App}})
 	if err != nil {
-		return lifecycle.RelocationPlan{}, err
+		return flow.RelocationPlan{}, err
 	}
-	plan := lifecycle.RelocationPlan{ContextID: ctxID}
+	plan := flow.RelocationPlan{ContextID: ctxID}
 	for _, p := range placed {
 		plan.Clusters = append(plan.Clusters, p.Cluster)
 	}
@@ -92,7 +92,7 @@ func (a *Activities) running(ctx context.Context, dig lifecycle.Target) (string,
 
 // PlaceApp rewrites the app's placement intent to place it on exactly in.Clusters, by
 // name. An app with several app intents is refused: which one to rewrite would be a guess.
-func (a *Activities) PlaceApp(ctx context.Context, in lifecycle.PlaceAppInput) error {
+func (a *Activities) PlaceApp(ctx context.Context, in flow.PlaceAppInput) error {
 	gpi, err := a.placementIntent(ctx, in.DIG)
 	if err != nil {
 		return err
@@ -150,50 +150,13 @@ func (a *Activities) placementIntent(ctx context.Context, dig lifecycle.Target) 
 	return "", permanent(lifecycle.ErrInvalidInput, "no intents of %s name a %s", dig, model.GenericPlacementIntentKey)
 }
 
-// UpdateDIG updates the DIG to the new context in.ContextID through its lifecycle
-// workflow and waits until that update ended; an update that did not end Instantiated is
-// a permanent failure. While another operation runs on the DIG it is retried; a retried
-// attempt finds the update an earlier one started.
-func (a *Activities) UpdateDIG(ctx context.Context, in lifecycle.UpdateDIGInput) error {
-	_, info, err := digstate.Load(ctx, a.Store, in.DIG.ID())
-	if err != nil {
-		return err
-	}
-	if !slices.ContainsFunc(info.Actions, func(act lifecycle.Action) bool { return act.ContextID == in.ContextID }) {
-		if cur := info.Current(); cur != lifecycle.StateInstantiated {
-			return permanent(lifecycle.ErrInvalidState, "%s is %s: relocate updates it only while Instantiated", in.DIG, cur)
-		}
-		_, err := a.Ops.Operate(ctx, in.DIG, lifecycle.OpRequest{Op: lifecycle.OpUpdate, ContextID: in.ContextID,
-			Requested: time.Now().UTC().Format(time.RFC3339Nano)})
-		var inv *starter.Invalid
-		if errors.As(err, &inv) {
-			return permanent(lifecycle.ErrInvalidInput, "%s", inv.Message)
-		}
-		if err != nil {
-			return fmt.Errorf("update %s: %w", in.DIG, err) // busy: tried again later
-		}
-	}
-	id := in.DIG.OpWorkflowID(lifecycle.OpUpdate, in.ContextID)
-	if err := a.Ops.AwaitEnd(ctx, id, time.Minute, func() { activity.RecordHeartbeat(ctx, nil) }); err != nil {
-		return err
-	}
-	c, err := a.Contexts.Get(ctx, in.ContextID)
-	if err != nil {
-		return err
-	}
-	if c.Status != lifecycle.StatusInstantiated {
-		return permanent(lifecycle.ErrApplyFailed, "the update of %s to context %s ended %s: %s", in.DIG, in.ContextID, c.Status, c.Error)
-	}
-	return nil
-}
-
 // readyEvery is the pause between two reads of the app's objects on the cluster.
 const readyEvery = 2 * time.Second
 
 // AwaitAppReady reads the context's objects on the live clusters (the DIG's status read)
 // until every object of the app on the cluster is present and Ready, for at most
 // in.Timeout; then it fails, naming what is not Ready.
-func (a *Activities) AwaitAppReady(ctx context.Context, in lifecycle.AwaitAppReadyInput) error {
+func (a *Activities) AwaitAppReady(ctx context.Context, in flow.AwaitAppReadyInput) error {
 	deadline := time.Now().Add(in.Timeout)
 	for {
 		activity.RecordHeartbeat(ctx, nil)
@@ -205,7 +168,7 @@ func (a *Activities) AwaitAppReady(ctx context.Context, in lifecycle.AwaitAppRea
 			return err
 		}
 		if time.Now().After(deadline) {
-			return permanent(lifecycle.ErrNotReady, "%s is not Ready on %s after %s: %s", in.App, in.Cluster, in.Timeout, strings.Join(pending, ", "))
+			return permanent(flow.ErrNotReady, "%s is not Ready on %s after %s: %s", in.App, in.Cluster, in.Timeout, strings.Join(pending, ", "))
 		}
 		select {
 		case <-ctx.Done():
@@ -216,7 +179,7 @@ func (a *Activities) AwaitAppReady(ctx context.Context, in lifecycle.AwaitAppRea
 }
 
 // notReady lists the app's objects on the cluster that the last read did not find Ready.
-func (a *Activities) notReady(ctx context.Context, in lifecycle.AwaitAppReadyInput) ([]string, error) {
+func (a *Activities) notReady(ctx context.Context, in flow.AwaitAppReadyInput) ([]string, error) {
 	placed, err := a.Contexts.Placements(ctx, in.ContextID, appctx.Filter{Apps: []string{in.App}, Clusters: []string{in.Cluster}})
 	if err != nil {
 		return nil, err
