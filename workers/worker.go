@@ -13,7 +13,6 @@ import (
 
 	"github.com/temco/temco/activities/actions"
 	"github.com/temco/temco/activities/artifact"
-	autoscaling "github.com/temco/temco/activities/autoscale"
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/activities/logicalcloud"
@@ -25,7 +24,6 @@ import (
 	"github.com/temco/temco/features/registry"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
-	"github.com/temco/temco/workflows/autoscale"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
 	"github.com/temco/temco/workflows/preview"
@@ -40,7 +38,7 @@ type Deps = deps.Deps
 var domains = []func(lifecycle.Registry, *deps.Deps){
 	operation.Register, artifact.Register, render.Register, placement.Register, actions.Register,
 	cluster.Register, logicalcloud.Register, registerNCM, registerCACerts,
-	previews.Register, autoscaling.Register,
+	previews.Register,
 }
 
 // Workflows maps each of the core's workflow types to its function; the features' are in
@@ -57,7 +55,6 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowDeleteBatch: deploy.DeleteBatch,
 	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
-	lifecycle.WorkflowAutoscale:   autoscale.Autoscale,
 
 	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/temco/temco/features"
+	"github.com/temco/temco/features/autoscale"
 	"github.com/temco/temco/features/drift"
 	"github.com/temco/temco/features/health"
 	"github.com/temco/temco/features/inventory"
@@ -18,6 +19,7 @@ import (
 
 // All is every feature; adding one is one line here.
 var All = []features.Feature{
+	autoscale.Feature,
 	drift.Feature,
 	health.Feature,
 	inventory.Feature,

@@ -2,7 +2,6 @@ package lifecycle
 
 import (
 	"github.com/temco/temco/contract"
-	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/rollout"
 )
 
@@ -125,15 +124,6 @@ var (
 	PreviewControllers = Declare[[]Controller, PreviewChoice](byPreview, "PreviewControllers")
 	DiffPreview        = Declare[PreviewDiffInput, RolloutPreview](byPreview, "DiffPreview")
 	DeletePreview      = Declare[string, None](byPreview, "DeletePreview")
-)
-
-// activities/autoscale (autoscale.Activities): a cluster's signals, and the drain of its
-// HPAs.
-var byAutoscale = Implementer{"activities/autoscale", "Activities"}
-
-var (
-	CapacitySignals = Declare[CapacitySignalsInput, capacity.Signals](byAutoscale, "CapacitySignals")
-	DrainCapacity   = Declare[CapacityDrainInput, None](byAutoscale, "DrainCapacity")
 )
 
 // controllers/ncm (ncm.Activities): a cluster network's preparation (kind_clusternetwork.go).

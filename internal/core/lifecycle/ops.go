@@ -74,7 +74,7 @@ var (
 var ownWorkflows = map[string]bool{WorkflowDIG: true, WorkflowInstantiate: true, WorkflowTerminate: true,
 	WorkflowUpdate: true, WorkflowRollback: true, WorkflowMigrate: true, WorkflowPruneBatch: true,
 	WorkflowApplyBatch: true, WorkflowDeleteBatch: true, WorkflowReadStatus: true, WorkflowReadBatch: true,
-	WorkflowPreviewRollout: true, WorkflowAutoscale: true}
+	WorkflowPreviewRollout: true}
 
 // DeclareWorkflows declares a feature's workflow types as temco's own.
 func DeclareWorkflows(names ...string) {

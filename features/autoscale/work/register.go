@@ -1,8 +1,9 @@
-package autoscale
+package work
 
 import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
+	"github.com/temco/temco/features/autoscale/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -10,6 +11,6 @@ import (
 // worker's shared cluster machinery.
 func Register(r lifecycle.Registry, d *deps.Deps) {
 	a := &Activities{Clusters: cluster.AccessOf(cluster.Shared(d))}
-	lifecycle.Register(r, lifecycle.CapacitySignals, a.CapacitySignals)
-	lifecycle.RegisterNoResult(r, lifecycle.DrainCapacity, a.DrainCapacity)
+	lifecycle.Register(r, flow.CapacitySignals, a.CapacitySignals)
+	lifecycle.RegisterNoResult(r, flow.DrainCapacity, a.DrainCapacity)
 }

@@ -5,7 +5,7 @@
 // placement reads) and changes the DIG's clusters through the DIG's ordinary update, one at
 // a time, waiting while another operation runs. Workflow code only: the activities
 // (activities/autoscale, and relocate's UpdateDIG) do the I/O.
-package autoscale
+package flow
 
 import (
 	"slices"
@@ -31,12 +31,12 @@ type autoscaler struct {
 
 // Autoscale runs the DIG's autoscaler until its capacity placement is gone or it is
 // stopped; pause and resume signals hold and restart its evaluations.
-func Autoscale(ctx workflow.Context, in lifecycle.AutoscaleInput) error {
+func Autoscale(ctx workflow.Context, in AutoscaleInput) error {
 	a := &autoscaler{dig: in.DIG, name: in.Name, woken: true}
 	if in.State != nil {
 		a.state = *in.State
 	}
-	if err := workflow.SetQueryHandler(ctx, lifecycle.QueryAutoscaler, func() (lifecycle.AutoscaleState, error) {
+	if err := workflow.SetQueryHandler(ctx, QueryAutoscaler, func() (lifecycle.AutoscaleState, error) {
 		return a.state, nil
 	}); err != nil {
 		return err
@@ -66,7 +66,7 @@ func Autoscale(ctx workflow.Context, in lifecycle.AutoscaleInput) error {
 			}
 		}
 		if n >= evaluationsPerRun || workflow.GetInfo(ctx).GetContinueAsNewSuggested() {
-			return workflow.NewContinueAsNewError(ctx, Autoscale, lifecycle.AutoscaleInput{DIG: a.dig, Name: a.name, State: &a.state})
+			return workflow.NewContinueAsNewError(ctx, Autoscale, AutoscaleInput{DIG: a.dig, Name: a.name, State: &a.state})
 		}
 	}
 }
@@ -159,7 +159,7 @@ func (a *autoscaler) read(ctx workflow.Context, view lifecycle.CapacityView, spe
 	}
 	futures := make([]lifecycle.Future[capacity.Signals], len(a.state.Members))
 	for i, m := range a.state.Members {
-		futures[i] = lifecycle.CapacitySignals.Execute(reading(ctx), lifecycle.CapacitySignalsInput{
+		futures[i] = CapacitySignals.Execute(reading(ctx), CapacitySignalsInput{
 			DIG: a.dig, ContextID: view.ContextID, Cluster: m.Cluster, Workloads: spec.Workloads, Floor: floor})
 	}
 	signals := make(map[string]capacity.Signals, len(futures))
@@ -180,20 +180,20 @@ func (a *autoscaler) drain(ctx workflow.Context, view lifecycle.CapacityView, sp
 	if spec.ScaleIn.Drain == nil {
 		return
 	}
-	in := func(cluster string) lifecycle.CapacitySignalsInput {
-		return lifecycle.CapacitySignalsInput{DIG: a.dig, ContextID: view.ContextID, Cluster: cluster,
+	in := func(cluster string) CapacitySignalsInput {
+		return CapacitySignalsInput{DIG: a.dig, ContextID: view.ContextID, Cluster: cluster,
 			Workloads: spec.Workloads, Floor: spec.ScaleIn.Drain.MaxReplicas}
 	}
 	var futures []lifecycle.Future[lifecycle.None]
 	for _, m := range d.Members {
 		if (m.State == capacity.ScalingIn || m.State == capacity.Evicting) && m.Unreachable.IsZero() {
-			futures = append(futures, lifecycle.DrainCapacity.Execute(reading(ctx),
-				lifecycle.CapacityDrainInput{CapacitySignalsInput: in(m.Cluster)}))
+			futures = append(futures, DrainCapacity.Execute(reading(ctx),
+				CapacityDrainInput{CapacitySignalsInput: in(m.Cluster)}))
 		}
 	}
 	for _, c := range d.Restore {
-		futures = append(futures, lifecycle.DrainCapacity.Execute(reading(ctx),
-			lifecycle.CapacityDrainInput{CapacitySignalsInput: in(c), Restore: true}))
+		futures = append(futures, DrainCapacity.Execute(reading(ctx),
+			CapacityDrainInput{CapacitySignalsInput: in(c), Restore: true}))
 	}
 	for _, f := range futures {
 		if err := f.Get(ctx, nil); err != nil {
@@ -234,7 +234,7 @@ func (a *autoscaler) record(ctx workflow.Context, name string, ev *lifecycle.Eva
 		a.state.Last = ev
 		if ev.Decision != nil {
 			a.state.Events = append(a.state.Events, *ev)
-			if n := len(a.state.Events) - lifecycle.AutoscaleEventsKept; n > 0 {
+			if n := len(a.state.Events) - AutoscaleEventsKept; n > 0 {
 				a.state.Events = slices.Delete(a.state.Events, 0, n)
 			}
 		}

@@ -2,7 +2,7 @@
 // the reading of a cluster's signals for a DIG's workloads, and the drain of their HPAs.
 // Clusters are reached as activities/cluster reaches them (cluster.Access), with the DIG's
 // running context's credentials.
-package autoscale
+package work
 
 import (
 	"cmp"
@@ -20,9 +20,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/temco/temco/activities/cluster"
+	"github.com/temco/temco/features/autoscale/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/capacity"
-	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Activities read and drain clusters for the autoscaler.
@@ -47,7 +47,7 @@ var (
 // CapacitySignals reads the workloads' Deployments, HPAs and pods on the cluster. A
 // cluster that cannot be read answers Reachable false with the reason; only a context
 // that cannot be read is an error.
-func (a *Activities) CapacitySignals(ctx context.Context, in lifecycle.CapacitySignalsInput) (capacity.Signals, error) {
+func (a *Activities) CapacitySignals(ctx context.Context, in flow.CapacitySignalsInput) (capacity.Signals, error) {
 	header, _, err := a.Clusters.Context(ctx, in.ContextID)
 	if err != nil {
 		return capacity.Signals{}, err
@@ -72,7 +72,7 @@ func (a *Activities) CapacitySignals(ctx context.Context, in lifecycle.CapacityS
 // DrainCapacity lowers the maximum of the workloads' HPAs on the cluster to in.Floor (and
 // their minimum, where it is higher), or with in.Restore applies the context's own HPAs
 // back. An HPA the cluster does not have is left alone.
-func (a *Activities) DrainCapacity(ctx context.Context, in lifecycle.CapacityDrainInput) error {
+func (a *Activities) DrainCapacity(ctx context.Context, in flow.CapacityDrainInput) error {
 	header, own, err := a.Clusters.Context(ctx, in.ContextID)
 	if err != nil {
 		return err

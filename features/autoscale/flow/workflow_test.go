@@ -1,4 +1,4 @@
-package autoscale
+package flow
 
 import (
 	"context"
@@ -30,7 +30,7 @@ type fakes struct {
 	observed int
 	seeds    []bool // each observation's Seed
 	read     []string
-	drained  []lifecycle.CapacityDrainInput
+	drained  []CapacityDrainInput
 	records  []lifecycle.AutoscaleState
 	named    []string // the capacity placement each record names
 	order    []string // "record" and "drain", as they happened
@@ -56,7 +56,7 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(Autoscale, workflow.RegisterOptions{Name: lifecycle.WorkflowAutoscale})
+	env.RegisterWorkflowWithOptions(Autoscale, workflow.RegisterOptions{Name: WorkflowAutoscale})
 	lifecycle.Register(env, lifecycle.ObserveCapacity, func(_ context.Context, in lifecycle.CapacityObserveInput) (lifecycle.CapacityView, error) {
 		if in.Target != dig {
 			return lifecycle.CapacityView{}, errors.New("another DIG")
@@ -67,13 +67,13 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		f.seeds = append(f.seeds, in.Seed)
 		return f.view(f.observed), nil
 	})
-	lifecycle.Register(env, lifecycle.CapacitySignals, func(_ context.Context, in lifecycle.CapacitySignalsInput) (capacity.Signals, error) {
+	lifecycle.Register(env, CapacitySignals, func(_ context.Context, in CapacitySignalsInput) (capacity.Signals, error) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.read = append(f.read, in.Cluster)
 		return f.signals(f.observed, in.Cluster), nil
 	})
-	lifecycle.RegisterNoResult(env, lifecycle.DrainCapacity, func(_ context.Context, in lifecycle.CapacityDrainInput) error {
+	lifecycle.RegisterNoResult(env, DrainCapacity, func(_ context.Context, in CapacityDrainInput) error {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.drained = append(f.drained, in)
@@ -124,7 +124,7 @@ func TestScaleOutThroughOneUpdate(t *testing.T) {
 	}}
 	env := f.env(t)
 	stopAfter(env, 45*time.Second) // two evaluations
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -160,7 +160,7 @@ func TestWaitsWhileTheDIGCannotChange(t *testing.T) {
 	}, signals: func(int, string) capacity.Signals { return capacity.Signals{} }}
 	env := f.env(t)
 	stopAfter(env, 95*time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -182,7 +182,7 @@ func TestPauseAndResume(t *testing.T) {
 		env.SignalWorkflow(lifecycle.SignalResume, nil)
 	}, 10*time.Minute)
 	stopAfter(env, 10*time.Minute+10*time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestEndsWhenThePlacementIsGone(t *testing.T) {
 		return deployed(spec(nil), "cp+a")(n)
 	}, signals: func(int, string) capacity.Signals { return capacity.Signals{Reachable: true} }}
 	env := f.env(t)
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -223,7 +223,7 @@ func TestWakeEvaluatesNow(t *testing.T) {
 	env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalWake, nil) }, 5*time.Second)
 	env.RegisterDelayedCallback(func() { woken = f.observed }, 6*time.Second)
 	stopAfter(env, 7*time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -245,11 +245,11 @@ func TestDrainThenRemove(t *testing.T) {
 	}}
 	env := f.env(t)
 	stopAfter(env, 3*time.Minute)
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	if len(f.drained) < 2 || slices.ContainsFunc(f.drained, func(d lifecycle.CapacityDrainInput) bool {
+	if len(f.drained) < 2 || slices.ContainsFunc(f.drained, func(d CapacityDrainInput) bool {
 		return d.Cluster != "cp+b" || d.Restore || d.Floor != 1
 	}) {
 		t.Errorf("drains %+v, want cp+b's lowered to 1 at each evaluation while it scales in", f.drained)
@@ -273,7 +273,7 @@ func TestAFailedUpdateIsRecorded(t *testing.T) {
 	}}
 	env := f.env(t)
 	stopAfter(env, 10*time.Second)
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
@@ -286,7 +286,7 @@ func TestAFailedUpdateIsRecorded(t *testing.T) {
 func TestContinuesAsNewWithItsState(t *testing.T) {
 	f := &fakes{view: deployed(spec(nil), "cp+a"), signals: func(int, string) capacity.Signals { return capacity.Signals{Reachable: true} }}
 	env := f.env(t)
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	var can *workflow.ContinueAsNewError
 	if err := env.GetWorkflowError(); !errors.As(err, &can) {
 		t.Fatalf("ended with %v, want a continue-as-new", err)
@@ -294,7 +294,7 @@ func TestContinuesAsNewWithItsState(t *testing.T) {
 	if f.observed != evaluationsPerRun+1 {
 		t.Errorf("%d evaluations before continuing as new", f.observed)
 	}
-	var in lifecycle.AutoscaleInput
+	var in AutoscaleInput
 	if err := converter.GetDefaultDataConverter().FromPayloads(can.Input, &in); err != nil {
 		t.Fatal(err)
 	}
@@ -315,11 +315,11 @@ func TestScaleInUndoneRestoresTheHPA(t *testing.T) {
 	}}
 	env := f.env(t)
 	stopAfter(env, 2*time.Minute+15*time.Second) // five evaluations
-	env.ExecuteWorkflow(lifecycle.WorkflowAutoscale, lifecycle.AutoscaleInput{DIG: dig})
+	env.ExecuteWorkflow(WorkflowAutoscale, AutoscaleInput{DIG: dig})
 	if err := env.GetWorkflowError(); err != nil {
 		t.Fatal(err)
 	}
-	restored := slices.IndexFunc(f.drained, func(d lifecycle.CapacityDrainInput) bool { return d.Restore })
+	restored := slices.IndexFunc(f.drained, func(d CapacityDrainInput) bool { return d.Restore })
 	if restored < 1 || f.drained[restored].Cluster != "cp+b" {
 		t.Fatalf("drains %+v: want cp+b drained, then restored", f.drained)
 	}
