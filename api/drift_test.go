@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/drift/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/drift"
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/features/drift/flow"
 )
 
 // schedules records the drift schedules the api asks for.

@@ -8,10 +8,10 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/features/inventory/flow"
 	"github.com/temco/temco/internal/core/inventory"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
-	"github.com/temco/temco/features/inventory/flow"
 )
 
 // routeInventories is a cluster provider's cluster inventory: temco's own resource (EMCO

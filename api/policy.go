@@ -8,12 +8,12 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/policy"
 	"github.com/temco/temco/internal/core/store"
-	"github.com/temco/temco/features/policy/flow"
 )
 
 // EMCO's policy controller (internal/core/policy, docs/policy.md): agents registered at

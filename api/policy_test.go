@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
-	"github.com/temco/temco/features/policy/flow"
 )
 
 const pPolicyIntents = pDIG + "/policy-intents"

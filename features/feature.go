@@ -33,6 +33,9 @@ type Feature struct {
 	// TakeOver are its workflow types whose activities run long enough that a restarted
 	// worker fails its predecessor's attempts of them at once (workers.TakeOver).
 	TakeOver []string
+	// KeepAlive are its activities the worker heartbeats for while they run (they record
+	// no progress of their own: workers' keepAlive).
+	KeepAlive []string
 	// Serve, if set, runs beside the api while it serves (health keeps its probes
 	// started), until ctx ends.
 	Serve func(ctx context.Context, in Serving)

@@ -113,7 +113,6 @@ var takeOverTypes = slices.Concat([]string{
 	lifecycle.WorkflowRollback, lifecycle.WorkflowMigrate,
 	lifecycle.WorkflowApplyBatch, lifecycle.WorkflowDeleteBatch, lifecycle.WorkflowPruneBatch,
 	lifecycle.WorkflowReadStatus, lifecycle.WorkflowReadBatch,
-	lifecycle.WorkflowPreviewRollout,
 }, featuresTakenOver())
 
 // featuresTakenOver are the workflow types of every feature whose activities a restarted

@@ -18,7 +18,6 @@ import (
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
-	previews "github.com/temco/temco/activities/preview"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/features"
 	"github.com/temco/temco/features/registry"
@@ -26,7 +25,6 @@ import (
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
-	"github.com/temco/temco/workflows/preview"
 )
 
 // Deps are what the activities need.
@@ -38,7 +36,6 @@ type Deps = deps.Deps
 var domains = []func(lifecycle.Registry, *deps.Deps){
 	operation.Register, artifact.Register, render.Register, placement.Register, actions.Register,
 	cluster.Register, logicalcloud.Register, registerNCM, registerCACerts,
-	previews.Register,
 }
 
 // Workflows maps each of the core's workflow types to its function; the features' are in
@@ -55,8 +52,6 @@ var Workflows = map[string]any{
 	lifecycle.WorkflowDeleteBatch: deploy.DeleteBatch,
 	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
 	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
-
-	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
 }
 
 // AllWorkflows are every workflow type temco has, the core's and every feature's, whether

@@ -14,6 +14,7 @@ import (
 	"github.com/temco/temco/features/health"
 	"github.com/temco/temco/features/inventory"
 	"github.com/temco/temco/features/policy"
+	"github.com/temco/temco/features/preview"
 	"github.com/temco/temco/features/relocate"
 )
 
@@ -24,6 +25,7 @@ var All = []features.Feature{
 	health.Feature,
 	inventory.Feature,
 	policy.Feature,
+	preview.Feature,
 	relocate.Feature,
 }
 

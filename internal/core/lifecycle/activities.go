@@ -115,17 +115,6 @@ var (
 	PruneLogicalCloud    = Declare[ClusterInput, ClusterResult](byLogicalCloud, "PruneLogicalCloud")
 )
 
-// activities/preview (preview.Activities): a rollout preview's steps (see preview.go);
-// DeletePreview takes the scratch context's id.
-var byPreview = Implementer{"activities/preview", "Activities"}
-
-var (
-	BeginPreview       = Declare[PreviewInput, PreviewStart](byPreview, "BeginPreview")
-	PreviewControllers = Declare[[]Controller, PreviewChoice](byPreview, "PreviewControllers")
-	DiffPreview        = Declare[PreviewDiffInput, RolloutPreview](byPreview, "DiffPreview")
-	DeletePreview      = Declare[string, None](byPreview, "DeletePreview")
-)
-
 // controllers/ncm (ncm.Activities): a cluster network's preparation (kind_clusternetwork.go).
 var byNCM = Implementer{"controllers/ncm", "Activities"}
 

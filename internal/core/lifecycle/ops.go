@@ -73,8 +73,7 @@ var (
 // intent may start one, but Relocate (workflowmgr).
 var ownWorkflows = map[string]bool{WorkflowDIG: true, WorkflowInstantiate: true, WorkflowTerminate: true,
 	WorkflowUpdate: true, WorkflowRollback: true, WorkflowMigrate: true, WorkflowPruneBatch: true,
-	WorkflowApplyBatch: true, WorkflowDeleteBatch: true, WorkflowReadStatus: true, WorkflowReadBatch: true,
-	WorkflowPreviewRollout: true}
+	WorkflowApplyBatch: true, WorkflowDeleteBatch: true, WorkflowReadStatus: true, WorkflowReadBatch: true}
 
 // DeclareWorkflows declares a feature's workflow types as temco's own.
 func DeclareWorkflows(names ...string) {

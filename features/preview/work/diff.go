@@ -1,10 +1,11 @@
-package preview
+package work
 
 import (
 	"cmp"
 	"maps"
 	"slices"
 
+	"github.com/temco/temco/features/preview/flow"
 	"github.com/temco/temco/internal/adapters/gitops/layout"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -117,9 +118,9 @@ func onCluster(prev side) (map[string]previous, []string) {
 
 // diffCluster is what the new revision (next) changes on a cluster where the running one
 // has prev (empty for an instantiate or a cluster it does not use).
-func diffCluster(cluster string, next, prev side, sc *scope) lifecycle.ClusterPreview {
+func diffCluster(cluster string, next, prev side, sc *scope) flow.ClusterPreview {
 	had, order := onCluster(prev)
-	out := lifecycle.ClusterPreview{Cluster: cluster, Added: []string{}, Changed: []string{}, Removed: []string{}}
+	out := flow.ClusterPreview{Cluster: cluster, Added: []string{}, Changed: []string{}, Removed: []string{}}
 	keep := map[string]bool{}
 	for _, p := range next.placed {
 		app := next.apps[p.App]
@@ -166,11 +167,11 @@ type stage struct {
 // summarize lays the clusters' previews out in the stages, detailing at most limit
 // clusters per stage and counting all of them, then adds the pseudo-stage of the
 // clusters only the running revision uses (dropped, in name order) when there are any.
-func summarize(stages []stage, dropped []string, limit int, preview func(cluster string) lifecycle.ClusterPreview) ([]lifecycle.PreviewStage, lifecycle.PreviewCounts) {
-	var out []lifecycle.PreviewStage
-	var total lifecycle.PreviewCounts
+func summarize(stages []stage, dropped []string, limit int, preview func(cluster string) flow.ClusterPreview) ([]flow.PreviewStage, flow.PreviewCounts) {
+	var out []flow.PreviewStage
+	var total flow.PreviewCounts
 	add := func(name string, removed bool, clusters []string) {
-		st := lifecycle.PreviewStage{Name: name, Removed: removed, Clusters: []lifecycle.ClusterPreview{}}
+		st := flow.PreviewStage{Name: name, Removed: removed, Clusters: []flow.ClusterPreview{}}
 		for _, cl := range clusters {
 			p := preview(cl)
 			st.Counts.Add(p)
@@ -187,7 +188,7 @@ func summarize(stages []stage, dropped []string, limit int, preview func(cluster
 		add(s.name, false, s.clusters)
 	}
 	if len(dropped) > 0 {
-		add(lifecycle.PreviewRemovedStage, true, dropped)
+		add(flow.PreviewRemovedStage, true, dropped)
 	}
 	return out, total
 }

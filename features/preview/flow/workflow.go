@@ -4,7 +4,7 @@
 // (render and placement, the controllers, or a rollback's copy), compares it with the
 // running revision (DiffPreview) and always deletes it. It records no state and touches
 // no cluster. Workflow code only: the activities do the I/O.
-package preview
+package flow
 
 import (
 	"cmp"
@@ -23,26 +23,26 @@ import (
 // PreviewRollout answers what the DIG's next operation (in.Revision set: a rollback to
 // it) would add, change and remove on each cluster, in the stages of its rollout
 // strategy. The scratch context in.ContextID is deleted however the preview ends.
-func PreviewRollout(ctx workflow.Context, in lifecycle.PreviewInput) (out lifecycle.RolloutPreview, err error) {
+func PreviewRollout(ctx workflow.Context, in PreviewInput) (out RolloutPreview, err error) {
 	// Deferred before anything is created: a preview that fails half-way, or is cancelled,
 	// leaves nothing behind.
 	defer func() {
 		dctx, _ := workflow.NewDisconnectedContext(ctx)
-		if derr := lifecycle.DeletePreview.Execute(cleaning(dctx), in.ContextID).Get(dctx, nil); derr != nil {
+		if derr := DeletePreview.Execute(cleaning(dctx), in.ContextID).Get(dctx, nil); derr != nil {
 			workflow.GetLogger(ctx).Error("scratch context of a preview not deleted", "context", in.ContextID, "error", derr)
 			err = cmp.Or(err, derr)
 		}
 	}()
-	var start lifecycle.PreviewStart
-	if err := lifecycle.BeginPreview.Execute(quick(ctx), in).Get(ctx, &start); err != nil {
+	var start PreviewStart
+	if err := BeginPreview.Execute(quick(ctx), in).Get(ctx, &start); err != nil {
 		return out, err
 	}
 	plan, notes, err := prepare(ctx, in, start)
 	if err != nil {
 		return out, err
 	}
-	diff := lifecycle.PreviewDiffInput{DIG: in.DIG, ContextID: in.ContextID, Start: start, Plan: plan, Limit: in.Limit}
-	if err := lifecycle.DiffPreview.Execute(preparing(ctx), diff).Get(ctx, &out); err != nil {
+	diff := PreviewDiffInput{DIG: in.DIG, ContextID: in.ContextID, Start: start, Plan: plan, Limit: in.Limit}
+	if err := DiffPreview.Execute(preparing(ctx), diff).Get(ctx, &out); err != nil {
 		return out, err
 	}
 	out.Notes = append(notes, out.Notes...)
@@ -53,7 +53,7 @@ func PreviewRollout(ctx workflow.Context, in lifecycle.PreviewInput) (out lifecy
 // prepare makes the scratch context what the operation's context would be: a copy of
 // the stored revision for a rollback; otherwise the apps rendered and placed, then edited
 // by the controllers the preview may run, their edits committed.
-func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.PreviewStart) (lifecycle.Plan, []string, error) {
+func prepare(ctx workflow.Context, in PreviewInput, start PreviewStart) (lifecycle.Plan, []string, error) {
 	var plan lifecycle.Plan
 	if start.Source != "" {
 		err := lifecycle.CopyContext.Execute(preparing(ctx),
@@ -68,8 +68,8 @@ func prepare(ctx workflow.Context, in lifecycle.PreviewInput, start lifecycle.Pr
 	if len(plan.Controllers) == 0 {
 		return plan, nil, finish(ctx, ref, pin)
 	}
-	var chosen lifecycle.PreviewChoice
-	if err := lifecycle.PreviewControllers.Execute(quick(ctx), plan.Controllers).Get(ctx, &chosen); err != nil {
+	var chosen PreviewChoice
+	if err := PreviewControllers.Execute(quick(ctx), plan.Controllers).Get(ctx, &chosen); err != nil {
 		return plan, nil, err
 	}
 	notes := chosen.Notes

@@ -3,7 +3,7 @@
 // controllers a preview may run, the per-cluster difference from the running revision,
 // and the scratch context's deletion. Rendering, placement and the controllers are the
 // operations' own activities. Nothing here writes anything but the scratch context.
-package preview
+package work
 
 import (
 	"cmp"
@@ -17,6 +17,7 @@ import (
 
 	"github.com/temco/temco/controllers"
 	"github.com/temco/temco/controllers/tac"
+	"github.com/temco/temco/features/preview/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -40,9 +41,9 @@ var runningStatuses = []string{lifecycle.StatusInstantiating, lifecycle.StatusUp
 
 // operationFor is the operation a preview shows (lifecycle.Preview), its refusals typed
 // for the api: 409, or 400 for a revision that is not there.
-func operationFor(dig lifecycle.Target, info lifecycle.StateInfo, revision int64) (lifecycle.PreviewStart, error) {
-	start, err := lifecycle.Preview(dig, info, revision)
-	var r *lifecycle.PreviewRefused
+func operationFor(dig lifecycle.Target, info lifecycle.StateInfo, revision int64) (flow.PreviewStart, error) {
+	start, err := flow.Preview(dig, info, revision)
+	var r *flow.PreviewRefused
 	switch {
 	case errors.As(err, &r) && r.BadRevision:
 		return start, refuse(lifecycle.ErrInvalidInput, "%s", r.Message)
@@ -55,25 +56,25 @@ func operationFor(dig lifecycle.Target, info lifecycle.StateInfo, revision int64
 // BeginPreview works out the operation to preview from the DIG's state and creates the
 // scratch context's header as that operation would (its instance, namespace and
 // credentials), marked as a preview's. It records nothing in the DIG's history.
-func (a *Activities) BeginPreview(ctx context.Context, in lifecycle.PreviewInput) (lifecycle.PreviewStart, error) {
-	if h, err := a.Contexts.Get(ctx, in.ContextID); err == nil && h.Op != lifecycle.OpPreview {
-		return lifecycle.PreviewStart{}, refuse(lifecycle.ErrInvalidInput, "context %s exists and is not a preview's", in.ContextID)
+func (a *Activities) BeginPreview(ctx context.Context, in flow.PreviewInput) (flow.PreviewStart, error) {
+	if h, err := a.Contexts.Get(ctx, in.ContextID); err == nil && h.Op != flow.OpPreview {
+		return flow.PreviewStart{}, refuse(lifecycle.ErrInvalidInput, "context %s exists and is not a preview's", in.ContextID)
 	} else if err != nil && !errors.Is(err, appctx.ErrNotFound) {
-		return lifecycle.PreviewStart{}, err
+		return flow.PreviewStart{}, err
 	}
 	d, info, err := digstate.Load(ctx, a.Store, in.DIG.ID())
 	if store.CodeOf(err) == store.ErrNotFound {
-		return lifecycle.PreviewStart{}, refuse(lifecycle.ErrInvalidState, "%s no longer exists", in.DIG)
+		return flow.PreviewStart{}, refuse(lifecycle.ErrInvalidState, "%s no longer exists", in.DIG)
 	}
 	if err != nil {
-		return lifecycle.PreviewStart{}, err
+		return flow.PreviewStart{}, err
 	}
 	start, err := operationFor(in.DIG, info, in.Revision)
 	if err != nil {
 		return start, err
 	}
 	scratch := &appctx.Context{ID: in.ContextID, DIG: in.DIG.ID(), Instance: in.ContextID, Revision: start.Revision,
-		Op: lifecycle.OpPreview, Status: lifecycle.StatusPreview}
+		Op: flow.OpPreview, Status: flow.StatusPreview}
 	if start.Previous != "" {
 		prev, err := a.Contexts.Get(ctx, start.Previous)
 		if err != nil {
@@ -119,8 +120,8 @@ func (a *Activities) scope(ctx context.Context, dig lifecycle.Target, d *store.D
 // edit the context, except tac, whose Run instantiates its worker DIGs and asks for hook
 // workflows (neither changes what the DIG deploys, so it is left out and said so). An
 // external controller's code is not temco's to vouch for: a DIG naming one is refused.
-func (a *Activities) PreviewControllers(ctx context.Context, ctrls []lifecycle.Controller) (lifecycle.PreviewChoice, error) {
-	var out lifecycle.PreviewChoice
+func (a *Activities) PreviewControllers(ctx context.Context, ctrls []lifecycle.Controller) (flow.PreviewChoice, error) {
+	var out flow.PreviewChoice
 	for step, c := range ctrls {
 		if c.TaskQueue != "" {
 			return out, refuse(lifecycle.ErrInvalidState, "controller %q runs in an external worker (task queue %q): a preview runs no code outside temco, so this DIG cannot be previewed",
@@ -146,22 +147,22 @@ func (a *Activities) PreviewControllers(ctx context.Context, ctrls []lifecycle.C
 			out.Notes = append(out.Notes, fmt.Sprintf("controller %q (tac) was not run: its hooks and worker DIGs run only in the operation itself, and change no object of this DIG", c.Name))
 			continue
 		}
-		out.Run = append(out.Run, lifecycle.PreviewStep{Step: step, Controller: c})
+		out.Run = append(out.Run, flow.PreviewStep{Step: step, Controller: c})
 	}
 	return out, nil
 }
 
 // DiffPreview compares the scratch context with the running one on every cluster and
 // lays the result out in the plan's stages (one stage, "all", without a strategy).
-func (a *Activities) DiffPreview(ctx context.Context, in lifecycle.PreviewDiffInput) (lifecycle.RolloutPreview, error) {
+func (a *Activities) DiffPreview(ctx context.Context, in flow.PreviewDiffInput) (flow.RolloutPreview, error) {
 	next, err := a.load(ctx, in.ContextID)
 	if err != nil {
-		return lifecycle.RolloutPreview{}, err
+		return flow.RolloutPreview{}, err
 	}
 	prev := &revision{byCluster: map[string][]*appctx.ClusterApp{}}
 	if in.Start.Previous != "" {
 		if prev, err = a.load(ctx, in.Start.Previous); err != nil {
-			return lifecycle.RolloutPreview{}, err
+			return flow.RolloutPreview{}, err
 		}
 	}
 	var stages []stage
@@ -171,16 +172,16 @@ func (a *Activities) DiffPreview(ctx context.Context, in lifecycle.PreviewDiffIn
 		for _, st := range r.Stages {
 			names, _, err := a.Contexts.StageClusters(ctx, in.ContextID, st.FirstBatch, st.Batches, math.MaxInt)
 			if err != nil {
-				return lifecycle.RolloutPreview{}, err
+				return flow.RolloutPreview{}, err
 			}
 			stages = append(stages, stage{name: st.Name, clusters: names})
 		}
 	} else {
 		names, _, err := a.Contexts.StageClusters(ctx, in.ContextID, 0, in.Plan.Batches, math.MaxInt)
 		if err != nil {
-			return lifecycle.RolloutPreview{}, err
+			return flow.RolloutPreview{}, err
 		}
-		stages = []stage{{name: lifecycle.PreviewAllStage, clusters: names}}
+		stages = []stage{{name: flow.PreviewAllStage, clusters: names}}
 	}
 	var dropped []string
 	for cl := range prev.byCluster {
@@ -193,9 +194,9 @@ func (a *Activities) DiffPreview(ctx context.Context, in lifecycle.PreviewDiffIn
 	for _, placed := range prev.byCluster {
 		sc.learn(side{placed: placed})
 	}
-	out := lifecycle.RolloutPreview{Op: in.Start.Op, CurrentRevision: in.Start.Current, Revision: in.Start.Revision,
+	out := flow.RolloutPreview{Op: in.Start.Op, CurrentRevision: in.Start.Current, Revision: in.Start.Revision,
 		Strategy: strategy, Limit: in.Limit}
-	out.Stages, out.Totals = summarize(stages, dropped, in.Limit, func(cl string) lifecycle.ClusterPreview {
+	out.Stages, out.Totals = summarize(stages, dropped, in.Limit, func(cl string) flow.ClusterPreview {
 		return diffCluster(cl, next.side(cl), prev.side(cl), sc)
 	})
 	return out, nil
@@ -242,7 +243,7 @@ func (a *Activities) DeletePreview(ctx context.Context, ctxID string) error {
 	case errors.Is(err, appctx.ErrNotFound): // never created, or deleted by an earlier attempt: its documents may remain
 	case err != nil:
 		return err
-	case h.Op != lifecycle.OpPreview:
+	case h.Op != flow.OpPreview:
 		return refuse(lifecycle.ErrInvalidInput, "context %s is not a preview's: it is not deleted", ctxID)
 	}
 	return a.Contexts.DeleteContext(ctx, ctxID)

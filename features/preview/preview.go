@@ -1,4 +1,9 @@
-package starter
+// Package preview is rollout previews (temco's own; EMCO has none): POST
+// DIG/rollout-preview answers, before anything runs, what the DIG's next operation would
+// change on each cluster, stage by stage. The PreviewRollout workflow (flow) builds the
+// operation's context as a scratch context, compares it per cluster with the running one
+// and deletes it (work). Here: the feature, and the running of a preview for the api.
+package preview
 
 import (
 	"context"
@@ -8,37 +13,49 @@ import (
 	"go.temporal.io/sdk/client"
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/features"
+	"github.com/temco/temco/features/preview/flow"
+	"github.com/temco/temco/features/preview/work"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/starter"
 )
+
+// Feature is rollout previews.
+var Feature = features.Feature{
+	Name:       "preview",
+	Workflows:  map[string]any{flow.WorkflowPreviewRollout: flow.PreviewRollout}, // POST DIG/rollout-preview
+	Activities: work.Register,
+	TakeOver:   []string{flow.WorkflowPreviewRollout},
+	KeepAlive:  []string{flow.DiffPreview.Name()},
+	API:        func(s *api.Server, st *starter.Starter) { s.Previewer = Starter{st} },
+}
+
+// Starter runs previews: the api's api.Previewer.
+type Starter struct{ *starter.Starter }
 
 // previewRunTimeout ends a preview stuck on a worker that never comes back. Its activities
 // give up after a few attempts well before: a run that ends by this timeout is the only
 // one that leaves its scratch context behind.
 const previewRunTimeout = time.Hour
 
-// PreviewFailed is a preview that could not finish: a step failed after its attempts (a
-// store or worker that did not answer). Nothing was changed; it may be asked again.
-type PreviewFailed struct{ Message string }
-
-func (e *PreviewFailed) Error() string { return e.Message }
-
 // Preview runs a PreviewRollout workflow (lifecycle.RolloutPreview: what the DIG's next
 // operation would change, stage by stage) and returns its answer once it has ended, or
 // the context's error. Its id is the DIG's operation id for "preview" and the scratch
 // context, which the caller draws (NewContextID). What the DIG's state or configuration
-// does not allow is *Refused; a step that failed after its attempts is *PreviewFailed.
-func (s *Starter) Preview(ctx context.Context, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+// does not allow is *starter.Refused; a step that failed after its attempts is *flow.PreviewFailed.
+func (s Starter) Preview(ctx context.Context, in flow.PreviewInput) (flow.RolloutPreview, error) {
 	run, err := s.Client.ExecuteWorkflow(ctx, client.StartWorkflowOptions{
-		ID:                       in.DIG.OpWorkflowID(lifecycle.OpPreview, in.ContextID),
+		ID:                       in.DIG.OpWorkflowID(flow.OpPreview, in.ContextID),
 		TaskQueue:                s.TaskQueue,
 		WorkflowExecutionTimeout: previewRunTimeout,
-		TypedSearchAttributes:    lifecycle.SearchAttributes(in.DIG, lifecycle.OpPreview),
+		TypedSearchAttributes:    lifecycle.SearchAttributes(in.DIG, flow.OpPreview),
 		StaticSummary:            "rollout preview of " + in.DIG.String(),
-	}, lifecycle.WorkflowPreviewRollout, in)
+	}, flow.WorkflowPreviewRollout, in)
 	if err != nil {
-		return lifecycle.RolloutPreview{}, err
+		return flow.RolloutPreview{}, err
 	}
-	var out lifecycle.RolloutPreview
+	var out flow.RolloutPreview
 	if err := run.Get(ctx, &out); err != nil {
 		return out, previewErr(ctx, err)
 	}
@@ -57,7 +74,7 @@ func previewErr(ctx context.Context, err error) error {
 	if errors.As(err, &appErr) {
 		switch appErr.Type() {
 		case lifecycle.ErrInvalidInput, lifecycle.ErrInvalidState, lifecycle.ErrBusy:
-			return &Refused{Message: appErr.Message()}
+			return &starter.Refused{Message: appErr.Message()}
 		}
 	}
 	var wfErr *temporal.WorkflowExecutionError
@@ -66,7 +83,7 @@ func previewErr(ctx context.Context, err error) error {
 		if errors.As(err, &appErr) {
 			msg = appErr.Message()
 		}
-		return &PreviewFailed{Message: msg}
+		return &flow.PreviewFailed{Message: msg}
 	}
 	return err
 }

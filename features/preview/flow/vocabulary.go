@@ -1,8 +1,10 @@
-package lifecycle
+package flow
 
 import (
 	"cmp"
 	"fmt"
+
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Rollout previews (temco's own; EMCO has none): POST DIG/rollout-preview answers, before
@@ -27,10 +29,10 @@ const (
 // (chosen by the caller). Revision, if set, previews a rollback to that revision of the
 // current instance; Limit bounds the clusters each stage details (its counts are whole).
 type PreviewInput struct {
-	DIG       Target `json:"dig"`
-	ContextID string `json:"contextId"`
-	Revision  int64  `json:"revision,omitempty"`
-	Limit     int    `json:"limit"`
+	DIG       lifecycle.Target `json:"dig"`
+	ContextID string           `json:"contextId"`
+	Revision  int64            `json:"revision,omitempty"`
+	Limit     int              `json:"limit"`
 }
 
 // PreviewStart is what the preview works out from the DIG's state: the operation, the
@@ -55,18 +57,18 @@ type PreviewChoice struct {
 
 // PreviewStep is one controller step a preview runs.
 type PreviewStep struct {
-	Step       int        `json:"step"`
-	Controller Controller `json:"controller"`
+	Step       int                  `json:"step"`
+	Controller lifecycle.Controller `json:"controller"`
 }
 
 // PreviewDiffInput asks for the per-cluster difference between the scratch context and
 // the running one (Previous; "" for an instantiate), laid out in the plan's stages.
 type PreviewDiffInput struct {
-	DIG       Target       `json:"dig"`
-	ContextID string       `json:"contextId"`
-	Start     PreviewStart `json:"start"`
-	Plan      Plan         `json:"plan"`
-	Limit     int          `json:"limit"`
+	DIG       lifecycle.Target `json:"dig"`
+	ContextID string           `json:"contextId"`
+	Start     PreviewStart     `json:"start"`
+	Plan      lifecycle.Plan   `json:"plan"`
+	Limit     int              `json:"limit"`
 }
 
 // RolloutPreview answers a preview: for each stage, in order, the clusters it would
@@ -158,14 +160,14 @@ func (e *PreviewRefused) Error() string { return e.Message }
 // Preview is the operation a rollout preview of dig shows: a rollback to revision when it
 // is set, else the instantiate or update its state allows next, with the running context
 // and revision it would replace and the revision it would record.
-func Preview(dig Target, info StateInfo, revision int64) (PreviewStart, error) {
+func Preview(dig lifecycle.Target, info lifecycle.StateInfo, revision int64) (PreviewStart, error) {
 	cur := info.Current()
-	var last Action
+	var last lifecycle.Action
 	if n := len(info.Actions); n > 0 {
 		last = info.Actions[n-1]
 	}
 	if revision > 0 {
-		if _, err := DIGs.Machine.Start(dig.String(), OpRollback, cur); err != nil {
+		if _, err := lifecycle.DIGs.Machine.Start(dig.String(), lifecycle.OpRollback, cur); err != nil {
 			return PreviewStart{}, &PreviewRefused{Message: err.Error()}
 		}
 		src, ok := info.RevisionContext(revision)
@@ -173,17 +175,36 @@ func Preview(dig Target, info StateInfo, revision int64) (PreviewStart, error) {
 			return PreviewStart{}, &PreviewRefused{BadRevision: true, Message: fmt.Sprintf(
 				"%s has no revision %d in its current instance (revisions 1 to %d)", dig, revision, info.LatestRevision())}
 		}
-		return PreviewStart{Op: OpRollback, Previous: last.ContextID, Source: src, Current: last.Revision,
+		return PreviewStart{Op: lifecycle.OpRollback, Previous: last.ContextID, Source: src, Current: last.Revision,
 			Revision: info.LatestRevision() + 1}, nil
 	}
-	if _, err := DIGs.Machine.Start(dig.String(), OpInstantiate, cur); err == nil {
-		return PreviewStart{Op: OpInstantiate, Revision: 1}, nil
+	if _, err := lifecycle.DIGs.Machine.Start(dig.String(), lifecycle.OpInstantiate, cur); err == nil {
+		return PreviewStart{Op: lifecycle.OpInstantiate, Revision: 1}, nil
 	}
-	if _, err := DIGs.Machine.Start(dig.String(), OpUpdate, cur); err == nil {
-		return PreviewStart{Op: OpUpdate, Previous: last.ContextID, Current: last.Revision,
+	if _, err := lifecycle.DIGs.Machine.Start(dig.String(), lifecycle.OpUpdate, cur); err == nil {
+		return PreviewStart{Op: lifecycle.OpUpdate, Previous: last.ContextID, Current: last.Revision,
 			Revision: info.LatestRevision() + 1}, nil
 	}
 	return PreviewStart{}, &PreviewRefused{Message: fmt.Sprintf(
 		"%s is %s: a rollout preview shows its next instantiate (when it is Approved or Terminated) or update (when it is Instantiated)",
 		dig, cmp.Or(cur, "new"))}
 }
+
+// PreviewFailed is a preview that could not finish (its Starter says so): a step failed after its attempts (a
+// store or worker that did not answer). Nothing was changed; it may be asked again.
+type PreviewFailed struct{ Message string }
+
+func (e *PreviewFailed) Error() string { return e.Message }
+
+func init() { lifecycle.DeclareWorkflows(WorkflowPreviewRollout) }
+
+// work (work.Activities): a rollout preview's steps (see preview.go);
+// DeletePreview takes the scratch context's id.
+var byPreview = lifecycle.Implementer{Package: "features/preview/work", Struct: "Activities"}
+
+var (
+	BeginPreview       = lifecycle.Declare[PreviewInput, PreviewStart](byPreview, "BeginPreview")
+	PreviewControllers = lifecycle.Declare[[]lifecycle.Controller, PreviewChoice](byPreview, "PreviewControllers")
+	DiffPreview        = lifecycle.Declare[PreviewDiffInput, RolloutPreview](byPreview, "DiffPreview")
+	DeletePreview      = lifecycle.Declare[string, lifecycle.None](byPreview, "DeletePreview")
+)

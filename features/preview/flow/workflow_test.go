@@ -1,4 +1,4 @@
-package preview
+package flow
 
 import (
 	"context"
@@ -26,22 +26,22 @@ const scratch = "777"
 // fakes are the activities of one test; each step may be replaced to fail.
 type fakes struct {
 	mu      sync.Mutex
-	start   lifecycle.PreviewStart
+	start   PreviewStart
 	plan    lifecycle.Plan
-	chosen  lifecycle.PreviewChoice
+	chosen  PreviewChoice
 	begin   func() error
 	render  func(ctx context.Context) error
 	control func(in contract.Input) (contract.Result, error)
 	calls   []string // activities, in the order they ran
 	inputs  []contract.Input
-	diffIn  []lifecycle.PreviewDiffInput
+	diffIn  []PreviewDiffInput
 	copied  []lifecycle.CopyInput
 	deleted []string
 }
 
 func newFakes() *fakes {
 	return &fakes{
-		start: lifecycle.PreviewStart{Op: lifecycle.OpUpdate, Previous: "41", Current: 2, Revision: 3},
+		start: PreviewStart{Op: lifecycle.OpUpdate, Previous: "41", Current: 2, Revision: 3},
 		plan: lifecycle.Plan{Apps: 1, Clusters: 3, Batches: 2, Rollout: &rollout.Plan{Strategy: "rings", Stages: []rollout.PlannedStage{
 			{Name: "canary", Clusters: 1, FirstBatch: 0, Batches: 1}, {Name: "rest", Clusters: 2, FirstBatch: 1, Batches: 1}}}},
 		begin:   func() error { return nil },
@@ -72,12 +72,12 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	t.Helper()
 	var s testsuite.WorkflowTestSuite
 	env := s.NewTestWorkflowEnvironment()
-	env.RegisterWorkflowWithOptions(PreviewRollout, workflow.RegisterOptions{Name: lifecycle.WorkflowPreviewRollout})
+	env.RegisterWorkflowWithOptions(PreviewRollout, workflow.RegisterOptions{Name: WorkflowPreviewRollout})
 	reg := func(name string, fn any) { env.RegisterActivityWithOptions(fn, activity.RegisterOptions{Name: name}) }
-	lifecycle.Register(env, lifecycle.BeginPreview, func(_ context.Context, in lifecycle.PreviewInput) (lifecycle.PreviewStart, error) {
-		f.note(lifecycle.BeginPreview.Name())
+	lifecycle.Register(env, BeginPreview, func(_ context.Context, in PreviewInput) (PreviewStart, error) {
+		f.note(BeginPreview.Name())
 		if in.DIG != dig || in.ContextID != scratch {
-			return lifecycle.PreviewStart{}, errors.New("another DIG or context")
+			return PreviewStart{}, errors.New("another DIG or context")
 		}
 		return f.start, f.begin()
 	})
@@ -100,8 +100,8 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		}
 		return f.plan, nil
 	})
-	lifecycle.Register(env, lifecycle.PreviewControllers, func(_ context.Context, ctrls []lifecycle.Controller) (lifecycle.PreviewChoice, error) {
-		f.note(lifecycle.PreviewControllers.Name())
+	lifecycle.Register(env, PreviewControllers, func(_ context.Context, ctrls []lifecycle.Controller) (PreviewChoice, error) {
+		f.note(PreviewControllers.Name())
 		return f.chosen, nil
 	})
 	lifecycle.Register(env, lifecycle.RunController, func(_ context.Context, in contract.Input) (contract.Result, error) {
@@ -124,16 +124,16 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 		f.mu.Unlock()
 		return f.plan, nil
 	})
-	lifecycle.Register(env, lifecycle.DiffPreview, func(_ context.Context, in lifecycle.PreviewDiffInput) (lifecycle.RolloutPreview, error) {
-		f.note(lifecycle.DiffPreview.Name())
+	lifecycle.Register(env, DiffPreview, func(_ context.Context, in PreviewDiffInput) (RolloutPreview, error) {
+		f.note(DiffPreview.Name())
 		f.mu.Lock()
 		f.diffIn = append(f.diffIn, in)
 		f.mu.Unlock()
-		return lifecycle.RolloutPreview{Op: in.Start.Op, Revision: in.Start.Revision, Strategy: in.Plan.Rollout.Strategy,
-			Stages: []lifecycle.PreviewStage{{Name: "canary"}, {Name: "rest"}}}, nil
+		return RolloutPreview{Op: in.Start.Op, Revision: in.Start.Revision, Strategy: in.Plan.Rollout.Strategy,
+			Stages: []PreviewStage{{Name: "canary"}, {Name: "rest"}}}, nil
 	})
-	lifecycle.RegisterNoResult(env, lifecycle.DeletePreview, func(_ context.Context, ctxID string) error {
-		f.note(lifecycle.DeletePreview.Name())
+	lifecycle.RegisterNoResult(env, DeletePreview, func(_ context.Context, ctxID string) error {
+		f.note(DeletePreview.Name())
 		f.mu.Lock()
 		f.deleted = append(f.deleted, ctxID)
 		f.mu.Unlock()
@@ -147,14 +147,14 @@ func (f *fakes) env(t *testing.T) *testsuite.TestWorkflowEnvironment {
 	return env
 }
 
-func (f *fakes) run(t *testing.T, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+func (f *fakes) run(t *testing.T, in PreviewInput) (RolloutPreview, error) {
 	t.Helper()
 	env := f.env(t)
 	env.ExecuteWorkflow(PreviewRollout, in)
 	if !env.IsWorkflowCompleted() {
 		t.Fatal("the preview did not complete")
 	}
-	var out lifecycle.RolloutPreview
+	var out RolloutPreview
 	err := env.GetWorkflowError()
 	if err == nil {
 		if err := env.GetWorkflowResult(&out); err != nil {
@@ -164,8 +164,8 @@ func (f *fakes) run(t *testing.T, in lifecycle.PreviewInput) (lifecycle.RolloutP
 	return out, err
 }
 
-func input() lifecycle.PreviewInput {
-	return lifecycle.PreviewInput{DIG: dig, ContextID: scratch, Limit: 100}
+func input() PreviewInput {
+	return PreviewInput{DIG: dig, ContextID: scratch, Limit: 100}
 }
 
 // wantCleanedUp checks that the scratch context, and only it, was deleted once, last.
@@ -174,7 +174,7 @@ func (f *fakes) wantCleanedUp(t *testing.T) {
 	if !slices.Equal(f.deleted, []string{scratch}) {
 		t.Errorf("deleted %v, want the scratch context %s once", f.deleted, scratch)
 	}
-	if n := len(f.calls); n == 0 || f.calls[n-1] != lifecycle.DeletePreview.Name() {
+	if n := len(f.calls); n == 0 || f.calls[n-1] != DeletePreview.Name() {
 		t.Errorf("activities %v: the scratch context is not deleted last", f.calls)
 	}
 }
@@ -193,7 +193,7 @@ func appErrType(err error) string {
 func TestAnUpdatePreviewRunsTheChosenControllersAndDeletesItsContext(t *testing.T) {
 	f := newFakes()
 	f.plan.Controllers = []lifecycle.Controller{{Name: "tac", Type: contract.TypeAction}, {Name: "gac", Type: contract.TypeAction, Intent: "g"}}
-	f.chosen = lifecycle.PreviewChoice{Run: []lifecycle.PreviewStep{{Step: 1, Controller: f.plan.Controllers[1]}},
+	f.chosen = PreviewChoice{Run: []PreviewStep{{Step: 1, Controller: f.plan.Controllers[1]}},
 		Notes: []string{"tac was not run"}}
 	f.control = func(contract.Input) (contract.Result, error) {
 		return contract.Result{Workflows: []contract.Workflow{{Name: "hook"}}}, nil
@@ -228,7 +228,7 @@ func TestAnUpdatePreviewRunsTheChosenControllersAndDeletesItsContext(t *testing.
 // A rollback's preview copies the stored revision instead of rendering.
 func TestARollbackPreviewCopiesTheRevision(t *testing.T) {
 	f := newFakes()
-	f.start = lifecycle.PreviewStart{Op: lifecycle.OpRollback, Previous: "43", Source: "41", Current: 3, Revision: 4}
+	f.start = PreviewStart{Op: lifecycle.OpRollback, Previous: "43", Source: "41", Current: 3, Revision: 4}
 	in := input()
 	in.Revision = 1
 	out, err := f.run(t, in)
@@ -268,7 +268,7 @@ func TestTheScratchContextIsDeletedWhenThePreviewFails(t *testing.T) {
 		}, lifecycle.ErrInvalidInput, `app "web": bad chart`},
 		{"controller", func(f *fakes) {
 			f.plan.Controllers = []lifecycle.Controller{{Name: "gac"}}
-			f.chosen = lifecycle.PreviewChoice{Run: []lifecycle.PreviewStep{{Step: 0, Controller: f.plan.Controllers[0]}}}
+			f.chosen = PreviewChoice{Run: []PreviewStep{{Step: 0, Controller: f.plan.Controllers[0]}}}
 			f.control = func(contract.Input) (contract.Result, error) {
 				return contract.Result{}, temporal.NewNonRetryableApplicationError("no such resource", lifecycle.ErrInvalidInput, nil)
 			}
@@ -291,7 +291,7 @@ func TestTheScratchContextIsDeletedWhenThePreviewFails(t *testing.T) {
 			if errors.As(err, &appErr) && !strings.Contains(appErr.Message(), tc.wantMsg) {
 				t.Errorf("message %q, want %q", appErr.Message(), tc.wantMsg)
 			}
-			if f.called(lifecycle.DiffPreview.Name()) != 0 {
+			if f.called(DiffPreview.Name()) != 0 {
 				t.Errorf("activities %v: compared after a failure", f.calls)
 			}
 			f.wantCleanedUp(t)

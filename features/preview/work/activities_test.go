@@ -1,4 +1,4 @@
-package preview
+package work
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 
 	"go.temporal.io/sdk/temporal"
 
+	"github.com/temco/temco/features/preview/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -21,19 +22,19 @@ func TestOperationFor(t *testing.T) {
 		name     string
 		info     lifecycle.StateInfo
 		revision int64
-		want     lifecycle.PreviewStart
+		want     flow.PreviewStart
 		wantErr  string
 	}{
-		{"approved: instantiate", hist(created, approved), 0, lifecycle.PreviewStart{Op: lifecycle.OpInstantiate, Revision: 1}, ""},
+		{"approved: instantiate", hist(created, approved), 0, flow.PreviewStart{Op: lifecycle.OpInstantiate, Revision: 1}, ""},
 		{"instantiated: update", hist(append([]lifecycle.Action{created, approved, inst}, upd...)...), 0,
-			lifecycle.PreviewStart{Op: lifecycle.OpUpdate, Previous: "c2", Current: 2, Revision: 3}, ""},
+			flow.PreviewStart{Op: lifecycle.OpUpdate, Previous: "c2", Current: 2, Revision: 3}, ""},
 		{"rollback to 1", hist(append([]lifecycle.Action{created, approved, inst}, upd...)...), 1,
-			lifecycle.PreviewStart{Op: lifecycle.OpRollback, Previous: "c2", Source: "c1", Current: 2, Revision: 3}, ""},
-		{"rollback to a revision not there", hist(created, approved, inst), 5, lifecycle.PreviewStart{},
+			flow.PreviewStart{Op: lifecycle.OpRollback, Previous: "c2", Source: "c1", Current: 2, Revision: 3}, ""},
+		{"rollback to a revision not there", hist(created, approved, inst), 5, flow.PreviewStart{},
 			`deployment intent group "d" (project "p", composite app "ca" "v1") has no revision 5 in its current instance (revisions 1 to 1)`},
-		{"created", hist(created), 0, lifecycle.PreviewStart{},
+		{"created", hist(created), 0, flow.PreviewStart{},
 			`deployment intent group "d" (project "p", composite app "ca" "v1") is Created: a rollout preview shows its next instantiate (when it is Approved or Terminated) or update (when it is Instantiated)`},
-		{"rollback while approved", hist(created, approved), 1, lifecycle.PreviewStart{},
+		{"rollback while approved", hist(created, approved), 1, flow.PreviewStart{},
 			`deployment intent group "d" (project "p", composite app "ca" "v1") is Approved: rollback needs one of [Instantiated]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

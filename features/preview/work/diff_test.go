@@ -1,10 +1,11 @@
-package preview
+package work
 
 import (
 	"fmt"
 	"slices"
 	"testing"
 
+	"github.com/temco/temco/features/preview/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
@@ -139,43 +140,43 @@ func TestScopeOfKindsNotBuiltIn(t *testing.T) {
 // Stages detail at most limit clusters each and count all; clusters only the running
 // revision uses come last, in their own pseudo-stage.
 func TestSummarizeBoundsTheDetailNotTheCounts(t *testing.T) {
-	previews := map[string]lifecycle.ClusterPreview{}
+	previews := map[string]flow.ClusterPreview{}
 	var rest []string
 	for i := range 5 {
 		cl := fmt.Sprintf("local+r%d", i)
 		rest = append(rest, cl)
-		p := lifecycle.ClusterPreview{Cluster: cl, Added: []string{}, Changed: []string{"Deployment/default/web"}, Removed: []string{}, Same: 2}
+		p := flow.ClusterPreview{Cluster: cl, Added: []string{}, Changed: []string{"Deployment/default/web"}, Removed: []string{}, Same: 2}
 		if i%2 == 1 {
-			p = lifecycle.ClusterPreview{Cluster: cl, Added: []string{}, Changed: []string{}, Removed: []string{}, Same: 3, Unchanged: true}
+			p = flow.ClusterPreview{Cluster: cl, Added: []string{}, Changed: []string{}, Removed: []string{}, Same: 3, Unchanged: true}
 		}
 		previews[cl] = p
 	}
-	previews["local+c"] = lifecycle.ClusterPreview{Cluster: "local+c", Added: []string{"Service/default/web"}, Changed: []string{}, Removed: []string{}}
-	previews["local+gone"] = lifecycle.ClusterPreview{Cluster: "local+gone", Added: []string{}, Changed: []string{},
+	previews["local+c"] = flow.ClusterPreview{Cluster: "local+c", Added: []string{"Service/default/web"}, Changed: []string{}, Removed: []string{}}
+	previews["local+gone"] = flow.ClusterPreview{Cluster: "local+gone", Added: []string{}, Changed: []string{},
 		Removed: []string{"ConfigMap/default/a", "Deployment/default/web"}, Dropped: true}
 	stages, total := summarize([]stage{{"canary", []string{"local+c"}}, {"rest", rest}, {"empty", nil}}, []string{"local+gone"}, 2,
-		func(cl string) lifecycle.ClusterPreview { return previews[cl] })
+		func(cl string) flow.ClusterPreview { return previews[cl] })
 	var names []string
 	for _, s := range stages {
 		names = append(names, s.Name)
 	}
-	if want := []string{"canary", "rest", "empty", lifecycle.PreviewRemovedStage}; !slices.Equal(names, want) {
+	if want := []string{"canary", "rest", "empty", flow.PreviewRemovedStage}; !slices.Equal(names, want) {
 		t.Fatalf("stages %q, want %q", names, want)
 	}
 	r := stages[1]
 	if len(r.Clusters) != 2 || r.More != 3 || r.Clusters[0].Cluster != "local+r0" || r.Clusters[1].Cluster != "local+r1" {
 		t.Errorf("rest details %d clusters (more %d): %+v", len(r.Clusters), r.More, r.Clusters)
 	}
-	if want := (lifecycle.PreviewCounts{Clusters: 5, Changing: 3, Changed: 3, Unchanged: 12}); r.Counts != want {
+	if want := (flow.PreviewCounts{Clusters: 5, Changing: 3, Changed: 3, Unchanged: 12}); r.Counts != want {
 		t.Errorf("rest counts %+v, want %+v", r.Counts, want)
 	}
-	if e := stages[2]; e.Clusters == nil || len(e.Clusters) != 0 || e.Counts != (lifecycle.PreviewCounts{}) {
+	if e := stages[2]; e.Clusters == nil || len(e.Clusters) != 0 || e.Counts != (flow.PreviewCounts{}) {
 		t.Errorf("an empty stage: %+v", e)
 	}
 	if g := stages[3]; !g.Removed || g.Counts.Removed != 2 || g.Counts.Changing != 1 {
 		t.Errorf("removed clusters: %+v", g)
 	}
-	if want := (lifecycle.PreviewCounts{Clusters: 7, Changing: 5, Added: 1, Changed: 3, Removed: 2, Unchanged: 12}); total != want {
+	if want := (flow.PreviewCounts{Clusters: 7, Changing: 5, Added: 1, Changed: 3, Removed: 2, Unchanged: 12}); total != want {
 		t.Errorf("totals %+v, want %+v", total, want)
 	}
 }
