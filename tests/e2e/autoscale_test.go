@@ -17,11 +17,11 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/temco/temco/features/autoscale/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
-	"github.com/temco/temco/features/autoscale/flow"
 )
 
 // slot is the node resource the autoscaled workload's pods each need one of: the test

@@ -15,9 +15,9 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/temco/temco/features/drift/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
-	"github.com/temco/temco/features/drift/flow"
 )
 
 // BenchmarkDriftCheck (`make bench-drift CLUSTERS=N`): the clusters of BenchmarkScale (N

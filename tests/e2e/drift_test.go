@@ -12,10 +12,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/temco/temco/features/drift/flow"
 	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/seal"
-	"github.com/temco/temco/features/drift/flow"
 )
 
 // driftView is the drift section of a DIG's status.

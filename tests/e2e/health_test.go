@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/temco/temco/internal/core/health"
 	"github.com/temco/temco/features/health/flow"
+	"github.com/temco/temco/internal/core/health"
 )
 
 // reachView is the part of a cluster's dashboard answer about its probes.

@@ -20,10 +20,10 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
+	"github.com/temco/temco/features/inventory/flow"
 	"github.com/temco/temco/internal/core/inventory"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv/poll"
-	"github.com/temco/temco/features/inventory/flow"
 )
 
 // inventoryStatus is the part of an inventory's status the test reads.

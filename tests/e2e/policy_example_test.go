@@ -10,10 +10,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
-	"github.com/temco/temco/features/policy/flow"
 )
 
 // EMCO's examples/test-policy files 05.register_agent.yaml and 06.define_policy_intent.yaml

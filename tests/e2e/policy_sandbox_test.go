@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
-	"github.com/temco/temco/features/policy/flow"
 )
 
 // memoryBombPolicy grows a string sixteenfold eight times over (4 GiB at the end, were

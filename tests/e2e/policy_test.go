@@ -14,10 +14,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
-	"github.com/temco/temco/features/policy/flow"
 )
 
 // EMCO's example 05 and 06 (examples/test-policy) with the values templated: the agent,
@@ -203,8 +203,8 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 }
 
 type policyStatusView struct {
-	Evaluations int64                      `json:"evaluations"`
-	Actions     int64                      `json:"actions"`
+	Evaluations int64                 `json:"evaluations"`
+	Actions     int64                 `json:"actions"`
 	Last        *flow.PolicyDecision  `json:"last"`
 	Decisions   []flow.PolicyDecision `json:"decisions"`
 }

@@ -11,8 +11,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
-	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/features/preview/flow"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // A rollout preview of an instantiated DIG with a two-stage strategy, after its override

@@ -15,8 +15,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	temporalclient "go.temporal.io/sdk/client"
 
-	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/features/health/flow"
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // BenchmarkClusterProbes (`make bench-probes CLUSTERS=N`): the ClusterHealth workflow's

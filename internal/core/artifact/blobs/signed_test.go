@@ -1,17 +1,18 @@
-package artifact_test
+package blobs_test
 
 import (
 	"context"
 	"testing"
 
 	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 )
 
 // A chart stored with its provenance's signer is found with it; storing it again unverified
 // keeps the signer, and verifying one stored unverified records it.
 func TestTheStoreRecordsWhoSignedAChart(t *testing.T) {
 	ctx := context.Background()
-	s := artifact.NewStore(database(t))
+	s := blobs.NewStore(database(t))
 	signed, err := s.PutSigned(ctx, []byte("signed chart"), "", "signer <s@example.com>", "ab12")
 	if err != nil {
 		t.Fatal(err)

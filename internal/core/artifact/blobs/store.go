@@ -1,9 +1,11 @@
-package artifact
+// Package blobs is the content-addressed store of the charts that come by reference
+// (internal/core/artifact is their vocabulary, pure): each kept once by its digest, in
+// MongoDB, apart from the vocabulary so that workflow code, which uses that, builds on no
+// database.
+package blobs
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"slices"
@@ -13,11 +15,9 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/store"
 )
-
-// MaxSize bounds an artifact (as an upload is bounded): one document of the store.
-const MaxSize = 10 << 20
 
 // Store keeps artifacts by the sha256 of their bytes: the same chart is stored once, for
 // every app, project and revision that uses it, and fetched once for the whole fleet.
@@ -55,12 +55,6 @@ func StoreOf(st *store.Store) *Store {
 	return NewStore(st.Database())
 }
 
-// Digest is the sha256 of data as "sha256:<hex>".
-func Digest(data []byte) string {
-	sum := sha256.Sum256(data)
-	return "sha256:" + hex.EncodeToString(sum[:])
-}
-
 // Put stores data (whose digest is computed here) known also by alias (none: ""), and
 // returns its digest. Storing what is there already adds the alias only.
 func (s *Store) Put(ctx context.Context, data []byte, alias string) (string, error) {
@@ -70,10 +64,10 @@ func (s *Store) Put(ctx context.Context, data []byte, alias string) (string, err
 // PutSigned is Put of data whose provenance was verified, signed by signer with the key
 // of fingerprint key (none: not verified); storing what is there already records them.
 func (s *Store) PutSigned(ctx context.Context, data []byte, alias, signer, key string) (string, error) {
-	if len(data) > MaxSize {
-		return "", fmt.Errorf("artifact of %d bytes is over the %d allowed", len(data), MaxSize)
+	if len(data) > artifact.MaxSize {
+		return "", fmt.Errorf("artifact of %d bytes is over the %d allowed", len(data), artifact.MaxSize)
 	}
-	d := Digest(data)
+	d := artifact.Digest(data)
 	now := time.Now().UTC()
 	doc := blobDoc{ID: d, Data: data, Size: int64(len(data)), Stored: now, Used: now, Signer: signer, SignerKey: key}
 	if alias != "" && alias != d {
@@ -107,7 +101,7 @@ func (s *Store) Get(ctx context.Context, digest string) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	if got := Digest(doc.Data); got != digest {
+	if got := artifact.Digest(doc.Data); got != digest {
 		return nil, fmt.Errorf("stored artifact %s reads back as %s", digest, got)
 	}
 	return doc.Data, nil

@@ -1,4 +1,4 @@
-package artifact_test
+package blobs_test
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
 	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
 )
@@ -38,7 +39,7 @@ func database(t *testing.T) *mongo.Database {
 func TestArtifactsAreStoredOnceAndCollectedWhenUnused(t *testing.T) {
 	ctx := context.Background()
 	db := database(t)
-	s := artifact.NewStore(db)
+	s := blobs.NewStore(db)
 	kept, err := s.Put(ctx, []byte("kept chart"), "")
 	if err != nil {
 		t.Fatal(err)
@@ -66,7 +67,7 @@ func TestArtifactsAreStoredOnceAndCollectedWhenUnused(t *testing.T) {
 	if n, err := s.Collect(ctx, time.Now().Add(time.Minute), refers); err != nil || n != 1 {
 		t.Fatalf("collected %d, %v; want the unreferenced one", n, err)
 	}
-	if _, err := s.Get(ctx, unused); !errors.Is(err, artifact.ErrNotStored) {
+	if _, err := s.Get(ctx, unused); !errors.Is(err, blobs.ErrNotStored) {
 		t.Errorf("the unreferenced chart: %v, want it gone", err)
 	}
 	if data, err := s.Get(ctx, kept); err != nil || string(data) != "kept chart" {
@@ -78,13 +79,13 @@ func TestArtifactsAreStoredOnceAndCollectedWhenUnused(t *testing.T) {
 func TestOneFetchClaimsADigest(t *testing.T) {
 	ctx := context.Background()
 	db := database(t)
-	s := artifact.NewStore(db)
+	s := blobs.NewStore(db)
 	d := artifact.Digest([]byte("x"))
 	renew, release, err := s.Claim(ctx, d)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := s.Claim(ctx, d); !errors.Is(err, artifact.ErrFetching) {
+	if _, _, err := s.Claim(ctx, d); !errors.Is(err, blobs.ErrFetching) {
 		t.Fatalf("a second claim: %v, want ErrFetching", err)
 	}
 	renew(ctx)
