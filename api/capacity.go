@@ -138,7 +138,7 @@ func (s *Server) signalAutoscaler(signal string) echo.HandlerFunc {
 			return err
 		}
 		if s.Autoscalers == nil {
-			return conflict("this temco runs no autoscalers")
+			return conflict("this temco runs no autoscalers: feature autoscale is switched off (--disable-features)")
 		}
 		if err := s.Autoscalers.SignalAutoscaler(ctx, lifecycle.DIGOfID(id), signal); err != nil {
 			return operationErr(err)

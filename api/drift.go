@@ -62,7 +62,7 @@ func (s *Server) driftCheck(c echo.Context) error {
 		return conflict("%s is %s: a drift check needs it %s", dig, cmp.Or(st, lifecycle.StateCreated), lifecycle.StateInstantiated)
 	}
 	if s.Drift == nil {
-		return httpErr(http.StatusServiceUnavailable, "this temco runs no drift checks")
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no drift checks: feature drift is switched off (--disable-features)")
 	}
 	id, err := s.Drift.CheckDrift(c.Request().Context(), dig, body.Correct)
 	if err != nil {

@@ -32,6 +32,9 @@ func (s *Server) registerInventories(g *echo.Group) {
 }
 
 func checkInventory(ctx context.Context, s *Server, r *request[inventory.Spec]) error {
+	if s.Inventories == nil {
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no cluster inventories: feature inventory is switched off (--disable-features)")
+	}
 	if err := r.res.Spec.Validate(); err != nil {
 		return badRequest("%v", err)
 	}

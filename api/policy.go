@@ -74,6 +74,9 @@ func (s *Server) registerAgent(c echo.Context) error {
 	if err := readJSON(c, &b); err != nil {
 		return err
 	}
+	if s.PolicyAgents == nil {
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no policy agents' listeners: feature policy is switched off (--disable-features)")
+	}
 	a := policy.Agent{ID: c.Param("policyAgent"), Addr: b.Addr, Clusters: b.Clusters, TLS: b.TLS, Token: b.Token}
 	if a.Clusters == nil {
 		a.Clusters = []policy.ClusterRef{} // EMCO's registration: unbound

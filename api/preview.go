@@ -78,7 +78,7 @@ func (s *Server) preview(c echo.Context) error {
 		return err
 	}
 	if s.Previewer == nil {
-		return httpErr(http.StatusServiceUnavailable, "this temco runs no rollout previews")
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no rollout previews: feature preview is switched off (--disable-features)")
 	}
 	wctx, cancel := context.WithTimeout(ctx, previewWait)
 	defer cancel()
