@@ -33,7 +33,7 @@ var Feature = features.Feature{
 // Starter wakes and signals the autoscalers: the api's api.Autoscalers.
 type Starter struct{ *starter.Starter }
 
-// WakeAutoscaler has the DIG's autoscaler (lifecycle.WorkflowAutoscale) evaluate now; with
+// WakeAutoscaler has the DIG's autoscaler (flow.WorkflowAutoscale) evaluate now; with
 // start, one is started when none runs (its capacity placement was stored), else a DIG
 // without one is left alone (its capacity placement was deleted).
 func (s Starter) WakeAutoscaler(ctx context.Context, dig lifecycle.Target, start bool) error {

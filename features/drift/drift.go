@@ -38,7 +38,7 @@ type Starter struct{ *starter.Starter }
 // while one runs: overlap policy Skip).
 const driftCheckTimeout = time.Hour
 
-// SyncDrift makes the Temporal Schedule of dig's drift checks (lifecycle.DriftScheduleID)
+// SyncDrift makes the Temporal Schedule of dig's drift checks (flow.ScheduleID)
 // start a Drift workflow every interval, creating or updating it; interval 0 deletes it.
 // A check that is still running when the next is due makes that one skip.
 func (s Starter) SyncDrift(ctx context.Context, dig lifecycle.Target, interval time.Duration) error {

@@ -27,7 +27,7 @@ var Feature = features.Feature{
 // Starter wakes the inventories' workflows: the api's api.Inventories.
 type Starter struct{ *starter.Starter }
 
-// WakeInventory has a cluster inventory's workflow (lifecycle.WorkflowInventory) sync now;
+// WakeInventory has a cluster inventory's workflow (flow.WorkflowInventory) sync now;
 // with start, one is started when none runs (the inventory was stored), else an
 // inventory without one is left alone (it was deleted).
 func (s Starter) WakeInventory(ctx context.Context, in flow.InventoryInput, start bool) error {

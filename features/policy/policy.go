@@ -30,7 +30,7 @@ var Feature = features.Feature{
 // Starter wakes the agents' listeners: the api's api.PolicyAgents.
 type Starter struct{ *starter.Starter }
 
-// WakePolicyAgent has a policy agent's listener (lifecycle.WorkflowPolicyAgent) open its
+// WakePolicyAgent has a policy agent's listener (flow.WorkflowPolicyAgent) open its
 // stream again, at the agent's current address; with start, one is started when none
 // runs (the agent was registered), else a deleted agent's is stopped.
 func (s Starter) WakePolicyAgent(ctx context.Context, in flow.PolicyAgentInput, start bool) error {

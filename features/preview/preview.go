@@ -39,7 +39,7 @@ type Starter struct{ *starter.Starter }
 // one that leaves its scratch context behind.
 const previewRunTimeout = time.Hour
 
-// Preview runs a PreviewRollout workflow (lifecycle.RolloutPreview: what the DIG's next
+// Preview runs a PreviewRollout workflow (flow.RolloutPreview: what the DIG's next
 // operation would change, stage by stage) and returns its answer once it has ended, or
 // the context's error. Its id is the DIG's operation id for "preview" and the scratch
 // context, which the caller draws (NewContextID). What the DIG's state or configuration

@@ -1,10 +1,10 @@
-// Package autoscale holds the Autoscale workflow: the autoscaler of one DIG with a capacity
+// Package flow holds the Autoscale workflow: the autoscaler of one DIG with a capacity
 // placement (docs/autoscaling.md). It observes (the DIG and its capacity placement, then
 // every member cluster's signals, one activity per cluster), decides (capacity.Decide, pure,
 // so every decision replays) and acts: drains or restores HPAs, records its state (which
 // placement reads) and changes the DIG's clusters through the DIG's ordinary update, one at
 // a time, waiting while another operation runs. Workflow code only: the activities
-// (activities/autoscale, and relocate's UpdateDIG) do the I/O.
+// (features/autoscale/work, and relocate's UpdateDIG) do the I/O.
 package flow
 
 import (

@@ -1,4 +1,4 @@
-// Package autoscale holds the autoscaler's per-cluster activities (workflows/autoscale):
+// Package work holds the autoscaler's per-cluster activities (features/autoscale/flow):
 // the reading of a cluster's signals for a DIG's workloads, and the drain of their HPAs.
 // Clusters are reached as activities/cluster reaches them (cluster.Access), with the DIG's
 // running context's credentials.

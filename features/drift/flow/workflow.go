@@ -1,9 +1,9 @@
-// Package drift holds the drift check's workflows: Drift, one check of a DIG, started by
-// the DIG's Temporal Schedule (see starter.SyncDrift), and DriftBatch, its child checking
+// Package flow holds the drift check's workflows: Drift, one check of a DIG, started by
+// the DIG's Temporal Schedule (see the feature's Starter.SyncDrift), and DriftBatch, its child checking
 // one batch of clusters (batch.go). Drift finds the DIG's running context, checks every
 // cluster of it for drift in batches (deploy's batch engine with drift's deploy.BatchKind,
 // DetectDrift on each cluster) and records the check's summary. Workflow code only: the
-// activities (activities/drift) do the I/O.
+// activities (features/drift/work) do the I/O.
 package flow
 
 import (

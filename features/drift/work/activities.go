@@ -1,4 +1,4 @@
-// Package drift holds the activities of a drift check (workflows/drift): its store steps,
+// Package work holds the activities of a drift check (features/drift/flow): its store steps,
 // what to check and the check's summary (here), and its per-cluster steps, a batch's
 // clusters and DetectDrift, which compares a cluster's live objects with those the
 // context applied and corrects drift (detect.go). The clusters are reached, and drift

@@ -28,7 +28,7 @@ const (
 
 // ClusterHealth probes every cluster each in.Interval (a round that takes longer is
 // followed by the next at once); SignalWake starts the next round now, with the pace it
-// carries (a lifecycle.HealthInput: the api's, as it starts), SignalStop ends the
+// carries (a HealthInput: the api's, as it starts), SignalStop ends the
 // workflow. A page that fails ends its round, logged; the next round starts over.
 func ClusterHealth(ctx workflow.Context, in HealthInput) error {
 	interval := in.Interval

@@ -7,7 +7,7 @@ import (
 )
 
 // Cluster health (docs/api.md, "Cluster reachability"): one ClusterHealth workflow per temco,
-// started by the api (starter.EnsureClusterHealth), that probes every registered cluster's
+// started by the api (the feature's Wake), that probes every registered cluster's
 // API server round after round, a page of clusters per activity (ProbeClusters),
 // and stores what changed (internal/core/health). SignalWake starts a round at once.
 const (

@@ -1,6 +1,6 @@
-// Package health holds the cluster health activities: a page of registered clusters
+// Package work holds the cluster health activities: a page of registered clusters
 // probed (each API server's /readyz, with the cluster's own credentials), and the end of
-// a round recorded. The ClusterHealth workflow (workflows/health) paces them; what they
+// a round recorded. The ClusterHealth workflow (features/health/flow) paces them; what they
 // find is kept in internal/core/health.
 package work
 

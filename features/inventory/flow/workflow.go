@@ -1,5 +1,5 @@
-// Package inventory holds the ClusterInventory workflow: the loop of one cluster inventory
-// (docs/inventory.md). Each sync is one activity (activities/inventory), a reconciliation
+// Package flow holds the ClusterInventory workflow: the loop of one cluster inventory
+// (docs/inventory.md). Each sync is one activity (features/inventory/work), a reconciliation
 // that may run again at no harm; the workflow paces it, updates the DIGs placed on a
 // cluster whose profile went away, takes the wake and stop signals and continues as new
 // now and then.

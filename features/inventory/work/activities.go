@@ -1,4 +1,4 @@
-// Package inventory holds the sync of a cluster inventory (workflows/inventory): it reads the
+// Package work holds the sync of a cluster inventory (features/inventory/flow): it reads the
 // hub's ClusterProfiles, keeps the provider's clusters registered from them in step
 // (credentials from the Secret each profile's access provider names, labels from its labels
 // and properties; out of placements, by label, when unhealthy or gone), and writes every

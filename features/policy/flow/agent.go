@@ -1,7 +1,7 @@
-// Package policy holds EMCO's policy controller as workflows (docs/policy.md): PolicyAgent
+// Package flow holds EMCO's policy controller as workflows (docs/policy.md): PolicyAgent
 // keeps a registered agent's event stream open for as long as the agent is registered;
 // Policy evaluates a DIG's policy intents as their events come and starts the workflow
-// intent a policy asks for, once per decision. Workflow code only: activities/policy does
+// intent a policy asks for, once per decision. Workflow code only: features/policy/work does
 // the I/O.
 package flow
 

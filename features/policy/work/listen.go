@@ -1,4 +1,4 @@
-// Package policy holds the policy controller's activities (workflows/policy): an agent's
+// Package work holds the policy controller's activities (features/policy/flow): an agent's
 // event stream, a policy intent's evaluation (temco's embedded engine or an allowed OPA
 // server), the workflow a decision starts and the decision's record.
 package work
@@ -30,7 +30,7 @@ import (
 type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
-	// Signal hands an event to a DIG's Policy workflow (starter.SignalPolicyEvent).
+	// Signal hands an event to a DIG's Policy workflow (signalEvent, register.go).
 	Signal func(ctx context.Context, dig lifecycle.Target, ev flow.PolicyEvent) error
 	// Engines are the OPA servers a policy intent may name (nil: none; the embedded
 	// engine needs none).

@@ -1,4 +1,4 @@
-// Package preview holds the PreviewRollout workflow: what a DIG's next operation would
+// Package flow holds the PreviewRollout workflow: what a DIG's next operation would
 // change, cluster by cluster and stage by stage, answered before anything runs. It builds
 // the operation's context as a scratch context with the operations' own activities
 // (render and placement, the controllers, or a rollback's copy), compares it with the

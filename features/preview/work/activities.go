@@ -1,4 +1,4 @@
-// Package preview holds the steps of a rollout preview (workflows/preview): a scratch
+// Package work holds the steps of a rollout preview (features/preview/flow): a scratch
 // context made as the DIG's next operation would make its context, the choice of the
 // controllers a preview may run, the per-cluster difference from the running revision,
 // and the scratch context's deletion. Rendering, placement and the controllers are the
@@ -39,7 +39,7 @@ func refuse(typ, format string, args ...any) error {
 // runningStatuses are the statuses of a context whose operation runs.
 var runningStatuses = []string{lifecycle.StatusInstantiating, lifecycle.StatusUpdating, lifecycle.StatusTerminating}
 
-// operationFor is the operation a preview shows (lifecycle.Preview), its refusals typed
+// operationFor is the operation a preview shows (flow.Preview), its refusals typed
 // for the api: 409, or 400 for a revision that is not there.
 func operationFor(dig lifecycle.Target, info lifecycle.StateInfo, revision int64) (flow.PreviewStart, error) {
 	start, err := flow.Preview(dig, info, revision)

@@ -1,4 +1,4 @@
-// Package relocate holds the Relocate workflow: it moves one app of an instantiated DIG
+// Package flow holds the Relocate workflow: it moves one app of an instantiated DIG
 // from one cluster to another with no downtime. The app is first placed on both clusters
 // and the DIG updated; once every object of the app is Ready on the new cluster (read
 // live), it is placed on the new cluster alone and the DIG updated again, which removes

@@ -1,4 +1,4 @@
-// Package relocate holds the activities of the Relocate workflow (workflows/relocate):
+// Package work holds the activities of the Relocate workflow (features/relocate/flow):
 // where an app runs, its placement intent rewritten (the DIG then updated with
 // activities/operation's UpdateDIG), and the wait until the app is Ready on a cluster.
 package work

@@ -5,13 +5,15 @@ import (
 	"github.com/temco/temco/internal/core/rollout"
 )
 
-// The activities the workflows call, each declared once with what it takes and returns.
-// From a call, lifecycle.PlanDriftCheck.Execute(ctx, in), to its code in one step: the
-// declaration's Implementer names the package and the struct (activities/drift,
-// Activities), and the method has the activity's name (drift.(*Activities).PlanDriftCheck).
+// The core's activities the workflows call, each declared once with what it takes and
+// returns (each feature declares its own in its flow package, features/<name>/flow). From
+// a call, lifecycle.RenderApps.Execute(ctx, in), to its code in one step: the
+// declaration's Implementer names the package and the struct (activities/render,
+// Activities), and the method has the activity's name (render.(*Activities).RenderApps).
 // That package's register.go (ncm's and ca-certs': workers/controllers.go) registers the
-// method (Register), so the compiler holds it to the declared types, and the workers' tests
-// hold every activity declared here to be registered, by that method. A name, which histories record, may never change.
+// method (Register), so the compiler holds it to the declared types, and the workers'
+// tests hold every activity declared to be registered, by that method. A name, which
+// histories record, may never change.
 
 // activities/operation (operation.Activities): an operation's record and its context's
 // header, a rollback's copy of a revision, a rollout's record and windows (rollout.go), a
