@@ -1,6 +1,7 @@
 // Package features defines what a side feature of temco is: drift checks, the
-// autoscaler, cluster inventories, policy intents, cluster health, rollout previews,
-// relocate and charts by reference. Each lives in one folder below (features/<name>): its
+// autoscaler, cluster inventories, policy intents, cluster health, rollout previews and
+// relocate (charts by reference are not one: every operation runs their pipeline, so they
+// stay in the core's layers). Each lives in one folder below (features/<name>): its
 // workflows, their activities' declarations and its vocabulary in flow (workflow code
 // only: no I/O), its activities in work, and in the folder itself this Feature and the
 // starting of its workflows. features/registry lists them; an operator may switch one off
@@ -28,7 +29,8 @@ type Feature struct {
 	// Activities registers its activities (each as the lifecycle.Activity its flow
 	// package declares), built from the worker's one Deps.
 	Activities func(lifecycle.Registry, *deps.Deps)
-	// API wires it into the api: what the api's routes need of it (its starter).
+	// API wires it into the api: what the api's routes need of it (its starter; its
+	// routes, once they move here from api/).
 	API func(s *api.Server, st *starter.Starter)
 	// TakeOver are its workflow types whose activities run long enough that a restarted
 	// worker fails its predecessor's attempts of them at once (workers.TakeOver).
