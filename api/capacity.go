@@ -39,7 +39,7 @@ func (s *Server) registerCapacity(g *echo.Group) {
 	}
 }
 
-// Autoscalers run the autoscalers of DIGs with a capacity placement (starter.Starter).
+// Autoscalers run the autoscalers of DIGs with a capacity placement (the autoscale feature's Starter, features/autoscale).
 type Autoscalers interface {
 	// WakeAutoscaler has the DIG's autoscaler evaluate now, started if start and none runs.
 	WakeAutoscaler(ctx context.Context, dig lifecycle.Target, start bool) error

@@ -19,7 +19,7 @@ import (
 // a Temporal Schedule of drift checks, kept in step with the stored DIG on every create,
 // replace and delete; the DIG's status shows the last check of the context it shows.
 
-// DriftScheduler keeps DIGs' drift-check schedules (starter.Starter).
+// DriftScheduler keeps DIGs' drift-check schedules (the drift feature's Starter, features/drift).
 type DriftScheduler interface {
 	// SyncDrift makes dig's schedule run every interval (0: removes it).
 	SyncDrift(ctx context.Context, dig lifecycle.Target, interval time.Duration) error

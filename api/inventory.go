@@ -57,7 +57,7 @@ func attachHubKubeconfig(_ context.Context, s *Server, r *request[inventory.Spec
 	return err
 }
 
-// Inventories run the cluster inventories' workflows (starter.Starter).
+// Inventories run the cluster inventories' workflows (the inventory feature's Starter, features/inventory).
 type Inventories interface {
 	// WakeInventory has the inventory's workflow sync now, started if start and none runs.
 	WakeInventory(ctx context.Context, in flow.InventoryInput, start bool) error

@@ -26,7 +26,7 @@ const (
 	routeProjectPolicies = "/projects/:project/policies"
 )
 
-// PolicyAgents run the agents' listeners (starter.Starter).
+// PolicyAgents run the agents' listeners (the policy feature's Starter, features/policy).
 type PolicyAgents interface {
 	// WakePolicyAgent has the agent's listener open its stream anew (started if start and
 	// none runs); without start it stops the listener.
