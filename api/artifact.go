@@ -9,7 +9,7 @@ import (
 	"github.com/labstack/echo/v4"
 
 	"github.com/temco/temco/internal/adapters/egress"
-	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 )
@@ -98,7 +98,7 @@ const artifactGrace = 10 * time.Minute
 func (s *Server) collectArtifacts(ctx context.Context) {
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	n, err := artifact.StoreOf(s.Store).Collect(ctx, time.Now().Add(-artifactGrace), s.Contexts.RefersTo)
+	n, err := blobs.StoreOf(s.Store).Collect(ctx, time.Now().Add(-artifactGrace), s.Contexts.RefersTo)
 	if err != nil {
 		s.Log.Warn("collect unused artifacts", "error", err)
 	} else if n > 0 {

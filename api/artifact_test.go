@@ -12,6 +12,7 @@ import (
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -107,12 +108,12 @@ func TestArtifactCredentialsAreSealedAndMasked(t *testing.T) {
 func TestDeletingADIGCollectsItsCharts(t *testing.T) {
 	c, srv, _ := lifecycleClient(t)
 	ctx := t.Context()
-	blobs := artifact.StoreOf(srv.Store)
-	gone, err := blobs.Put(ctx, []byte("only the deleted DIG's chart"), "")
+	charts := blobs.StoreOf(srv.Store)
+	gone, err := charts.Put(ctx, []byte("only the deleted DIG's chart"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	shared, err := blobs.Put(ctx, []byte("a chart another revision keeps"), "")
+	shared, err := charts.Put(ctx, []byte("a chart another revision keeps"), "")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +140,10 @@ func TestDeletingADIGCollectsItsCharts(t *testing.T) {
 	record(t, srv, dig, lifecycle.StatusTerminated, "", "")
 	c.do("DELETE", pGPI, nil).must(t, http.StatusNoContent)
 	c.do("DELETE", pDIG, nil).must(t, http.StatusNoContent)
-	if _, err := blobs.Get(ctx, gone); !errors.Is(err, artifact.ErrNotStored) {
+	if _, err := charts.Get(ctx, gone); !errors.Is(err, blobs.ErrNotStored) {
 		t.Errorf("the deleted DIG's chart: %v, want it collected", err)
 	}
-	if _, err := blobs.Get(ctx, shared); err != nil {
+	if _, err := charts.Get(ctx, shared); err != nil {
 		t.Errorf("the chart another revision keeps: %v", err)
 	}
 }

@@ -39,7 +39,7 @@ func (s *Server) registerCapacity(g *echo.Group) {
 	}
 }
 
-// Autoscalers run the autoscalers of DIGs with a capacity placement (starter.Starter).
+// Autoscalers run the autoscalers of DIGs with a capacity placement (the autoscale feature's Starter, features/autoscale).
 type Autoscalers interface {
 	// WakeAutoscaler has the DIG's autoscaler evaluate now, started if start and none runs.
 	WakeAutoscaler(ctx context.Context, dig lifecycle.Target, start bool) error
@@ -138,7 +138,7 @@ func (s *Server) signalAutoscaler(signal string) echo.HandlerFunc {
 			return err
 		}
 		if s.Autoscalers == nil {
-			return conflict("this temco runs no autoscalers")
+			return conflict("this temco runs no autoscalers: feature autoscale is switched off (--disable-features)")
 		}
 		if err := s.Autoscalers.SignalAutoscaler(ctx, lifecycle.DIGOfID(id), signal); err != nil {
 			return operationErr(err)

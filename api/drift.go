@@ -19,7 +19,7 @@ import (
 // a Temporal Schedule of drift checks, kept in step with the stored DIG on every create,
 // replace and delete; the DIG's status shows the last check of the context it shows.
 
-// DriftScheduler keeps DIGs' drift-check schedules (starter.Starter).
+// DriftScheduler keeps DIGs' drift-check schedules (the drift feature's Starter, features/drift).
 type DriftScheduler interface {
 	// SyncDrift makes dig's schedule run every interval (0: removes it).
 	SyncDrift(ctx context.Context, dig lifecycle.Target, interval time.Duration) error
@@ -62,7 +62,7 @@ func (s *Server) driftCheck(c echo.Context) error {
 		return conflict("%s is %s: a drift check needs it %s", dig, cmp.Or(st, lifecycle.StateCreated), lifecycle.StateInstantiated)
 	}
 	if s.Drift == nil {
-		return httpErr(http.StatusServiceUnavailable, "this temco runs no drift checks")
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no drift checks: feature drift is switched off (--disable-features)")
 	}
 	id, err := s.Drift.CheckDrift(c.Request().Context(), dig, body.Correct)
 	if err != nil {

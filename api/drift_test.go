@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/drift/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/drift"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -19,11 +20,11 @@ type schedules struct{ synced, checked []string }
 
 func (s *schedules) CheckDrift(_ context.Context, dig lifecycle.Target, correct bool) (string, error) {
 	s.checked = append(s.checked, fmt.Sprintf("%s correct=%v", dig.ID(), correct))
-	return dig.DriftWorkflowID() + "-asked", nil
+	return flow.WorkflowID(dig) + "-asked", nil
 }
 
 func (s *schedules) SyncDrift(_ context.Context, dig lifecycle.Target, interval time.Duration) error {
-	s.synced = append(s.synced, dig.DriftScheduleID()+" "+interval.String())
+	s.synced = append(s.synced, flow.ScheduleID(dig)+" "+interval.String())
 	return nil
 }
 

@@ -8,8 +8,8 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/features/inventory/flow"
 	"github.com/temco/temco/internal/core/inventory"
-	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 )
@@ -32,6 +32,9 @@ func (s *Server) registerInventories(g *echo.Group) {
 }
 
 func checkInventory(ctx context.Context, s *Server, r *request[inventory.Spec]) error {
+	if s.Inventories == nil {
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no cluster inventories: feature inventory is switched off (--disable-features)")
+	}
 	if err := r.res.Spec.Validate(); err != nil {
 		return badRequest("%v", err)
 	}
@@ -54,10 +57,10 @@ func attachHubKubeconfig(_ context.Context, s *Server, r *request[inventory.Spec
 	return err
 }
 
-// Inventories run the cluster inventories' workflows (starter.Starter).
+// Inventories run the cluster inventories' workflows (the inventory feature's Starter, features/inventory).
 type Inventories interface {
 	// WakeInventory has the inventory's workflow sync now, started if start and none runs.
-	WakeInventory(ctx context.Context, in lifecycle.InventoryInput, start bool) error
+	WakeInventory(ctx context.Context, in flow.InventoryInput, start bool) error
 }
 
 // wakeInventory starts the inventory's workflow when it is stored, and has it sync the
@@ -67,7 +70,7 @@ func wakeInventory(ctx context.Context, s *Server, id string) error {
 		return nil
 	}
 	seg := strings.Split(id, "/") // "", "cluster-providers", p, "cluster-inventories", name
-	in := lifecycle.InventoryInput{Provider: seg[2], Name: seg[4]}
+	in := flow.InventoryInput{Provider: seg[2], Name: seg[4]}
 	return wakeAfterChange(ctx, s, id, "sync", func(ctx context.Context, start bool) error {
 		return s.Inventories.WakeInventory(ctx, in, start)
 	})
@@ -77,7 +80,7 @@ func wakeInventory(ctx context.Context, s *Server, id string) error {
 // yet: no profiles and a zero time).
 type inventoryStatus struct {
 	Name string `json:"name"`
-	lifecycle.InventoryStatus
+	flow.InventoryStatus
 }
 
 func (s *Server) inventoryStatus(c echo.Context) error {
@@ -89,7 +92,7 @@ func (s *Server) inventoryStatus(c echo.Context) error {
 	if err != nil {
 		return fromStore(err)
 	}
-	out := inventoryStatus{Name: d.Name, InventoryStatus: lifecycle.InventoryStatus{Profiles: []lifecycle.ProfileStatus{}, Decisions: []lifecycle.DecisionStatus{}}}
+	out := inventoryStatus{Name: d.Name, InventoryStatus: flow.InventoryStatus{Profiles: []flow.ProfileStatus{}, Decisions: []flow.DecisionStatus{}}}
 	if d.State != "" {
 		if err := json.Unmarshal([]byte(d.State), &out.InventoryStatus); err != nil {
 			return err

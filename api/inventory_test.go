@@ -7,13 +7,13 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/features/inventory/flow"
 )
 
 // inventories records what the API asks of the inventories' workflows.
 type inventories struct{ wakes []string }
 
-func (i *inventories) WakeInventory(_ context.Context, in lifecycle.InventoryInput, start bool) error {
+func (i *inventories) WakeInventory(_ context.Context, in flow.InventoryInput, start bool) error {
 	i.wakes = append(i.wakes, map[bool]string{true: "start", false: "wake"}[start]+" "+in.WorkflowID())
 	return nil
 }

@@ -8,9 +8,9 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/policyengine"
-	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/policy"
 	"github.com/temco/temco/internal/core/store"
@@ -26,11 +26,11 @@ const (
 	routeProjectPolicies = "/projects/:project/policies"
 )
 
-// PolicyAgents run the agents' listeners (starter.Starter).
+// PolicyAgents run the agents' listeners (the policy feature's Starter, features/policy).
 type PolicyAgents interface {
 	// WakePolicyAgent has the agent's listener open its stream anew (started if start and
 	// none runs); without start it stops the listener.
-	WakePolicyAgent(ctx context.Context, in lifecycle.PolicyAgentInput, start bool) error
+	WakePolicyAgent(ctx context.Context, in flow.PolicyAgentInput, start bool) error
 }
 
 func (s *Server) registerPolicy(g *echo.Group) {
@@ -42,7 +42,7 @@ func (s *Server) registerPolicy(g *echo.Group) {
 		response: typeOf[[]policy.Agent]()}), s.listAgents)
 	s.route(g, opDoc{method: http.MethodDelete, path: routeAgent, summary: "Deregister a policy agent: temco stops listening to it",
 		code: http.StatusOK}, s.deleteAgent)
-	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/status", code: http.StatusOK, response: typeOf[lifecycle.PolicyAgentStatus](),
+	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/status", code: http.StatusOK, response: typeOf[flow.PolicyAgentStatus](),
 		summary: "Whether temco is connected to a policy agent, and what it sent"}, s.agentStatus)
 
 	register(g, s, kind[policy.Intent]{name: model.KindPolicyIntent, coll: routePolicyIntents, item: routePolicyIntents + "/:policyIntent",
@@ -73,6 +73,9 @@ func (s *Server) registerAgent(c echo.Context) error {
 	var b agentBody
 	if err := readJSON(c, &b); err != nil {
 		return err
+	}
+	if s.PolicyAgents == nil {
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no policy agents' listeners: feature policy is switched off (--disable-features)")
 	}
 	a := policy.Agent{ID: c.Param("policyAgent"), Addr: b.Addr, Clusters: b.Clusters, TLS: b.TLS, Token: b.Token}
 	if a.Clusters == nil {
@@ -164,7 +167,7 @@ func (s *Server) wakeAgent(ctx context.Context, id string, bound bool) error {
 	if s.PolicyAgents == nil {
 		return nil
 	}
-	in := lifecycle.PolicyAgentInput{Name: id[strings.LastIndex(id, "/")+1:]}
+	in := flow.PolicyAgentInput{Name: id[strings.LastIndex(id, "/")+1:]}
 	return wakeAfterChange(ctx, s, id, "listener", func(ctx context.Context, start bool) error {
 		return s.PolicyAgents.WakePolicyAgent(ctx, in, start && bound)
 	})
@@ -223,7 +226,7 @@ func (s *Server) agentStatus(c echo.Context) error {
 	if err := json.Unmarshal([]byte(d.Body), &a); err != nil {
 		return err
 	}
-	st := lifecycle.PolicyAgentStatus{Addr: a.Addr}
+	st := flow.PolicyAgentStatus{Addr: a.Addr}
 	if d.State != "" {
 		if err := json.Unmarshal([]byte(d.State), &st); err != nil {
 			return err
@@ -330,7 +333,7 @@ func checkPolicyModule(ctx context.Context, s *Server, r *request[policy.Module]
 // policyStatus answers GET .../policy-intents/{name}/status.
 type policyStatus struct {
 	Name string `json:"name"`
-	lifecycle.PolicyStatus
+	flow.PolicyStatus
 }
 
 func (s *Server) policyStatus(c echo.Context) error {
@@ -349,7 +352,7 @@ func (s *Server) policyStatus(c echo.Context) error {
 		}
 	}
 	if out.Decisions == nil { // none asked for action yet
-		out.Decisions = []lifecycle.PolicyDecision{}
+		out.Decisions = []flow.PolicyDecision{}
 	}
 	return c.JSON(http.StatusOK, out)
 }

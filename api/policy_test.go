@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/egress"
-	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )
@@ -20,7 +20,7 @@ const pPolicyIntents = pDIG + "/policy-intents"
 // agents records what the API asks of the agents' listeners.
 type agents struct{ wakes []string }
 
-func (a *agents) WakePolicyAgent(_ context.Context, in lifecycle.PolicyAgentInput, start bool) error {
+func (a *agents) WakePolicyAgent(_ context.Context, in flow.PolicyAgentInput, start bool) error {
 	a.wakes = append(a.wakes, map[bool]string{true: "start", false: "stop"}[start]+" "+in.Name)
 	return nil
 }
@@ -49,7 +49,7 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	}
 	unbound := func(what string) {
 		t.Helper()
-		var st lifecycle.PolicyAgentStatus
+		var st flow.PolicyAgentStatus
 		c.do("GET", "/policy/agents/sampleagent/status", nil).must(t, http.StatusOK).json(t, &st)
 		if st.Connected || !strings.Contains(st.LastError, "bound to no cluster") {
 			t.Errorf("%s: status %+v, want unbound", what, st)
@@ -178,9 +178,9 @@ func TestPolicyAgentsAndIntentsAsEMCOsExample(t *testing.T) {
 	if d, err = srv.Store.Get(context.Background(), pPolicyIntents+"/migrate-on-memory-policy"); err != nil {
 		t.Fatal(err)
 	}
-	dec := lifecycle.PolicyDecision{At: time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC), EventID: "memory_usage_bytes", ActionRequired: true,
+	dec := flow.PolicyDecision{At: time.Date(2026, 11, 28, 3, 0, 0, 0, time.UTC), EventID: "memory_usage_bytes", ActionRequired: true,
 		Workflow: "dig1-workflow-intent", WorkflowID: "user/p1/ca/v1/dig1/dig1-workflow-intent", Outcome: "started"}
-	state, _ := json.Marshal(lifecycle.PolicyStatus{Evaluations: 3, Actions: 1, Last: &dec, Decisions: []lifecycle.PolicyDecision{dec}})
+	state, _ := json.Marshal(flow.PolicyStatus{Evaluations: 3, Actions: 1, Last: &dec, Decisions: []flow.PolicyDecision{dec}})
 	d.State = string(state)
 	if err := srv.Store.SetState(context.Background(), d); err != nil {
 		t.Fatal(err)

@@ -10,14 +10,13 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/features/preview/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/starter"
 )
 
-// Previewer runs rollout previews: the Operator given to the server implements it too in
-// production (the Temporal starter).
+// Previewer runs rollout previews (the preview feature's Starter, features/preview).
 type Previewer interface {
-	Preview(ctx context.Context, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error)
+	Preview(ctx context.Context, in flow.PreviewInput) (flow.RolloutPreview, error)
 }
 
 // Limits of a preview's answer: the clusters each stage details (its counts are whole).
@@ -49,7 +48,7 @@ func (s *Server) registerPreview(g *echo.Group) {
 	s.route(g, opDoc{method: http.MethodPost, path: routeDIG + "/rollout-preview", code: http.StatusOK,
 		summary:     "Preview what the DIG's next operation would change, cluster by cluster and stage by stage",
 		description: previewDescription, body: typeOf[previewBody](), bodyOptional: true,
-		response: typeOf[lifecycle.RolloutPreview](), query: []string{"limit"}, noOwner: true}, s.preview)
+		response: typeOf[flow.RolloutPreview](), query: []string{"limit"}, noOwner: true}, s.preview)
 }
 
 func (s *Server) preview(c echo.Context) error {
@@ -67,8 +66,8 @@ func (s *Server) preview(c echo.Context) error {
 	}
 	ctx := c.Request().Context()
 	// A first check here, for a quick answer; the workflow checks again as it starts.
-	start, err := lifecycle.Preview(dig, info, revision)
-	var refused *lifecycle.PreviewRefused
+	start, err := flow.Preview(dig, info, revision)
+	var refused *flow.PreviewRefused
 	switch {
 	case errors.As(err, &refused) && refused.BadRevision:
 		return badRequest("%s", refused.Message)
@@ -78,15 +77,14 @@ func (s *Server) preview(c echo.Context) error {
 	if err := s.readyFor(ctx, dig, start.Op); err != nil {
 		return err
 	}
-	p, ok := s.Ops.(Previewer)
-	if !ok {
-		return httpErr(http.StatusServiceUnavailable, "rollout previews need the workflow service, which this server does not reach")
+	if s.Previewer == nil {
+		return httpErr(http.StatusServiceUnavailable, "this temco runs no rollout previews: feature preview is switched off (--disable-features)")
 	}
 	wctx, cancel := context.WithTimeout(ctx, previewWait)
 	defer cancel()
-	in := lifecycle.PreviewInput{DIG: dig, ContextID: lifecycle.NewContextID(), Revision: revision, Limit: limit}
-	out, err := p.Preview(wctx, in)
-	var failed *starter.PreviewFailed
+	in := flow.PreviewInput{DIG: dig, ContextID: lifecycle.NewContextID(), Revision: revision, Limit: limit}
+	out, err := s.Previewer.Preview(wctx, in)
+	var failed *flow.PreviewFailed
 	switch {
 	case err == nil:
 		return c.JSON(http.StatusOK, out)

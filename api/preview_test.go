@@ -11,6 +11,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/temco/temco/features/preview/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/starter"
@@ -19,23 +20,23 @@ import (
 // previews records the previews the API asks for and answers them as told.
 type previews struct {
 	operations
-	asked  []lifecycle.PreviewInput
-	answer func(ctx context.Context, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error)
+	asked  []flow.PreviewInput
+	answer func(ctx context.Context, in flow.PreviewInput) (flow.RolloutPreview, error)
 }
 
-func (p *previews) Preview(ctx context.Context, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+func (p *previews) Preview(ctx context.Context, in flow.PreviewInput) (flow.RolloutPreview, error) {
 	p.asked = append(p.asked, in)
 	return p.answer(ctx, in)
 }
 
 func previewClient(t *testing.T) (*client, *Server, *previews) {
-	p := &previews{answer: func(_ context.Context, in lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
-		return lifecycle.RolloutPreview{Op: lifecycle.OpInstantiate, Revision: 1, Limit: in.Limit,
-			Stages: []lifecycle.PreviewStage{{Name: lifecycle.PreviewAllStage, Clusters: []lifecycle.ClusterPreview{{Cluster: "cp1+c1",
+	p := &previews{answer: func(_ context.Context, in flow.PreviewInput) (flow.RolloutPreview, error) {
+		return flow.RolloutPreview{Op: lifecycle.OpInstantiate, Revision: 1, Limit: in.Limit,
+			Stages: []flow.PreviewStage{{Name: flow.PreviewAllStage, Clusters: []flow.ClusterPreview{{Cluster: "cp1+c1",
 				Added: []string{"Deployment/default/app1"}, Changed: []string{}, Removed: []string{}}}}}}, nil
 	}}
 	var srv *Server
-	c := newClient(t, func(s *Server) { s.Ops, srv = p, s })
+	c := newClient(t, func(s *Server) { s.Ops, s.Previewer, srv = p, p, s })
 	tree(t, c)
 	return c, srv, p
 }
@@ -69,7 +70,7 @@ func TestPreviewAnswersForADIGThatCouldRunAnOperation(t *testing.T) {
 	complete(t, c)
 	c.do("POST", pDIG+"/approve", nil).must(t, 202)
 	before := stateOf(t, srv, pDIG)
-	var out lifecycle.RolloutPreview
+	var out flow.RolloutPreview
 	c.do("POST", pDIG+"/rollout-preview", nil).must(t, http.StatusOK).json(t, &out)
 	if out.Op != lifecycle.OpInstantiate || len(out.Stages) != 1 || out.Stages[0].Clusters[0].Added[0] != "Deployment/default/app1" {
 		t.Errorf("answer %+v", out)
@@ -142,8 +143,8 @@ func TestPreviewErrors(t *testing.T) {
 	c, _, p := previewClient(t)
 	complete(t, c)
 	c.do("POST", pDIG+"/approve", nil).must(t, 202)
-	p.answer = func(context.Context, lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
-		return lifecycle.RolloutPreview{}, &starter.Refused{Message: `rollout strategy "rings": no stage selects cluster(s) cp1+c1`}
+	p.answer = func(context.Context, flow.PreviewInput) (flow.RolloutPreview, error) {
+		return flow.RolloutPreview{}, &starter.Refused{Message: `rollout strategy "rings": no stage selects cluster(s) cp1+c1`}
 	}
 	m := c.do("POST", pDIG+"/rollout-preview", nil).must(t, http.StatusConflict).message(t)
 	if m != `rollout strategy "rings": no stage selects cluster(s) cp1+c1` {
@@ -159,15 +160,15 @@ func TestPreviewErrors(t *testing.T) {
 			t.Errorf("answer %d %q (Retry-After %q), want 503 saying %q", rec.Code, rec.Body, rec.Header().Get("Retry-After"), want)
 		}
 	}
-	p.answer = func(context.Context, lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
-		return lifecycle.RolloutPreview{}, &starter.PreviewFailed{Message: "activity StartToClose timeout"}
+	p.answer = func(context.Context, flow.PreviewInput) (flow.RolloutPreview, error) {
+		return flow.RolloutPreview{}, &flow.PreviewFailed{Message: "activity StartToClose timeout"}
 	}
 	unavailable("could not finish: activity StartToClose timeout; retry")
 	defer func(w time.Duration) { previewWait = w }(previewWait)
 	previewWait = 50 * time.Millisecond
-	p.answer = func(ctx context.Context, _ lifecycle.PreviewInput) (lifecycle.RolloutPreview, error) {
+	p.answer = func(ctx context.Context, _ flow.PreviewInput) (flow.RolloutPreview, error) {
 		<-ctx.Done()
-		return lifecycle.RolloutPreview{}, ctx.Err()
+		return flow.RolloutPreview{}, ctx.Err()
 	}
 	unavailable("did not finish within 50ms; retry")
 }

@@ -41,6 +41,8 @@ type Server struct {
 	Inventories Inventories
 	// PolicyAgents run the policy agents' listeners; nil: none run.
 	PolicyAgents PolicyAgents
+	// Previewer runs rollout previews; nil: none run.
+	Previewer Previewer
 	// PolicyEngines are the OPA servers a policy intent may name (nil: none).
 	PolicyEngines *egress.Allow
 	// ArtifactHosts are the registries and repositories apps' charts may come from (nil: none).

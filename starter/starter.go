@@ -253,3 +253,19 @@ func (s *Starter) Command(ctx context.Context, dig lifecycle.Target, status, ctx
 	}
 	return lifecycle.RolloutStatus{}, &Refused{Message: fmt.Sprintf("%s has no running operation to %s", dig, cmd.Action)}
 }
+
+// Wake sends lifecycle.SignalWake to workflow o.ID (a feature's long-running workflow), with start starting it (with arg) when none runs;
+// without, a workflow that does not run is left alone.
+func (s *Starter) Wake(ctx context.Context, start bool, o client.StartWorkflowOptions, workflowType string, arg any) error {
+	if !start {
+		err := s.Client.SignalWorkflow(ctx, o.ID, "", lifecycle.SignalWake, nil)
+		var notFound *serviceerror.NotFound
+		if errors.As(err, &notFound) {
+			return nil
+		}
+		return err
+	}
+	o.TaskQueue = s.TaskQueue
+	_, err := s.Client.SignalWithStartWorkflow(ctx, o.ID, lifecycle.SignalWake, nil, o, workflowType, arg)
+	return err
+}

@@ -7,20 +7,32 @@ import (
 	"go.temporal.io/sdk/activity"
 	"go.temporal.io/sdk/interceptor"
 
+	"github.com/temco/temco/features"
+	"github.com/temco/temco/features/registry"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // keptAlive are the activities the worker heartbeats for while they run: an operation's
-// preparation (rendering, placement, controllers' commit, a kind's own preparation) and a
-// preview's. They record no progress of their own, and run under a HeartbeatTimeout, so
+// preparation (rendering, placement, controllers' commit, a kind's own preparation) and
+// those the features name (a preview's: Feature.KeepAlive). They record no progress of their own, and run under a HeartbeatTimeout, so
 // that one on a worker that dies is retried on another within that timeout, not after its
 // ten-minute StartToCloseTimeout. (PrepareCertEnrollment heartbeats itself, per key.)
-var keptAlive = map[string]bool{
+var keptAlive = keptAliveOf(registry.All, map[string]bool{
 	lifecycle.ResolveArtifacts.Name(): true, lifecycle.FetchArtifact.Name(): true, lifecycle.PinImages.Name(): true,
 	lifecycle.RenderApps.Name(): true, lifecycle.PlaceApps.Name(): true, lifecycle.RenderVariants.Name(): true,
 	lifecycle.CommitControllers.Name(): true, lifecycle.PrepareLogicalCloud.Name(): true,
 	lifecycle.PrepareClusterNetwork.Name(): true, lifecycle.PrepareCertDistribution.Name(): true,
-	lifecycle.DiffPreview.Name(): true, lifecycle.CopyContext.Name(): true,
+	lifecycle.CopyContext.Name(): true,
+})
+
+// keptAliveOf adds the features' activities to core's.
+func keptAliveOf(all []features.Feature, core map[string]bool) map[string]bool {
+	for _, f := range all {
+		for _, a := range f.KeepAlive {
+			core[a] = true
+		}
+	}
+	return core
 }
 
 // keepAliveEvery paces those heartbeats (deploy's preparing timeout is 30 s).

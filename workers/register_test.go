@@ -17,6 +17,7 @@ import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/activities/logicalcloud"
+	"github.com/temco/temco/features/registry"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -198,7 +199,7 @@ func (r *recorder) RegisterActivityWithOptions(fn any, o activity.RegisterOption
 func record(t *testing.T) *recorder {
 	t.Helper()
 	r := newRecorder()
-	Register(r, Deps{})
+	Register(r, Deps{}, registry.All)
 	if len(r.activities) == 0 || len(r.workflows) == 0 {
 		t.Fatalf("Register registered %d activities and %d workflows", len(r.activities), len(r.workflows))
 	}
@@ -221,8 +222,8 @@ func TestTheDomainsShareOneClusterLayer(t *testing.T) {
 // Intents may not start temco's own workflow types (workflowmgr): the list they are
 // refused by is every type the worker registers.
 func TestOwnWorkflowTypesAreTheRegisteredOnes(t *testing.T) {
-	got := slices.Sorted(maps.Keys(Workflows))
-	want := slices.Sorted(slices.Values(lifecycle.OwnWorkflowTypes))
+	got := slices.Sorted(maps.Keys(AllWorkflows()))
+	want := lifecycle.OwnWorkflowTypes()
 	if !slices.Equal(got, want) {
 		t.Errorf("lifecycle.OwnWorkflowTypes %v, workers.Workflows %v", want, got)
 	}

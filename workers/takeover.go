@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -20,6 +21,7 @@ import (
 	"go.temporal.io/sdk/temporal"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/temco/temco/features/registry"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -103,14 +105,24 @@ func ClaimSlot(dir, namespace, taskQueue string) (int, func(), error) {
 }
 
 // takeOverTypes are the workflows whose activities run long enough to matter: the
-// operations, their batches and the reads; the long-lived workflows' activities are
-// short store calls.
-var takeOverTypes = []string{
+// operations, their batches and the reads, and the features' that say so (drift checks,
+// previews, relocate: Feature.TakeOver); the long-lived workflows' activities are short
+// store calls.
+var takeOverTypes = slices.Concat([]string{
 	lifecycle.WorkflowInstantiate, lifecycle.WorkflowTerminate, lifecycle.WorkflowUpdate,
-	lifecycle.WorkflowRollback, lifecycle.WorkflowMigrate, lifecycle.WorkflowRelocate,
+	lifecycle.WorkflowRollback, lifecycle.WorkflowMigrate,
 	lifecycle.WorkflowApplyBatch, lifecycle.WorkflowDeleteBatch, lifecycle.WorkflowPruneBatch,
 	lifecycle.WorkflowReadStatus, lifecycle.WorkflowReadBatch,
-	lifecycle.WorkflowDrift, lifecycle.WorkflowDriftBatch, lifecycle.WorkflowPreviewRollout,
+}, featuresTakenOver())
+
+// featuresTakenOver are the workflow types of every feature whose activities a restarted
+// worker takes over (a feature switched off has none running on it: no harm).
+func featuresTakenOver() []string {
+	var out []string
+	for _, f := range registry.All {
+		out = append(out, f.TakeOver...)
+	}
+	return out
 }
 
 // ErrWorkerRestarted is the failure type of an attempt a restarted worker took over.

@@ -3,6 +3,7 @@ package workers
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"go.temporal.io/sdk/client"
@@ -12,67 +13,59 @@ import (
 
 	"github.com/temco/temco/activities/actions"
 	"github.com/temco/temco/activities/artifact"
-	autoscaling "github.com/temco/temco/activities/autoscale"
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
-	driftchecks "github.com/temco/temco/activities/drift"
-	probes "github.com/temco/temco/activities/health"
-	inventories "github.com/temco/temco/activities/inventory"
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/activities/operation"
 	"github.com/temco/temco/activities/placement"
-	policies "github.com/temco/temco/activities/policy"
-	previews "github.com/temco/temco/activities/preview"
-	relocations "github.com/temco/temco/activities/relocate"
 	"github.com/temco/temco/activities/render"
+	"github.com/temco/temco/features"
+	"github.com/temco/temco/features/registry"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
-	"github.com/temco/temco/workflows/autoscale"
 	"github.com/temco/temco/workflows/deploy"
 	"github.com/temco/temco/workflows/dig"
-	"github.com/temco/temco/workflows/drift"
-	"github.com/temco/temco/workflows/health"
-	"github.com/temco/temco/workflows/inventory"
-	"github.com/temco/temco/workflows/policy"
-	"github.com/temco/temco/workflows/preview"
-	"github.com/temco/temco/workflows/relocate"
 )
 
 // Deps are what the activities need.
 type Deps = deps.Deps
 
-// domains register the activities: each builds its structs from the one Deps and registers
-// their methods, each as the lifecycle.Activity it implements (its register.go).
+// domains register the core's activities: each builds its structs from the one Deps and
+// registers their methods, each as the lifecycle.Activity it implements (its register.go).
+// The features' come from the features enabled (Feature.Activities).
 var domains = []func(lifecycle.Registry, *deps.Deps){
 	operation.Register, artifact.Register, render.Register, placement.Register, actions.Register,
-	cluster.Register, logicalcloud.Register, driftchecks.Register, previews.Register, relocations.Register,
-	autoscaling.Register, inventories.Register, policies.Register, probes.Register,
-	registerNCM, registerCACerts,
+	cluster.Register, logicalcloud.Register, registerNCM, registerCACerts,
 }
 
-// Workflows maps each workflow type name to its function; replay tests use it too.
+// Workflows maps each of the core's workflow types to its function; the features' are in
+// their Feature.Workflows.
 var Workflows = map[string]any{
-	lifecycle.WorkflowDIG:           dig.Lifecycle,
-	lifecycle.WorkflowInstantiate:   deploy.Instantiate,
-	lifecycle.WorkflowTerminate:     deploy.Terminate,
-	lifecycle.WorkflowUpdate:        deploy.Update,
-	lifecycle.WorkflowRollback:      deploy.Rollback,
-	lifecycle.WorkflowMigrate:       deploy.Migrate,
-	lifecycle.WorkflowPruneBatch:    deploy.PruneBatch,
-	lifecycle.WorkflowApplyBatch:    deploy.ApplyBatch,
-	lifecycle.WorkflowDeleteBatch:   deploy.DeleteBatch,
-	lifecycle.WorkflowReadStatus:    deploy.ReadClusterStatus,
-	lifecycle.WorkflowReadBatch:     deploy.ReadBatch,
-	lifecycle.WorkflowRelocate:      relocate.Relocate,
-	lifecycle.WorkflowDrift:         drift.Drift,
-	lifecycle.WorkflowDriftBatch:    drift.DriftBatch,
-	lifecycle.WorkflowAutoscale:     autoscale.Autoscale,
-	lifecycle.WorkflowInventory:     inventory.ClusterInventory,
-	lifecycle.WorkflowPolicyAgent:   policy.PolicyAgent,
-	lifecycle.WorkflowPolicy:        policy.Policy,
-	lifecycle.WorkflowClusterHealth: health.ClusterHealth,
+	lifecycle.WorkflowDIG:         dig.Lifecycle,
+	lifecycle.WorkflowInstantiate: deploy.Instantiate,
+	lifecycle.WorkflowTerminate:   deploy.Terminate,
+	lifecycle.WorkflowUpdate:      deploy.Update,
+	lifecycle.WorkflowRollback:    deploy.Rollback,
+	lifecycle.WorkflowMigrate:     deploy.Migrate,
+	lifecycle.WorkflowPruneBatch:  deploy.PruneBatch,
+	lifecycle.WorkflowApplyBatch:  deploy.ApplyBatch,
+	lifecycle.WorkflowDeleteBatch: deploy.DeleteBatch,
+	lifecycle.WorkflowReadStatus:  deploy.ReadClusterStatus,
+	lifecycle.WorkflowReadBatch:   deploy.ReadBatch,
+}
 
-	lifecycle.WorkflowPreviewRollout: preview.PreviewRollout, // POST DIG/rollout-preview
+// AllWorkflows are every workflow type temco has, the core's and every feature's, whether
+// a worker has it enabled or not: replay needs them all, as histories of a feature an
+// operator switched off later are still replayed.
+func AllWorkflows() map[string]any { return workflowsOf(registry.All) }
+
+// workflowsOf are the core's workflows and those of the features.
+func workflowsOf(on []features.Feature) map[string]any {
+	out := maps.Clone(Workflows)
+	for _, f := range on {
+		maps.Copy(out, f.Workflows)
+	}
+	return out
 }
 
 // Options tune the worker: cluster activities mostly wait on the network, so many run at
@@ -91,10 +84,11 @@ var Options = worker.Options{
 	Interceptors:                           []interceptor.WorkerInterceptor{&keepAlive{}},
 }
 
-// New creates a worker on taskQueue, named identity, with everything registered; unless d says otherwise,
+// New creates a worker on taskQueue, named identity, with the core's workflows and
+// activities registered and those of the features on; unless d says otherwise,
 // its activities operate on DIGs (d.Ops) and report retrying clusters to their workflows
 // (d.Report) through c.
-func New(c client.Client, taskQueue, identity string, d Deps) worker.Worker {
+func New(c client.Client, taskQueue, identity string, d Deps, on []features.Feature) worker.Worker {
 	o := Options
 	o.Identity = identity
 	o.BuildID = buildID() // in place of the SDK's checksum of the executable; no versioning
@@ -107,16 +101,22 @@ func New(c client.Client, taskQueue, identity string, d Deps) worker.Worker {
 			return c.SignalWorkflow(ctx, workflowID, runID, lifecycle.SignalClusterRetrying, r)
 		}
 	}
-	Register(w, d)
+	Register(w, d, on)
 	return w
 }
 
-// Register adds the workflows and activities to a worker (or a test environment).
-func Register(w worker.Registry, d Deps) {
-	for name, fn := range Workflows {
+// Register adds the core's workflows and activities, and those of the features on, to a
+// worker (or a test environment).
+func Register(w worker.Registry, d Deps, on []features.Feature) {
+	for name, fn := range workflowsOf(on) {
 		w.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
 	}
 	for _, register := range domains {
 		register(w, &d)
+	}
+	for _, f := range on {
+		if f.Activities != nil {
+			f.Activities(w, &d)
+		}
 	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/temco/temco/internal/adapters/sources"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/seal"
@@ -32,7 +33,7 @@ import (
 type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
-	Blobs    *artifact.Store
+	Blobs    *blobs.Store
 	Keys     *seal.Keyring
 	// Allow are the hosts charts may come from (nil: none).
 	Allow *egress.Allow
@@ -175,7 +176,7 @@ func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput)
 	}
 	// Operations that start together download a digest once: the others wait for it.
 	renew, release, err := a.Blobs.Claim(ctx, claimKey(r))
-	if errors.Is(err, artifact.ErrFetching) {
+	if errors.Is(err, blobs.ErrFetching) {
 		return a.awaitStored(ctx, in, st, keyring)
 	}
 	if err != nil {
@@ -244,7 +245,7 @@ func (a *Activities) keyring(key string) (*sources.Keyring, error) {
 // without a keyring; with one, only if its provenance was verified when it was stored, by
 // a key the keyring still holds (one stored unverified, or verified by a key since
 // removed, is fetched and verified again).
-func trusted(keyring *sources.Keyring, e artifact.Entry) bool {
+func trusted(keyring *sources.Keyring, e blobs.Entry) bool {
 	return keyring == nil || keyring.Has(e.SignerKey)
 }
 

@@ -24,6 +24,7 @@ import (
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -116,7 +117,7 @@ func TestChartsAreStoredOnlyWithAProvenanceTheKeyringVerifies(t *testing.T) {
 	u, _ := url.Parse(srv.URL)
 
 	dig := lifecycle.Target{Project: "p", CompositeApp: "ca", Version: "v1", DIG: "d"}
-	a := &Activities{Allow: egress.MustParse(u.Host), Blobs: artifact.NewStore(db)}
+	a := &Activities{Allow: egress.MustParse(u.Host), Blobs: blobs.NewStore(db)}
 	if a.Store, err = store.New(ctx, db); err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -89,7 +90,7 @@ func TestAnOperationsAppsResolveAFewAtOnceFromOneReadOfEachIndex(t *testing.T) {
 	hs := httptest.NewServer(srv)
 	t.Cleanup(hs.Close)
 	u, _ := url.Parse(hs.URL)
-	a := &Activities{Allow: egress.MustParse(u.Host), Blobs: artifact.NewStore(db)}
+	a := &Activities{Allow: egress.MustParse(u.Host), Blobs: blobs.NewStore(db)}
 	if a.Store, err = store.New(ctx, db); err != nil {
 		t.Fatal(err)
 	}

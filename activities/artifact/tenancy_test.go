@@ -13,6 +13,7 @@ import (
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -41,7 +42,7 @@ func TestAStoredChartIsNotServedToAnotherProjectByItsDigest(t *testing.T) {
 	}))
 	t.Cleanup(srv.Close)
 	u, _ := url.Parse(srv.URL)
-	a := &Activities{Allow: egress.MustParse(u.Host), Blobs: artifact.NewStore(db)}
+	a := &Activities{Allow: egress.MustParse(u.Host), Blobs: blobs.NewStore(db)}
 	if a.Store, err = store.New(ctx, db); err != nil {
 		t.Fatal(err)
 	}

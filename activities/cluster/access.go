@@ -1,4 +1,4 @@
-// Access and API: what the per-cluster activities of other domains (activities/drift's
+// Access and API: what the per-cluster activities of other domains (features/drift/work's
 // DetectDrift) use of this package's machinery. They are not methods of Activities, whose
 // exported methods are all registered as activities.
 

@@ -1,6 +1,6 @@
 // Package cluster talks to the managed clusters for the operations: server-side apply,
 // deletion, and reading live state. Clients are cached per worker and cluster. The
-// per-cluster activities of other domains (activities/drift) reach the clusters with
+// per-cluster activities of other domains (features/drift/work) reach the clusters with
 // the same machinery through Access (access.go).
 package cluster
 

@@ -6,7 +6,7 @@ import (
 	"github.com/temco/temco/internal/core/snapshot"
 )
 
-// Register registers the methods of Activities and Holds on r, each as the activity it
+// Register registers the methods of Activities, Holds and Updates on r, each as the activity it
 // implements.
 func Register(r lifecycle.Registry, d *deps.Deps) {
 	a := &Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch}
@@ -25,4 +25,7 @@ func Register(r lifecycle.Registry, d *deps.Deps) {
 	h := &Holds{Ops: d.Ops}
 	lifecycle.Register(r, lifecycle.HoldDIG, h.HoldDIG)
 	lifecycle.RegisterNoResult(r, lifecycle.AwaitHolder, h.AwaitHolder)
+
+	u := &Updates{Store: d.Store, Contexts: d.Contexts, Ops: d.Ops}
+	lifecycle.RegisterNoResult(r, lifecycle.UpdateDIG, u.UpdateDIG)
 }

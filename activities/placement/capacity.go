@@ -22,7 +22,7 @@ import (
 )
 
 // A DIG's capacity placement (docs/autoscaling.md) decides the clusters of the apps it
-// names: they go to its members, which the DIG's autoscaler (workflows/autoscale) keeps in
+// names: they go to its members, which the DIG's autoscaler (features/autoscale/flow) keeps in
 // the placement's stored state. Before the autoscaler has recorded any, they go to the
 // clusters its first evaluation would choose. The apps' placement intents still bound
 // where they may go: a cluster is eligible only if each of those apps' intents selects it.

@@ -17,6 +17,7 @@ import (
 	"github.com/temco/temco/internal/adapters/profile"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/capabilities"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -33,7 +34,7 @@ type Activities struct {
 	// Sandbox renders each chart in a child process (nil: in this one, for tests).
 	Sandbox *Sandbox
 	// Blobs hold the charts that came by reference (activities/artifact stored them).
-	Blobs *artifact.Store
+	Blobs *blobs.Store
 }
 
 // invalid is a permanent failure caused by what the user configured.

@@ -3,7 +3,7 @@ package render
 import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
-	"github.com/temco/temco/internal/core/artifact"
+	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -11,7 +11,7 @@ import (
 // render in a child process when d.RenderMemory is set.
 func Register(r lifecycle.Registry, d *deps.Deps) {
 	a := &Activities{Store: d.Store, Contexts: d.Contexts, Capabilities: cluster.Shared(d).Clients.Capabilities,
-		Blobs: deps.Shared(d, func() *artifact.Store { return artifact.StoreOf(d.Store) })}
+		Blobs: deps.Shared(d, func() *blobs.Store { return blobs.StoreOf(d.Store) })}
 	if d.RenderMemory > 0 {
 		a.Sandbox = &Sandbox{Memory: d.RenderMemory}
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -13,11 +12,10 @@ import (
 
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/controllers/workflowmgr"
+	"github.com/temco/temco/features"
+	"github.com/temco/temco/features/health/flow"
 	"github.com/temco/temco/internal/adapters/auth"
 	"github.com/temco/temco/internal/adapters/egress"
-	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/starter"
-	"github.com/temco/temco/workflows/health"
 )
 
 func newLogger() *slog.Logger {
@@ -66,6 +64,7 @@ func apiCmd() *cobra.Command {
 type apiConfig struct {
 	store           storeConfig
 	temporal        temporalConfig
+	features        featuresConfig
 	addr            string
 	tlsCert, tlsKey string
 	auth            auth.Config
@@ -87,6 +86,7 @@ type apiLists struct {
 	policyEngines, artifactHosts, workflowHosts *egress.Allow
 	taskQueueGrants                             map[string][]string
 	browser                                     browserRules
+	features                                    []features.Feature // the features on
 }
 
 // check parses cfg's lists and refuses settings that cannot work together.
@@ -94,6 +94,9 @@ func (c *apiConfig) check() (apiLists, error) {
 	var l apiLists
 	var err error
 	if err = c.store.check(); err != nil {
+		return l, err
+	}
+	if l.features, err = c.features.check(); err != nil {
 		return l, err
 	}
 	if l.workflowHosts, err = egress.Parse(c.workflowHosts); err != nil {
@@ -124,6 +127,7 @@ func (c *apiConfig) check() (apiLists, error) {
 func (c *apiConfig) bind(cmd *cobra.Command) {
 	c.store.bind(cmd)
 	c.temporal.bind(cmd)
+	c.features.bind(cmd)
 	f := cmd.Flags()
 	f.StringVar(&c.addr, "addr", env("TEMCO_API_ADDR", defaultAPIAddr),
 		"listen address; \":9015\" listens on every interface [TEMCO_API_ADDR]")
@@ -155,7 +159,7 @@ func (c *apiConfig) bind(cmd *cobra.Command) {
 		"subject organizations tenants' CA certificate intents may name (with a cluster's own signer they are Kubernetes groups); none by default [TEMCO_CA_CERT_ORGANIZATIONS, comma-separated]")
 	f.IntVar(&c.liveReads, "live-reads-per-minute", envInt("TEMCO_LIVE_READS_PER_MINUTE", api.DefaultLiveReadsPerMinute),
 		"live reads of clusters (status=ready, the dashboard's live view) each caller may start a minute; 0: no limit [TEMCO_LIVE_READS_PER_MINUTE]")
-	f.DurationVar(&c.probeInterval, "cluster-probe-interval", envDuration("TEMCO_CLUSTER_PROBE_INTERVAL", health.DefaultInterval),
+	f.DurationVar(&c.probeInterval, "cluster-probe-interval", envDuration("TEMCO_CLUSTER_PROBE_INTERVAL", flow.DefaultInterval),
 		"how often every registered cluster's API server is probed (the ClusterHealth workflow; the fleet's reachability); 0: the api starts no probes [TEMCO_CLUSTER_PROBE_INTERVAL]")
 	f.StringSliceVar(&c.codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),
 		"browser origins (the Temporal UI's, scheme://host[:port]) allowed to call /codec; none by default [TEMCO_CODEC_CORS_ORIGINS, comma-separated]")
@@ -185,22 +189,4 @@ func parseBrowserRules(hosts, allowedOrigins, codecOrigins []string) (browserRul
 		return r, fmt.Errorf("--codec-cors-origins (TEMCO_CODEC_CORS_ORIGINS): %w", err)
 	}
 	return r, nil
-}
-
-// wakeClusterHealth starts the ClusterHealth workflow (or gives the running one in's
-// pace), trying again while Temporal does not answer: the probes must run whichever api
-// started first.
-func wakeClusterHealth(ctx context.Context, log *slog.Logger, ops *starter.Starter, in lifecycle.HealthInput) {
-	for wait := time.Second; ; wait = min(2*wait, time.Minute) {
-		err := ops.WakeClusterHealth(ctx, in)
-		if err == nil {
-			return
-		}
-		log.Warn("start the cluster probes; trying again", "in", wait, "error", err)
-		select {
-		case <-ctx.Done():
-			return
-		case <-time.After(wait):
-		}
-	}
 }

@@ -26,6 +26,7 @@ import (
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/controllers/workflowmgr"
+	"github.com/temco/temco/features"
 	"github.com/temco/temco/internal/adapters/auth"
 	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/adapters/credentials"
@@ -33,7 +34,6 @@ import (
 	"github.com/temco/temco/internal/adapters/metrics"
 	"github.com/temco/temco/internal/adapters/tlsconfig"
 	"github.com/temco/temco/internal/core/appctx"
-	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
@@ -87,11 +87,12 @@ func openCore(ctx context.Context, log *slog.Logger, sc storeConfig, tc temporal
 // its workflows.
 type apiProcess struct {
 	*core
-	cfg    apiConfig
-	ops    *starter.Starter
-	server *api.Server
-	http   *http.Server
-	opened closers
+	cfg      apiConfig
+	features []features.Feature // those on
+	ops      *starter.Starter
+	server   *api.Server
+	http     *http.Server
+	opened   closers
 }
 
 // newAPI builds temco api from cfg, once checked: the store and Temporal, the users'
@@ -102,7 +103,7 @@ func newAPI(ctx context.Context, log *slog.Logger, cfg apiConfig) (_ *apiProcess
 	if err != nil {
 		return nil, err
 	}
-	p := &apiProcess{cfg: cfg}
+	p := &apiProcess{cfg: cfg, features: lists.features}
 	defer func() {
 		if err != nil {
 			p.close()
@@ -160,7 +161,7 @@ func (p *apiProcess) usersWorkflows(lists apiLists) (*workflowmgr.Temporal, erro
 func (p *apiProcess) restServer(lists apiLists, workflows *workflowmgr.Temporal) *api.Server {
 	cfg := p.cfg
 	s := &api.Server{Store: p.store, Contexts: p.contexts, Keys: p.keys, Log: p.log, Registry: p.metrics,
-		Ops: p.ops, Drift: p.ops, Autoscalers: p.ops, Inventories: p.ops, PolicyAgents: p.ops, PolicyEngines: lists.policyEngines, ArtifactHosts: lists.artifactHosts, Ready: ready(p.store, p.temporal),
+		Ops: p.ops, PolicyEngines: lists.policyEngines, ArtifactHosts: lists.artifactHosts, Ready: ready(p.store, p.temporal),
 		TemporalUI: strings.TrimSuffix(cfg.temporalUI, "/"), Namespace: cfg.temporal.namespace,
 		Controllers:        controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 		Kinds:              slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: cfg.certOrgs}), workflowmgr.Kinds(workflows)),
@@ -169,6 +170,7 @@ func (p *apiProcess) restServer(lists apiLists, workflows *workflowmgr.Temporal)
 	if cfg.temporal.encryptPayloads {
 		s.Codec = codec.Codec{Keys: p.keys}
 	}
+	wireFeatures(s, p.ops, lists.features)
 	return s
 }
 
@@ -184,9 +186,7 @@ func (p *apiProcess) run(ctx context.Context) error {
 			errc <- p.http.ListenAndServe()
 		}
 	}()
-	if p.cfg.probeInterval > 0 {
-		go wakeClusterHealth(ctx, p.log, p.ops, lifecycle.HealthInput{Interval: p.cfg.probeInterval})
-	}
+	serveFeatures(ctx, features.Serving{Starter: p.ops, Log: p.log, ProbeInterval: p.cfg.probeInterval}, p.features)
 	p.log.Info("api listening", "addr", addr, "tls", p.http.TLSConfig != nil, "authentication", p.server.Auth != nil, "payload_encryption", p.cfg.temporal.encryptPayloads,
 		"hosts", p.server.Hosts, "allowed_origins", p.server.AllowedOrigins)
 	warnUnauthenticated(p.log, p.server, addr)
@@ -248,7 +248,7 @@ func newWorker(ctx context.Context, log *slog.Logger, cfg workerConfig) (_ *work
 	me, release := takeOver(ctx, log, p.temporal, cfg.temporal, cfg.workerName, p.contexts)
 	p.opened.add(release) // until then the slot is held (its lock file open)
 	deploy.GroupSize = cfg.applyGroup
-	p.worker = workers.New(p.temporal, cfg.temporal.taskQueue, me.String(), p.deps(lists, creds, gitDir))
+	p.worker = workers.New(p.temporal, cfg.temporal.taskQueue, me.String(), p.deps(lists, creds, gitDir), lists.features)
 	return p, nil
 }
 

@@ -124,6 +124,7 @@ func TestAPIAndWorkerBuildFromTheirConfiguration(t *testing.T) {
 	common := []string{"--mongo-uri", mongo, "--mongo-db", "compose", "--key-file", keyFile, "--temporal-address", temporal, "--task-queue", "compose"}
 	log := slog.New(slog.DiscardHandler)
 
+	t.Setenv("TEMCO_DISABLE_FEATURES", "policy") // both take it
 	a, err := newAPI(ctx, log, apiConfigOf(t, append(common, "--cluster-probe-interval", "0")...))
 	if err != nil {
 		t.Fatal(err)
@@ -135,6 +136,14 @@ func TestAPIAndWorkerBuildFromTheirConfiguration(t *testing.T) {
 		if rec.Code != http.StatusOK {
 			t.Errorf("GET %s: %d %s", path, rec.Code, rec.Body)
 		}
+	}
+	// A feature switched off answers that it is.
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1/v2/policy/agents/a1", strings.NewReader(`{"addr":"10.0.0.9:9090"}`))
+	req.Header.Set("Content-Type", "application/json")
+	a.http.Handler.ServeHTTP(rec, req)
+	if want := "feature policy is switched off"; rec.Code != http.StatusServiceUnavailable || !strings.Contains(rec.Body.String(), want) {
+		t.Errorf("POST /v2/policy/agents/a1 with policy off: %d %s, want 503 with %q", rec.Code, rec.Body, want)
 	}
 
 	t.Setenv("TMPDIR", t.TempDir()) // the worker's slot and git cache

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -14,6 +15,7 @@ import (
 func devCmd() *cobra.Command {
 	cfg := devstack.Config{Out: os.Stdout}
 	var bin, data string
+	var feats featuresConfig
 	cmd := &cobra.Command{
 		Use:   "dev",
 		Short: "Run the full local stack: Temporal + Web UI, FerretDB, local Kubernetes clusters, api and worker",
@@ -21,6 +23,12 @@ func devCmd() *cobra.Command {
 			"A component that crashes is restarted with backoff (1s, doubling up to 30s), and each restart is printed.\n" +
 			"Ctrl-C stops every process; the next start reuses the data directory.",
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if _, err := feats.check(); err != nil {
+				return err
+			}
+			if len(feats.disabled) > 0 { // api and worker take the same
+				cfg.Env = append(cfg.Env, "TEMCO_DISABLE_FEATURES="+strings.Join(feats.disabled, ","))
+			}
 			self, err := os.Executable()
 			if err != nil {
 				return err
@@ -57,6 +65,7 @@ func devCmd() *cobra.Command {
 			return nil
 		},
 	}
+	feats.bind(cmd)
 	f := cmd.Flags()
 	f.StringVar(&bin, "bin", ".bin", "directory of the built tools (make tools)")
 	f.StringVar(&data, "data", ".data", "directory of all local state; reused by the next start")

@@ -18,6 +18,7 @@ import (
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/controllers/workflowmgr"
+	"github.com/temco/temco/features"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/metrics"
 	"github.com/temco/temco/internal/adapters/sources"
@@ -50,6 +51,7 @@ func workerCmd() *cobra.Command {
 type workerConfig struct {
 	store           storeConfig
 	temporal        temporalConfig
+	features        featuresConfig
 	metricsAddr     string
 	workerName      string
 	gitCache        string
@@ -68,6 +70,7 @@ type workerConfig struct {
 type workerLists struct {
 	gacHosts, policyEngines, artifactHosts *egress.Allow
 	taskQueueGrants                        map[string][]string
+	features                               []features.Feature // the features on
 }
 
 // check parses cfg's lists, and reads the chart keyring to refuse one that is not.
@@ -75,6 +78,9 @@ func (c *workerConfig) check() (workerLists, error) {
 	var l workerLists
 	var err error
 	if err = c.store.check(); err != nil {
+		return l, err
+	}
+	if l.features, err = c.features.check(); err != nil {
 		return l, err
 	}
 	if c.renderMemory < 256 {
@@ -104,6 +110,7 @@ func (c *workerConfig) check() (workerLists, error) {
 func (c *workerConfig) bind(cmd *cobra.Command) {
 	c.store.bind(cmd)
 	c.temporal.bind(cmd)
+	c.features.bind(cmd)
 	f := cmd.Flags()
 	f.StringVar(&c.metricsAddr, "metrics-addr", env("TEMCO_METRICS_ADDR", ":9016"),
 		"listen address of the worker's /metrics and /healthz [TEMCO_METRICS_ADDR]")

@@ -6,7 +6,6 @@ import (
 	"strings"
 
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/workflows/relocate"
 )
 
 // Scope binds what a DIG's intents start, read and cancel to that DIG: every workflow id
@@ -149,14 +148,14 @@ func BindRelocate(p WorkflowParams, scope Scope) (WorkflowParams, error) {
 	d := scope.DIG
 	own := map[string]string{"project": d.Project, "compositeApp": d.CompositeApp,
 		"compositeAppVersion": d.Version, "deploymentIntentGroup": d.DIG}
-	in := p.ActivityParams[relocate.ParamsKey]
+	in := p.ActivityParams[lifecycle.RelocateParamsKey]
 	out := make(map[string]string, len(in)+len(own))
 	for k, v := range in {
 		out[k] = v
 	}
 	for _, k := range []string{"project", "compositeApp", "compositeAppVersion", "deploymentIntentGroup"} {
 		if v := in[k]; v != "" && v != own[k] {
-			return p, &FieldError{Field: "spec.temporal.workflowParams.activityParams." + relocate.ParamsKey + "." + k,
+			return p, &FieldError{Field: "spec.temporal.workflowParams.activityParams." + lifecycle.RelocateParamsKey + "." + k,
 				Msg: fmt.Sprintf("%q is not this intent's DIG's (%q): Relocate moves an app of the DIG it is started for", v, own[k]), Forbidden: true}
 		}
 		out[k] = own[k]
@@ -166,6 +165,6 @@ func BindRelocate(p WorkflowParams, scope Scope) (WorkflowParams, error) {
 	for k, v := range p.ActivityParams {
 		bound.ActivityParams[k] = v
 	}
-	bound.ActivityParams[relocate.ParamsKey] = out
+	bound.ActivityParams[lifecycle.RelocateParamsKey] = out
 	return bound, nil
 }

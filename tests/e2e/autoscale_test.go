@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/util/retry"
 
+	"github.com/temco/temco/features/autoscale/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -272,10 +273,10 @@ func TestAutoscalerScalesAcrossClusters(t *testing.T) {
 	defer tc.Close()
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if err := tc.GetWorkflow(wctx, d.ref().AutoscaleWorkflowID(), "").Get(wctx, nil); err != nil {
+	if err := tc.GetWorkflow(wctx, flow.WorkflowID(d.ref()), "").Get(wctx, nil); err != nil {
 		t.Errorf("the autoscaler did not end with its capacity placement: %v", err)
 	}
-	recordHistory(t, d.ref().AutoscaleWorkflowID(), "Autoscale-scale-out-drain-unhealthy-worker-killed")
+	recordHistory(t, flow.WorkflowID(d.ref()), "Autoscale-scale-out-drain-unhealthy-worker-killed")
 	recordHistory(t, d.ref().OpWorkflowID(lifecycle.OpUpdate, decided.Update), "Update-worker-killed-while-preparing")
 }
 

@@ -15,6 +15,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/temco/temco/features/drift/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
 )
@@ -57,7 +58,7 @@ func BenchmarkDriftCheck(b *testing.B) {
 	operate(b, d, tc, lifecycle.OpInstantiate)
 	fmt.Printf("drift: %d clusters, DIG instantiated in %s\n", n, time.Since(setup).Round(time.Second))
 
-	sched := tc.ScheduleClient().GetHandle(context.Background(), d.ref().DriftScheduleID())
+	sched := tc.ScheduleClient().GetHandle(context.Background(), flow.ScheduleID(d.ref()))
 	worker := stack.Worker.Cmd.Process.Pid
 	for run := 1; run <= 2; run++ {
 		if run == 2 {

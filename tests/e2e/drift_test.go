@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/temco/temco/features/drift/flow"
 	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/seal"
@@ -103,7 +104,7 @@ func TestDriftDetectedThenCorrected(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tc.Close()
-	sched := tc.ScheduleClient().GetHandle(context.Background(), d.ref().DriftScheduleID())
+	sched := tc.ScheduleClient().GetHandle(context.Background(), flow.ScheduleID(d.ref()))
 	desc, err := sched.Describe(context.Background())
 	if err != nil {
 		t.Fatalf("the DIG's drift schedule: %v", err)
@@ -116,7 +117,7 @@ func TestDriftDetectedThenCorrected(t *testing.T) {
 		t.Fatal(err)
 	}
 	skipped := runsOf(t, "project = '"+d.project+"' AND operation = 'drift'")
-	var skip lifecycle.DriftResult
+	var skip flow.DriftResult
 	if err := tc.GetWorkflow(context.Background(), skipped[0], "").Get(context.Background(), &skip); err != nil || skip.Skipped == "" {
 		t.Fatalf("a check of a DIG not instantiated: %+v, %v", skip, err)
 	}

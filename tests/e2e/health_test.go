@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/health/flow"
 	"github.com/temco/temco/internal/core/health"
-	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // reachView is the part of a cluster's dashboard answer about its probes.
@@ -75,5 +75,5 @@ func TestClusterProbesSeeAnAPIServerGoAndComeBack(t *testing.T) {
 	if back.Reachability.Error != "" || back.Reachability.Checked == nil {
 		t.Errorf("a cluster back: %+v", back.Reachability)
 	}
-	recordHistory(t, lifecycle.ClusterHealthID, "ClusterHealth-probes")
+	recordHistory(t, flow.ClusterHealthID, "ClusterHealth-probes")
 }

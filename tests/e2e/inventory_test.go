@@ -20,6 +20,7 @@ import (
 	clientcmdv1 "k8s.io/client-go/tools/clientcmd/api/v1"
 	"sigs.k8s.io/cluster-inventory-api/apis/v1alpha1"
 
+	"github.com/temco/temco/features/inventory/flow"
 	"github.com/temco/temco/internal/core/inventory"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv/poll"
@@ -38,7 +39,7 @@ type inventoryStatus struct {
 		DIG      string `json:"dig"`
 		Clusters int    `json:"clusters"`
 	} `json:"decisions"`
-	Evictions []lifecycle.EvictionStatus `json:"evictions"`
+	Evictions []flow.EvictionStatus `json:"evictions"`
 }
 
 func (s inventoryStatus) profile(name string) string {
@@ -166,8 +167,8 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 	c.multipart("POST", inv, res("second", map[string]any{"namespace": ns}), hubKubeconfig).must(t, 409)
 	read := func() inventoryStatus { return getAs[inventoryStatus](t, c, inv+"/hub/status") }
 	s := awaitValue(t, "member registered", 2*time.Minute, read, func(s inventoryStatus) bool {
-		return s.profile("member") == lifecycle.ProfileRegistered && s.profile("nocreds") == lifecycle.ProfileSkipped &&
-			s.profile("impostor") == lifecycle.ProfileSkipped
+		return s.profile("member") == flow.ProfileRegistered && s.profile("nocreds") == flow.ProfileSkipped &&
+			s.profile("impostor") == flow.ProfileSkipped
 	})
 	for _, p := range s.Profiles {
 		if p.Profile == "nocreds" && !strings.Contains(p.Reason, "no access provider temco can use") {
@@ -232,20 +233,20 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 
 	// Unhealthy, then gone: out of placements by label.
 	putProfile("member", inventory.ProviderSecretReader, metav1.ConditionFalse)
-	awaitValue(t, "member unhealthy", time.Minute, read, func(s inventoryStatus) bool { return s.profile("member") == lifecycle.ProfileUnhealthy })
+	awaitValue(t, "member unhealthy", time.Minute, read, func(s inventoryStatus) bool { return s.profile("member") == flow.ProfileUnhealthy })
 	if got := labels(); !slices.Equal(got, []string{inventory.LabelUnhealthy}) {
 		t.Errorf("an unhealthy profile's cluster has labels %v", got)
 	}
 	if err := profiles.Delete(ctx, "member", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	awaitValue(t, "member removed", time.Minute, read, func(s inventoryStatus) bool { return s.profile("member") == lifecycle.ProfileRemoved })
+	awaitValue(t, "member removed", time.Minute, read, func(s inventoryStatus) bool { return s.profile("member") == flow.ProfileRemoved })
 	if got := labels(); !slices.Equal(got, []string{inventory.LabelRemoved}) {
 		t.Errorf("a removed profile's cluster has labels %v", got)
 	}
 	// Removed: the DIG is updated and leaves the member; cluster2, named, keeps its app.
 	s = awaitValue(t, "the DIG's eviction", time.Minute, read, func(s inventoryStatus) bool { return len(s.Evictions) > 0 })
-	if e := s.Evictions[0]; len(s.Evictions) != 1 || e.DIG != d.ref().ID() || e.Cluster != "inv+member" || e.Action != lifecycle.EvictionUpdate {
+	if e := s.Evictions[0]; len(s.Evictions) != 1 || e.DIG != d.ref().ID() || e.Cluster != "inv+member" || e.Action != flow.EvictionUpdate {
 		t.Errorf("evictions %+v", s.Evictions)
 	}
 	awaitDeployment(t, memberCS, "inventoried", false)
@@ -273,7 +274,7 @@ func TestClusterInventoryFromAHub(t *testing.T) {
 	c.do("DELETE", inv+"/hub", nil).must(t, 204)
 	tc := dialTemporal(t)
 	defer tc.Close()
-	id := lifecycle.InventoryInput{Provider: "inv", Name: "hub"}.WorkflowID()
+	id := flow.InventoryInput{Provider: "inv", Name: "hub"}.WorkflowID()
 	wctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	if err := tc.GetWorkflow(wctx, id, "").Get(wctx, nil); err != nil {

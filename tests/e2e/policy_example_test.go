@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -108,9 +109,9 @@ func TestPolicyExampleRunsEMCOsFiles(t *testing.T) {
 	}
 	apply(policyFlow...)
 
-	agent := awaitValue(t, "the agent's listener", time.Minute, func() lifecycle.PolicyAgentStatus {
-		return getAs[lifecycle.PolicyAgentStatus](t, c, "/policy/agents/sampleagent/status")
-	}, func(s lifecycle.PolicyAgentStatus) bool { return s.Connected })
+	agent := awaitValue(t, "the agent's listener", time.Minute, func() flow.PolicyAgentStatus {
+		return getAs[flow.PolicyAgentStatus](t, c, "/policy/agents/sampleagent/status")
+	}, func(s flow.PolicyAgentStatus) bool { return s.Connected })
 	if agent.Addr != agentAddr {
 		t.Errorf("the agent as its second registration names it: %+v", agent)
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -36,9 +37,9 @@ func registerPolicyAgent(t *testing.T, d *deployment, name, addr string) {
 	d.c.do("POST", path, map[string]any{"metadata": map[string]any{"name": name}, "addr": addr,
 		"clusters": []any{map[string]any{"clusterProvider": provider, "cluster": "cluster1"}}}).must(t, 201)
 	t.Cleanup(func() { d.c.do("DELETE", path, nil) })
-	awaitValue(t, "agent "+name+" connected", time.Minute, func() lifecycle.PolicyAgentStatus {
-		return getAs[lifecycle.PolicyAgentStatus](t, d.c, path+"/status")
-	}, func(s lifecycle.PolicyAgentStatus) bool { return s.Connected && s.Addr == addr })
+	awaitValue(t, "agent "+name+" connected", time.Minute, func() flow.PolicyAgentStatus {
+		return getAs[flow.PolicyAgentStatus](t, d.c, path+"/status")
+	}, func(s flow.PolicyAgentStatus) bool { return s.Connected && s.Addr == addr })
 }
 
 // A tenant's embedded policy that takes all the memory it can fails its evaluation with

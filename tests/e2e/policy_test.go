@@ -14,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/dev/testenv"
@@ -104,7 +105,7 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 	agentPath := "/policy/agents/" + agentName
 	t.Cleanup(func() { c.do("DELETE", agentPath, nil) })
 	intent := d.dig() + "/policy-intents/migrate-on-memory-policy"
-	var agentStatus lifecycle.PolicyAgentStatus
+	var agentStatus flow.PolicyAgentStatus
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		c.do("GET", agentPath+"/status", nil).must(t, 200).json(t, &agentStatus)
 		if agentStatus.Connected || time.Now().After(deadline) {
@@ -180,12 +181,12 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 	}
 
 	// The Policy workflow ends after its idle time; its history is recorded now.
-	recordHistory(t, lifecycle.Target{Project: d.project, CompositeApp: "ca", Version: "v1", DIG: "dig"}.PolicyWorkflowID(), "Policy-migrate-on-memory")
+	recordHistory(t, flow.WorkflowID(lifecycle.Target{Project: d.project, CompositeApp: "ca", Version: "v1", DIG: "dig"}), "Policy-migrate-on-memory")
 	// Deregistered, the agent's listener ends.
 	c.do("DELETE", agentPath, nil).must(t, 200)
 	tc := dialTemporal(t)
 	defer tc.Close()
-	listener := lifecycle.PolicyAgentInput{Name: agentName}.WorkflowID()
+	listener := flow.PolicyAgentInput{Name: agentName}.WorkflowID()
 	for deadline := time.Now().Add(time.Minute); ; time.Sleep(200 * time.Millisecond) {
 		desc, err := tc.DescribeWorkflowExecution(context.Background(), listener, "")
 		if err == nil && desc.WorkflowExecutionInfo.Status == enumspb.WORKFLOW_EXECUTION_STATUS_COMPLETED {
@@ -202,10 +203,10 @@ func TestPolicyIntentMigratesOnMemoryEvents(t *testing.T) {
 }
 
 type policyStatusView struct {
-	Evaluations int64                      `json:"evaluations"`
-	Actions     int64                      `json:"actions"`
-	Last        *lifecycle.PolicyDecision  `json:"last"`
-	Decisions   []lifecycle.PolicyDecision `json:"decisions"`
+	Evaluations int64                 `json:"evaluations"`
+	Actions     int64                 `json:"actions"`
+	Last        *flow.PolicyDecision  `json:"last"`
+	Decisions   []flow.PolicyDecision `json:"decisions"`
 }
 
 // An agent's events reach only the DIGs placed on the clusters it is registered for, and
@@ -252,10 +253,10 @@ func TestPolicyEventsReachOnlyTheirAgentsDIGs(t *testing.T) {
 			"policy": map[string]any{"policyName": "data"}, "actor": "temporal", "actorArg": map[string]any{"workFlowName": "act"},
 			"event": map[string]any{"id": "memory_usage_bytes", "agent": agent}})).must(t, 201)
 	}
-	agentStatus := func() lifecycle.PolicyAgentStatus {
-		return getAs[lifecycle.PolicyAgentStatus](t, c, "/policy/agents/"+agentName+"/status")
+	agentStatus := func() flow.PolicyAgentStatus {
+		return getAs[flow.PolicyAgentStatus](t, c, "/policy/agents/"+agentName+"/status")
 	}
-	awaitValue(t, "the agent's listener", time.Minute, agentStatus, func(s lifecycle.PolicyAgentStatus) bool { return s.Connected })
+	awaitValue(t, "the agent's listener", time.Minute, agentStatus, func(s flow.PolicyAgentStatus) bool { return s.Connected })
 
 	memory := func(agentID, contextID, app string) policyevents.Event {
 		m, _ := json.Marshal(map[string]any{"metric": "memory_usage_bytes", "value": map[string]any{"items": []any{map[string]any{"value": "52000000"}}}})
@@ -266,7 +267,7 @@ func TestPolicyEventsReachOnlyTheirAgentsDIGs(t *testing.T) {
 	events <- memory("EMCOTEST", contexts[foreign], "foreign") // foreign
 	events <- memory("EMCOTEST", contexts[bound], "bound")     // the agent's own
 
-	st := awaitValue(t, "the agent's counts", time.Minute, agentStatus, func(s lifecycle.PolicyAgentStatus) bool {
+	st := awaitValue(t, "the agent's counts", time.Minute, agentStatus, func(s flow.PolicyAgentStatus) bool {
 		return s.Events >= 3 && s.Delivered+s.Spoofed+s.Foreign+s.Unmatched+s.Dropped >= 3
 	})
 	if st.Events != 3 || st.Delivered != 1 || st.Spoofed != 1 || st.Foreign != 1 || st.Unmatched != 0 || st.Dropped != 0 {

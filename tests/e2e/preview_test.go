@@ -11,6 +11,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/temco/temco/features/preview/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -33,7 +34,7 @@ func TestRolloutPreview(t *testing.T) {
 	// Before the instantiate, the preview shows it: everything added.
 	pre := d.preview("")
 	if pre.Op != lifecycle.OpInstantiate || pre.Revision != 1 || pre.Strategy != "rings" || len(pre.Stages) != 2 ||
-		pre.Totals != (lifecycle.PreviewCounts{Clusters: 3, Changing: 3, Added: 12}) {
+		pre.Totals != (flow.PreviewCounts{Clusters: 3, Changing: 3, Added: 12}) {
 		t.Fatalf("preview of the instantiate: %s", pretty(pre))
 	}
 	recordHistory(t, pre.WorkflowID, "PreviewRollout-instantiate")
@@ -60,23 +61,23 @@ func TestRolloutPreview(t *testing.T) {
 	if p.Op != lifecycle.OpUpdate || p.CurrentRevision != 1 || p.Revision != 2 || p.Strategy != "rings" || p.Limit != 100 {
 		t.Errorf("preview: %s", pretty(p))
 	}
-	want := []lifecycle.PreviewStage{
-		{Name: "canary", Clusters: []lifecycle.ClusterPreview{{Cluster: "local+cluster1", Added: []string{},
+	want := []flow.PreviewStage{
+		{Name: "canary", Clusters: []flow.ClusterPreview{{Cluster: "local+cluster1", Added: []string{},
 			Changed: []string{"Deployment/default/web"}, Removed: []string{}, Same: 5}},
-			Counts: lifecycle.PreviewCounts{Clusters: 1, Changing: 1, Changed: 1, Unchanged: 5}},
-		{Name: "rest", Clusters: []lifecycle.ClusterPreview{{Cluster: "local+cluster2",
+			Counts: flow.PreviewCounts{Clusters: 1, Changing: 1, Changed: 1, Unchanged: 5}},
+		{Name: "rest", Clusters: []flow.ClusterPreview{{Cluster: "local+cluster2",
 			Added:   []string{"ConfigMap/default/api-config", "Deployment/default/api", "Service/default/api"},
 			Changed: []string{"Deployment/default/web"}, Removed: []string{}, Same: 2}},
-			Counts: lifecycle.PreviewCounts{Clusters: 1, Changing: 1, Added: 3, Changed: 1, Unchanged: 2}},
-		{Name: lifecycle.PreviewRemovedStage, Removed: true, Clusters: []lifecycle.ClusterPreview{{Cluster: "local+cluster3",
+			Counts: flow.PreviewCounts{Clusters: 1, Changing: 1, Added: 3, Changed: 1, Unchanged: 2}},
+		{Name: flow.PreviewRemovedStage, Removed: true, Clusters: []flow.ClusterPreview{{Cluster: "local+cluster3",
 			Added: []string{}, Changed: []string{},
 			Removed: []string{"ConfigMap/default/web-config", "Deployment/default/web", "Service/default/web"}, Dropped: true}},
-			Counts: lifecycle.PreviewCounts{Clusters: 1, Changing: 1, Removed: 3}},
+			Counts: flow.PreviewCounts{Clusters: 1, Changing: 1, Removed: 3}},
 	}
 	if pretty(p.Stages) != pretty(want) {
 		t.Errorf("stages:\n%s\nwant\n%s", pretty(p.Stages), pretty(want))
 	}
-	if p.Totals != (lifecycle.PreviewCounts{Clusters: 3, Changing: 3, Added: 3, Changed: 2, Removed: 3, Unchanged: 7}) {
+	if p.Totals != (flow.PreviewCounts{Clusters: 3, Changing: 3, Added: 3, Changed: 2, Removed: 3, Unchanged: 7}) {
 		t.Errorf("totals %+v", p.Totals)
 	}
 	recordHistory(t, p.WorkflowID, "PreviewRollout-update-two-stages")
@@ -91,7 +92,7 @@ func TestRolloutPreview(t *testing.T) {
 
 	// A rollback to revision 1 changes nothing: it is what runs.
 	back := d.previewBody(map[string]any{"revision": 1})
-	if back.Op != lifecycle.OpRollback || back.Totals != (lifecycle.PreviewCounts{Clusters: 3, Unchanged: 12}) {
+	if back.Op != lifecycle.OpRollback || back.Totals != (flow.PreviewCounts{Clusters: 3, Unchanged: 12}) {
 		t.Errorf("preview of a rollback to revision 1: %s", pretty(back))
 	}
 	recordHistory(t, back.WorkflowID, "PreviewRollout-rollback")
@@ -121,23 +122,23 @@ func TestRolloutPreview(t *testing.T) {
 	if n := previewContexts(t, d); n != 0 {
 		t.Errorf("%d scratch contexts left after a refused preview", n)
 	}
-	failed := runsOf(t, fmt.Sprintf(`project = %q AND operation = %q AND ExecutionStatus = "Failed"`, d.project, lifecycle.OpPreview))
+	failed := runsOf(t, fmt.Sprintf(`project = %q AND operation = %q AND ExecutionStatus = "Failed"`, d.project, flow.OpPreview))
 	if len(failed) != 1 {
 		t.Fatalf("failed preview runs: %v", failed)
 	}
 	recordHistory(t, failed[0], "PreviewRollout-refused-strategy")
 }
 
-func (d *deployment) preview(query string) lifecycle.RolloutPreview {
+func (d *deployment) preview(query string) flow.RolloutPreview {
 	d.t.Helper()
-	var p lifecycle.RolloutPreview
+	var p flow.RolloutPreview
 	d.c.do("POST", d.dig()+"/rollout-preview"+query, nil).must(d.t, 200).json(d.t, &p)
 	return p
 }
 
-func (d *deployment) previewBody(body any) lifecycle.RolloutPreview {
+func (d *deployment) previewBody(body any) flow.RolloutPreview {
 	d.t.Helper()
-	var p lifecycle.RolloutPreview
+	var p flow.RolloutPreview
 	d.c.do("POST", d.dig()+"/rollout-preview", body).must(d.t, 200).json(d.t, &p)
 	return p
 }
@@ -153,7 +154,7 @@ func previewContexts(t *testing.T, d *deployment) int64 {
 	}
 	defer func() { _ = mc.Disconnect(context.Background()) }()
 	n, err := mc.Database("temco").Collection("contexts").CountDocuments(ctx,
-		bson.D{{Key: "dig", Value: d.ref().ID()}, {Key: "op", Value: lifecycle.OpPreview}})
+		bson.D{{Key: "dig", Value: d.ref().ID()}, {Key: "op", Value: flow.OpPreview}})
 	if err != nil {
 		t.Fatal(fmt.Errorf("count scratch contexts: %w", err))
 	}

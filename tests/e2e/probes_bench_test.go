@@ -15,6 +15,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 	temporalclient "go.temporal.io/sdk/client"
 
+	"github.com/temco/temco/features/health/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -41,15 +42,15 @@ func BenchmarkClusterProbes(b *testing.B) {
 	for i, name := range []string{"first (every cluster new)", "steady (nothing changed)", "steady, pages of 500"} {
 		before := groups.cpu()
 		start := time.Now()
-		in := lifecycle.HealthInput{Interval: time.Hour}
+		in := flow.HealthInput{Interval: time.Hour}
 		if i == 2 {
 			in.PageSize = 500
 		}
 		if i == 0 {
-			_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: lifecycle.ClusterHealthID, TaskQueue: "temco"},
-				lifecycle.WorkflowClusterHealth, in)
+			_, err = tc.ExecuteWorkflow(ctx, temporalclient.StartWorkflowOptions{ID: flow.ClusterHealthID, TaskQueue: "temco"},
+				flow.WorkflowClusterHealth, in)
 		} else {
-			err = tc.SignalWorkflow(ctx, lifecycle.ClusterHealthID, "", lifecycle.SignalWake, in)
+			err = tc.SignalWorkflow(ctx, flow.ClusterHealthID, "", lifecycle.SignalWake, in)
 		}
 		if err != nil {
 			b.Fatal(err)
@@ -64,7 +65,7 @@ func BenchmarkClusterProbes(b *testing.B) {
 		fmt.Printf("probes: N=%d round %s: %s (%.0f clusters/s), clusters by state %v; CPU s: %s\n",
 			n, name, took.Round(time.Millisecond), float64(n)/took.Seconds(), states, strings.Join(parts, ", "))
 	}
-	if err := tc.SignalWorkflow(ctx, lifecycle.ClusterHealthID, "", lifecycle.SignalStop, nil); err != nil {
+	if err := tc.SignalWorkflow(ctx, flow.ClusterHealthID, "", lifecycle.SignalStop, nil); err != nil {
 		b.Fatal(err)
 	}
 }

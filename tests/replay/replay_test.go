@@ -74,7 +74,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					for name, fn := range workers.Workflows {
+					for name, fn := range workers.AllWorkflows() {
 						r.RegisterWorkflowWithOptions(fn, workflow.RegisterOptions{Name: name})
 					}
 					err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist,
@@ -87,7 +87,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 			seen[strings.SplitN(f, "-", 2)[0]] = true
 		}
 	}
-	for name := range workers.Workflows {
+	for name := range workers.AllWorkflows() {
 		if !seen[name] {
 			t.Errorf("no recorded history of workflow type %s", name)
 		}

@@ -8,7 +8,6 @@ package artifact
 import (
 	"encoding/hex"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 )
@@ -164,7 +163,7 @@ func (s *Source) validateOCI(field string) error {
 	if host == "" || path == "" || strings.HasSuffix(path, "/") {
 		return fmt.Errorf("%s.oci %q: give oci://host/repository/chart", field, s.OCI)
 	}
-	if _, _, err := net.SplitHostPort(host); err != nil && strings.Contains(host, ":") {
+	if err := checkHostPort(host); err != nil && strings.Contains(host, ":") {
 		return fmt.Errorf("%s.oci: host %q: %v", field, host, err)
 	}
 	if path != strings.ToLower(path) || strings.ContainsAny(path, ":@ \t\n") {
@@ -199,4 +198,38 @@ func ParseDigest(d string) (string, error) {
 		return "", fmt.Errorf("digest %q: give sha256:<64 hex digits>", d)
 	}
 	return "sha256:" + strings.ToLower(hexPart), nil
+}
+
+// checkHostPort is net.SplitHostPort's check of host:port, with its errors, in the
+// vocabulary that workflow code uses (which builds on no network package).
+func checkHostPort(hostport string) error {
+	bad := func(why string) error { return fmt.Errorf("address %s: %s", hostport, why) }
+	i := strings.LastIndexByte(hostport, ':')
+	if i < 0 {
+		return bad("missing port in address")
+	}
+	j, k := 0, 0
+	if hostport[0] == '[' {
+		end := strings.IndexByte(hostport, ']')
+		switch {
+		case end < 0:
+			return bad("missing ']' in address")
+		case end+1 == len(hostport):
+			return bad("missing port in address")
+		case end+1 != i && hostport[end+1] == ':':
+			return bad("too many colons in address")
+		case end+1 != i:
+			return bad("missing port in address")
+		}
+		j, k = 1, end+1
+	} else if strings.IndexByte(hostport[:i], ':') >= 0 {
+		return bad("too many colons in address")
+	}
+	if strings.IndexByte(hostport[j:], '[') >= 0 {
+		return bad("unexpected '[' in address")
+	}
+	if strings.IndexByte(hostport[k:], ']') >= 0 {
+		return bad("unexpected ']' in address")
+	}
+	return nil
 }

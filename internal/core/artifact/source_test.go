@@ -1,6 +1,7 @@
 package artifact
 
 import (
+	"net"
 	"strings"
 	"testing"
 )
@@ -38,6 +39,17 @@ func TestSourcesAreValidatedAndDigestsNormalized(t *testing.T) {
 	for want, s := range bad {
 		if err := s.Validate("spec.chart"); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%+v: %v, want an error saying %q", s, err, want)
+		}
+	}
+}
+
+// checkHostPort says what net.SplitHostPort says of a host:port.
+func TestCheckHostPortIsSplitHostPorts(t *testing.T) {
+	for _, hp := range []string{"h:1", "h", "h:", ":1", "a:b:c", "[::1]:5000", "[::1]", "[::1]x", "[::1]:5:6", "[::1", "h]:1", "[h]:[1", "x[y]:1"} {
+		_, _, want := net.SplitHostPort(hp)
+		got := checkHostPort(hp)
+		if (want == nil) != (got == nil) || (want != nil && want.Error() != got.Error()) {
+			t.Errorf("%q: %v, net says %v", hp, got, want)
 		}
 	}
 }

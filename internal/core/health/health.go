@@ -1,6 +1,6 @@
 // Package health keeps what temco's probes found of each registered cluster: whether its
 // API server answered, since when, and why not. The ClusterHealth workflow
-// (workflows/health) probes every cluster in turn and stores the outcome here; the fleet
+// (features/health/flow) probes every cluster in turn and stores the outcome here; the fleet
 // home counts clusters by it and the cluster view shows it.
 //
 // A round of probes writes only what changed (a cluster's state or its error) and one

@@ -7,9 +7,10 @@ import (
 	"go.temporal.io/sdk/workflow"
 )
 
-// Activity is an activity the workflows call, declared in activities.go with what it takes
-// and what it returns. From a call to its code: its Implementer (By) names the package and
-// the struct, whose method of the activity's name implements it. A workflow calls it with
+// Activity is an activity the workflows call, declared (Declare) in activities.go or in a
+// feature's flow package with what it takes and what it returns. From a call to its code:
+// its Implementer (By) names the package and the struct, whose method of the activity's
+// name implements it. A workflow calls it with
 // Execute, that package registers the method with Register, and the compiler holds both
 // to In and Out. Its name is what histories record.
 type Activity[In, Out any] struct {
@@ -33,8 +34,9 @@ type Declaration struct {
 // declared holds every Activity declared, by name.
 var declared = map[string]any{}
 
-// declare declares the activity name, implemented by by's method of that name.
-func declare[In, Out any](by Implementer, name string) Activity[In, Out] {
+// Declare declares the activity name, implemented by by's method of that name: the core's
+// in activities.go, each feature's in its flow package (features/<name>/flow).
+func Declare[In, Out any](by Implementer, name string) Activity[In, Out] {
 	if _, twice := declared[name]; twice {
 		panic("activity " + name + " is declared twice")
 	}

@@ -6,35 +6,14 @@ import (
 	"github.com/temco/temco/internal/core/capacity"
 )
 
-// The autoscaler of a DIG with a capacity placement (temco's own; docs/autoscaling.md): one
-// Autoscale workflow per DIG, started when the capacity placement is stored, that reads its
-// clusters' signals every evaluation interval, decides (capacity.Decide) and changes the
-// DIG's clusters through the DIG's ordinary update (UpdateDIG).
-const (
-	WorkflowAutoscale = "Autoscale"
-	OpAutoscale       = "autoscale" // the operation search attribute of autoscalers
+// A DIG's capacity placement and its autoscaler's record (docs/autoscaling.md): the
+// autoscaler is the autoscale feature's (features/autoscale), but placement, in the core,
+// places a capacity placement's apps on the members it recorded, and reads and writes that
+// record for it (ObserveCapacity, RecordCapacity), so the record's vocabulary is here.
 
-	// SignalWake makes the autoscaler evaluate now (its capacity placement changed);
-	// SignalPause, SignalResume and SignalStop pause it, resume it and end it.
-	SignalWake = "wake"
-	// QueryAutoscaler answers the autoscaler's AutoscaleState.
-	QueryAutoscaler = "autoscaler"
-
-	autoscalePrefix = "autoscale/"
-)
-
-// AutoscaleWorkflowID is the id of the DIG's autoscaler.
-func (d Target) AutoscaleWorkflowID() string {
-	return autoscalePrefix + d.WorkflowID()[len("dig/"):]
-}
-
-// AutoscaleInput starts an autoscaler; Name (its capacity placement) and State carry it
-// over a continue-as-new.
-type AutoscaleInput struct {
-	DIG   Target          `json:"dig"`
-	Name  string          `json:"name,omitempty"`
-	State *AutoscaleState `json:"state,omitempty"`
-}
+// SignalWake has a long-running workflow act now rather than at its next turn: the
+// autoscaler evaluates, an inventory syncs, the cluster probes start a round.
+const SignalWake = "wake"
 
 // AutoscaleState is where the autoscaler stands: its members, whether it is paused, the
 // update it started and waits for, and its last evaluation. The workflow holds it; every
@@ -51,10 +30,6 @@ type AutoscaleState struct {
 	Last   *Evaluation  `json:"last,omitempty"`
 	Events []Evaluation `json:"events,omitempty"`
 }
-
-// AutoscaleEventsKept bounds the decisions an autoscaler's record keeps (the workflow's
-// history has them all).
-const AutoscaleEventsKept = 50
 
 // Evaluation is one evaluation: when, what it read, what it decided and why (Waiting:
 // why it decided nothing), and how the update that carried it ended.
@@ -90,22 +65,6 @@ type CapacityView struct {
 type CapacityObserveInput struct {
 	Target
 	Seed bool `json:"seed,omitempty"`
-}
-
-// CapacitySignalsInput reads one cluster's signals for a DIG's workloads.
-type CapacitySignalsInput struct {
-	DIG       Target              `json:"dig"`
-	ContextID string              `json:"contextId"`
-	Cluster   string              `json:"cluster"`
-	Workloads []capacity.Workload `json:"workloads"`
-	Floor     int                 `json:"floor,omitempty"` // the drain's maximum (0: the HPA's minimum)
-}
-
-// CapacityDrainInput lowers (Restore: gives back) the maximum of the workloads' HPAs on a
-// cluster.
-type CapacityDrainInput struct {
-	CapacitySignalsInput
-	Restore bool `json:"restore,omitempty"`
 }
 
 // CapacityRecord records an autoscaler's state for placement and status.

@@ -2,6 +2,7 @@ package lifecycle
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -33,6 +34,11 @@ const (
 	WorkflowDeleteBatch = "DeleteBatch"
 	WorkflowReadStatus  = "ReadClusterStatus"
 	WorkflowReadBatch   = "ReadBatch"
+	// WorkflowRelocate is the relocate feature's (features/relocate), named here as the
+	// one of temco's workflows users' intents may start (workflowmgr).
+	WorkflowRelocate = "Relocate"
+	// RelocateParamsKey names the activityParams entry of a relocation.
+	RelocateParamsKey = "relocate"
 
 	UpdateOperate = "operate"
 	SignalStop    = "stop"
@@ -51,26 +57,39 @@ const (
 // The operations' workflows, which the DIG's workflow starts as children, and their
 // batches', which an operation starts as children (Workflow).
 var (
-	ChildInstantiate = child[OpInput, None](WorkflowInstantiate)
-	ChildTerminate   = child[OpInput, None](WorkflowTerminate)
-	ChildUpdate      = child[OpInput, None](WorkflowUpdate)
-	ChildRollback    = child[OpInput, None](WorkflowRollback)
-	ChildMigrate     = child[MigrateInput, None](WorkflowMigrate)
-	ChildApplyBatch  = child[BatchInput, BatchResult](WorkflowApplyBatch)
-	ChildDeleteBatch = child[BatchInput, BatchResult](WorkflowDeleteBatch)
-	ChildPruneBatch  = child[BatchInput, BatchResult](WorkflowPruneBatch)
-	ChildReadBatch   = child[BatchInput, BatchResult](WorkflowReadBatch)
+	ChildInstantiate = DeclareChild[OpInput, None](WorkflowInstantiate)
+	ChildTerminate   = DeclareChild[OpInput, None](WorkflowTerminate)
+	ChildUpdate      = DeclareChild[OpInput, None](WorkflowUpdate)
+	ChildRollback    = DeclareChild[OpInput, None](WorkflowRollback)
+	ChildMigrate     = DeclareChild[MigrateInput, None](WorkflowMigrate)
+	ChildApplyBatch  = DeclareChild[BatchInput, BatchResult](WorkflowApplyBatch)
+	ChildDeleteBatch = DeclareChild[BatchInput, BatchResult](WorkflowDeleteBatch)
+	ChildPruneBatch  = DeclareChild[BatchInput, BatchResult](WorkflowPruneBatch)
+	ChildReadBatch   = DeclareChild[BatchInput, BatchResult](WorkflowReadBatch)
 )
 
-// OwnWorkflowTypes are every workflow type temco's worker runs (workers.Workflows): no
-// user's intent may start one, but Relocate (workflowmgr).
-var OwnWorkflowTypes = []string{WorkflowDIG, WorkflowInstantiate, WorkflowTerminate, WorkflowUpdate, WorkflowRollback,
-	WorkflowMigrate, WorkflowPruneBatch, WorkflowApplyBatch, WorkflowDeleteBatch, WorkflowReadStatus, WorkflowReadBatch,
-	WorkflowRelocate, WorkflowDrift, WorkflowDriftBatch, WorkflowPreviewRollout, WorkflowAutoscale, WorkflowInventory,
-	WorkflowPolicyAgent, WorkflowPolicy, WorkflowClusterHealth}
+// ownWorkflows are every workflow type temco's worker runs (workers.AllWorkflows): the
+// core's, and those each feature's flow package declares (DeclareWorkflows). No user's
+// intent may start one, but Relocate (workflowmgr).
+var ownWorkflows = map[string]bool{WorkflowDIG: true, WorkflowInstantiate: true, WorkflowTerminate: true,
+	WorkflowUpdate: true, WorkflowRollback: true, WorkflowMigrate: true, WorkflowPruneBatch: true,
+	WorkflowApplyBatch: true, WorkflowDeleteBatch: true, WorkflowReadStatus: true, WorkflowReadBatch: true}
+
+// DeclareWorkflows declares a feature's workflow types as temco's own.
+func DeclareWorkflows(names ...string) {
+	for _, n := range names {
+		if ownWorkflows[n] {
+			panic("workflow " + n + " is declared twice")
+		}
+		ownWorkflows[n] = true
+	}
+}
+
+// OwnWorkflowTypes are every workflow type temco's worker runs, sorted.
+func OwnWorkflowTypes() []string { return slices.Sorted(maps.Keys(ownWorkflows)) }
 
 // IsOwnWorkflowType reports whether name is one of OwnWorkflowTypes.
-func IsOwnWorkflowType(name string) bool { return slices.Contains(OwnWorkflowTypes, name) }
+func IsOwnWorkflowType(name string) bool { return ownWorkflows[name] }
 
 // OpRequest asks the DIG lifecycle workflow to run an operation.
 type OpRequest struct {
@@ -418,4 +437,18 @@ func NextAttempt(failed time.Time, attempt int32) time.Time {
 		wait *= RetryBackoff
 	}
 	return failed.Add(min(wait, RetryMaximumInterval))
+}
+
+// DriftCheck is one check of one context, as its batches and clusters see it: the drift
+// feature's (features/drift), in the core as the batches' and clusters' inputs carry it.
+type DriftCheck struct {
+	ID      string    `json:"id"` // the Drift workflow's run id: records of this check carry it
+	Started time.Time `json:"started"`
+	Correct bool      `json:"correct,omitempty"`
+}
+
+// UpdateDIGInput runs an update of DIG to the new context ContextID and waits for it.
+type UpdateDIGInput struct {
+	DIG       Target `json:"dig"`
+	ContextID string `json:"contextId"`
 }

@@ -17,8 +17,9 @@ type Workflow[In, Out any] struct{ name string }
 // children holds the names of the Workflows declared.
 var children = map[string]bool{}
 
-// child declares the child workflow name.
-func child[In, Out any](name string) Workflow[In, Out] {
+// DeclareChild declares the child workflow name: the core's beside their names in ops.go
+// and migrate.go, each feature's in its flow package.
+func DeclareChild[In, Out any](name string) Workflow[In, Out] {
 	if children[name] {
 		panic("child workflow " + name + " is declared twice")
 	}

@@ -1,0 +1,54 @@
+package main
+
+// The side features (features/registry) in the composition: which are on, from
+// --disable-features, and what the api and the worker do with them.
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/features"
+	"github.com/temco/temco/features/registry"
+	"github.com/temco/temco/starter"
+)
+
+// featuresConfig is the features an operator switched off, the same for api and worker.
+type featuresConfig struct{ disabled []string }
+
+func (c *featuresConfig) bind(cmd *cobra.Command) {
+	cmd.Flags().StringSliceVar(&c.disabled, "disable-features", envList("TEMCO_DISABLE_FEATURES"),
+		"side features switched off, of "+strings.Join(registry.Names(), ", ")+
+			"; api and worker must agree [TEMCO_DISABLE_FEATURES, comma-separated]")
+}
+
+// check returns the features on; a name that is no feature's is refused.
+func (c featuresConfig) check() ([]features.Feature, error) {
+	on, err := registry.Enabled(c.disabled)
+	if err != nil {
+		return nil, fmt.Errorf("--disable-features (TEMCO_DISABLE_FEATURES): %w", err)
+	}
+	return on, nil
+}
+
+// wireFeatures has each feature on wire what the api's routes need of it.
+func wireFeatures(s *api.Server, ops *starter.Starter, on []features.Feature) {
+	for _, f := range on {
+		if f.API != nil {
+			f.API(s, ops)
+		}
+	}
+}
+
+// serveFeatures runs, each in its goroutine until ctx ends, what the features on run
+// beside the api.
+func serveFeatures(ctx context.Context, in features.Serving, on []features.Feature) {
+	for _, f := range on {
+		if f.Serve != nil {
+			go f.Serve(ctx, in)
+		}
+	}
+}

@@ -1,0 +1,72 @@
+package main
+
+import (
+	"testing"
+
+	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/worker"
+	"go.temporal.io/sdk/workflow"
+
+	"github.com/temco/temco/api"
+	"github.com/temco/temco/starter"
+	"github.com/temco/temco/workers"
+)
+
+// A feature's name that is no feature's stops api and worker at their start, listing the
+// features there are.
+func TestAnUnknownFeatureIsRefused(t *testing.T) {
+	want := `--disable-features (TEMCO_DISABLE_FEATURES): no feature is called "drfit": the features are autoscale, drift, health, inventory, policy, preview, relocate`
+	ac := apiConfigOf(t, "--key-file", "keys", "--disable-features", "drift,drfit")
+	if _, err := ac.check(); err == nil || err.Error() != want {
+		t.Errorf("api: %v\nwant %s", err, want)
+	}
+	wc := workerConfigOf(t, "--key-file", "keys", "--disable-features", "drfit")
+	if _, err := wc.check(); err == nil || err.Error() != want {
+		t.Errorf("worker: %v\nwant %s", err, want)
+	}
+}
+
+// A feature switched off (here from the environment) has none of its workflows and
+// activities on the worker, and nothing wired in the api; the others have theirs.
+func TestADisabledFeatureIsNeitherRegisteredNorWired(t *testing.T) {
+	t.Setenv("TEMCO_DISABLE_FEATURES", "drift,preview")
+	wc := workerConfigOf(t, "--key-file", "keys")
+	wl, err := wc.check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &registered{names: map[string]bool{}}
+	workers.Register(r, workers.Deps{}, wl.features)
+	for name, want := range map[string]bool{"Drift": false, "DriftBatch": false, "PlanDriftCheck": false, "DetectDrift": false,
+		"PreviewRollout": false, "DiffPreview": false, "Instantiate": true, "ApplyCluster": true, "Autoscale": true,
+		"CapacitySignals": true, "ClusterHealth": true, "Relocate": true, "UpdateDIG": true} {
+		if r.names[name] != want {
+			t.Errorf("%s registered: %v, want %v", name, r.names[name], want)
+		}
+	}
+	ac := apiConfigOf(t, "--key-file", "keys")
+	al, err := ac.check()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &api.Server{}
+	wireFeatures(s, &starter.Starter{}, al.features)
+	if s.Drift != nil || s.Previewer != nil || s.Autoscalers == nil || s.Inventories == nil || s.PolicyAgents == nil {
+		t.Errorf("wired: drift %v, previews %v, autoscalers %v, inventories %v, policy agents %v",
+			s.Drift, s.Previewer, s.Autoscalers, s.Inventories, s.PolicyAgents)
+	}
+}
+
+// registered is a worker.Registry that keeps the names registered.
+type registered struct {
+	worker.Registry
+	names map[string]bool
+}
+
+func (r *registered) RegisterWorkflowWithOptions(_ any, o workflow.RegisterOptions) {
+	r.names[o.Name] = true
+}
+
+func (r *registered) RegisterActivityWithOptions(_ any, o activity.RegisterOptions) {
+	r.names[o.Name] = true
+}
