@@ -39,42 +39,16 @@ func (a *Activities) PinImages(ctx context.Context, in lifecycle.ContextRef) err
 	if err != nil {
 		return err
 	}
-	digDoc, err := a.Store.Get(ctx, in.Target.ID())
+	plainHTTP, err := a.plainHTTP(ctx, in.Target)
 	if err != nil {
 		return err
-	}
-	dig, err := model.Decode[model.DIGSpec](digDoc.Body)
-	if err != nil {
-		return err
-	}
-	var plainHTTP []string
-	if p := dig.Spec.ImagePinning; p != nil {
-		plainHTTP = p.PlainHTTP
 	}
 	// Controllers' cluster-specific edits are objects too: the clusters that have any.
 	placed, err := a.Contexts.Placements(ctx, in.ContextID, appctx.Filter{})
 	if err != nil {
 		return err
 	}
-	edited := map[string]bool{}
-	sets := [][]appctx.Object{}
-	for _, app := range apps {
-		sets = append(sets, objectSets(app)...)
-	}
-	for _, p := range placed {
-		if p.Objects != nil {
-			edited[p.Cluster] = true
-			sets = append(sets, p.Objects)
-		}
-	}
-	images := map[string]string{} // as named -> digest ("" until resolved)
-	for _, objs := range sets {
-		for _, o := range objs {
-			for _, img := range imagesOf(o.Manifest) {
-				images[img] = ""
-			}
-		}
-	}
+	images := namedImages(apps, placed)
 	if len(images) == 0 {
 		return nil
 	}
@@ -85,16 +59,75 @@ func (a *Activities) PinImages(ctx context.Context, in lifecycle.ContextRef) err
 	if err := a.resolveImages(ctx, images, creds, plainHTTP); err != nil {
 		return failure(err)
 	}
+	if err := a.savePinned(ctx, in.ContextID, header.Apps, apps, placed, images); err != nil {
+		return err
+	}
+	var record []artifact.Image
+	for _, img := range slices.Sorted(maps.Keys(images)) {
+		record = append(record, artifact.Image{Image: img, Digest: images[img]})
+	}
+	return a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "images", Value: record}})
+}
+
+// plainHTTP are the registries the DIG's image pinning reaches over plain HTTP.
+func (a *Activities) plainHTTP(ctx context.Context, t lifecycle.Target) ([]string, error) {
+	digDoc, err := a.Store.Get(ctx, t.ID())
+	if err != nil {
+		return nil, err
+	}
+	dig, err := model.Decode[model.DIGSpec](digDoc.Body)
+	if err != nil {
+		return nil, err
+	}
+	if p := dig.Spec.ImagePinning; p != nil {
+		return p.PlainHTTP, nil
+	}
+	return nil, nil
+}
+
+// namedImages are the images the apps' objects and the clusters' edited objects name,
+// each mapped to "" until resolved.
+func namedImages(apps map[string]*appctx.App, placed []*appctx.ClusterApp) map[string]string {
+	sets := [][]appctx.Object{}
+	for _, app := range apps {
+		sets = append(sets, objectSets(app)...)
+	}
+	for _, p := range placed {
+		if p.Objects != nil {
+			sets = append(sets, p.Objects)
+		}
+	}
+	images := map[string]string{}
+	for _, objs := range sets {
+		for _, o := range objs {
+			for _, img := range imagesOf(o.Manifest) {
+				images[img] = ""
+			}
+		}
+	}
+	return images
+}
+
+// savePinned rewrites the images of the apps (in order) and of each edited cluster's
+// objects to their digests, and saves both.
+func (a *Activities) savePinned(ctx context.Context, ctxID string, order []string, apps map[string]*appctx.App,
+	placed []*appctx.ClusterApp, images map[string]string) error {
 	list := make([]*appctx.App, 0, len(apps))
-	for _, name := range header.Apps {
+	for _, name := range order {
 		app := apps[name]
 		if err := pinApp(app, images); err != nil {
 			return err
 		}
 		list = append(list, app)
 	}
-	if err := a.Contexts.PutApps(ctx, in.ContextID, list); err != nil {
+	if err := a.Contexts.PutApps(ctx, ctxID, list); err != nil {
 		return err
+	}
+	edited := map[string]bool{}
+	for _, p := range placed {
+		if p.Objects != nil {
+			edited[p.Cluster] = true
+		}
 	}
 	var clusters []*appctx.ClusterApp // every app of each edited cluster: saved whole
 	for _, p := range placed {
@@ -106,14 +139,7 @@ func (a *Activities) PinImages(ctx context.Context, in lifecycle.ContextRef) err
 		}
 		clusters = append(clusters, p)
 	}
-	if err := a.Contexts.SaveClusters(ctx, in.ContextID, clusters); err != nil {
-		return err
-	}
-	var record []artifact.Image
-	for _, img := range slices.Sorted(maps.Keys(images)) {
-		record = append(record, artifact.Image{Image: img, Digest: images[img]})
-	}
-	return a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "images", Value: record}})
+	return a.Contexts.SaveClusters(ctx, ctxID, clusters)
 }
 
 // objectSets are every list of objects an app holds.

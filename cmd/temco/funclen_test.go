@@ -19,14 +19,6 @@ const maxFuncLines = 80
 // longReason starts the doc comment line that says why a function is longer.
 const longReason = "Long because "
 
-// waivedFuncs ("path name") are still over the limit: their files are being reworked on
-// another branch of issue 65, and the lead splits them, and empties this list, once that
-// branch is merged. A waived function that is no longer long fails the test, so that the
-// list does not outlive its reason.
-var waivedFuncs = map[string]bool{
-	"activities/artifact/pin.go PinImages": true,
-}
-
 // Every non-test function of the module (not its nested modules: contract, examples,
 // tools) is at most maxFuncLines long, or its doc comment has a line starting with
 // longReason.
@@ -36,22 +28,12 @@ func TestNoFunctionIsLongWithoutAReason(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	waived := map[string]bool{}
 	for _, f := range funcs {
-		if key := f.path + " " + f.name; waivedFuncs[key] {
-			waived[key] = true
-			continue
-		}
 		if hasReason(f.doc) {
 			continue
 		}
 		t.Errorf("%s:%d: %s is %d lines: split it into named steps, or start a line of its doc comment with %q",
 			f.path, f.line, f.name, f.lines, longReason)
-	}
-	for key := range waivedFuncs {
-		if !waived[key] {
-			t.Errorf("%s is waived but no longer over %d lines: take it off waivedFuncs", key, maxFuncLines)
-		}
 	}
 }
 
