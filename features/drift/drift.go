@@ -28,10 +28,18 @@ var Feature = features.Feature{
 	Workflows:  map[string]any{flow.WorkflowDrift: flow.Drift, flow.WorkflowDriftBatch: flow.DriftBatch},
 	Activities: work.Register,
 	TakeOver:   []string{flow.WorkflowDrift, flow.WorkflowDriftBatch},
-	API:        func(s *api.Server, st *starter.Starter) { s.Drift = Starter{st} },
+	API:        extension,
 }
 
-// Starter starts the drift checks: the api's api.DriftScheduler.
+// extension is drift detection's part of the api (routes.go); st nil: switched off.
+func extension(st *starter.Starter) api.Extension {
+	if st == nil {
+		return Extension(nil)
+	}
+	return Extension(Starter{st})
+}
+
+// Starter starts the drift checks: the routes' Scheduler.
 type Starter struct{ *starter.Starter }
 
 // driftCheckTimeout ends a drift check that runs for longer (the schedule starts none

@@ -28,10 +28,18 @@ var Feature = features.Feature{
 	Activities: work.Register,
 	TakeOver:   []string{flow.WorkflowPreviewRollout},
 	KeepAlive:  []string{flow.DiffPreview.Name()},
-	API:        func(s *api.Server, st *starter.Starter) { s.Previewer = Starter{st} },
+	API:        extension,
 }
 
-// Starter runs previews: the api's api.Previewer.
+// extension is rollout previews' part of the api (routes.go); st nil: switched off.
+func extension(st *starter.Starter) api.Extension {
+	if st == nil {
+		return Routes{}.Extension()
+	}
+	return Routes{Previewer: Starter{st}}.Extension()
+}
+
+// Starter runs previews: the routes' Previewer.
 type Starter struct{ *starter.Starter }
 
 // previewRunTimeout ends a preview stuck on a worker that never comes back. Its activities
