@@ -3,8 +3,8 @@
 // relocate (charts by reference are not one: every operation runs their pipeline, so they
 // stay in the core's layers). Each lives in one folder below (features/<name>): its
 // workflows, their activities' declarations and its vocabulary in flow (workflow code
-// only: no I/O), its activities in work, and in the folder itself this Feature and the
-// starting of its workflows. features/registry lists them; an operator may switch one off
+// only: no I/O), its activities in work, and in the folder itself this Feature, the
+// starting of its workflows and its routes (routes.go: its api.Extension). features/registry lists them; an operator may switch one off
 // (--disable-features): the worker then registers none of its workflows and activities,
 // and the api mounts its routes without its starter (they answer that it is off).
 package features

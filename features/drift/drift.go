@@ -1,7 +1,8 @@
 // Package drift is drift detection (temco's own; EMCO has none): a Temporal Schedule per
 // DIG whose spec asks for it starts a Drift workflow every interval (flow), which compares
 // the live objects on the DIG's clusters with what its running context applied (work),
-// and corrects them when asked. Here: the feature, and the starting of its checks.
+// and corrects them when asked. Here: the feature, the starting of its checks and its
+// routes (routes.go).
 package drift
 
 import (

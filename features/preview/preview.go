@@ -2,7 +2,8 @@
 // DIG/rollout-preview answers, before anything runs, what the DIG's next operation would
 // change on each cluster, stage by stage. The PreviewRollout workflow (flow) builds the
 // operation's context as a scratch context, compares it per cluster with the running one
-// and deletes it (work). Here: the feature, and the running of a preview for the api.
+// and deletes it (work). Here: the feature, the running of a preview and its route
+// (routes.go).
 package preview
 
 import (
