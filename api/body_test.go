@@ -259,10 +259,3 @@ func TestLongRequestsOutliveTheServerTimeouts(t *testing.T) {
 		}
 	}
 }
-
-// The longest bounded wait of an ordinary route must end before the server gives up.
-func TestWriteTimeoutOutlastsThePreviewWait(t *testing.T) {
-	if WriteTimeout < previewWait+time.Minute {
-		t.Errorf("WriteTimeout %s leaves a rollout preview (%s) no time to answer", WriteTimeout, previewWait)
-	}
-}

@@ -63,7 +63,6 @@ func (s *Server) registerLifecycle(g *echo.Group) {
 	s.route(g, rollback, s.operate(digRef, lifecycle.OpRollback))
 	s.registerMigrate(g)
 	s.registerRolloutCommands(g)
-	s.registerDriftCheck(g)
 	s.route(g, opDoc{method: http.MethodGet, path: "/openapi.yaml", summary: "This document", code: http.StatusOK}, s.serveOpenAPI)
 }
 

@@ -59,7 +59,7 @@ func (s *Server) openAPI() ([]byte, error) {
 			paths[p] = map[string]any{}
 		}
 		op := map[string]any{"summary": d.summary, "operationId": operationID(d.method, d.path),
-			"responses": responses(d)}
+			"responses": s.withStatusSections(d, responses(d))}
 		if d.description != "" {
 			op["description"] = d.description
 		}
@@ -179,6 +179,20 @@ func responses(d opDoc) map[string]any {
 		ok["headers"] = pageHeaders()
 	}
 	out[itoa(d.code)] = ok
+	return out
+}
+
+// withStatusSections documents the Extensions' sections of a DIG's status (typed any in
+// statusResult) in the status routes' answers.
+func (s *Server) withStatusSections(d opDoc, out map[string]any) map[string]any {
+	if d.response != typeOf[statusResult]() {
+		return out
+	}
+	schema := out[itoa(d.code)].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
+	props := schema["properties"].(map[string]any)
+	for _, sec := range s.hooks.status {
+		props[sec.name] = schemaOf(sec.doc)
+	}
 	return out
 }
 

@@ -45,7 +45,7 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	// A change of a DIG or its intents is a modify of its lifecycle: an approved DIG
 	// goes back to Created.
 	unapprove := func(ctx context.Context, s *Server, id string) error { return s.unapprove(ctx, digOf(id)) }
-	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: withDriftSchedule(unapprove),
+	register(g, s, kind[model.DIGSpec]{name: model.KindDIG, check: checkDIG, changed: withDIGHooks(unapprove),
 		remove: s.deleteDIG(s.withSnapshotsDeleted(s.deleteOperated(routeDIG, lifecycle.DIGs.Machine))), state: digstate.NewHistory,
 		coll: routeCA + "/deployment-intent-groups", item: routeDIG})
 	register(g, s, kind[model.DIGIntentSpec]{name: model.KindDIGIntent, check: checkDIGIntent, changed: unapprove,
@@ -182,7 +182,7 @@ func checkDependency(_ context.Context, _ *Server, r *request[model.AppDependenc
 	return nil
 }
 
-func checkDIG(_ context.Context, _ *Server, r *request[model.DIGSpec]) error {
+func checkDIG(_ context.Context, s *Server, r *request[model.DIGSpec]) error {
 	sp := &r.res.Spec
 	if err := model.ValidateName("spec.compositeProfile", sp.CompositeProfile); err != nil {
 		return badRequest("%v", err)
@@ -193,7 +193,7 @@ func checkDIG(_ context.Context, _ *Server, r *request[model.DIGSpec]) error {
 	if err := model.ValidateName("spec.logicalCloud", sp.LogicalCloud); err != nil {
 		return badRequest("%v", err)
 	}
-	if err := checkDriftDetection(sp.DriftDetection); err != nil {
+	if err := s.checkDIGExtensions(sp); err != nil {
 		return err
 	}
 	if p := sp.ImagePinning; p != nil {

@@ -26,7 +26,6 @@ const routeRollout = routeDIG + "/rollout-strategies"
 func (s *Server) registerRollout(g *echo.Group) {
 	register(g, s, kind[rollout.Spec]{name: model.KindRolloutStrategy, check: checkRolloutStrategy,
 		coll: routeRollout, item: routeRollout + "/:rolloutStrategy"})
-	s.registerPreview(g)
 }
 
 func checkRolloutStrategy(ctx context.Context, s *Server, r *request[rollout.Spec]) error {

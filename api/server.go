@@ -34,15 +34,12 @@ type Server struct {
 	Registry *prometheus.Registry        // nil: no /metrics
 	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
 	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
-	Drift    DriftScheduler              // DIGs' drift-check schedules; nil: none are kept
 	// Autoscalers run DIGs' autoscalers (capacity placements); nil: none run.
 	Autoscalers Autoscalers
 	// Inventories run the cluster inventories' syncs; nil: none run.
 	Inventories Inventories
 	// PolicyAgents run the policy agents' listeners; nil: none run.
 	PolicyAgents PolicyAgents
-	// Previewer runs rollout previews; nil: none run.
-	Previewer Previewer
 	// PolicyEngines are the OPA servers a policy intent may name (nil: none).
 	PolicyEngines *egress.Allow
 	// ArtifactHosts are the registries and repositories apps' charts may come from (nil: none).
@@ -55,6 +52,9 @@ type Server struct {
 	// Kinds are the resources of temco's other built-in services (ncm's networks below
 	// clusters).
 	Kinds []ResourceKind
+	// Extensions are the side features' parts of the api (features/registry), each
+	// feature's whether it is switched off or not (mount.go).
+	Extensions []Extension
 
 	// TemporalUI is the Temporal Web UI's address, for the dashboard's links to
 	// operations' workflows ("": none); Namespace is temco's Temporal namespace.
@@ -72,6 +72,7 @@ type Server struct {
 	LiveReadsPerMinute int
 
 	docs      []opDoc // every /v2 route, for the OpenAPI document
+	hooks     hooks   // the Extensions' hooks on the DIG
 	liveReads *liveReadLimiter
 }
 
@@ -83,7 +84,7 @@ const (
 	ReadTimeout = time.Minute
 	// WriteTimeout runs from the end of the headers to the end of the answer: above the
 	// longest wait of an ordinary route, a status read of the clusters (its workflow
-	// times out after 5 minutes, starter.read) or a rollout preview (previewWait).
+	// times out after 5 minutes, starter.read) or a rollout preview (features/preview's defaultWait).
 	WriteTimeout = 6 * time.Minute
 	// IdleTimeout keeps a polling dashboard's connection open between its polls.
 	IdleTimeout = 2 * time.Minute
@@ -155,6 +156,7 @@ func (s *Server) Handler() *echo.Echo {
 	s.registerFleetClusters(g)
 	s.registerClusterView(g)
 	s.registerSession(g)
+	s.mountExtensions(g)
 	for _, d := range s.docs {
 		routes[d.method+" /v2"+d.path] = d
 	}

@@ -228,7 +228,7 @@ func (s *Server) addRunning(ctx context.Context, out *statusResult, target lifec
 	if !target.Kind().Apps {
 		return nil
 	}
-	if out.Drift, err = s.driftOf(ctx, ctxID, q); err != nil {
+	if err = s.statusSections(ctx, out, ctxID, q); err != nil {
 		return err
 	}
 	if out.Rollout, err = s.rolloutOf(ctx, header); err != nil {

@@ -54,8 +54,9 @@ type statusResult struct {
 	// Operation is the context's running operation: its workflow, and the controller
 	// steps and retried steps it waits on.
 	Operation *lifecycle.RunningOp `json:"operation,omitempty"`
-	// Drift is the last drift check of the context (DIGs with spec.driftDetection).
-	Drift *driftStatus `json:"drift,omitempty"`
+	// Drift is the last drift check of the context (DIGs with spec.driftDetection): the
+	// section of the Extension of features/drift (Mount.DIGStatus).
+	Drift any `json:"drift,omitempty"`
 	// Rollout is where the context's staged rollout stands (DIGs with a rollout strategy):
 	// each stage's state, counts, timers and (up to rolloutClustersShown) clusters.
 	Rollout *rolloutStatus `json:"rollout,omitempty"`

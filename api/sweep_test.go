@@ -1,10 +1,11 @@
 package api_test
 
 // The route sweep reads every route from the router of the API as cmd/temco serves it
-// (temco's own routes, the built-in controllers' and the other services' kinds) and
-// requires the refusals the access policy promises: the API's JSON error, nothing of
-// another project in it, nothing changed in the store. A new route is swept without a
-// change here. It is a package api_test test because the controllers import package api.
+// (temco's own routes, the side features', the built-in controllers' and the other
+// services' kinds) and requires the refusals the access policy promises: the API's JSON
+// error, nothing of another project in it, nothing changed in the store. A new route is
+// swept without a change here. It is a package api_test test because the controllers and
+// the features import package api.
 
 import (
 	"bytes"
@@ -36,6 +37,7 @@ import (
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/controllers/workflowmgr"
+	features "github.com/temco/temco/features/registry"
 	"github.com/temco/temco/internal/adapters/auth"
 	"github.com/temco/temco/internal/adapters/auth/authtest"
 	"github.com/temco/temco/internal/adapters/codec"
@@ -152,6 +154,11 @@ func newSweepServer(t *testing.T, iss *authtest.Issuer) *sweepServer {
 		Auth: authn, Registry: metrics.NewRegistry(), Codec: codec.Codec{Keys: keys}, Hosts: []string{"example.com"}, // httptest.NewRequest's
 		Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 		Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
+	for _, f := range features.All { // every feature's routes, as switched off: no Temporal
+		if f.API != nil {
+			srv.Extensions = append(srv.Extensions, f.API(nil))
+		}
+	}
 	e := srv.Handler()
 	routes := e.Routes()
 	sort.Slice(routes, func(i, j int) bool {

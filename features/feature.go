@@ -3,10 +3,10 @@
 // relocate (charts by reference are not one: every operation runs their pipeline, so they
 // stay in the core's layers). Each lives in one folder below (features/<name>): its
 // workflows, their activities' declarations and its vocabulary in flow (workflow code
-// only: no I/O), its activities in work, and in the folder itself this Feature and the
-// starting of its workflows. features/registry lists them; an operator may switch one off
+// only: no I/O), its activities in work, and in the folder itself this Feature, the
+// starting of its workflows and its routes (routes.go: its api.Extension). features/registry lists them; an operator may switch one off
 // (--disable-features): the worker then registers none of its workflows and activities,
-// and the api does not wire it (its routes answer that it is off).
+// and the api mounts its routes without its starter (they answer that it is off).
 package features
 
 import (
@@ -29,9 +29,9 @@ type Feature struct {
 	// Activities registers its activities (each as the lifecycle.Activity its flow
 	// package declares), built from the worker's one Deps.
 	Activities func(lifecycle.Registry, *deps.Deps)
-	// API wires it into the api: what the api's routes need of it (its starter; its
-	// routes, once they move here from api/).
-	API func(s *api.Server, st *starter.Starter)
+	// API is its part of the api (its routes.go: api.Extension), built for every feature:
+	// st is nil when it is switched off, and its routes then answer so.
+	API func(st *starter.Starter) api.Extension
 	// TakeOver are its workflow types whose activities run long enough that a restarted
 	// worker fails its predecessor's attempts of them at once (workers.TakeOver).
 	TakeOver []string

@@ -170,7 +170,7 @@ func (p *apiProcess) restServer(lists apiLists, workflows *workflowmgr.Temporal)
 	if cfg.temporal.encryptPayloads {
 		s.Codec = codec.Codec{Keys: p.keys}
 	}
-	wireFeatures(s, p.ops, lists.features)
+	s.Extensions = extensions(p.ops, lists.features)
 	return s
 }
 

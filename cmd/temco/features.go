@@ -6,6 +6,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -34,13 +35,21 @@ func (c featuresConfig) check() ([]features.Feature, error) {
 	return on, nil
 }
 
-// wireFeatures has each feature on wire what the api's routes need of it.
-func wireFeatures(s *api.Server, ops *starter.Starter, on []features.Feature) {
-	for _, f := range on {
-		if f.API != nil {
-			f.API(s, ops)
+// extensions are every feature's parts of the api: those on with the starter, those
+// switched off without, so that their routes answer that they are off.
+func extensions(ops *starter.Starter, on []features.Feature) []api.Extension {
+	var out []api.Extension
+	for _, f := range registry.All {
+		if f.API == nil {
+			continue
 		}
+		st := ops
+		if !slices.ContainsFunc(on, func(o features.Feature) bool { return o.Name == f.Name }) {
+			st = nil
+		}
+		out = append(out, f.API(st))
 	}
+	return out
 }
 
 // serveFeatures runs, each in its goroutine until ctx ends, what the features on run

@@ -27,7 +27,15 @@ var Feature = features.Feature{
 	Name:       "autoscale",
 	Workflows:  map[string]any{flow.WorkflowAutoscale: flow.Autoscale},
 	Activities: work.Register,
-	API:        func(s *api.Server, st *starter.Starter) { s.Autoscalers = Starter{st} },
+	API:        extension,
+}
+
+// extension wires the api's routes for it, still in api/; st nil: switched off.
+func extension(st *starter.Starter) api.Extension {
+	if st == nil {
+		return api.Extension{Name: "autoscale"}
+	}
+	return api.Extension{Name: "autoscale", Wire: func(s *api.Server) { s.Autoscalers = Starter{st} }}
 }
 
 // Starter wakes and signals the autoscalers: the api's api.Autoscalers.

@@ -1,7 +1,8 @@
 // Package drift is drift detection (temco's own; EMCO has none): a Temporal Schedule per
 // DIG whose spec asks for it starts a Drift workflow every interval (flow), which compares
 // the live objects on the DIG's clusters with what its running context applied (work),
-// and corrects them when asked. Here: the feature, and the starting of its checks.
+// and corrects them when asked. Here: the feature, the starting of its checks and its
+// routes (routes.go).
 package drift
 
 import (
@@ -28,10 +29,18 @@ var Feature = features.Feature{
 	Workflows:  map[string]any{flow.WorkflowDrift: flow.Drift, flow.WorkflowDriftBatch: flow.DriftBatch},
 	Activities: work.Register,
 	TakeOver:   []string{flow.WorkflowDrift, flow.WorkflowDriftBatch},
-	API:        func(s *api.Server, st *starter.Starter) { s.Drift = Starter{st} },
+	API:        extension,
 }
 
-// Starter starts the drift checks: the api's api.DriftScheduler.
+// extension is drift detection's part of the api (routes.go); st nil: switched off.
+func extension(st *starter.Starter) api.Extension {
+	if st == nil {
+		return Extension(nil)
+	}
+	return Extension(Starter{st})
+}
+
+// Starter starts the drift checks: the routes' Scheduler.
 type Starter struct{ *starter.Starter }
 
 // driftCheckTimeout ends a drift check that runs for longer (the schedule starts none

@@ -21,7 +21,15 @@ var Feature = features.Feature{
 	Name:       "inventory",
 	Workflows:  map[string]any{flow.WorkflowInventory: flow.ClusterInventory},
 	Activities: work.Register,
-	API:        func(s *api.Server, st *starter.Starter) { s.Inventories = Starter{st} },
+	API:        extension,
+}
+
+// extension wires the api's routes for it, still in api/; st nil: switched off.
+func extension(st *starter.Starter) api.Extension {
+	if st == nil {
+		return api.Extension{Name: "inventory"}
+	}
+	return api.Extension{Name: "inventory", Wire: func(s *api.Server) { s.Inventories = Starter{st} }}
 }
 
 // Starter wakes the inventories' workflows: the api's api.Inventories.

@@ -24,7 +24,15 @@ var Feature = features.Feature{
 	Name:       "policy",
 	Workflows:  map[string]any{flow.WorkflowPolicyAgent: flow.PolicyAgent, flow.WorkflowPolicy: flow.Policy},
 	Activities: work.Register,
-	API:        func(s *api.Server, st *starter.Starter) { s.PolicyAgents = Starter{st} },
+	API:        extension,
+}
+
+// extension wires the api's routes for it, still in api/; st nil: switched off.
+func extension(st *starter.Starter) api.Extension {
+	if st == nil {
+		return api.Extension{Name: "policy"}
+	}
+	return api.Extension{Name: "policy", Wire: func(s *api.Server) { s.PolicyAgents = Starter{st} }}
 }
 
 // Starter wakes the agents' listeners: the api's api.PolicyAgents.

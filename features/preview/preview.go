@@ -2,7 +2,8 @@
 // DIG/rollout-preview answers, before anything runs, what the DIG's next operation would
 // change on each cluster, stage by stage. The PreviewRollout workflow (flow) builds the
 // operation's context as a scratch context, compares it per cluster with the running one
-// and deletes it (work). Here: the feature, and the running of a preview for the api.
+// and deletes it (work). Here: the feature, the running of a preview and its route
+// (routes.go).
 package preview
 
 import (
@@ -28,10 +29,18 @@ var Feature = features.Feature{
 	Activities: work.Register,
 	TakeOver:   []string{flow.WorkflowPreviewRollout},
 	KeepAlive:  []string{flow.DiffPreview.Name()},
-	API:        func(s *api.Server, st *starter.Starter) { s.Previewer = Starter{st} },
+	API:        extension,
 }
 
-// Starter runs previews: the api's api.Previewer.
+// extension is rollout previews' part of the api (routes.go); st nil: switched off.
+func extension(st *starter.Starter) api.Extension {
+	if st == nil {
+		return Routes{}.Extension()
+	}
+	return Routes{Previewer: Starter{st}}.Extension()
+}
+
+// Starter runs previews: the routes' Previewer.
 type Starter struct{ *starter.Starter }
 
 // previewRunTimeout ends a preview stuck on a worker that never comes back. Its activities

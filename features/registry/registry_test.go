@@ -5,7 +5,8 @@ import (
 	"testing"
 )
 
-// Each feature has a name of its own, and something for the worker or the api.
+// Each feature has a name of its own, and something for the worker or the api; its part
+// of the api has its name.
 func TestEveryFeatureHasANameOfItsOwnAndDoesSomething(t *testing.T) {
 	seen := map[string]bool{}
 	for _, f := range All {
@@ -15,6 +16,9 @@ func TestEveryFeatureHasANameOfItsOwnAndDoesSomething(t *testing.T) {
 		seen[f.Name] = true
 		if len(f.Workflows) == 0 && f.Activities == nil && f.API == nil && f.Serve == nil {
 			t.Errorf("feature %s has nothing for the worker or the api", f.Name)
+		}
+		if f.API != nil && f.API(nil).Name != f.Name {
+			t.Errorf("feature %s: its api.Extension, switched off, is named %q", f.Name, f.API(nil).Name)
 		}
 	}
 }

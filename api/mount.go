@@ -1,0 +1,226 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"reflect"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/seal"
+	"github.com/temco/temco/internal/core/store"
+)
+
+// The kit through which a side feature (features/<name>) adds its part to the api. Its
+// routes.go builds an Extension whose Mount, called once as the Handler is built,
+// registers the feature's routes (Mount.Route, documented in the OpenAPI document as
+// temco's own are) and its hooks on the DIG: a check of its part of a DIG's spec, what
+// follows a DIG's create, replace and delete, and a section of a DIG's status. Its
+// handlers read the request with the Mount's helpers and answer with the errors below.
+//
+// An Extension is built and mounted for every feature, switched off or not: a feature
+// switched off mounts its routes still, and they answer that it is off (503), so that the
+// routes and the OpenAPI document are the same whatever is switched off.
+
+// Extension is what a side feature adds to the api.
+type Extension struct {
+	// Name is the feature's (features.Feature.Name).
+	Name string
+	// Mount registers its routes and DIG hooks.
+	Mount func(m *Mount)
+	// Wire sets what the api's routes for the feature still in package api need of it
+	// (autoscale, inventory, policy), until they move to their folders.
+	Wire func(s *Server)
+}
+
+// Mount is an Extension's handle on the api while it mounts.
+type Mount struct {
+	s *Server
+	g *echo.Group
+}
+
+// Doc documents a route: the exported form of opDoc, whose comments say what each
+// field means.
+type Doc struct {
+	Method, Path, Summary, Description string
+	Body                               reflect.Type // JSON request body (nil: none)
+	BodyOptional, Multipart, Bulk      bool
+	Code                               int          // success status
+	Response                           reflect.Type // success body (nil: none)
+	Query                              []string
+	Pages, LiveReads, Creates          bool
+	NoOwner, OwnerRequired             bool
+}
+
+func (d Doc) op() opDoc {
+	return opDoc{method: d.Method, path: d.Path, summary: d.Summary, description: d.Description,
+		body: d.Body, bodyOptional: d.BodyOptional, multipart: d.Multipart, bulk: d.Bulk, code: d.Code,
+		response: d.Response, query: d.Query, pages: d.Pages, liveReads: d.LiveReads, creates: d.Creates,
+		noOwner: d.NoOwner, ownerRequired: d.OwnerRequired}
+}
+
+// Route registers h below /v2 at d's method and path, with the api's authorization,
+// ownership and body rules, and documents it.
+func (m *Mount) Route(d Doc, h echo.HandlerFunc) { m.s.route(m.g, d.op(), h) }
+
+// CheckDIG adds a validation of a DIG's spec, run on its every create and replace
+// (after the names, before the image pinning's), answering its error (BadRequest).
+func (m *Mount) CheckDIG(check func(spec *model.DIGSpec) error) {
+	m.s.hooks.checkDIG = append(m.s.hooks.checkDIG, check)
+}
+
+// DIGChanged adds what follows a DIG's successful create or replace; its error (an
+// Unavailable the caller may retry) is the request's answer, the DIG stored.
+func (m *Mount) DIGChanged(changed func(ctx context.Context, digID string) error) {
+	m.s.hooks.digChanged = append(m.s.hooks.digChanged, changed)
+}
+
+// DIGDeleted adds what follows a DIG's delete (ctx outlives the request); it logs its
+// errors itself.
+func (m *Mount) DIGDeleted(deleted func(ctx context.Context, digID string)) {
+	m.s.hooks.digDeleted = append(m.s.hooks.digDeleted, deleted)
+}
+
+// DIGStatus adds the section name of a DIG's status (of its context ctxID): read
+// answers it, nil for none; doc is its type, for the OpenAPI document. The answer's
+// fields keep their order: a section is a field of statusResult (drift alone so far).
+func (m *Mount) DIGStatus(name string, doc reflect.Type, read func(ctx context.Context, ctxID string, q StatusQuery) (any, error)) {
+	if name != "drift" {
+		panic("api: a DIG's status has no section " + name + " (statusResult)")
+	}
+	m.s.hooks.status = append(m.s.hooks.status, statusSection{name: name, doc: doc, read: read})
+}
+
+// Store, Contexts, Keys, Ops and Log are the api's.
+func (m *Mount) Store() *store.Store     { return m.s.Store }
+func (m *Mount) Contexts() *appctx.Store { return m.s.Contexts }
+func (m *Mount) Keys() *seal.Keyring     { return m.s.Keys }
+func (m *Mount) Ops() Operator           { return m.s.Ops }
+func (m *Mount) Log() *slog.Logger       { return m.s.Log }
+
+// LoadDIG reads the DIG the request's path names, then its body with readBody (nil:
+// none), then its document and state history (404 for a DIG that does not exist).
+func (m *Mount) LoadDIG(c echo.Context, readBody func(lifecycle.Target) error) (lifecycle.Target, lifecycle.StateInfo, error) {
+	var checks []func(lifecycle.Target) error
+	if readBody != nil {
+		checks = append(checks, readBody)
+	}
+	dig, _, info, err := m.s.loadTarget(c, digRef, checks...)
+	return dig, info, err
+}
+
+// ReadyFor refuses (409) an operation op of dig whose parts are missing or invalid, as
+// the operation's route does.
+func (m *Mount) ReadyFor(ctx context.Context, dig lifecycle.Target, op string) error {
+	return m.s.readyFor(ctx, dig, op)
+}
+
+// ReadJSON decodes the request's JSON body into v, answering 400 (or 413, 415) as the
+// api's routes do.
+func ReadJSON(c echo.Context, v any) error { return readJSON(c, v) }
+
+// Unavailable is 503 with the message: what the caller may retry, or a feature switched off.
+func Unavailable(format string, args ...any) error {
+	return httpErr(http.StatusServiceUnavailable, format, args...)
+}
+
+// OperationErr answers a starter's error as the lifecycle routes do: a refusal 409, an
+// invalid request 400, Temporal not answering in time 503.
+func OperationErr(err error) error { return operationErr(err) }
+
+// FromStore answers a store error as the resource routes do (404, 409).
+func FromStore(err error) error { return fromStore(err) }
+
+// Describe names a resource of the store by its id, as the api's messages do.
+func Describe(id string) string { return describe(id) }
+
+// StatusQuery is what a status request asks of a DIG status's sections: the apps and
+// clusters (provider+cluster) it shows (none: all).
+type StatusQuery struct{ Apps, Clusters []string }
+
+// hooks are the Extensions' hooks on the DIG, set as the Handler mounts them.
+type hooks struct {
+	checkDIG   []func(*model.DIGSpec) error
+	digChanged []func(context.Context, string) error
+	digDeleted []func(context.Context, string)
+	status     []statusSection
+}
+
+type statusSection struct {
+	name string
+	doc  reflect.Type
+	read func(context.Context, string, StatusQuery) (any, error)
+}
+
+// mountExtensions mounts every Extension (and wires those not moved yet).
+func (s *Server) mountExtensions(g *echo.Group) {
+	s.hooks = hooks{}
+	for _, x := range s.Extensions {
+		if x.Wire != nil {
+			x.Wire(s)
+		}
+		if x.Mount != nil {
+			x.Mount(&Mount{s: s, g: g})
+		}
+	}
+}
+
+// checkDIGExtensions runs the Extensions' checks of a DIG's spec.
+func (s *Server) checkDIGExtensions(sp *model.DIGSpec) error {
+	for _, check := range s.hooks.checkDIG {
+		if err := check(sp); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// withDIGHooks runs a DIG's change hook, then the Extensions'.
+func withDIGHooks(changed func(context.Context, *Server, string) error) func(context.Context, *Server, string) error {
+	return func(ctx context.Context, s *Server, id string) error {
+		if err := changed(ctx, s, id); err != nil {
+			return err
+		}
+		for _, h := range s.hooks.digChanged {
+			if err := h(ctx, id); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+}
+
+// deleteDIG is the DIG's delete, then the Extensions' hooks.
+func (s *Server) deleteDIG(del echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		if err := del(c); err != nil || c.Response().Status != http.StatusNoContent {
+			return err
+		}
+		id, err := fill(c, routeDIG)
+		if err != nil {
+			return nil
+		}
+		for _, h := range s.hooks.digDeleted {
+			h(context.WithoutCancel(c.Request().Context()), id)
+		}
+		return nil
+	}
+}
+
+// statusSections fills the Extensions' sections of a DIG's status.
+func (s *Server) statusSections(ctx context.Context, out *statusResult, ctxID string, q statusQuery) error {
+	for _, sec := range s.hooks.status {
+		v, err := sec.read(ctx, ctxID, StatusQuery{Apps: q.apps, Clusters: q.clusters})
+		if err != nil {
+			return err
+		}
+		if sec.name == "drift" && v != nil {
+			out.Drift = v
+		}
+	}
+	return nil
+}
