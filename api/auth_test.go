@@ -145,8 +145,6 @@ func TestTenantIsolation(t *testing.T) {
 		{"POST", pP + "/composite-apps", res("ca2", map[string]any{"compositeAppVersion": "v1"})},
 		{"PUT", pDIG, res("dig1", digSpec())}, {"POST", pDIG + "/approve", nil}, {"POST", pDIG + "/instantiate", nil},
 		{"POST", pDIG + "/terminate", nil}, {"GET", pDIG + "/status", nil}, {"POST", pP + "/logical-clouds/lc1/instantiate", nil},
-		{"POST", pCapacity, res("fleet", capacitySpec("app1"))}, {"GET", pCapacity, nil},
-		{"GET", pCapacity + "/fleet/status", nil}, {"POST", pCapacity + "/fleet/pause", nil},
 	} {
 		msg := b.do(r.method, r.path, r.body).must(t, 403).message(t)
 		if !strings.Contains(msg, `project "p1" is not granted to "bob"`) {

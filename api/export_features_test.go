@@ -7,6 +7,7 @@ import (
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -61,6 +62,9 @@ func (f *FeatureClient) StateOf(t *testing.T, path string) lifecycle.StateInfo {
 
 // Complete gives the tree's DIG every part an instantiate needs.
 func (f *FeatureClient) Complete(t *testing.T) { complete(t, f.c) }
+
+// Store is the api's resource store.
+func (f *FeatureClient) Store() *store.Store { return f.srv.Store }
 
 // Contexts is the api's store of contexts.
 func (f *FeatureClient) Contexts() *appctx.Store { return f.srv.Contexts }

@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -33,7 +35,7 @@ type Extension struct {
 	// Mount registers its routes and DIG hooks.
 	Mount func(m *Mount)
 	// Wire sets what the api's routes for the feature still in package api need of it
-	// (autoscale, inventory, policy), until they move to their folders.
+	// (inventory, policy), until they move to their folders.
 	Wire func(s *Server)
 }
 
@@ -85,14 +87,51 @@ func (m *Mount) DIGDeleted(deleted func(ctx context.Context, digID string)) {
 	m.s.hooks.digDeleted = append(m.s.hooks.digDeleted, deleted)
 }
 
-// DIGStatus adds the section name of a DIG's status (of its context ctxID): read
-// answers it, nil for none; doc is its type, for the OpenAPI document. The answer's
-// fields keep their order: a section is a field of statusResult (drift alone so far).
+// DIGStatus adds the section name of a DIG's status (of its context ctxID, q.DIG the
+// DIG's id): read answers it, nil for none; doc is its type, for the OpenAPI document.
+// The answers keep their fields' order: a section has its place in each answer that shows
+// it, a field typed any whose JSON name is name, in a DIG's status (statusResult) and the
+// dashboard's view of a DIG (dashboardView), read only for those that have it (the drift
+// section is in the status alone, the autoscaler's in both). A name neither has panics:
+// where a new section goes in the answers is the api's to say, by that field.
 func (m *Mount) DIGStatus(name string, doc reflect.Type, read func(ctx context.Context, ctxID string, q StatusQuery) (any, error)) {
-	if name != "drift" {
-		panic("api: a DIG's status has no section " + name + " (statusResult)")
+	sec := statusSection{name: name, doc: doc, read: read,
+		status: sectionField[statusResult](name), dashboard: sectionField[dashboardView](name)}
+	if sec.status == nil && sec.dashboard == nil {
+		panic("api: a DIG's status has no section " + name + ": add a field typed any of that JSON name to statusResult or dashboardView")
 	}
-	m.s.hooks.status = append(m.s.hooks.status, statusSection{name: name, doc: doc, read: read})
+	m.s.hooks.status = append(m.s.hooks.status, sec)
+}
+
+// Kind mounts a resource kind (KindDef) with the generic handlers: create, list, get,
+// replace, delete, documented.
+func (m *Mount) Kind(k ResourceKind) { k.mount(m.g, m.s) }
+
+// PathID is the store id the request's path names along route (its parameters filled,
+// 400 for an invalid name), e.g. route lifecycle.RouteDIG.
+func (m *Mount) PathID(c echo.Context, route string) (string, error) { return fill(c, route) }
+
+// Get reads the resource the request's path names along route (404 when none).
+func (m *Mount) Get(c echo.Context, route string) (*store.Doc, error) {
+	id, err := fill(c, route)
+	if err != nil {
+		return nil, err
+	}
+	d, err := m.s.Store.Get(c.Request().Context(), id)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	return d, nil
+}
+
+// MustExist refuses (404) a resource id that is not stored.
+func (m *Mount) MustExist(ctx context.Context, id string) error { return m.s.mustExist(ctx, id) }
+
+// WakeAfterChange wakes the workflow of resource id after its change (a Changed hook):
+// wake starts it (start) when the resource exists, what naming it in the answer (503) if
+// it could not be; a resource gone leaves it to end, the error logged.
+func (m *Mount) WakeAfterChange(ctx context.Context, id, what string, wake func(ctx context.Context, start bool) error) error {
+	return wakeAfterChange(ctx, m.s, id, what, wake)
 }
 
 // Store, Contexts, Keys, Ops and Log are the api's.
@@ -138,9 +177,13 @@ func FromStore(err error) error { return fromStore(err) }
 // Describe names a resource of the store by its id, as the api's messages do.
 func Describe(id string) string { return describe(id) }
 
-// StatusQuery is what a status request asks of a DIG status's sections: the apps and
-// clusters (provider+cluster) it shows (none: all).
-type StatusQuery struct{ Apps, Clusters []string }
+// StatusQuery is what a status request asks of a DIG status's sections: the DIG's store
+// id, and the apps and clusters (provider+cluster) it shows (none: all; the dashboard's
+// view asks for all).
+type StatusQuery struct {
+	DIG            string
+	Apps, Clusters []string
+}
 
 // hooks are the Extensions' hooks on the DIG, set as the Handler mounts them.
 type hooks struct {
@@ -154,9 +197,36 @@ type statusSection struct {
 	name string
 	doc  reflect.Type
 	read func(context.Context, string, StatusQuery) (any, error)
+	// status and dashboard are the section's field in statusResult and dashboardView
+	// (nil: that answer has none).
+	status, dashboard []int
 }
 
-// mountExtensions mounts every Extension (and wires those not moved yet).
+// sectionField is the index of the field of V typed any whose JSON name is name (nil:
+// none).
+func sectionField[V any](name string) []int {
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[V]()) {
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name && f.Type == reflect.TypeFor[any]() {
+			return f.Index
+		}
+	}
+	return nil
+}
+
+// setSection sets the field at index of *out to v, when v is a section (a nil pointer is
+// none: it stays nil, left out or null as the field's tag says).
+func setSection(out any, index []int, v any) {
+	if v == nil {
+		return
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return
+	}
+	reflect.ValueOf(out).Elem().FieldByIndex(index).Set(reflect.ValueOf(v))
+}
+
+// mountExtensions mounts every Extension.
 func (s *Server) mountExtensions(g *echo.Group) {
 	s.hooks = hooks{}
 	for _, x := range s.Extensions {
@@ -167,6 +237,22 @@ func (s *Server) mountExtensions(g *echo.Group) {
 			x.Mount(&Mount{s: s, g: g})
 		}
 	}
+}
+
+// wakeAfterChange wakes the workflow of resource id after a change: started when the
+// resource exists (what names it in the answer if it cannot be), left to end when not.
+func wakeAfterChange(ctx context.Context, s *Server, id, what string, wake func(ctx context.Context, start bool) error) error {
+	exists, err := s.Store.Exists(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := wake(ctx, exists); err != nil {
+		s.Log.Warn("wake "+what, "resource", id, "error", err)
+		if exists {
+			return httpErr(http.StatusServiceUnavailable, "%s is stored, but its %s could not be started (%v): send the request again", describe(id), what, err)
+		}
+	}
+	return nil
 }
 
 // checkDIGExtensions runs the Extensions' checks of a DIG's spec.
@@ -212,15 +298,33 @@ func (s *Server) deleteDIG(del echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // statusSections fills the Extensions' sections of a DIG's status.
-func (s *Server) statusSections(ctx context.Context, out *statusResult, ctxID string, q statusQuery) error {
+func (s *Server) statusSections(ctx context.Context, out *statusResult, digID, ctxID string, q statusQuery) error {
 	for _, sec := range s.hooks.status {
-		v, err := sec.read(ctx, ctxID, StatusQuery{Apps: q.apps, Clusters: q.clusters})
+		if sec.status == nil {
+			continue
+		}
+		v, err := sec.read(ctx, ctxID, StatusQuery{DIG: digID, Apps: q.apps, Clusters: q.clusters})
 		if err != nil {
 			return err
 		}
-		if sec.name == "drift" && v != nil {
-			out.Drift = v
-		}
+		setSection(out, sec.status, v)
 	}
 	return nil
+}
+
+// dashboardSections fills the Extensions' sections of the dashboard's view of a DIG, each
+// in its goroutine of g.
+func (s *Server) dashboardSections(ctx context.Context, g *errgroup.Group, out *dashboardView, digID, ctxID string) {
+	for _, sec := range s.hooks.status {
+		if sec.dashboard == nil {
+			continue
+		}
+		g.Go(func() error {
+			v, err := sec.read(ctx, ctxID, StatusQuery{DIG: digID})
+			if err == nil {
+				setSection(out, sec.dashboard, v)
+			}
+			return err
+		})
+	}
 }

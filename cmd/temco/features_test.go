@@ -65,10 +65,10 @@ func TestADisabledFeatureIsNeitherRegisteredNorWired(t *testing.T) {
 	if want := []string{"autoscale", "drift", "inventory", "policy", "preview"}; !slices.Equal(names, want) {
 		t.Errorf("extensions %v, want %v", names, want)
 	}
-	if s.Autoscalers == nil || s.Inventories == nil || s.PolicyAgents == nil {
-		t.Errorf("wired: autoscalers %v, inventories %v, policy agents %v", s.Autoscalers, s.Inventories, s.PolicyAgents)
+	if s.Inventories == nil || s.PolicyAgents == nil {
+		t.Errorf("wired: inventories %v, policy agents %v", s.Inventories, s.PolicyAgents)
 	}
-	t.Setenv("TEMCO_DISABLE_FEATURES", "autoscale")
+	t.Setenv("TEMCO_DISABLE_FEATURES", "inventory")
 	ac = apiConfigOf(t, "--key-file", "keys")
 	if al, err = ac.check(); err != nil {
 		t.Fatal(err)
@@ -79,8 +79,8 @@ func TestADisabledFeatureIsNeitherRegisteredNorWired(t *testing.T) {
 			x.Wire(s)
 		}
 	}
-	if s.Autoscalers != nil || s.Inventories == nil {
-		t.Errorf("autoscale off, wired: autoscalers %v, inventories %v", s.Autoscalers, s.Inventories)
+	if s.Inventories != nil || s.PolicyAgents == nil {
+		t.Errorf("inventory off, wired: inventories %v, policy agents %v", s.Inventories, s.PolicyAgents)
 	}
 }
 
