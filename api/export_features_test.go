@@ -25,6 +25,8 @@ const (
 	PathCA  = pCA
 	PathDIG = pDIG
 	DIGName = digName
+	// Kubeconfig is a valid kubeconfig (of no reachable cluster).
+	Kubeconfig = testKubeconfig
 )
 
 // NewFeatureClient serves the api with exts, over a database of the test's, and creates
@@ -40,6 +42,12 @@ func NewFeatureClient(t *testing.T, exts ...Extension) *FeatureClient {
 // on a 5xx.
 func (f *FeatureClient) Do(method, path string, body any) Response {
 	return Response{f.c.do(method, path, body)}
+}
+
+// Multipart sends a multipart request: metadata as its "metadata" part, file (if not
+// nil) as its "file" part.
+func (f *FeatureClient) Multipart(method, path string, metadata any, file []byte) Response {
+	return Response{f.c.multipart(method, path, metadata, file)}
 }
 
 // Serve sends req as the dashboard does (with ClientHeader), whatever it answers.

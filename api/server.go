@@ -34,8 +34,6 @@ type Server struct {
 	Registry *prometheus.Registry        // nil: no /metrics
 	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
 	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
-	// Inventories run the cluster inventories' syncs; nil: none run.
-	Inventories Inventories
 	// PolicyAgents run the policy agents' listeners; nil: none run.
 	PolicyAgents PolicyAgents
 	// PolicyEngines are the OPA servers a policy intent may name (nil: none).

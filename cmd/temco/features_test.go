@@ -65,10 +65,10 @@ func TestADisabledFeatureIsNeitherRegisteredNorWired(t *testing.T) {
 	if want := []string{"autoscale", "drift", "inventory", "policy", "preview"}; !slices.Equal(names, want) {
 		t.Errorf("extensions %v, want %v", names, want)
 	}
-	if s.Inventories == nil || s.PolicyAgents == nil {
-		t.Errorf("wired: inventories %v, policy agents %v", s.Inventories, s.PolicyAgents)
+	if s.PolicyAgents == nil {
+		t.Errorf("wired: policy agents %v", s.PolicyAgents)
 	}
-	t.Setenv("TEMCO_DISABLE_FEATURES", "inventory")
+	t.Setenv("TEMCO_DISABLE_FEATURES", "policy")
 	ac = apiConfigOf(t, "--key-file", "keys")
 	if al, err = ac.check(); err != nil {
 		t.Fatal(err)
@@ -79,8 +79,8 @@ func TestADisabledFeatureIsNeitherRegisteredNorWired(t *testing.T) {
 			x.Wire(s)
 		}
 	}
-	if s.Inventories != nil || s.PolicyAgents == nil {
-		t.Errorf("inventory off, wired: inventories %v, policy agents %v", s.Inventories, s.PolicyAgents)
+	if s.PolicyAgents != nil {
+		t.Errorf("policy off, wired: policy agents %v", s.PolicyAgents)
 	}
 }
 

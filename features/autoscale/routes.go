@@ -48,8 +48,8 @@ type Autoscalers interface {
 func Extension(as Autoscalers) api.Extension {
 	return api.Extension{Name: "autoscale", Mount: func(m *api.Mount) {
 		r := routes{m: m, as: as}
-		m.Kind(api.DIGKind(api.KindDef[capacity.Spec]{Name: model.KindCapacityPlacement, Path: "/capacity-placements",
-			Param: "capacityPlacement", Check: checkPlacement, Changed: r.wake}))
+		m.Kind(api.KindDef[capacity.Spec]{Name: model.KindCapacityPlacement, Path: "/capacity-placements",
+			Param: "capacityPlacement", Check: checkPlacement, Changed: r.wake})
 		m.Route(api.Doc{Method: http.MethodGet, Path: routeItem + "/status", Code: http.StatusOK, Response: reflect.TypeFor[status](),
 			Summary: "The autoscaler of a DIG's capacity placement: each cluster's state, the signals it read, its decisions"},
 			r.status)
