@@ -34,9 +34,6 @@ type Extension struct {
 	Name string
 	// Mount registers its routes and DIG hooks.
 	Mount func(m *Mount)
-	// Wire sets what the api's routes for the feature still in package api need of it
-	// (inventory, policy), until they move to their folders.
-	Wire func(s *Server)
 }
 
 // Mount is an Extension's handle on the api while it mounts.
@@ -56,9 +53,15 @@ type Doc struct {
 	Query                              []string
 	Pages, LiveReads, Creates          bool
 	NoOwner, OwnerRequired             bool
+	// List: a list answered with Mount.List, taking limit and continue, paged.
+	List bool
 }
 
 func (d Doc) op() opDoc {
+	if d.List {
+		d.List = false
+		return listDoc(d.op())
+	}
 	return opDoc{method: d.Method, path: d.Path, summary: d.Summary, description: d.Description,
 		body: d.Body, bodyOptional: d.BodyOptional, multipart: d.Multipart, bulk: d.Bulk, code: d.Code,
 		response: d.Response, query: d.Query, pages: d.Pages, liveReads: d.LiveReads, creates: d.Creates,
@@ -123,6 +126,61 @@ func (m *Mount) Get(c echo.Context, route string) (*store.Doc, error) {
 	}
 	return d, nil
 }
+
+// List answers a page of the resources q selects, as the api's lists answer (limit and
+// continue, sorted by name), named as items of the collection at route.
+func (m *Mount) List(c echo.Context, route string, q store.Query) error {
+	page, err := parseListPage(c)
+	if err != nil {
+		return err
+	}
+	coll, err := fill(c, route)
+	if err != nil {
+		return err
+	}
+	keys := collKeys(coll)
+	docs, err := m.s.Store.List(c.Request().Context(), page.query(q, keys))
+	if err != nil {
+		return err
+	}
+	return listAnswer(c, page, docs, keys)
+}
+
+// Upsert stores the resource id of kind, named name, with body: created (owned by the
+// request's owner) when none is stored, else its body replaced (its state kept). secret
+// is what it keeps sealed, from what is stored (nil on create); a write lost to another
+// is tried again. Store errors are answered as the resource routes answer them.
+func (m *Mount) Upsert(ctx context.Context, id, kind, name, body string, secret func(stored []byte) ([]byte, error)) error {
+	for attempt := 1; ; attempt++ {
+		old, err := m.s.Store.Get(ctx, id)
+		if err != nil && store.CodeOf(err) != store.ErrNotFound {
+			return fromStore(err)
+		}
+		if err == nil {
+			old.Body = body
+			if old.Secret, err = secret(old.Secret); err != nil {
+				return err
+			}
+			err = m.s.Store.Update(ctx, old)
+		} else {
+			d := &store.Doc{ID: id, Scope: scopeOf(id), Kind: kind, Name: name, Body: body, Owner: ownerOf(ctx)}
+			if d.Secret, err = secret(nil); err != nil {
+				return err
+			}
+			err = m.s.Store.Create(ctx, d)
+		}
+		if lostTo(err, http.StatusOK) && attempt < maxReplaceAttempts {
+			continue
+		}
+		if err != nil {
+			return fromStore(err)
+		}
+		return nil
+	}
+}
+
+// Shown is a stored resource's body as the api answers it (with its owner, if any).
+func Shown(d *store.Doc) []byte { return shown(d) }
 
 // MustExist refuses (404) a resource id that is not stored.
 func (m *Mount) MustExist(ctx context.Context, id string) error { return m.s.mustExist(ctx, id) }
@@ -230,9 +288,6 @@ func setSection(out any, index []int, v any) {
 func (s *Server) mountExtensions(g *echo.Group) {
 	s.hooks = hooks{}
 	for _, x := range s.Extensions {
-		if x.Wire != nil {
-			x.Wire(s)
-		}
 		if x.Mount != nil {
 			x.Mount(&Mount{s: s, g: g})
 		}
