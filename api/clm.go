@@ -9,7 +9,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 
-	"github.com/temco/temco/internal/adapters/kubeconfig"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -90,8 +89,8 @@ func attachKubeconfig(_ context.Context, s *Server, r *request[model.ClusterSpec
 
 // sealKubeconfig checks a kubeconfig and seals it, bound to the resource's id.
 func sealKubeconfig(s *Server, file []byte, id string) ([]byte, error) {
-	if _, err := kubeconfig.Parse(file); err != nil {
-		return nil, badRequest("invalid kubeconfig: %v", err)
+	if err := CheckKubeconfig(file); err != nil {
+		return nil, err
 	}
 	return s.Keys.Seal(file, []byte(id))
 }

@@ -3,6 +3,7 @@ package api
 import (
 	"cmp"
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"time"
@@ -13,6 +14,8 @@ import (
 	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // The dashboard's view of one cluster (dashboard/README.md): what runs there — each DIG
@@ -165,11 +168,11 @@ func (s *Server) capacityOnCluster(ctx context.Context, key string, digs []clust
 	g.SetLimit(4)
 	for i := range digs {
 		g.Go(func() error {
-			a, err := s.autoscalerOfDIG(gctx, digPathOf(digs[i]))
+			name, a, err := s.capacityOf(gctx, digPathOf(digs[i]))
 			if err != nil || a == nil {
 				return err
 			}
-			c := &clusterCapacity{Placement: a.Name}
+			c := &clusterCapacity{Placement: name}
 			for _, m := range a.Members {
 				if m.Cluster == key {
 					c.State, c.Since, c.Reason = m.State, &m.Since, m.Reason
@@ -187,4 +190,20 @@ func (s *Server) capacityOnCluster(ctx context.Context, key string, digs []clust
 		})
 	}
 	return g.Wait()
+}
+
+// capacityOf reads the DIG's capacity placement: its name and its autoscaler's record
+// (features/autoscale; nil: the DIG has none).
+func (s *Server) capacityOf(ctx context.Context, digID string) (string, *lifecycle.AutoscaleState, error) {
+	docs, err := s.Store.List(ctx, store.Query{Parent: digID, Kind: model.KindCapacityPlacement})
+	if err != nil || len(docs) == 0 {
+		return "", nil, err
+	}
+	var st lifecycle.AutoscaleState
+	if docs[0].State != "" {
+		if err := json.Unmarshal([]byte(docs[0].State), &st); err != nil {
+			return "", nil, err
+		}
+	}
+	return docs[0].Name, &st, nil
 }

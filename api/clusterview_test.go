@@ -13,6 +13,8 @@ import (
 	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/health"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // A cluster's view: each DIG placed there with its apps' cells, the cluster's state by
@@ -61,14 +63,16 @@ func TestClusterViewShowsWhatRunsThere(t *testing.T) {
 	}
 
 	// What dig1's capacity placement last read of c2, and made of it.
-	admin.do("POST", pCapacity, res("fleet", capacitySpec("app1"))).must(t, http.StatusCreated)
+	// (The placement's routes are features/autoscale's: stored here as they store it.)
 	at := time.Date(2026, 11, 29, 5, 0, 0, 0, time.UTC)
 	state, _ := json.Marshal(lifecycle.AutoscaleState{
 		Members: []capacity.Member{{Cluster: "cp1+c2", State: capacity.Active, Since: at, Added: at, Reason: "placed by the DIG's operation"}},
 		Last:    &lifecycle.Evaluation{At: at, Signals: map[string]capacity.Signals{"cp1+c2": {Reachable: true, Unschedulable: 2}}},
 	})
-	doc, err := c.store.Get(context.Background(), pCapacity+"/fleet")
-	if err != nil {
+	body, _ := json.Marshal(res("fleet", map[string]any{"maxClusters": 2}))
+	doc := &store.Doc{ID: pDIG + "/capacity-placements/fleet", Parent: pDIG, Scope: "/projects/p1", Kind: model.KindCapacityPlacement,
+		Name: "fleet", Body: string(body)}
+	if err := c.store.Create(context.Background(), doc); err != nil {
 		t.Fatal(err)
 	}
 	doc.State = string(state)

@@ -50,27 +50,27 @@ type dashboardQuery struct {
 }
 
 type dashboardView struct {
-	Project             string            `json:"project"`
-	CompositeApp        string            `json:"compositeApp"`
-	CompositeAppVersion string            `json:"compositeAppVersion"`
-	Name                string            `json:"name"`
-	State               string            `json:"state"`
-	Instance            string            `json:"instance,omitempty"`
-	Revision            int64             `json:"revision,omitempty"`
-	ContextStatus       string            `json:"contextStatus,omitempty"`
-	Error               string            `json:"error,omitempty"`
-	History             []statusAction    `json:"history"`
-	Revisions           []revisionView    `json:"revisions"`
-	Operation           *operationView    `json:"operation"`
-	Rollout             *rolloutStatus    `json:"rollout"`
-	Autoscaler          *autoscalerStatus `json:"autoscaler"`
-	Apps                []string          `json:"apps"`
-	Objects             map[string]int    `json:"objects"`
-	Total               int               `json:"total"`
-	Matched             int               `json:"matched"`
-	Offset              int               `json:"offset"`
-	Limit               int               `json:"limit"`
-	States              map[string]int    `json:"states,omitempty"`
+	Project             string         `json:"project"`
+	CompositeApp        string         `json:"compositeApp"`
+	CompositeAppVersion string         `json:"compositeAppVersion"`
+	Name                string         `json:"name"`
+	State               string         `json:"state"`
+	Instance            string         `json:"instance,omitempty"`
+	Revision            int64          `json:"revision,omitempty"`
+	ContextStatus       string         `json:"contextStatus,omitempty"`
+	Error               string         `json:"error,omitempty"`
+	History             []statusAction `json:"history"`
+	Revisions           []revisionView `json:"revisions"`
+	Operation           *operationView `json:"operation"`
+	Rollout             *rolloutStatus `json:"rollout"`
+	Autoscaler          any            `json:"autoscaler"` // features/autoscale's section (Mount.DIGStatus)
+	Apps                []string       `json:"apps"`
+	Objects             map[string]int `json:"objects"`
+	Total               int            `json:"total"`
+	Matched             int            `json:"matched"`
+	Offset              int            `json:"offset"`
+	Limit               int            `json:"limit"`
+	States              map[string]int `json:"states,omitempty"`
 	// AppStates counts, per app, the clusters it is placed on by its cell's state: only
 	// with a state filter, which reads every cluster's documents anyway.
 	AppStates map[string]map[string]int `json:"appStates,omitempty"`
@@ -299,7 +299,7 @@ func (s *Server) readOverview(ctx context.Context, out *dashboardView, dig lifec
 	g, gctx := errgroup.WithContext(ctx)
 	g.Go(func() (err error) { out.Operation, err = s.operationOf(gctx, dig, header); return err })
 	g.Go(func() (err error) { out.Rollout, err = s.rolloutOf(gctx, header); return err })
-	g.Go(func() (err error) { out.Autoscaler, err = s.autoscalerOfDIG(gctx, dig.ID()); return err })
+	s.dashboardSections(gctx, g, out, dig.ID(), ctxID)
 	g.Go(func() (err error) { out.Objects, keys, err = s.Contexts.Overview(gctx, ctxID); return err })
 	if err := g.Wait(); err != nil {
 		return nil, err

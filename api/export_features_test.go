@@ -5,8 +5,11 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	"github.com/temco/temco/internal/adapters/auth/authtest"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/seal"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -21,9 +24,12 @@ type FeatureClient struct {
 
 // Paths and names of the tree NewFeatureClient creates.
 const (
+	PathP   = pP
 	PathCA  = pCA
 	PathDIG = pDIG
 	DIGName = digName
+	// Kubeconfig is a valid kubeconfig (of no reachable cluster).
+	Kubeconfig = testKubeconfig
 )
 
 // NewFeatureClient serves the api with exts, over a database of the test's, and creates
@@ -35,10 +41,38 @@ func NewFeatureClient(t *testing.T, exts ...Extension) *FeatureClient {
 	return f
 }
 
+// NewFeatureAuthClient serves the api with exts and authentication on (tokens of iss,
+// authtest.New(TestIssuer, TestAudience)), without a tree: its requests carry no token
+// until As gives them one.
+func NewFeatureAuthClient(t *testing.T, iss *authtest.Issuer, exts ...Extension) *FeatureClient {
+	f := &FeatureClient{ops: &operations{}}
+	f.c = authClient(t, iss, func(s *Server) { s.Ops, s.Extensions, f.srv = f.ops, exts, s })
+	return f
+}
+
+// Issuer and audience of the tokens NewFeatureAuthClient accepts.
+const (
+	TestIssuer   = testIssuer
+	TestAudience = testAudience
+)
+
+// As is the same client sending token.
+func (f *FeatureClient) As(token string) *FeatureClient {
+	cp := *f
+	cp.c = f.c.as(token)
+	return &cp
+}
+
 // Do sends a request (body: a string, []byte or JSON-encodable value), failing the test
 // on a 5xx.
 func (f *FeatureClient) Do(method, path string, body any) Response {
 	return Response{f.c.do(method, path, body)}
+}
+
+// Multipart sends a multipart request: metadata as its "metadata" part, file (if not
+// nil) as its "file" part.
+func (f *FeatureClient) Multipart(method, path string, metadata any, file []byte) Response {
+	return Response{f.c.multipart(method, path, metadata, file)}
 }
 
 // Serve sends req as the dashboard does (with ClientHeader), whatever it answers.
@@ -62,6 +96,12 @@ func (f *FeatureClient) StateOf(t *testing.T, path string) lifecycle.StateInfo {
 // Complete gives the tree's DIG every part an instantiate needs.
 func (f *FeatureClient) Complete(t *testing.T) { complete(t, f.c) }
 
+// Store is the api's resource store.
+func (f *FeatureClient) Store() *store.Store { return f.srv.Store }
+
+// Keys are the api's keys, which seal what it stores sealed.
+func (f *FeatureClient) Keys() *seal.Keyring { return f.srv.Keys }
+
 // Contexts is the api's store of contexts.
 func (f *FeatureClient) Contexts() *appctx.Store { return f.srv.Contexts }
 
@@ -83,7 +123,12 @@ func (r Response) Message(t testing.TB) string { t.Helper(); return r.r.message(
 func (r Response) JSON(t testing.TB, v any)    { t.Helper(); r.r.json(t, v) }
 func (r Response) Body() []byte                { return r.r.body }
 
-// Res is a resource's body {metadata, spec}; DIGSpec the tree's DIG's spec.
+// Code is the answer's status.
+func (r Response) Code() int { return r.r.code }
+
+// Res is a resource's body {metadata, spec}; DIGSpec the tree's DIG's spec; Meta a
+// resource's metadata.
+func Meta(name string) map[string]any          { return meta(name) }
 func Res(name string, spec any) map[string]any { return res(name, spec) }
 func DIGSpec() map[string]any                  { return digSpec() }
 

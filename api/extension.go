@@ -8,6 +8,7 @@ import (
 
 	"github.com/labstack/echo/v4"
 
+	"github.com/temco/temco/internal/adapters/kubeconfig"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
@@ -28,16 +29,36 @@ type ResourceKind interface {
 	mount(g *echo.Group, s *Server)
 }
 
-// KindDef describes a controller's resource kind {metadata, spec: S}.
+// KindDef describes a controller's or a feature's resource kind {metadata, spec: S}.
 type KindDef[S any] struct {
 	Name string // stored kind, unique across temco (e.g. "gac-intent")
 	// Path is the collection below the DIG and Param the item's path parameter, e.g.
 	// "/generic-k8s-intents/:genericK8sIntent/resources" and "genericK8sResource".
 	Path, Param string
+	// Root: Path is the collection's whole path below /v2, its parent any level (a
+	// cluster provider's, a project's, the top level), rather than below the DIG.
+	Root bool
 	// Multipart: the body is multipart/form-data with a "metadata" part and optional
 	// "file" and "files" parts, which Check reads from the request.
 	Multipart bool
-	Check     func(ctx context.Context, r *Request[S]) error
+	// File, if set, makes the body multipart/form-data with a "metadata" part and a
+	// "file" part, which File.Attach validates and keeps (Request.SetSealed).
+	File *FileDef[S]
+	// PostItem: EMCO creates or replaces the kind with a POST on the item, whose path
+	// names it: served beside the collection's POST, answering 201.
+	PostItem bool
+	Check    func(ctx context.Context, r *Request[S]) error
+	// Changed runs after a successful create, replace or delete of the resource id; its
+	// error is the request's answer, the change stored.
+	Changed func(ctx context.Context, id string) error
+}
+
+// FileDef is the "file" part of a kind's multipart body.
+type FileDef[S any] struct {
+	// Required: a create without the file is refused (400).
+	Required bool
+	// Attach validates the file (Request.File) and keeps it, after Check.
+	Attach func(ctx context.Context, r *Request[S]) error
 }
 
 // DIGKind makes a ResourceKind of d.
@@ -87,12 +108,23 @@ func (d clusterKind[S]) mount(g *echo.Group, s *Server) {
 // A controller's intents leave the DIG's lifecycle alone, as EMCO's controllers do: they
 // are read when an operation runs its controllers, so they may change after approve.
 func (d KindDef[S]) mount(g *echo.Group, s *Server) {
-	coll := routeDIG + d.Path
-	k := kind[S]{name: d.Name, coll: coll, item: coll + "/:" + d.Param, multipart: d.Multipart}
+	coll := d.Path
+	if !d.Root {
+		coll = routeDIG + d.Path
+	}
+	k := kind[S]{name: d.Name, coll: coll, item: coll + "/:" + d.Param, multipart: d.Multipart, postItem: d.PostItem}
 	if d.Check != nil {
 		k.check = func(ctx context.Context, s *Server, r *request[S]) error {
 			return d.Check(ctx, &Request[S]{r: r, s: s})
 		}
+	}
+	if d.File != nil {
+		k.file = &fileSpec[S]{required: d.File.Required, attach: func(ctx context.Context, s *Server, r *request[S]) error {
+			return d.File.Attach(ctx, &Request[S]{r: r, s: s})
+		}}
+	}
+	if d.Changed != nil {
+		k.changed = func(ctx context.Context, _ *Server, id string) error { return d.Changed(ctx, id) }
 	}
 	register(g, s, k)
 }
@@ -169,6 +201,24 @@ func OpenSealed(keys *seal.Keyring, d *store.Doc) ([]byte, error) {
 
 // Store is the resource store, for lookups.
 func (q *Request[S]) Store() *store.Store { return q.s.Store }
+
+// App is the store id of the app named by field (a reference to an app of the
+// resource's composite app), refused (400) when the name is invalid.
+func (q *Request[S]) App(field, name string) (string, error) { return appRef(q.r.id, field, name) }
+
+// OnePerDIG refuses (409, naming it) another resource of kind under the resource's DIG:
+// what (e.g. "capacity placement") is one per DIG at most.
+func (q *Request[S]) OnePerDIG(ctx context.Context, kind, what string) error {
+	return onePerDIG(ctx, q.s, q.r.parent, q.r.id, kind, what)
+}
+
+// CheckKubeconfig refuses (400) a file that is no kubeconfig.
+func CheckKubeconfig(file []byte) error {
+	if _, err := kubeconfig.Parse(file); err != nil {
+		return badRequest("invalid kubeconfig: %v", err)
+	}
+	return nil
+}
 
 // BadRequest and Conflict are the errors a check returns: 400 and 409 with the message.
 func BadRequest(format string, args ...any) error { return badRequest(format, args...) }

@@ -5,8 +5,10 @@ import (
 	"log/slog"
 	"net/http"
 	"reflect"
+	"strings"
 
 	"github.com/labstack/echo/v4"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
@@ -32,9 +34,6 @@ type Extension struct {
 	Name string
 	// Mount registers its routes and DIG hooks.
 	Mount func(m *Mount)
-	// Wire sets what the api's routes for the feature still in package api need of it
-	// (autoscale, inventory, policy), until they move to their folders.
-	Wire func(s *Server)
 }
 
 // Mount is an Extension's handle on the api while it mounts.
@@ -54,9 +53,15 @@ type Doc struct {
 	Query                              []string
 	Pages, LiveReads, Creates          bool
 	NoOwner, OwnerRequired             bool
+	// List: a list answered with Mount.List, taking limit and continue, paged.
+	List bool
 }
 
 func (d Doc) op() opDoc {
+	if d.List {
+		d.List = false
+		return listDoc(d.op())
+	}
 	return opDoc{method: d.Method, path: d.Path, summary: d.Summary, description: d.Description,
 		body: d.Body, bodyOptional: d.BodyOptional, multipart: d.Multipart, bulk: d.Bulk, code: d.Code,
 		response: d.Response, query: d.Query, pages: d.Pages, liveReads: d.LiveReads, creates: d.Creates,
@@ -85,14 +90,106 @@ func (m *Mount) DIGDeleted(deleted func(ctx context.Context, digID string)) {
 	m.s.hooks.digDeleted = append(m.s.hooks.digDeleted, deleted)
 }
 
-// DIGStatus adds the section name of a DIG's status (of its context ctxID): read
-// answers it, nil for none; doc is its type, for the OpenAPI document. The answer's
-// fields keep their order: a section is a field of statusResult (drift alone so far).
+// DIGStatus adds the section name of a DIG's status (of its context ctxID, q.DIG the
+// DIG's id): read answers it, nil for none; doc is its type, for the OpenAPI document.
+// The answers keep their fields' order: a section has its place in each answer that shows
+// it, a field typed any whose JSON name is name, in a DIG's status (statusResult) and the
+// dashboard's view of a DIG (dashboardView), read only for those that have it (the drift
+// section is in the status alone, the autoscaler's in both). A name neither has panics:
+// where a new section goes in the answers is the api's to say, by that field.
 func (m *Mount) DIGStatus(name string, doc reflect.Type, read func(ctx context.Context, ctxID string, q StatusQuery) (any, error)) {
-	if name != "drift" {
-		panic("api: a DIG's status has no section " + name + " (statusResult)")
+	sec := statusSection{name: name, doc: doc, read: read,
+		status: sectionField[statusResult](name), dashboard: sectionField[dashboardView](name)}
+	if sec.status == nil && sec.dashboard == nil {
+		panic("api: a DIG's status has no section " + name + ": add a field typed any of that JSON name to statusResult or dashboardView")
 	}
-	m.s.hooks.status = append(m.s.hooks.status, statusSection{name: name, doc: doc, read: read})
+	m.s.hooks.status = append(m.s.hooks.status, sec)
+}
+
+// Kind mounts a resource kind (KindDef) with the generic handlers: create, list, get,
+// replace, delete, documented.
+func (m *Mount) Kind(k ResourceKind) { k.mount(m.g, m.s) }
+
+// PathID is the store id the request's path names along route (its parameters filled,
+// 400 for an invalid name), e.g. route lifecycle.RouteDIG.
+func (m *Mount) PathID(c echo.Context, route string) (string, error) { return fill(c, route) }
+
+// Get reads the resource the request's path names along route (404 when none).
+func (m *Mount) Get(c echo.Context, route string) (*store.Doc, error) {
+	id, err := fill(c, route)
+	if err != nil {
+		return nil, err
+	}
+	d, err := m.s.Store.Get(c.Request().Context(), id)
+	if err != nil {
+		return nil, fromStore(err)
+	}
+	return d, nil
+}
+
+// List answers a page of the resources q selects, as the api's lists answer (limit and
+// continue, sorted by name), named as items of the collection at route.
+func (m *Mount) List(c echo.Context, route string, q store.Query) error {
+	page, err := parseListPage(c)
+	if err != nil {
+		return err
+	}
+	coll, err := fill(c, route)
+	if err != nil {
+		return err
+	}
+	keys := collKeys(coll)
+	docs, err := m.s.Store.List(c.Request().Context(), page.query(q, keys))
+	if err != nil {
+		return err
+	}
+	return listAnswer(c, page, docs, keys)
+}
+
+// Upsert stores the resource id of kind, named name, with body: created (owned by the
+// request's owner) when none is stored, else its body replaced (its state kept). secret
+// is what it keeps sealed, from what is stored (nil on create); a write lost to another
+// is tried again. Store errors are answered as the resource routes answer them.
+func (m *Mount) Upsert(ctx context.Context, id, kind, name, body string, secret func(stored []byte) ([]byte, error)) error {
+	for attempt := 1; ; attempt++ {
+		old, err := m.s.Store.Get(ctx, id)
+		if err != nil && store.CodeOf(err) != store.ErrNotFound {
+			return fromStore(err)
+		}
+		if err == nil {
+			old.Body = body
+			if old.Secret, err = secret(old.Secret); err != nil {
+				return err
+			}
+			err = m.s.Store.Update(ctx, old)
+		} else {
+			d := &store.Doc{ID: id, Scope: scopeOf(id), Kind: kind, Name: name, Body: body, Owner: ownerOf(ctx)}
+			if d.Secret, err = secret(nil); err != nil {
+				return err
+			}
+			err = m.s.Store.Create(ctx, d)
+		}
+		if lostTo(err, http.StatusOK) && attempt < maxReplaceAttempts {
+			continue
+		}
+		if err != nil {
+			return fromStore(err)
+		}
+		return nil
+	}
+}
+
+// Shown is a stored resource's body as the api answers it (with its owner, if any).
+func Shown(d *store.Doc) []byte { return shown(d) }
+
+// MustExist refuses (404) a resource id that is not stored.
+func (m *Mount) MustExist(ctx context.Context, id string) error { return m.s.mustExist(ctx, id) }
+
+// WakeAfterChange wakes the workflow of resource id after its change (a Changed hook):
+// wake starts it (start) when the resource exists, what naming it in the answer (503) if
+// it could not be; a resource gone leaves it to end, the error logged.
+func (m *Mount) WakeAfterChange(ctx context.Context, id, what string, wake func(ctx context.Context, start bool) error) error {
+	return wakeAfterChange(ctx, m.s, id, what, wake)
 }
 
 // Store, Contexts, Keys, Ops and Log are the api's.
@@ -138,9 +235,13 @@ func FromStore(err error) error { return fromStore(err) }
 // Describe names a resource of the store by its id, as the api's messages do.
 func Describe(id string) string { return describe(id) }
 
-// StatusQuery is what a status request asks of a DIG status's sections: the apps and
-// clusters (provider+cluster) it shows (none: all).
-type StatusQuery struct{ Apps, Clusters []string }
+// StatusQuery is what a status request asks of a DIG status's sections: the DIG's store
+// id, and the apps and clusters (provider+cluster) it shows (none: all; the dashboard's
+// view asks for all).
+type StatusQuery struct {
+	DIG            string
+	Apps, Clusters []string
+}
 
 // hooks are the Extensions' hooks on the DIG, set as the Handler mounts them.
 type hooks struct {
@@ -154,19 +255,59 @@ type statusSection struct {
 	name string
 	doc  reflect.Type
 	read func(context.Context, string, StatusQuery) (any, error)
+	// status and dashboard are the section's field in statusResult and dashboardView
+	// (nil: that answer has none).
+	status, dashboard []int
 }
 
-// mountExtensions mounts every Extension (and wires those not moved yet).
+// sectionField is the index of the field of V typed any whose JSON name is name (nil:
+// none).
+func sectionField[V any](name string) []int {
+	for _, f := range reflect.VisibleFields(reflect.TypeFor[V]()) {
+		tag, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if tag == name && f.Type == reflect.TypeFor[any]() {
+			return f.Index
+		}
+	}
+	return nil
+}
+
+// setSection sets the field at index of *out to v, when v is a section (a nil pointer is
+// none: it stays nil, left out or null as the field's tag says).
+func setSection(out any, index []int, v any) {
+	if v == nil {
+		return
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return
+	}
+	reflect.ValueOf(out).Elem().FieldByIndex(index).Set(reflect.ValueOf(v))
+}
+
+// mountExtensions mounts every Extension.
 func (s *Server) mountExtensions(g *echo.Group) {
 	s.hooks = hooks{}
 	for _, x := range s.Extensions {
-		if x.Wire != nil {
-			x.Wire(s)
-		}
 		if x.Mount != nil {
 			x.Mount(&Mount{s: s, g: g})
 		}
 	}
+}
+
+// wakeAfterChange wakes the workflow of resource id after a change: started when the
+// resource exists (what names it in the answer if it cannot be), left to end when not.
+func wakeAfterChange(ctx context.Context, s *Server, id, what string, wake func(ctx context.Context, start bool) error) error {
+	exists, err := s.Store.Exists(ctx, id)
+	if err != nil {
+		return err
+	}
+	if err := wake(ctx, exists); err != nil {
+		s.Log.Warn("wake "+what, "resource", id, "error", err)
+		if exists {
+			return httpErr(http.StatusServiceUnavailable, "%s is stored, but its %s could not be started (%v): send the request again", describe(id), what, err)
+		}
+	}
+	return nil
 }
 
 // checkDIGExtensions runs the Extensions' checks of a DIG's spec.
@@ -212,15 +353,33 @@ func (s *Server) deleteDIG(del echo.HandlerFunc) echo.HandlerFunc {
 }
 
 // statusSections fills the Extensions' sections of a DIG's status.
-func (s *Server) statusSections(ctx context.Context, out *statusResult, ctxID string, q statusQuery) error {
+func (s *Server) statusSections(ctx context.Context, out *statusResult, digID, ctxID string, q statusQuery) error {
 	for _, sec := range s.hooks.status {
-		v, err := sec.read(ctx, ctxID, StatusQuery{Apps: q.apps, Clusters: q.clusters})
+		if sec.status == nil {
+			continue
+		}
+		v, err := sec.read(ctx, ctxID, StatusQuery{DIG: digID, Apps: q.apps, Clusters: q.clusters})
 		if err != nil {
 			return err
 		}
-		if sec.name == "drift" && v != nil {
-			out.Drift = v
-		}
+		setSection(out, sec.status, v)
 	}
 	return nil
+}
+
+// dashboardSections fills the Extensions' sections of the dashboard's view of a DIG, each
+// in its goroutine of g.
+func (s *Server) dashboardSections(ctx context.Context, g *errgroup.Group, out *dashboardView, digID, ctxID string) {
+	for _, sec := range s.hooks.status {
+		if sec.dashboard == nil {
+			continue
+		}
+		g.Go(func() error {
+			v, err := sec.read(ctx, ctxID, StatusQuery{DIG: digID})
+			if err == nil {
+				setSection(out, sec.dashboard, v)
+			}
+			return err
+		})
+	}
 }

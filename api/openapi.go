@@ -183,15 +183,18 @@ func responses(d opDoc) map[string]any {
 }
 
 // withStatusSections documents the Extensions' sections of a DIG's status (typed any in
-// statusResult) in the status routes' answers.
+// statusResult and dashboardView) in the answers that show them.
 func (s *Server) withStatusSections(d opDoc, out map[string]any) map[string]any {
-	if d.response != typeOf[statusResult]() {
+	status, dashboard := d.response == typeOf[statusResult](), d.response == typeOf[dashboardView]()
+	if !status && !dashboard {
 		return out
 	}
 	schema := out[itoa(d.code)].(map[string]any)["content"].(map[string]any)["application/json"].(map[string]any)["schema"].(map[string]any)
 	props := schema["properties"].(map[string]any)
 	for _, sec := range s.hooks.status {
-		props[sec.name] = schemaOf(sec.doc)
+		if status && sec.status != nil || dashboard && sec.dashboard != nil {
+			props[sec.name] = schemaOf(sec.doc)
+		}
 	}
 	return out
 }

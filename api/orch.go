@@ -55,9 +55,6 @@ func (s *Server) registerOrchestrator(g *echo.Group) {
 	register(g, s, kind[model.AppIntentSpec]{name: model.KindAppIntent, check: checkAppIntent, changed: unapprove,
 		coll: routeGPI + "/app-intents", item: routeGPI + "/app-intents/:appIntent"})
 	s.registerRollout(g)
-	s.registerCapacity(g)
-	s.registerInventories(g)
-	s.registerPolicy(g)
 	s.registerArtifacts(g)
 }
 

@@ -34,14 +34,6 @@ type Server struct {
 	Registry *prometheus.Registry        // nil: no /metrics
 	Ready    func(context.Context) error // /readyz: the store and Temporal answer; nil: always ready
 	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
-	// Autoscalers run DIGs' autoscalers (capacity placements); nil: none run.
-	Autoscalers Autoscalers
-	// Inventories run the cluster inventories' syncs; nil: none run.
-	Inventories Inventories
-	// PolicyAgents run the policy agents' listeners; nil: none run.
-	PolicyAgents PolicyAgents
-	// PolicyEngines are the OPA servers a policy intent may name (nil: none).
-	PolicyEngines *egress.Allow
 	// ArtifactHosts are the registries and repositories apps' charts may come from (nil: none).
 	ArtifactHosts *egress.Allow
 

@@ -218,8 +218,8 @@ func describeContext(out *statusResult, ctxID string, header *appctx.Context) {
 	}
 }
 
-// addRunning adds the running operation of context ctxID and, for a DIG, its last drift
-// check, its rollout and its autoscaler.
+// addRunning adds the running operation of context ctxID and, for a DIG, its rollout and
+// the Extensions' sections (its last drift check, its autoscaler).
 func (s *Server) addRunning(ctx context.Context, out *statusResult, target lifecycle.Target, ctxID string, header *appctx.Context, q statusQuery) error {
 	var err error
 	if out.Operation, err = s.Ops.Running(ctx, target, header.Status, ctxID); err != nil {
@@ -228,14 +228,10 @@ func (s *Server) addRunning(ctx context.Context, out *statusResult, target lifec
 	if !target.Kind().Apps {
 		return nil
 	}
-	if err = s.statusSections(ctx, out, ctxID, q); err != nil {
-		return err
-	}
 	if out.Rollout, err = s.rolloutOf(ctx, header); err != nil {
 		return err
 	}
-	out.Autoscaler, err = s.autoscalerOfDIG(ctx, target.ID())
-	return err
+	return s.statusSections(ctx, out, target.ID(), ctxID, q)
 }
 
 // statusesOf reads the statuses of context ctxID as q asks for them: for the dashboard's

@@ -61,8 +61,9 @@ type statusResult struct {
 	// each stage's state, counts, timers and (up to rolloutClustersShown) clusters.
 	Rollout *rolloutStatus `json:"rollout,omitempty"`
 	// Autoscaler is where the autoscaler of the DIG's capacity placement stands: its
-	// clusters' states, its last evaluation and its last decisions.
-	Autoscaler *autoscalerStatus `json:"autoscaler,omitempty"`
+	// clusters' states, its last evaluation and its last decisions: the section of the
+	// Extension of features/autoscale (Mount.DIGStatus).
+	Autoscaler any `json:"autoscaler,omitempty"`
 }
 
 type statusStates struct {

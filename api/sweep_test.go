@@ -37,6 +37,7 @@ import (
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/controllers/workflowmgr"
+	feature "github.com/temco/temco/features"
 	features "github.com/temco/temco/features/registry"
 	"github.com/temco/temco/internal/adapters/auth"
 	"github.com/temco/temco/internal/adapters/auth/authtest"
@@ -156,7 +157,7 @@ func newSweepServer(t *testing.T, iss *authtest.Issuer) *sweepServer {
 		Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
 	for _, f := range features.All { // every feature's routes, as switched off: no Temporal
 		if f.API != nil {
-			srv.Extensions = append(srv.Extensions, f.API(nil))
+			srv.Extensions = append(srv.Extensions, f.API(feature.Mounting{}))
 		}
 	}
 	e := srv.Handler()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/api"
+	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 )
@@ -30,8 +31,8 @@ type Feature struct {
 	// package declares), built from the worker's one Deps.
 	Activities func(lifecycle.Registry, *deps.Deps)
 	// API is its part of the api (its routes.go: api.Extension), built for every feature:
-	// st is nil when it is switched off, and its routes then answer so.
-	API func(st *starter.Starter) api.Extension
+	// in.Starter is nil when it is switched off, and its routes then answer so.
+	API func(in Mounting) api.Extension
 	// TakeOver are its workflow types whose activities run long enough that a restarted
 	// worker fails its predecessor's attempts of them at once (workers.TakeOver).
 	TakeOver []string
@@ -41,6 +42,15 @@ type Feature struct {
 	// Serve, if set, runs beside the api while it serves (health keeps its probes
 	// started), until ctx ends.
 	Serve func(ctx context.Context, in Serving)
+}
+
+// Mounting is what a feature's part of the api is built with.
+type Mounting struct {
+	// Starter starts its workflows: nil when it is switched off.
+	Starter *starter.Starter
+	// PolicyEngines are the OPA servers a policy intent may name (--policy-engine-allow;
+	// nil: none): the policy feature's configuration.
+	PolicyEngines *egress.Allow
 }
 
 // Serving is what a feature's Serve runs with.

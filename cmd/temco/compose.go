@@ -27,6 +27,7 @@ import (
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/controllers/workflowmgr"
 	"github.com/temco/temco/features"
+	featureregistry "github.com/temco/temco/features/registry"
 	"github.com/temco/temco/internal/adapters/auth"
 	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/adapters/credentials"
@@ -161,7 +162,7 @@ func (p *apiProcess) usersWorkflows(lists apiLists) (*workflowmgr.Temporal, erro
 func (p *apiProcess) restServer(lists apiLists, workflows *workflowmgr.Temporal) *api.Server {
 	cfg := p.cfg
 	s := &api.Server{Store: p.store, Contexts: p.contexts, Keys: p.keys, Log: p.log, Registry: p.metrics,
-		Ops: p.ops, PolicyEngines: lists.policyEngines, ArtifactHosts: lists.artifactHosts, Ready: ready(p.store, p.temporal),
+		Ops: p.ops, ArtifactHosts: lists.artifactHosts, Ready: ready(p.store, p.temporal),
 		TemporalUI: strings.TrimSuffix(cfg.temporalUI, "/"), Namespace: cfg.temporal.namespace,
 		Controllers:        controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 		Kinds:              slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: cfg.certOrgs}), workflowmgr.Kinds(workflows)),
@@ -170,7 +171,7 @@ func (p *apiProcess) restServer(lists apiLists, workflows *workflowmgr.Temporal)
 	if cfg.temporal.encryptPayloads {
 		s.Codec = codec.Codec{Keys: p.keys}
 	}
-	s.Extensions = extensions(p.ops, lists.features)
+	s.Extensions = extensions(featureregistry.All, features.Mounting{Starter: p.ops, PolicyEngines: lists.policyEngines}, lists.features)
 	return s
 }
 

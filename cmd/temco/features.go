@@ -14,7 +14,6 @@ import (
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/features"
 	"github.com/temco/temco/features/registry"
-	"github.com/temco/temco/starter"
 )
 
 // featuresConfig is the features an operator switched off, the same for api and worker.
@@ -35,19 +34,19 @@ func (c featuresConfig) check() ([]features.Feature, error) {
 	return on, nil
 }
 
-// extensions are every feature's parts of the api: those on with the starter, those
-// switched off without, so that their routes answer that they are off.
-func extensions(ops *starter.Starter, on []features.Feature) []api.Extension {
+// extensions are every feature's (of all) parts of the api, built with in: those on with
+// its starter, those switched off without, so that their routes answer that they are off.
+func extensions(all []features.Feature, in features.Mounting, on []features.Feature) []api.Extension {
 	var out []api.Extension
-	for _, f := range registry.All {
+	for _, f := range all {
 		if f.API == nil {
 			continue
 		}
-		st := ops
+		fin := in
 		if !slices.ContainsFunc(on, func(o features.Feature) bool { return o.Name == f.Name }) {
-			st = nil
+			fin.Starter = nil
 		}
-		out = append(out, f.API(st))
+		out = append(out, f.API(fin))
 	}
 	return out
 }

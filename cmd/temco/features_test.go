@@ -9,6 +9,9 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/api"
+	"github.com/temco/temco/features"
+	"github.com/temco/temco/features/registry"
+	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workers"
 )
@@ -52,35 +55,33 @@ func TestADisabledFeatureIsNeitherRegisteredNorWired(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Every feature with a part in the api has its Extension, mounted whether on or off
-	// (api's drift_test and preview_test: a feature off answers 503 saying so); only
-	// those on wire the api's routes not yet in their folders.
+	// (api's features' tests: a feature off answers saying so).
 	var names []string
-	s := &api.Server{}
-	for _, x := range extensions(&starter.Starter{}, al.features) {
+	for _, x := range extensions(registry.All, features.Mounting{Starter: &starter.Starter{}}, al.features) {
 		names = append(names, x.Name)
-		if x.Wire != nil {
-			x.Wire(s)
+		if x.Mount == nil {
+			t.Errorf("extension %s mounts nothing", x.Name)
 		}
 	}
 	if want := []string{"autoscale", "drift", "inventory", "policy", "preview"}; !slices.Equal(names, want) {
 		t.Errorf("extensions %v, want %v", names, want)
 	}
-	if s.Autoscalers == nil || s.Inventories == nil || s.PolicyAgents == nil {
-		t.Errorf("wired: autoscalers %v, inventories %v, policy agents %v", s.Autoscalers, s.Inventories, s.PolicyAgents)
-	}
-	t.Setenv("TEMCO_DISABLE_FEATURES", "autoscale")
-	ac = apiConfigOf(t, "--key-file", "keys")
-	if al, err = ac.check(); err != nil {
-		t.Fatal(err)
-	}
-	s = &api.Server{}
-	for _, x := range extensions(&starter.Starter{}, al.features) {
-		if x.Wire != nil {
-			x.Wire(s)
+	// Those on are built with the starter, those off without; all with the configuration.
+	st, engines := &starter.Starter{}, egress.MustParse("opa.example.com")
+	got := map[string]features.Mounting{}
+	var all []features.Feature
+	for _, name := range []string{"on", "off", "worker-only"} {
+		f := features.Feature{Name: name}
+		if name != "worker-only" {
+			f.API = func(in features.Mounting) api.Extension { got[name] = in; return api.Extension{Name: name} }
 		}
+		all = append(all, f)
 	}
-	if s.Autoscalers != nil || s.Inventories == nil {
-		t.Errorf("autoscale off, wired: autoscalers %v, inventories %v", s.Autoscalers, s.Inventories)
+	if n := len(extensions(all, features.Mounting{Starter: st, PolicyEngines: engines}, all[:1])); n != 2 {
+		t.Errorf("%d extensions, want 2", n)
+	}
+	if got["on"].Starter != st || got["off"].Starter != nil || got["on"].PolicyEngines != engines || got["off"].PolicyEngines != engines {
+		t.Errorf("built with %+v", got)
 	}
 }
 

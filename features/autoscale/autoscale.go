@@ -2,8 +2,8 @@
 // one Autoscale workflow per DIG with a capacity placement (flow) reads its clusters'
 // signals, decides, drains (work) and changes the DIG's clusters through its ordinary
 // update. Placement and the capacity placement's record are the core's (activities/
-// placement, lifecycle.AutoscaleState). Here: the feature, and the waking and signals of
-// the autoscalers.
+// placement, lifecycle.AutoscaleState). Here: the feature, the waking and signals of
+// the autoscalers, and its routes (routes.go).
 package autoscale
 
 import (
@@ -30,15 +30,16 @@ var Feature = features.Feature{
 	API:        extension,
 }
 
-// extension wires the api's routes for it, still in api/; st nil: switched off.
-func extension(st *starter.Starter) api.Extension {
+// extension is its part of the api (routes.go); in.Starter nil: switched off.
+func extension(in features.Mounting) api.Extension {
+	st := in.Starter
 	if st == nil {
-		return api.Extension{Name: "autoscale"}
+		return Extension(nil)
 	}
-	return api.Extension{Name: "autoscale", Wire: func(s *api.Server) { s.Autoscalers = Starter{st} }}
+	return Extension(Starter{st})
 }
 
-// Starter wakes and signals the autoscalers: the api's api.Autoscalers.
+// Starter wakes and signals the autoscalers: the routes' Autoscalers.
 type Starter struct{ *starter.Starter }
 
 // WakeAutoscaler has the DIG's autoscaler (flow.WorkflowAutoscale) evaluate now; with

@@ -32,8 +32,9 @@ var Feature = features.Feature{
 	API:        extension,
 }
 
-// extension is drift detection's part of the api (routes.go); st nil: switched off.
-func extension(st *starter.Starter) api.Extension {
+// extension is drift detection's part of the api (routes.go); in.Starter nil: switched off.
+func extension(in features.Mounting) api.Extension {
+	st := in.Starter
 	if st == nil {
 		return Extension(nil)
 	}

@@ -1,7 +1,8 @@
 // Package inventory is cluster inventories (temco's own; docs/inventory.md): one
 // ClusterInventory workflow per inventory resource (flow) keeps a provider's clusters in
 // step with a hub's ClusterProfiles and publishes every DIG's clusters there as
-// PlacementDecisions (work). Here: the feature, and the waking of its workflows.
+// PlacementDecisions (work). Here: the feature, the waking of its workflows and its
+// routes (routes.go).
 package inventory
 
 import (
@@ -24,15 +25,16 @@ var Feature = features.Feature{
 	API:        extension,
 }
 
-// extension wires the api's routes for it, still in api/; st nil: switched off.
-func extension(st *starter.Starter) api.Extension {
+// extension is its part of the api (routes.go); in.Starter nil: switched off.
+func extension(in features.Mounting) api.Extension {
+	st := in.Starter
 	if st == nil {
-		return api.Extension{Name: "inventory"}
+		return Extension(nil)
 	}
-	return api.Extension{Name: "inventory", Wire: func(s *api.Server) { s.Inventories = Starter{st} }}
+	return Extension(Starter{st})
 }
 
-// Starter wakes the inventories' workflows: the api's api.Inventories.
+// Starter wakes the inventories' workflows: the routes' Inventories.
 type Starter struct{ *starter.Starter }
 
 // WakeInventory has a cluster inventory's workflow (flow.WorkflowInventory) sync now;

@@ -1,7 +1,8 @@
 // Package policy is EMCO's policy controller in temco (docs/policy.md): a PolicyAgent
 // workflow per registered agent holds its event stream open, and a Policy workflow per DIG
 // evaluates the DIG's policy intents and starts the workflow a decision asks for (flow);
-// work holds their activities. Here: the feature, and the waking of the agents' listeners.
+// work holds their activities. Here: the feature, the waking of the agents' listeners and
+// its routes (routes.go, agents.go).
 package policy
 
 import (
@@ -27,15 +28,16 @@ var Feature = features.Feature{
 	API:        extension,
 }
 
-// extension wires the api's routes for it, still in api/; st nil: switched off.
-func extension(st *starter.Starter) api.Extension {
-	if st == nil {
-		return api.Extension{Name: "policy"}
+// extension is its part of the api (routes.go), with the configuration's engines;
+// in.Starter nil: switched off.
+func extension(in features.Mounting) api.Extension {
+	if in.Starter == nil {
+		return Extension(nil, in.PolicyEngines)
 	}
-	return api.Extension{Name: "policy", Wire: func(s *api.Server) { s.PolicyAgents = Starter{st} }}
+	return Extension(Starter{in.Starter}, in.PolicyEngines)
 }
 
-// Starter wakes the agents' listeners: the api's api.PolicyAgents.
+// Starter wakes the agents' listeners: the routes' Agents.
 type Starter struct{ *starter.Starter }
 
 // WakePolicyAgent has a policy agent's listener (flow.WorkflowPolicyAgent) open its

@@ -3,6 +3,8 @@ package registry
 import (
 	"slices"
 	"testing"
+
+	"github.com/temco/temco/features"
 )
 
 // Each feature has a name of its own, and something for the worker or the api; its part
@@ -17,8 +19,8 @@ func TestEveryFeatureHasANameOfItsOwnAndDoesSomething(t *testing.T) {
 		if len(f.Workflows) == 0 && f.Activities == nil && f.API == nil && f.Serve == nil {
 			t.Errorf("feature %s has nothing for the worker or the api", f.Name)
 		}
-		if f.API != nil && f.API(nil).Name != f.Name {
-			t.Errorf("feature %s: its api.Extension, switched off, is named %q", f.Name, f.API(nil).Name)
+		if f.API != nil && f.API(features.Mounting{}).Name != f.Name {
+			t.Errorf("feature %s: its api.Extension, switched off, is named %q", f.Name, f.API(features.Mounting{}).Name)
 		}
 	}
 }
