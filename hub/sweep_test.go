@@ -22,6 +22,8 @@ import (
 	"github.com/temco/temco/controllers/ncm"
 	"github.com/temco/temco/controllers/registry"
 	"github.com/temco/temco/controllers/workflowmgr"
+	feature "github.com/temco/temco/features"
+	features "github.com/temco/temco/features/registry"
 	v1 "github.com/temco/temco/hubapi/v1alpha1"
 )
 
@@ -41,6 +43,11 @@ func digCollections(t *testing.T) []string {
 	srv := &api.Server{Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 		Controllers: controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 		Kinds:       slices.Concat(ncm.Kinds, cacerts.Kinds, workflowmgr.Kinds(workflows))}
+	for _, f := range features.All { // the features' resources too (capacity placements, policy intents)
+		if f.API != nil {
+			srv.Extensions = append(srv.Extensions, f.API(feature.Mounting{}))
+		}
+	}
 	var out []string
 	for _, r := range srv.Handler().Routes() {
 		coll, ok := strings.CutPrefix(r.Path, digRoute)
