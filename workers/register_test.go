@@ -108,7 +108,7 @@ func activityProblems(registered map[string][]any, declared map[string]lifecycle
 }
 
 // funcName is the name the runtime gives fn's code: for a method value,
-// "github.com/temco/temco/activities/drift.(*Activities).PlanDriftCheck-fm".
+// "github.com/temco/temco/features/drift/work.(*Activities).PlanDriftCheck-fm".
 func funcName(fn any) string {
 	v := reflect.ValueOf(fn)
 	if v.Kind() != reflect.Func {
