@@ -293,8 +293,10 @@ func (c *Clients) kubeconfig(ctx context.Context, key, cloud string) (raw, seale
 // clusterDoc reads a cluster's registration; one that is gone is a permanent error.
 func (c *Clients) clusterDoc(ctx context.Context, key string) (*store.Doc, error) {
 	provider, name := lifecycle.SplitClusterKey(key)
-	// By _id: the one lookup per cluster and operation must not scan the collection.
-	doc, err := c.Store.Get(ctx, "/cluster-providers/"+provider+"/clusters/"+name)
+	// By _id, and kept from one operation to the next while the cluster is unchanged
+	// (store.GetCurrent): no read per cluster and operation.
+	parent := "/cluster-providers/" + provider
+	doc, err := c.Store.GetCurrent(ctx, parent+"/clusters/"+name, parent)
 	if store.CodeOf(err) == store.ErrNotFound {
 		return nil, permanentf("cluster %q of provider %q is no longer registered", name, provider)
 	}

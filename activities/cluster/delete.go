@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strings"
@@ -142,20 +143,27 @@ const deletionNoticeAfter = 10 * time.Second
 // operator), and it is not waited for. waiting is told, once the wait is long, what the
 // object waits for.
 func (r *run) deleteObject(ref appctx.Ref, waiting func(note string)) error {
-	ri, err := r.cl.resource(ref)
+	m, err := r.cl.mapping(ref, ref.Namespace)
 	if err != nil {
 		if permanent(err) {
 			return nil // the kind is not served: nothing of it exists
 		}
 		return err
 	}
-	policy := metav1.DeletePropagationBackground
-	err = ri.Delete(r.ctx, ref.Name, metav1.DeleteOptions{PropagationPolicy: &policy})
+	raw, err := r.cl.rest.Delete().AbsPath(m.path(ref.Name)...).SetHeader("Content-Type", "application/json").
+		Body(deleteBackground).Do(r.ctx).Raw()
 	if apierrors.IsNotFound(err) {
 		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("delete %s: %w", ref, err)
+	}
+	if deletedAtOnce(raw) {
+		return nil
+	}
+	ri, err := r.cl.resource(ref)
+	if err != nil {
+		return err
 	}
 	noted, retried := "", time.Time{}
 	for {
@@ -188,6 +196,31 @@ func (r *run) deleteObject(ref appctx.Ref, waiting func(note string)) error {
 			return err
 		}
 	}
+}
+
+// deleteBackground is the body of temco's deletes: dependents are deleted by the cluster's
+// garbage collector, after the object.
+var deleteBackground = func() []byte {
+	policy := metav1.DeletePropagationBackground
+	b, _ := json.Marshal(&metav1.DeleteOptions{TypeMeta: metav1.TypeMeta{Kind: "DeleteOptions", APIVersion: "v1"}, PropagationPolicy: &policy})
+	return b
+}()
+
+// deletedAtOnce tells from the answer to a delete that the object is gone: the API server
+// answers with the object as it was when it removed it at once, and with it marked
+// (deletionTimestamp) when its deletion waits (finalizers, a grace period). Then it is
+// read until gone; otherwise no read follows (a raw delete's one request per object).
+func deletedAtOnce(raw []byte) bool {
+	var answer struct {
+		Kind     string `json:"kind"`
+		Metadata struct {
+			DeletionTimestamp *string `json:"deletionTimestamp"`
+		} `json:"metadata"`
+	}
+	if json.Unmarshal(raw, &answer) != nil {
+		return false // read until gone, as before
+	}
+	return answer.Kind == "Status" || answer.Metadata.DeletionTimestamp == nil
 }
 
 // markRetryingDelete records a transient failure on every object still to delete.

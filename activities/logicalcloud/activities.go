@@ -81,7 +81,8 @@ func (a *Activities) load(ctx context.Context, id string) (cloud, []string, erro
 
 // Clusters lists the clusters a logical cloud references ("provider+cluster", sorted).
 func Clusters(ctx context.Context, st *store.Store, cloudID string) ([]string, error) {
-	refs, err := st.List(ctx, store.Query{Parent: cloudID, Kind: model.KindClusterReference})
+	// Kept while the cloud's members stay as they are: one read per placement otherwise.
+	refs, err := st.ListCurrent(ctx, store.Query{Parent: cloudID, Kind: model.KindClusterReference})
 	if err != nil {
 		return nil, err
 	}

@@ -66,7 +66,8 @@ type core struct {
 
 // openCore opens the store and dials Temporal; opened gets what closes them.
 func openCore(ctx context.Context, log *slog.Logger, sc storeConfig, tc temporalConfig, opened *closers) (*core, error) {
-	st, keys, closeStore, err := sc.open(ctx)
+	reg := metrics.NewRegistry()
+	st, keys, closeStore, err := sc.open(ctx, metrics.NewStore(reg))
 	if err != nil {
 		return nil, err
 	}
@@ -75,7 +76,6 @@ func openCore(ctx context.Context, log *slog.Logger, sc storeConfig, tc temporal
 	if err != nil {
 		return nil, err
 	}
-	reg := metrics.NewRegistry()
 	c, err := tc.dial(ctx, log, reg, keys)
 	if err != nil {
 		return nil, err

@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"errors"
+	"go.mongodb.org/mongo-driver/v2/event"
 
 	"github.com/spf13/cobra"
 
@@ -31,12 +32,12 @@ func (c *storeConfig) check() error {
 }
 
 // open loads the keys and connects to the store; the func returned disconnects.
-func (c *storeConfig) open(ctx context.Context) (*store.Store, *seal.Keyring, func(), error) {
+func (c *storeConfig) open(ctx context.Context, monitor *event.CommandMonitor) (*store.Store, *seal.Keyring, func(), error) {
 	keys, err := seal.LoadKeyFile(c.keyFile)
 	if err != nil {
 		return nil, nil, nil, err
 	}
-	st, client, err := store.Open(ctx, c.mongoURI, c.mongoDB)
+	st, client, err := store.Open(ctx, c.mongoURI, c.mongoDB, monitor)
 	if err != nil {
 		return nil, nil, nil, err
 	}

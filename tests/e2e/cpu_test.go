@@ -84,3 +84,22 @@ func cpuReport(sum map[string]time.Duration, runs int) string {
 	}
 	return strings.Join(parts, ", ")
 }
+
+// orchestrators are the processes of temco's own work in the stack (its api and workers,
+// Temporal, and the store: FerretDB and its PostgreSQL); clusterSide, the clusters' (the
+// kube-apiservers and etcd) that the work is measured against.
+var (
+	orchestrators = []string{"temco api", "temco worker", "temporal", "temporal-server", "ferretdb", "postgres"}
+	clusterSide   = []string{"kube-apiserver", "etcd"}
+)
+
+// cpuOf sums what the processes named used between before and after.
+func cpuOf(names []string, before, after map[string]procCPU) time.Duration {
+	sum := map[string]time.Duration{}
+	cpuDelta(sum, before, after)
+	var t time.Duration
+	for _, n := range names {
+		t += sum[n]
+	}
+	return t
+}

@@ -148,6 +148,7 @@ func TestMetricsAreExposed(t *testing.T) {
 		`temco_api_requests_total{code="201",method="POST",route="/v2/projects"}`,
 		`temco_api_request_duration_seconds_bucket{method="POST",route="/v2/projects/:project/composite-apps/:compositeApp/:version/deployment-intent-groups/:deploymentIntentGroup/instantiate"`,
 		"temporal_request", // the api's Temporal client
+		`temco_store_commands_total{collection="resources",command="find",outcome="ok"}`,
 	} {
 		if !strings.Contains(api, want) {
 			t.Errorf("api metrics lack %s", want)
@@ -158,6 +159,7 @@ func TestMetricsAreExposed(t *testing.T) {
 		`temco_cluster_operations_total{cluster="local+cluster1",operation="apply",outcome="ok"}`,
 		`temco_cluster_operation_duration_seconds_bucket{cluster="local+cluster1",operation="apply"`,
 		"temporal_activity_execution_latency", "temporal_workflow_task_execution_latency", "go_goroutines",
+		`temco_store_commands_total{collection="ctxclusters",command="update",outcome="ok"}`, `temco_store_command_duration_seconds_bucket{command="update"`,
 	} {
 		if !strings.Contains(worker, want) {
 			t.Errorf("worker metrics lack %s", want)

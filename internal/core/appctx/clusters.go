@@ -39,6 +39,69 @@ func (s *Store) PlacedApps(ctx context.Context, ctxID, cluster string) ([]*Clust
 
 // clusterDoc reads the document of one cluster of a context (nil if it has none).
 func (s *Store) clusterDoc(ctx context.Context, ctxID, cluster string) (*clusterDoc, error) {
+	docs, err := s.clusterDocs(ctx, ctxID, []string{cluster})
+	if len(docs) == 0 || err != nil {
+		return nil, err
+	}
+	return docs[0], nil
+}
+
+// clusterDocs reads the documents of the given clusters of a context.
+func (s *Store) clusterDocs(ctx context.Context, ctxID string, clusters []string) ([]*clusterDoc, error) {
+	if len(clusters) == 0 {
+		return nil, nil
+	}
+	return s.docs(ctx, ctxID, clusters)
+}
+
+// docs reads the documents of the given clusters of a context (every one when clusters
+// is nil), in the context's layout: one read per group, or one per cluster.
+func (s *Store) docs(ctx context.Context, ctxID string, clusters []string) ([]*clusterDoc, error) {
+	cached := s.layouts.get(ctxID) != nil
+	lay, err := s.layoutOf(ctx, ctxID, false)
+	if err != nil {
+		return nil, err
+	}
+	if !lay.grouped {
+		if clusters == nil {
+			return s.everyCluster(ctx, ctxID)
+		}
+		return s.ownDocs(ctx, ctxID, clusters)
+	}
+	docs, err := s.groupedDocs(ctx, ctxID, lay, clusters)
+	if err != nil || !cached || clusters == nil || len(docs) == len(slices.Compact(slices.Sorted(slices.Values(clusters)))) {
+		return docs, err
+	}
+	// A cluster missing from a cached layout: the context may have been placed again.
+	if lay, err = s.layoutOf(ctx, ctxID, true); err != nil {
+		return nil, err
+	}
+	if !lay.grouped {
+		return s.ownDocs(ctx, ctxID, clusters)
+	}
+	return s.groupedDocs(ctx, ctxID, lay, clusters)
+}
+
+// everyCluster reads every cluster document of a context placed before groups.
+func (s *Store) everyCluster(ctx context.Context, ctxID string) ([]*clusterDoc, error) {
+	cur, err := s.clusters.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}})
+	if err != nil {
+		return nil, err
+	}
+	var docs []*clusterDoc
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	for _, d := range docs {
+		if err := s.opened(ctxID, d); err != nil {
+			return nil, err
+		}
+	}
+	return docs, nil
+}
+
+// ownDoc reads the document of one cluster of a context placed before groups.
+func (s *Store) ownDoc(ctx context.Context, ctxID, cluster string) (*clusterDoc, error) {
 	var d clusterDoc
 	err := store.FindOne(ctx, s.clusters, bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}, &d)
 	if errors.Is(err, mongo.ErrNoDocuments) {
@@ -50,26 +113,19 @@ func (s *Store) clusterDoc(ctx context.Context, ctxID, cluster string) (*cluster
 	return &d, s.opened(ctxID, &d)
 }
 
-// clusterDocs reads the documents of the given clusters of a context, several at once.
-// One lookup per _id: a MongoDB-wire server without a query planner (FerretDB 1.x)
-// answers an $in by scanning the collection. A cluster named twice is read once.
-func (s *Store) clusterDocs(ctx context.Context, ctxID string, clusters []string) ([]*clusterDoc, error) {
+// ownDocs reads the documents of the given clusters of a context placed before groups,
+// several at once. One lookup per _id: a MongoDB-wire server without a query planner
+// (FerretDB 1.x) answers an $in by scanning the collection. A cluster named twice is read
+// once.
+func (s *Store) ownDocs(ctx context.Context, ctxID string, clusters []string) ([]*clusterDoc, error) {
 	clusters = slices.Compact(slices.Sorted(slices.Values(clusters)))
 	docs := make([]*clusterDoc, len(clusters))
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(8)
 	for i, c := range clusters {
-		g.Go(func() error {
-			var d clusterDoc
-			err := store.FindOne(gctx, s.clusters, bson.D{{Key: "_id", Value: clusterID(ctxID, c)}}, &d)
-			if errors.Is(err, mongo.ErrNoDocuments) {
-				return nil
-			}
-			if err != nil {
-				return err
-			}
-			docs[i] = &d
-			return s.opened(ctxID, &d)
+		g.Go(func() (err error) {
+			docs[i], err = s.ownDoc(gctx, ctxID, c)
+			return err
 		})
 	}
 	if err := g.Wait(); err != nil {
@@ -86,25 +142,13 @@ type Filter struct {
 
 // Placements returns the placements of a context matching f, sorted by app and cluster.
 func (s *Store) Placements(ctx context.Context, ctxID string, f Filter) ([]*ClusterApp, error) {
-	var docs []*clusterDoc
+	var clusters []string // nil: every one
 	if len(f.Clusters) > 0 {
-		var err error
-		if docs, err = s.clusterDocs(ctx, ctxID, f.Clusters); err != nil {
-			return nil, err
-		}
-	} else {
-		cur, err := s.clusters.Find(ctx, bson.D{{Key: "ctx", Value: ctxID}})
-		if err != nil {
-			return nil, err
-		}
-		if err := cur.All(ctx, &docs); err != nil {
-			return nil, err
-		}
-		for _, d := range docs {
-			if err := s.opened(ctxID, d); err != nil {
-				return nil, err
-			}
-		}
+		clusters = f.Clusters
+	}
+	docs, err := s.docs(ctx, ctxID, clusters)
+	if err != nil {
+		return nil, err
 	}
 	if err := s.list(ctx, ctxID, docs); err != nil {
 		return nil, err
@@ -178,12 +222,18 @@ func (s *Store) saveClusters(ctx context.Context, ctxID string, by Attempt, live
 // saveCluster writes the apps of one cluster's document, holding its claim. A document
 // that does not exist is left so.
 func (s *Store) saveCluster(ctx context.Context, ctxID, cluster string, by Attempt, live bool, apps []*ClusterApp) error {
-	id := clusterID(ctxID, cluster)
-	filter := bson.D{{Key: "_id", Value: id}}
 	stored, err := s.sealPlaced(ctxID, cluster, apps)
 	if err != nil {
 		return err
 	}
+	if group, err := s.groupOf(ctx, ctxID, cluster); err != nil || group != "" {
+		if err != nil {
+			return err
+		}
+		return s.writeGroup(group, &change{cluster: cluster, apps: stored, setLive: live, live: liveOf(apps), by: by})
+	}
+	id := clusterID(ctxID, cluster)
+	filter := bson.D{{Key: "_id", Value: id}}
 	set := bson.D{{Key: "apps", Value: stored}}
 	if live {
 		set = append(set, bson.E{Key: "live", Value: liveOf(apps)})
@@ -232,9 +282,17 @@ func (s *Store) SaveLive(ctx context.Context, ctxID, cluster string, cas []*Clus
 	id := clusterID(ctxID, cluster)
 	filter := bson.D{{Key: "_id", Value: id}}
 	live := make([]appLive, len(cas))
+	names := make([]string, len(cas))
 	for i, ca := range cas {
 		filter = append(filter, bson.E{Key: "apps." + strconv.Itoa(i) + ".app", Value: ca.App})
 		live[i] = appLive{App: ca.App, Objects: ca.Live, At: ca.LiveAt}
+		names[i] = ca.App
+	}
+	if group, err := s.groupOf(ctx, ctxID, cluster); err != nil || group != "" {
+		if err != nil {
+			return err
+		}
+		return s.writeGroup(group, &change{cluster: cluster, live: live, liveFor: names})
 	}
 	return s.exclusive(ctx, s.clusters, id, func(ctx context.Context) error {
 		_, err := s.clusters.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "live", Value: live}}}})
@@ -265,4 +323,19 @@ func (s *Store) OnCluster(ctx context.Context, cluster string, ids []string) (ma
 		}
 	}
 	return out, nil
+}
+
+// groupOf names the group document holding cluster of a grouped context ("" when the
+// context keeps a document per cluster, or does not place the cluster).
+func (s *Store) groupOf(ctx context.Context, ctxID, cluster string) (string, error) {
+	for refresh := range 2 {
+		lay, err := s.layoutOf(ctx, ctxID, refresh == 1)
+		if err != nil || !lay.grouped {
+			return "", err
+		}
+		if b, ok := lay.batchOf[cluster]; ok {
+			return batchID(ctxID, b), nil
+		}
+	}
+	return "", nil
 }

@@ -136,11 +136,11 @@ type ClusterApp struct {
 }
 
 // clusterDoc holds every app of a context placed on one cluster: the unit a cluster
-// activity reads and writes, found by _id (the one lookup every MongoDB-wire server
-// serves from an index).
+// activity reads and writes. Stored in its batch's groupDoc, or, in contexts placed
+// before groups, as a document of its own found by _id.
 type clusterDoc struct {
-	ID      string        `bson:"_id"` // <ctx>/<provider+cluster>
-	Context string        `bson:"ctx"`
+	ID      string        `bson:"_id,omitempty"` // <ctx>/<provider+cluster>; none in a group
+	Context string        `bson:"ctx,omitempty"` // none in a group`
 	Cluster string        `bson:"cluster"`
 	Batch   int           `bson:"batch"`
 	Apps    []*ClusterApp `bson:"apps"`           // written by placement and the cluster activities
@@ -186,6 +186,9 @@ type batchDoc struct {
 	// counted with States (empty when all share one; absent in batches counted before it
 	// was): with States it gives each cluster's state without its document (see Grid).
 	Others map[string][]string `bson:"others,omitempty"`
+	// Grouped: the context keeps its clusters' documents per batch (groupDoc), not one
+	// per cluster (placed since issue 66; see groups.go).
+	Grouped bool `bson:"grouped,omitempty"`
 }
 
 // Live is an object as last read from its cluster.

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"sort"
 
+	"go.mongodb.org/mongo-driver/v2/bson"
+
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -27,7 +29,7 @@ func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*Cluste
 		}
 		d.Apps = append(d.Apps, p)
 	}
-	all := make([]any, 0, len(order))
+	all := make([]*clusterDoc, 0, len(order))
 	for _, c := range order {
 		d := docs[c]
 		if live := liveOf(d.Apps); len(live) > 0 {
@@ -39,15 +41,39 @@ func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*Cluste
 		}
 		all = append(all, d)
 	}
-	if err := s.replaceAll(ctx, s.clusters, ctxID, all); err != nil {
+	grouped, err := s.putClusterDocs(ctx, ctxID, all)
+	if err != nil {
 		return fmt.Errorf("store placement: %w", err)
 	}
 	bs := make([]any, 0, len(batches))
 	for b, clusters := range batches {
 		sort.Strings(clusters)
-		bs = append(bs, &batchDoc{ID: batchID(ctxID, b), Context: ctxID, Batch: b, Clusters: clusters})
+		bs = append(bs, &batchDoc{ID: batchID(ctxID, b), Context: ctxID, Batch: b, Clusters: clusters, Grouped: grouped})
 	}
+	s.layouts.put(ctxID, nil)
 	return s.replaceAll(ctx, s.batches, ctxID, bs)
+}
+
+// putClusterDocs replaces the cluster documents of a context: in groups (true) unless
+// one would be too large (groupsOf), and removes those of the other layout.
+func (s *Store) putClusterDocs(ctx context.Context, ctxID string, docs []*clusterDoc) (bool, error) {
+	groups, grouped, err := groupsOf(ctxID, slices.Clone(docs), s.groupBytes)
+	if err != nil {
+		return false, err
+	}
+	put, other := s.placed, s.clusters
+	if !grouped {
+		put, other = s.clusters, s.placed
+		groups = make([]any, len(docs))
+		for i, d := range docs {
+			groups[i] = d
+		}
+	}
+	if err := s.replaceAll(ctx, put, ctxID, groups); err != nil {
+		return false, err
+	}
+	_, err = other.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}})
+	return grouped, err
 }
 
 // List fills in the resources of unlisted placements from the rendered apps, every one

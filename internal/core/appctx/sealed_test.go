@@ -284,7 +284,7 @@ func TestASealedSecretMovedElsewhereDoesNotOpen(t *testing.T) {
 	}{
 		{"an app, its ctx field kept", func() { copyDoc(s.apps, "ctx1/a", "other/a") },
 			func() error { _, err := s.Apps(ctx, &Context{ID: "other", Apps: []string{"a"}}); return err }},
-		{"a cluster's document, its cluster field kept", func() { copyDoc(s.clusters, "ctx1/p+c0", "ctx1/p+c9") },
+		{"a cluster's entry in its group, as another cluster's", func() { copyEntry(t, s, "ctx1", "p+c0", "p+c9") },
 			func() error { _, err := s.ClusterApps(ctx, "ctx1", "p+c9"); return err }},
 		{"a layer", func() { copyDoc(s.edits, "ctx1/step/0", "other/step/0", bson.E{Key: "ctx", Value: "other"}) },
 			func() error { _, err := s.Layers(ctx, "other", -1); return err }},
@@ -379,7 +379,58 @@ func TestSealedSecretsOpenAfterKeyRotation(t *testing.T) {
 // clusterDocRaw reads a cluster document as stored, its objects still sealed.
 func (s *Store) clusterDocRaw(ctx context.Context, ctxID, cluster string) (*clusterDoc, error) {
 	var d clusterDoc
-	return &d, s.clusters.FindOne(ctx, bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}).Decode(&d)
+	group, err := s.groupOf(ctx, ctxID, cluster)
+	if err != nil || group == "" {
+		return &d, s.clusters.FindOne(ctx, bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}).Decode(&d)
+	}
+	entries, err := s.fetchGroup(ctx, group)
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		if clusterOf(e) == cluster {
+			return &d, bson.Unmarshal(e, &d)
+		}
+	}
+	return nil, fmt.Errorf("no %s in %s", cluster, group)
+}
+
+// copyEntry adds to the group of cluster from an entry copied from its, as cluster to's
+// (as someone with write access to the database might), and lists it in the batch.
+func copyEntry(t *testing.T, s *Store, ctxID, from, to string) {
+	t.Helper()
+	ctx := context.Background()
+	group, err := s.groupOf(ctx, ctxID, from)
+	if err != nil || group == "" {
+		t.Fatalf("group of %s: %q %v", from, group, err)
+	}
+	entries, err := s.fetchGroup(ctx, group)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d bson.D
+	for _, e := range entries {
+		if clusterOf(e) == from {
+			if err := bson.Unmarshal(e, &d); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for i := range d {
+		if d[i].Key == "cluster" {
+			d[i].Value = to
+		}
+	}
+	raw, err := bson.Marshal(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.placed.UpdateOne(ctx, bson.D{{Key: "_id", Value: group}}, bson.D{{Key: "$push", Value: bson.D{{Key: "clusters", Value: raw}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: group}}, bson.D{{Key: "$push", Value: bson.D{{Key: "clusters", Value: to}}}}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // keyOf names the key of a sealed value (seal's format: version, id length, id, ...).

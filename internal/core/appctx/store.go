@@ -21,6 +21,11 @@ import (
 // Store is the AppContext repository.
 type Store struct {
 	contexts, apps, clusters, batches *mongo.Collection
+	placed                            *mongo.Collection // groups of cluster documents (groups.go)
+	groupBytes                        int               // largest group placement writes (0: maxGroupBytes; <0: none, tests' layout of before groups)
+	layouts                           layouts
+	flights                           flights
+	writer                            groupWriter
 	edits, groups                     *mongo.Collection // controllers' layers, placement before controllers
 	drift                             *mongo.Collection // drift checks: per cluster, and each check's summary
 	claims                            *store.Claims
@@ -34,7 +39,7 @@ type Store struct {
 // New prepares the collections of db.
 func New(ctx context.Context, db *mongo.Database, opts ...Option) (*Store, error) {
 	s := &Store{contexts: db.Collection("contexts"), apps: db.Collection("ctxapps"),
-		clusters: db.Collection("ctxclusters"), batches: db.Collection("ctxbatches"),
+		clusters: db.Collection("ctxclusters"), batches: db.Collection("ctxbatches"), placed: db.Collection("ctxplaced"),
 		edits: db.Collection("ctxedits"), groups: db.Collection("ctxgroups"), drift: db.Collection("ctxdrift")}
 	for _, o := range opts {
 		o(s)
@@ -47,7 +52,7 @@ func New(ctx context.Context, db *mongo.Database, opts ...Option) (*Store, error
 	if err := store.EnsureIndexes(ctx, s.contexts, []store.Index{store.Index(bson.D{{Key: "blobs", Value: 1}})}); err != nil {
 		return nil, err
 	}
-	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.batches, s.edits, s.groups, s.drift} {
+	for _, c := range []*mongo.Collection{s.apps, s.clusters, s.placed, s.batches, s.edits, s.groups, s.drift} {
 		if err := store.EnsureIndexes(ctx, c, []store.Index{store.Index(bson.D{{Key: "ctx", Value: 1}})}); err != nil {
 			return nil, err
 		}
@@ -109,7 +114,8 @@ func insertChunks(ctx context.Context, c *mongo.Collection, docs []any) error {
 
 // DeleteContext removes a context and everything in it.
 func (s *Store) DeleteContext(ctx context.Context, ctxID string) error {
-	for _, c := range []*mongo.Collection{s.clusters, s.batches, s.apps, s.edits, s.groups, s.drift} {
+	s.layouts.put(ctxID, nil)
+	for _, c := range []*mongo.Collection{s.clusters, s.placed, s.batches, s.apps, s.edits, s.groups, s.drift} {
 		if _, err := c.DeleteMany(ctx, bson.D{{Key: "ctx", Value: ctxID}}); err != nil {
 			return err
 		}

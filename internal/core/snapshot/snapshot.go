@@ -93,7 +93,7 @@ func Build(ctx context.Context, st *store.Store, dig string) (Document, error) {
 		if err := doc.get(ctx, st, cloud); err != nil {
 			return Document{}, err
 		}
-		refs, err := st.List(ctx, store.Query{Parent: cloud, Kind: model.KindClusterReference})
+		refs, err := st.ListCurrent(ctx, store.Query{Parent: cloud, Kind: model.KindClusterReference})
 		if err != nil {
 			return Document{}, err
 		}

@@ -20,7 +20,10 @@ const maxDeleteWaits = 5
 // accepted delete and succeeds after a refused one. It never waits while pending: the
 // delete may be waiting for it.
 func (s *Store) Create(ctx context.Context, d *Doc) error {
-	return s.afterDeletes(ctx, func() error { return s.createOnce(ctx, d) })
+	if err := s.afterDeletes(ctx, func() error { return s.createOnce(ctx, d) }); err != nil {
+		return err
+	}
+	return s.renewEpochs(ctx, d)
 }
 
 // afterDeletes runs a create until it finds no parent or reference being deleted, waiting

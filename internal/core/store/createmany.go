@@ -20,7 +20,10 @@ func (s *Store) CreateMany(ctx context.Context, docs []*Doc) error {
 	if len(docs) == 0 {
 		return nil
 	}
-	return s.afterDeletes(ctx, func() error { return s.createManyOnce(ctx, docs) })
+	if err := s.afterDeletes(ctx, func() error { return s.createManyOnce(ctx, docs) }); err != nil {
+		return err
+	}
+	return s.renewEpochs(ctx, docs...)
 }
 
 func (s *Store) createManyOnce(ctx context.Context, docs []*Doc) error {

@@ -33,13 +33,14 @@ func (s *Store) DeleteIf(ctx context.Context, id string, allowed func(context.Co
 		}
 		// Holding the claim, any mark already there is a dead deleter's: replace it.
 		now := s.now()
-		res, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, visible},
-			bson.D{{Key: "$set", Value: bson.D{{Key: "deletingSince", Value: now}}}})
+		var was Doc // its kind and parent: deleting a member of a cloud renews its epoch
+		err := s.coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}, visible},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "deletingSince", Value: now}}}}).Decode(&was) // FerretDB 1.x projects no findAndModify
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return &Error{Code: ErrNotFound, ID: id}
+		}
 		if err != nil {
 			return fmt.Errorf("delete %s: %w", id, err)
-		}
-		if res.MatchedCount == 0 {
-			return &Error{Code: ErrNotFound, ID: id}
 		}
 		marked := bson.D{{Key: "_id", Value: id}, {Key: "deletingSince", Value: now}}
 		unmark := func() {
@@ -57,7 +58,7 @@ func (s *Store) DeleteIf(ctx context.Context, id string, allowed func(context.Co
 		if del.DeletedCount == 0 { // only where a writer without the claim took the mark away
 			return &Error{Code: ErrConflict, ID: id}
 		}
-		return nil
+		return s.renewEpochs(ctx, &was)
 	})
 }
 

@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/event"
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
@@ -72,13 +73,20 @@ type Doc struct {
 type Store struct {
 	coll      *mongo.Collection
 	claims    *mongo.Collection
+	epochs    *mongo.Collection // see epoch.go
+	current   current           // see current.go
 	now       func() time.Time
 	claimWait time.Duration
 }
 
-// Open connects to uri and prepares the resources collection of database db.
-func Open(ctx context.Context, uri, db string) (*Store, *mongo.Client, error) {
-	client, err := mongo.Connect(options.Client().ApplyURI(uri).SetTimeout(30 * time.Second))
+// Open connects to uri and prepares the resources collection of database db; monitor
+// (optional) sees every command (the store's metrics).
+func Open(ctx context.Context, uri, db string, monitor ...*event.CommandMonitor) (*Store, *mongo.Client, error) {
+	opts := options.Client().ApplyURI(uri).SetTimeout(30 * time.Second)
+	if len(monitor) > 0 && monitor[0] != nil {
+		opts.SetMonitor(monitor[0])
+	}
+	client, err := mongo.Connect(opts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to %s: %w", redactURI(uri), err)
 	}
@@ -105,7 +113,7 @@ func (s *Store) Database() *mongo.Database { return s.coll.Database() }
 // New keeps the store in db, creating the indexes it needs (the claims' unique index
 // among them: without it writes are not exclusive).
 func New(ctx context.Context, db *mongo.Database) (*Store, error) {
-	s := &Store{coll: db.Collection("resources"), claims: db.Collection("claims"),
+	s := &Store{coll: db.Collection("resources"), claims: db.Collection("claims"), epochs: db.Collection("epochs"),
 		now: func() time.Time { return time.Now().UTC() }, claimWait: claimWait}
 	if err := EnsureIndexes(ctx, s.coll, []Index{
 		Index(bson.D{{Key: "parent", Value: 1}, {Key: "kind", Value: 1}, {Key: "name", Value: 1}}),

@@ -40,7 +40,7 @@ func (s *Store) Update(ctx context.Context, d *Doc) error {
 			}
 			return err
 		}
-		return nil
+		return s.renewEpochs(ctx, d)
 	})
 }
 

@@ -1,6 +1,7 @@
 package devstack
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"os"
@@ -36,7 +37,9 @@ func (f *FerretDB) Start(ctx context.Context) error {
 		backend = []string{"--handler=postgresql", "--postgresql-url=" + f.PostgresURL}
 	}
 	p, err := StartProc("ferretdb", filepath.Join(f.Dir, "ferretdb.log"), f.Bin, append(backend,
-		"--state-dir="+f.Dir, fmt.Sprintf("--listen-addr=127.0.0.1:%d", f.Port), "--debug-addr=-",
+		"--state-dir="+f.Dir, fmt.Sprintf("--listen-addr=127.0.0.1:%d", f.Port),
+		// TEMCO_FERRETDB_DEBUG_ADDR serves FerretDB's pprof there (a benchmark's profile).
+		"--debug-addr="+cmp.Or(os.Getenv("TEMCO_FERRETDB_DEBUG_ADDR"), "-"),
 		"--telemetry=disable", "--log-level=WARN"), nil)
 	if err != nil {
 		return err

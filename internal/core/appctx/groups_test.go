@@ -1,0 +1,196 @@
+package appctx
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// placeN places apps a and b on n clusters of one batch in context ctx1.
+func placeN(t *testing.T, s *Store, n int) []string {
+	t.Helper()
+	var placed []*ClusterApp
+	var clusters []string
+	batchOf := map[string]int{}
+	for i := range n {
+		c := fmt.Sprintf("p+c%02d", i)
+		clusters, batchOf[c] = append(clusters, c), 0
+		for _, app := range []string{"a", "b"} {
+			placed = append(placed, &ClusterApp{App: app, Cluster: c, Resources: []ResourceStatus{
+				{Ref: Ref{Kind: "ConfigMap", Name: "x"}, Status: lifecycle.ResPending}}})
+		}
+	}
+	if err := s.PutPlacement(context.Background(), "ctx1", placed, batchOf); err != nil {
+		t.Fatal(err)
+	}
+	return clusters
+}
+
+// Fifty clusters of a group that begin and save at once, as a group activity's do, cost
+// round trips per group, not per cluster: their reads are one find, their saves a few
+// writes of the group (each a claim, a find, an update and the claim's release), and
+// every status is kept.
+func TestAGroupsClustersReadAndSaveTogether(t *testing.T) {
+	s, count := countingStore(t)
+	clusters := placeN(t, s, 50)
+	ctx := context.Background()
+	placed := make([][]*ClusterApp, len(clusters))
+	reads := count(func() {
+		var wg sync.WaitGroup
+		for i, c := range clusters {
+			wg.Go(func() {
+				var err error
+				if placed[i], err = s.PlacedApps(ctx, "ctx1", c); err != nil || len(placed[i]) != 2 {
+					t.Errorf("%s: %d apps, %v", c, len(placed[i]), err)
+				}
+			})
+		}
+		wg.Wait()
+	})
+	if reads["find"] > 3 { // the batches (the layout), then the group, once or twice
+		t.Errorf("50 clusters read with %v", reads)
+	}
+	saves := count(func() {
+		var wg sync.WaitGroup
+		for i, c := range clusters {
+			wg.Go(func() {
+				for _, ca := range placed[i] {
+					ca.Resources[0].Status = lifecycle.ResApplied
+				}
+				if err := s.SaveStatuses(ctx, "ctx1", Attempt{Activity: "run/" + c, Number: 1}, placed[i]); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+	})
+	if saves["update"] > 10 || saves["update"] < 1 {
+		t.Errorf("50 clusters saved with %v, want at most 10 writes of their group", saves)
+	}
+	got, err := s.Summary(ctx, "ctx1", nil)
+	if err != nil || !maps.Equal(got, map[string]int{lifecycle.ResApplied: 100}) {
+		t.Errorf("summary %v (%v)", got, err)
+	}
+}
+
+// A context placed before groups (a document per cluster, written here as the code of
+// before wrote it) is read and written as it was; placed again, it is kept in groups and
+// its documents per cluster are gone.
+func TestAContextPlacedBeforeGroupsStillReads(t *testing.T) {
+	s := newStore(t)
+	s.groupBytes = -1 // the layout of before groups
+	place(t, s)
+	s.groupBytes = 0
+	ctx := context.Background()
+	if n, _ := s.clusters.CountDocuments(ctx, bson.D{{Key: "ctx", Value: "ctx1"}}); n != 6 {
+		t.Fatalf("%d documents per cluster, want 6", n)
+	}
+	apply(t, s, "p+c0", lifecycle.ResApplied)
+	if err := s.SaveStatuses(ctx, "ctx1", Attempt{"run/apply p+c1", 2}, mustApps(t, s, "p+c1", lifecycle.ResFailed)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SaveStatuses(ctx, "ctx1", Attempt{"run/apply p+c1", 1}, mustApps(t, s, "p+c1", lifecycle.ResRetrying)); !errors.Is(err, ErrSuperseded) {
+		t.Errorf("a superseded attempt saved: %v", err)
+	}
+	cas := mustApps(t, s, "p+c2", lifecycle.ResPending)
+	cas[0].Live = []Live{{State: LivePresent, Ready: true}, {State: LivePresent}}
+	if err := s.SaveLive(ctx, "ctx1", "p+c2", cas); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CountBatch(ctx, "ctx1", 0); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{lifecycle.ResApplied: 4, lifecycle.ResFailed: 4, lifecycle.ResPending: 16}
+	check := func(when string) {
+		t.Helper()
+		wantSummary(t, s, nil, want)
+		all, err := s.Placements(ctx, "ctx1", Filter{})
+		if err != nil || len(all) != 12 {
+			t.Fatalf("%s: %d placements (%v)", when, len(all), err)
+		}
+		live, err := s.ClusterApps(ctx, "ctx1", "p+c2")
+		if err != nil || len(live[0].Live) != 2 || !live[0].Live[0].Ready {
+			t.Errorf("%s: live read of p+c2: %+v (%v)", when, live, err)
+		}
+		on, err := s.OnCluster(ctx, "p+c1", []string{"ctx1", "other"})
+		if err != nil || len(on["ctx1"]) != 2 || on["ctx1"][0].Resources[0].Status != lifecycle.ResFailed {
+			t.Errorf("%s: on p+c1: %v (%v)", when, on, err)
+		}
+	}
+	check("before groups")
+	all, err := s.Placements(ctx, "ctx1", Filter{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	batchOf := map[string]int{}
+	for i := range 6 {
+		batchOf[fmt.Sprintf("p+c%d", i)] = i / 2
+	}
+	if err := s.PutPlacement(ctx, "ctx1", all, batchOf); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := s.clusters.CountDocuments(ctx, bson.D{{Key: "ctx", Value: "ctx1"}}); n != 0 {
+		t.Errorf("%d documents per cluster left", n)
+	}
+	if n, _ := s.placed.CountDocuments(ctx, bson.D{{Key: "ctx", Value: "ctx1"}}); n != 3 {
+		t.Errorf("%d groups, want 3", n)
+	}
+	check("placed again in groups")
+}
+
+// mustApps reads the apps on cluster with every object set to status.
+func mustApps(t *testing.T, s *Store, cluster, status string) []*ClusterApp {
+	t.Helper()
+	cas, err := s.ClusterApps(context.Background(), "ctx1", cluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ca := range cas {
+		for i := range ca.Resources {
+			ca.Resources[i].Status = status
+		}
+	}
+	return cas
+}
+
+// Two processes writing one group in turn: each writes over the group as it last wrote
+// it only while no one else has written since, so neither undoes the other's statuses.
+func TestTwoProcessesWritingOneGroupKeepBothStatuses(t *testing.T) {
+	ctx := context.Background()
+	db := newDatabaseOn(t, backends[0])
+	s1, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s2, err := New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusters := placeN(t, s1, 4)
+	for i, c := range clusters {
+		s := []*Store{s1, s2}[i%2]
+		cas, err := s.PlacedApps(ctx, "ctx1", c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, ca := range cas {
+			ca.Resources[0].Status = lifecycle.ResApplied
+		}
+		if err := s.SaveStatuses(ctx, "ctx1", Attempt{Activity: "run/" + c, Number: 1}, cas); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, s := range []*Store{s1, s2} {
+		got, err := s.Summary(ctx, "ctx1", nil)
+		if err != nil || !maps.Equal(got, map[string]int{lifecycle.ResApplied: 8}) {
+			t.Errorf("summary %v (%v)", got, err)
+		}
+	}
+}

@@ -1,0 +1,139 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+	"time"
+)
+
+// What a process reads of an epochKind again and again — a cluster's registration in
+// every operation on it, the members of a logical cloud in every placement — it keeps,
+// under the epoch of the documents' parent it read them under: one read of the epoch
+// (at most once per epochFresh, for every caller meanwhile) stands for them all. Another
+// process's write is seen within epochFresh; this process's own at once.
+
+// epochFresh is how long a read of a parent's epoch is used.
+const epochFresh = time.Second
+
+// maxCurrent bounds the documents and lists kept; past it, they start again.
+const maxCurrent = 20000
+
+type current struct {
+	mu     sync.Mutex
+	epochs map[string]*epochRead // by parent
+	docs   map[string]kept       // by _id, or by parent and kind for lists
+}
+
+type epochRead struct {
+	at    time.Time
+	done  chan struct{}
+	epoch string
+	err   error
+}
+
+type kept struct {
+	epoch string
+	docs  []*Doc
+}
+
+// epochOf returns the epoch of parent as read at most epochFresh ago.
+func (s *Store) epochOf(ctx context.Context, parent string) (string, error) {
+	c := &s.current
+	c.mu.Lock()
+	e := c.epochs[parent]
+	lead := e == nil || (time.Since(e.at) > epochFresh && isClosed(e.done))
+	if lead {
+		e = &epochRead{at: time.Now(), done: make(chan struct{})}
+		if c.epochs == nil || len(c.epochs) >= maxCurrent {
+			c.epochs = map[string]*epochRead{}
+		}
+		c.epochs[parent] = e
+	}
+	c.mu.Unlock()
+	if lead {
+		e.epoch, e.err = s.Epoch(context.WithoutCancel(ctx), parent)
+		if e.err != nil {
+			c.forget(parent)
+		}
+		close(e.done)
+	}
+	select {
+	case <-e.done:
+		return e.epoch, e.err
+	case <-ctx.Done():
+		return "", ctx.Err()
+	}
+}
+
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// forget drops parent's epoch: the next reader reads it again (this process wrote).
+func (c *current) forget(parent string) {
+	c.mu.Lock()
+	delete(c.epochs, parent)
+	c.mu.Unlock()
+}
+
+func (c *current) get(key, epoch string) ([]*Doc, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k, ok := c.docs[key]
+	return k.docs, ok && k.epoch == epoch
+}
+
+func (c *current) put(key, epoch string, docs []*Doc) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.docs == nil || len(c.docs) >= maxCurrent {
+		c.docs = map[string]kept{}
+	}
+	c.docs[key] = kept{epoch, docs}
+}
+
+// GetCurrent is Get of a child of parent of an epochKind, kept while parent's epoch
+// stands. The document returned is shared: callers must not change it.
+func (s *Store) GetCurrent(ctx context.Context, id, parent string) (*Doc, error) {
+	epoch, err := s.epochOf(ctx, parent)
+	if err != nil {
+		return nil, err
+	}
+	if docs, ok := s.current.get(id, epoch); ok {
+		return docs[0], nil
+	}
+	d, err := s.Get(ctx, id)
+	if err == nil {
+		s.current.put(id, epoch, []*Doc{d})
+	}
+	return d, err
+}
+
+// ListCurrent is List of the children of q.Parent of an epochKind (q has Parent and
+// Kind alone), kept while the parent's epoch stands. The documents returned are shared:
+// callers must not change them.
+func (s *Store) ListCurrent(ctx context.Context, q Query) ([]*Doc, error) {
+	if !epochKinds[q.Kind] || q.Parent == "" || q.Scope != "" || q.Name != "" || len(q.Fields) > 0 || q.IDs != nil || q.After != "" || q.Limit > 0 {
+		return nil, fmt.Errorf("list %s below %q: only a parent's children of a kind that has epochs are kept", q.Kind, q.Parent)
+	}
+	epoch, err := s.epochOf(ctx, q.Parent)
+	if err != nil {
+		return nil, err
+	}
+	key := fmt.Sprintf("%s\x00%s\x00%v", q.Parent, q.Kind, q.Full)
+	if docs, ok := s.current.get(key, epoch); ok {
+		return slices.Clone(docs), nil
+	}
+	docs, err := s.List(ctx, q)
+	if err == nil {
+		s.current.put(key, epoch, docs)
+	}
+	return slices.Clone(docs), err
+}

@@ -1,0 +1,73 @@
+package store
+
+import (
+	"context"
+	"testing"
+	"time"
+)
+
+// A cluster's registration and a cloud's members are read once while they stay as they
+// are: this process's own change is seen at once, another process's within epochFresh.
+func TestCurrentCopiesFollowEveryChange(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	other, err := New(ctx, s.Database()) // another process on the same database
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Create(ctx, &Doc{ID: "/p", Kind: "provider", Name: "p", Body: `{}`}))
+	c := &Doc{ID: "/p/clusters/c", Parent: "/p", Kind: "cluster", Name: "c", Body: `{}`, Secret: []byte("one")}
+	must(s.Create(ctx, c))
+	first, err := s.GetCurrent(ctx, c.ID, "/p")
+	must(err)
+	if again, err := s.GetCurrent(ctx, c.ID, "/p"); err != nil || again != first {
+		t.Errorf("an unchanged registration was read again (%v)", err)
+	}
+	c.Secret = []byte("two")
+	must(s.Update(ctx, c))
+	if got, err := s.GetCurrent(ctx, c.ID, "/p"); err != nil || string(got.Secret) != "two" {
+		t.Errorf("after this process's change: %q (%v)", got.Secret, err)
+	}
+	d, err := other.Get(ctx, c.ID)
+	must(err)
+	d.Secret = []byte("three")
+	must(other.Update(ctx, d))
+	for deadline := time.Now().Add(10 * epochFresh); ; {
+		got, err := s.GetCurrent(ctx, c.ID, "/p")
+		must(err)
+		if string(got.Secret) == "three" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("another process's change unseen after %s: %q", 10*epochFresh, got.Secret)
+		}
+		time.Sleep(epochFresh / 10)
+	}
+
+	must(s.Create(ctx, &Doc{ID: "/cloud", Kind: "logicalCloud", Name: "cloud", Body: `{}`}))
+	ref := func(name string) *Doc {
+		return &Doc{ID: "/cloud/refs/" + name, Parent: "/cloud", Kind: "clusterReference", Name: name, Body: `{}`}
+	}
+	must(s.CreateMany(ctx, []*Doc{ref("a"), ref("b")}))
+	q := Query{Parent: "/cloud", Kind: "clusterReference"}
+	if got, err := s.ListCurrent(ctx, q); err != nil || len(got) != 2 {
+		t.Fatalf("members %d (%v)", len(got), err)
+	}
+	must(s.Create(ctx, ref("c")))
+	if got, err := s.ListCurrent(ctx, q); err != nil || len(got) != 3 {
+		t.Errorf("members after one more: %d (%v)", len(got), err)
+	}
+	must(s.Delete(ctx, "/cloud/refs/a"))
+	if got, err := s.ListCurrent(ctx, q); err != nil || len(got) != 2 || got[0].Name != "b" {
+		t.Errorf("members after a deletion: %d (%v)", len(got), err)
+	}
+	if _, err := s.ListCurrent(ctx, Query{Parent: "/cloud", Kind: "clusterReference", Name: "a"}); err == nil {
+		t.Error("a listing with a name was kept")
+	}
+}
