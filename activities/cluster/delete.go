@@ -150,8 +150,10 @@ func (r *run) deleteObject(ref appctx.Ref, waiting func(note string)) error {
 		}
 		return err
 	}
-	raw, err := r.cl.rest.Delete().AbsPath(m.path(ref.Name)...).SetHeader("Content-Type", "application/json").
-		Body(deleteBackground).Do(r.ctx).Raw()
+	res := r.cl.rest.Delete().AbsPath(m.path(ref.Name)...).SetHeader("Content-Type", "application/json").
+		Body(deleteBackground).Do(r.ctx)
+	raw, _ := res.Raw()
+	err = res.Error() // the API server's Status made an error (Raw's is not)
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

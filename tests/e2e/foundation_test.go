@@ -159,7 +159,7 @@ func TestMetricsAreExposed(t *testing.T) {
 		`temco_cluster_operations_total{cluster="local+cluster1",operation="apply",outcome="ok"}`,
 		`temco_cluster_operation_duration_seconds_bucket{cluster="local+cluster1",operation="apply"`,
 		"temporal_activity_execution_latency", "temporal_workflow_task_execution_latency", "go_goroutines",
-		`temco_store_commands_total{collection="ctxclusters",command="update",outcome="ok"}`, `temco_store_command_duration_seconds_bucket{command="update"`,
+		`temco_store_commands_total{collection="ctxplaced",command="update",outcome="ok"}`, `temco_store_command_duration_seconds_bucket{command="update"`,
 	} {
 		if !strings.Contains(worker, want) {
 			t.Errorf("worker metrics lack %s", want)

@@ -107,7 +107,7 @@ func BenchmarkRolloutFleet(b *testing.B) {
 
 	var mu sync.Mutex
 	var took []time.Duration
-	start := time.Now()
+	start, cpu0 := time.Now(), cpuByProcess()
 	parallel(b, digs, digs, func(j int) error {
 		d, err := await(paths[j], lifecycle.OpInstantiate)
 		mu.Lock()
@@ -116,6 +116,12 @@ func BenchmarkRolloutFleet(b *testing.B) {
 		return err
 	})
 	all := time.Since(start)
+	cpu := map[string]time.Duration{}
+	cpuDelta(cpu, cpu0, cpuByProcess())
+	fmt.Printf("rollouts: N=%dx%d CPU ms by process over the rollouts: %s\n", digs, n, cpuReport(cpu, 1))
+	// Issue 66's line: seconds from each request to its rollout's end.
+	fmt.Printf("rollouts: N=%dx%d p50 %.1f p90 %.1f p99 %.1f\n", digs, n,
+		percentile(took, 50).Seconds(), percentile(took, 90).Seconds(), percentile(took, 99).Seconds())
 	for _, p := range paths[:1] { // every stage reached every cluster
 		var s status
 		r := c.do("GET", p+"/status?output=summary", nil)

@@ -95,18 +95,9 @@ func (s *Store) layoutOf(ctx context.Context, ctxID string, refresh bool) (*layo
 		return l, nil
 	}
 	// The clusters of a group begin together: one read of the batches serves them.
-	f, lead := s.flights.join("layout:"+ctxID, 0)
-	if lead {
-		f.val, f.err = s.readLayout(context.WithoutCancel(ctx), ctxID)
-		s.flights.land("layout:"+ctxID, f)
-	}
-	select {
-	case <-f.done:
-		l, _ := f.val.(*layout)
-		return l, f.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	v, err := s.flights.Do(ctx, "layout:"+ctxID, func(ctx context.Context) (any, error) { return s.readLayout(ctx, ctxID) })
+	l, _ := v.(*layout)
+	return l, err
 }
 
 // readLayout reads a context's layout from its batch documents, and caches it if grouped.
@@ -264,22 +255,12 @@ func (s *Store) groupedDocs(ctx context.Context, ctxID string, lay *layout, clus
 	return out, nil
 }
 
-// readGroup reads the entries of one group. Reads of a group already under way are
-// joined (the clusters of a group begin together), unless this process wrote the group
-// since that read began.
+// readGroup reads the entries of one group: one read for the callers that ask at once
+// (the clusters of a group begin together), never one that began before a caller asked.
 func (s *Store) readGroup(ctx context.Context, id string) ([][]byte, error) {
-	f, lead := s.flights.join(id, s.writer.generation(id))
-	if lead {
-		f.val, f.err = s.fetchGroup(context.WithoutCancel(ctx), id)
-		s.flights.land(id, f)
-	}
-	select {
-	case <-f.done:
-		entries, _ := f.val.([][]byte)
-		return entries, f.err
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	}
+	v, err := s.flights.Do(ctx, id, func(ctx context.Context) (any, error) { return s.fetchGroup(ctx, id) })
+	entries, _ := v.([][]byte)
+	return entries, err
 }
 
 func (s *Store) fetchGroup(ctx context.Context, id string) ([][]byte, error) {
@@ -300,44 +281,6 @@ func (s *Store) fetchGroupDoc(ctx context.Context, id string) (*groupDoc, error)
 		return nil, err
 	}
 	return &g, nil
-}
-
-// flights are the reads under way: of groups by _id, of layouts by "layout:" and context.
-type flights struct {
-	mu sync.Mutex
-	m  map[string]*flight
-}
-
-type flight struct {
-	gen  uint64 // the group's write generation when the read began
-	done chan struct{}
-	val  any // what was read
-	err  error
-}
-
-// join returns the read of id under way at generation gen, or a new one to lead.
-func (fs *flights) join(id string, gen uint64) (*flight, bool) {
-	fs.mu.Lock()
-	defer fs.mu.Unlock()
-	if f := fs.m[id]; f != nil && f.gen == gen {
-		return f, false
-	}
-	if fs.m == nil {
-		fs.m = map[string]*flight{}
-	}
-	f := &flight{gen: gen, done: make(chan struct{})}
-	fs.m[id] = f
-	return f, true
-}
-
-// land ends flight f: later reads begin their own.
-func (fs *flights) land(id string, f *flight) {
-	fs.mu.Lock()
-	if fs.m[id] == f {
-		delete(fs.m, id)
-	}
-	fs.mu.Unlock()
-	close(f.done)
 }
 
 // change is one cluster's write to its group: its apps (nil: unchanged), its live reads
@@ -361,7 +304,6 @@ type change struct {
 type groupWriter struct {
 	mu     sync.Mutex
 	queues map[string]*groupQueue
-	gens   map[string]uint64
 	// known is each group as this process last wrote it (only its leader uses it).
 	known map[string]*groupDoc
 }
@@ -378,19 +320,13 @@ type groupQueue struct {
 // maxGroupGap bounds the spacing of a group's writes.
 const maxGroupGap = 250 * time.Millisecond
 
-func (w *groupWriter) generation(id string) uint64 {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	return w.gens[id]
-}
-
 // write queues c for group id and waits until it is written.
 func (s *Store) writeGroup(id string, c *change) error {
 	w := &s.writer
 	c.done = make(chan struct{})
 	w.mu.Lock()
 	if w.queues == nil {
-		w.queues, w.gens = map[string]*groupQueue{}, map[string]uint64{}
+		w.queues = map[string]*groupQueue{}
 	}
 	q := w.queues[id]
 	if q == nil {
@@ -429,7 +365,6 @@ func (s *Store) leadGroup(id string, q *groupQueue) {
 		cancel()
 		w.mu.Lock()
 		q.last, q.took = time.Now(), time.Since(start)
-		w.gens[id]++
 		w.mu.Unlock()
 		for _, c := range batch {
 			if err != nil {

@@ -24,7 +24,7 @@ type Store struct {
 	placed                            *mongo.Collection // groups of cluster documents (groups.go)
 	groupBytes                        int               // largest group placement writes (0: maxGroupBytes; <0: none, tests' layout of before groups)
 	layouts                           layouts
-	flights                           flights
+	flights                           store.Flights // reads of groups and layouts
 	writer                            groupWriter
 	edits, groups                     *mongo.Collection // controllers' layers, placement before controllers
 	drift                             *mongo.Collection // drift checks: per cluster, and each check's summary

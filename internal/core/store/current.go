@@ -5,32 +5,22 @@ import (
 	"fmt"
 	"slices"
 	"sync"
-	"time"
 )
 
 // What a process reads of an epochKind again and again — a cluster's registration in
 // every operation on it, the members of a logical cloud in every placement — it keeps,
-// under the epoch of the documents' parent it read them under: one read of the epoch
-// (at most once per epochFresh, for every caller meanwhile) stands for them all. Another
-// process's write is seen within epochFresh; this process's own at once.
-
-// epochFresh is how long a read of a parent's epoch is used.
-const epochFresh = time.Second
+// under the epoch of the documents' parent it read them under. Each caller still reads
+// the epoch, after it asked (Flights: one read for the callers that ask at once), so it
+// sees every change that ended before it asked, from any process, as with a read of the
+// documents themselves; the documents are read again only when the epoch moved.
 
 // maxCurrent bounds the documents and lists kept; past it, they start again.
 const maxCurrent = 20000
 
 type current struct {
-	mu     sync.Mutex
-	epochs map[string]*epochRead // by parent
-	docs   map[string]kept       // by _id, or by parent and kind for lists
-}
-
-type epochRead struct {
-	at    time.Time
-	done  chan struct{}
-	epoch string
-	err   error
+	mu      sync.Mutex
+	docs    map[string]kept // by _id, or by parent and kind for lists
+	flights Flights         // of the epochs, by parent
 }
 
 type kept struct {
@@ -38,49 +28,11 @@ type kept struct {
 	docs  []*Doc
 }
 
-// epochOf returns the epoch of parent as read at most epochFresh ago.
+// epochOf reads the epoch of parent.
 func (s *Store) epochOf(ctx context.Context, parent string) (string, error) {
-	c := &s.current
-	c.mu.Lock()
-	e := c.epochs[parent]
-	lead := e == nil || (time.Since(e.at) > epochFresh && isClosed(e.done))
-	if lead {
-		e = &epochRead{at: time.Now(), done: make(chan struct{})}
-		if c.epochs == nil || len(c.epochs) >= maxCurrent {
-			c.epochs = map[string]*epochRead{}
-		}
-		c.epochs[parent] = e
-	}
-	c.mu.Unlock()
-	if lead {
-		e.epoch, e.err = s.Epoch(context.WithoutCancel(ctx), parent)
-		if e.err != nil {
-			c.forget(parent)
-		}
-		close(e.done)
-	}
-	select {
-	case <-e.done:
-		return e.epoch, e.err
-	case <-ctx.Done():
-		return "", ctx.Err()
-	}
-}
-
-func isClosed(ch chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// forget drops parent's epoch: the next reader reads it again (this process wrote).
-func (c *current) forget(parent string) {
-	c.mu.Lock()
-	delete(c.epochs, parent)
-	c.mu.Unlock()
+	v, err := s.current.flights.Do(ctx, parent, func(ctx context.Context) (any, error) { return s.Epoch(ctx, parent) })
+	e, _ := v.(string)
+	return e, err
 }
 
 func (c *current) get(key, epoch string) ([]*Doc, bool) {

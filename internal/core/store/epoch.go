@@ -44,13 +44,11 @@ func (s *Store) renewEpochs(ctx context.Context, docs ...*Doc) error {
 			continue
 		}
 		done[d.Parent] = true
-		s.current.forget(d.Parent)
 		_, err := s.epochs.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.Parent}},
 			bson.D{{Key: "$set", Value: bson.D{{Key: "epoch", Value: rand.Text()}}}}, options.UpdateOne().SetUpsert(true))
 		if err != nil {
 			return fmt.Errorf("renew the epoch of %s: %w", d.Parent, err)
 		}
-		s.current.forget(d.Parent) // a read begun before the renewal may have kept the old
 	}
 	return nil
 }
