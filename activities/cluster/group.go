@@ -34,7 +34,7 @@ var groupStall = time.Minute // tests shorten it
 var errStalled = fmt.Errorf("no progress for %s: left its group to be retried on its own", groupStall)
 
 // clusterSlots bounds the clusters a worker works on at once across its groups: a group
-// takes one Temporal activity slot for up to 50 clusters, so the worker's slots no longer
+// takes one Temporal activity slot for up to 100 clusters, so the worker's slots no longer
 // bound them. 400, as many as the worker's activity slots (workers.Options) allowed
 // clusters at once before groups.
 var clusterSlots = semaphore.NewWeighted(400)

@@ -24,7 +24,10 @@ import (
 
 // DefaultClustersPerBatch is how many clusters one batch (one child workflow) applies;
 // with a window of batches in flight this bounds concurrent activities per operation.
-const DefaultClustersPerBatch = 50
+// 100 since issue 66: Temporal's CPU per operation grows with its batches (50 had it at
+// 1.0 s for 1,000 clusters, 100 at 0.54 s; BENCHMARKS.md), and a batch's clusters share
+// one group document and one group activity.
+const DefaultClustersPerBatch = 100
 
 // Activities places apps.
 type Activities struct {

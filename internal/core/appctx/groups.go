@@ -22,7 +22,7 @@ import (
 // server's cost is per command and per document, FerretDB's about a millisecond of CPU
 // each, so a cluster with a document of its own cost five or six of them in every
 // operation, more than its API server's work. A context placed since groups keeps the
-// placements, statuses and live reads of a batch's clusters (ClustersPerBatch, 50) in one
+// placements, statuses and live reads of a batch's clusters (ClustersPerBatch, 100) in one
 // document (groupDoc): the clusters of a batch are worked on together, so their reads are
 // one read (readGroup) and their writes one write (groupWriter), and temco's documents and
 // round trips grow with batches, not clusters. Contexts placed before keep a document per
