@@ -375,6 +375,13 @@ func (s *Store) leadGroup(id string, q *groupQueue) {
 	}
 }
 
+// groupHolder holds a group's claim for this process's writes: a process started later
+// takes over a claim an earlier one left within seconds (store.Holder), not a lease, so a
+// worker restarted after a crash mid-write does not wait half a minute for its groups.
+// A claim is held for one write, milliseconds: one still held after seconds is a dead
+// process's.
+var groupHolder = store.Holder{Name: "appctx groups", Attempt: int32(time.Now().Unix() - 1_700_000_000)}
+
 // lease bounds one write of a group, claim included.
 const lease = 30 * time.Second
 
@@ -384,7 +391,7 @@ const lease = 30 * time.Second
 // wrote it since); else it is read first.
 func (s *Store) applyChanges(ctx context.Context, id string, batch []*change) error {
 	w := &s.writer
-	return s.exclusive(ctx, s.placed, id, func(ctx context.Context) error {
+	return s.claims.ExclusiveAs(ctx, s.placed.Name()+":"+id, groupHolder, func(ctx context.Context) error {
 		w.mu.Lock()
 		g := w.known[id]
 		w.mu.Unlock()
