@@ -309,7 +309,7 @@ type groupWriter struct {
 }
 
 // maxKnown bounds groupWriter.known; past it, it starts again.
-const maxKnown = 1024
+const maxKnown = 256
 
 type groupQueue struct {
 	pending []*change
