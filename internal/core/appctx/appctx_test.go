@@ -73,16 +73,7 @@ func place(t testing.TB, s *Store) {
 // apply marks every object of a cluster with status, as a cluster activity does.
 func apply(t *testing.T, s *Store, cluster, status string) {
 	t.Helper()
-	cas, err := s.ClusterApps(context.Background(), "ctx1", cluster)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, ca := range cas {
-		for i := range ca.Resources {
-			ca.Resources[i].Status = status
-		}
-	}
-	if err := s.SaveClusters(context.Background(), "ctx1", cas); err != nil {
+	if err := s.SaveClusters(context.Background(), "ctx1", mustApps(t, s, cluster, status)); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -132,7 +133,7 @@ func groupsOf(ctxID string, docs []*clusterDoc, limit int) ([]any, bool, error) 
 	byBatch := map[int]*groupDoc{}
 	var order []int
 	size := map[int]int{}
-	slices.SortFunc(docs, func(a, b *clusterDoc) int { return compareStrings(a.Cluster, b.Cluster) })
+	slices.SortFunc(docs, func(a, b *clusterDoc) int { return strings.Compare(a.Cluster, b.Cluster) })
 	for _, d := range docs {
 		g := byBatch[d.Batch]
 		if g == nil {
@@ -154,16 +155,6 @@ func groupsOf(ctxID string, docs []*clusterDoc, limit int) ([]any, bool, error) 
 		out = append(out, byBatch[b])
 	}
 	return out, true, nil
-}
-
-func compareStrings(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // entryOf is the stored form of a cluster in its group: its document without the _id
@@ -251,7 +242,7 @@ func (s *Store) groupedDocs(ctx context.Context, ctxID string, lay *layout, clus
 		return nil, err
 	}
 	out := slices.Concat(found...)
-	slices.SortFunc(out, func(a, b *clusterDoc) int { return compareStrings(a.Cluster, b.Cluster) })
+	slices.SortFunc(out, func(a, b *clusterDoc) int { return strings.Compare(a.Cluster, b.Cluster) })
 	return out, nil
 }
 
@@ -320,7 +311,7 @@ type groupQueue struct {
 // maxGroupGap bounds the spacing of a group's writes.
 const maxGroupGap = 250 * time.Millisecond
 
-// write queues c for group id and waits until it is written.
+// writeGroup queues c for group id and waits until it is written.
 func (s *Store) writeGroup(id string, c *change) error {
 	w := &s.writer
 	c.done = make(chan struct{})
