@@ -19,6 +19,7 @@ import (
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // groupBeat is how often a group heartbeats, carrying the clusters it has finished: well
@@ -34,7 +35,7 @@ var groupStall = time.Minute // tests shorten it
 var errStalled = fmt.Errorf("no progress for %s: left its group to be retried on its own", groupStall)
 
 // clusterSlots bounds the clusters a worker works on at once across its groups: a group
-// takes one Temporal activity slot for up to 100 clusters, so the worker's slots no longer
+// takes one Temporal activity slot for up to 250 clusters, so the worker's slots no longer
 // bound them. 400, as many as the worker's activity slots (workers.Options) allowed
 // clusters at once before groups.
 var clusterSlots = semaphore.NewWeighted(400)
@@ -78,6 +79,10 @@ func beat(ctx context.Context, details ...any) {
 // fails only when cancelled.
 func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 	each func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)) (lifecycle.GroupResult, error) {
+	// Its clusters ask the store as the group starts, however long each waits for a slot:
+	// one read of their group, their batch's layout and their registrations' epochs serves
+	// them all (store.Flights), as one read per cluster at that moment would.
+	ctx = store.AsOf(ctx, time.Now())
 	info := activity.GetInfo(ctx)
 	out := lifecycle.GroupResult{Prior: lifecycle.Prior{Activity: appctx.ActivityName(info.WorkflowExecution.RunID, info.ActivityID),
 		Attempts: info.Attempt, Scheduled: info.ScheduledTime}}

@@ -24,10 +24,10 @@ import (
 
 // DefaultClustersPerBatch is how many clusters one batch (one child workflow) applies;
 // with a window of batches in flight this bounds concurrent activities per operation.
-// 100 since issue 66: Temporal's CPU per operation grows with its batches (50 had it at
-// 1.0 s for 1,000 clusters, 100 at 0.54 s; BENCHMARKS.md), and a batch's clusters share
-// one group document and one group activity.
-const DefaultClustersPerBatch = 100
+// 250 since issue 66: Temporal's CPU per operation grows with its batches (for 1,000
+// clusters: 1.0 s with 50, 0.47 with 100, 0.25 with 250; BENCHMARKS.md), and a batch's
+// clusters share one group document (packed: a few KB) and one group activity.
+const DefaultClustersPerBatch = 250
 
 // Activities places apps.
 type Activities struct {
@@ -418,7 +418,7 @@ func (r *storeRegistry) ClustersWithLabel(provider, label string) ([]string, err
 	if names, seen := r.labelled[key]; seen {
 		return names, nil
 	}
-	docs, err := r.store.List(r.ctx, store.Query{Scope: "/cluster-providers/" + provider, Kind: model.KindClusterLabel, Name: label})
+	docs, err := r.store.ListCurrent(r.ctx, store.Query{Scope: "/cluster-providers/" + provider, Kind: model.KindClusterLabel, Name: label})
 	if err != nil {
 		r.err = err
 		return nil, err

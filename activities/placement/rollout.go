@@ -45,7 +45,7 @@ func labelled(ctx context.Context, st *store.Store, clusters []string) ([]rollou
 	}
 	labels := map[string][]string{}
 	for _, p := range slices.Sorted(maps.Keys(byProvider)) {
-		docs, err := st.List(ctx, store.Query{Scope: "/cluster-providers/" + p, Kind: model.KindClusterLabel})
+		docs, err := st.ListCurrent(ctx, store.Query{Scope: "/cluster-providers/" + p, Kind: model.KindClusterLabel})
 		if err != nil {
 			return nil, err
 		}

@@ -50,6 +50,7 @@ func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration, rat
 			failed = append(failed, fmt.Sprintf("%s %s: %d %s", method, path, r.code, r.body))
 		}
 	}
+	cmds0, cpu0 := storeCommands(b), cpuByProcess()
 	end := time.Now().Add(dur)
 	var wg sync.WaitGroup
 	bases := []string{""} // the stack's api, and its replicas: clients spread over them
@@ -74,6 +75,7 @@ func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration, rat
 		})
 	}
 	wg.Wait()
+	cmds1, cpu1 := storeCommands(b), cpuByProcess()
 	if len(failed) > 0 {
 		b.Fatalf("API load: requests failed: %s", strings.Join(failed, "; "))
 	}
@@ -90,6 +92,16 @@ func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration, rat
 	fmt.Printf("scale: N=%d API at %d clients, %s, for %s: CRUD p50 %s p99 %s (%d requests; %s), status summary p50 %s p99 %s (%d)\n",
 		n, clients, load, dur, percentile(crud, 50), percentile(crud, 99), len(crud), strings.Join(parts, ", "),
 		percentile(took["status"], 50), percentile(took["status"], 99), len(took["status"]))
+	// What one request costs, whatever its latency: the store's round trips and the CPU of
+	// each process (the five requests of a loop counted alike).
+	requests := len(crud) + len(took["status"])
+	cpu := map[string]time.Duration{}
+	cpuDelta(cpu, cpu0, cpu1)
+	for k, v := range cpu {
+		cpu[k] = v * 1000 / time.Duration(requests) // µs per request in cpuReport's milliseconds
+	}
+	fmt.Printf("scale: N=%d API, %s: store commands per request: %s; CPU µs per request by process: %s\n",
+		n, load, perCluster(cmds0, cmds1, requests), strings.Replace(cpuReport(cpu, 1), " ms", " µs", 1))
 }
 
 // percentile is the p-th percentile of ds (nearest rank), to the tenth of a millisecond.

@@ -73,6 +73,7 @@ func BenchmarkScale(b *testing.B) {
 	var rss []int64
 	orch := orchestration{n: n}
 	bestInst, bestTerm := time.Duration(math.MaxInt64), time.Duration(math.MaxInt64)
+	idleCPU(n, 10*time.Second)
 	for run := 1; run <= runs; run++ {
 		resetPeak(worker)
 		resetPeak(temporal)
@@ -506,6 +507,16 @@ func (o *orchestration) add(op string, before, after map[string]procCPU) {
 	if o.clusters == 0 || t.Seconds()/max(c.Seconds(), 0.001) > o.temco.Seconds()/max(o.clusters.Seconds(), 0.001) {
 		o.temco, o.clusters = t, c
 	}
+}
+
+// idleCPU prints each process's CPU over a window in which nothing was asked of temco:
+// what its timers, probes and pollers cost, which every operation's figures include.
+func idleCPU(n int, window time.Duration) {
+	before := cpuByProcess()
+	time.Sleep(window) // the window measured, not a wait for a state
+	sum := map[string]time.Duration{}
+	cpuDelta(sum, before, cpuByProcess())
+	fmt.Printf("scale: N=%d idle CPU ms per second by process: %s\n", n, cpuReport(sum, int(window/time.Second)))
 }
 
 // line is issue 66's figure: CPU ms per cluster of temco's work and of the clusters', and

@@ -27,7 +27,7 @@ var GroupSize = DefaultGroupSize
 
 // DefaultGroupSize is a default batch (placement.DefaultClustersPerBatch): one group
 // activity per batch.
-const DefaultGroupSize = 100
+const DefaultGroupSize = 250
 
 // groupSize is GroupSize as this run recorded it.
 func groupSize(ctx workflow.Context) int {
@@ -38,7 +38,7 @@ func groupSize(ctx workflow.Context) int {
 
 // grouped is a kind's activity options for its group activity. A group heartbeats every
 // few seconds whatever its clusters do, so a worker that died with it is noticed within
-// groupHeartbeat, whatever the kind's options say: a group holds up to 100 clusters, and
+// groupHeartbeat, whatever the kind's options say: a group holds up to 250 clusters, and
 // their retry waits for it. It may wait for the worker's cluster slots
 // (activities/cluster/group.go) besides its slowest cluster's time, so it gets groupTime
 // times the kind's time to end, 10 minutes at least. A cluster that stalls leaves the

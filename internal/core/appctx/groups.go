@@ -35,10 +35,13 @@ type groupDoc struct {
 	ID      string `bson:"_id"` // <ctx>/batch/<n>, as its batchDoc's
 	Context string `bson:"ctx"`
 	Batch   int    `bson:"batch"`
-	// Clusters are the BSON of each clusterDoc (without _id and ctx), stored as binary:
+	// Clusters are the BSON of each clusterDoc (without _id and ctx), as binary values:
 	// the server keeps them as they are, never looking inside (FerretDB spends ten times
-	// the CPU on a group whose clusters it must parse as documents; BENCHMARKS.md).
-	Clusters [][]byte `bson:"clusters"`
+	// the CPU on a group whose clusters it must parse as documents; BENCHMARKS.md). Stored
+	// so by groups written before 2026-12-06; since then stored in Packed (packed.go) and
+	// Clusters holds them only in memory.
+	Clusters [][]byte `bson:"clusters,omitempty"`
+	Packed   []byte   `bson:"packed,omitempty"`
 	// Ver is new at every write: a writer that knows the group as it last wrote it
 	// writes again without reading it first, if it is still that version.
 	Ver string `bson:"ver,omitempty"`
@@ -152,7 +155,7 @@ func groupsOf(ctxID string, docs []*clusterDoc, limit int) ([]any, bool, error) 
 	}
 	out := make([]any, 0, len(order))
 	for _, b := range order {
-		out = append(out, byBatch[b])
+		out = append(out, byBatch[b].stored())
 	}
 	return out, true, nil
 }
@@ -195,6 +198,9 @@ func (s *Store) groupedDocs(ctx context.Context, ctxID string, lay *layout, clus
 		}
 		var out []*clusterDoc
 		for _, g := range gs {
+			if err := g.opened(); err != nil {
+				return nil, err
+			}
 			for _, e := range g.Clusters {
 				d, err := s.entryDoc(ctxID, e)
 				if err != nil {
@@ -271,7 +277,7 @@ func (s *Store) fetchGroupDoc(ctx context.Context, id string) (*groupDoc, error)
 	if err != nil {
 		return nil, err
 	}
-	return &g, nil
+	return &g, g.opened()
 }
 
 // change is one cluster's write to its group: its apps (nil: unchanged), its live reads
@@ -290,8 +296,8 @@ type change struct {
 
 // groupWriter writes the changes to a group together: a change that comes while a write
 // of its group is under way goes into the next, and writes of one group are spaced by
-// about four times their own duration, so that the store spends at most a fifth of its
-// time on one group however many of its clusters save at once.
+// about four times their own duration (40-250 ms), so that the store spends at most a
+// fifth of its time on one group however many of its clusters save at once.
 type groupWriter struct {
 	mu     sync.Mutex
 	queues map[string]*groupQueue
@@ -308,8 +314,13 @@ type groupQueue struct {
 	took    time.Duration // how long it took
 }
 
-// maxGroupGap bounds the spacing of a group's writes.
-const maxGroupGap = 250 * time.Millisecond
+// minGroupGap and maxGroupGap bound the spacing of a group's writes: a packed group is
+// written in a few milliseconds, and each write costs the store about as much whatever it
+// carries, so writes a few milliseconds apart would cost it more than the clusters' own.
+const (
+	minGroupGap = 40 * time.Millisecond
+	maxGroupGap = 250 * time.Millisecond
+)
 
 // writeGroup queues c for group id and waits until it is written.
 func (s *Store) writeGroup(id string, c *change) error {
@@ -331,12 +342,21 @@ func (s *Store) writeGroup(id string, c *change) error {
 	return c.err
 }
 
-// leadGroup writes the changes queued for group id until none are left.
+// leadGroup writes the changes queued for group id until none are left. It holds the
+// group's claim across writes that follow one another closely (maxHold), claiming once
+// for them: FerretDB 1.x makes a conditional update a read and then a write, so only a
+// claim keeps two processes from both writing over one version.
 func (s *Store) leadGroup(id string, q *groupQueue) {
 	w := &s.writer
+	var held *store.Claim
+	defer func() {
+		if held != nil {
+			held.Release(context.Background())
+		}
+	}()
 	for {
 		w.mu.Lock()
-		wait := min(4*q.took, maxGroupGap) - time.Since(q.last)
+		wait := min(max(4*q.took, minGroupGap), maxGroupGap) - time.Since(q.last)
 		w.mu.Unlock()
 		if wait > 0 {
 			time.Sleep(wait) // more changes gather meanwhile
@@ -351,9 +371,21 @@ func (s *Store) leadGroup(id string, q *groupQueue) {
 		}
 		w.mu.Unlock()
 		start := time.Now()
-		ctx, cancel := context.WithTimeout(context.Background(), lease)
-		err := s.applyChanges(ctx, id, batch)
-		cancel()
+		if held != nil && start.Sub(held.At) > maxHold {
+			held.Release(context.Background()) // others may be waiting for it
+			held = nil
+		}
+		var err error
+		if held == nil {
+			ctx, cancel := context.WithTimeout(context.Background(), lease)
+			held, err = s.claims.Hold(ctx, s.placed.Name()+":"+id, groupHolder)
+			cancel()
+		}
+		if err == nil {
+			ctx, cancel := context.WithDeadline(context.Background(), held.Deadline())
+			err = s.applyChanges(ctx, id, batch)
+			cancel()
+		}
 		w.mu.Lock()
 		q.last, q.took = time.Now(), time.Since(start)
 		w.mu.Unlock()
@@ -366,61 +398,68 @@ func (s *Store) leadGroup(id string, q *groupQueue) {
 	}
 }
 
+// maxHold bounds how long a leader keeps its group's claim across writes: another
+// process's write of the group (a live read saved by the api) waits for it at most about
+// this plus one gap, well within the claim wait (2 s).
+const maxHold = time.Second
+
 // groupHolder holds a group's claim for this process's writes: a process started later
 // takes over a claim an earlier one left within seconds (store.Holder), not a lease, so a
 // worker restarted after a crash mid-write does not wait half a minute for its groups.
-// A claim is held for one write, milliseconds: one still held after seconds is a dead
-// process's.
+// A claim is held for about a second: one still held after several is a dead process's.
 var groupHolder = store.Holder{Name: "appctx groups", Attempt: int32(time.Now().Unix() - 1_700_000_000)}
 
-// lease bounds one write of a group, claim included.
+// lease bounds the claim of a group and a write under it.
 const lease = 30 * time.Second
 
-// applyChanges writes batch to group id under its claim: each change checked against the
-// entry as stored (its writer, its apps), in the order they came. The group as this
-// process last wrote it is written over if it is still that version (no other process
-// wrote it since); else it is read first.
+// applyChanges writes batch to group id, under its claim: each change checked against
+// the entry as stored (its writer, its apps), in the order they came, the result written
+// over the version it was made from. The group as this process last wrote it is written
+// over if it is still that version; else (placement replaced it) it is read and the
+// changes made again.
 func (s *Store) applyChanges(ctx context.Context, id string, batch []*change) error {
 	w := &s.writer
-	return s.claims.ExclusiveAs(ctx, s.placed.Name()+":"+id, groupHolder, func(ctx context.Context) error {
-		w.mu.Lock()
-		g := w.known[id]
-		w.mu.Unlock()
-		for range 2 {
-			if g == nil {
-				var err error
-				if g, err = s.fetchGroupDoc(ctx, id); err != nil || g == nil {
-					return err // a group that does not exist is left so
-				}
+	w.mu.Lock()
+	g := w.known[id]
+	w.mu.Unlock()
+	for range 2 {
+		if g == nil {
+			var err error
+			if g, err = s.fetchGroupDoc(ctx, id); err != nil || g == nil {
+				return err // a group that does not exist is left so
 			}
-			for _, c := range batch {
-				c.err = nil
-			}
-			next, err := merged(g, batch)
-			if err != nil || next == nil {
-				return err
-			}
-			filter := bson.D{{Key: "_id", Value: id}, {Key: "ver", Value: g.Ver}}
-			res, err := s.placed.UpdateOne(ctx, filter, bson.D{{Key: "$set", Value: bson.D{{Key: "clusters", Value: next.Clusters}, {Key: "ver", Value: next.Ver}}}})
-			if err != nil {
-				return err
-			}
-			if res.MatchedCount > 0 {
-				w.mu.Lock()
-				if len(w.known) >= maxKnown {
-					w.known = nil
-				}
-				if w.known == nil {
-					w.known = map[string]*groupDoc{}
-				}
-				w.known[id] = next
-				w.mu.Unlock()
-				return nil
-			}
-			g = nil // written by another process, or placed again: read it
 		}
-		return fmt.Errorf("group %s changed under its claim", id)
-	})
+		for _, c := range batch {
+			c.err = nil
+		}
+		next, err := merged(g, batch)
+		if err != nil || next == nil {
+			return err
+		}
+		filter := bson.D{{Key: "_id", Value: id}, {Key: "ver", Value: g.Ver}}
+		res, err := s.placed.UpdateOne(ctx, filter, bson.D{
+			{Key: "$set", Value: bson.D{{Key: "packed", Value: pack(next.Clusters)}, {Key: "ver", Value: next.Ver}}},
+			{Key: "$unset", Value: bson.D{{Key: "clusters", Value: ""}}}, // a group written before packing
+		})
+		if err != nil {
+			return err
+		}
+		if res.MatchedCount > 0 {
+			s.flights.Invalidate(id)
+			w.mu.Lock()
+			if len(w.known) >= maxKnown {
+				w.known = nil
+			}
+			if w.known == nil {
+				w.known = map[string]*groupDoc{}
+			}
+			w.known[id] = next
+			w.mu.Unlock()
+			return nil
+		}
+		g = nil // written by another process, or placed again: read it
+	}
+	return fmt.Errorf("group %s changed under its claim", id)
 }
 
 // merged is g with batch's changes made (nil when none applies), as a new version.

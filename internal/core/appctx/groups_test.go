@@ -35,7 +35,7 @@ func placeN(t *testing.T, s *Store, n int) []string {
 
 // Fifty clusters of a group that begin and save at once, as a group activity's do, cost
 // round trips per group, not per cluster: their reads are one find, their saves a few
-// writes of the group (each a claim, a find, an update and the claim's release), and
+// writes of the group (each one conditional update), and
 // every status is kept.
 func TestAGroupsClustersReadAndSaveTogether(t *testing.T) {
 	s, count := countingStore(t)
@@ -195,5 +195,92 @@ func TestTwoProcessesWritingOneGroupKeepBothStatuses(t *testing.T) {
 		if err != nil || !maps.Equal(got, map[string]int{lifecycle.ResApplied: 8}) {
 			t.Errorf("summary %v (%v)", got, err)
 		}
+	}
+}
+
+// Two processes saving the clusters of one group at the same moments take turns through
+// the group's version (no claim): every status of both is kept.
+func TestTwoProcessesSavingOneGroupAtOnceKeepEveryStatus(t *testing.T) {
+	ctx := context.Background()
+	db := newDatabaseOn(t, backends[0])
+	var stores []*Store
+	for range 2 {
+		s, err := New(ctx, db)
+		if err != nil {
+			t.Fatal(err)
+		}
+		stores = append(stores, s)
+	}
+	clusters := placeN(t, stores[0], 40)
+	var wg sync.WaitGroup
+	for i, c := range clusters {
+		s := stores[i%2]
+		wg.Go(func() {
+			cas, err := s.PlacedApps(ctx, "ctx1", c)
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			for _, ca := range cas {
+				ca.Resources[0].Status = lifecycle.ResApplied
+			}
+			if err := s.SaveStatuses(ctx, "ctx1", Attempt{Activity: "run/" + c, Number: 1}, cas); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	got, err := stores[1].Summary(ctx, "ctx1", nil)
+	if err != nil || !maps.Equal(got, map[string]int{lifecycle.ResApplied: 80}) {
+		t.Errorf("summary %v (%v), want all 80 Applied", got, err)
+	}
+}
+
+// A group written before packing (its entries an array of binary values, as stop 71's code
+// wrote them) reads as it was; its next write stores it packed, every status kept.
+func TestAGroupWrittenBeforePackingStillReads(t *testing.T) {
+	s := newStore(t)
+	clusters := placeN(t, s, 3)
+	ctx := context.Background()
+	id := batchID("ctx1", 0)
+	g, err := s.fetchGroupDoc(ctx, id)
+	if err != nil || g == nil || len(g.Clusters) != 3 {
+		t.Fatalf("group %v (%v)", g, err)
+	}
+	if _, err := s.placed.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{
+		{Key: "$set", Value: bson.D{{Key: "clusters", Value: g.Clusters}}},
+		{Key: "$unset", Value: bson.D{{Key: "packed", Value: ""}}}}); err != nil {
+		t.Fatal(err)
+	}
+	s.writer.known = nil // this process wrote it otherwise
+	form := func() (packed, listed bool) {
+		t.Helper()
+		var raw bson.Raw
+		if err := s.placed.FindOne(ctx, bson.D{{Key: "_id", Value: id}}).Decode(&raw); err != nil {
+			t.Fatal(err)
+		}
+		_, _, p := raw.Lookup("packed").BinaryOK()
+		_, l := raw.Lookup("clusters").ArrayOK()
+		return p, l
+	}
+	if p, l := form(); p || !l {
+		t.Fatalf("set up: packed %v, listed %v", p, l)
+	}
+	cas, err := s.PlacedApps(ctx, "ctx1", clusters[1])
+	if err != nil || len(cas) != 2 {
+		t.Fatalf("read before packing: %d apps (%v)", len(cas), err)
+	}
+	for _, ca := range cas {
+		ca.Resources[0].Status = lifecycle.ResApplied
+	}
+	if err := s.SaveStatuses(ctx, "ctx1", Attempt{Activity: "run/x", Number: 1}, cas); err != nil {
+		t.Fatal(err)
+	}
+	if p, l := form(); !p || l {
+		t.Errorf("after a write: packed %v, listed %v; want packed alone", p, l)
+	}
+	got, err := s.Summary(ctx, "ctx1", nil)
+	if err != nil || !maps.Equal(got, map[string]int{lifecycle.ResApplied: 2, lifecycle.ResPending: 4}) {
+		t.Errorf("summary %v (%v)", got, err)
 	}
 }

@@ -51,6 +51,12 @@ func (s *Store) PutPlacement(ctx context.Context, ctxID string, placed []*Cluste
 		bs = append(bs, &batchDoc{ID: batchID(ctxID, b), Context: ctxID, Batch: b, Clusters: clusters, Grouped: grouped})
 	}
 	s.layouts.put(ctxID, nil)
+	defer func() { // after the write: no read begun before it answers anyone
+		s.flights.Invalidate("layout:" + ctxID)
+		for b := range batches {
+			s.flights.Invalidate(batchID(ctxID, b))
+		}
+	}()
 	return s.replaceAll(ctx, s.batches, ctxID, bs)
 }
 

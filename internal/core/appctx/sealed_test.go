@@ -425,7 +425,7 @@ func copyEntry(t *testing.T, s *Store, ctxID, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.placed.UpdateOne(ctx, bson.D{{Key: "_id", Value: group}}, bson.D{{Key: "$push", Value: bson.D{{Key: "clusters", Value: raw}}}}); err != nil {
+	if _, err := s.placed.UpdateOne(ctx, bson.D{{Key: "_id", Value: group}}, bson.D{{Key: "$set", Value: bson.D{{Key: "packed", Value: pack(append(entries, raw))}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: group}}, bson.D{{Key: "$push", Value: bson.D{{Key: "clusters", Value: to}}}}); err != nil {

@@ -14,7 +14,7 @@ import (
 func StoreClusters(st *store.Store) Clusters {
 	return func(ctx context.Context, provider, label string) ([]contract.Cluster, error) {
 		scope := "/cluster-providers/" + provider
-		labels, err := st.List(ctx, store.Query{Scope: scope, Kind: model.KindClusterLabel})
+		labels, err := st.ListCurrent(ctx, store.Query{Scope: scope, Kind: model.KindClusterLabel})
 		if err != nil {
 			return nil, err
 		}
@@ -23,7 +23,7 @@ func StoreClusters(st *store.Store) Clusters {
 			name := d.Parent[strings.LastIndex(d.Parent, "/")+1:]
 			byCluster[name] = append(byCluster[name], d.Name)
 		}
-		docs, err := st.List(ctx, store.Query{Parent: scope, Kind: model.KindCluster})
+		docs, err := st.ListCurrent(ctx, store.Query{Parent: scope, Kind: model.KindCluster})
 		if err != nil {
 			return nil, err
 		}

@@ -42,3 +42,30 @@ func (c *Claims) Release(ctx context.Context, holder Holder) error {
 	_, err := c.s.claims.DeleteMany(ctx, bson.D{{Key: "holder.name", Value: holder.Name}, {Key: "holder.attempt", Value: holder.Attempt}})
 	return err
 }
+
+// Claim is a claim held across several writes (Hold), until Release.
+type Claim struct {
+	s  *Store
+	c  *claimDoc
+	At time.Time // when it was taken: writes under it must end by Deadline
+}
+
+// Hold claims key for holder, as ExclusiveAs does for one write, and keeps it until
+// Release: a writer with several writes in quick succession claims once. Others wait for
+// it as for any claim (up to claimWait, then ErrBusy), so it must be held well below that.
+func (c *Claims) Hold(ctx context.Context, key string, holder Holder) (*Claim, error) {
+	cd, err := c.s.claim(ctx, key, 0, &holder)
+	if err != nil {
+		return nil, err
+	}
+	return &Claim{s: c.s, c: cd, At: cd.At}, nil
+}
+
+// Deadline is when writes under the claim must have ended: later, another writer may
+// take it over.
+func (cl *Claim) Deadline() time.Time { return cl.At.Add(lease / 2) }
+
+// Release gives the claim up.
+func (cl *Claim) Release(ctx context.Context) {
+	_, _ = cl.s.claims.DeleteOne(context.WithoutCancel(ctx), bson.D{{Key: "_id", Value: cl.c.ID}})
+}

@@ -45,6 +45,7 @@ func (s *Store) afterDeletes(ctx context.Context, create func() error) error {
 func (s *Store) createOnce(ctx context.Context, d *Doc) error {
 	now := s.now()
 	d.Rev, d.Created, d.Updated, d.PendingSince, d.DeletingSince = 1, now, now, &now, nil
+	d.Anc, d.AncV = ancestorsOf(d.ID), 1
 	// Only its creator writes a pending document, without a claim, and only until it is
 	// lease/2 old; others replace or sweep it, holding its claim, once it is a lease old.
 	ctx, cancel := context.WithDeadline(ctx, now.Add(lease/2))

@@ -33,6 +33,7 @@ func (s *Store) createManyOnce(ctx context.Context, docs []*Doc) error {
 	ours := map[string]bool{}
 	for i, d := range docs {
 		d.Rev, d.Created, d.Updated, d.PendingSince, d.DeletingSince = 1, now, now, &now, nil
+		d.Anc, d.AncV = ancestorsOf(d.ID), 1
 		ids[i], batch[i] = d.ID, d
 		if ours[d.ID] {
 			return &Error{Code: ErrExists, ID: d.ID, Msg: "is named twice in the import"}

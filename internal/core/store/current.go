@@ -68,18 +68,22 @@ func (s *Store) GetCurrent(ctx context.Context, id, parent string) (*Doc, error)
 	return d, err
 }
 
-// ListCurrent is List of the children of q.Parent of an epochKind (q has Parent and
-// Kind alone), kept while the parent's epoch stands. The documents returned are shared:
-// callers must not change them.
+// ListCurrent is List of the documents of an epochKind below the document they are kept
+// under (q has Kind and Parent, or Scope for cluster labels, and may have Name), kept
+// while its epoch stands. The documents returned are shared: callers must not change them.
 func (s *Store) ListCurrent(ctx context.Context, q Query) ([]*Doc, error) {
-	if !epochKinds[q.Kind] || q.Parent == "" || q.Scope != "" || q.Name != "" || len(q.Fields) > 0 || q.IDs != nil || q.After != "" || q.Limit > 0 {
-		return nil, fmt.Errorf("list %s below %q: only a parent's children of a kind that has epochs are kept", q.Kind, q.Parent)
+	var holder string
+	if holderOf := epochKinds[q.Kind]; holderOf != nil {
+		holder = holderOf(&Doc{Parent: q.Parent, Scope: q.Scope})
 	}
-	epoch, err := s.epochOf(ctx, q.Parent)
+	if holder == "" || (q.Parent != "" && q.Scope != "") || len(q.Fields) > 0 || q.IDs != nil || q.After != "" || q.Limit > 0 {
+		return nil, fmt.Errorf("list %s below %q: only the documents of a kind that has epochs below their epoch's holder are kept", q.Kind, q.Parent+q.Scope)
+	}
+	epoch, err := s.epochOf(ctx, holder)
 	if err != nil {
 		return nil, err
 	}
-	key := fmt.Sprintf("%s\x00%s\x00%v", q.Parent, q.Kind, q.Full)
+	key := fmt.Sprintf("%s\x00%s\x00%s\x00%s\x00%v", q.Parent, q.Scope, q.Kind, q.Name, q.Full)
 	if docs, ok := s.current.get(key, epoch); ok {
 		return slices.Clone(docs), nil
 	}

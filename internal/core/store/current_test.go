@@ -58,7 +58,53 @@ func TestCurrentCopiesFollowEveryChange(t *testing.T) {
 	if got, err := s.ListCurrent(ctx, q); err != nil || len(got) != 2 || got[0].Name != "b" {
 		t.Errorf("members after a deletion: %d (%v)", len(got), err)
 	}
-	if _, err := s.ListCurrent(ctx, Query{Parent: "/cloud", Kind: "clusterReference", Name: "a"}); err == nil {
-		t.Error("a listing with a name was kept")
+	if got, err := s.ListCurrent(ctx, Query{Parent: "/cloud", Kind: "clusterReference", Name: "b"}); err != nil || len(got) != 1 {
+		t.Errorf("the member named b: %d (%v)", len(got), err)
+	}
+	if _, err := s.ListCurrent(ctx, Query{Parent: "/cloud", Kind: "clusterReference", Fields: map[string]string{"x": "y"}}); err == nil {
+		t.Error("a listing by fields was kept")
+	}
+}
+
+// A provider's cluster labels (placement by label) are kept under the provider's epoch:
+// a label added or removed below any of its clusters, by any process, is seen next.
+func TestCurrentLabelsFollowEveryChange(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	other, err := New(ctx, s.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	must := func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	const scope = "/cluster-providers/p"
+	must(s.Create(ctx, &Doc{ID: scope, Scope: scope, Kind: "clusterProvider", Name: "p", Body: `{}`}))
+	for _, c := range []string{"c1", "c2"} {
+		must(s.Create(ctx, &Doc{ID: scope + "/clusters/" + c, Parent: scope, Scope: scope, Kind: "cluster", Name: c, Body: `{}`}))
+	}
+	label := func(cluster, name string) *Doc {
+		parent := scope + "/clusters/" + cluster
+		return &Doc{ID: parent + "/labels/" + name, Parent: parent, Scope: scope, Kind: "clusterLabel", Name: name, Body: `{}`}
+	}
+	must(s.Create(ctx, label("c1", "edge")))
+	q := Query{Scope: scope, Kind: "clusterLabel", Name: "edge"}
+	count := func(want int, when string) {
+		t.Helper()
+		if got, err := s.ListCurrent(ctx, q); err != nil || len(got) != want {
+			t.Errorf("%s: %d labelled (%v), want %d", when, len(got), err, want)
+		}
+	}
+	count(1, "first")
+	count(1, "again")
+	must(other.Create(ctx, label("c2", "edge")))
+	count(2, "after another process labelled a cluster")
+	must(other.Delete(ctx, label("c1", "edge").ID))
+	count(1, "after another process removed a label")
+	if _, err := s.ListCurrent(ctx, Query{Parent: scope + "/clusters/c1", Kind: "clusterLabel"}); err == nil {
+		t.Error("labels listed below a cluster were kept, though their epoch is the provider's")
 	}
 }

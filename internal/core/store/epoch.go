@@ -16,7 +16,15 @@ import (
 // every write that creates or changes a document of an epochKind gives its parent a new
 // epoch, after the write, so a copy read under an epoch that is still the parent's is
 // current. One read of the epoch then stands for every such child of the parent.
-var epochKinds = map[string]bool{"cluster": true, "clusterReference": true}
+//
+// epochKinds maps each such kind to the document whose epoch its documents are kept
+// under: a cluster's and a cluster reference's parent (provider, logical cloud), a
+// cluster label's provider (its scope: placement by label reads a provider's labels).
+var epochKinds = map[string]func(*Doc) string{
+	"cluster":          func(d *Doc) string { return d.Parent },
+	"clusterReference": func(d *Doc) string { return d.Parent },
+	"clusterLabel":     func(d *Doc) string { return d.Scope },
+}
 
 // epochDoc is the epoch of one parent, in the epochs collection.
 type epochDoc struct {
@@ -40,14 +48,17 @@ func (s *Store) Epoch(ctx context.Context, parent string) (string, error) {
 func (s *Store) renewEpochs(ctx context.Context, docs ...*Doc) error {
 	done := map[string]bool{}
 	for _, d := range docs {
-		if !epochKinds[d.Kind] || done[d.Parent] {
+		holderOf := epochKinds[d.Kind]
+		if holderOf == nil || done[holderOf(d)] {
 			continue
 		}
-		done[d.Parent] = true
-		_, err := s.epochs.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.Parent}},
+		holder := holderOf(d)
+		done[holder] = true
+		_, err := s.epochs.UpdateOne(ctx, bson.D{{Key: "_id", Value: holder}},
 			bson.D{{Key: "$set", Value: bson.D{{Key: "epoch", Value: rand.Text()}}}}, options.UpdateOne().SetUpsert(true))
+		s.current.flights.Invalidate(holder)
 		if err != nil {
-			return fmt.Errorf("renew the epoch of %s: %w", d.Parent, err)
+			return fmt.Errorf("renew the epoch of %s: %w", holder, err)
 		}
 	}
 	return nil

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"sync"
+	"time"
 )
 
 // Flights shares reads of one key among the callers that want it at once (the clusters
@@ -11,23 +12,53 @@ import (
 // which begins when that one ends and serves every caller that came meanwhile. So a
 // caller sees every write that ended before it asked, from any process, as with a read
 // of its own; and a key is read at most twice for any number of callers at once.
+//
+// A caller's question may be older than its call: the clusters of a group activity ask
+// as the group starts (AsOf), however long each waits for its turn, so any read begun
+// since then answers them, one under way or one that ended (kept for keepRead): a group's
+// clusters share one read however spread out they start. A write this process makes
+// (Invalidate) refuses every read that began before it, to every caller.
 type Flights struct {
 	mu sync.Mutex
 	m  map[string]*flightPair
 }
 
-type flightPair struct{ cur, next *flight }
-
-type flight struct {
-	done chan struct{}
-	val  any
-	err  error
+type flightPair struct {
+	cur, next *flight
+	last      *flight   // the last read that ended without error, while kept
+	notBefore time.Time // no read that began earlier answers anyone (Invalidate)
 }
 
-// Do returns read's answer for key, read after this call began. read runs without the
-// caller's cancellation (others may be waiting on it); a caller gives up waiting when
-// its ctx ends.
+type flight struct {
+	done  chan struct{}
+	began time.Time // zero until it begins
+	val   any
+	err   error
+}
+
+// keepRead is how long an ended read may answer callers whose question is older than it.
+const keepRead = time.Minute
+
+// maxIdleKeys is how many keys with only a kept read the map holds before it drops them.
+const maxIdleKeys = 1024
+
+type asOfKey struct{}
+
+// AsOf marks the reads made with ctx as asked at t: Flights answers them with any read
+// that began at t or later.
+func AsOf(ctx context.Context, t time.Time) context.Context {
+	return context.WithValue(ctx, asOfKey{}, t)
+}
+
+// Do returns read's answer for key, read after this call began (or after its AsOf
+// time). read runs without the caller's cancellation (others may be waiting on it); a
+// caller gives up waiting when its ctx ends.
 func (fs *Flights) Do(ctx context.Context, key string, read func(context.Context) (any, error)) (any, error) {
+	now := time.Now()
+	asked := now
+	if t, ok := ctx.Value(asOfKey{}).(time.Time); ok && t.Before(now) {
+		asked = t
+	}
 	fs.mu.Lock()
 	if fs.m == nil {
 		fs.m = map[string]*flightPair{}
@@ -37,17 +68,27 @@ func (fs *Flights) Do(ctx context.Context, key string, read func(context.Context
 		p = &flightPair{}
 		fs.m[key] = p
 	}
+	if p.notBefore.After(asked) {
+		asked = p.notBefore
+	}
+	late := func(f *flight) bool { return f != nil && !f.began.IsZero() && !f.began.Before(asked) }
 	var f *flight
 	switch {
+	case late(p.last) && now.Sub(p.last.began) < keepRead:
+		f = p.last
+		fs.mu.Unlock()
+	case late(p.cur): // under way, begun after the question
+		f = p.cur
+		fs.mu.Unlock()
 	case p.next != nil: // the next read is waiting to begin: it is late enough
 		f = p.next
 		fs.mu.Unlock()
 	case p.cur == nil: // nothing under way: read now
-		f = &flight{done: make(chan struct{})}
+		f = &flight{done: make(chan struct{}), began: now}
 		p.cur = f
 		fs.mu.Unlock()
 		go fs.run(context.WithoutCancel(ctx), key, p, f, nil, read)
-	default: // a read began before this call: the next one, after it
+	default: // a read began before the question: the next one, after it
 		f = &flight{done: make(chan struct{})}
 		p.next = f
 		prev := p.cur
@@ -62,12 +103,22 @@ func (fs *Flights) Do(ctx context.Context, key string, read func(context.Context
 	}
 }
 
+// Invalidate makes every read of key that began before now unfit for any caller: this
+// process has just written what key reads.
+func (fs *Flights) Invalidate(key string) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	if p := fs.m[key]; p != nil {
+		p.last, p.notBefore = nil, time.Now()
+	}
+}
+
 // run waits for prev (if any), then reads for f.
 func (fs *Flights) run(ctx context.Context, key string, p *flightPair, f, prev *flight, read func(context.Context) (any, error)) {
 	if prev != nil {
 		<-prev.done
 		fs.mu.Lock()
-		p.cur, p.next = f, nil
+		p.cur, p.next, f.began = f, nil, time.Now()
 		fs.mu.Unlock()
 	}
 	f.val, f.err = read(ctx)
@@ -75,9 +126,29 @@ func (fs *Flights) run(ctx context.Context, key string, p *flightPair, f, prev *
 	if p.cur == f {
 		p.cur = nil
 	}
-	if p.cur == nil && p.next == nil && fs.m[key] == p {
-		delete(fs.m, key)
+	if f.err == nil && !f.began.Before(p.notBefore) {
+		p.last = f
+	}
+	if p.cur == nil && p.next == nil {
+		fs.drop(key, p)
 	}
 	fs.mu.Unlock()
 	close(f.done)
+}
+
+// drop forgets idle key p unless it keeps a read (nothing older than an Invalidate is
+// left to refuse then); past maxIdleKeys it sweeps the keys whose reads are too old.
+// Called with fs.mu held.
+func (fs *Flights) drop(key string, p *flightPair) {
+	if p.last == nil {
+		delete(fs.m, key)
+	}
+	if len(fs.m) <= maxIdleKeys {
+		return
+	}
+	for k, q := range fs.m {
+		if q.cur == nil && q.next == nil && (q.last == nil || time.Since(q.last.began) >= keepRead || len(fs.m) > 2*maxIdleKeys) {
+			delete(fs.m, k)
+		}
+	}
 }

@@ -63,6 +63,13 @@ type Doc struct {
 	PendingSince  *time.Time `bson:"pendingSince,omitempty"`
 	DeletingSince *time.Time `bson:"deletingSince,omitempty"`
 
+	// Anc lists the paths above the document from its scope down ("/projects/p",
+	// "/projects/p/composite-apps", ...; ancestorsOf), for Subtree; AncV is 1 where Anc is
+	// set: documents written before 2026-12-06 have neither until their next write or the
+	// first Subtree that finds them.
+	Anc  []string `bson:"anc,omitempty"`
+	AncV int32    `bson:"ancv,omitempty"`
+
 	// LooseRefs lets Create and Update store Refs that do not exist (yet): EMCO lets a DIG
 	// name its logical cloud before the cloud is created, and the operation that uses them
 	// checks them. Not stored.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // A subtree is every committed document below a prefix, in _id order: not the prefix
@@ -54,4 +56,49 @@ func topOf(id string) string {
 		}
 	}
 	return id
+}
+
+// Documents written before ancestors (as the code of before wrote them: no anc, no ancv)
+// are still in their subtrees, and the first read gives them their ancestors.
+func TestSubtreeFindsDocumentsWrittenBeforeAncestors(t *testing.T) {
+	s := newStore(t)
+	ctx := context.Background()
+	ids := []string{"/projects/p", "/projects/p/apps", "/projects/p/apps/a", "/projects/p/apps/a/x", "/projects/p/clouds"}
+	for i, id := range ids {
+		d := &Doc{ID: id, Parent: parentOfID(id), Scope: topOf(id), Kind: "k", Name: id, Body: `{}`}
+		if err := s.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 { // as written before
+			if _, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$unset", Value: bson.D{{Key: "anc", Value: ""}, {Key: "ancv", Value: ""}}}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	legacy := func() int {
+		n, err := s.coll.CountDocuments(ctx, bson.D{{Key: "ancv", Value: bson.D{{Key: "$ne", Value: int32(1)}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return int(n)
+	}
+	if n := legacy(); n != 2 {
+		t.Fatalf("%d documents without ancestors, want 2", n)
+	}
+	for range 2 {
+		docs, err := s.Subtree(ctx, "/projects/p/apps")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, d := range docs {
+			got = append(got, d.ID)
+		}
+		if want := []string{"/projects/p/apps/a", "/projects/p/apps/a/x"}; !slices.Equal(got, want) {
+			t.Errorf("subtree %v, want %v", got, want)
+		}
+	}
+	if n := legacy(); n != 0 {
+		t.Errorf("%d documents still without ancestors after a read", n)
+	}
 }

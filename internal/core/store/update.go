@@ -85,6 +85,7 @@ func (s *Store) swap(ctx context.Context, d *Doc, rev int64, was map[string]stri
 		{Key: "rev", Value: rev + 1}, {Key: "updated", Value: d.Updated},
 		{Key: "body", Value: d.Body}, {Key: "refs", Value: d.Refs}, {Key: "fields", Value: d.Fields},
 		{Key: "blob", Value: d.Blob}, {Key: "secret", Value: d.Secret}, {Key: "state", Value: d.State},
+		{Key: "anc", Value: ancestorsOf(d.ID)}, {Key: "ancv", Value: int32(1)}, // a document written before ancestors
 	}
 	res, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: d.ID}, {Key: "rev", Value: rev}, visible},
 		bson.D{{Key: "$set", Value: set}})
