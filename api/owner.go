@@ -64,6 +64,7 @@ func (s *Server) ownership(d opDoc, h echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		ctx := context.WithValue(c.Request().Context(), ownerCtxKey{}, owner)
+		ctx = context.WithValue(ctx, seenCtxKey{}, seen{})
 		if err := s.mayWrite(ctx, owner, target, parent); err != nil {
 			return err
 		}
@@ -180,9 +181,25 @@ func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) err
 		case stored != "":
 			return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), stored, HeaderOwner)
 		}
+		if m, ok := ctx.Value(seenCtxKey{}).(seen); ok {
+			m[id] = true
+		}
 		id = p
 	}
 	return nil
+}
+
+// seen holds the resources a write request found existing while checking who may write
+// (mayWrite walks up from the parent), so that the handler's own check of the parent
+// (mustExist) need not read it again.
+type seen map[string]bool
+
+type seenCtxKey struct{}
+
+// seenExisting reports whether the request of ctx found id existing already.
+func seenExisting(ctx context.Context, id string) bool {
+	m, _ := ctx.Value(seenCtxKey{}).(seen)
+	return m[id]
 }
 
 // mayChange is mayWrite of an existing resource id for the request of ctx.

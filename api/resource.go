@@ -279,9 +279,11 @@ func bodies(docs []*store.Doc) []byte {
 	return []byte("[" + strings.Join(parts, ",") + "]")
 }
 
-// mustExist answers 404 when the parent id (if any) does not exist.
+// mustExist answers 404 when the parent id (if any) does not exist: a check for a clear
+// answer before the work, which the store repeats where it counts (a create's parent,
+// after its document is in place).
 func (s *Server) mustExist(ctx context.Context, id string) error {
-	if id == "" {
+	if id == "" || seenExisting(ctx, id) {
 		return nil
 	}
 	ok, err := s.Store.Exists(ctx, id)
@@ -409,7 +411,7 @@ func replaceOnce[S any](ctx context.Context, s *Server, k kind[S], r *request[S]
 	if old == nil {
 		return d, http.StatusCreated, s.Store.Create(ctx, d)
 	}
-	return d, http.StatusOK, s.Store.Update(ctx, d)
+	return d, http.StatusOK, s.Store.UpdateOver(ctx, d, old)
 }
 
 func remove[S any](c echo.Context, s *Server, k kind[S]) error {

@@ -284,3 +284,30 @@ func TestNamesAreListsNames(t *testing.T) {
 		}
 	})
 }
+
+// An update over a document read just before writes without reading it again, and fails
+// as a conflict when another write came in between.
+func TestUpdateOverWhatWasReadRefusesAnInterveningWrite(t *testing.T) {
+	ctx := context.Background()
+	s := newStore(t)
+	if err := s.Create(ctx, &Doc{ID: "/p", Kind: "project", Name: "p", Body: `{"v":1}`}); err != nil {
+		t.Fatal(err)
+	}
+	old, err := s.Get(ctx, "/p")
+	if err != nil {
+		t.Fatal(err)
+	}
+	next := *old
+	next.Body = `{"v":2}`
+	if err := s.UpdateOver(ctx, &next, old); err != nil {
+		t.Fatalf("update over what was read: %v", err)
+	}
+	stale := *old // read before that write
+	stale.Body = `{"v":3}`
+	if err := s.UpdateOver(ctx, &stale, old); CodeOf(err) != ErrConflict {
+		t.Errorf("an update over a stale read: %v, want a conflict", err)
+	}
+	if got, _ := s.Get(ctx, "/p"); got.Body != `{"v":2}` {
+		t.Errorf("stored %s, want the first update's", got.Body)
+	}
+}

@@ -18,10 +18,23 @@ import (
 // reference being deleted is waited for (the delete does not wait for a committed
 // referrer: it refuses), so the update answers as if it came after that delete.
 func (s *Store) Update(ctx context.Context, d *Doc) error {
+	return s.update(ctx, d, nil)
+}
+
+// UpdateOver is Update for a caller that read the stored document, old, at d.Rev just
+// before: it is not read again. A write that came in between fails it all the same, as
+// ErrConflict: the write is conditional on the revision, under the claim.
+func (s *Store) UpdateOver(ctx context.Context, d, old *Doc) error {
+	return s.update(ctx, d, old)
+}
+
+func (s *Store) update(ctx context.Context, d, old *Doc) error {
 	return s.exclusiveAt(ctx, d.ID, d.Rev, nil, func(ctx context.Context) error {
-		old, err := s.Get(ctx, d.ID)
-		if err != nil {
-			return err
+		if old == nil {
+			var err error
+			if old, err = s.Get(ctx, d.ID); err != nil {
+				return err
+			}
 		}
 		if old.Rev != d.Rev {
 			return &Error{Code: ErrConflict, ID: d.ID}
