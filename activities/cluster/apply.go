@@ -115,7 +115,7 @@ func (r *run) applyApp(p *appctx.ClusterApp) error {
 			if err := r.waitReady(p, group); err != nil {
 				return err
 			}
-			r.cl.mapper.Reset()
+			r.cl.resetMapper()
 			r.cl.schemas.forget()
 		}
 	}

@@ -62,6 +62,7 @@ type endpoint struct {
 	last      atomic.Pointer[http.RoundTripper] // the last connection's auth
 	disco     discovery.CachedDiscoveryInterface
 	mapper    *restmapper.DeferredDiscoveryRESTMapper // over disco: a Reset reads the APIs again
+	mapped    sync.Map                                // schema.GroupVersionKind -> *meta.RESTMapping found (restMapping)
 	schemas   *schemaIndex                            // where the server publishes its OpenAPI schemas
 	shared    *Schemas                                // the schemas parsed, shared by every cluster
 	caps      capsCache

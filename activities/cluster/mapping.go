@@ -38,13 +38,13 @@ const unservedGrace = 5 * time.Second
 // mapping resolves the API resource of ref and the namespace to use for it.
 func (c *client) mapping(ref appctx.Ref, defaultNS string) (mapped, error) {
 	gvk := schema.GroupVersionKind{Group: ref.Group, Version: ref.Version, Kind: ref.Kind}
-	m, err := c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	m, err := c.restMapping(gvk)
 	// Discovery may predate a CRD, and an API server that has just started serves its
 	// CRDs' kinds a moment after it answers: look again for a few seconds (less than the
 	// activity's heartbeat timeout) before calling the kind unserved.
 	for deadline := time.Now().Add(unservedGrace); meta.IsNoMatchError(err) && time.Now().Before(deadline); {
-		c.mapper.Reset()
-		if m, err = c.mapper.RESTMapping(gvk.GroupKind(), gvk.Version); meta.IsNoMatchError(err) {
+		c.resetMapper()
+		if m, err = c.restMapping(gvk); meta.IsNoMatchError(err) {
 			time.Sleep(unservedGrace / 10)
 		}
 	}
@@ -58,6 +58,26 @@ func (c *client) mapping(ref appctx.Ref, defaultNS string) (mapped, error) {
 		return mapped{gvr: m.Resource}, nil
 	}
 	return mapped{gvr: m.Resource, namespace: cmp.Or(ref.Namespace, defaultNS)}, nil
+}
+
+// restMapping is the mapper's answer for gvk, kept once found: every object of every
+// cluster on the endpoint asks it, and the mapper answers each from the whole discovery,
+// under a lock (an eighth of a terminate's CPU).
+func (e *endpoint) restMapping(gvk schema.GroupVersionKind) (*meta.RESTMapping, error) {
+	if m, ok := e.mapped.Load(gvk); ok {
+		return m.(*meta.RESTMapping), nil
+	}
+	m, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	if err == nil {
+		e.mapped.Store(gvk, m)
+	}
+	return m, err
+}
+
+// resetMapper has the endpoint's APIs read again (a CRD applied, a kind not found).
+func (e *endpoint) resetMapper() {
+	e.mapper.Reset()
+	e.mapped.Clear()
 }
 
 // resource is the dynamic client of ref's resource (reads and deletes decode objects).
