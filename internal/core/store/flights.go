@@ -19,8 +19,9 @@ import (
 // clusters share one read however spread out they start. A write this process makes
 // (Invalidate) refuses every read that began before it, to every caller.
 type Flights struct {
-	mu sync.Mutex
-	m  map[string]*flightPair
+	mu    sync.Mutex
+	m     map[string]*flightPair
+	swept time.Time // when drop last dropped the reads kept too long
 }
 
 type flightPair struct {
@@ -137,15 +138,16 @@ func (fs *Flights) run(ctx context.Context, key string, p *flightPair, f, prev *
 }
 
 // drop forgets idle key p unless it keeps a read (nothing older than an Invalidate is
-// left to refuse then); past maxIdleKeys it sweeps the keys whose reads are too old.
-// Called with fs.mu held.
+// left to refuse then); every keepRead, or past maxIdleKeys, it drops the idle keys whose
+// reads are too old (a group's read holds its clusters' statuses). Called with fs.mu held.
 func (fs *Flights) drop(key string, p *flightPair) {
 	if p.last == nil {
 		delete(fs.m, key)
 	}
-	if len(fs.m) <= maxIdleKeys {
+	if len(fs.m) <= maxIdleKeys && time.Since(fs.swept) < keepRead {
 		return
 	}
+	fs.swept = time.Now()
 	for k, q := range fs.m {
 		if q.cur == nil && q.next == nil && (q.last == nil || time.Since(q.last.began) >= keepRead || len(fs.m) > 2*maxIdleKeys) {
 			delete(fs.m, k)
