@@ -97,26 +97,7 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 		activity.RecordHeartbeat(ctx, out.Done)
 	}
 	var running sync.Map // cluster -> *stallWatch
-	stop, stopped := make(chan struct{}), make(chan struct{})
-	defer func() { close(stop); <-stopped }()
-	go func() {
-		defer close(stopped)
-		t := time.NewTicker(groupBeat)
-		defer t.Stop()
-		stall := groupStall
-		for {
-			select {
-			case <-stop:
-				return
-			case now := <-t.C:
-				report()
-				running.Range(func(_, w any) bool {
-					w.(*stallWatch).check(now, stall)
-					return true
-				})
-			}
-		}
-	}()
+	defer beatAndWatch(report, &running)()
 
 	var g errgroup.Group
 	for _, c := range in.Clusters {
@@ -159,6 +140,31 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 		return lifecycle.GroupResult{}, err
 	}
 	return out, nil
+}
+
+// beatAndWatch heartbeats a group every groupBeat (report) and cancels its running
+// clusters that stalled, until the function it returns is called.
+func beatAndWatch(report func(), running *sync.Map) (stop func()) {
+	done, stopped := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(stopped)
+		t := time.NewTicker(groupBeat)
+		defer t.Stop()
+		stall := groupStall
+		for {
+			select {
+			case <-done:
+				return
+			case now := <-t.C:
+				report()
+				running.Range(func(_, w any) bool {
+					w.(*stallWatch).check(now, stall)
+					return true
+				})
+			}
+		}
+	}()
+	return func() { close(done); <-stopped }
 }
 
 // stallWatch cancels a cluster of a group that has not heartbeaten for groupStall.

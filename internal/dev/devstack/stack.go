@@ -347,7 +347,7 @@ func (s *Stack) startReplicaAPI(ctx context.Context, i int) error {
 	s.MoreAPIs[i-2] = p
 	s.mu.Unlock()
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", port)
-	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return HTTPOK(ctx, health) })
+	return WaitReady(ctx, p, 60*time.Second, func(ctx context.Context) error { return temcoHealthy(ctx, health) })
 }
 
 // startReplicaWorker (re)starts worker number i (2, 3, ...) with its metrics port and git
@@ -393,7 +393,30 @@ func (s *Stack) Env() []string { return s.env() }
 // StartAPI (re)starts temco api and waits until it answers.
 func (s *Stack) StartAPI(ctx context.Context) error {
 	health := fmt.Sprintf("http://127.0.0.1:%d/healthz", s.cfg.APIPort)
-	return s.startTemcoProc(ctx, "temco api", "api", &s.API, func(ctx context.Context, _ *Proc) error { return HTTPOK(ctx, health) })
+	return s.startTemcoProc(ctx, "temco api", "api", &s.API, func(ctx context.Context, _ *Proc) error { return temcoHealthy(ctx, health) })
+}
+
+// temcoHealthy succeeds when url, a temco process's /healthz, answers 200 "ok": not any
+// server's 200. A port picked free can be taken by another stack's process before ours
+// binds it (a Temporal UI answers every path), and ours then exits, which WaitReady sees.
+func temcoHealthy(ctx context.Context, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 64))
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || string(body) != "ok" {
+		return fmt.Errorf("%s: %s %.40q: not a temco process", url, resp.Status, body)
+	}
+	return nil
 }
 
 // StartWorker (re)starts temco worker and waits until it polls its task queue.
