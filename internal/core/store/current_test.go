@@ -9,17 +9,7 @@ import (
 // are, and every change is seen by the next read, this process's or another's.
 func TestCurrentCopiesFollowEveryChange(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	other, err := New(ctx, s.Database()) // another process on the same database
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, other, must := twoProcesses(t)
 	must(s.Create(ctx, &Doc{ID: "/p", Kind: "provider", Name: "p", Body: `{}`}))
 	c := &Doc{ID: "/p/clusters/c", Parent: "/p", Kind: "cluster", Name: "c", Body: `{}`, Secret: []byte("one")}
 	must(s.Create(ctx, c))
@@ -70,17 +60,7 @@ func TestCurrentCopiesFollowEveryChange(t *testing.T) {
 // a label added or removed below any of its clusters, by any process, is seen next.
 func TestCurrentLabelsFollowEveryChange(t *testing.T) {
 	ctx := context.Background()
-	s := newStore(t)
-	other, err := New(ctx, s.Database())
-	if err != nil {
-		t.Fatal(err)
-	}
-	must := func(err error) {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	s, other, must := twoProcesses(t)
 	const scope = "/cluster-providers/p"
 	must(s.Create(ctx, &Doc{ID: scope, Scope: scope, Kind: "clusterProvider", Name: "p", Body: `{}`}))
 	for _, c := range []string{"c1", "c2"} {
@@ -106,5 +86,21 @@ func TestCurrentLabelsFollowEveryChange(t *testing.T) {
 	count(1, "after another process removed a label")
 	if _, err := s.ListCurrent(ctx, Query{Parent: scope + "/clusters/c1", Kind: "clusterLabel"}); err == nil {
 		t.Error("labels listed below a cluster were kept, though their epoch is the provider's")
+	}
+}
+
+// twoProcesses is a store and another process's on the same database, and a check that
+// fails the test on an error.
+func twoProcesses(t *testing.T) (s, other *Store, must func(error)) {
+	s = newStore(t)
+	other, err := New(context.Background(), s.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s, other, func(err error) {
+		t.Helper()
+		if err != nil {
+			t.Fatal(err)
+		}
 	}
 }

@@ -400,11 +400,7 @@ func (s *Stack) StartAPI(ctx context.Context) error {
 // server's 200. A port picked free can be taken by another stack's process before ours
 // binds it (a Temporal UI answers every path), and ours then exits, which WaitReady sees.
 func temcoHealthy(ctx context.Context, url string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := getURL(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -495,11 +491,7 @@ func HTTPOK(ctx context.Context, url string) error { return httpAnswers(ctx, url
 
 // httpAnswers succeeds when GET url answers one of codes.
 func httpAnswers(ctx context.Context, url string, codes ...int) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := getURL(ctx, url)
 	if err != nil {
 		return err
 	}
@@ -508,6 +500,15 @@ func httpAnswers(ctx context.Context, url string, codes ...int) error {
 		return fmt.Errorf("%s: %s", url, resp.Status)
 	}
 	return nil
+}
+
+// getURL sends GET url.
+func getURL(ctx context.Context, url string) (*http.Response, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, err
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // Procs lists every running process of the stack.
