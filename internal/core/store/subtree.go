@@ -7,7 +7,6 @@ import (
 	"strings"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
-	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 )
 
@@ -19,8 +18,9 @@ import (
 // itself. An _id range makes FerretDB 1.x read every document of the collection, and the
 // top-level resource's scope every document of the project, the logical clouds' cluster
 // references too (a DIG's snapshot read 1.6 MB at 1,000 clusters; BENCHMARKS.md).
-// Documents written before ancestors are found by their scope, then by prefix, and given
-// their ancestors, so that the next read need not look for them.
+// Documents written before ancestors are found by their scope, then by prefix; they get
+// their ancestors at their next write (Update), under its claim: a write without one
+// could undo a concurrent update, as FerretDB 1.x writes back the whole document it read.
 func (s *Store) Subtree(ctx context.Context, prefix string) ([]*Doc, error) {
 	parts := strings.SplitN(prefix, "/", 4)
 	if len(parts) < 3 || parts[0] != "" {
@@ -30,12 +30,10 @@ func (s *Store) Subtree(ctx context.Context, prefix string) ([]*Doc, error) {
 	// Those without ancestors first: one given its ancestors meanwhile is then found by
 	// them (the second read), never missed by both.
 	scope := "/" + parts[1] + "/" + parts[2]
-	legacy, err := s.find(ctx, scope, bson.D{{Key: "scope", Value: scope}, {Key: "ancv", Value: bson.D{{Key: "$ne", Value: int32(1)}}}, visible})
+	legacy, err := s.find(ctx, prefix, bson.D{{Key: "scope", Value: scope}, {Key: "ancv", Value: bson.D{{Key: "$ne", Value: int32(1)}}}, visible})
 	if err != nil {
 		return nil, err
 	}
-	s.giveAncestors(ctx, legacy) // the scope's, all of them: they are read once
-	legacy = slices.DeleteFunc(legacy, func(d *Doc) bool { return !strings.HasPrefix(d.ID, prefix+"/") })
 	docs, err := s.find(ctx, prefix, bson.D{{Key: "anc", Value: prefix}, visible})
 	if err != nil {
 		return nil, err
@@ -60,20 +58,6 @@ func (s *Store) find(ctx context.Context, prefix string, filter bson.D) ([]*Doc,
 		return nil, fmt.Errorf("list below %s: %w", prefix, err)
 	}
 	return slices.DeleteFunc(docs, func(d *Doc) bool { return !strings.HasPrefix(d.ID, prefix+"/") }), nil
-}
-
-// giveAncestors sets the ancestors of documents written before them, in one write; a
-// failure leaves them to a later read (the _id they derive from never changes).
-func (s *Store) giveAncestors(ctx context.Context, docs []*Doc) {
-	if len(docs) == 0 {
-		return
-	}
-	models := make([]mongo.WriteModel, len(docs))
-	for i, d := range docs {
-		models[i] = mongo.NewUpdateOneModel().SetFilter(bson.D{{Key: "_id", Value: d.ID}}).
-			SetUpdate(bson.D{{Key: "$set", Value: bson.D{{Key: "anc", Value: ancestorsOf(d.ID)}, {Key: "ancv", Value: int32(1)}}}})
-	}
-	_, _ = s.coll.BulkWrite(ctx, models, options.BulkWrite().SetOrdered(false))
 }
 
 // ancestorsOf lists the paths above id from its scope down: for
