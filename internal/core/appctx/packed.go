@@ -18,10 +18,20 @@ import (
 // written as 1 KB costs it little more than an empty document (BENCHMARKS.md).
 // klauspost/compress's zstd is the compressor the MongoDB driver itself uses.
 
+// packer and unpacker serve every group writer and reader at once (EncodeAll and
+// DecodeAll are safe for concurrent use, one encoder or decoder per core).
 var (
-	packer, _   = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest), zstd.WithEncoderConcurrency(1))
-	unpacker, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxPackedBytes))
+	packer   = must(zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedFastest)))
+	unpacker = must(zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(maxPackedBytes)))
 )
+
+// must panics at start on an option the compressor refuses: a programming error.
+func must[T any](v T, err error) T {
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
 
 // maxPackedBytes bounds a group's entries unpacked: a document that claims more is refused
 // rather than read (a group grows past maxGroupBytes only by statuses and live reads).
