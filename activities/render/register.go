@@ -1,6 +1,8 @@
 package render
 
 import (
+	"runtime"
+
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/internal/core/artifact/blobs"
@@ -13,7 +15,7 @@ func Register(r lifecycle.Registry, d *deps.Deps) {
 	a := &Activities{Store: d.Store, Contexts: d.Contexts, Capabilities: cluster.Shared(d).Clients.Capabilities,
 		Blobs: deps.Shared(d, func() *blobs.Store { return blobs.StoreOf(d.Store) })}
 	if d.RenderMemory > 0 {
-		a.Sandbox = &Sandbox{Memory: d.RenderMemory}
+		a.Sandbox = &Sandbox{Memory: d.RenderMemory, Spares: max(runtime.GOMAXPROCS(0), minSpares)}
 	}
 	lifecycle.Register(r, lifecycle.RenderApps, a.RenderApps)
 	lifecycle.RegisterNoResult(r, lifecycle.RenderVariants, a.RenderVariants)

@@ -39,7 +39,15 @@ type Sandbox struct {
 	Exe string
 	// Memory bounds the child's data segment, in bytes (DefaultSandboxMemory when 0).
 	Memory int64
+	// Spares is how many children wait started for the next renderings (sandbox.Sandbox).
+	Spares int
 }
+
+// minSpares is the worker's least number of spare children for renderings (one per core
+// when more): an instantiate renders each app once, one per core at once, and a spare
+// taken is replaced in about the time of a start, so the apps of a usual composite app
+// each find one waiting. Each costs about 12 MiB of memory of its own while it waits.
+const minSpares = 4
 
 // sandboxRequest is chartInput on the wire.
 type sandboxRequest struct {
@@ -73,7 +81,7 @@ func (s *Sandbox) render(ctx context.Context, in chartInput, timeout time.Durati
 	}
 	req := sandboxRequest{App: in.app, Archive: in.archive, Profile: in.profile, Overrides: in.overrides,
 		Release: in.release, Namespace: in.namespace, Labels: in.labels, Caps: in.caps}
-	resp, err := sandbox.Call[sandboxResponse](ctx, &sandbox.Sandbox{Exe: s.Exe, Memory: memory}, SandboxJob, req, timeout, maxSandboxOutput)
+	resp, err := sandbox.Call[sandboxResponse](ctx, &sandbox.Sandbox{Exe: s.Exe, Memory: memory, Spares: s.Spares}, SandboxJob, req, timeout, maxSandboxOutput)
 	var oom *sandbox.OutOfMemory
 	var crashed *sandbox.Crashed
 	var fault *sandbox.Fault

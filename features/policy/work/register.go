@@ -2,6 +2,7 @@ package work
 
 import (
 	"context"
+	"runtime"
 
 	"go.temporal.io/sdk/client"
 
@@ -16,7 +17,7 @@ import (
 func Register(r lifecycle.Registry, d *deps.Deps) {
 	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines, Grants: d.TaskQueueGrants, Keys: d.Keys}
 	if d.RenderMemory > 0 { // the bound of a tenant's code in the worker: charts' and policies'
-		a.Sandbox = &policyengine.Sandbox{Memory: d.RenderMemory}
+		a.Sandbox = &policyengine.Sandbox{Memory: d.RenderMemory, Spares: runtime.GOMAXPROCS(0)}
 	}
 	if d.Ops != nil {
 		ops := d.Ops

@@ -33,6 +33,8 @@ type Sandbox struct {
 	Exe string
 	// Memory bounds the child's data segment, in bytes.
 	Memory int64
+	// Spares is how many children wait started for the next evaluations (sandbox.Sandbox).
+	Spares int
 
 	once  sync.Once
 	slots chan struct{}
@@ -63,7 +65,7 @@ func (s *Sandbox) Evaluate(ctx context.Context, modules map[string]string, path 
 		return nil, ctx.Err()
 	}
 	req := evaluation{Modules: modules, Path: path, Input: input}
-	out, err := sandbox.Call[evaluated](ctx, &sandbox.Sandbox{Exe: s.Exe, Memory: s.Memory}, SandboxJob, req, timeout, 2*MaxAnswerBytes)
+	out, err := sandbox.Call[evaluated](ctx, &sandbox.Sandbox{Exe: s.Exe, Memory: s.Memory, Spares: s.Spares}, SandboxJob, req, timeout, 2*MaxAnswerBytes)
 	var oom *sandbox.OutOfMemory
 	var crashed *sandbox.Crashed
 	switch {

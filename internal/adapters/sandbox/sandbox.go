@@ -19,9 +19,9 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"runtime"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -53,6 +53,11 @@ type Sandbox struct {
 	Exe string
 	// Memory bounds the child's data segment, in bytes.
 	Memory int64
+	// Spares is how many children wait started for a job's next requests, each ended
+	// after spareIdle unused, started again a second after the last job of their kind
+	// ended. A process start (30-50 ms of a large binary's initialisation) is then off
+	// the request's path. 0 starts each child when it is needed.
+	Spares int
 }
 
 // TimedOut is a job that ran past its timeout: its process was killed.
@@ -81,43 +86,39 @@ func (f *Fault) Unwrap() error { return f.error }
 
 // Run does job in a child process with request on its stdin, returning what it wrote
 // (at most maxAnswer bytes). It fails with TimedOut, OutOfMemory, Crashed or Fault, or
-// ctx's error when ctx ends first.
+// ctx's error when ctx ends first. The child is a spare started before (Spares) when
+// there is one: each request still gets a process of its own.
 func (s *Sandbox) Run(ctx context.Context, job Job, request []byte, timeout time.Duration, maxAnswer int) ([]byte, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	exe := s.Exe
-	if exe == "" {
-		exe = "/proc/self/exe"
+	c, done, err := s.take(job, maxAnswer)
+	if err != nil {
+		return nil, &Fault{fmt.Errorf("run the %s: %w", job.Noun, err)}
 	}
-	rctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(rctx, exe)
-	// Nothing of the worker's environment (its keys' paths, its settings) reaches the job.
-	cmd.Env = []string{jobEnv + "=" + job.Name, memoryEnv + "=" + strconv.FormatInt(s.Memory, 10),
-		"GOMEMLIMIT=" + strconv.FormatInt(s.Memory*3/4, 10)}
-	cmd.Stdin = bytes.NewReader(request)
-	out := &capped{max: maxAnswer}
-	stderr := &capped{max: 64 << 10, drop: true}
-	cmd.Stdout, cmd.Stderr = out, stderr
-	// The child dies with the thread that started it: that thread is kept until the child
-	// ends (Go may retire a thread otherwise, killing the child early).
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	cmd.WaitDelay = 5 * time.Second
-	runtime.LockOSThread()
-	err := cmd.Run()
-	runtime.UnlockOSThread()
+	defer done()
+	var timedOut atomic.Bool
+	timer := time.AfterFunc(timeout, func() { timedOut.Store(true); c.kill() })
+	stop := context.AfterFunc(ctx, c.kill)
+	// A child that died before reading it all fails the write; its end says why.
+	_, werr := c.stdin.Write(request)
+	c.stdin.Close()
+	<-c.done
+	timer.Stop()
+	stop()
 	switch {
 	case ctx.Err() != nil:
 		return nil, ctx.Err()
-	case rctx.Err() != nil:
+	case timedOut.Load():
 		return nil, &TimedOut{After: timeout}
-	case out.over:
+	case c.out.over:
 		return nil, &Fault{fmt.Errorf("the %s's answer is larger than %s", job.Noun, Size(int64(maxAnswer)))}
-	case err != nil:
-		return nil, childFailure(job, err, stderr.buf.String(), s.Memory)
+	case c.err != nil:
+		return nil, childFailure(job, c.err, c.stderr.buf.String(), s.Memory)
+	case werr != nil:
+		return nil, &Fault{fmt.Errorf("send the %s its request: %w", job.Noun, werr)}
 	}
-	return out.buf.Bytes(), nil
+	return c.out.buf.Bytes(), nil
 }
 
 // Call is Run with request and answer in JSON: an answer that does not decode is a Fault.

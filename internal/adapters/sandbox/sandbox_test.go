@@ -3,6 +3,7 @@ package sandbox
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"strings"
@@ -23,12 +24,21 @@ var (
 		_, err := out.Write(make([]byte, 1<<20))
 		return err
 	}}
-	jobs = []Job{echo, eat, spin, crash, fail, big}
+	pid = Job{Name: "pid", Noun: "pid", Work: func(in io.Reader, out io.Writer) error {
+		if _, err := io.ReadAll(in); err != nil { // as a job does: its request first
+			return err
+		}
+		_, err := fmt.Fprint(out, os.Getpid())
+		return err
+	}}
+	jobs = []Job{echo, eat, spin, crash, fail, big, pid}
 )
 
 // TestMain lets this test binary be the sandbox's child, as the worker's binary is.
 func TestMain(m *testing.M) {
 	ChildMain(jobs...)
+	spareIdle = 2 * time.Second // TestAnUnusedSpareEnds
+	refillAfter = 100 * time.Millisecond
 	os.Exit(m.Run())
 }
 

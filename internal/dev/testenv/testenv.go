@@ -200,6 +200,43 @@ func Race[T any](fns ...func() T) []T {
 	return out
 }
 
+// WorkingChildren lists the children of pid that used CPU over the interval given: a
+// sandbox's spare child waits for its request without any, a job left running uses it.
+func WorkingChildren(pid int, over time.Duration) ([]int, error) {
+	kids, err := Children(pid)
+	if err != nil || len(kids) == 0 {
+		return nil, err
+	}
+	before := map[int]int{}
+	for _, k := range kids {
+		before[k] = cpuTicks(k)
+	}
+	time.Sleep(over) // the interval measured, not a wait for something to happen
+	var out []int
+	for _, k := range kids {
+		if after := cpuTicks(k); after > before[k] {
+			out = append(out, k)
+		}
+	}
+	return out, nil
+}
+
+// cpuTicks is a process's user and system time in clock ticks (-1: it has ended).
+func cpuTicks(pid int) int {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return -1
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // state is f[0]; utime, stime are fields 14, 15
+	if len(f) < 13 {
+		return -1
+	}
+	u, _ := strconv.Atoi(f[11])
+	st, _ := strconv.Atoi(f[12])
+	return u + st
+}
+
 // Children lists the processes whose parent is pid (Linux: /proc).
 func Children(pid int) ([]int, error) {
 	entries, err := os.ReadDir("/proc")
