@@ -296,8 +296,9 @@ type change struct {
 
 // groupWriter writes the changes to a group together: a change that comes while a write
 // of its group is under way goes into the next, and writes of one group are spaced by
-// about four times their own duration (40-250 ms), so that the store spends at most a
-// fifth of its time on one group however many of its clusters save at once.
+// about four times their own duration (40-250 ms) after a burst of groupBurst, so that
+// the store spends at most a fifth of its time on one group however many of its clusters
+// save at once, while the few clusters of a small group save without waiting.
 type groupWriter struct {
 	mu     sync.Mutex
 	queues map[string]*groupQueue
@@ -310,16 +311,44 @@ const maxKnown = 256
 
 type groupQueue struct {
 	pending []*change
-	last    time.Time     // when the last write ended
-	took    time.Duration // how long it took
+	wake    chan struct{} // a change was queued
+	spacing
+}
+
+// spacing spaces a group's writes: a leaky bucket whose level, due, is when the writes so
+// far will have used up their time and spacing (each write adds what it took and its
+// gap). A write waits until due is at most groupBurst-1 gaps away: past a burst, a write
+// starts a gap after the one before ended.
+type spacing struct {
+	due  time.Time
+	took time.Duration // how long the last write took
+}
+
+// gap is the spacing of the group's writes.
+func (p *spacing) gap() time.Duration { return min(max(4*p.took, minGroupGap), maxGroupGap) }
+
+// wait is how long a write at now waits.
+func (p *spacing) wait(now time.Time) time.Duration {
+	return p.due.Add(-(groupBurst - 1) * p.gap()).Sub(now)
+}
+
+// wrote records a write from start to end: it costs its own time and its gap.
+func (p *spacing) wrote(start, end time.Time) {
+	p.took = end.Sub(start)
+	if start.After(p.due) {
+		p.due = start
+	}
+	p.due = p.due.Add(p.took + p.gap())
 }
 
 // minGroupGap and maxGroupGap bound the spacing of a group's writes: a packed group is
 // written in a few milliseconds, and each write costs the store about as much whatever it
 // carries, so writes a few milliseconds apart would cost it more than the clusters' own.
+// groupBurst writes go at once before the spacing holds.
 const (
 	minGroupGap = 40 * time.Millisecond
 	maxGroupGap = 250 * time.Millisecond
+	groupBurst  = 3
 )
 
 // writeGroup queues c for group id and waits until it is written.
@@ -332,31 +361,38 @@ func (s *Store) writeGroup(id string, c *change) error {
 	}
 	q := w.queues[id]
 	if q == nil {
-		q = &groupQueue{}
+		q = &groupQueue{wake: make(chan struct{}, 1)}
 		w.queues[id] = q
 		go s.leadGroup(id, q)
 	}
 	q.pending = append(q.pending, c)
 	w.mu.Unlock()
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
 	<-c.done // not abandoned with the caller's context: a change queued is written
 	return c.err
 }
 
-// leadGroup writes the changes queued for group id until none are left. It holds the
-// group's claim across writes that follow one another closely (maxHold), claiming once
-// for them: FerretDB 1.x makes a conditional update a read and then a write, so only a
-// claim keeps two processes from both writing over one version.
+// leadGroup writes the changes queued for group id until none are left and the spacing
+// of its writes is used up. It holds the group's claim across writes that follow one
+// another closely (maxHold), claiming once for them: FerretDB 1.x makes a conditional
+// update a read and then a write, so only a claim keeps two processes from both writing
+// over one version.
 func (s *Store) leadGroup(id string, q *groupQueue) {
 	w := &s.writer
 	var held *store.Claim
-	defer func() {
+	release := func() {
 		if held != nil {
-			held.Release(context.Background())
+			held.Release(context.Background()) // others may be waiting for it
+			held = nil
 		}
-	}()
+	}
+	defer release()
 	for {
 		w.mu.Lock()
-		wait := min(max(4*q.took, minGroupGap), maxGroupGap) - time.Since(q.last)
+		wait := q.wait(time.Now())
 		w.mu.Unlock()
 		if wait > 0 {
 			time.Sleep(wait) // more changes gather meanwhile
@@ -365,15 +401,26 @@ func (s *Store) leadGroup(id string, q *groupQueue) {
 		batch := q.pending
 		q.pending = nil
 		if len(batch) == 0 {
-			delete(w.queues, id)
+			rest := time.Until(q.due)
+			if rest <= 0 {
+				delete(w.queues, id)
+				w.mu.Unlock()
+				return
+			}
 			w.mu.Unlock()
-			return
+			if held != nil && time.Since(held.At)+rest > maxHold {
+				release()
+			}
+			select { // the spacing is kept for changes to come
+			case <-q.wake:
+			case <-time.After(rest):
+			}
+			continue
 		}
 		w.mu.Unlock()
 		start := time.Now()
 		if held != nil && start.Sub(held.At) > maxHold {
-			held.Release(context.Background()) // others may be waiting for it
-			held = nil
+			release()
 		}
 		var err error
 		if held == nil {
@@ -387,7 +434,7 @@ func (s *Store) leadGroup(id string, q *groupQueue) {
 			cancel()
 		}
 		w.mu.Lock()
-		q.last, q.took = time.Now(), time.Since(start)
+		q.wrote(start, time.Now())
 		w.mu.Unlock()
 		for _, c := range batch {
 			if err != nil {

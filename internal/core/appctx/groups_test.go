@@ -7,6 +7,7 @@ import (
 	"maps"
 	"sync"
 	"testing"
+	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
 
@@ -283,4 +284,49 @@ func TestAGroupWrittenBeforePackingStillReads(t *testing.T) {
 	if err != nil || !maps.Equal(got, map[string]int{lifecycle.ResApplied: 2, lifecycle.ResPending: 4}) {
 		t.Errorf("summary %v (%v)", got, err)
 	}
+}
+
+// A group's first groupBurst writes go at once (the few clusters of a small group save
+// without waiting); after them its writes start a gap apart, four times what a write took
+// within 40-250 ms, after the one before ended; a group left alone for its spacing starts
+// a burst again.
+func TestAGroupsWritesGoAtOnceThenSpaced(t *testing.T) {
+	var p spacing
+	now := time.Unix(1_700_000_000, 0)
+	// write writes as soon as the spacing lets it, asked at now; it returns its start.
+	write := func(took time.Duration) time.Time {
+		start := now.Add(max(p.wait(now), 0))
+		now = start.Add(took)
+		p.wrote(start, now)
+		return start
+	}
+	burst := func(took time.Duration) {
+		t.Helper()
+		for i := range groupBurst {
+			asked := now
+			if start := write(took); start != asked {
+				t.Fatalf("write %d of a burst waited %v", i+1, start.Sub(asked))
+			}
+		}
+	}
+	spaced := func(took, gap time.Duration) {
+		t.Helper()
+		for range groupBurst - 1 { // a longer gap allows a longer burst: the change settles
+			write(took)
+		}
+		prev := write(took)
+		for i := range 5 {
+			if start := write(took); start.Sub(prev) != gap {
+				t.Fatalf("writes of %v after a burst: write %d started %v after the one before, want %v", took, i+2, start.Sub(prev), gap)
+			} else {
+				prev = start
+			}
+		}
+	}
+	burst(5 * time.Millisecond)
+	spaced(5*time.Millisecond, 5*time.Millisecond+minGroupGap)
+	spaced(20*time.Millisecond, 20*time.Millisecond+80*time.Millisecond)
+	spaced(time.Second, time.Second+maxGroupGap)
+	now = p.due                                  // left alone until its spacing is used up
+	burst(5 * time.Millisecond)
 }
