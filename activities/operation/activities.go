@@ -61,13 +61,11 @@ func last(info lifecycle.StateInfo) lifecycle.Action {
 func (a *Activities) BeginOperation(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
 	switch in.Op {
 	case lifecycle.OpInstantiate:
-		res, err := a.beginInstantiate(ctx, in)
-		return a.snapshotted(ctx, in.Target, in.Op, res, err)
+		return a.snapshotted(ctx, in, a.beginInstantiate)
 	case lifecycle.OpTerminate:
 		return a.beginTerminate(ctx, in)
 	case lifecycle.OpUpdate, lifecycle.OpRollback:
-		res, err := a.beginRevision(ctx, in)
-		return a.snapshotted(ctx, in.Target, in.Op, res, err)
+		return a.snapshotted(ctx, in, a.beginRevision)
 	}
 	return lifecycle.BeginResult{}, temporal.NewNonRetryableApplicationError("unknown operation "+in.Op, lifecycle.ErrInvalidInput, nil)
 }

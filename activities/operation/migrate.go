@@ -48,8 +48,8 @@ func (a *Activities) origin(ctx context.Context, dig lifecycle.Target) (*store.D
 // target's logical cloud, and records the target Instantiated with it, as revision 1.
 // Retrying it after a partial success finds its own record and returns the same result.
 func (a *Activities) BeginMigrate(ctx context.Context, in lifecycle.MigrateBegin) (lifecycle.BeginResult, error) {
-	res, err := a.beginMigrate(ctx, in)
-	return a.snapshotted(ctx, in.DIG, lifecycle.OpMigrate, res, err)
+	return a.snapshotted(ctx, lifecycle.BeginInput{Target: in.DIG, Op: lifecycle.OpMigrate},
+		func(ctx context.Context, _ lifecycle.BeginInput) (lifecycle.BeginResult, error) { return a.beginMigrate(ctx, in) })
 }
 
 func (a *Activities) beginMigrate(ctx context.Context, in lifecycle.MigrateBegin) (lifecycle.BeginResult, error) {

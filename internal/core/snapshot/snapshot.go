@@ -22,6 +22,9 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"sync"
+
+	"golang.org/x/sync/errgroup"
 
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -76,43 +79,46 @@ func Build(ctx context.Context, st *store.Store, dig string) (Document, error) {
 		profile := ca + "/composite-profiles/" + spec.Spec.CompositeProfile
 		whole, single = append(whole, profile), append(single, profile)
 	}
-	for _, prefix := range whole {
-		docs, err := st.Subtree(ctx, prefix)
-		if err != nil {
-			return Document{}, err
-		}
+	// The reads are independent round trips: made at once (an operation waits for them).
+	var mu sync.Mutex
+	add := func(docs ...*store.Doc) {
+		mu.Lock()
+		defer mu.Unlock()
 		doc.add(docs...)
 	}
-	for _, id := range single {
-		if err := doc.get(ctx, st, id); err != nil {
-			return Document{}, err
-		}
+	g, gctx := errgroup.WithContext(ctx)
+	for _, prefix := range whole {
+		g.Go(func() error {
+			docs, err := st.Subtree(gctx, prefix)
+			add(docs...)
+			return err
+		})
 	}
 	if spec.Spec.LogicalCloud != "" {
 		cloud := lifecycle.LogicalCloudID(t.Project, spec.Spec.LogicalCloud)
-		if err := doc.get(ctx, st, cloud); err != nil {
-			return Document{}, err
-		}
-		refs, err := st.ListCurrent(ctx, store.Query{Parent: cloud, Kind: model.KindClusterReference})
-		if err != nil {
-			return Document{}, err
-		}
-		doc.add(refs...)
+		single = append(single, cloud)
+		g.Go(func() error {
+			refs, err := st.ListCurrent(gctx, store.Query{Parent: cloud, Kind: model.KindClusterReference})
+			add(refs...)
+			return err
+		})
+	}
+	for _, id := range single {
+		g.Go(func() error {
+			d, err := st.Get(gctx, id)
+			if store.CodeOf(err) == store.ErrNotFound {
+				return nil
+			}
+			if err == nil {
+				add(d)
+			}
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return Document{}, err
 	}
 	return doc, nil
-}
-
-// get adds the resource id, if it exists.
-func (doc Document) get(ctx context.Context, st *store.Store, id string) error {
-	d, err := st.Get(ctx, id)
-	if store.CodeOf(err) == store.ErrNotFound {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	doc.add(d)
-	return nil
 }
 
 func (doc Document) add(docs ...*store.Doc) {

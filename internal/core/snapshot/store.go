@@ -13,6 +13,8 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -105,45 +107,73 @@ func key(dig, id string) string { return dig + "/snapshots/" + id }
 func (s *Store) Take(ctx context.Context, st *store.Store, dig string, rev Revision, source string) (string, error) {
 	var data []byte
 	if source == "" {
-		doc, err := Build(ctx, st, dig)
-		if err != nil {
-			return "", err
-		}
-		if data, err = Canonical(doc); err != nil {
+		var err error
+		if data, err = Configuration(ctx, st, dig); err != nil {
 			return "", err
 		}
 	}
+	return s.Record(ctx, dig, rev, source, data)
+}
+
+// Configuration is the canonical JSON of the configuration the store holds now for the
+// DIG whose store id is dig (Build), as Record takes it.
+func Configuration(ctx context.Context, st *store.Store, dig string) ([]byte, error) {
+	doc, err := Build(ctx, st, dig)
+	if err != nil {
+		return nil, err
+	}
+	return Canonical(doc)
+}
+
+// Record is Take with the configuration read before (data, from Configuration; nil for
+// a rollback, which names its source).
+func (s *Store) Record(ctx context.Context, dig string, rev Revision, source string, data []byte) (string, error) {
 	var id string
 	err := s.exclusive(ctx, dig, func(ctx context.Context) error {
-		if done, err := s.producedBy(ctx, dig, rev.ContextID); err != nil || done != nil {
-			if done != nil {
-				id = done.ID
-			}
-			return err
+		// What is there already: independent reads, made at once.
+		var (
+			done, from *Snapshot
+			seq        int64
+			exists     bool
+		)
+		if source == "" {
+			id = IDOf(data)
 		}
-		seq, err := s.nextSeq(ctx, dig)
-		if err != nil {
-			return err
-		}
+		g, gctx := errgroup.WithContext(ctx)
+		g.Go(func() (err error) { done, err = s.producedBy(gctx, dig, rev.ContextID); return err })
+		g.Go(func() (err error) { seq, err = s.nextSeq(gctx, dig); return err })
 		if source != "" {
-			from, err := s.producedBy(ctx, dig, source)
-			if err != nil || from == nil {
+			g.Go(func() (err error) { from, err = s.producedBy(gctx, dig, source); return err })
+		} else {
+			g.Go(func() error {
+				err := store.FindOne(gctx, s.coll, bson.D{{Key: "_id", Value: key(dig, id)}}, new(bson.Raw), options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
+				exists = err == nil
+				if errors.Is(err, mongo.ErrNoDocuments) {
+					return nil
+				}
 				return err
+			})
+		}
+		if err := g.Wait(); err != nil {
+			return err
+		}
+		switch {
+		case done != nil:
+			id = done.ID
+			return nil
+		case source != "":
+			if from == nil {
+				id = ""
+				return nil
 			}
 			id = from.ID
 			return s.addRevision(ctx, from.Key, rev, seq)
+		case exists:
+			return s.addRevision(ctx, key(dig, id), rev, seq)
 		}
-		id = IDOf(data)
-		err = store.FindOne(ctx, s.coll, bson.D{{Key: "_id", Value: key(dig, id)}}, new(bson.Raw), options.Find().SetProjection(bson.D{{Key: "_id", Value: 1}}))
-		if errors.Is(err, mongo.ErrNoDocuments) {
-			_, err = s.coll.InsertOne(ctx, Snapshot{Key: key(dig, id), DIG: dig, Document: string(data), Contexts: []string{rev.ContextID},
-				Summary: Summary{ID: id, Revisions: []Revision{rev}, Created: rev.Time, Operation: rev.Operation, Updated: rev.Time, Seq: seq}})
-			return err
-		}
-		if err != nil {
-			return err
-		}
-		return s.addRevision(ctx, key(dig, id), rev, seq)
+		_, err := s.coll.InsertOne(ctx, Snapshot{Key: key(dig, id), DIG: dig, Document: string(data), Contexts: []string{rev.ContextID},
+			Summary: Summary{ID: id, Revisions: []Revision{rev}, Created: rev.Time, Operation: rev.Operation, Updated: rev.Time, Seq: seq}})
+		return err
 	})
 	if err != nil {
 		return "", fmt.Errorf("record the snapshot of revision %d of %s: %w", rev.Revision, dig, err)
