@@ -44,7 +44,10 @@ func invalid(format string, args ...any) error {
 
 // RenderApps renders every app of the DIG's composite app into the context, with Helm's
 // default capabilities (RenderVariants renders again those whose charts ask, for the
-// clusters whose capabilities differ).
+// clusters whose capabilities differ). It answers how many apps' charts read them: the
+// operation runs RenderVariants only then. (Workers before 2026-12-06 answered the number
+// of apps: more than none whenever there were apps, so the operation renders again
+// when it need not, never the reverse.)
 func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (int, error) {
 	r, err := a.load(ctx, in)
 	if err != nil {
@@ -80,7 +83,13 @@ func (a *Activities) RenderApps(ctx context.Context, in lifecycle.ContextRef) (i
 		header = append(header, bson.E{Key: "artifacts." + app + ".stage", Value: artifact.StageRendered})
 	}
 	w.Go(func() error { return a.Contexts.Set(wctx, in.ContextID, header) })
-	return len(rendered), w.Wait()
+	reading := 0
+	for _, app := range rendered {
+		if app.Capabilities {
+			reading++
+		}
+	}
+	return reading, w.Wait()
 }
 
 // renderApp renders one app, in the sandbox when there is one; what names it in the error.

@@ -68,7 +68,7 @@ func (o *operation) prepare(ctx workflow.Context) (lifecycle.Plan, error) {
 			return plan, err
 		}
 	}
-	if o.release >= releaseVariants {
+	if o.release >= releaseVariants && (o.release < releaseRendersRead || o.readCapabilities > 0) {
 		o.progress.Phase = "render for the clusters' capabilities"
 		err = lifecycle.RenderVariants.Execute(preparing(ctx), ref).Get(ctx, nil)
 	}
@@ -157,7 +157,7 @@ func (o *operation) renderAndPlace(ctx workflow.Context, ref lifecycle.ContextRe
 		o.pinImages = pin
 		if rerr == nil {
 			o.progress.Phase = "render and placement"
-			rerr = lifecycle.RenderApps.Execute(preparing(ctx), ref).Get(ctx, nil)
+			rerr = lifecycle.RenderApps.Execute(preparing(ctx), ref).Get(ctx, &o.readCapabilities)
 		}
 		return plan, cmp.Or(rerr, placed.Get(ctx, &plan))
 	}

@@ -24,6 +24,8 @@ type operation struct {
 	retrying   retryList
 	// pinImages: the DIG pins its images once the context's objects are final.
 	pinImages bool
+	// readCapabilities is how many apps' charts read .Capabilities (releaseRendersRead).
+	readCapabilities int
 	// later are the workflows controllers asked to run after the apply (or deletion).
 	later []askedBy
 	// rollout is the operation's staged rollout (nil without a rollout strategy);
@@ -73,8 +75,11 @@ const (
 	// releaseArtifacts (2026-11-28): the charts apps name by reference are pinned and
 	// fetched (workflows/artifact) before rendering, placement beside them.
 	releaseArtifacts workflow.Version = 8
+	// releaseRendersRead (2026-12-06): RenderApps answers how many apps' charts read
+	// .Capabilities, and RenderVariants runs only when some do (a round trip less).
+	releaseRendersRead workflow.Version = 9
 
-	releaseLatest = releaseArtifacts
+	releaseLatest = releaseRendersRead
 )
 
 // gates are a run's answers to version gates.

@@ -52,13 +52,20 @@ func TestFinishOfAStoreThatKeepsRefusingFollowsTheRunsRelease(t *testing.T) {
 
 // From release 6 an instantiate renders the charts that read .Capabilities for its
 // clusters once prepared (after the controllers' commit); runs of earlier releases do not.
+// From release 9 it does only when RenderApps answered that some chart reads them.
 func TestRenderVariantsFollowsTheRunsRelease(t *testing.T) {
 	for name, c := range map[string]struct {
 		release workflow.Version
+		reading int
 		want    int
-	}{"release 5": {releaseStages, 0}, "release 6": {releaseVariants, 1}} {
+	}{
+		"release 5": {releaseStages, 1, 0}, "release 6": {releaseVariants, 1, 1},
+		"release 8, no chart reads": {releaseArtifacts, 0, 1},
+		"release 9, no chart reads": {releaseRendersRead, 0, 0}, "release 9, a chart reads": {releaseRendersRead, 1, 1},
+	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFakes()
+			f.reading = c.reading
 			f.plan.Controllers = []lifecycle.Controller{{Name: "gac", Intent: "i"}}
 			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)

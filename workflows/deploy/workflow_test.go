@@ -40,6 +40,7 @@ type fakes struct {
 	copied   []lifecycle.CopyInput
 	listed   int                 // ListBatch calls
 	variants int                 // RenderVariants calls
+	reading  int                 // RenderApps' answer: apps whose charts read .Capabilities
 	counted  []int               // batches CountBatch stored counts for
 	previous map[string]string   // cluster -> Previous seen by ApplyCluster
 	deletedC map[string][]string // context -> clusters deleted
@@ -69,6 +70,7 @@ type fakes struct {
 func newFakes() *fakes {
 	return &fakes{
 		applied: map[string]int{}, deleted: map[string]int{}, previous: map[string]string{}, deletedC: map[string][]string{},
+		reading: 1,
 		render:  func() error { return nil },
 		place:   func() error { return nil },
 		control: func(contract.Input) error { return nil },
@@ -108,7 +110,7 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Lock()
 		f.rendered++
 		f.mu.Unlock()
-		return 1, f.render()
+		return f.reading, f.render()
 	})
 	lifecycle.RegisterNoResult(env, lifecycle.RenderVariants, func(context.Context, lifecycle.ContextRef) error {
 		f.mu.Lock()

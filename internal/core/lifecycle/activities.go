@@ -57,7 +57,8 @@ var (
 )
 
 // activities/render (render.Activities): the rendering of a context's charts (the number
-// of apps), and again per set of cluster capabilities (variants.go).
+// of apps whose charts read the clusters' capabilities), and again per set of cluster
+// capabilities (variants.go).
 var byRender = Implementer{"activities/render", "Activities"}
 
 var (
