@@ -12,6 +12,8 @@ import (
 	"strings"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/temco/temco/internal/adapters/syncobject"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
@@ -292,66 +294,89 @@ type controllerPart struct {
 	why    string
 }
 
-// readDIGParts reads a DIG and its parts, in this order: its composite app's apps, its
-// logical cloud, its composite profile, its intents and their generic placement intent,
-// each app's dependencies, the controllers the intents name. The first failed read ends
-// it.
+// readDIGParts reads a DIG and its parts: its composite app's apps and each app's
+// dependencies; its logical cloud and composite profile, which its spec names; its
+// intents, then their generic placement intent and the controllers they name. The three
+// chains are independent round trips, read at once (an operation's request waits for
+// them). The first failed read ends it.
 func (s *Server) readDIGParts(ctx context.Context, dig lifecycle.Target) (*digParts, error) {
-	d, err := s.get(ctx, dig.ID())
-	if err != nil {
-		return nil, err
-	}
-	spec, err := model.Decode[model.DIGSpec](d.Body)
-	if err != nil {
-		return nil, err
-	}
-	p := &digParts{spec: spec.Spec, ca: caOf(dig.ID())}
-	apps, err := s.list(ctx, store.Query{Parent: p.ca, Kind: model.KindApp}, "the apps of "+describe(p.ca))
-	if err != nil {
-		return nil, err
-	}
-	if _, p.cloudWhy, err = s.read(ctx, lifecycle.LogicalCloudID(dig.Project, p.spec.LogicalCloud), "does not exist"); err != nil {
-		return nil, err
-	}
-	if p.profiles, p.profileWhy, err = s.forApps(ctx, p.ca+"/composite-profiles/"+p.spec.CompositeProfile, model.KindAppProfile); err != nil {
-		return nil, err
-	}
-	gpi, ctrls, err := s.intentsOf(ctx, dig.ID())
-	if err != nil {
-		return nil, err
-	}
-	if p.gpi = gpi; gpi != "" {
-		if p.placed, p.placedWhy, err = s.forApps(ctx, dig.ID()+"/generic-placement-intents/"+gpi, model.KindAppIntent); err != nil {
-			return nil, err
+	p := &digParts{ca: caOf(dig.ID())}
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error {
+		d, err := s.get(gctx, dig.ID())
+		if err != nil {
+			return err
 		}
-	}
-	if p.apps, err = s.appDependencies(ctx, apps); err != nil {
-		return nil, err
-	}
-	if p.controllers, err = s.readControllers(ctx, ctrls); err != nil {
+		spec, err := model.Decode[model.DIGSpec](d.Body)
+		if err != nil {
+			return err
+		}
+		p.spec = spec.Spec
+		var named errgroup.Group
+		named.Go(func() (err error) {
+			_, p.cloudWhy, err = s.read(gctx, lifecycle.LogicalCloudID(dig.Project, p.spec.LogicalCloud), "does not exist")
+			return err
+		})
+		named.Go(func() (err error) {
+			p.profiles, p.profileWhy, err = s.forApps(gctx, p.ca+"/composite-profiles/"+p.spec.CompositeProfile, model.KindAppProfile)
+			return err
+		})
+		return named.Wait()
+	})
+	g.Go(func() error {
+		apps, err := s.list(gctx, store.Query{Parent: p.ca, Kind: model.KindApp}, "the apps of "+describe(p.ca))
+		if err != nil {
+			return err
+		}
+		p.apps, err = s.appDependencies(gctx, apps)
+		return err
+	})
+	g.Go(func() error {
+		gpi, ctrls, err := s.intentsOf(gctx, dig.ID())
+		if err != nil {
+			return err
+		}
+		var named errgroup.Group
+		if p.gpi = gpi; gpi != "" {
+			named.Go(func() (err error) {
+				p.placed, p.placedWhy, err = s.forApps(gctx, dig.ID()+"/generic-placement-intents/"+gpi, model.KindAppIntent)
+				return err
+			})
+		}
+		named.Go(func() (err error) {
+			p.controllers, err = s.readControllers(gctx, ctrls)
+			return err
+		})
+		return named.Wait()
+	})
+	if err := g.Wait(); err != nil {
 		return nil, err
 	}
 	return p, nil
 }
 
-// appDependencies reads, app by app, the apps each one depends on.
+// appDependencies reads the apps each app depends on, the apps at once.
 func (s *Server) appDependencies(ctx context.Context, apps []*store.Doc) ([]appPart, error) {
 	out := make([]appPart, len(apps))
+	g, gctx := errgroup.WithContext(ctx)
 	for i, a := range apps {
 		out[i].name = a.Name
-		deps, err := s.list(ctx, store.Query{Parent: a.ID, Kind: model.KindAppDependency}, "the dependencies of "+describe(a.ID))
-		if err != nil {
-			return nil, err
-		}
-		for _, dep := range deps {
-			sp, err := model.Decode[model.AppDependencySpec](dep.Body)
+		g.Go(func() error {
+			deps, err := s.list(gctx, store.Query{Parent: a.ID, Kind: model.KindAppDependency}, "the dependencies of "+describe(a.ID))
 			if err != nil {
-				return nil, err
+				return err
 			}
-			out[i].deps = append(out[i].deps, sp.Spec.App)
-		}
+			for _, dep := range deps {
+				sp, err := model.Decode[model.AppDependencySpec](dep.Body)
+				if err != nil {
+					return err
+				}
+				out[i].deps = append(out[i].deps, sp.Spec.App)
+			}
+			return nil
+		})
 	}
-	return out, nil
+	return out, g.Wait()
 }
 
 // readControllers reads, in name order, the controllers ctrls names (by controller: the

@@ -51,31 +51,41 @@ const maxResolving = 4
 // whether the DIG pins its images. Pinned sources ask nobody; the others ask their
 // registry or index, maxResolving apps at once.
 func (a *Activities) ResolveArtifacts(ctx context.Context, in lifecycle.ContextRef) (lifecycle.ArtifactPlan, error) {
-	var plan lifecycle.ArtifactPlan
-	digDoc, err := a.Store.Get(ctx, in.Target.ID())
-	if err != nil {
+	var (
+		plan lifecycle.ArtifactPlan
+		apps []*store.Doc
+		refs []reference
+	)
+	// The apps, and the DIG then its composite profile's app profiles: read at once.
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() (err error) {
+		apps, err = a.Store.List(gctx, store.Query{Parent: in.Target.CompositeAppID(), Kind: model.KindApp})
+		return err
+	})
+	g.Go(func() error {
+		digDoc, err := a.Store.Get(gctx, in.Target.ID())
+		if err != nil {
+			return err
+		}
+		dig, err := model.Decode[model.DIGSpec](digDoc.Body)
+		if err != nil {
+			return err
+		}
+		plan.PinImages = dig.Spec.ImagePinning != nil && dig.Spec.ImagePinning.Enabled
+		refs, err = a.profileReferences(gctx, in.Target.CompositeAppID()+"/composite-profiles/"+dig.Spec.CompositeProfile)
+		return err
+	})
+	if err := g.Wait(); err != nil {
 		return plan, err
 	}
-	dig, err := model.Decode[model.DIGSpec](digDoc.Body)
-	if err != nil {
-		return plan, err
-	}
-	plan.PinImages = dig.Spec.ImagePinning != nil && dig.Spec.ImagePinning.Enabled
-	plan.Fetch, err = a.resolveAll(ctx, in, in.Target.CompositeAppID()+"/composite-profiles/"+dig.Spec.CompositeProfile)
+	var err error
+	plan.Fetch, err = a.resolveAll(ctx, in, apps, refs)
 	return plan, err
 }
 
-// resolveAll pins every app's chart reference and every profile's archive reference,
-// returning those to fetch.
-func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef, compositeProfile string) ([]artifact.Resolved, error) {
-	apps, err := a.Store.List(ctx, store.Query{Parent: in.Target.CompositeAppID(), Kind: model.KindApp})
-	if err != nil {
-		return nil, err
-	}
-	refs, err := a.profileReferences(ctx, compositeProfile)
-	if err != nil {
-		return nil, err
-	}
+// resolveAll pins every app's chart reference and every profile's archive reference
+// (refs), returning those to fetch.
+func (a *Activities) resolveAll(ctx context.Context, in lifecycle.ContextRef, apps []*store.Doc, refs []reference) ([]artifact.Resolved, error) {
 	for _, d := range apps {
 		r, err := model.Decode[model.AppSpec](d.Body)
 		if err != nil {
