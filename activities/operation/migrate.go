@@ -49,7 +49,9 @@ func (a *Activities) origin(ctx context.Context, dig lifecycle.Target) (*store.D
 // Retrying it after a partial success finds its own record and returns the same result.
 func (a *Activities) BeginMigrate(ctx context.Context, in lifecycle.MigrateBegin) (lifecycle.BeginResult, error) {
 	return a.snapshotted(ctx, lifecycle.BeginInput{Target: in.DIG, Op: lifecycle.OpMigrate},
-		func(ctx context.Context, _ lifecycle.BeginInput) (lifecycle.BeginResult, error) { return a.beginMigrate(ctx, in) })
+		func(ctx context.Context, _ lifecycle.BeginInput) (lifecycle.BeginResult, error) {
+			return a.beginMigrate(ctx, in)
+		})
 }
 
 func (a *Activities) beginMigrate(ctx context.Context, in lifecycle.MigrateBegin) (lifecycle.BeginResult, error) {
