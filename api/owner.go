@@ -64,7 +64,8 @@ func (s *Server) ownership(d opDoc, h echo.HandlerFunc) echo.HandlerFunc {
 			return err
 		}
 		ctx := context.WithValue(c.Request().Context(), ownerCtxKey{}, owner)
-		ctx = context.WithValue(ctx, seenCtxKey{}, seen{})
+		// A PUT replaces what it reads: the check's read of it serves the handler.
+		ctx = context.WithValue(ctx, seenCtxKey{}, &seen{found: map[string]*store.Doc{}, keepTarget: d.method == http.MethodPut})
 		if err := s.mayWrite(ctx, owner, target, parent); err != nil {
 			return err
 		}
@@ -157,7 +158,7 @@ func writeTarget(c echo.Context, d opDoc, resources []string) (target, parent st
 // resource). target "" is a create below parent.
 func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) error {
 	if target != "" {
-		stored, p, err := s.Store.OwnerOf(ctx, target)
+		stored, p, err := s.targetOwner(ctx, target)
 		switch {
 		case store.CodeOf(err) == store.ErrNotFound: // created by this write (a PUT), below parent
 		case err != nil:
@@ -181,8 +182,8 @@ func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) err
 		case stored != "":
 			return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), stored, HeaderOwner)
 		}
-		if m, ok := ctx.Value(seenCtxKey{}).(seen); ok {
-			m[id] = true
+		if m := seenOf(ctx); m != nil {
+			m.found[id] = nil
 		}
 		id = p
 	}
@@ -191,15 +192,56 @@ func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) err
 
 // seen holds the resources a write request found existing while checking who may write
 // (mayWrite walks up from the parent), so that the handler's own check of the parent
-// (mustExist) need not read it again.
-type seen map[string]bool
+// (mustExist) need not read it again; and, for a PUT, the document it replaces as read
+// (keepTarget), for the handler's first attempt.
+type seen struct {
+	found      map[string]*store.Doc // nil: known to exist, not kept
+	keepTarget bool
+}
 
 type seenCtxKey struct{}
 
+func seenOf(ctx context.Context) *seen {
+	m, _ := ctx.Value(seenCtxKey{}).(*seen)
+	return m
+}
+
 // seenExisting reports whether the request of ctx found id existing already.
 func seenExisting(ctx context.Context, id string) bool {
-	m, _ := ctx.Value(seenCtxKey{}).(seen)
-	return m[id]
+	m := seenOf(ctx)
+	if m == nil {
+		return false
+	}
+	_, ok := m.found[id]
+	return ok
+}
+
+// targetOwner is OwnerOf the resource a write changes; a PUT reads it whole and keeps it.
+func (s *Server) targetOwner(ctx context.Context, id string) (owner, parent string, err error) {
+	m := seenOf(ctx)
+	if m == nil || !m.keepTarget {
+		return s.Store.OwnerOf(ctx, id)
+	}
+	d, err := s.Store.Get(ctx, id)
+	if err != nil {
+		return "", "", err
+	}
+	m.found[id] = d
+	return d.Owner, d.Parent, nil
+}
+
+// takeRead returns the document id as the request's ownership check read it (nil: none
+// kept), once: a write that is tried again reads again.
+func takeRead(ctx context.Context, id string) *store.Doc {
+	m := seenOf(ctx)
+	if m == nil {
+		return nil
+	}
+	d := m.found[id]
+	if d != nil {
+		m.found[id] = nil
+	}
+	return d
 }
 
 // mayChange is mayWrite of an existing resource id for the request of ctx.

@@ -2,13 +2,18 @@ package api
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
+	"go.mongodb.org/mongo-driver/v2/event"
+
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -304,4 +309,44 @@ func TestOwnerHeaderNeedsTheAdminRole(t *testing.T) {
 	}
 	// The tenant, writing as REST, is refused the hub's composite app like any REST client.
 	refused(t, alice.do("DELETE", pCA, nil), `composite app "ca" version "v1" is owned by "`+hubA+`": change it there, not over REST (X-Temco-Owner)`)
+}
+
+// A PUT reads what it replaces once: the ownership check's read serves the replace (a
+// read fewer per update), which still writes over exactly that revision.
+func TestAPutReadsWhatItReplacesOnce(t *testing.T) {
+	var mu sync.Mutex
+	reads := map[string]int{} // finds by _id
+	mon := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		if e.CommandName != "find" {
+			return
+		}
+		if id, ok := e.Command.Lookup("filter", "_id").StringValueOK(); ok {
+			mu.Lock()
+			reads[id]++
+			mu.Unlock()
+		}
+	}}
+	st, _, err := store.Open(context.Background(), ferret.URI(), newClient(t).store.Database().Name(), mon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, func(s *Server) { s.Store = st })
+	c.do("POST", "/projects", res("p", nil)).must(t, http.StatusCreated)
+	ca := "/projects/p/composite-apps/ca/v1"
+	c.do("POST", "/projects/p/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusCreated)
+	mu.Lock()
+	clear(reads)
+	mu.Unlock()
+	body := res("ca", map[string]any{"compositeAppVersion": "v1"})
+	body["metadata"].(map[string]any)["description"] = "replaced"
+	c.do("PUT", ca, body).must(t, http.StatusOK)
+	mu.Lock()
+	got := reads[ca]
+	mu.Unlock()
+	if got != 1 {
+		t.Errorf("the PUT read %s %d times, want once", ca, got)
+	}
+	if r := c.do("GET", ca, nil); !strings.Contains(string(r.body), `"replaced"`) {
+		t.Errorf("after the PUT: %s", r.body)
+	}
 }

@@ -393,9 +393,12 @@ func lostTo(err error, code int) bool {
 // replaceOnce reads the stored resource, validates r against it and writes r at the
 // revision it read (creating it if there is none).
 func replaceOnce[S any](ctx context.Context, s *Server, k kind[S], r *request[S]) (*store.Doc, int, error) {
-	old, err := s.Store.Get(ctx, r.id)
-	if err != nil && store.CodeOf(err) != store.ErrNotFound {
-		return nil, 0, err
+	old := takeRead(ctx, r.id)
+	if old == nil {
+		var err error
+		if old, err = s.Store.Get(ctx, r.id); err != nil && store.CodeOf(err) != store.ErrNotFound {
+			return nil, 0, err
+		}
 	}
 	if old != nil && old.Owner != r.owner { // created by another owner since ownership checked
 		return nil, 0, notOwner(old.ID, old.Owner, r.owner)
