@@ -327,6 +327,6 @@ func TestAGroupsWritesGoAtOnceThenSpaced(t *testing.T) {
 	spaced(5*time.Millisecond, 5*time.Millisecond+minGroupGap)
 	spaced(20*time.Millisecond, 20*time.Millisecond+80*time.Millisecond)
 	spaced(time.Second, time.Second+maxGroupGap)
-	now = p.due                                  // left alone until its spacing is used up
+	now = p.due // left alone until its spacing is used up
 	burst(5 * time.Millisecond)
 }
