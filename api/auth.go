@@ -10,6 +10,7 @@ import (
 	temco "github.com/temco/temco/client"
 	"github.com/temco/temco/dashboard"
 	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/core/agent"
 	"github.com/temco/temco/internal/core/model"
 )
 
@@ -33,20 +34,36 @@ const HeaderActAs = temco.HeaderActAs
 // authenticate requires a valid bearer token on every other route, narrows the caller to
 // the project HeaderActAs names, and applies the authorization rules of authorize.
 // Without an Authenticator every caller is an admin; narrowed, a tenant all the same.
+// An agent's credential (agents.go) is checked whether authentication is on or off: it
+// names the cluster the agent may speak for, and nothing else. The join route takes a
+// join token, which its handler checks.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if isPublic(c.Path()) {
 			return next(c)
 		}
+		raw, sent := bearer(c)
 		var p *auth.Principal
-		if s.Auth != nil {
-			raw, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
-			if !ok || strings.TrimSpace(raw) == "" {
+		switch {
+		case c.Path() == "/v2"+routeAgentJoin:
+			if !strings.HasPrefix(raw, agent.JoinPrefix) {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco"`)
+				return httpErr(http.StatusUnauthorized, "authentication required: send Authorization: Bearer <the cluster's join token>")
+			}
+			return next(c)
+		case agent.IsCredential(raw):
+			var err error
+			if p, err = s.agentPrincipal(c.Request().Context(), raw); err != nil {
+				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco", error="invalid_token"`)
+				return err
+			}
+		case s.Auth != nil:
+			if !sent {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco"`)
 				return httpErr(http.StatusUnauthorized, "authentication required: send Authorization: Bearer <token>")
 			}
 			var err error
-			if p, err = s.Auth.Authenticate(c.Request().Context(), strings.TrimSpace(raw)); err != nil {
+			if p, err = s.Auth.Authenticate(c.Request().Context(), raw); err != nil {
 				c.Response().Header().Set(echo.HeaderWWWAuthenticate, `Bearer realm="temco", error="invalid_token"`)
 				return httpErr(http.StatusUnauthorized, "%v", err)
 			}
@@ -65,6 +82,13 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// bearer is the request's bearer token, and whether one was sent.
+func bearer(c echo.Context) (string, bool) {
+	raw, ok := strings.CutPrefix(c.Request().Header.Get(echo.HeaderAuthorization), "Bearer ")
+	raw = strings.TrimSpace(raw)
+	return raw, ok && raw != ""
 }
 
 // actAs narrows p (nil: authentication is off, an admin) to the project HeaderActAs
@@ -87,6 +111,9 @@ func actAs(c echo.Context, p *auth.Principal) (*auth.Principal, error) {
 	if p == nil {
 		p = auth.Anonymous()
 	}
+	if p.Agent != "" {
+		return nil, httpErr(http.StatusForbidden, "%s: an agent's credential acts for its cluster alone", HeaderActAs)
+	}
 	narrowed, ok := p.AsProject(project)
 	if !ok {
 		return nil, httpErr(http.StatusForbidden, "%s: project %q is not granted to %q", HeaderActAs, project, p.Subject)
@@ -104,14 +131,24 @@ func actAs(c echo.Context, p *auth.Principal) (*auth.Principal, error) {
 //   - a tenant may read cluster providers, clusters and their labels (placement names them);
 //   - an external intent controller (the controller role) may use the contexts' controller
 //     views, /v2/contexts/... (read a step's apps, objects and clusters; record its edits);
+//   - an agent (its cluster's credential) may use /v2/agent/..., for its own cluster, and
+//     nothing else; nobody else may (the handlers check it again: callingAgent);
 //   - everything else (registering providers, clusters, controllers; the codec) is admin-only.
 //
 // Unknown routes pass through to their 404.
 func authorize(c echo.Context, p *auth.Principal) error {
-	if p.Admin {
+	route, method := c.Path(), c.Request().Method
+	agentRoute := strings.HasPrefix(route, "/v2"+routeAgent+"/")
+	switch {
+	case p.Agent != "" && agentRoute:
+		return nil
+	case p.Agent != "":
+		return httpErr(http.StatusForbidden, "%s %s is refused to an agent: its credential reaches /v2/agent/... only", method, route)
+	case agentRoute:
+		return httpErr(http.StatusForbidden, "%s %s requires an agent's credential", method, route)
+	case p.Admin:
 		return nil
 	}
-	route, method := c.Path(), c.Request().Method
 	read := method == http.MethodGet || method == http.MethodHead
 	switch {
 	case p.Controller && strings.HasPrefix(route, "/v2"+routeContext):

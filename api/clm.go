@@ -61,14 +61,39 @@ func (s *Server) registerClm(g *echo.Group) {
 var clusterRes = kind[model.ClusterSpec]{name: model.KindCluster, coll: routeClusters, item: routeCluster, noPut: true,
 	check: checkCluster, file: &fileSpec[model.ClusterSpec]{attach: attachKubeconfig}}
 
-// fieldGitOps marks clusters reached through GitOps (queried when placing apps).
-const fieldGitOps = "gitOps"
+// fieldGitOps marks clusters reached through GitOps (queried when placing apps), and
+// fieldAccess those reached by an agent (model.AccessAgent).
+const (
+	fieldGitOps = "gitOps"
+	fieldAccess = "access"
+)
 
-// checkCluster requires a kubeconfig unless the cluster is reached through GitOps.
+// checkCluster requires a kubeconfig unless the cluster is reached through GitOps or by
+// its agent, and records how it is reached (spec.access).
 func checkCluster(_ context.Context, _ *Server, r *request[model.ClusterSpec]) error {
-	if r.res.Spec.IsGitOps() {
+	sp := &r.res.Spec
+	switch sp.Access {
+	case "", model.AccessKubernetes, model.AccessGitOps, model.AccessAgent:
+	default:
+		return badRequest("spec.access %q is none of %q, %q and %q", sp.Access, model.AccessKubernetes, model.AccessGitOps, model.AccessAgent)
+	}
+	if sp.Access == model.AccessAgent {
+		if sp.IsGitOps() {
+			return badRequest("spec.access %q and spec.gitOps exclude each other: an agent cluster is reached by its agent alone", model.AccessAgent)
+		}
+		if r.hasFile {
+			return badRequest("an agent cluster's kubeconfig stays in the cluster: send no \"file\" part with spec.access %q", model.AccessAgent)
+		}
+		r.field(fieldAccess, model.AccessAgent)
+		return nil
+	}
+	if (sp.Access == model.AccessGitOps) != sp.IsGitOps() {
+		return badRequest("spec.access %q requires spec.gitOps, and spec.gitOps spec.access %q or none", model.AccessGitOps, model.AccessGitOps)
+	}
+	sp.Access = sp.AccessOf()
+	if sp.IsGitOps() {
 		r.field(fieldGitOps, "true")
-		return checkGitOps(r.res.Spec.GitOps)
+		return checkGitOps(sp.GitOps)
 	}
 	if !r.hasFile {
 		return badRequest(`multipart part "file" (the cluster's kubeconfig) is missing`)
@@ -79,7 +104,7 @@ func checkCluster(_ context.Context, _ *Server, r *request[model.ClusterSpec]) e
 // attachKubeconfig validates the kubeconfig and stores it sealed, bound to the cluster's
 // id. A GitOps cluster's file is ignored, as EMCO does: its clients send a placeholder.
 func attachKubeconfig(_ context.Context, s *Server, r *request[model.ClusterSpec]) error {
-	if r.res.Spec.IsGitOps() {
+	if r.res.Spec.IsGitOps() || r.res.Spec.Access == model.AccessAgent {
 		return nil
 	}
 	sealed, err := sealKubeconfig(s, r.file, r.id)

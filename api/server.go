@@ -60,12 +60,17 @@ type Server struct {
 	// pages it takes requests from besides its own (crosssite.go).
 	Hosts, AllowedOrigins []string
 
+	// Activities completes the activities waiting for agents' reports (the Temporal
+	// client); nil: a report is stored, and the operation reads it at its next attempt.
+	Activities ActivityCompleter
+
 	// LiveReadsPerMinute bounds each caller's live reads of clusters (livereads.go); 0: none.
 	LiveReadsPerMinute int
 
-	docs      []opDoc // every /v2 route, for the OpenAPI document
-	hooks     hooks   // the Extensions' hooks on the DIG
-	liveReads *liveReadLimiter
+	docs       []opDoc // every /v2 route, for the OpenAPI document
+	hooks      hooks   // the Extensions' hooks on the DIG
+	liveReads  *liveReadLimiter
+	agentCache agentCache
 }
 
 // Timeouts of the API's http.Server (cmd/temco): a stalled or slow client must not hold
@@ -128,6 +133,7 @@ func (s *Server) Handler() *echo.Echo {
 	})
 	g := e.Group("/v2")
 	s.registerClm(g)
+	s.registerAgents(g)
 	s.registerOrchestrator(g)
 	for _, c := range s.Controllers {
 		for _, k := range c.Kinds {

@@ -41,6 +41,9 @@ func (r *run) applyAll(ctx context.Context) (lifecycle.ClusterResult, error) {
 		}
 		return r.result, err
 	}
+	if r.result.Awaiting != nil { // given to the cluster's agent, which reports the outcome
+		return r.result, nil
+	}
 	missing := r.failUnreached(lifecycle.ResApplied, nil)
 	if err := r.flush(ctx); err != nil {
 		return r.result, err

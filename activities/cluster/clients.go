@@ -29,6 +29,7 @@ import (
 	"github.com/temco/temco/internal/adapters/credentials"
 	"github.com/temco/temco/internal/adapters/gitops"
 	"github.com/temco/temco/internal/adapters/kubeconfig"
+	"github.com/temco/temco/internal/core/agent"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
@@ -106,6 +107,7 @@ type Clients struct {
 	MaxConns    int            // 0: DefaultMaxConns
 
 	once      sync.Once
+	agentsOf  *agent.Store // the agent clusters' work (agent.go)
 	mu        sync.Mutex // guards clients, and makes one conn or endpoint at a time
 	clients   map[string]*registration
 	conns     *lru.Cache // connKey -> *conn
@@ -116,9 +118,18 @@ func (c *Clients) init() {
 	c.once.Do(func() {
 		n := cmp.Or(c.MaxConns, DefaultMaxConns)
 		c.clients = map[string]*registration{}
+		if c.Store != nil {
+			c.agentsOf = agent.Open(c.Store.Database())
+		}
 		c.conns = lru.New(n)
 		c.endpoints = lru.NewWithEvictionFunc(n, func(_ lru.Key, e any) { e.(*endpoint).transport.CloseIdleConnections() })
 	})
+}
+
+// agents is where agent clusters' work is published.
+func (c *Clients) agents() *agent.Store {
+	c.init()
+	return c.agentsOf
 }
 
 func permanentf(format string, args ...any) error {

@@ -74,6 +74,9 @@ func (r *run) remove(ctx context.Context, only map[string][]int, next *placed) e
 		}
 		return err
 	}
+	if _, ok := r.target.(*agentCluster); ok { // the agent reports the outcome
+		return nil
+	}
 	missing := r.failUnreached(lifecycle.ResDeleted, only)
 	if err := r.flush(ctx); err != nil {
 		return err

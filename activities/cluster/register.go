@@ -20,6 +20,7 @@ func Register(r lifecycle.Registry, d *deps.Deps) {
 	lifecycle.Register(r, lifecycle.DeleteGroup, a.DeleteGroup)
 	lifecycle.Register(r, lifecycle.ReadGroup, a.ReadGroup)
 	lifecycle.Register(r, lifecycle.PruneGroup, a.PruneGroup)
+	lifecycle.Register(r, lifecycle.AwaitAgent, a.AwaitAgent)
 }
 
 // Shared is the worker's one Activities, and in it its one Clients: they pool connections

@@ -21,13 +21,15 @@ import (
 type run struct {
 	mu       sync.Mutex // guards the statuses, counters and save times
 	writeMu  sync.Mutex // one write of the statuses at a time
-	contexts *appctx.Store
+	contexts StatusSaver // the AppContexts' store; the api, for an agent (local.go)
 	ctx      context.Context
 	target   target  // nil: the cluster cannot be used (its objects are marked Failed)
 	cl       *client // the target when reached through its Kubernetes API
 	header   *appctx.Context
 	applied  map[string]string // update: what the previous revision has applied here (objectKey -> hash)
 	previous bool              // an update (the context follows a previous revision)
+	// previousID is that revision's context (an agent is given it: agent.go).
+	previousID string
 	apps     map[string]*appctx.App
 	byApp    map[string]*appctx.ClusterApp
 	attempt  int32
@@ -98,7 +100,7 @@ func (a *Activities) begin(ctx context.Context, in lifecycle.ClusterInput) (*run
 	apps = appctx.ForCluster(apps, placements) // controllers may have edited this cluster's objects
 	appctx.List(placements, apps)
 	r := &run{ctx: ctx, contexts: a.Contexts, header: header, apps: apps, byApp: map[string]*appctx.ClusterApp{},
-		applied: applied, previous: in.Previous != "", target: tg, attempt: writer.Number, retried: writer.Number > 1, started: time.Now(), saved: time.Now(),
+		applied: applied, previous: in.Previous != "", previousID: in.Previous, target: tg, attempt: writer.Number, retried: writer.Number > 1, started: time.Now(), saved: time.Now(),
 		scheduled: scheduled, writer: writer}
 	for _, p := range placements {
 		r.byApp[p.App] = p

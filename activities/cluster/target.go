@@ -7,6 +7,7 @@ import (
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -40,6 +41,8 @@ type placed struct {
 // Kustomization impersonates.
 func (c *Clients) target(ctx context.Context, key string, header *appctx.Context) (target, error) {
 	if header.Credentials != "" {
+		// A logical cloud's credential on an agent cluster is never issued (the api
+		// refuses standard clouds there): only admin clouds reach agent clusters.
 		raw, sealed, err := c.kubeconfig(ctx, key, header.Credentials)
 		if err != nil {
 			return nil, err
@@ -74,6 +77,9 @@ func (c *Clients) target(ctx context.Context, key string, header *appctx.Context
 
 // targetOf is the target of cluster key registered as doc, with its own credentials.
 func (c *Clients) targetOf(ctx context.Context, key string, doc *store.Doc) (target, error) {
+	if doc.Fields[accessField] == model.AccessAgent {
+		return &agentCluster{key: key, agents: c.agents()}, nil
+	}
 	if doc.Fields[gitOpsField] == "true" {
 		g, err := c.gitCluster(ctx, key, doc)
 		if err != nil {

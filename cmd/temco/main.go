@@ -32,7 +32,7 @@ func main() {
 		SilenceErrors: true,
 	}
 	servePprof(pprofAddr())
-	root.AddCommand(apiCmd(), workerCmd(), devCmd(), monitorCmd(), hubCmd())
+	root.AddCommand(apiCmd(), workerCmd(), devCmd(), monitorCmd(), hubCmd(), agentCmd())
 	root.AddCommand(clientCmds()...)
 	root.AddCommand(diffCmd())
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -78,8 +78,12 @@ const (
 	// releaseRendersRead (2026-12-06): RenderApps answers how many apps' charts read
 	// .Capabilities, and RenderVariants runs only when some do (a round trip less).
 	releaseRendersRead workflow.Version = 9
+	// releaseAgents (2026-12-06): a cluster whose apply or delete was given to its agent
+	// (ClusterResult.Awaiting) is done when AwaitAgent, completed by the agent's report,
+	// ends (docs/agent.md).
+	releaseAgents workflow.Version = 10
 
-	releaseLatest = releaseRendersRead
+	releaseLatest = releaseAgents
 )
 
 // gates are a run's answers to version gates.
@@ -368,7 +372,7 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 	}
 	t := &batchTally{res: lifecycle.BatchResult{Clusters: len(clusters)}, tolerant: in.Tolerant, settled: settled}
 	b := &batchRun{ctx: ctx, sel: workflow.NewSelector(ctx), opts: kind.Options, perCluster: perCluster, group: kind.Group,
-		tally: t, base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}}
+		tally: t, agents: g.release >= releaseAgents, base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}}
 	size := in.GroupSize
 	if size == 0 && kind.Group.Name() != "" && in.Activity == "" && g.release >= releaseGroups {
 		size = groupSize(ctx)
@@ -429,6 +433,7 @@ type batchRun struct {
 	perCluster lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult]
 	group      lifecycle.Activity[lifecycle.GroupInput, lifecycle.GroupResult]
 	tally      *batchTally
+	agents     bool // releaseAgents: agent clusters are awaited
 }
 
 // alone works on cluster c in an activity of its own; after, if set, is what its group
@@ -442,6 +447,22 @@ func (b *batchRun) alone(c string, after *lifecycle.Prior) {
 	}
 	b.pending++
 	f := b.perCluster.Execute(actx, one)
+	b.sel.AddFuture(f.Future, func(workflow.Future) {
+		var r lifecycle.ClusterResult
+		err := f.Get(b.ctx, &r)
+		b.settle(c, r, err)
+	})
+}
+
+// settle tallies cluster c's result, or awaits its agent's report when the work was given
+// to its agent.
+func (b *batchRun) settle(c string, r lifecycle.ClusterResult, err error) {
+	if err != nil || r.Awaiting == nil || !b.agents {
+		b.tally.add(b.ctx, c, r, err)
+		return
+	}
+	b.pending++
+	f := lifecycle.AwaitAgent.Execute(awaiting(b.ctx), *r.Awaiting)
 	b.sel.AddFuture(f.Future, func(workflow.Future) {
 		var r lifecycle.ClusterResult
 		err := f.Get(b.ctx, &r)
@@ -462,7 +483,7 @@ func (b *batchRun) inGroup(clusters []string) {
 			return
 		}
 		for _, d := range r.Done {
-			b.tally.add(b.ctx, d.Cluster, d.Result, nil)
+			b.settle(d.Cluster, d.Result, nil)
 		}
 		for _, l := range r.Left {
 			b.alone(l.Cluster, &r.Prior)

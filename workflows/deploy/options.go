@@ -163,6 +163,16 @@ func onCluster(ctx workflow.Context) workflow.Context {
 	})
 }
 
+// awaiting is for AwaitAgent: nothing runs while it waits (the api completes it with the
+// agent's report), so it has no heartbeat and a stop or cancel need not wait for it. An
+// attempt ends after an hour and the next stores its token again, ending at once if the
+// report came meanwhile.
+func awaiting(ctx workflow.Context) workflow.Context {
+	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: time.Hour, RetryPolicy: retryForever,
+	})
+}
+
 // reading is for status reads: an unreachable cluster is reported, not waited for.
 func reading(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{

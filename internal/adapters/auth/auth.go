@@ -45,8 +45,14 @@ type Principal struct {
 	// acting for a namespace bound to that project. Only what belongs to the sender itself
 	// (the hub's ownership of what it wrote) is read from it, never a right of the tenant.
 	Delegate *Principal
+	// Agent is the cluster (provider+cluster) whose temco agent sent the request, with its
+	// own credential (not a JWT): it reaches /v2/agent/... only.
+	Agent    string
 	projects map[string]bool
 }
+
+// AgentOf is the principal of cluster key's agent.
+func AgentOf(key string) *Principal { return &Principal{Subject: "agent of cluster " + key, Agent: key} }
 
 // Anonymous is every caller when authentication is off: an admin.
 func Anonymous() *Principal { return &Principal{Admin: true} }

@@ -105,6 +105,9 @@ var (
 	DeleteGroup    = Declare[GroupInput, GroupResult](byCluster, "DeleteGroup")
 	ReadGroup      = Declare[GroupInput, GroupResult](byCluster, "ReadGroup")
 	PruneGroup     = Declare[GroupInput, GroupResult](byCluster, "PruneGroup")
+	// AwaitAgent ends when an agent cluster's agent reports the work an apply or delete
+	// gave it (completed asynchronously by the api: docs/agent.md).
+	AwaitAgent = Declare[AgentWait, ClusterResult](byCluster, "AwaitAgent")
 )
 
 // activities/logicalcloud (logicalcloud.Activities): a logical cloud's preparation, and

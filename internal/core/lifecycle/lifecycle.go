@@ -49,6 +49,15 @@ const (
 	ResDeleted  = "Deleted"
 )
 
+// IsResourceStatus tells a resource status from anything else.
+func IsResourceStatus(s string) bool {
+	switch s {
+	case ResPending, ResApplied, ResFailed, ResRetrying, ResDeleted:
+		return true
+	}
+	return false
+}
+
 // Action is one entry of a DIG's state history.
 type Action struct {
 	State     string    `json:"State"`

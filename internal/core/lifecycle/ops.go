@@ -311,6 +311,17 @@ type ClusterResult struct {
 	Failed int `json:"failed"`
 	// NotReady (reads) counts the objects missing, not Ready or unreadable.
 	NotReady int `json:"notReady,omitempty"`
+	// Awaiting: the cluster is reached by its agent (docs/agent.md), which was given the
+	// work; the counts come with its report, which AwaitAgent waits for.
+	Awaiting *AgentWait `json:"awaiting,omitempty"`
+}
+
+// AgentWait is what AwaitAgent waits for: the report of generation Gen of an agent
+// cluster's item (agent.ItemID).
+type AgentWait struct {
+	Cluster string `json:"cluster"`
+	Item    string `json:"item"`
+	Gen     int64  `json:"gen"`
 }
 
 // BatchResult aggregates a batch.

@@ -111,6 +111,29 @@ type CompositeAppSpec struct {
 // kubeconfig, which travels separately); always present, as in EMCO's answers.
 type ClusterSpec struct {
 	GitOps GitOpsSpec `json:"gitOps"`
+	// Access is how temco reaches the cluster (temco's): AccessKubernetes (its kubeconfig),
+	// AccessGitOps (spec.gitOps) or AccessAgent (a temco agent inside it calls home; no
+	// credential is held centrally). Sent as AccessAgent to register an agent cluster,
+	// else filled in from the rest of the registration.
+	Access string `json:"access,omitempty"`
+}
+
+// How a cluster is reached (ClusterSpec.Access).
+const (
+	AccessKubernetes = "kubernetes"
+	AccessGitOps     = "gitops"
+	AccessAgent      = "agent"
+)
+
+// AccessOf is how the cluster is reached, for registrations stored before Access was.
+func (s ClusterSpec) AccessOf() string {
+	switch {
+	case s.Access == AccessAgent:
+		return AccessAgent
+	case s.IsGitOps():
+		return AccessGitOps
+	}
+	return AccessKubernetes
 }
 
 // IsGitOps reports whether the cluster is reached through a git repository.

@@ -1,0 +1,105 @@
+// Local: a cluster activity's run on a cluster its caller reaches itself, for temco agent,
+// which runs inside the cluster and gets its work from temco's api (docs/agent.md). The
+// apply, the readiness waits, the deletion and the statuses are the push path's own code.
+
+package cluster
+
+import (
+	"context"
+	"sync/atomic"
+	"time"
+
+	"k8s.io/client-go/rest"
+
+	"github.com/temco/temco/internal/core/agent"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// Revision is what an agent is given of one context on its cluster.
+type Revision = agent.Revision
+
+// StatusSaver writes a cluster's statuses of one context: appctx.Store in the worker; an
+// agent sends them to the api.
+type StatusSaver interface {
+	SaveStatuses(ctx context.Context, ctxID string, by appctx.Attempt, cas []*appctx.ClusterApp) error
+}
+
+// Local works on one cluster with credentials of its own.
+type Local struct {
+	key     string
+	cfg     *rest.Config
+	clients Clients
+}
+
+// NewLocal reaches cluster key (provider+cluster, as temco names it) with cfg.
+func NewLocal(key string, cfg *rest.Config) *Local {
+	return &Local{key: key, cfg: cfg}
+}
+
+func (l *Local) client() (*client, error) {
+	cn, err := l.clients.conn(l.cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &client{conn: cn}, nil
+}
+
+// run is a run of rev on the cluster, outside any activity: its progress is noted, not
+// heartbeaten, and its first attempt began at since.
+func (l *Local) run(ctx context.Context, rev *Revision, save StatusSaver, since time.Time) (*run, context.Context, error) {
+	cl, err := l.client()
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx = context.WithValue(ctx, memberKey{}, member{last: new(atomic.Int64)})
+	retried := false
+	for _, p := range rev.Placements {
+		for _, res := range p.Resources {
+			retried = retried || res.Status != lifecycle.ResPending
+		}
+	}
+	r := &run{ctx: ctx, contexts: save, header: rev.Header, apps: rev.Apps, byApp: map[string]*appctx.ClusterApp{},
+		target: cl, cl: cl, retried: retried, started: time.Now(), saved: time.Now(), scheduled: since}
+	for _, p := range rev.Placements {
+		p.Cluster = l.key
+		r.byApp[p.App] = p
+	}
+	return r, ctx, nil
+}
+
+// Apply applies rev as an apply activity would (objects prev applied with the same
+// content are left alone), then deletes what prev (nil: none) had and rev has not, as the
+// prune of an update would. prev's statuses record the deletions.
+func (l *Local) Apply(ctx context.Context, rev, prev *Revision, save StatusSaver, since time.Time) (lifecycle.ClusterResult, error) {
+	r, rctx, err := l.run(ctx, rev, save, since)
+	if err != nil {
+		return lifecycle.ClusterResult{}, err
+	}
+	if prev != nil {
+		r.applied, r.previous = appliedHashes(prev.Placements, prev.Apps), true
+	}
+	res, err := r.applyAll(rctx)
+	if err != nil || prev == nil {
+		return res, err
+	}
+	prune := toPrune(prev.Placements, rev.Placements)
+	if len(prune) == 0 {
+		return res, nil
+	}
+	p, pctx, err := l.run(ctx, prev, save, since)
+	if err != nil {
+		return res, err
+	}
+	return res, p.remove(pctx, prune, &placed{header: rev.Header, placements: rev.Placements, apps: rev.Apps})
+}
+
+// Remove deletes rev's objects from the cluster, as a terminate's delete activity would.
+func (l *Local) Remove(ctx context.Context, rev *Revision, save StatusSaver, since time.Time) (lifecycle.ClusterResult, error) {
+	r, rctx, err := l.run(ctx, rev, save, since)
+	if err != nil {
+		return lifecycle.ClusterResult{}, err
+	}
+	err = r.remove(rctx, nil, nil)
+	return r.result, err
+}

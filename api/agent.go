@@ -1,0 +1,468 @@
+package api
+
+// Agent clusters (docs/agent.md): an admin issues a cluster's join token; temco agent,
+// inside the cluster, exchanges it for a credential of its own and, with it, reads the
+// work published to its cluster, the revisions that work names, and writes back their
+// statuses and its reports. An agent's credential reaches /v2/agent/... only, and there
+// only its own cluster: the cluster comes from the credential, never from the request.
+
+import (
+	"context"
+	"crypto/sha256"
+	"errors"
+	"net/http"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/labstack/echo/v4"
+
+	"github.com/temco/temco/internal/adapters/auth"
+	"github.com/temco/temco/internal/core/agent"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+)
+
+const (
+	routeAgent      = "/agent"
+	routeAgentJoin  = routeAgent + "/join"
+	routeAgentToken = routeCluster + "/agent-token"
+)
+
+// ActivityCompleter completes an activity that waits for a report (the Temporal client's
+// CompleteActivity).
+type ActivityCompleter interface {
+	CompleteActivity(ctx context.Context, taskToken []byte, result any, err error) error
+}
+
+// agentPoll is how often an agent asks for its work while it has nothing to do.
+const agentPoll = 10 * time.Second
+
+// agentCacheTTL is how long a checked credential is trusted without reading the store
+// again: a revocation reaches the api within it.
+const agentCacheTTL = 10 * time.Second
+
+// seenEvery spaces the writes of an agent's last call.
+const seenEvery = 30 * time.Second
+
+func (s *Server) agents() *agent.Store { return agent.Open(s.Store.Database()) }
+
+func (s *Server) registerAgents(g *echo.Group) {
+	s.route(g, opDoc{method: http.MethodPost, path: routeAgentToken, summary: "Issue an agent cluster's join token (shown once; voids an unused one)",
+		code: http.StatusCreated, response: typeOf[joinToken](), noOwner: true}, s.issueJoinToken)
+	s.route(g, opDoc{method: http.MethodDelete, path: routeAgentToken, summary: "Revoke an agent cluster's join token and credential",
+		code: http.StatusNoContent, noOwner: true}, s.revokeAgent)
+	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/agent", summary: "How an agent cluster's agent stands (joined, revoked, last call)",
+		code: http.StatusOK, response: typeOf[agent.Status]()}, s.agentStatus)
+
+	s.route(g, opDoc{method: http.MethodPost, path: routeAgentJoin, summary: "Exchange a join token (the bearer token) for the agent's credential (shown once)",
+		code: http.StatusOK, response: typeOf[joined](), noOwner: true}, s.join)
+	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/work", summary: "The work published to the calling agent's cluster",
+		code: http.StatusOK, response: typeOf[agentWork]()}, s.agentWork)
+	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/revisions/:context", summary: "A revision the calling agent's work names, as placed on its cluster",
+		code: http.StatusOK, response: typeOf[agent.Revision]()}, s.agentRevision)
+	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/revisions/:context/statuses", summary: "The statuses of a revision's objects on the calling agent's cluster",
+		body: typeOf[[]*appctx.ClusterApp](), code: http.StatusNoContent, noOwner: true}, s.agentStatuses)
+	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/work/:instance/report", summary: "What the calling agent finished of one item of its work",
+		body: typeOf[agentReport](), code: http.StatusNoContent, noOwner: true}, s.agentReport)
+}
+
+type joinToken struct {
+	Cluster string    `json:"cluster"`
+	Token   string    `json:"token"`
+	Expires time.Time `json:"expires"`
+}
+
+type joined struct {
+	Cluster    string `json:"cluster"`
+	Credential string `json:"credential"`
+}
+
+// agentWork is an agent's work: every item published to its cluster, with what it last
+// reported of each.
+type agentWork struct {
+	Cluster string      `json:"cluster"`
+	Items   []agentItem `json:"items"`
+	// Poll is when to ask again, in seconds.
+	Poll int `json:"poll"`
+}
+
+type agentItem struct {
+	agent.Item
+	Reported *agentReport `json:"reported,omitempty"`
+}
+
+// agentReport is what an agent finished of an item: the generation it worked on, the
+// counts of the apply or delete, and which revision the cluster now holds.
+type agentReport struct {
+	Gen     int64                   `json:"gen"`
+	Result  lifecycle.ClusterResult `json:"result"`
+	Applied string                  `json:"applied"` // the revision the cluster holds ("": none)
+	Error   string                  `json:"error,omitempty"`
+}
+
+// agentCluster reads cluster c's registration: its key, and whether it is reached by an
+// agent (409 otherwise).
+func (s *Server) agentClusterOf(c echo.Context) (key, incarnation string, err error) {
+	id, err := fill(c, routeCluster)
+	if err != nil {
+		return "", "", err
+	}
+	d, err := s.Store.Get(c.Request().Context(), id)
+	if err != nil {
+		return "", "", fromStore(err)
+	}
+	key = lifecycle.ClusterKey(c.Param("clusterProvider"), c.Param("cluster"))
+	if d.Fields[fieldAccess] != model.AccessAgent {
+		return "", "", conflict("cluster %q is not reached by an agent: register it with spec.access %q to give it one", key, model.AccessAgent)
+	}
+	return key, incarnationOf(d.Created), nil
+}
+
+func incarnationOf(created time.Time) string { return created.UTC().Format(time.RFC3339Nano) }
+
+func (s *Server) issueJoinToken(c echo.Context) error {
+	key, inc, err := s.agentClusterOf(c)
+	if err != nil {
+		return err
+	}
+	token, err := s.agents().IssueJoin(c.Request().Context(), key, inc)
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	return c.JSON(http.StatusCreated, joinToken{Cluster: key, Token: token, Expires: time.Now().UTC().Add(agent.JoinTTL)})
+}
+
+func (s *Server) revokeAgent(c echo.Context) error {
+	key, _, err := s.agentClusterOf(c)
+	if err != nil {
+		return err
+	}
+	if err := s.agents().Revoke(c.Request().Context(), key); err != nil {
+		return err
+	}
+	s.agentCache.forget(key)
+	return c.NoContent(http.StatusNoContent)
+}
+
+func (s *Server) agentStatus(c echo.Context) error {
+	key, inc, err := s.agentClusterOf(c)
+	if err != nil {
+		return err
+	}
+	st, err := s.agents().StatusOf(c.Request().Context(), key, inc)
+	if err != nil {
+		return err
+	}
+	return c.JSON(http.StatusOK, st)
+}
+
+// incarnation answers the registration of agent cluster key ("" when it is not one).
+func (s *Server) incarnation(ctx context.Context) func(string) (string, error) {
+	return func(key string) (string, error) {
+		d, err := s.Store.Get(ctx, lifecycle.ClusterID(key))
+		if err != nil || d.Fields[fieldAccess] != model.AccessAgent {
+			return "", nil
+		}
+		return incarnationOf(d.Created), nil
+	}
+}
+
+func (s *Server) join(c echo.Context) error {
+	token, _ := bearer(c)
+	key, credential, err := s.agents().Join(c.Request().Context(), token, s.incarnation(c.Request().Context()))
+	if errors.Is(err, agent.ErrInvalid) {
+		return httpErr(http.StatusUnauthorized, "%v", err)
+	}
+	if err != nil {
+		return err
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
+	return c.JSON(http.StatusOK, joined{Cluster: key, Credential: credential})
+}
+
+// callingAgent is the cluster of the agent that sent the request; 403 for anyone else.
+func callingAgent(c echo.Context) (string, error) {
+	if p := principal(c); p != nil && p.Agent != "" {
+		return p.Agent, nil
+	}
+	return "", httpErr(http.StatusForbidden, "%s %s requires an agent's credential", c.Request().Method, c.Path())
+}
+
+func (s *Server) agentWork(c echo.Context) error {
+	key, err := callingAgent(c)
+	if err != nil {
+		return err
+	}
+	ctx := c.Request().Context()
+	items, err := s.agents().Items(ctx, key)
+	if err != nil {
+		return err
+	}
+	reports, err := s.agents().Reports(ctx, key)
+	if err != nil {
+		return err
+	}
+	out := agentWork{Cluster: key, Items: make([]agentItem, 0, len(items)), Poll: int(agentPoll / time.Second)}
+	for _, it := range items {
+		ai := agentItem{Item: it}
+		if i := slices.IndexFunc(reports, func(r agent.Report) bool { return r.ID == it.ID }); i >= 0 {
+			r := reports[i]
+			ai.Reported = &agentReport{Gen: r.Gen, Result: r.Result, Applied: r.Applied, Error: r.Error}
+		}
+		out.Items = append(out.Items, ai)
+	}
+	return c.JSON(http.StatusOK, out)
+}
+
+// namedRevision checks that revision ctxID is one the calling agent's work names (the
+// revision an item wants, removes or follows, or the one the cluster holds), and returns
+// the item that names it.
+func (s *Server) namedRevision(c echo.Context) (key string, it *agent.Item, err error) {
+	if key, err = callingAgent(c); err != nil {
+		return "", nil, err
+	}
+	ctx, ctxID := c.Request().Context(), c.Param("context")
+	items, err := s.agents().Items(ctx, key)
+	if err != nil {
+		return "", nil, err
+	}
+	reports, err := s.agents().Reports(ctx, key)
+	if err != nil {
+		return "", nil, err
+	}
+	for i := range items {
+		if x := &items[i]; x.Context == ctxID || x.Remove == ctxID || x.Previous == ctxID {
+			return key, x, nil
+		}
+	}
+	for _, r := range reports {
+		if r.Applied == ctxID {
+			return key, &agent.Item{}, nil
+		}
+	}
+	return "", nil, httpErr(http.StatusNotFound, "revision %q is not in the work of cluster %q", ctxID, key)
+}
+
+func (s *Server) agentRevision(c echo.Context) error {
+	key, _, err := s.namedRevision(c)
+	if err != nil {
+		return err
+	}
+	ctx, ctxID := c.Request().Context(), c.Param("context")
+	header, err := s.Contexts.Get(ctx, ctxID)
+	if err != nil {
+		return err
+	}
+	apps, err := s.Contexts.Apps(ctx, header)
+	if err != nil {
+		return err
+	}
+	placements, err := s.Contexts.PlacedApps(ctx, ctxID, key)
+	if err != nil {
+		return err
+	}
+	apps = appctx.ForCluster(apps, placements)
+	appctx.List(placements, apps)
+	placed := map[string]*appctx.App{}
+	for _, p := range placements {
+		if a := apps[p.App]; a != nil {
+			placed[p.App] = &appctx.App{Name: a.Name, Deps: a.Deps, Objects: a.ObjectsFor(p)}
+		}
+	}
+	c.Response().Header().Set(echo.HeaderCacheControl, "no-store") // Secrets, opened
+	return c.JSON(http.StatusOK, agent.Revision{Header: header, Apps: placed, Placements: placements})
+}
+
+// agentStatuses records the statuses an agent sends for a revision's objects on its
+// cluster: only the statuses, index by index of what is stored, of the objects the
+// revision placed there; nothing else of what it sends is kept.
+func (s *Server) agentStatuses(c echo.Context) error {
+	key, it, err := s.namedRevision(c)
+	if err != nil {
+		return err
+	}
+	var sent []*appctx.ClusterApp
+	if err := readJSON(c, &sent); err != nil {
+		return err
+	}
+	ctx, ctxID := c.Request().Context(), c.Param("context")
+	stored, err := s.Contexts.PlacedApps(ctx, ctxID, key)
+	if err != nil {
+		return err
+	}
+	header, err := s.Contexts.Get(ctx, ctxID)
+	if err != nil {
+		return err
+	}
+	apps, err := s.Contexts.Apps(ctx, header)
+	if err != nil {
+		return err
+	}
+	appctx.List(stored, appctx.ForCluster(apps, stored))
+	for _, p := range stored {
+		p.Cluster = key
+		i := slices.IndexFunc(sent, func(q *appctx.ClusterApp) bool { return q != nil && q.App == p.App })
+		if i < 0 {
+			continue
+		}
+		q := sent[i]
+		for j := range p.Resources {
+			if j >= len(q.Resources) || q.Resources[j].Ref.Kind != p.Resources[j].Kind || q.Resources[j].Name != p.Resources[j].Name {
+				continue
+			}
+			r, sr := &p.Resources[j], q.Resources[j]
+			if !lifecycle.IsResourceStatus(sr.Status) {
+				return badRequest("apps[%d].resources[%d].status %q is no object status", i, j, sr.Status)
+			}
+			r.Namespace, r.Status, r.Attempts, r.Error, r.Warning, r.Updated = sr.Namespace, sr.Status, sr.Attempts, clip(sr.Error), clip(sr.Warning), sr.Updated
+		}
+	}
+	var by appctx.Attempt
+	if it.Context == ctxID || it.Remove == ctxID {
+		by = it.Writer
+	}
+	if err := s.Contexts.SaveStatuses(ctx, ctxID, by, stored); err != nil && !errors.Is(err, appctx.ErrSuperseded) {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// clip bounds a message an agent sends.
+func clip(s string) string {
+	if len(s) > 4096 {
+		return s[:4096]
+	}
+	return s
+}
+
+func (s *Server) agentReport(c echo.Context) error {
+	key, err := callingAgent(c)
+	if err != nil {
+		return err
+	}
+	var r agentReport
+	if err := readJSON(c, &r); err != nil {
+		return err
+	}
+	ctx, id := c.Request().Context(), agent.ItemID(key, c.Param("instance"))
+	it, err := s.agents().Item(ctx, id)
+	if err != nil {
+		return err
+	}
+	switch {
+	case it == nil:
+		return httpErr(http.StatusNotFound, "cluster %q has no work of instance %q", key, c.Param("instance"))
+	case r.Gen > it.Gen:
+		return badRequest("gen %d was never published to cluster %q (its item is at %d)", r.Gen, key, it.Gen)
+	case r.Applied != "" && r.Applied != it.Context && r.Applied != it.Previous:
+		return badRequest("applied %q is not a revision of this item", r.Applied)
+	}
+	r.Error = clip(r.Error)
+	if it, err = s.agents().SaveReport(ctx, id, agent.Report{Cluster: key, Gen: r.Gen, Result: r.Result, Applied: r.Applied, Error: r.Error}); err != nil {
+		return err
+	}
+	if it != nil && it.Token != nil && it.TokenGen <= r.Gen && s.Activities != nil {
+		s.complete(ctx, id, it.Token, r.Result)
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// complete completes the AwaitAgent activity whose sealed token is stored with item id. A
+// token of an attempt that has ended since is refused by Temporal: the next attempt reads
+// the report itself.
+func (s *Server) complete(ctx context.Context, id string, sealed []byte, result lifecycle.ClusterResult) {
+	token, err := s.Keys.Open(sealed, []byte(id))
+	if err != nil {
+		s.Log.Warn("open an agent wait's task token", "item", id, "error", err)
+		return
+	}
+	if err := s.Activities.CompleteActivity(ctx, token, result, nil); err != nil {
+		s.Log.Info("complete an agent wait", "item", id, "error", err)
+	}
+}
+
+// agentCache remembers checked agent credentials for agentCacheTTL, and when each
+// agent's last call was written.
+type agentCache struct {
+	mu      sync.Mutex
+	checked map[[32]byte]agentEntry
+	seen    map[string]time.Time
+}
+
+type agentEntry struct {
+	key     string
+	checked time.Time
+}
+
+// maxAgentCache bounds the entries: past it, the cache starts afresh.
+const maxAgentCache = 100_000
+
+func (a *agentCache) lookup(sum [32]byte, now time.Time) (string, bool) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	e, ok := a.checked[sum]
+	if !ok || now.Sub(e.checked) > agentCacheTTL {
+		return "", false
+	}
+	return e.key, true
+}
+
+func (a *agentCache) store(sum [32]byte, key string, now time.Time) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.checked == nil || len(a.checked) > maxAgentCache {
+		a.checked = map[[32]byte]agentEntry{}
+	}
+	a.checked[sum] = agentEntry{key: key, checked: now}
+}
+
+func (a *agentCache) forget(key string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	for sum, e := range a.checked {
+		if e.key == key {
+			delete(a.checked, sum)
+		}
+	}
+}
+
+// due reports whether key's last call is to be written now.
+func (a *agentCache) due(key string, now time.Time) bool {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.seen == nil || len(a.seen) > maxAgentCache {
+		a.seen = map[string]time.Time{}
+	}
+	if now.Sub(a.seen[key]) < seenEvery {
+		return false
+	}
+	a.seen[key] = now
+	return true
+}
+
+// agentPrincipal checks an agent's credential: the principal of its cluster, which
+// authorize confines to /v2/agent/....
+func (s *Server) agentPrincipal(ctx context.Context, credential string) (*auth.Principal, error) {
+	now := time.Now()
+	sum := sha256.Sum256([]byte(credential))
+	key, ok := s.agentCache.lookup(sum, now)
+	if !ok {
+		var err error
+		if key, err = s.agents().Authenticate(ctx, credential, s.incarnation(ctx)); err != nil {
+			if errors.Is(err, agent.ErrInvalid) {
+				return nil, httpErr(http.StatusUnauthorized, "%v", err)
+			}
+			return nil, err
+		}
+		s.agentCache.store(sum, key, now)
+	}
+	if s.agentCache.due(key, now) {
+		if err := s.agents().Seen(ctx, key, now.UTC()); err != nil {
+			s.Log.Warn("record an agent's call", "cluster", key, "error", err)
+		}
+	}
+	return auth.AgentOf(key), nil
+}

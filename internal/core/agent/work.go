@@ -1,0 +1,156 @@
+package agent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
+	"go.mongodb.org/mongo-driver/v2/mongo"
+	"go.mongodb.org/mongo-driver/v2/mongo/options"
+
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
+)
+
+// Item is the state one deployment (a DIG's instance, or a logical cloud's set-up) should
+// have on one agent cluster: a level, not a queue of steps. Each operation publishes its
+// revision over the previous one, so an agent that was offline across an update and a
+// rollback applies only the newest. The worker writes items; what the agent did is a
+// Report, a document of its own, so that neither writer can overwrite the other's fields
+// on a store that runs an update as a read and a write (FerretDB 1.x).
+type Item struct {
+	ID       string `bson:"_id" json:"id"` // cluster + " " + instance
+	Cluster  string `bson:"cluster" json:"cluster"`
+	Instance string `bson:"instance" json:"instance"`
+	// Context is the revision to hold; Remove, when set, the revision whose objects go
+	// (terminate: Context is then "").
+	Context string `bson:"context,omitempty" json:"context,omitempty"`
+	Remove  string `bson:"remove,omitempty" json:"remove,omitempty"`
+	// Previous is the revision the apply follows: its objects applied with the same
+	// content are left alone, those it no longer has are deleted after the apply.
+	Previous string `bson:"previous,omitempty" json:"previous,omitempty"`
+	// Gen orders publications: a report answers the gen it worked on.
+	Gen int64 `bson:"gen" json:"gen"`
+	// Writer is the attempt of the activity that published, as which the agent's
+	// statuses are saved (appctx.Store.SaveStatuses).
+	Writer    appctx.Attempt `bson:"writer" json:"-"`
+	Published time.Time      `bson:"published" json:"published"`
+	// Token is the sealed task token of the activity waiting for this gen (AwaitAgent),
+	// TokenGen the gen it waits for.
+	Token    []byte `bson:"token,omitempty" json:"-"`
+	TokenGen int64  `bson:"tokenGen,omitempty" json:"-"`
+}
+
+// Revision is what an agent is given of one context on its cluster: the context's header,
+// its apps as placed there (appctx.ForCluster, each with its objects for the cluster) and
+// their placements with the statuses (appctx.List).
+type Revision struct {
+	Header     *appctx.Context        `json:"header"`
+	Apps       map[string]*appctx.App `json:"apps"`
+	Placements []*appctx.ClusterApp   `json:"placements"`
+}
+
+// ItemID names the item of instance on cluster.
+func ItemID(cluster, instance string) string { return cluster + " " + instance }
+
+// Report is what an agent last finished of an item.
+type Report struct {
+	ID      string                  `bson:"_id" json:"-"`
+	Cluster string                  `bson:"cluster" json:"-"`
+	Gen     int64                   `bson:"gen" json:"gen"`
+	Result  lifecycle.ClusterResult `bson:"result" json:"result"`
+	Error   string                  `bson:"error,omitempty" json:"error,omitempty"`
+	// Applied is the revision the cluster holds after it ("": none).
+	Applied  string    `bson:"applied,omitempty" json:"applied,omitempty"`
+	Reported time.Time `bson:"reported" json:"reported"`
+}
+
+func (s *Store) reports() *mongo.Collection { return s.work.Database().Collection("agent_reports") }
+
+// Publish stores it as the state its instance should have on its cluster, with a new gen
+// (returned), replacing what an earlier operation published there.
+func (s *Store) Publish(ctx context.Context, it Item) (int64, error) {
+	it.ID, it.Published = ItemID(it.Cluster, it.Instance), s.now()
+	it.Gen, it.Token, it.TokenGen = it.Published.UnixNano(), nil, 0
+	if _, err := s.work.ReplaceOne(ctx, bson.D{{Key: "_id", Value: it.ID}}, it, options.Replace().SetUpsert(true)); err != nil {
+		return 0, fmt.Errorf("publish to agent cluster %q: %w", it.Cluster, err)
+	}
+	return it.Gen, nil
+}
+
+// Items are the items published to cluster.
+func (s *Store) Items(ctx context.Context, cluster string) ([]Item, error) {
+	cur, err := s.work.Find(ctx, bson.D{{Key: "cluster", Value: cluster}})
+	if err != nil {
+		return nil, err
+	}
+	var out []Item
+	return out, cur.All(ctx, &out)
+}
+
+// Item is one item, nil when none was published.
+func (s *Store) Item(ctx context.Context, id string) (*Item, error) {
+	var it Item
+	if err := store.FindOne(ctx, s.work, bson.D{{Key: "_id", Value: id}}, &it); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &it, nil
+}
+
+// Wait records that the activity with (sealed) token waits for gen of item id; false
+// when the item was published again since (another operation waits for it now).
+func (s *Store) Wait(ctx context.Context, id string, gen int64, token []byte) (bool, error) {
+	res, err := s.work.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "gen", Value: gen}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "token", Value: token}, {Key: "tokenGen", Value: gen}}}})
+	if err != nil {
+		return false, err
+	}
+	return res.MatchedCount == 1, nil
+}
+
+// Reported is the agent's last report on item id (nil: none).
+func (s *Store) Reported(ctx context.Context, id string) (*Report, error) {
+	var r Report
+	if err := store.FindOne(ctx, s.reports(), bson.D{{Key: "_id", Value: id}}, &r); err != nil {
+		if errors.Is(err, mongo.ErrNoDocuments) {
+			return nil, nil
+		}
+		return nil, err
+	}
+	return &r, nil
+}
+
+// Reports are the reports on cluster's items.
+func (s *Store) Reports(ctx context.Context, cluster string) ([]Report, error) {
+	cur, err := s.reports().Find(ctx, bson.D{{Key: "cluster", Value: cluster}})
+	if err != nil {
+		return nil, err
+	}
+	var out []Report
+	return out, cur.All(ctx, &out)
+}
+
+// SaveReport stores the agent's report on item id; it returns the item as stored after,
+// so that the caller completes the activity waiting for it (Token, TokenGen).
+func (s *Store) SaveReport(ctx context.Context, id string, r Report) (*Item, error) {
+	r.ID, r.Reported = id, s.now()
+	if _, err := s.reports().ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, r, options.Replace().SetUpsert(true)); err != nil {
+		return nil, fmt.Errorf("store an agent's report: %w", err)
+	}
+	return s.Item(ctx, id)
+}
+
+// Forget drops item id and its report once its instance has nothing left on the cluster.
+func (s *Store) Forget(ctx context.Context, id string, gen int64) error {
+	if _, err := s.work.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "gen", Value: gen}}); err != nil {
+		return err
+	}
+	_, err := s.reports().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "gen", Value: gen}})
+	return err
+}
