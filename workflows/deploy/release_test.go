@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
@@ -75,6 +77,55 @@ func TestRenderVariantsFollowsTheRunsRelease(t *testing.T) {
 			}
 			if f.variants != c.want {
 				t.Errorf("RenderVariants ran %d times, want %d", f.variants, c.want)
+			}
+		})
+	}
+}
+
+// From release 10 a cluster whose apply was given to its agent counts once AwaitAgent,
+// which the api completes asynchronously with the agent's report, ends: here the agent
+// reports a failed object, so the instantiate fails. Runs of earlier releases count the
+// cluster as the apply answered.
+func TestAnAgentClustersApplyCountsWhenItsAgentReports(t *testing.T) {
+	for name, c := range map[string]struct {
+		release workflow.Version
+		awaits  int
+		status  string
+	}{
+		"release 9":  {releaseRendersRead, 0, lifecycle.StatusInstantiated},
+		"release 10": {releaseAgents, 1, lifecycle.StatusInstantiateFailed},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakes()
+			wait := lifecycle.AgentWait{Cluster: "cp+c2", Item: "cp+c2 i1", Gen: 7}
+			f.apply = func(cluster string, _ int32) (lifecycle.ClusterResult, error) {
+				if cluster == "cp+c2" {
+					return lifecycle.ClusterResult{Awaiting: &wait}, nil
+				}
+				return lifecycle.ClusterResult{Done: 3}, nil
+			}
+			var awaited []lifecycle.AgentWait
+			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
+				lifecycle.Register(env, lifecycle.AwaitAgent, func(ctx context.Context, in lifecycle.AgentWait) (lifecycle.ClusterResult, error) {
+					awaited = append(awaited, in)
+					token := activity.GetInfo(ctx).TaskToken
+					env.RegisterDelayedCallback(func() {
+						if err := env.CompleteActivity(token, lifecycle.ClusterResult{Done: 2, Failed: 1}, nil); err != nil {
+							t.Error(err)
+						}
+					}, time.Minute)
+					return lifecycle.ClusterResult{}, activity.ErrResultPending
+				})
+			})
+			if failed := c.status == lifecycle.StatusInstantiateFailed; (err != nil) != failed || failed && !strings.Contains(err.Error(), "1 resources failed") {
+				t.Fatalf("workflow error %v, want one only when the agent reported a failed object", err)
+			}
+			if len(awaited) != c.awaits || c.awaits > 0 && awaited[0] != wait {
+				t.Errorf("AwaitAgent ran for %+v, want %d times for %+v", awaited, c.awaits, wait)
+			}
+			if fin := f.finish(t); fin.Status != c.status {
+				t.Errorf("finished %s, want %s", fin.Status, c.status)
 			}
 		})
 	}
