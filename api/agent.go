@@ -183,16 +183,23 @@ func (s *Server) join(c echo.Context) error {
 	return c.JSON(http.StatusOK, joined{Cluster: key, Credential: credential})
 }
 
-// callingAgent is the cluster of the agent that sent the request; 403 for anyone else.
-func callingAgent(c echo.Context) (string, error) {
-	if p := principal(c); p != nil && p.Agent != "" {
-		return p.Agent, nil
+// callingAgent is the cluster of the agent that sent the request (403 for anyone else),
+// whose call it records (at most every seenEvery).
+func (s *Server) callingAgent(c echo.Context) (string, error) {
+	p := principal(c)
+	if p == nil || p.Agent == "" {
+		return "", httpErr(http.StatusForbidden, "%s %s requires an agent's credential", c.Request().Method, c.Path())
 	}
-	return "", httpErr(http.StatusForbidden, "%s %s requires an agent's credential", c.Request().Method, c.Path())
+	if now := time.Now(); s.agentCache.due(p.Agent, now) {
+		if err := s.agents().Seen(c.Request().Context(), p.Agent, now.UTC()); err != nil {
+			s.Log.Warn("record an agent's call", "cluster", p.Agent, "error", err)
+		}
+	}
+	return p.Agent, nil
 }
 
 func (s *Server) agentWork(c echo.Context) error {
-	key, err := callingAgent(c)
+	key, err := s.callingAgent(c)
 	if err != nil {
 		return err
 	}
@@ -221,7 +228,7 @@ func (s *Server) agentWork(c echo.Context) error {
 // revision an item wants, removes or follows, or the one the cluster holds), and returns
 // the item that names it.
 func (s *Server) namedRevision(c echo.Context) (key string, it *agent.Item, err error) {
-	if key, err = callingAgent(c); err != nil {
+	if key, err = s.callingAgent(c); err != nil {
 		return "", nil, err
 	}
 	ctx, ctxID := c.Request().Context(), c.Param("context")
@@ -339,7 +346,7 @@ func clip(s string) string {
 }
 
 func (s *Server) agentReport(c echo.Context) error {
-	key, err := callingAgent(c)
+	key, err := s.callingAgent(c)
 	if err != nil {
 		return err
 	}
@@ -458,11 +465,6 @@ func (s *Server) agentPrincipal(ctx context.Context, credential string) (*auth.P
 			return nil, err
 		}
 		s.agentCache.store(sum, key, now)
-	}
-	if s.agentCache.due(key, now) {
-		if err := s.agents().Seen(ctx, key, now.UTC()); err != nil {
-			s.Log.Warn("record an agent's call", "cluster", key, "error", err)
-		}
 	}
 	return auth.AgentOf(key), nil
 }

@@ -87,8 +87,8 @@ func checkCluster(_ context.Context, _ *Server, r *request[model.ClusterSpec]) e
 		r.field(fieldAccess, model.AccessAgent)
 		return nil
 	}
-	if (sp.Access == model.AccessGitOps) != sp.IsGitOps() {
-		return badRequest("spec.access %q requires spec.gitOps, and spec.gitOps spec.access %q or none", model.AccessGitOps, model.AccessGitOps)
+	if sp.Access != "" && sp.Access != sp.AccessOf() {
+		return badRequest("spec.access %q does not match the registration: spec.gitOps makes it %q", sp.Access, sp.AccessOf())
 	}
 	sp.Access = sp.AccessOf()
 	if sp.IsGitOps() {

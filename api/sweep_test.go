@@ -85,6 +85,10 @@ func tenantMay(method, route string) bool {
 	return read && tenantReads[route]
 }
 
+// agentRoute tells the routes only an agent's credential reaches (the join takes a join
+// token): every other caller is refused them with a message of their own.
+func agentRoute(route string) bool { return strings.HasPrefix(route, "/v2/agent/") }
+
 // seeded names the resources seed creates, by path parameter; other parameters are
 // filled with their own name.
 var seeded = map[string]string{"compositeApp": "ca", "version": "v1", "deploymentIntentGroup": "dig",
@@ -242,6 +246,41 @@ func (s *sweepServer) seedCluster(admin string, metadata map[string]any) {
 	}
 }
 
+// seedAgent registers cluster edge of provider cp in agent mode and joins its agent: the
+// agent's credential.
+func (s *sweepServer) seedAgent(admin string) string {
+	s.t.Helper()
+	var buf bytes.Buffer
+	mw := multipart.NewWriter(&buf)
+	_ = mw.WriteField("metadata", `{"metadata":{"name":"edge"},"spec":{"access":"agent"}}`)
+	_ = mw.Close()
+	req := httptest.NewRequest("POST", "/v2/cluster-providers/cp/clusters", &buf)
+	req.Header.Set(echo.HeaderContentType, mw.FormDataContentType())
+	req.Header.Set(echo.HeaderAuthorization, "Bearer "+admin)
+	rec := httptest.NewRecorder()
+	s.h.ServeHTTP(rec, req)
+	if rec.Code != 201 {
+		s.t.Fatalf("register an agent cluster: %d %s", rec.Code, rec.Body)
+	}
+	var tok, cred struct{ Token, Credential string }
+	for _, step := range []struct {
+		path, token string
+		out         any
+	}{{"/v2/cluster-providers/cp/clusters/edge/agent-token", admin, &tok}, {"/v2/agent/join", "", &cred}} {
+		if step.token == "" {
+			step.token = tok.Token
+		}
+		rec := s.do("POST", step.path, step.token, map[string]any{})
+		if rec.Code >= 300 || json.Unmarshal(rec.Body.Bytes(), step.out) != nil {
+			s.t.Fatalf("POST %s: %d %s", step.path, rec.Code, rec.Body)
+		}
+	}
+	if cred.Credential == "" {
+		s.t.Fatal("the join gave no credential")
+	}
+	return cred.Credential
+}
+
 // documents is every document of every collection, as one string.
 func (s *sweepServer) documents() string {
 	s.t.Helper()
@@ -337,6 +376,7 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 	if rec := s.do("GET", "/v2/projects/pb", admin, nil); !strings.Contains(rec.Body.String(), marker) {
 		t.Fatalf("project pb does not show the marker, so a leak of it would go unseen: %d %s", rec.Code, rec.Body)
 	}
+	edge := s.seedAgent(admin)
 	before := s.documents()
 
 	for _, tc := range []struct {
@@ -354,11 +394,26 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 			func(_, route string) bool { return strings.Contains(route, "/:project") },
 			403, `project "pb" is not granted to "alice"`, 150},
 		{"a tenant is refused admin-only routes", alice, "pa",
-			func(method, route string) bool { return !api.IsPublicRoute(route) && !tenantMay(method, route) },
+			func(method, route string) bool { return !api.IsPublicRoute(route) && !tenantMay(method, route) && !agentRoute(route) },
 			403, "requires the admin role", 50},
+		{"an agent is refused all but the agents' routes", edge, "pb",
+			func(_, route string) bool { return !api.IsPublicRoute(route) && !agentRoute(route) },
+			403, "refused to an agent", 250},
+		{"an admin is refused the agents' routes", admin, "pb",
+			func(_, route string) bool { return agentRoute(route) && route != "/v2/agent/join" },
+			403, "requires an agent's credential", 4},
+		{"a tenant is refused the agents' routes", alice, "pa",
+			func(_, route string) bool { return agentRoute(route) && route != "/v2/agent/join" },
+			403, "requires an agent's credential", 4},
+		{"a controller is refused the agents' routes", ctl, "pb",
+			func(_, route string) bool { return agentRoute(route) && route != "/v2/agent/join" },
+			403, "requires an agent's credential", 4},
+		{"a JWT is refused the join", admin, "pb",
+			func(_, route string) bool { return route == "/v2/agent/join" },
+			401, "join token", 1},
 		{"a controller is refused all but the contexts' controller views", ctl, "pb",
 			func(_, route string) bool {
-				return !api.IsPublicRoute(route) && !strings.HasPrefix(route, "/v2/contexts/") && route != "/v2/session"
+				return !api.IsPublicRoute(route) && !strings.HasPrefix(route, "/v2/contexts/") && route != "/v2/session" && !agentRoute(route)
 			},
 			403, "requires the admin role", 250},
 	} {
@@ -436,8 +491,11 @@ func TestSweepActingAsAProjectIsThatProjectsTenant(t *testing.T) {
 			}{
 				{"another project's routes", "pb", func(_, route string) bool { return strings.Contains(route, "/:project") },
 					fmt.Sprintf(`project "pb" is not granted to %q`, c.subject), 150},
-				{"admin-only routes", "pa", func(method, route string) bool { return !api.IsPublicRoute(route) && !tenantMay(method, route) },
-					"requires the admin role", 50},
+				{"admin-only routes", "pa", func(method, route string) bool {
+					return !api.IsPublicRoute(route) && !tenantMay(method, route) && !agentRoute(route)
+				}, "requires the admin role", 50},
+				{"the agents' routes", "pa", func(_, route string) bool { return agentRoute(route) && route != "/v2/agent/join" },
+					"requires an agent's credential", 4},
 			} {
 				if swept := s.sweep(t, tc.sweeps, c.token, tc.project, http.StatusForbidden, tc.message, marker); swept < tc.atLeast {
 					t.Errorf("%s: swept %d routes, expected at least %d", tc.name, swept, tc.atLeast)

@@ -1,0 +1,215 @@
+package api
+
+import (
+	"context"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/temco/temco/internal/core/agent"
+	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/lifecycle"
+)
+
+// completer records the activities the api completes.
+type completer struct {
+	mu     sync.Mutex
+	tokens []string
+	res    []lifecycle.ClusterResult
+}
+
+func (c *completer) CompleteActivity(_ context.Context, token []byte, result any, _ error) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.tokens = append(c.tokens, string(token))
+	c.res = append(c.res, result.(lifecycle.ClusterResult))
+	return nil
+}
+
+// agentCluster registers cluster cp+name in agent mode and joins its agent: the agent's
+// credential.
+func (c *client) agentCluster(t *testing.T, name string) string {
+	t.Helper()
+	c.multipart("POST", "/cluster-providers/cp/clusters", res(name, map[string]any{"access": "agent"}), nil).must(t, 201)
+	var tok struct {
+		Token string `json:"token"`
+	}
+	c.do("POST", "/cluster-providers/cp/clusters/"+name+"/agent-token", nil).must(t, 201).json(t, &tok)
+	var j struct {
+		Cluster, Credential string
+	}
+	c.do("POST", "/agent/join", nil, "Authorization", "Bearer "+tok.Token).must(t, 200).json(t, &j)
+	if j.Cluster != "cp+"+name || !agent.IsCredential(j.Credential) {
+		t.Fatalf("join answered %+v", j)
+	}
+	return j.Credential
+}
+
+// Registration: an agent cluster takes no kubeconfig, and every cluster's answer says how
+// it is reached; join tokens are an agent cluster's only, used once.
+func TestAgentClusterRegistrationAndJoin(t *testing.T) {
+	c := newClient(t)
+	c.do("POST", "/cluster-providers", res("cp", nil)).must(t, 201)
+	c.multipart("POST", "/cluster-providers/cp/clusters", res("kube", nil), []byte(TestKubeconfig)).must(t, 201)
+	if r := c.do("GET", "/cluster-providers/cp/clusters/kube", nil).must(t, 200); !strings.Contains(string(r.body), `"access":"kubernetes"`) {
+		t.Errorf("a kubeconfig cluster's answer: %s", r.body)
+	}
+	for _, bad := range []struct {
+		spec map[string]any
+		file []byte
+		want string
+	}{
+		{map[string]any{"access": "agent"}, []byte(TestKubeconfig), "kubeconfig stays in the cluster"},
+		{map[string]any{"access": "ssh"}, nil, `spec.access "ssh" is none of`},
+		{map[string]any{"access": "agent", "gitOps": map[string]any{"gitOpsType": "fluxcd"}}, nil, "exclude each other"},
+	} {
+		if r := c.multipart("POST", "/cluster-providers/cp/clusters", res("bad", bad.spec), bad.file).must(t, 400); !strings.Contains(r.message(t), bad.want) {
+			t.Errorf("%v: %s, want %q", bad.spec, r.body, bad.want)
+		}
+	}
+	if r := c.do("POST", "/cluster-providers/cp/clusters/kube/agent-token", nil).must(t, 409); !strings.Contains(r.message(t), "not reached by an agent") {
+		t.Errorf("a join token for a kubeconfig cluster: %s", r.body)
+	}
+
+	c.multipart("POST", "/cluster-providers/cp/clusters", res("edge", map[string]any{"access": "agent"}), nil).must(t, 201)
+	if r := c.do("GET", "/cluster-providers/cp/clusters/edge", nil).must(t, 200); !strings.Contains(string(r.body), `"access":"agent"`) {
+		t.Errorf("an agent cluster's answer: %s", r.body)
+	}
+	var st agent.Status
+	c.do("GET", "/cluster-providers/cp/clusters/edge/agent", nil).must(t, 200).json(t, &st)
+	if st.State != agent.StateNoToken {
+		t.Errorf("before a token: %+v", st)
+	}
+	var tok joinToken
+	r := c.do("POST", "/cluster-providers/cp/clusters/edge/agent-token", nil).must(t, 201)
+	r.json(t, &tok)
+	if r.hdr.Get("Cache-Control") != "no-store" || !strings.HasPrefix(tok.Token, agent.JoinPrefix) {
+		t.Errorf("join token answer %s (Cache-Control %q)", r.body, r.hdr.Get("Cache-Control"))
+	}
+	c.do("POST", "/agent/join", nil).must(t, 401)
+	c.do("POST", "/agent/join", nil, "Authorization", "Bearer "+tok.Token+"x").must(t, 401)
+	var j joined
+	c.do("POST", "/agent/join", nil, "Authorization", "Bearer "+tok.Token).must(t, 200).json(t, &j)
+	if r := c.do("POST", "/agent/join", nil, "Authorization", "Bearer "+tok.Token).must(t, 401); !strings.Contains(r.message(t), "used already") &&
+		!strings.Contains(r.message(t), "current token") {
+		t.Errorf("a second join: %s", r.body)
+	}
+	c.do("GET", "/cluster-providers/cp/clusters/edge/agent", nil).must(t, 200).json(t, &st)
+	if st.State != agent.StateJoined || st.LastSeen != nil {
+		t.Errorf("after the join: %+v", st)
+	}
+	a := c.as(j.Credential)
+	a.do("GET", "/agent/work", nil).must(t, 200)
+	c.do("GET", "/cluster-providers/cp/clusters/edge/agent", nil).must(t, 200).json(t, &st)
+	if st.LastSeen == nil {
+		t.Errorf("the agent's call is not recorded: %+v", st)
+	}
+
+	// The credential reaches the agent's routes alone; nobody else reaches those.
+	if r := a.do("GET", "/projects", nil).must(t, 403); !strings.Contains(r.message(t), "refused to an agent") {
+		t.Errorf("an agent listing projects: %s", r.body)
+	}
+	a.do("POST", "/cluster-providers/cp/clusters/edge/agent-token", nil).must(t, 403)
+	if r := c.do("GET", "/agent/work", nil).must(t, 403); !strings.Contains(r.message(t), "requires an agent's credential") {
+		t.Errorf("an admin (authentication off) reading an agent's work: %s", r.body)
+	}
+
+	// Revoked: refused at once on this api (its cache forgets the cluster).
+	c.do("DELETE", "/cluster-providers/cp/clusters/edge/agent-token", nil).must(t, 204)
+	if r := a.do("GET", "/agent/work", nil).must(t, 401); !strings.Contains(r.message(t), "revoked") {
+		t.Errorf("a revoked credential: %s", r.body)
+	}
+}
+
+// An agent reads the revisions its work names, as placed on its own cluster, and writes
+// their statuses alone; its report completes the activity waiting for it. Another
+// cluster's agent reaches none of it.
+func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
+	done := &completer{}
+	c := newClient(t, func(s *Server) { s.Activities = done })
+	ctx := context.Background()
+	c.do("POST", "/cluster-providers", res("cp", nil)).must(t, 201)
+	edge, other := c.agentCluster(t, "edge"), c.agentCluster(t, "other")
+
+	contexts, err := appctx.New(ctx, c.store.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	obj := func(kind, name string) appctx.Object {
+		return appctx.Object{Ref: appctx.Ref{Version: "v1", Kind: kind, Name: name}, Manifest: `{"apiVersion":"v1","kind":"` + kind + `","metadata":{"name":"` + name + `"}}`, Hash: name}
+	}
+	if err := contexts.Create(ctx, &appctx.Context{ID: "ctx1", Instance: "ctx1", Namespace: "default", Apps: []string{"web"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := contexts.PutApps(ctx, "ctx1", []*appctx.App{{Name: "web", Objects: []appctx.Object{obj("ConfigMap", "a"), obj("Secret", "s")}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := contexts.PutPlacement(ctx, "ctx1", []*appctx.ClusterApp{{App: "web", Cluster: "cp+edge", Unlisted: true}}, map[string]int{"cp+edge": 0}); err != nil {
+		t.Fatal(err)
+	}
+	agents := agent.Open(c.store.Database())
+	gen, err := agents.Publish(ctx, agent.Item{Cluster: "cp+edge", Instance: "ctx1", Context: "ctx1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealed, _ := c.keys.Seal([]byte("task-token"), []byte(agent.ItemID("cp+edge", "ctx1")))
+	if ok, err := agents.Wait(ctx, agent.ItemID("cp+edge", "ctx1"), gen, sealed); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+
+	a, o := c.as(edge), c.as(other)
+	var w agentWork
+	a.do("GET", "/agent/work", nil).must(t, 200).json(t, &w)
+	if w.Cluster != "cp+edge" || len(w.Items) != 1 || w.Items[0].Gen != gen || w.Items[0].Context != "ctx1" {
+		t.Fatalf("work: %+v", w)
+	}
+	if strings.Contains(string(a.do("GET", "/agent/work", nil).body), "token") {
+		t.Error("the work shows the waiting activity's token")
+	}
+	var rev agent.Revision
+	a.do("GET", "/agent/revisions/ctx1", nil).must(t, 200).json(t, &rev)
+	if rev.Header.ID != "ctx1" || len(rev.Placements) != 1 || len(rev.Placements[0].Resources) != 2 || len(rev.Apps["web"].Objects) != 2 {
+		t.Fatalf("revision: %+v", rev)
+	}
+	if !strings.Contains(rev.Apps["web"].Objects[1].Manifest, `"Secret"`) {
+		t.Errorf("the agent is not given the Secret it applies: %+v", rev.Apps["web"].Objects[1])
+	}
+	o.do("GET", "/agent/revisions/ctx1", nil).must(t, 404)
+	a.do("GET", "/agent/revisions/nosuch", nil).must(t, 404)
+
+	// Statuses: stored for the placed objects alone; what else is sent is dropped.
+	sent := rev.Placements
+	sent[0].Resources[0].Status, sent[0].Resources[1].Status = lifecycle.ResApplied, lifecycle.ResFailed
+	sent[0].Resources[1].Error = "refused"
+	sent[0].Objects = []appctx.Object{obj("ClusterRole", "admin")}
+	sent = append(sent, &appctx.ClusterApp{App: "injected", Resources: []appctx.ResourceStatus{{Ref: appctx.Ref{Kind: "Pod", Name: "x"}, Status: "Applied"}}})
+	a.do("POST", "/agent/revisions/ctx1/statuses", sent).must(t, 204)
+	o.do("POST", "/agent/revisions/ctx1/statuses", sent).must(t, 404)
+	stored, err := contexts.ClusterApps(ctx, "ctx1", "cp+edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(stored) != 1 || stored[0].Objects != nil || stored[0].Resources[0].Status != lifecycle.ResApplied ||
+		stored[0].Resources[1].Status != lifecycle.ResFailed || stored[0].Resources[1].Error != "refused" {
+		t.Errorf("stored statuses: %+v", stored)
+	}
+	bad := rev.Placements[:1]
+	bad[0].Resources[0].Status = "Owned"
+	if r := a.do("POST", "/agent/revisions/ctx1/statuses", bad).must(t, 400); !strings.Contains(r.message(t), "no object status") {
+		t.Errorf("a made-up status: %s", r.body)
+	}
+
+	// The report: refused for another cluster's instance or an unpublished gen; stored,
+	// and the waiting activity completed with it.
+	o.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen}).must(t, 404)
+	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen + 1}).must(t, 400)
+	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen, Applied: "elsewhere"}).must(t, 400)
+	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen, Applied: "ctx1", Result: lifecycle.ClusterResult{Done: 1, Failed: 1}}).must(t, 204)
+	if len(done.tokens) != 1 || done.tokens[0] != "task-token" || done.res[0].Failed != 1 {
+		t.Errorf("completed %v with %+v", done.tokens, done.res)
+	}
+	a.do("GET", "/agent/work", nil).must(t, 200).json(t, &w)
+	if w.Items[0].Reported == nil || w.Items[0].Reported.Gen != gen || w.Items[0].Reported.Applied != "ctx1" {
+		t.Errorf("the work after the report: %+v", w.Items[0])
+	}
+}
