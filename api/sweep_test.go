@@ -394,7 +394,9 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 			func(_, route string) bool { return strings.Contains(route, "/:project") },
 			403, `project "pb" is not granted to "alice"`, 150},
 		{"a tenant is refused admin-only routes", alice, "pa",
-			func(method, route string) bool { return !api.IsPublicRoute(route) && !tenantMay(method, route) && !agentRoute(route) },
+			func(method, route string) bool {
+				return !api.IsPublicRoute(route) && !tenantMay(method, route) && !agentRoute(route)
+			},
 			403, "requires the admin role", 50},
 		{"an agent is refused all but the agents' routes", edge, "pb",
 			func(_, route string) bool { return !api.IsPublicRoute(route) && !agentRoute(route) },

@@ -108,7 +108,7 @@ type Clients struct {
 
 	once      sync.Once
 	agentsOf  *agent.Store // the agent clusters' work (agent.go)
-	mu        sync.Mutex // guards clients, and makes one conn or endpoint at a time
+	mu        sync.Mutex   // guards clients, and makes one conn or endpoint at a time
 	clients   map[string]*registration
 	conns     *lru.Cache // connKey -> *conn
 	endpoints *lru.Cache // endpointKey -> *endpoint

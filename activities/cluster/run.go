@@ -19,8 +19,8 @@ import (
 // each goroutine writes only its own resources' statuses, under mu because a save may be
 // copying them.
 type run struct {
-	mu       sync.Mutex // guards the statuses, counters and save times
-	writeMu  sync.Mutex // one write of the statuses at a time
+	mu       sync.Mutex  // guards the statuses, counters and save times
+	writeMu  sync.Mutex  // one write of the statuses at a time
 	contexts StatusSaver // the AppContexts' store; the api, for an agent (local.go)
 	ctx      context.Context
 	target   target  // nil: the cluster cannot be used (its objects are marked Failed)
@@ -30,13 +30,13 @@ type run struct {
 	previous bool              // an update (the context follows a previous revision)
 	// previousID is that revision's context (an agent is given it: agent.go).
 	previousID string
-	apps     map[string]*appctx.App
-	byApp    map[string]*appctx.ClusterApp
-	attempt  int32
-	retried  bool           // not the first attempt: objects are looked at before they are applied
-	writer   appctx.Attempt // saves its statuses as: a later attempt's saves refuse this one's
-	result   lifecycle.ClusterResult
-	started  time.Time
+	apps       map[string]*appctx.App
+	byApp      map[string]*appctx.ClusterApp
+	attempt    int32
+	retried    bool           // not the first attempt: objects are looked at before they are applied
+	writer     appctx.Attempt // saves its statuses as: a later attempt's saves refuse this one's
+	result     lifecycle.ClusterResult
+	started    time.Time
 	// scheduled is when the activity's first attempt was scheduled.
 	scheduled time.Time
 	saved     time.Time // last write of the statuses

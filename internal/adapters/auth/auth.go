@@ -52,7 +52,9 @@ type Principal struct {
 }
 
 // AgentOf is the principal of cluster key's agent.
-func AgentOf(key string) *Principal { return &Principal{Subject: "agent of cluster " + key, Agent: key} }
+func AgentOf(key string) *Principal {
+	return &Principal{Subject: "agent of cluster " + key, Agent: key}
+}
 
 // Anonymous is every caller when authentication is off: an admin.
 func Anonymous() *Principal { return &Principal{Admin: true} }
