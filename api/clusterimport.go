@@ -112,7 +112,7 @@ func (s *Server) importedCluster(c echo.Context, coll string, ic importedCluster
 	}
 	r.id = coll + "/" + r.res.Metadata.Name
 	if err := validate(c.Request().Context(), s, clusterRes, r); err != nil {
-		if !r.hasFile && !r.res.Spec.IsGitOps() {
+		if !r.hasFile && !r.res.Spec.IsGitOps() && r.res.Spec.Access != model.AccessAgent {
 			return nil, badRequest("kubeconfig is missing (the cluster's kubeconfig, as text)")
 		}
 		return nil, err

@@ -121,6 +121,9 @@ func (s *Server) clusterNotReady(ctx context.Context, t lifecycle.Target) ([]str
 	if c.Fields[fieldGitOps] == "true" {
 		return []string{"the cluster is reached through GitOps; temco applies network intents only to clusters it reaches with a kubeconfig"}, nil
 	}
+	if c.Fields[fieldAccess] == model.AccessAgent {
+		return []string{"the cluster is reached by its agent; temco applies network intents only to clusters it reaches with a kubeconfig"}, nil
+	}
 	return nil, nil
 }
 
@@ -174,8 +177,8 @@ func (s *Server) certNotReady(ctx context.Context, t lifecycle.Target) ([]string
 	if c == nil {
 		return []string{fmt.Sprintf("its issuing cluster %q of provider %q %s", ic.Cluster, ic.ClusterProvider, why)}, nil
 	}
-	if c.Fields[fieldGitOps] == "true" {
-		return []string{fmt.Sprintf("its issuing cluster %q is reached through GitOps; the issuing cluster must be reachable with a kubeconfig (temco reads the signed certificate from it)", ic.Cluster)}, nil
+	if c.Fields[fieldGitOps] == "true" || c.Fields[fieldAccess] == model.AccessAgent {
+		return []string{fmt.Sprintf("its issuing cluster %q is reached through GitOps or by its agent; the issuing cluster must be reachable with a kubeconfig (temco reads the signed certificate from it)", ic.Cluster)}, nil
 	}
 	return nil, nil
 }
@@ -214,6 +217,10 @@ func (s *Server) cloudNotReady(ctx context.Context, cloud lifecycle.Target) ([]s
 		if c == nil {
 			out = append(out, fmt.Sprintf("cluster reference %q names cluster %s+%s, which %s", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster, why))
 			continue
+		}
+		if c.Fields[fieldAccess] == model.AccessAgent && !admin {
+			out = append(out, fmt.Sprintf("cluster reference %q names agent cluster %s+%s: standard and privileged logical clouds are not set up on agent "+
+				"clusters (temco holds no credential there to issue the cloud's); use an admin (level 0) logical cloud", r.Name, sp.Spec.ClusterProvider, sp.Spec.Cluster))
 		}
 		if c.Fields[fieldGitOps] == "true" && !admin {
 			problems, err := s.levelOneOnGitOps(ctx, c, sp.Spec.ClusterProvider, sp.Spec.Cluster)

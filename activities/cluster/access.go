@@ -14,6 +14,7 @@ import (
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -104,17 +105,21 @@ func (p *API) Apply(ctx context.Context, obj *appctx.Object) error {
 func Permanent(err error) bool { return permanent(err) }
 
 // Probe asks cluster key's API server whether it is ready (GET /readyz) with the
-// cluster's own credentials: nil when it answered so. git is true, and nothing is asked,
-// for a cluster reached through git (temco does not talk to it).
-// doc is the cluster's registration, as a listing of the store gave it.
-func (x Access) Probe(ctx context.Context, key string, doc *store.Doc) (git bool, err error) {
+// cluster's own credentials: nil when it answered so. Nothing is asked of a cluster temco
+// does not talk to: via is then model.AccessGitOps or model.AccessAgent ("" for one
+// probed). doc is the cluster's registration, as a listing of the store gave it.
+func (x Access) Probe(ctx context.Context, key string, doc *store.Doc) (via string, err error) {
 	tg, err := x.a.Clients.targetOf(ctx, key, doc)
 	if err != nil {
-		return false, err
+		return "", err
 	}
-	cl, ok := tg.(*client)
-	if !ok {
-		return true, nil
+	switch t := tg.(type) {
+	case *gitCluster:
+		return model.AccessGitOps, nil
+	case *agentCluster:
+		return model.AccessAgent, nil
+	case *client:
+		return "", t.rest.Get().AbsPath("/readyz").Do(ctx).Error()
 	}
-	return false, cl.rest.Get().AbsPath("/readyz").Do(ctx).Error()
+	return "", nil
 }

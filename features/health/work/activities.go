@@ -76,12 +76,14 @@ func (a *Activities) probe(ctx context.Context, key string, doc *store.Doc, now 
 	ctx, cancel := context.WithTimeout(ctx, probeTimeout)
 	defer cancel()
 	c := core.Cluster{Key: key, State: core.Reachable, Since: now}
-	git, err := a.Clusters.Probe(ctx, key, doc)
+	via, err := a.Clusters.Probe(ctx, key, doc)
 	switch {
 	case err != nil:
 		c.State, c.Error = core.Unreachable, err.Error()
-	case git:
+	case via == model.AccessGitOps:
 		c.State = core.GitOps
+	case via == model.AccessAgent:
+		c.State = core.Agent
 	}
 	return c
 }

@@ -26,6 +26,7 @@ const (
 	Reachable   = "Reachable"   // its API server answered /readyz
 	Unreachable = "Unreachable" // it did not, or refused the credentials (Error says which)
 	GitOps      = "GitOps"      // reached through git: temco does not talk to it
+	Agent       = "Agent"       // reached by its agent, which calls temco: temco does not talk to it
 	Unknown     = "Unknown"     // not probed yet
 )
 

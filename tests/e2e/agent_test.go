@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
+)
+
+// agentProcess is a temco agent run as it would run in a pod of its cluster: with that
+// cluster's own kubeconfig, calling the api.
+type agentProcess struct {
+	cmd    *exec.Cmd
+	exited chan struct{} // closed once it ended
+}
+
+// startTemcoAgent starts temco agent keeping its credential in credFile, joining with token
+// when the file holds none; it reaches the stack's cluster kube (its kubeconfig).
+func startTemcoAgent(t *testing.T, credFile, token, kubeconfig, log string) *agentProcess {
+	t.Helper()
+	out, err := os.OpenFile(log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(self, "agent", "--api", strings.TrimSuffix(apiURL, "/v2"), "--credential-file", credFile,
+		"--kubeconfig", kubeconfig, "--poll", "1s")
+	cmd.Env = append(os.Environ(), "TEMCO_AGENT_JOIN_TOKEN="+token)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &agentProcess{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); out.Close(); close(p.exited) }()
+	t.Cleanup(p.kill)
+	return p
+}
+
+func (p *agentProcess) kill() {
+	select {
+	case <-p.exited:
+	default:
+		_ = p.cmd.Process.Kill()
+		<-p.exited
+	}
+}
+
+// An agent cluster: registered without a kubeconfig; its agent, a temco agent process
+// with the cluster's own credentials, joins with a join token and applies what a DIG
+// places there, and the DIG's status shows each object as the agent reports it. An
+// update prunes what the new revision lacks; while the agent is down an update waits for
+// it (its objects say so) and ends once the agent, restarted with the credential it kept,
+// applies the newest revision; terminate removes everything; a revoked agent stops.
+func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
+	kube := stack.Clusters[1] // the agent's own cluster, registered here a second time as "edge-agent"
+	c := &client{t: t}
+	c.multipart("POST", "/cluster-providers/"+provider+"/clusters", res("edge-agent", map[string]any{"access": "agent"}), nil).must(t, 201)
+	if r := c.do("GET", "/cluster-providers/"+provider+"/clusters/edge-agent", nil).must(t, 200); !strings.Contains(string(r.body), `"access":"agent"`) {
+		t.Fatalf("the agent cluster's registration: %s", r.body)
+	}
+	var tok struct{ Token string }
+	c.do("POST", "/cluster-providers/"+provider+"/clusters/edge-agent/agent-token", nil).must(t, 201).json(t, &tok)
+	dir := t.TempDir()
+	credFile, log := filepath.Join(dir, "credential"), filepath.Join(tmpRoot, "agent-edge-agent.log")
+	agentProc := startTemcoAgent(t, credFile, tok.Token, kube.Kubeconfig(), log)
+	awaitValue(t, "the agent joined", time.Minute, func() map[string]any {
+		return getAs[map[string]any](t, c, "/cluster-providers/"+provider+"/clusters/edge-agent/agent")
+	}, func(m map[string]any) bool { return m["state"] == "joined" && m["lastSeen"] != nil })
+
+	d := newDeployment(t, app{name: "aweb", chart: webChart("aweb"), placement: clusterNamed("edge-agent")})
+	d.logicalCloud, d.setUpCloud = "agents", onClusters("edge-agent")
+	d.create()
+	d.operate(lifecycle.OpInstantiate)
+	s := d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	for _, r := range resources(s) {
+		if !strings.HasPrefix(r, "edge-agent ") || !strings.Contains(r, " Applied: ") {
+			t.Errorf("resource status %q, want Applied on edge-agent", r)
+		}
+	}
+	if n := len(resources(s)); n != 3 {
+		t.Errorf("%d resources, want 3: %v", n, resources(s))
+	}
+	present := func(kind, name string, want bool) func() error {
+		gvr := map[string]schema.GroupVersionResource{"deployment": gvrDeployment, "configmap": gvrConfigMap, "service": gvrService}[kind]
+		return func() error {
+			_, err := dynClient(t, kube).Resource(gvr).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+			switch {
+			case want && err != nil:
+				return err
+			case !want && err == nil:
+				return fmt.Errorf("%s %s is on the cluster", kind, name)
+			case !want && !apierrors.IsNotFound(err):
+				return err
+			}
+			return nil
+		}
+	}
+	for _, o := range [][2]string{{"deployment", "aweb"}, {"configmap", "aweb-config"}, {"service", "aweb"}} {
+		if err := present(o[0], o[1], true)(); err != nil {
+			t.Errorf("applied by the agent: %v", err)
+		}
+	}
+
+	// Update: the chart without its Service; the agent deletes it after applying the rest.
+	d.c.multipart("PUT", d.ca()+"/apps/aweb", res("aweb", nil), testenv.Chart("aweb", "replicas: 1\nmessage: default\n",
+		map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: aweb-config\ndata:\n  message: updated\n"})).must(t, 200)
+	d.update(lifecycle.OpUpdate, nil)
+	eventually(t, "the Service pruned by the agent", time.Minute, present("service", "aweb", false))
+
+	// The agent down across a rollback: the rollback waits for it, saying so, and ends
+	// once the agent, restarted with the credential it kept, has applied it.
+	agentProc.kill()
+	r := d.c.do("POST", d.dig()+"/rollback", map[string]any{"metadata": map[string]any{"name": "back"}, "spec": map[string]any{"revision": "1"}})
+	var acc lifecycle.OpAccepted
+	r.must(t, 202).json(t, &acc)
+	d.await("the rollback waiting for the agent", 2*time.Minute, "", func(s status) bool {
+		return s.Instance == acc.ContextID && anyResourceWarned(s, "waiting for its report")
+	})
+	if err := present("service", "aweb", false)(); err != nil {
+		t.Errorf("with the agent down: %v", err)
+	}
+	agentProc = startTemcoAgent(t, credFile, "", kube.Kubeconfig(), log) // no join token: the kept credential
+	d.await("rolled back", 2*time.Minute, "", func(s status) bool {
+		return s.Instance == acc.ContextID && s.Status == lifecycle.StatusInstantiated
+	})
+	eventually(t, "the Service back through the agent", time.Minute, present("service", "aweb", true))
+
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	for _, o := range [][2]string{{"deployment", "aweb"}, {"configmap", "aweb-config"}, {"service", "aweb"}} {
+		eventually(t, o[1]+" removed by the agent", time.Minute, present(o[0], o[1], false))
+	}
+
+	// Revoked: the agent's next call is refused and it stops, saying why.
+	c.do("DELETE", "/cluster-providers/"+provider+"/clusters/edge-agent/agent-token", nil).must(t, 204)
+	eventually(t, "the revoked agent stopped", time.Minute, func() error {
+		select {
+		case <-agentProc.exited:
+			return nil
+		default:
+			return errors.New("still running")
+		}
+	})
+	if b, _ := os.ReadFile(log); !strings.Contains(string(b), "revoked") {
+		t.Errorf("the agent's log does not say it was revoked:\n%s", b)
+	}
+	if m := getAs[map[string]any](t, c, "/cluster-providers/"+provider+"/clusters/edge-agent/agent"); m["state"] != "revoked" {
+		t.Errorf("the agent's state after the revocation: %v", m)
+	}
+}
+
+// anyResourceWarned tells whether some resource of s carries a warning containing text.
+func anyResourceWarned(s status, text string) bool {
+	for _, a := range s.Apps {
+		for _, c := range a.Clusters {
+			for _, r := range c.Resources {
+				if strings.Contains(r.Warning, text) {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
