@@ -64,6 +64,8 @@ func (s *Server) registerAgents(g *echo.Group) {
 		code: http.StatusOK, response: typeOf[agent.Revision]()}, s.agentRevision)
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/revisions/:context/statuses", summary: "The statuses of a revision's objects on the calling agent's cluster",
 		body: typeOf[[]*appctx.ClusterApp](), code: http.StatusNoContent, noOwner: true}, s.agentStatuses)
+	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/revisions/:context/live", summary: "What the calling agent's cluster shows of a revision's objects (present, ready)",
+		body: typeOf[[]agentLive](), code: http.StatusNoContent, noOwner: true}, s.agentLive)
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/work/:instance/report", summary: "What the calling agent finished of one item of its work",
 		body: typeOf[agentReport](), code: http.StatusNoContent, noOwner: true}, s.agentReport)
 }
@@ -332,6 +334,57 @@ func (s *Server) agentStatuses(c echo.Context) error {
 		by = it.Writer
 	}
 	if err := s.Contexts.SaveStatuses(ctx, ctxID, by, stored); err != nil && !errors.Is(err, appctx.ErrSuperseded) {
+		return err
+	}
+	return c.NoContent(http.StatusNoContent)
+}
+
+// agentLive is what an agent's cluster shows of one app's objects, index-aligned with
+// the app's resources there.
+type agentLive struct {
+	App     string        `json:"app"`
+	Objects []appctx.Live `json:"objects"`
+}
+
+// agentLive records what an agent's cluster shows of a revision's objects, as a live read
+// of the push path would: the state, readiness and reasons of each object the revision
+// placed there, for the status, the dashboard and a rollout's gates.
+func (s *Server) agentLive(c echo.Context) error {
+	key, _, err := s.namedRevision(c)
+	if err != nil {
+		return err
+	}
+	var sent []agentLive
+	if err := readJSON(c, &sent); err != nil {
+		return err
+	}
+	ctx, ctxID := c.Request().Context(), c.Param("context")
+	stored, err := s.Contexts.ClusterApps(ctx, ctxID, key)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UTC()
+	for i, l := range sent {
+		j := slices.IndexFunc(stored, func(p *appctx.ClusterApp) bool { return p.App == l.App })
+		if j < 0 {
+			return badRequest("[%d].app %q is not placed on cluster %q by this revision", i, l.App, key)
+		}
+		p := stored[j]
+		if len(l.Objects) != len(p.Resources) {
+			return badRequest("[%d].objects: %d, for the %d objects of app %q", i, len(l.Objects), len(p.Resources), l.App)
+		}
+		live := make([]appctx.Live, len(l.Objects))
+		for k, o := range l.Objects {
+			switch o.State {
+			case appctx.LivePresent, appctx.LiveNotPresent, appctx.LiveUnknown:
+			default:
+				return badRequest("[%d].objects[%d].state %q is none of %s, %s and %s", i, k, o.State, appctx.LivePresent, appctx.LiveNotPresent, appctx.LiveUnknown)
+			}
+			live[k] = appctx.Live{State: o.State, Ready: o.Ready && o.State == appctx.LivePresent, Error: clip(o.Error), Reason: clip(o.Reason)}
+		}
+		p.Live, p.LiveAt = live, now
+	}
+	if err := s.Contexts.SaveLive(ctx, ctxID, key, stored); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

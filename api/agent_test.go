@@ -199,6 +199,24 @@ func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
 		t.Errorf("a made-up status: %s", r.body)
 	}
 
+	// What the cluster shows: kept for the placed objects, checked.
+	live := []agentLive{{App: "web", Objects: []appctx.Live{{State: appctx.LivePresent, Ready: true}, {State: appctx.LiveNotPresent, Ready: true}}}}
+	a.do("POST", "/agent/revisions/ctx1/live", live).must(t, 204)
+	o.do("POST", "/agent/revisions/ctx1/live", live).must(t, 404)
+	a.do("POST", "/agent/revisions/ctx1/live", []agentLive{{App: "web", Objects: live[0].Objects[:1]}}).must(t, 400)
+	a.do("POST", "/agent/revisions/ctx1/live", []agentLive{{App: "db", Objects: live[0].Objects}}).must(t, 400)
+	a.do("POST", "/agent/revisions/ctx1/live", []agentLive{{App: "web", Objects: []appctx.Live{{State: "Gone"}, {}}}}).must(t, 400)
+	stored, err = contexts.ClusterApps(ctx, "ctx1", "cp+edge")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if l := stored[0].Live; len(l) != 2 || !l[0].Ready || l[1].State != appctx.LiveNotPresent || l[1].Ready || stored[0].LiveAt.IsZero() {
+		t.Errorf("stored live state (an absent object is never ready): %+v", l)
+	}
+	if stored[0].Resources[0].Status != lifecycle.ResApplied {
+		t.Errorf("the live report changed the statuses: %+v", stored[0].Resources)
+	}
+
 	// The report: refused for another cluster's instance or an unpublished gen; stored,
 	// and the waiting activity completed with it.
 	o.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen}).must(t, 404)

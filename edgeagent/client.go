@@ -84,6 +84,22 @@ func (a *API) SaveStatuses(ctx context.Context, ctxID string, _ appctx.Attempt, 
 	return a.call(ctx, http.MethodPost, "/v2/agent/revisions/"+url.PathEscape(ctxID)+"/statuses", cas, nil)
 }
 
+// SaveLive sends what the cluster shows of a revision's objects (each placement's Live).
+func (a *API) SaveLive(ctx context.Context, ctxID string, cas []*appctx.ClusterApp) error {
+	out := make([]LiveApp, len(cas))
+	for i, ca := range cas {
+		out[i] = LiveApp{App: ca.App, Objects: ca.Live}
+	}
+	return a.call(ctx, http.MethodPost, "/v2/agent/revisions/"+url.PathEscape(ctxID)+"/live", out, nil)
+}
+
+// LiveApp is what the cluster shows of one app's objects, index-aligned with its
+// placement's resources.
+type LiveApp struct {
+	App     string        `json:"app"`
+	Objects []appctx.Live `json:"objects"`
+}
+
 // Report sends what the agent finished of its item of instance.
 func (a *API) Report(ctx context.Context, instance string, r Report) error {
 	return a.call(ctx, http.MethodPost, "/v2/agent/work/"+url.PathEscape(instance)+"/report", r, nil)

@@ -103,3 +103,13 @@ func (l *Local) Remove(ctx context.Context, rev *Revision, save StatusSaver, sin
 	err = r.remove(rctx, nil, nil)
 	return r.result, err
 }
+
+// Read fills rev's placements with what the cluster shows of each object (Live, LiveAt),
+// as a status read of the push path finds it.
+func (l *Local) Read(ctx context.Context, rev *Revision) (lifecycle.ClusterResult, error) {
+	cl, err := l.client()
+	if err != nil {
+		return lifecycle.ClusterResult{}, err
+	}
+	return cl.read(ctx, rev.Header, rev.Placements, false), nil
+}
