@@ -10,6 +10,7 @@ package cluster
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/temco/temco/internal/core/agent"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/rollout"
 )
 
 // accessField says how a cluster is reached when not with its kubeconfig or through git:
@@ -71,9 +73,21 @@ func (g *agentCluster) remove(r *run, only map[string][]int, next *placed) error
 }
 
 // read answers what the agent last reported of the objects (their Live states, stored
-// with its report), Unknown before its first.
-func (g *agentCluster) read(_ context.Context, _ *appctx.Context, placements []*appctx.ClusterApp, _ bool) lifecycle.ClusterResult {
+// with its report), Unknown before its first. A cluster an operation went on without
+// (offline policy skip) counts nothing until its agent reports that revision: a rollout's
+// gates leave it out.
+func (g *agentCluster) read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, _ bool) lifecycle.ClusterResult {
 	var res lifecycle.ClusterResult
+	if since := g.skipped(ctx, header); since != nil {
+		note := "Offline since " + since.UTC().Format(time.RFC3339) + ": the rollout went on without the cluster (offline policy skip); its agent applies the newest revision when it returns"
+		for _, p := range placements {
+			p.Live, p.LiveAt = make([]appctx.Live, len(p.Resources)), time.Now().UTC()
+			for i := range p.Live {
+				p.Live[i] = appctx.Live{State: appctx.LiveUnknown, Error: note}
+			}
+		}
+		return lifecycle.ClusterResult{Offline: since}
+	}
 	for _, p := range placements {
 		if len(p.Live) != len(p.Resources) {
 			p.Live, p.LiveAt = make([]appctx.Live, len(p.Resources)), time.Now().UTC()
@@ -93,11 +107,40 @@ func (g *agentCluster) read(_ context.Context, _ *appctx.Context, placements []*
 	return res
 }
 
+// skipped is when the cluster went offline, if an operation went on without it for
+// header's revision and its agent has not reported that revision since.
+func (g *agentCluster) skipped(ctx context.Context, header *appctx.Context) *time.Time {
+	id := agent.ItemID(g.key, cmp.Or(header.Instance, header.ID))
+	it, err := g.agents.Item(ctx, id)
+	if err != nil || it == nil || it.Skipped == nil || it.Context != header.ID {
+		return nil
+	}
+	if rep, err := g.agents.Reported(ctx, id); err != nil || rep != nil && rep.Gen >= it.Gen {
+		return nil
+	}
+	return it.Skipped
+}
+
 // AwaitAgent ends with the agent's report of generation in.Gen of its item, which the api
 // passes on by completing this activity (its task token, sealed, is stored with the item).
 // An item published again since belongs to a later operation: this one ends at once.
+//
+// Each attempt first looks at when the agent last called. Past the offline policy's After
+// the cluster is offline: its objects say since when, and the policy decides. Wait keeps
+// waiting; skip ends without counting the cluster (Item.Skipped); fail ends with its
+// objects Failed. Either way the item stays: the agent applies it when it returns.
 func (a *Activities) AwaitAgent(ctx context.Context, in lifecycle.AgentWait) (lifecycle.ClusterResult, error) {
 	agents := a.Clients.agents()
+	it, err := agents.Item(ctx, in.Item)
+	if err != nil || it == nil || it.Gen != in.Gen {
+		return lifecycle.ClusterResult{}, err
+	}
+	if res, done, err := a.reported(ctx, in); done || err != nil {
+		return res, err
+	}
+	if res, done, err := a.offline(ctx, in, it); done || err != nil {
+		return res, err
+	}
 	token, err := a.Clients.Keys.Seal(activity.GetInfo(ctx).TaskToken, []byte(in.Item))
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
@@ -108,12 +151,94 @@ func (a *Activities) AwaitAgent(ctx context.Context, in lifecycle.AgentWait) (li
 	}
 	// The report may have come before the token was stored: the api, having read no
 	// token, completed nothing.
-	rep, err := agents.Reported(ctx, in.Item)
-	if err != nil {
-		return lifecycle.ClusterResult{}, err
-	}
-	if rep != nil && rep.Gen >= in.Gen {
-		return rep.Result, nil
+	if res, done, err := a.reported(ctx, in); done || err != nil {
+		return res, err
 	}
 	return lifecycle.ClusterResult{}, activity.ErrResultPending
+}
+
+// reported is the agent's report of in.Gen or a later one, done when there is one.
+func (a *Activities) reported(ctx context.Context, in lifecycle.AgentWait) (lifecycle.ClusterResult, bool, error) {
+	rep, err := a.Clients.agents().Reported(ctx, in.Item)
+	if err != nil || rep == nil || rep.Gen < in.Gen {
+		return lifecycle.ClusterResult{}, false, err
+	}
+	return rep.Result, true, nil
+}
+
+// offline applies the offline policy when the cluster's agent has not called for its
+// After (counted from the publication at the earliest); done when the wait ends.
+func (a *Activities) offline(ctx context.Context, in lifecycle.AgentWait, it *agent.Item) (lifecycle.ClusterResult, bool, error) {
+	off := in.Offline
+	if off.Policy == "" {
+		off = (&rollout.Spec{}).OfflineOf()
+	}
+	seen, err := a.Clients.agents().LastSeen(ctx, in.Cluster)
+	if err != nil {
+		return lifecycle.ClusterResult{}, false, err
+	}
+	last := it.Published
+	if seen != nil && seen.After(last) {
+		last = *seen
+	}
+	if time.Since(last) < time.Duration(off.After) || in.Context == "" {
+		return lifecycle.ClusterResult{}, false, nil
+	}
+	since := "its agent has not called since it joined"
+	if seen != nil {
+		since = "Offline since " + seen.UTC().Format(time.RFC3339) + ": its agent has not called since"
+	} else {
+		seen = &it.Published
+	}
+	switch off.Policy {
+	case rollout.OfflineFail:
+		n, err := a.markOffline(ctx, in, it, true, since+"; the rollout's offline policy fails the cluster (its agent applies the newest revision when it returns)")
+		return lifecycle.ClusterResult{Failed: n, Offline: seen}, err == nil, err
+	case rollout.OfflineSkip:
+		if err := a.Clients.agents().Skip(ctx, in.Item, in.Gen, *seen); err != nil {
+			return lifecycle.ClusterResult{}, false, err
+		}
+		_, err := a.markOffline(ctx, in, it, false, since+"; the rollout went on without the cluster (offline policy skip): its agent applies the newest revision when it returns")
+		return lifecycle.ClusterResult{Offline: seen}, err == nil, err
+	}
+	_, err = a.markOffline(ctx, in, it, false, since+"; waiting for it")
+	return lifecycle.ClusterResult{}, false, err
+}
+
+// markOffline notes why the cluster's objects not settled yet are not: as their warning,
+// or as their error with failed. It answers how many it marked.
+func (a *Activities) markOffline(ctx context.Context, in lifecycle.AgentWait, it *agent.Item, failed bool, note string) (int, error) {
+	_, apps, err := a.context(ctx, in.Context, true)
+	if err != nil {
+		return 0, err
+	}
+	placements, err := a.Contexts.PlacedApps(ctx, in.Context, in.Cluster)
+	if err != nil {
+		return 0, err
+	}
+	appctx.List(placements, appctx.ForCluster(apps, placements))
+	done := lifecycle.ResApplied
+	if it.Remove != "" {
+		done = lifecycle.ResDeleted
+	}
+	n, now := 0, time.Now().UTC()
+	for _, p := range placements {
+		p.Cluster = in.Cluster
+		for i := range p.Resources {
+			res := &p.Resources[i]
+			if res.Status == done || res.Status == lifecycle.ResFailed {
+				continue
+			}
+			n++
+			if failed {
+				res.Status, res.Error, res.Updated = lifecycle.ResFailed, note, now
+			} else {
+				res.Warning = note
+			}
+		}
+	}
+	if err := a.Contexts.SaveStatuses(ctx, in.Context, it.Writer, placements); err != nil && !errors.Is(err, appctx.ErrSuperseded) {
+		return n, err
+	}
+	return n, nil
 }

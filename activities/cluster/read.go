@@ -43,10 +43,11 @@ func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput)
 	}
 	// Failed counts what this context has not applied (failed, retrying or not reached
 	// yet): on an update the object read may be the previous revision's, Ready but not
-	// what was asked for. A rollout's gates count both.
+	// what was asked for. A rollout's gates count both. An offline agent cluster the
+	// operation went on without counts nothing (agent.go).
 	for _, p := range placements {
 		for _, r := range p.Resources {
-			if r.Status != lifecycle.ResApplied {
+			if r.Status != lifecycle.ResApplied && res.Offline == nil {
 				res.Failed++
 			}
 		}

@@ -199,9 +199,13 @@ func (o *operation) apply(ctx workflow.Context, plan lifecycle.Plan) error {
 
 // applyRange applies the context to a range of its batches (a rollout's stage), counting
 // failed clusters instead of failing.
+// Its agent clusters follow the rollout's offline policy.
 func (o *operation) applyRange(ctx workflow.Context, first, n, window int) (lifecycle.BatchResult, error) {
-	return o.fanOut(ctx, fan{kind: applyBatch, batches: n, offset: first, window: window,
-		in: lifecycle.BatchInput{ContextID: o.in.ContextID, Previous: o.in.Previous, Tolerant: true}})
+	in := lifecycle.BatchInput{ContextID: o.in.ContextID, Previous: o.in.Previous, Tolerant: true}
+	if o.rollout != nil {
+		in.Offline = o.rollout.plan.Offline
+	}
+	return o.fanOut(ctx, fan{kind: applyBatch, batches: n, offset: first, window: window, in: in})
 }
 
 // deleteRange removes the context from a range of its batches: a failed first rollout

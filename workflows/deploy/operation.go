@@ -10,6 +10,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/rollout"
 	"github.com/temco/temco/workflows/localfirst"
 )
 
@@ -372,7 +373,7 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 	}
 	t := &batchTally{res: lifecycle.BatchResult{Clusters: len(clusters)}, tolerant: in.Tolerant, settled: settled}
 	b := &batchRun{ctx: ctx, sel: workflow.NewSelector(ctx), opts: kind.Options, perCluster: perCluster, group: kind.Group,
-		tally: t, agents: g.release >= releaseAgents, base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}}
+		tally: t, agents: g.release >= releaseAgents, offline: offlineOf(in), base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}}
 	size := in.GroupSize
 	if size == 0 && kind.Group.Name() != "" && in.Activity == "" && g.release >= releaseGroups {
 		size = groupSize(ctx)
@@ -434,6 +435,7 @@ type batchRun struct {
 	group      lifecycle.Activity[lifecycle.GroupInput, lifecycle.GroupResult]
 	tally      *batchTally
 	agents     bool // releaseAgents: agent clusters are awaited
+	offline    rollout.Offline
 }
 
 // alone works on cluster c in an activity of its own; after, if set, is what its group
@@ -462,7 +464,9 @@ func (b *batchRun) settle(c string, r lifecycle.ClusterResult, err error) {
 		return
 	}
 	b.pending++
-	f := lifecycle.AwaitAgent.Execute(awaiting(b.ctx), *r.Awaiting)
+	w := *r.Awaiting
+	w.Context, w.Offline = b.base.ContextID, b.offline
+	f := lifecycle.AwaitAgent.Execute(awaiting(b.ctx, w.Offline), w)
 	b.sel.AddFuture(f.Future, func(workflow.Future) {
 		var r lifecycle.ClusterResult
 		err := f.Get(b.ctx, &r)
@@ -496,6 +500,14 @@ func (b *batchRun) wait() {
 	for ; b.pending > 0; b.pending-- {
 		b.sel.Select(b.ctx)
 	}
+}
+
+// offlineOf is the offline policy of a batch's agent clusters: its rollout's, else wait.
+func offlineOf(in lifecycle.BatchInput) rollout.Offline {
+	if in.Offline != nil {
+		return *in.Offline
+	}
+	return (&rollout.Spec{}).OfflineOf()
 }
 
 // clusterActivity is the activity a batch runs on each of its clusters: the target

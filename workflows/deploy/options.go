@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/rollout"
 )
 
 // BatchWindow is how many batch child workflows run at once: with ClustersPerBatch
@@ -165,11 +166,12 @@ func onCluster(ctx workflow.Context) workflow.Context {
 
 // awaiting is for AwaitAgent: nothing runs while it waits (the api completes it with the
 // agent's report), so it has no heartbeat and a stop or cancel need not wait for it. An
-// attempt ends after an hour and the next stores its token again, ending at once if the
-// report came meanwhile.
-func awaiting(ctx workflow.Context) workflow.Context {
+// attempt ends after the offline policy's After: the next one looks at when the agent
+// last called (offline: the policy applies), stores its token again, and ends at once if
+// the report came meanwhile.
+func awaiting(ctx workflow.Context, off rollout.Offline) workflow.Context {
 	return workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
-		StartToCloseTimeout: time.Hour, RetryPolicy: retryForever,
+		StartToCloseTimeout: max(time.Duration(off.After), rollout.MinOfflineAfter), RetryPolicy: retryForever,
 	})
 }
 

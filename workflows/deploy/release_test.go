@@ -14,6 +14,7 @@ import (
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/rollout"
 	"github.com/temco/temco/workflows/localfirst"
 )
 
@@ -121,6 +122,7 @@ func TestAnAgentClustersApplyCountsWhenItsAgentReports(t *testing.T) {
 			if failed := c.status == lifecycle.StatusInstantiateFailed; (err != nil) != failed || failed && !strings.Contains(err.Error(), "1 resources failed") {
 				t.Fatalf("workflow error %v, want one only when the agent reported a failed object", err)
 			}
+			wait.Context, wait.Offline = opInput.ContextID, rollout.Offline{Policy: rollout.OfflineWait, After: rollout.Duration(rollout.DefaultOfflineAfter)}
 			if len(awaited) != c.awaits || c.awaits > 0 && awaited[0] != wait {
 				t.Errorf("AwaitAgent ran for %+v, want %d times for %+v", awaited, c.awaits, wait)
 			}

@@ -546,3 +546,60 @@ func TestRolloutManualPolicyResumePastTheFailedStage(t *testing.T) {
 		t.Errorf("stage b %s, stage c %s; want Failed, Succeeded", b.State, c.State)
 	}
 }
+
+// An agent cluster whose agent is offline follows the strategy's offline policy, which
+// reaches AwaitAgent with each stage's apply: skip lets its stage through (the cluster's
+// reads count nothing, as ReadCluster answers for a skipped one); fail counts it against
+// the stage's budget of 0, failing the stage and rolling the rollout back.
+func TestRolloutOfflinePolicyReachesTheAgentsWait(t *testing.T) {
+	for _, policy := range []string{rollout.OfflineSkip, rollout.OfflineFail} {
+		t.Run(policy, func(t *testing.T) {
+			spec := rollout.Spec{Stages: []rollout.Stage{ring("a", nil), ring("b", nil), ring("c", nil)},
+				Offline: &rollout.Offline{Policy: policy, After: rollout.Duration(time.Minute)}}
+			f := stages(t, spec)
+			since := time.Date(2026, 12, 6, 8, 0, 0, 0, time.UTC)
+			apply := f.apply
+			f.apply = func(c string, n int32) (lifecycle.ClusterResult, error) {
+				if c == "cp+b2" {
+					return lifecycle.ClusterResult{Awaiting: &lifecycle.AgentWait{Cluster: c, Item: c + " i", Gen: 1}}, nil
+				}
+				return apply(c, n)
+			}
+			ready := f.readOf
+			f.readOf = func(c string) lifecycle.ClusterResult { // as ReadCluster reads the cluster after AwaitAgent
+				switch {
+				case c != "cp+b2":
+					return ready(c)
+				case policy == rollout.OfflineSkip:
+					return lifecycle.ClusterResult{Offline: &since}
+				}
+				return lifecycle.ClusterResult{Failed: 3}
+			}
+			var waits []lifecycle.AgentWait
+			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+				(&recorder{}).register(env)
+				lifecycle.Register(env, lifecycle.AwaitAgent, func(_ context.Context, in lifecycle.AgentWait) (lifecycle.ClusterResult, error) {
+					waits = append(waits, in)
+					if policy == rollout.OfflineFail {
+						return lifecycle.ClusterResult{Failed: 3, Offline: &since}, nil
+					}
+					return lifecycle.ClusterResult{Offline: &since}, nil
+				})
+			})
+			if len(waits) != 1 || waits[0].Offline != *spec.Offline || waits[0].Context != opInput.ContextID {
+				t.Errorf("AwaitAgent ran for %+v, want once with the strategy's offline policy", waits)
+			}
+			fin := f.finish(t)
+			switch policy {
+			case rollout.OfflineSkip:
+				if err != nil || fin.Status != lifecycle.StatusInstantiated || f.applied["cp+c1"] != 1 {
+					t.Errorf("skip: error %v, finished %s, applies %v", err, fin.Status, f.applied)
+				}
+			case rollout.OfflineFail:
+				if err == nil || fin.Rollout.Stages[1].State != lifecycle.StageRolledBack || fin.Rollout.Stages[1].Failed != 1 || f.applied["cp+c1"] != 0 {
+					t.Errorf("fail: error %v, stage b %+v, applies %v", err, fin.Rollout.Stages[1], f.applied)
+				}
+			}
+		})
+	}
+}

@@ -56,6 +56,15 @@ func TestJoinAuthenticateRotateRevoke(t *testing.T) {
 	if got, err := s.Authenticate(ctx, cred, registered(inc)); err != nil || got != "cp+edge1" {
 		t.Fatalf("authenticate: %q %v", got, err)
 	}
+	if st, _ := s.StatusOf(ctx, "cp+edge1", "t1"); st.State != StateJoined || st.LastSeen == nil {
+		t.Errorf("after the join: %+v", st)
+	}
+	later := time.Now().Add(OfflineAfter + time.Minute)
+	s.now = func() time.Time { return later }
+	if st, _ := s.StatusOf(ctx, "cp+edge1", "t1"); st.State != StateOffline {
+		t.Errorf("with no call for %s: %+v", OfflineAfter, st)
+	}
+	s.now = func() time.Time { return time.Now().UTC() }
 	// The token names its cluster: another joined cluster's name with edge1's secret opens
 	// nothing.
 	join2, _ := s.IssueJoin(ctx, "cp+edge2", "t1")

@@ -53,6 +53,9 @@ func Open(db *mongo.Database) *Store {
 	return &Store{agents: db.Collection("agents"), work: db.Collection("agent_work"), now: func() time.Time { return time.Now().UTC() }}
 }
 
+// SetNow replaces the clock that dates what the store writes (tests).
+func (s *Store) SetNow(now func() time.Time) { s.now = now }
+
 // EnsureIndexes creates the index the work's reads by cluster use.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
 	return store.EnsureIndexes(ctx, s.work, []store.Index{store.Index(bson.D{{Key: "cluster", Value: 1}})})
@@ -79,7 +82,8 @@ type hashed struct {
 
 // Status is what an agent cluster's GET shows of its agent.
 type Status struct {
-	// State is "waiting for join" (a join token is out), "joined", "revoked" or "no token".
+	// State is "waiting for join" (a join token is out), "joined", "offline" (joined,
+	// with no call for OfflineAfter: LastSeen says since when), "revoked" or "no token".
 	State      string     `json:"state"`
 	JoinIssued *time.Time `json:"joinTokenIssued,omitempty"`
 	JoinExpiry *time.Time `json:"joinTokenExpires,omitempty"`
@@ -93,8 +97,13 @@ const (
 	StateNoToken = "no token"
 	StateWaiting = "waiting for join"
 	StateJoined  = "joined"
+	StateOffline = "offline" // joined, but its agent has not called for OfflineAfter
 	StateRevoked = "revoked"
 )
+
+// OfflineAfter is how long an agent may go without calling before its state is offline:
+// six polls missed.
+const OfflineAfter = time.Minute
 
 // IssueJoin makes a new join token for cluster key (incarnation: its registration's); a
 // join token issued before and not used is void. The agent's credential, if it joined,
@@ -134,7 +143,7 @@ func (s *Store) Join(ctx context.Context, token string, incarnation func(key str
 	}
 	// Conditional on the token still being there: of two joins with it, one wins.
 	res, err := s.agents.UpdateOne(ctx, bson.D{{Key: "_id", Value: key}, {Key: "join.hash", Value: r.Join.Hash}},
-		bson.D{{Key: "$set", Value: bson.D{{Key: "credential", Value: hashed{Hash: hash, Issued: s.now()}}}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "credential", Value: hashed{Hash: hash, Issued: s.now()}}, {Key: "seen", Value: s.now()}}},
 			{Key: "$unset", Value: bson.D{{Key: "join", Value: ""}}}})
 	if err != nil {
 		return "", "", fmt.Errorf("join: %w", err)
@@ -200,6 +209,16 @@ func (s *Store) Seen(ctx context.Context, key string, t time.Time) error {
 	return err
 }
 
+// LastSeen is when cluster key's agent last called (nil: never, or no agent record).
+func (s *Store) LastSeen(ctx context.Context, key string) (*time.Time, error) {
+	var r record
+	err := store.FindOne(ctx, s.agents, bson.D{{Key: "_id", Value: key}}, &r, options.Find().SetProjection(bson.D{{Key: "seen", Value: 1}}))
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	return r.Seen, err
+}
+
 // StatusOf is what is known of cluster key's agent (incarnation: the registration's; an
 // earlier incarnation's record counts as none).
 func (s *Store) StatusOf(ctx context.Context, key, incarnation string) (Status, error) {
@@ -222,6 +241,9 @@ func (s *Store) StatusOf(ctx context.Context, key, incarnation string) (Status, 
 		if r.Credential == nil {
 			st.State = StateWaiting
 		}
+	}
+	if st.State == StateJoined && (r.Seen == nil || s.now().Sub(*r.Seen) > OfflineAfter) {
+		st.State = StateOffline
 	}
 	if r.Revoked != nil {
 		st.State = StateRevoked

@@ -42,6 +42,9 @@ type Item struct {
 	// TokenGen the gen it waits for.
 	Token    []byte `bson:"token,omitempty" json:"-"`
 	TokenGen int64  `bson:"tokenGen,omitempty" json:"-"`
+	// Skipped is when the operation went on without the cluster, its agent offline
+	// (rollout.OfflineSkip): reads of the cluster then count nothing until it reports.
+	Skipped *time.Time `bson:"skipped,omitempty" json:"-"`
 }
 
 // Revision is what an agent is given of one context on its cluster: the context's header,
@@ -112,6 +115,14 @@ func (s *Store) Wait(ctx context.Context, id string, gen int64, token []byte) (b
 		return false, err
 	}
 	return res.MatchedCount == 1, nil
+}
+
+// Skip records that the operation waiting for gen of item id went on without its
+// cluster, whose agent has been offline since (Item.Skipped).
+func (s *Store) Skip(ctx context.Context, id string, gen int64, since time.Time) error {
+	_, err := s.work.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "gen", Value: gen}},
+		bson.D{{Key: "$set", Value: bson.D{{Key: "skipped", Value: since}}}})
+	return err
 }
 
 // Reported is the agent's last report on item id (nil: none).

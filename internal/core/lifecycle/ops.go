@@ -243,6 +243,9 @@ type BatchInput struct {
 	// GroupSize: clusters per group activity, as the fan-out recorded it (0: the batch
 	// records it itself, or, in a run from before groups, has none).
 	GroupSize int `json:"groupSize,omitempty"`
+	// Offline is a rollout's policy for agent clusters whose agent stopped calling (nil:
+	// wait).
+	Offline *rollout.Offline `json:"offline,omitempty"`
 }
 
 // ClusterInput names one cluster of a context.
@@ -314,14 +317,22 @@ type ClusterResult struct {
 	// Awaiting: the cluster is reached by its agent (docs/agent.md), which was given the
 	// work; the counts come with its report, which AwaitAgent waits for.
 	Awaiting *AgentWait `json:"awaiting,omitempty"`
+	// Offline: the cluster's agent has not called since then, and the offline policy let
+	// the operation go on without it (skip: nothing counted; fail: its objects Failed).
+	// A read of such a skipped cluster says it too, and counts nothing.
+	Offline *time.Time `json:"offline,omitempty"`
 }
 
 // AgentWait is what AwaitAgent waits for: the report of generation Gen of an agent
-// cluster's item (agent.ItemID).
+// cluster's item (agent.ItemID), the work its activity gave for Context.
 type AgentWait struct {
 	Cluster string `json:"cluster"`
 	Item    string `json:"item"`
 	Gen     int64  `json:"gen"`
+	Context string `json:"context,omitempty"`
+	// Offline is the policy for an agent that stops calling (zero: wait, and call it
+	// offline after rollout.DefaultOfflineAfter).
+	Offline rollout.Offline `json:"offline,omitzero"`
 }
 
 // BatchResult aggregates a batch.

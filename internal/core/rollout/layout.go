@@ -23,6 +23,9 @@ type Plan struct {
 	Strategy string         `json:"strategy"`
 	Rollback string         `json:"rollback"`
 	Stages   []PlannedStage `json:"stages"`
+	// Offline is the strategy's offline policy, its defaults filled in (nil in plans made
+	// before it was).
+	Offline *Offline `json:"offline,omitempty"`
 }
 
 // PlannedStage is a stage of a Plan, its shares resolved to counts.
@@ -47,7 +50,8 @@ type PlannedStage struct {
 // concurrency. It returns the plan, the batch of each cluster and each stage's clusters
 // in order. A member no stage selects is an error: it would never be changed.
 func Layout(name string, s Spec, members []Member, perBatch int) (Plan, map[string]int, [][]string, error) {
-	plan := Plan{Strategy: name, Rollback: cmp.Or(s.Rollback, RollbackAuto)}
+	off := s.OfflineOf()
+	plan := Plan{Strategy: name, Rollback: cmp.Or(s.Rollback, RollbackAuto), Offline: &off}
 	left := slices.Clone(members)
 	slices.SortFunc(left, func(a, b Member) int { return strings.Compare(a.Key, b.Key) })
 	batchOf := make(map[string]int, len(members))

@@ -46,6 +46,8 @@ func TestValidateNamesTheFieldAtFault(t *testing.T) {
 			}
 		}, "spec.stages: 51 stages, at most 50"},
 		{"rollback", func(s *Spec) { s.Rollback = "never" }, `spec.rollback: "never" is neither "auto" nor "manual"`},
+		{"offline policy", func(s *Spec) { s.Offline = &Offline{Policy: "ignore"} }, `spec.offline.policy: "ignore" is none of "wait", "skip" and "fail"`},
+		{"offline after", func(s *Spec) { s.Offline = &Offline{After: Duration(time.Second)} }, `spec.offline.after: 1s is shorter than 30s`},
 		{"stage name", func(s *Spec) { s.Stages[1].Name = "Edge" }, `spec.stages[1]: name "Edge": a stage name is 1 to 63 lower-case letters, digits and '-'`},
 		{"empty stage name", func(s *Spec) { s.Stages[0].Name = "" }, `spec.stages[0]: name "": a stage name`},
 		{"duplicate stage", func(s *Spec) { s.Stages[2].Name = "canary" }, `spec.stages[2]: stage name "canary" is used twice`},
@@ -347,6 +349,13 @@ func TestLayoutResolvesTheStageGates(t *testing.T) {
 	}
 	if plan.Stages[2].Clusters != 0 || plan.Stages[2].FirstBatch != 5 {
 		t.Errorf("rest planned as %+v", plan.Stages[2])
+	}
+	if plan.Offline == nil || *plan.Offline != (Offline{Policy: OfflineWait, After: Duration(DefaultOfflineAfter)}) {
+		t.Errorf("offline policy planned as %+v, want the defaults", plan.Offline)
+	}
+	s.Offline = &Offline{Policy: OfflineSkip}
+	if plan, _, _, _ = Layout("rings", s, members, 50); *plan.Offline != (Offline{Policy: OfflineSkip, After: Duration(DefaultOfflineAfter)}) {
+		t.Errorf("offline policy planned as %+v", plan.Offline)
 	}
 }
 

@@ -5,6 +5,7 @@
 package rollout
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -24,6 +25,42 @@ type Spec struct {
 	// operation changed to the previous revision (removes the apps after a first
 	// instantiate) and fails the operation; manual waits for an operator's decision.
 	Rollback string `json:"rollback,omitempty"`
+	// Offline says what a stage does with an agent cluster whose agent stopped calling.
+	Offline *Offline `json:"offline,omitempty"`
+}
+
+// Offline is what a rollout does with an agent cluster (docs/agent.md) whose agent has not
+// called temco for After: the cluster is offline, which is a state, not a failure.
+type Offline struct {
+	// After is how long an agent may go without calling before its cluster counts as
+	// offline (default DefaultOfflineAfter, at least MinOfflineAfter: an agent calls every
+	// 10 s).
+	After Duration `json:"after,omitempty"`
+	// Policy: OfflineWait (default) waits for the agent, as for any slow cluster (within
+	// the stage's progress deadline); OfflineSkip lets the stage go on without the cluster,
+	// which its agent brings to the newest revision when it returns, and leaves it out of
+	// the stage's gates; OfflineFail counts it as a failed cluster, against the stage's
+	// failure budget.
+	Policy string `json:"policy,omitempty"`
+}
+
+// Offline policies, and the bounds of Offline.After.
+const (
+	OfflineWait = "wait"
+	OfflineSkip = "skip"
+	OfflineFail = "fail"
+
+	DefaultOfflineAfter = 10 * time.Minute
+	MinOfflineAfter     = 30 * time.Second
+)
+
+// OfflineOf is s.Offline with its defaults.
+func (s *Spec) OfflineOf() Offline {
+	o := Offline{Policy: OfflineWait, After: Duration(DefaultOfflineAfter)}
+	if s.Offline != nil {
+		o.Policy, o.After = cmp.Or(s.Offline.Policy, o.Policy), cmp.Or(s.Offline.After, o.After)
+	}
+	return o
 }
 
 // UnmarshalJSON decodes as encoding/json does, but names the stage and field at fault,

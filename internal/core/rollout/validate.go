@@ -29,6 +29,16 @@ func (s *Spec) Validate() error {
 	default:
 		return fmt.Errorf("spec.rollback: %q is neither %q nor %q", s.Rollback, RollbackAuto, RollbackManual)
 	}
+	if o := s.Offline; o != nil {
+		switch o.Policy {
+		case "", OfflineWait, OfflineSkip, OfflineFail:
+		default:
+			return fmt.Errorf("spec.offline.policy: %q is none of %q, %q and %q", o.Policy, OfflineWait, OfflineSkip, OfflineFail)
+		}
+		if o.After != 0 && time.Duration(o.After) < MinOfflineAfter {
+			return fmt.Errorf("spec.offline.after: %s is shorter than %s (an agent calls every 10 s)", time.Duration(o.After), MinOfflineAfter)
+		}
+	}
 	seen := map[string]bool{}
 	for i := range s.Stages {
 		st := &s.Stages[i]
