@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os"
+	"path/filepath"
 	"strings"
 	"time"
 
@@ -81,6 +82,9 @@ func agentCredential(cmd *cobra.Command, apiURL, credFile, joinFile string, hc *
 	j, err := edgeagent.Join(cmd.Context(), apiURL, token, hc)
 	if err != nil {
 		return "", fmt.Errorf("join: %w", err)
+	}
+	if err := os.MkdirAll(filepath.Dir(credFile), 0o700); err != nil {
+		return "", err
 	}
 	if err := os.WriteFile(credFile, []byte(j.Credential+"\n"), 0o600); err != nil {
 		return "", err

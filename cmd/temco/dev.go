@@ -50,6 +50,9 @@ func devCmd() *cobra.Command {
 			if cfg.Hub {
 				extra += ", temco hub on cluster1"
 			}
+			if cfg.Agent {
+				extra += ", an agent cluster reached only by temco agent"
+			}
 			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters%s, an OCI registry, a Helm repository, api, worker (data in %s)\n", cfg.Clusters, extra, cfg.DataDir)
 			stack, err := devstack.Start(cmd.Context(), cfg)
 			if err != nil {
@@ -80,6 +83,7 @@ func devCmd() *cobra.Command {
 	f.IntVar(&cfg.ClusterBasePort, "cluster-base-port", 20000, "first port of the clusters (each uses 3 ports, 10 apart)")
 	f.BoolVar(&cfg.GitOps, "gitops", true, "add one more cluster that Flux reconciles from the stack's git server (temco reaches it through git only)")
 	f.BoolVar(&cfg.CertManager, "cert-manager", true, "run cert-manager's controller against cluster1 (ca-certs' cert-manager issuers sign there)")
+	f.BoolVar(&cfg.Agent, "agent", true, "add one more cluster reached only by temco agent, which runs as a process with that cluster's own kubeconfig, as it would in a pod")
 	f.BoolVar(&cfg.Hub, "hub", true, "run temco hub: cluster1 holds temco's declarative kinds (temco.io), reconciled into temco")
 	f.StringVar(&cfg.GitOpsProvider, "gitops-provider", "local", "cluster provider of the GitOps cluster in its git paths (<provider>+<cluster>)")
 	f.IntVar(&cfg.GitPort, "git-port", 0, "git server port (0: the GitOps cluster's first port + 8)")

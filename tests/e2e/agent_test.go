@@ -7,15 +7,18 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -65,18 +68,10 @@ func (p *agentProcess) kill() {
 func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 	kube := stack.Clusters[1] // the agent's own cluster, registered here a second time as "edge-agent"
 	c := &client{t: t}
-	c.multipart("POST", "/cluster-providers/"+provider+"/clusters", res("edge-agent", map[string]any{"access": "agent"}), nil).must(t, 201)
+	agentProc, credFile, log := joinAgentCluster(t, c, "edge-agent", kube)
 	if r := c.do("GET", "/cluster-providers/"+provider+"/clusters/edge-agent", nil).must(t, 200); !strings.Contains(string(r.body), `"access":"agent"`) {
 		t.Fatalf("the agent cluster's registration: %s", r.body)
 	}
-	var tok struct{ Token string }
-	c.do("POST", "/cluster-providers/"+provider+"/clusters/edge-agent/agent-token", nil).must(t, 201).json(t, &tok)
-	dir := t.TempDir()
-	credFile, log := filepath.Join(dir, "credential"), filepath.Join(tmpRoot, "agent-edge-agent.log")
-	agentProc := startTemcoAgent(t, credFile, tok.Token, kube.Kubeconfig(), log)
-	awaitValue(t, "the agent joined", time.Minute, func() map[string]any {
-		return getAs[map[string]any](t, c, "/cluster-providers/"+provider+"/clusters/edge-agent/agent")
-	}, func(m map[string]any) bool { return m["state"] == "joined" && m["lastSeen"] != nil })
 
 	d := newDeployment(t, app{name: "aweb", chart: webChart("aweb"), placement: clusterNamed("edge-agent")})
 	d.logicalCloud, d.setUpCloud = "agents", onClusters("edge-agent")
@@ -92,19 +87,7 @@ func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 		t.Errorf("%d resources, want 3: %v", n, resources(s))
 	}
 	present := func(kind, name string, want bool) func() error {
-		gvr := map[string]schema.GroupVersionResource{"deployment": gvrDeployment, "configmap": gvrConfigMap, "service": gvrService}[kind]
-		return func() error {
-			_, err := dynClient(t, kube).Resource(gvr).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
-			switch {
-			case want && err != nil:
-				return err
-			case !want && err == nil:
-				return fmt.Errorf("%s %s is on the cluster", kind, name)
-			case !want && !apierrors.IsNotFound(err):
-				return err
-			}
-			return nil
-		}
+		return func() error { return presentOn(t, kube, kind, name, want) }
 	}
 	for _, o := range [][2]string{{"deployment", "aweb"}, {"configmap", "aweb-config"}, {"service", "aweb"}} {
 		if err := present(o[0], o[1], true)(); err != nil {
@@ -160,6 +143,85 @@ func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 	if m := getAs[map[string]any](t, c, "/cluster-providers/"+provider+"/clusters/edge-agent/agent"); m["state"] != "revoked" {
 		t.Errorf("the agent's state after the revocation: %v", m)
 	}
+}
+
+// joinAgentCluster registers cluster name in agent mode and starts its agent with
+// kube's kubeconfig, joining with a fresh join token; it returns once the agent joined.
+func joinAgentCluster(t *testing.T, c *client, name string, kube *devstack.Cluster) (p *agentProcess, credFile, log string) {
+	t.Helper()
+	c.multipart("POST", "/cluster-providers/"+provider+"/clusters", res(name, map[string]any{"access": "agent"}), nil).must(t, 201)
+	var tok struct{ Token string }
+	c.do("POST", "/cluster-providers/"+provider+"/clusters/"+name+"/agent-token", nil).must(t, 201).json(t, &tok)
+	credFile, log = filepath.Join(t.TempDir(), "credential"), filepath.Join(tmpRoot, "agent-"+name+".log")
+	p = startTemcoAgent(t, credFile, tok.Token, kube.Kubeconfig(), log)
+	awaitValue(t, "the agent joined", time.Minute, func() map[string]any {
+		return getAs[map[string]any](t, c, "/cluster-providers/"+provider+"/clusters/"+name+"/agent")
+	}, func(m map[string]any) bool { return m["state"] == "joined" && m["lastSeen"] != nil })
+	return p, credFile, log
+}
+
+// presentOn checks that object name of kind (deployment, configmap, service) is (want)
+// or is not in namespace default of kube.
+func presentOn(t *testing.T, kube *devstack.Cluster, kind, name string, want bool) error {
+	gvr := map[string]schema.GroupVersionResource{"deployment": gvrDeployment, "configmap": gvrConfigMap, "service": gvrService}[kind]
+	_, err := dynClient(t, kube).Resource(gvr).Namespace("default").Get(context.Background(), name, metav1.GetOptions{})
+	switch {
+	case want && err != nil:
+		return err
+	case !want && err == nil:
+		return fmt.Errorf("%s %s is on the cluster", kind, name)
+	case !want && !apierrors.IsNotFound(err):
+		return err
+	}
+	return nil
+}
+
+// Under a rollout whose offline policy is skip, an update goes on without an agent
+// cluster whose agent stopped calling: its objects say why, and the agent, back, applies
+// the newest revision and reports it.
+func TestAgentClusterOfflineIsSkippedByARollout(t *testing.T) {
+	kube := stack.Clusters[2]
+	c := &client{t: t}
+	agentProc, credFile, log := joinAgentCluster(t, c, "offline-agent", kube)
+	d := newDeployment(t, app{name: "oweb", chart: webChart("oweb"), placement: clusterNamed("offline-agent")})
+	d.logicalCloud, d.setUpCloud = "agents", onClusters("offline-agent")
+	d.create()
+	d.c.do("POST", d.dig()+"/rollout-strategies", res("rings", map[string]any{"stages": []any{map[string]any{"name": "all"}},
+		"offline": map[string]any{"policy": "skip", "after": "30s"}})).must(t, 201)
+	d.operate(lifecycle.OpInstantiate)
+	d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+
+	agentProc.kill()
+	d.c.multipart("PUT", d.ca()+"/apps/oweb", res("oweb", nil), testenv.Chart("oweb", "replicas: 1\nmessage: default\n",
+		map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: oweb-config\ndata:\n  message: second\n"})).must(t, 200)
+	acc := d.update(lifecycle.OpUpdate, nil) // ends without the agent: skipped after 30 s
+	s := d.status("")
+	if !anyResourceWarned(s, "went on without the cluster") {
+		t.Errorf("the skipped cluster's objects do not say so: %v", pretty(s))
+	}
+	message := func() string {
+		u, err := dynClient(t, kube).Resource(gvrConfigMap).Namespace("default").Get(context.Background(), "oweb-config", metav1.GetOptions{})
+		if err != nil {
+			return err.Error()
+		}
+		v, _, _ := unstructured.NestedString(u.Object, "data", "message")
+		return v
+	}
+	if m := message(); m == "second" {
+		t.Fatal("the update reached the cluster with its agent down")
+	}
+	startTemcoAgent(t, credFile, "", kube.Kubeconfig(), log)
+	eventually(t, "the agent, back, applied the update", time.Minute, func() error {
+		if m := message(); m != "second" {
+			return fmt.Errorf("message %q", m)
+		}
+		return nil
+	})
+	d.await("the agent's report of the update", time.Minute, "", func(s status) bool {
+		return s.Instance == acc.ContextID && !anyResourceWarned(s, "Offline since") && len(resources(s)) == 1 && !slices.ContainsFunc(resources(s), func(r string) bool { return !strings.Contains(r, " Applied: ") })
+	})
+	d.operate(lifecycle.OpTerminate)
+	d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }
 
 // anyResourceWarned tells whether some resource of s carries a warning containing text.

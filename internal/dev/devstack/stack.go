@@ -69,6 +69,11 @@ type Config struct {
 	// Hub runs `temco hub` against cluster1, which then holds temco's declarative kinds.
 	Hub bool
 
+	// Agent adds one more cluster, after the plain ones and the GitOps one, which temco
+	// reaches only through `temco agent` (docs/agent.md): the stack registers it as
+	// agents+edge1 with spec.access "agent" and runs the agent with its kubeconfig.
+	Agent bool
+
 	// AuditApplies has the clusters temco applies to directly (not the GitOps one) audit
 	// every patch of a ConfigMap (Cluster.AuditApplies).
 	AuditApplies bool
@@ -95,7 +100,7 @@ var nodeHardware = []struct {
 // Stack is a running local stack.
 type Stack struct {
 	// mu guards the processes a restart replaces (API, Worker, MoreAPIs, MoreWorkers,
-	// HubProc) where the supervisor, Procs and Stop read them, and sv.
+	// HubProc, AgentProc) where the supervisor, Procs and Stop read them, and sv.
 	mu       sync.Mutex
 	cfg      Config
 	Temporal *Temporal
@@ -120,6 +125,9 @@ type Stack struct {
 
 	HubProc *Proc // with Hub: temco hub
 	hubPort int   // its /readyz
+
+	AgentCluster *Cluster // with Agent: the cluster temco reaches only through its agent
+	AgentProc    *Proc    // with Agent: temco agent, with AgentCluster's kubeconfig
 
 	superviseOnce sync.Once
 	sv            *Supervisor // once Supervise was called
@@ -164,6 +172,9 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if cfg.GitOps {
 		s.configureGitOps()
 	}
+	if cfg.Agent {
+		s.configureAgent()
+	}
 	if cfg.CertManager && len(s.Clusters) > 0 {
 		s.CertManager = &CertManager{Cluster: s.Clusters[0], BinDir: cfg.BinDir}
 	}
@@ -187,13 +198,22 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	return s, nil
 }
 
+// plainClusters are the clusters started and stopped alike: Clusters and the agent
+// cluster (the GitOps one starts with Flux and the git server).
+func (s *Stack) plainClusters() []*Cluster {
+	if s.AgentCluster == nil {
+		return s.Clusters
+	}
+	return append(slices.Clone(s.Clusters), s.AgentCluster)
+}
+
 func (s *Stack) checkPorts() error {
 	ports := map[string]int{"temporal": s.cfg.TemporalPort, "temporal web ui": s.cfg.UIPort,
 		"ferretdb": s.cfg.MongoPort, "temco api": s.cfg.APIPort, "temco worker metrics": s.cfg.MetricsPort}
 	if s.Postgres != nil {
 		ports["postgres"] = s.Postgres.Port
 	}
-	for _, c := range s.Clusters {
+	for _, c := range s.plainClusters() {
 		maps.Copy(ports, c.Ports())
 	}
 	if s.GitOps != nil {
@@ -259,7 +279,7 @@ func (s *Stack) startInfrastructure(ctx context.Context) error {
 		}
 	}
 	starters := []func(context.Context) error{temporal, mongo}
-	for _, c := range s.Clusters {
+	for _, c := range s.plainClusters() {
 		starters = append(starters, func(ctx context.Context) error {
 			if err := c.Start(ctx); err != nil {
 				return err
@@ -301,6 +321,11 @@ func (s *Stack) startTemco(ctx context.Context) error {
 	}
 	for i := 2; i <= s.cfg.Replicas; i++ {
 		if err := s.startReplica(ctx, i); err != nil {
+			return err
+		}
+	}
+	if s.AgentCluster != nil {
+		if err := s.startAgent(ctx); err != nil {
 			return err
 		}
 	}
@@ -515,7 +540,7 @@ func getURL(ctx context.Context, url string) (*http.Response, error) {
 func (s *Stack) Procs() []*Proc {
 	var out []*Proc
 	s.mu.Lock()
-	procs := append([]*Proc{s.API, s.Worker, s.HubProc}, s.MoreAPIs...)
+	procs := append([]*Proc{s.API, s.Worker, s.HubProc, s.AgentProc}, s.MoreAPIs...)
 	procs = append(procs, s.MoreWorkers...)
 	s.mu.Unlock()
 	procs = append(procs, s.Temporal.Proc(), s.Mongo.Proc())
@@ -527,7 +552,7 @@ func (s *Stack) Procs() []*Proc {
 			out = append(out, p)
 		}
 	}
-	for _, c := range s.Clusters {
+	for _, c := range s.plainClusters() {
 		out = append(out, c.Procs()...)
 	}
 	if s.CertManager != nil && s.CertManager.Proc() != nil {
@@ -575,9 +600,10 @@ func (s *Stack) Stop() {
 		sv.stop()
 	}
 	s.mu.Lock()
-	hub, api, worker := s.HubProc, s.API, s.Worker
+	hub, agent, api, worker := s.HubProc, s.AgentProc, s.API, s.Worker
 	replicas := append(slices.Clone(s.MoreWorkers), s.MoreAPIs...)
 	s.mu.Unlock()
+	agent.Stop(15 * time.Second) // before the api it calls
 	hub.Stop(15 * time.Second)
 	for _, p := range replicas {
 		p.Stop(15 * time.Second)
@@ -588,7 +614,7 @@ func (s *Stack) Stop() {
 		s.CertManager.Stop() // before its cluster
 	}
 	var wg sync.WaitGroup
-	for _, c := range s.Clusters {
+	for _, c := range s.plainClusters() {
 		wg.Go(c.Stop)
 	}
 	if s.GitOps != nil {
@@ -632,6 +658,9 @@ func (s *Stack) Summary(w io.Writer) {
 	}
 	if s.GitOps != nil {
 		s.gitOpsSummary(w)
+	}
+	if s.AgentCluster != nil {
+		s.agentSummary(w)
 	}
 	if s.Registry != nil {
 		s.artifactsSummary(w)

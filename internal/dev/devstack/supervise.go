@@ -353,6 +353,7 @@ func (s *Stack) components() []component {
 			func(ctx context.Context) error { return s.startReplicaWorker(ctx, i) })
 	}
 	add("temco hub", field(func() *Proc { return s.HubProc }), s.StartHub)
+	add("temco agent", field(func() *Proc { return s.AgentProc }), s.StartAgent)
 	if s.Temporal != nil && s.Temporal.Proc() != nil {
 		add(s.Temporal.Proc().Name, s.Temporal.Proc, s.Temporal.Start)
 	}
@@ -362,7 +363,7 @@ func (s *Stack) components() []component {
 	if s.Mongo != nil {
 		add("ferretdb", s.Mongo.Proc, s.Mongo.Start)
 	}
-	clusters := slices.Clone(s.Clusters)
+	clusters := slices.Clone(s.plainClusters())
 	if s.GitOps != nil {
 		clusters = append(clusters, s.GitOps.Cluster)
 	}
