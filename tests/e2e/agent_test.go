@@ -76,8 +76,9 @@ func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 	d := newDeployment(t, app{name: "aweb", chart: webChart("aweb"), placement: clusterNamed("edge-agent")})
 	d.logicalCloud, d.setUpCloud = "agents", onClusters("edge-agent")
 	d.create()
-	d.operate(lifecycle.OpInstantiate)
+	inst := d.operate(lifecycle.OpInstantiate)
 	s := d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	recordHistory(t, inst.WorkflowID, "Instantiate-agent-cluster")
 	for _, r := range resources(s) {
 		if !strings.HasPrefix(r, "edge-agent ") || !strings.Contains(r, " Applied: ") {
 			t.Errorf("resource status %q, want Applied on edge-agent", r)
@@ -119,10 +120,12 @@ func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 	d.await("rolled back", 2*time.Minute, "", func(s status) bool {
 		return s.Instance == acc.ContextID && s.Status == lifecycle.StatusInstantiated
 	})
+	recordHistory(t, acc.WorkflowID, "Rollback-agent-down-then-back")
 	eventually(t, "the Service back through the agent", time.Minute, present("service", "aweb", true))
 
-	d.operate(lifecycle.OpTerminate)
+	term := d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+	recordHistory(t, term.WorkflowID, "Terminate-agent-cluster")
 	for _, o := range [][2]string{{"deployment", "aweb"}, {"configmap", "aweb-config"}, {"service", "aweb"}} {
 		eventually(t, o[1]+" removed by the agent", time.Minute, present(o[0], o[1], false))
 	}
@@ -195,6 +198,7 @@ func TestAgentClusterOfflineIsSkippedByARollout(t *testing.T) {
 	d.c.multipart("PUT", d.ca()+"/apps/oweb", res("oweb", nil), testenv.Chart("oweb", "replicas: 1\nmessage: default\n",
 		map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: oweb-config\ndata:\n  message: second\n"})).must(t, 200)
 	acc := d.update(lifecycle.OpUpdate, nil) // ends without the agent: skipped after 30 s
+	recordHistory(t, acc.WorkflowID, "Update-rollout-agent-offline-skipped")
 	s := d.status("")
 	if !anyResourceWarned(s, "went on without the cluster") {
 		t.Errorf("the skipped cluster's objects do not say so: %v", pretty(s))
