@@ -53,6 +53,8 @@ func (s *Server) registerAgents(g *echo.Group) {
 		code: http.StatusCreated, response: typeOf[joinToken](), noOwner: true}, s.issueJoinToken)
 	s.route(g, opDoc{method: http.MethodDelete, path: routeAgentToken, summary: "Revoke an agent cluster's join token and credential",
 		code: http.StatusNoContent, noOwner: true}, s.revokeAgent)
+	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/agent-manifest", summary: "The manifest that runs temco agent in an agent cluster (YAML; ?api, ?namespace, ?image, ?clusterRole)",
+		code: http.StatusOK, query: []string{"api", "namespace", "image", "clusterRole"}}, s.agentManifest)
 	s.route(g, opDoc{method: http.MethodGet, path: routeCluster + "/agent", summary: "How an agent cluster's agent stands (joined, revoked, last call)",
 		code: http.StatusOK, response: typeOf[agent.Status]()}, s.agentStatus)
 

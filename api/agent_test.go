@@ -227,3 +227,31 @@ func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
 		t.Errorf("the work after the report: %+v", w.Items[0])
 	}
 }
+
+// The manifest names this temco and runs one agent keeping its credential in a Secret; it
+// holds no token; it is an agent cluster's only, and its parameters are checked.
+func TestAgentManifest(t *testing.T) {
+	c := newClient(t)
+	c.do("POST", "/cluster-providers", res("cp", nil)).must(t, 201)
+	c.multipart("POST", "/cluster-providers/cp/clusters", res("edge", map[string]any{"access": "agent"}), nil).must(t, 201)
+	c.multipart("POST", "/cluster-providers/cp/clusters", res("kube", nil), []byte(TestKubeconfig)).must(t, 201)
+	c.do("POST", "/cluster-providers/cp/clusters/edge/agent-token", nil).must(t, 201)
+	r := c.do("GET", "/cluster-providers/cp/clusters/edge/agent-manifest?api=https://temco.example.com&namespace=edge-agent", nil).must(t, 200)
+	body := string(r.body)
+	for _, want := range []string{"kind: Deployment", "- --api\n        - https://temco.example.com", "- --credential-secret\n        - edge-agent/temco-agent-credential",
+		"namespace: edge-agent", "name: cluster-admin", "type: Recreate", "name: temco-agent-join", "image: " + DefaultAgentImage} {
+		if !strings.Contains(body, want) {
+			t.Errorf("the manifest lacks %q:\n%s", want, body)
+		}
+	}
+	if strings.Contains(body, agent.JoinPrefix) || strings.Contains(body, agent.CredentialPrefix) {
+		t.Errorf("the manifest holds a token:\n%s", body)
+	}
+	if got := strings.Count(body, "---\n"); got != 6 {
+		t.Errorf("%d objects, want 6", got)
+	}
+	c.do("GET", "/cluster-providers/cp/clusters/kube/agent-manifest", nil).must(t, 409)
+	for _, q := range []string{"api=ftp://x", "api=https://u:p@x", "namespace=Bad_NS", "image=x;rm", "clusterRole=a%20b"} {
+		c.do("GET", "/cluster-providers/cp/clusters/edge/agent-manifest?"+q, nil).must(t, 400)
+	}
+}

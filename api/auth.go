@@ -168,7 +168,7 @@ func authorize(c echo.Context, p *auth.Principal) error {
 		}
 		return nil
 	case read && (route == "/v2/cluster-providers" || route == "/v2/cluster-providers/:clusterProvider" ||
-		strings.HasPrefix(route, "/v2"+routeClusters) && !strings.Contains(route, "/kv-pairs") && !strings.HasSuffix(route, "/agent")):
+		strings.HasPrefix(route, "/v2"+routeClusters) && !strings.Contains(route, "/kv-pairs") && !strings.Contains(route, "/agent")):
 		return nil
 	case route == "" || route == "/*": // no route matched
 		return nil

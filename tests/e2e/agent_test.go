@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -29,16 +30,16 @@ type agentProcess struct {
 	exited chan struct{} // closed once it ended
 }
 
-// startTemcoAgent starts temco agent keeping its credential in credFile, joining with token
-// when the file holds none; it reaches the stack's cluster kube (its kubeconfig).
-func startTemcoAgent(t *testing.T, credFile, token, kubeconfig, log string) *agentProcess {
+// startTemcoAgent starts temco agent keeping its credential as keep says (a
+// --credential-file or --credential-secret flag and its value), joining with token when
+// none is kept; it reaches its cluster with kubeconfig.
+func startTemcoAgent(t *testing.T, keep []string, token, kubeconfig, log string) *agentProcess {
 	t.Helper()
 	out, err := os.OpenFile(log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o600)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.Command(self, "agent", "--api", strings.TrimSuffix(apiURL, "/v2"), "--credential-file", credFile,
-		"--kubeconfig", kubeconfig, "--poll", "1s")
+	cmd := exec.Command(self, append([]string{"agent", "--api", strings.TrimSuffix(apiURL, "/v2"), "--kubeconfig", kubeconfig, "--poll", "1s"}, keep...)...)
 	cmd.Env = append(os.Environ(), "TEMCO_AGENT_JOIN_TOKEN="+token)
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
@@ -68,10 +69,12 @@ func (p *agentProcess) kill() {
 func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 	kube := stack.Clusters[1] // the agent's own cluster, registered here a second time as "edge-agent"
 	c := &client{t: t}
-	agentProc, credFile, log := joinAgentCluster(t, c, "edge-agent", kube)
+	keep := []string{"--credential-file", filepath.Join(t.TempDir(), "credential")}
+	agentProc, log := joinAgentCluster(t, c, "edge-agent", kube, keep)
 	if r := c.do("GET", "/cluster-providers/"+provider+"/clusters/edge-agent", nil).must(t, 200); !strings.Contains(string(r.body), `"access":"agent"`) {
 		t.Fatalf("the agent cluster's registration: %s", r.body)
 	}
+	applyAgentManifest(t, c, "edge-agent", kube)
 
 	d := newDeployment(t, app{name: "aweb", chart: webChart("aweb"), placement: clusterNamed("edge-agent")})
 	d.logicalCloud, d.setUpCloud = "agents", onClusters("edge-agent")
@@ -116,7 +119,7 @@ func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 	if err := present("service", "aweb", false)(); err != nil {
 		t.Errorf("with the agent down: %v", err)
 	}
-	agentProc = startTemcoAgent(t, credFile, "", kube.Kubeconfig(), log) // no join token: the kept credential
+	agentProc = startTemcoAgent(t, keep, "", kube.Kubeconfig(), log) // no join token: the kept credential
 	d.await("rolled back", 2*time.Minute, "", func(s status) bool {
 		return s.Instance == acc.ContextID && s.Status == lifecycle.StatusInstantiated
 	})
@@ -150,17 +153,40 @@ func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 
 // joinAgentCluster registers cluster name in agent mode and starts its agent with
 // kube's kubeconfig, joining with a fresh join token; it returns once the agent joined.
-func joinAgentCluster(t *testing.T, c *client, name string, kube *devstack.Cluster) (p *agentProcess, credFile, log string) {
+func joinAgentCluster(t *testing.T, c *client, name string, kube *devstack.Cluster, keep []string) (p *agentProcess, log string) {
 	t.Helper()
 	c.multipart("POST", "/cluster-providers/"+provider+"/clusters", res(name, map[string]any{"access": "agent"}), nil).must(t, 201)
 	var tok struct{ Token string }
 	c.do("POST", "/cluster-providers/"+provider+"/clusters/"+name+"/agent-token", nil).must(t, 201).json(t, &tok)
-	credFile, log = filepath.Join(t.TempDir(), "credential"), filepath.Join(tmpRoot, "agent-"+name+".log")
-	p = startTemcoAgent(t, credFile, tok.Token, kube.Kubeconfig(), log)
+	log = filepath.Join(tmpRoot, "agent-"+name+".log")
+	p = startTemcoAgent(t, keep, tok.Token, kube.Kubeconfig(), log)
 	awaitValue(t, "the agent joined", time.Minute, func() map[string]any {
 		return getAs[map[string]any](t, c, "/cluster-providers/"+provider+"/clusters/"+name+"/agent")
 	}, func(m map[string]any) bool { return m["state"] == "joined" && m["lastSeen"] != nil })
-	return p, credFile, log
+	return p, log
+}
+
+// applyAgentManifest applies the manifest temco renders for cluster name's agent to kube
+// with kubectl, as an operator would: a real API server takes every object.
+func applyAgentManifest(t *testing.T, c *client, name string, kube *devstack.Cluster) {
+	t.Helper()
+	manifest := c.do("GET", "/cluster-providers/"+provider+"/clusters/"+name+"/agent-manifest?namespace=temco-agent-e2e&api=https://temco.example.com", nil).must(t, 200).body
+	kubectl := func(stdin []byte, args ...string) {
+		cmd := exec.Command(filepath.Join(binDir, "kubectl"), append([]string{"--kubeconfig", kube.Kubeconfig()}, args...)...)
+		cmd.Stdin = bytes.NewReader(stdin)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("kubectl %s: %v\n%s\nmanifest:\n%s", strings.Join(args, " "), err, out, manifest)
+		}
+	}
+	kubectl(manifest, "apply", "--server-side", "-f", "-")
+	t.Cleanup(func() { kubectl(manifest, "delete", "--ignore-not-found", "--wait=false", "-f", "-") })
+	dep, err := dynClient(t, kube).Resource(gvrDeployment).Namespace("temco-agent-e2e").Get(context.Background(), "temco-agent", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if args, _, _ := unstructured.NestedSlice(dep.Object, "spec", "template", "spec", "containers"); len(args) != 1 {
+		t.Errorf("the agent's Deployment as applied: %v", dep.Object["spec"])
+	}
 }
 
 // presentOn checks that object name of kind (deployment, configmap, service) is (want)
@@ -185,7 +211,18 @@ func presentOn(t *testing.T, kube *devstack.Cluster, kind, name string, want boo
 func TestAgentClusterOfflineIsSkippedByARollout(t *testing.T) {
 	kube := stack.Clusters[2]
 	c := &client{t: t}
-	agentProc, credFile, log := joinAgentCluster(t, c, "offline-agent", kube)
+	// The credential kept in a Secret of the cluster, as in a pod.
+	keep := []string{"--credential-secret", "default/temco-agent-offline-test"}
+	agentProc, log := joinAgentCluster(t, c, "offline-agent", kube, keep)
+	sec, err := dynClient(t, kube).Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("default").
+		Get(context.Background(), "temco-agent-offline-test", metav1.GetOptions{})
+	if err != nil {
+		t.Fatalf("the agent kept no credential in its Secret: %v", err)
+	}
+	t.Cleanup(func() {
+		_ = dynClient(t, kube).Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("default").
+			Delete(context.Background(), sec.GetName(), metav1.DeleteOptions{})
+	})
 	d := newDeployment(t, app{name: "oweb", chart: webChart("oweb"), placement: clusterNamed("offline-agent")})
 	d.logicalCloud, d.setUpCloud = "agents", onClusters("offline-agent")
 	d.create()
@@ -214,7 +251,7 @@ func TestAgentClusterOfflineIsSkippedByARollout(t *testing.T) {
 	if m := message(); m == "second" {
 		t.Fatal("the update reached the cluster with its agent down")
 	}
-	startTemcoAgent(t, credFile, "", kube.Kubeconfig(), log)
+	startTemcoAgent(t, keep, "", kube.Kubeconfig(), log) // its credential from the Secret
 	eventually(t, "the agent, back, applied the update", time.Minute, func() error {
 		if m := message(); m != "second" {
 			return fmt.Errorf("message %q", m)
