@@ -5,11 +5,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -205,9 +210,9 @@ func presentOn(t *testing.T, kube *devstack.Cluster, kind, name string, want boo
 	return nil
 }
 
-// Under a rollout whose offline policy is skip, an update goes on without an agent
-// cluster whose agent stopped calling: its objects say why, and the agent, back, applies
-// the newest revision and reports it.
+// Under a rollout whose offline policy is skip, an update and a rollback go on without an
+// agent cluster whose agent stopped calling: its objects say why, and the agent, back,
+// applies the newest revision alone and reports it.
 func TestAgentClusterOfflineIsSkippedByARollout(t *testing.T) {
 	kube := stack.Clusters[2]
 	c := &client{t: t}
@@ -231,15 +236,6 @@ func TestAgentClusterOfflineIsSkippedByARollout(t *testing.T) {
 	d.operate(lifecycle.OpInstantiate)
 	d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
 
-	agentProc.kill()
-	d.c.multipart("PUT", d.ca()+"/apps/oweb", res("oweb", nil), testenv.Chart("oweb", "replicas: 1\nmessage: default\n",
-		map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: oweb-config\ndata:\n  message: second\n"})).must(t, 200)
-	acc := d.update(lifecycle.OpUpdate, nil) // ends without the agent: skipped after 30 s
-	recordHistory(t, acc.WorkflowID, "Update-rollout-agent-offline-skipped")
-	s := d.status("")
-	if !anyResourceWarned(s, "went on without the cluster") {
-		t.Errorf("the skipped cluster's objects do not say so: %v", pretty(s))
-	}
 	message := func() string {
 		u, err := dynClient(t, kube).Resource(gvrConfigMap).Namespace("default").Get(context.Background(), "oweb-config", metav1.GetOptions{})
 		if err != nil {
@@ -248,19 +244,34 @@ func TestAgentClusterOfflineIsSkippedByARollout(t *testing.T) {
 		v, _, _ := unstructured.NestedString(u.Object, "data", "message")
 		return v
 	}
-	if m := message(); m == "second" {
-		t.Fatal("the update reached the cluster with its agent down")
+	first := message()
+
+	// Down across an update and a rollback, both skipped: back, it applies the rollback's
+	// revision alone, never the update's.
+	agentProc.kill()
+	d.c.multipart("PUT", d.ca()+"/apps/oweb", res("oweb", nil), testenv.Chart("oweb", "replicas: 1\nmessage: default\n",
+		map[string]string{"cm.yaml": "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: oweb-config\ndata:\n  message: second\n"})).must(t, 200)
+	upd := d.update(lifecycle.OpUpdate, nil) // ends without the agent: skipped after 30 s
+	recordHistory(t, upd.WorkflowID, "Update-rollout-agent-offline-skipped")
+	if s := d.status(""); !anyResourceWarned(s, "went on without the cluster") {
+		t.Errorf("the skipped cluster's objects do not say so: %v", pretty(s))
+	}
+	back := d.update(lifecycle.OpRollback, map[string]any{"metadata": map[string]any{"name": "back"}, "spec": map[string]any{"revision": "1"}})
+	if m := message(); m != first {
+		t.Fatalf("the cluster changed with its agent down: message %q, was %q", m, first)
 	}
 	startTemcoAgent(t, keep, "", kube.Kubeconfig(), log) // its credential from the Secret
-	eventually(t, "the agent, back, applied the update", time.Minute, func() error {
-		if m := message(); m != "second" {
-			return fmt.Errorf("message %q", m)
-		}
-		return nil
+	d.await("the agent's report of the rollback", time.Minute, "", func(s status) bool {
+		return s.Instance == back.ContextID && !anyResourceWarned(s, "Offline since") && len(resources(s)) == 3 &&
+			!slices.ContainsFunc(resources(s), func(r string) bool { return !strings.Contains(r, " Applied: ") })
 	})
-	d.await("the agent's report of the update", time.Minute, "", func(s status) bool {
-		return s.Instance == acc.ContextID && !anyResourceWarned(s, "Offline since") && len(resources(s)) == 1 && !slices.ContainsFunc(resources(s), func(r string) bool { return !strings.Contains(r, " Applied: ") })
-	})
+	if m := message(); m != first {
+		t.Errorf("after the rollback: message %q, want %q", m, first)
+	}
+	b, _ := os.ReadFile(log)
+	if strings.Contains(string(b), `"revision":"`+upd.ContextID+`"`) || !strings.Contains(string(b), `"revision":"`+back.ContextID+`"`) {
+		t.Errorf("the agent applied the update's revision %s, or not the rollback's %s:\n%s", upd.ContextID, back.ContextID, b)
+	}
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }
@@ -277,4 +288,123 @@ func anyResourceWarned(s status, text string) bool {
 		}
 	}
 	return false
+}
+
+// dropper stands between an agent and the api, and drops the connection of the first
+// request whose path ends with each of its suffixes: before forwarding it (the api never
+// sees it), or after (the api acted; the agent never hears the answer).
+type dropper struct {
+	mu      sync.Mutex
+	before  map[string]bool // path suffix -> still to drop
+	after   map[string]bool
+	dropped []string
+	proxy   *httputil.ReverseProxy
+}
+
+func (d *dropper) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	take := func(m map[string]bool) bool {
+		d.mu.Lock()
+		defer d.mu.Unlock()
+		for suffix, left := range m {
+			if left && strings.HasSuffix(r.URL.Path, suffix) {
+				m[suffix] = false
+				d.dropped = append(d.dropped, r.Method+" "+r.URL.Path)
+				return true
+			}
+		}
+		return false
+	}
+	drop := func() {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+		}
+	}
+	if take(d.before) {
+		drop()
+		return
+	}
+	if take(d.after) {
+		d.proxy.ServeHTTP(httptest.NewRecorder(), r) // the api acts; its answer is lost
+		drop()
+		return
+	}
+	d.proxy.ServeHTTP(w, r)
+}
+
+// An agent whose link drops mid-apply (a status write lost before the api saw it, a
+// report the api stored but whose answer was lost) goes on: the operation ends with every
+// object Applied, reported once. Its credential reaches only its own cluster's work.
+func TestAgentRidesOutDroppedConnections(t *testing.T) {
+	kube := stack.Clusters[0]
+	c := &client{t: t}
+	target, err := url.Parse(strings.TrimSuffix(apiURL, "/v2"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &dropper{before: map[string]bool{"/statuses": true}, after: map[string]bool{"/report": true}, proxy: httputil.NewSingleHostReverseProxy(target)}
+	srv := httptest.NewServer(d)
+	defer srv.Close()
+	credFile := filepath.Join(t.TempDir(), "credential")
+	c.multipart("POST", "/cluster-providers/"+provider+"/clusters", res("flaky-agent", map[string]any{"access": "agent"}), nil).must(t, 201)
+	var tok struct{ Token string }
+	c.do("POST", "/cluster-providers/"+provider+"/clusters/flaky-agent/agent-token", nil).must(t, 201).json(t, &tok)
+	out, err := os.Create(filepath.Join(tmpRoot, "agent-flaky-agent.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer out.Close()
+	cmd := exec.Command(self, "agent", "--api", srv.URL, "--kubeconfig", kube.Kubeconfig(), "--poll", "1s", "--credential-file", credFile)
+	cmd.Env, cmd.Stdout, cmd.Stderr = append(os.Environ(), "TEMCO_AGENT_JOIN_TOKEN="+tok.Token), out, out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	p := &agentProcess{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	defer p.kill()
+
+	dep := newDeployment(t, app{name: "fweb", chart: webChart("fweb"), placement: clusterNamed("flaky-agent")})
+	dep.logicalCloud, dep.setUpCloud = "agents", onClusters("flaky-agent")
+	dep.create()
+	inst := dep.operate(lifecycle.OpInstantiate)
+	s := dep.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	if rs := resources(s); len(rs) != 3 || slices.ContainsFunc(rs, func(r string) bool { return !strings.Contains(r, " Applied: ") }) {
+		t.Errorf("resources %v, want 3 Applied", rs)
+	}
+	if err := presentOn(t, kube, "configmap", "fweb-config", true); err != nil {
+		t.Error(err)
+	}
+	d.mu.Lock()
+	dropped := slices.Clone(d.dropped)
+	d.mu.Unlock()
+	if len(dropped) != 2 {
+		t.Errorf("dropped %v, want a status write and a report", dropped)
+	}
+	var w struct {
+		Items []struct {
+			Instance string
+			Gen      int64
+			Reported *struct{ Gen int64 }
+		}
+	}
+	cred, err := os.ReadFile(credFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	agentAs := (&client{t: t, token: strings.TrimSpace(string(cred))}).do
+	agentAs("GET", "/agent/work", nil).must(t, 200).json(t, &w)
+	if len(w.Items) != 1 || w.Items[0].Instance != inst.ContextID || w.Items[0].Reported == nil || w.Items[0].Reported.Gen != w.Items[0].Gen {
+		t.Errorf("the agent's work: %+v", w)
+	}
+	// Another cluster's work: none of it reaches this agent.
+	other := newDeployment(t, app{name: "gweb2", chart: webChart("gweb2"), placement: clusterNamed("cluster2")})
+	other.project += "-other"
+	other.create()
+	otherInst := other.operate(lifecycle.OpInstantiate)
+	other.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	agentAs("GET", "/agent/revisions/"+otherInst.ContextID, nil).must(t, 404)
+	agentAs("POST", "/agent/work/"+otherInst.ContextID+"/report", map[string]any{"gen": 1}).must(t, 404)
+	agentAs("GET", other.dig()+"/status", nil).must(t, 403)
+	other.operate(lifecycle.OpTerminate)
+	dep.operate(lifecycle.OpTerminate)
+	dep.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }
