@@ -3,7 +3,7 @@ SHELL := bash
 BIN   := $(CURDIR)/.bin
 GO    ?= go
 
-.PHONY: run test tools build unit bench bench-scale bench-rollouts bench-restart bench-drift bench-probes bench-artifacts chaos histories generate fmt clean fuzz emco-example chromium
+.PHONY: run test tools build unit bench bench-scale bench-agents bench-rollouts bench-restart bench-drift bench-probes bench-artifacts chaos histories generate fmt clean fuzz emco-example chromium
 
 ## run: build what is missing, then start the full local stack (temco dev)
 run: tools build
@@ -94,6 +94,17 @@ bench-scale: tools
 	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_SCALE_CLUSTERS=$(CLUSTERS) \
 	  TEMCO_E2E_TEMPORAL_BACKEND=$(TEMPORAL) TEMCO_E2E_REPLICAS=$(REPLICAS) \
 	  $(GO) test -count=1 -run '^$$' -bench Scale -benchtime 1x -timeout 180m ./tests/e2e/
+
+## bench-agents: AGENTS agent clusters (namespaces of the three local API servers), each with its
+## own temco agent, run in the benchmark's process: instantiate and terminate beside the push
+## path on the same namespaces and the raw apply; the api's, Temporal's and the store's CPU per
+## agent per minute while the agents only poll; the time for the agents, offline for
+## AGENTS_OFFLINE across an update, to bring it to its end once back
+AGENTS ?= 100
+AGENTS_OFFLINE ?= 10m
+bench-agents: tools
+	TEMCO_E2E_MONGO_BACKEND=postgresql TEMCO_E2E_CLUSTERS_PER_BATCH=0 TEMCO_AGENTS=$(AGENTS) TEMCO_AGENTS_OFFLINE=$(AGENTS_OFFLINE) \
+	  $(GO) test -count=1 -run '^$$' -bench '^BenchmarkAgents$$' -benchtime 1x -timeout 180m ./tests/e2e/
 
 ## bench-rollouts: DIGS DIGs (100) with 3-stage rollout strategies over FLEET clusters
 ## (1000) instantiated at once, and one DIG placed by label on a tenth of them, ten times:

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"time"
 
 	"github.com/temco/temco/activities/cluster"
@@ -59,7 +60,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		default:
 			backoff = time.Second
 		}
-		t := time.NewTimer(poll)
+		t := time.NewTimer(spread(poll))
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -67,6 +68,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		case <-t.C:
 		}
 	}
+}
+
+// spread is d give or take a tenth, at random: agents restarted together (after an api's
+// outage) do not keep calling together.
+func spread(d time.Duration) time.Duration {
+	return d - d/10 + rand.N(d/5+1)
 }
 
 // Once reads the work and does every item whose newest generation it has not reported:

@@ -27,14 +27,26 @@ type StatusSaver interface {
 
 // Local works on one cluster with credentials of its own.
 type Local struct {
-	key     string
-	cfg     *rest.Config
-	clients Clients
+	key       string
+	cfg       *rest.Config
+	namespace string // for objects that name none ("": the context's)
+	clients   *Clients
 }
 
-// NewLocal reaches cluster key (provider+cluster, as temco names it) with cfg.
-func NewLocal(key string, cfg *rest.Config) *Local {
-	return &Local{key: key, cfg: cfg}
+// NewLocal reaches cluster key (provider+cluster, as temco names it) with cfg; objects
+// that name no namespace go to namespace, or, when it is "", the context's.
+func NewLocal(key string, cfg *rest.Config, namespace string) *Local {
+	return (&Locals{}).New(key, cfg, namespace)
+}
+
+// Locals makes Locals that share what clusters reached through the same API server share
+// (its transport, its discovery and schemas): many agents in one process (make
+// bench-agents).
+type Locals struct{ clients Clients }
+
+// New is NewLocal sharing ls's connections.
+func (ls *Locals) New(key string, cfg *rest.Config, namespace string) *Local {
+	return &Local{key: key, cfg: cfg, namespace: namespace, clients: &ls.clients}
 }
 
 func (l *Local) client() (*client, error) {
@@ -42,7 +54,7 @@ func (l *Local) client() (*client, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &client{conn: cn}, nil
+	return &client{conn: cn, namespace: l.namespace}, nil
 }
 
 // run is a run of rev on the cluster, outside any activity: its progress is noted, not

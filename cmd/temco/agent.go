@@ -59,7 +59,7 @@ files, Secrets or the environment, never from a flag.`,
 				return err
 			}
 			a := &edgeagent.Agent{API: &edgeagent.API{Base: apiURL, Credential: credential, HTTP: hc},
-				Local: cluster.NewLocal("agent", kube), Log: log, Poll: poll}
+				Local: cluster.NewLocal("agent", kube, ""), Log: log, Poll: poll}
 			log.Info("temco agent started", "api", apiURL)
 			return a.Run(cmd.Context())
 		},
