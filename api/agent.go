@@ -106,8 +106,8 @@ type agentReport struct {
 	Error   string                  `json:"error,omitempty"`
 }
 
-// agentCluster reads cluster c's registration: its key, and whether it is reached by an
-// agent (409 otherwise).
+// agentClusterOf reads the registration of the route's cluster: its key and incarnation
+// when it is reached by an agent, 409 otherwise.
 func (s *Server) agentClusterOf(c echo.Context) (key, incarnation string, err error) {
 	id, err := fill(c, routeCluster)
 	if err != nil {
@@ -422,12 +422,15 @@ func (s *Server) agentReport(c echo.Context) error {
 	case r.Applied != "" && r.Applied != it.Context && r.Applied != it.Previous:
 		return badRequest("applied %q is not a revision of this item", r.Applied)
 	}
+	// Counts alone: what the workflow makes of a result (an agent to await, a cluster to
+	// skip) is temco's to say, not an agent's.
+	res := lifecycle.ClusterResult{Done: max(r.Result.Done, 0), Failed: max(r.Result.Failed, 0), NotReady: max(r.Result.NotReady, 0)}
 	r.Error = clip(r.Error)
-	if it, err = s.agents().SaveReport(ctx, id, agent.Report{Cluster: key, Gen: r.Gen, Result: r.Result, Applied: r.Applied, Error: r.Error}); err != nil {
+	if it, err = s.agents().SaveReport(ctx, id, agent.Report{Cluster: key, Gen: r.Gen, Result: res, Applied: r.Applied, Error: r.Error}); err != nil {
 		return err
 	}
 	if it != nil && it.Token != nil && it.TokenGen <= r.Gen && s.Activities != nil {
-		s.complete(ctx, id, it.Token, r.Result)
+		s.complete(ctx, id, it.Token, res)
 	}
 	return c.NoContent(http.StatusNoContent)
 }

@@ -218,8 +218,9 @@ func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
 	o.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen}).must(t, 404)
 	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen + 1}).must(t, 400)
 	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen, Applied: "elsewhere"}).must(t, 400)
-	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen, Applied: "ctx1", Result: lifecycle.ClusterResult{Done: 1, Failed: 1}}).must(t, 204)
-	if len(done.tokens) != 1 || done.tokens[0] != "task-token" || done.res[0].Failed != 1 {
+	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen, Applied: "ctx1",
+		Result: lifecycle.ClusterResult{Done: 1, Failed: 1, NotReady: -5, Awaiting: &lifecycle.AgentWait{Item: "x"}}}).must(t, 204)
+	if len(done.tokens) != 1 || done.tokens[0] != "task-token" || done.res[0] != (lifecycle.ClusterResult{Done: 1, Failed: 1}) {
 		t.Errorf("completed %v with %+v", done.tokens, done.res)
 	}
 	a.do("GET", "/agent/work", nil).must(t, 200).json(t, &w)
