@@ -40,20 +40,8 @@ func devCmd() *cobra.Command {
 				return err
 			}
 			cfg.Self, cfg.SearchAttributes = self, lifecycle.SearchAttributeTypes()
-			extra := ""
-			if cfg.CertManager {
-				extra = ", cert-manager on cluster1"
-			}
-			if cfg.GitOps {
-				extra += ", a GitOps cluster with Flux and a git server"
-			}
-			if cfg.Hub {
-				extra += ", temco hub on cluster1"
-			}
-			if cfg.Agent {
-				extra += ", an agent cluster reached only by temco agent"
-			}
-			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters%s, an OCI registry, a Helm repository, api, worker (data in %s)\n", cfg.Clusters, extra, cfg.DataDir)
+			fmt.Fprintf(os.Stdout, "starting temco: Temporal, FerretDB, %d clusters%s, an OCI registry, a Helm repository, api, worker (data in %s)\n",
+				cfg.Clusters, optionalParts(cfg), cfg.DataDir)
 			stack, err := devstack.Start(cmd.Context(), cfg)
 			if err != nil {
 				return err
@@ -69,9 +57,33 @@ func devCmd() *cobra.Command {
 		},
 	}
 	feats.bind(cmd)
+	devFlags(cmd, &cfg, &bin, &data)
+	return cmd
+}
+
+// optionalParts names the parts of the stack its flags may leave out, for its first line.
+func optionalParts(cfg devstack.Config) string {
+	extra := ""
+	if cfg.CertManager {
+		extra = ", cert-manager on cluster1"
+	}
+	if cfg.GitOps {
+		extra += ", a GitOps cluster with Flux and a git server"
+	}
+	if cfg.Hub {
+		extra += ", temco hub on cluster1"
+	}
+	if cfg.Agent {
+		extra += ", an agent cluster reached only by temco agent"
+	}
+	return extra
+}
+
+// devFlags binds temco dev's flags.
+func devFlags(cmd *cobra.Command, cfg *devstack.Config, bin, data *string) {
 	f := cmd.Flags()
-	f.StringVar(&bin, "bin", ".bin", "directory of the built tools (make tools)")
-	f.StringVar(&data, "data", ".data", "directory of all local state; reused by the next start")
+	f.StringVar(bin, "bin", ".bin", "directory of the built tools (make tools)")
+	f.StringVar(data, "data", ".data", "directory of all local state; reused by the next start")
 	f.IntVar(&cfg.Clusters, "clusters", 2, "number of local Kubernetes clusters")
 	f.IntVar(&cfg.TemporalPort, "temporal-port", 7233, "Temporal frontend port")
 	f.IntVar(&cfg.UIPort, "ui-port", 8233, "Temporal Web UI port")
@@ -91,5 +103,4 @@ func devCmd() *cobra.Command {
 	f.IntVar(&cfg.HelmRepoPort, "helm-repo-port", 0, "Helm chart repository port (0: the clusters' first port + 9)")
 	f.StringVar(&cfg.Namespace, "namespace", "default", "Temporal namespace")
 	f.StringVar(&cfg.TaskQueue, "task-queue", "temco", "Temporal task queue")
-	return cmd
 }
