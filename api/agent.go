@@ -208,11 +208,7 @@ func (s *Server) agentWork(c echo.Context) error {
 		return err
 	}
 	ctx := c.Request().Context()
-	items, err := s.agents().Items(ctx, key)
-	if err != nil {
-		return err
-	}
-	reports, err := s.agents().Reports(ctx, key)
+	items, reports, err := s.agents().Work(ctx, key)
 	if err != nil {
 		return err
 	}
@@ -236,11 +232,7 @@ func (s *Server) namedRevision(c echo.Context) (key string, it *agent.Item, err 
 		return "", nil, err
 	}
 	ctx, ctxID := c.Request().Context(), c.Param("context")
-	items, err := s.agents().Items(ctx, key)
-	if err != nil {
-		return "", nil, err
-	}
-	reports, err := s.agents().Reports(ctx, key)
+	items, reports, err := s.agents().Work(ctx, key)
 	if err != nil {
 		return "", nil, err
 	}

@@ -22,7 +22,7 @@ type Agent struct {
 	// Poll overrides how often the agent asks for its work (0: as the api says).
 	Poll time.Duration
 	// Report is how often it reports what the cluster shows of the revisions it holds
-	// once every object is ready (0: a minute); while one is not, every notReadyEvery.
+	// once every object is ready (0: ReportEvery); while one is not, every notReadyEvery.
 	Report time.Duration
 
 	revisions map[string]*agent.Revision // by context: what the agent was given, kept while it holds it
@@ -36,6 +36,12 @@ type liveMark struct {
 	at       time.Time
 	ready    bool
 }
+
+// ReportEvery is how often an agent reports what its cluster shows of revisions whose
+// objects are all ready: what changes there without temco (an object deleted, a workload
+// down) shows within it. Each report is a few store commands at the centre, about as
+// many as a minute of polls.
+const ReportEvery = 5 * time.Minute
 
 // notReadyEvery is how often the cluster's state is reported while an object is not
 // ready: a rollout's health gate reads it.
@@ -140,7 +146,7 @@ func (a *Agent) reportLive(ctx context.Context, held map[string]string) error {
 		}
 		keep[ctxID] = true
 		m := a.reported[instance]
-		every := cmp.Or(a.Report, time.Minute)
+		every := cmp.Or(a.Report, ReportEvery)
 		if !m.ready {
 			every = notReadyEvery
 		}

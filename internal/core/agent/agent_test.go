@@ -169,6 +169,10 @@ func TestPublishWaitReport(t *testing.T) {
 	if r, err := s.Reported(ctx, id); err != nil || r.Gen != gen2 || r.Applied != "c2" || r.Result.Done != 3 {
 		t.Errorf("reported: %+v %v", r, err)
 	}
+	// One read finds the items and the reports apart.
+	if items, reports, err := s.Work(ctx, "cp+edge"); err != nil || len(items) != 1 || items[0].ID != id || len(reports) != 1 || reports[0].ID != id || reports[0].Gen != gen2 {
+		t.Errorf("work: items %+v reports %+v %v", items, reports, err)
+	}
 	// A publication after the report keeps the report (what the cluster holds) apart.
 	if _, err := s.Publish(ctx, Item{Cluster: "cp+edge", Instance: "i1", Remove: "c2"}); err != nil {
 		t.Fatal(err)

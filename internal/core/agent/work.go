@@ -59,10 +59,12 @@ type Revision struct {
 // ItemID names the item of instance on cluster.
 func ItemID(cluster, instance string) string { return cluster + " " + instance }
 
-// Report is what an agent last finished of an item.
+// Report is what an agent last finished of an item. It is a document of its own beside
+// the items, in their collection (reportID), so that one read by cluster finds both.
 type Report struct {
 	ID      string                  `bson:"_id" json:"-"`
 	Cluster string                  `bson:"cluster" json:"-"`
+	Of      string                  `bson:"of" json:"-"` // the item's id: only reports have it
 	Gen     int64                   `bson:"gen" json:"gen"`
 	Result  lifecycle.ClusterResult `bson:"result" json:"result"`
 	Error   string                  `bson:"error,omitempty" json:"error,omitempty"`
@@ -71,7 +73,14 @@ type Report struct {
 	Reported time.Time `bson:"reported" json:"reported"`
 }
 
-func (s *Store) reports() *mongo.Collection { return s.work.Database().Collection("agent_reports") }
+// reportID is the _id of the report on item id.
+func reportID(id string) string { return id + " report" }
+
+// Items are the items published to cluster.
+func (s *Store) Items(ctx context.Context, cluster string) ([]Item, error) {
+	items, _, err := s.Work(ctx, cluster)
+	return items, err
+}
 
 // Publish stores it as the state its instance should have on its cluster, with a new gen
 // (returned), replacing what an earlier operation published there.
@@ -84,14 +93,35 @@ func (s *Store) Publish(ctx context.Context, it Item) (int64, error) {
 	return it.Gen, nil
 }
 
-// Items are the items published to cluster.
-func (s *Store) Items(ctx context.Context, cluster string) ([]Item, error) {
+// Work is what is published to cluster and what its agent reported: one read.
+func (s *Store) Work(ctx context.Context, cluster string) ([]Item, []Report, error) {
 	cur, err := s.work.Find(ctx, bson.D{{Key: "cluster", Value: cluster}})
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	var out []Item
-	return out, cur.All(ctx, &out)
+	var docs []bson.Raw
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, nil, err
+	}
+	var items []Item
+	var reports []Report
+	for _, d := range docs {
+		if _, err := d.LookupErr("of"); err == nil {
+			var r Report
+			if err := bson.Unmarshal(d, &r); err != nil {
+				return nil, nil, err
+			}
+			r.ID = r.Of
+			reports = append(reports, r)
+			continue
+		}
+		var it Item
+		if err := bson.Unmarshal(d, &it); err != nil {
+			return nil, nil, err
+		}
+		items = append(items, it)
+	}
+	return items, reports, nil
 }
 
 // Item is one item, nil when none was published.
@@ -128,30 +158,21 @@ func (s *Store) Skip(ctx context.Context, id string, gen int64, since time.Time)
 // Reported is the agent's last report on item id (nil: none).
 func (s *Store) Reported(ctx context.Context, id string) (*Report, error) {
 	var r Report
-	if err := store.FindOne(ctx, s.reports(), bson.D{{Key: "_id", Value: id}}, &r); err != nil {
+	if err := store.FindOne(ctx, s.work, bson.D{{Key: "_id", Value: reportID(id)}}, &r); err != nil {
 		if errors.Is(err, mongo.ErrNoDocuments) {
 			return nil, nil
 		}
 		return nil, err
 	}
+	r.ID = id
 	return &r, nil
-}
-
-// Reports are the reports on cluster's items.
-func (s *Store) Reports(ctx context.Context, cluster string) ([]Report, error) {
-	cur, err := s.reports().Find(ctx, bson.D{{Key: "cluster", Value: cluster}})
-	if err != nil {
-		return nil, err
-	}
-	var out []Report
-	return out, cur.All(ctx, &out)
 }
 
 // SaveReport stores the agent's report on item id; it returns the item as stored after,
 // so that the caller completes the activity waiting for it (Token, TokenGen).
 func (s *Store) SaveReport(ctx context.Context, id string, r Report) (*Item, error) {
-	r.ID, r.Reported = id, s.now()
-	if _, err := s.reports().ReplaceOne(ctx, bson.D{{Key: "_id", Value: id}}, r, options.Replace().SetUpsert(true)); err != nil {
+	r.ID, r.Of, r.Reported = reportID(id), id, s.now()
+	if _, err := s.work.ReplaceOne(ctx, bson.D{{Key: "_id", Value: r.ID}}, r, options.Replace().SetUpsert(true)); err != nil {
 		return nil, fmt.Errorf("store an agent's report: %w", err)
 	}
 	return s.Item(ctx, id)
@@ -162,6 +183,6 @@ func (s *Store) Forget(ctx context.Context, id string, gen int64) error {
 	if _, err := s.work.DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "gen", Value: gen}}); err != nil {
 		return err
 	}
-	_, err := s.reports().DeleteOne(ctx, bson.D{{Key: "_id", Value: id}, {Key: "gen", Value: gen}})
+	_, err := s.work.DeleteOne(ctx, bson.D{{Key: "_id", Value: reportID(id)}, {Key: "gen", Value: gen}})
 	return err
 }
