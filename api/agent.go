@@ -59,51 +59,23 @@ func (s *Server) registerAgents(g *echo.Group) {
 		code: http.StatusOK, response: typeOf[agent.Status]()}, s.agentStatus)
 
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgentJoin, summary: "Exchange a join token (the bearer token) for the agent's credential (shown once)",
-		code: http.StatusOK, response: typeOf[joined](), noOwner: true}, s.join)
+		code: http.StatusOK, response: typeOf[agent.Joined](), noOwner: true}, s.join)
 	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/work", summary: "The work published to the calling agent's cluster",
-		code: http.StatusOK, response: typeOf[agentWork]()}, s.agentWork)
+		code: http.StatusOK, response: typeOf[agent.Work]()}, s.agentWork)
 	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/revisions/:context", summary: "A revision the calling agent's work names, as placed on its cluster",
 		code: http.StatusOK, response: typeOf[agent.Revision]()}, s.agentRevision)
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/revisions/:context/statuses", summary: "The statuses of a revision's objects on the calling agent's cluster",
 		body: typeOf[[]*appctx.ClusterApp](), code: http.StatusNoContent, noOwner: true}, s.agentStatuses)
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/revisions/:context/live", summary: "What the calling agent's cluster shows of a revision's objects (present, ready)",
-		body: typeOf[[]agentLive](), code: http.StatusNoContent, noOwner: true}, s.agentLive)
+		body: typeOf[[]agent.LiveApp](), code: http.StatusNoContent, noOwner: true}, s.agentLive)
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/work/:instance/report", summary: "What the calling agent finished of one item of its work",
-		body: typeOf[agentReport](), code: http.StatusNoContent, noOwner: true}, s.agentReport)
+		body: typeOf[agent.Outcome](), code: http.StatusNoContent, noOwner: true}, s.agentReport)
 }
 
 type joinToken struct {
 	Cluster string    `json:"cluster"`
 	Token   string    `json:"token"`
 	Expires time.Time `json:"expires"`
-}
-
-type joined struct {
-	Cluster    string `json:"cluster"`
-	Credential string `json:"credential"`
-}
-
-// agentWork is an agent's work: every item published to its cluster, with what it last
-// reported of each.
-type agentWork struct {
-	Cluster string      `json:"cluster"`
-	Items   []agentItem `json:"items"`
-	// Poll is when to ask again, in seconds.
-	Poll int `json:"poll"`
-}
-
-type agentItem struct {
-	agent.Item
-	Reported *agentReport `json:"reported,omitempty"`
-}
-
-// agentReport is what an agent finished of an item: the generation it worked on, the
-// counts of the apply or delete, and which revision the cluster now holds.
-type agentReport struct {
-	Gen     int64                   `json:"gen"`
-	Result  lifecycle.ClusterResult `json:"result"`
-	Applied string                  `json:"applied"` // the revision the cluster holds ("": none)
-	Error   string                  `json:"error,omitempty"`
 }
 
 // agentClusterOf reads the registration of the route's cluster: its key and incarnation
@@ -184,7 +156,7 @@ func (s *Server) join(c echo.Context) error {
 		return err
 	}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store")
-	return c.JSON(http.StatusOK, joined{Cluster: key, Credential: credential})
+	return c.JSON(http.StatusOK, agent.Joined{Cluster: key, Credential: credential})
 }
 
 // callingAgent is the cluster of the agent that sent the request (403 for anyone else),
@@ -212,12 +184,12 @@ func (s *Server) agentWork(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	out := agentWork{Cluster: key, Items: make([]agentItem, 0, len(items)), Poll: int(agentPoll / time.Second)}
+	out := agent.Work{Cluster: key, Items: make([]agent.WorkItem, 0, len(items)), Poll: int(agentPoll / time.Second)}
 	for _, it := range items {
-		ai := agentItem{Item: it}
+		ai := agent.WorkItem{Item: it}
 		if i := slices.IndexFunc(reports, func(r agent.Report) bool { return r.ID == it.ID }); i >= 0 {
 			r := reports[i]
-			ai.Reported = &agentReport{Gen: r.Gen, Result: r.Result, Applied: r.Applied, Error: r.Error}
+			ai.Reported = &agent.Outcome{Gen: r.Gen, Result: r.Result, Applied: r.Applied, Error: r.Error}
 		}
 		out.Items = append(out.Items, ai)
 	}
@@ -333,13 +305,6 @@ func (s *Server) agentStatuses(c echo.Context) error {
 	return c.NoContent(http.StatusNoContent)
 }
 
-// agentLive is what an agent's cluster shows of one app's objects, index-aligned with
-// the app's resources there.
-type agentLive struct {
-	App     string        `json:"app"`
-	Objects []appctx.Live `json:"objects"`
-}
-
 // agentLive records what an agent's cluster shows of a revision's objects, as a live read
 // of the push path would: the state, readiness and reasons of each object the revision
 // placed there, for the status, the dashboard and a rollout's gates.
@@ -348,7 +313,7 @@ func (s *Server) agentLive(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var sent []agentLive
+	var sent []agent.LiveApp
 	if err := readJSON(c, &sent); err != nil {
 		return err
 	}
@@ -397,7 +362,7 @@ func (s *Server) agentReport(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	var r agentReport
+	var r agent.Outcome
 	if err := readJSON(c, &r); err != nil {
 		return err
 	}

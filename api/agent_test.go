@@ -88,7 +88,7 @@ func TestAgentClusterRegistrationAndJoin(t *testing.T) {
 	}
 	c.do("POST", "/agent/join", nil).must(t, 401)
 	c.do("POST", "/agent/join", nil, "Authorization", "Bearer "+tok.Token+"x").must(t, 401)
-	var j joined
+	var j agent.Joined
 	c.do("POST", "/agent/join", nil, "Authorization", "Bearer "+tok.Token).must(t, 200).json(t, &j)
 	if r := c.do("POST", "/agent/join", nil, "Authorization", "Bearer "+tok.Token).must(t, 401); !strings.Contains(r.message(t), "used already") &&
 		!strings.Contains(r.message(t), "current token") {
@@ -154,7 +154,7 @@ func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
 	}
 
 	a, o := c.as(edge), c.as(other)
-	var w agentWork
+	var w agent.Work
 	a.do("GET", "/agent/work", nil).must(t, 200).json(t, &w)
 	if w.Cluster != "cp+edge" || len(w.Items) != 1 || w.Items[0].Gen != gen || w.Items[0].Context != "ctx1" {
 		t.Fatalf("work: %+v", w)
@@ -196,12 +196,12 @@ func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
 	}
 
 	// What the cluster shows: kept for the placed objects, checked.
-	live := []agentLive{{App: "web", Objects: []appctx.Live{{State: appctx.LivePresent, Ready: true}, {State: appctx.LiveNotPresent, Ready: true}}}}
+	live := []agent.LiveApp{{App: "web", Objects: []appctx.Live{{State: appctx.LivePresent, Ready: true}, {State: appctx.LiveNotPresent, Ready: true}}}}
 	a.do("POST", "/agent/revisions/ctx1/live", live).must(t, 204)
 	o.do("POST", "/agent/revisions/ctx1/live", live).must(t, 404)
-	a.do("POST", "/agent/revisions/ctx1/live", []agentLive{{App: "web", Objects: live[0].Objects[:1]}}).must(t, 400)
-	a.do("POST", "/agent/revisions/ctx1/live", []agentLive{{App: "db", Objects: live[0].Objects}}).must(t, 400)
-	a.do("POST", "/agent/revisions/ctx1/live", []agentLive{{App: "web", Objects: []appctx.Live{{State: "Gone"}, {}}}}).must(t, 400)
+	a.do("POST", "/agent/revisions/ctx1/live", []agent.LiveApp{{App: "web", Objects: live[0].Objects[:1]}}).must(t, 400)
+	a.do("POST", "/agent/revisions/ctx1/live", []agent.LiveApp{{App: "db", Objects: live[0].Objects}}).must(t, 400)
+	a.do("POST", "/agent/revisions/ctx1/live", []agent.LiveApp{{App: "web", Objects: []appctx.Live{{State: "Gone"}, {}}}}).must(t, 400)
 	stored, err = contexts.ClusterApps(ctx, "ctx1", "cp+edge")
 	if err != nil {
 		t.Fatal(err)
@@ -215,10 +215,10 @@ func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
 
 	// The report: refused for another cluster's instance or an unpublished gen; stored,
 	// and the waiting activity completed with it.
-	o.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen}).must(t, 404)
-	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen + 1}).must(t, 400)
-	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen, Applied: "elsewhere"}).must(t, 400)
-	a.do("POST", "/agent/work/ctx1/report", agentReport{Gen: gen, Applied: "ctx1",
+	o.do("POST", "/agent/work/ctx1/report", agent.Outcome{Gen: gen}).must(t, 404)
+	a.do("POST", "/agent/work/ctx1/report", agent.Outcome{Gen: gen + 1}).must(t, 400)
+	a.do("POST", "/agent/work/ctx1/report", agent.Outcome{Gen: gen, Applied: "elsewhere"}).must(t, 400)
+	a.do("POST", "/agent/work/ctx1/report", agent.Outcome{Gen: gen, Applied: "ctx1",
 		Result: lifecycle.ClusterResult{Done: 1, Failed: 1, NotReady: -5, Awaiting: &lifecycle.AgentWait{Item: "x"}}}).must(t, 204)
 	if len(done.tokens) != 1 || done.tokens[0] != "task-token" || done.res[0] != (lifecycle.ClusterResult{Done: 1, Failed: 1}) {
 		t.Errorf("completed %v with %+v", done.tokens, done.res)

@@ -221,20 +221,23 @@ func (s *sweepServer) seed(admin, marker string) {
 	s.want("POST", "/v2/projects/pb/composite-apps/ca/v1/deployment-intent-groups", admin, res("dig", map[string]any{"compositeProfile": "cprof", "version": "r1", "logicalCloud": "lc"}), 201)
 	s.want("POST", "/v2/projects/pb/logical-clouds", admin, res("lc", map[string]any{"level": "0"}), 201)
 	s.want("POST", "/v2/cluster-providers", admin, res("cp", nil), 201)
-	s.seedCluster(admin, res("c1", nil))
+	s.seedCluster(admin, res("c1", nil), []byte(api.TestKubeconfig))
 	s.want("POST", "/v2/cluster-providers/cp/clusters/c1/kv-pairs", admin, res("kv", map[string]any{"kv": []any{map[string]any{"secret": marker}}}), 201)
 	s.want("POST", "/v2/controllers", admin, res("ctl", map[string]any{"type": "action", "priority": 1}), 201)
 }
 
-// seedCluster registers cluster c1 of provider cp with a kubeconfig, as emcoctl does.
-func (s *sweepServer) seedCluster(admin string, metadata map[string]any) {
+// seedCluster registers a cluster of provider cp, as emcoctl does: metadata and, unless
+// nil, a kubeconfig.
+func (s *sweepServer) seedCluster(admin string, metadata map[string]any, kubeconfig []byte) {
 	s.t.Helper()
 	var buf bytes.Buffer
 	mw := multipart.NewWriter(&buf)
 	md, _ := json.Marshal(metadata)
 	_ = mw.WriteField("metadata", string(md))
-	fw, _ := mw.CreateFormFile("file", "kubeconfig")
-	_, _ = fw.Write([]byte(api.TestKubeconfig))
+	if kubeconfig != nil {
+		fw, _ := mw.CreateFormFile("file", "kubeconfig")
+		_, _ = fw.Write(kubeconfig)
+	}
 	_ = mw.Close()
 	req := httptest.NewRequest("POST", "/v2/cluster-providers/cp/clusters", &buf)
 	req.Header.Set(echo.HeaderContentType, mw.FormDataContentType())
@@ -250,18 +253,7 @@ func (s *sweepServer) seedCluster(admin string, metadata map[string]any) {
 // agent's credential.
 func (s *sweepServer) seedAgent(admin string) string {
 	s.t.Helper()
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	_ = mw.WriteField("metadata", `{"metadata":{"name":"edge"},"spec":{"access":"agent"}}`)
-	_ = mw.Close()
-	req := httptest.NewRequest("POST", "/v2/cluster-providers/cp/clusters", &buf)
-	req.Header.Set(echo.HeaderContentType, mw.FormDataContentType())
-	req.Header.Set(echo.HeaderAuthorization, "Bearer "+admin)
-	rec := httptest.NewRecorder()
-	s.h.ServeHTTP(rec, req)
-	if rec.Code != 201 {
-		s.t.Fatalf("register an agent cluster: %d %s", rec.Code, rec.Body)
-	}
+	s.seedCluster(admin, map[string]any{"metadata": map[string]any{"name": "edge"}, "spec": map[string]any{"access": "agent"}}, nil)
 	var tok, cred struct{ Token, Credential string }
 	for _, step := range []struct {
 		path, token string

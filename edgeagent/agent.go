@@ -182,7 +182,7 @@ func (a *Agent) reportLive(ctx context.Context, held map[string]string) error {
 //
 // The revisions are read anew (their statuses are the starting point of the run), and it
 // answers the revision the cluster holds after.
-func (a *Agent) item(ctx context.Context, it Item) (string, error) {
+func (a *Agent) item(ctx context.Context, it agent.WorkItem) (string, error) {
 	held := ""
 	if it.Reported != nil {
 		held = it.Reported.Applied
@@ -217,5 +217,5 @@ func (a *Agent) item(ctx context.Context, it Item) (string, error) {
 	}
 	a.Log.Info("agent: done", "instance", it.Instance, "revision", cmp.Or(now, "none"), "applied", res.Done, "failed", res.Failed)
 	delete(a.reported, it.Instance) // what the cluster shows of it changed: reported next
-	return now, a.API.Report(ctx, it.Instance, Report{Gen: it.Gen, Result: res, Applied: now})
+	return now, a.API.Report(ctx, it.Instance, agent.Outcome{Gen: it.Gen, Result: res, Applied: now})
 }

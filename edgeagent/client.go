@@ -5,23 +5,18 @@
 package edgeagent
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
-	"strings"
-	"time"
 
+	temco "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/agent"
 	"github.com/temco/temco/internal/core/appctx"
-	"github.com/temco/temco/internal/core/lifecycle"
 )
 
-// API is temco's api as an agent calls it.
+// API is temco's api as an agent calls it, through temco's REST client.
 type API struct {
 	Base       string // e.g. https://temco.example.com (without /v2)
 	Credential string
@@ -32,130 +27,52 @@ type API struct {
 // registered anew); retrying does not help.
 var ErrRefused = errors.New("temco refused this agent's credential")
 
-// Joined is the answer to a join.
-type Joined struct {
-	Cluster    string `json:"cluster"`
-	Credential string `json:"credential"`
-}
-
 // Join exchanges a join token for the agent's credential.
-func Join(ctx context.Context, base, token string, hc *http.Client) (Joined, error) {
-	a := &API{Base: base, Credential: token, HTTP: hc}
-	var j Joined
-	return j, a.call(ctx, http.MethodPost, "/v2/agent/join", nil, &j)
-}
-
-// Work is what the api answers an agent asking for its work.
-type Work struct {
-	Cluster string `json:"cluster"`
-	Items   []Item `json:"items"`
-	Poll    int    `json:"poll"`
-}
-
-// Item is one item of work and what the agent last reported of it.
-type Item struct {
-	agent.Item
-	Reported *Report `json:"reported,omitempty"`
-}
-
-// Report is what the agent finished of an item.
-type Report struct {
-	Gen     int64                   `json:"gen"`
-	Result  lifecycle.ClusterResult `json:"result"`
-	Applied string                  `json:"applied"`
-	Error   string                  `json:"error,omitempty"`
+func Join(ctx context.Context, base, token string, hc *http.Client) (agent.Joined, error) {
+	var j agent.Joined
+	return j, (&API{Base: base, Credential: token, HTTP: hc}).call(ctx, http.MethodPost, "/agent/join", nil, &j)
 }
 
 // Work reads the work published to the agent's cluster.
-func (a *API) Work(ctx context.Context) (Work, error) {
-	var w Work
-	return w, a.call(ctx, http.MethodGet, "/v2/agent/work", nil, &w)
+func (a *API) Work(ctx context.Context) (agent.Work, error) {
+	var w agent.Work
+	return w, a.call(ctx, http.MethodGet, "/agent/work", nil, &w)
 }
 
 // Revision reads a revision its work names, as placed on its cluster.
 func (a *API) Revision(ctx context.Context, ctxID string) (*agent.Revision, error) {
 	var r agent.Revision
-	return &r, a.call(ctx, http.MethodGet, "/v2/agent/revisions/"+url.PathEscape(ctxID), nil, &r)
+	return &r, a.call(ctx, http.MethodGet, "/agent/revisions/"+url.PathEscape(ctxID), nil, &r)
 }
 
 // SaveStatuses sends a revision's statuses on the cluster (cluster.StatusSaver): the api
 // stores the statuses alone, as the attempt that published the work.
 func (a *API) SaveStatuses(ctx context.Context, ctxID string, _ appctx.Attempt, cas []*appctx.ClusterApp) error {
-	return a.call(ctx, http.MethodPost, "/v2/agent/revisions/"+url.PathEscape(ctxID)+"/statuses", cas, nil)
+	return a.call(ctx, http.MethodPost, "/agent/revisions/"+url.PathEscape(ctxID)+"/statuses", cas, nil)
 }
 
 // SaveLive sends what the cluster shows of a revision's objects (each placement's Live).
 func (a *API) SaveLive(ctx context.Context, ctxID string, cas []*appctx.ClusterApp) error {
-	out := make([]LiveApp, len(cas))
+	out := make([]agent.LiveApp, len(cas))
 	for i, ca := range cas {
-		out[i] = LiveApp{App: ca.App, Objects: ca.Live}
+		out[i] = agent.LiveApp{App: ca.App, Objects: ca.Live}
 	}
-	return a.call(ctx, http.MethodPost, "/v2/agent/revisions/"+url.PathEscape(ctxID)+"/live", out, nil)
-}
-
-// LiveApp is what the cluster shows of one app's objects, index-aligned with its
-// placement's resources.
-type LiveApp struct {
-	App     string        `json:"app"`
-	Objects []appctx.Live `json:"objects"`
+	return a.call(ctx, http.MethodPost, "/agent/revisions/"+url.PathEscape(ctxID)+"/live", out, nil)
 }
 
 // Report sends what the agent finished of its item of instance.
-func (a *API) Report(ctx context.Context, instance string, r Report) error {
-	return a.call(ctx, http.MethodPost, "/v2/agent/work/"+url.PathEscape(instance)+"/report", r, nil)
+func (a *API) Report(ctx context.Context, instance string, o agent.Outcome) error {
+	return a.call(ctx, http.MethodPost, "/agent/work/"+url.PathEscape(instance)+"/report", o, nil)
 }
 
-// call sends one request; a JSON body when in is not nil, out decoded from a 2xx answer.
+// call sends one request (in as JSON when not nil) and decodes a 2xx answer into out; a
+// 401 is ErrRefused.
 func (a *API) call(ctx context.Context, method, path string, in, out any) error {
-	var body io.Reader
-	if in != nil {
-		b, err := json.Marshal(in)
-		if err != nil {
-			return err
-		}
-		body = bytes.NewReader(b)
+	c := &temco.Client{Base: a.Base, Token: a.Credential, Name: "temco-agent", HTTP: a.HTTP}
+	err := c.Do(ctx, temco.Request{Method: method, Path: path, Body: in}, out)
+	var e *temco.Error
+	if errors.As(err, &e) && e.Code == http.StatusUnauthorized {
+		return fmt.Errorf("%w: %s", ErrRefused, e.Message)
 	}
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, method, strings.TrimSuffix(a.Base, "/")+path, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+a.Credential)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("X-Temco-Client", "temco-agent")
-	hc := a.HTTP
-	if hc == nil {
-		hc = http.DefaultClient
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	data, err := io.ReadAll(io.LimitReader(resp.Body, 256<<20))
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode == http.StatusUnauthorized {
-		return fmt.Errorf("%w: %s", ErrRefused, message(data))
-	}
-	if resp.StatusCode >= 300 {
-		return fmt.Errorf("%s %s: %s: %s", method, path, resp.Status, message(data))
-	}
-	if out == nil {
-		return nil
-	}
-	return json.Unmarshal(data, out)
-}
-
-// message is the api's error message in an answer's body.
-func message(data []byte) string {
-	var e struct {
-		Message string `json:"message"`
-	}
-	if json.Unmarshal(data, &e) == nil && e.Message != "" {
-		return e.Message
-	}
-	return strings.TrimSpace(string(data[:min(len(data), 200)]))
+	return err
 }
