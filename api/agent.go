@@ -247,8 +247,10 @@ func (s *Server) agentRevision(c echo.Context) error {
 			placed[p.App] = &appctx.App{Name: a.Name, Deps: a.Deps, Objects: a.ObjectsFor(p)}
 		}
 	}
+	// What the apply needs of the header, nothing of the DIG or its project beyond it.
+	needed := &appctx.Context{ID: header.ID, Instance: header.Instance, Namespace: header.Namespace, Apps: header.Apps}
 	c.Response().Header().Set(echo.HeaderCacheControl, "no-store") // Secrets, opened
-	return c.JSON(http.StatusOK, agent.Revision{Header: header, Apps: placed, Placements: placements})
+	return c.JSON(http.StatusOK, agent.Revision{Header: needed, Apps: placed, Placements: placements})
 }
 
 // agentStatuses records the statuses an agent sends for a revision's objects on its

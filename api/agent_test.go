@@ -134,7 +134,8 @@ func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
 	obj := func(kind, name string) appctx.Object {
 		return appctx.Object{Ref: appctx.Ref{Version: "v1", Kind: kind, Name: name}, Manifest: `{"apiVersion":"v1","kind":"` + kind + `","metadata":{"name":"` + name + `"}}`, Hash: name}
 	}
-	if err := contexts.Create(ctx, &appctx.Context{ID: "ctx1", Instance: "ctx1", Namespace: "default", Apps: []string{"web"}}); err != nil {
+	if err := contexts.Create(ctx, &appctx.Context{ID: "ctx1", DIG: "/projects/secret-project/composite-apps/ca/v1/deployment-intent-groups/dig",
+		Instance: "ctx1", Namespace: "default", Apps: []string{"web"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := contexts.PutApps(ctx, "ctx1", []*appctx.App{{Name: "web", Objects: []appctx.Object{obj("ConfigMap", "a"), obj("Secret", "s")}}}); err != nil {
@@ -166,6 +167,9 @@ func TestAgentWorkRevisionsStatusesReport(t *testing.T) {
 	a.do("GET", "/agent/revisions/ctx1", nil).must(t, 200).json(t, &rev)
 	if rev.Header.ID != "ctx1" || len(rev.Placements) != 1 || len(rev.Placements[0].Resources) != 2 || len(rev.Apps["web"].Objects) != 2 {
 		t.Fatalf("revision: %+v", rev)
+	}
+	if r := a.do("GET", "/agent/revisions/ctx1", nil); strings.Contains(string(r.body), "secret-project") {
+		t.Errorf("the revision shows the agent its DIG: %s", r.body)
 	}
 	if !strings.Contains(rev.Apps["web"].Objects[1].Manifest, `"Secret"`) {
 		t.Errorf("the agent is not given the Secret it applies: %+v", rev.Apps["web"].Objects[1])
