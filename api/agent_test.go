@@ -9,6 +9,8 @@ import (
 	"github.com/temco/temco/internal/core/agent"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 )
 
 // completer records the activities the api completes.
@@ -258,5 +260,29 @@ func TestAgentManifest(t *testing.T) {
 	c.do("GET", "/cluster-providers/cp/clusters/kube/agent-manifest", nil).must(t, 409)
 	for _, q := range []string{"api=ftp://x", "api=https://u:p@x", "namespace=Bad_NS", "image=x;rm", "clusterRole=a%20b"} {
 		c.do("GET", "/cluster-providers/cp/clusters/edge/agent-manifest?"+q, nil).must(t, 400)
+	}
+}
+
+// A registration stored before spec.access was answers with it all the same, derived as
+// the worker derives it.
+func TestClusterStoredBeforeAccessAnswersIt(t *testing.T) {
+	c := newClient(t)
+	ctx := context.Background()
+	c.do("POST", "/cluster-providers", res("cp", nil)).must(t, 201)
+	for name, spec := range map[string]string{"old-kube": `{"gitOps":{"gitOpsType":"","gitOpsReferenceObject":"","gitOpsResourceObject":""}}`,
+		"old-git": `{"gitOps":{"gitOpsType":"fluxcd","gitOpsReferenceObject":"r","gitOpsResourceObject":""}}`} {
+		d := &store.Doc{ID: "/cluster-providers/cp/clusters/" + name, Parent: "/cluster-providers/cp", Scope: "/cluster-providers/cp",
+			Kind: model.KindCluster, Name: name, Body: `{"metadata":{"name":"` + name + `"},"spec":` + spec + `}`}
+		if err := c.store.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for name, want := range map[string]string{"old-kube": `"access":"kubernetes"`, "old-git": `"access":"gitops"`} {
+		if r := c.do("GET", "/cluster-providers/cp/clusters/"+name, nil).must(t, 200); !strings.Contains(string(r.body), want) {
+			t.Errorf("%s: %s, want %s", name, r.body, want)
+		}
+	}
+	if r := c.do("GET", "/cluster-providers/cp/clusters", nil).must(t, 200); strings.Count(string(r.body), `"access"`) != 2 {
+		t.Errorf("the list: %s", r.body)
 	}
 }

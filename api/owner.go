@@ -11,6 +11,7 @@ import (
 
 	temco "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/diagnostics"
+	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -282,15 +283,37 @@ func (s *Server) ownAll(ctx context.Context, docs []*store.Doc) error {
 // shown is the answer of stored resource d: its body, with "owner" beside metadata and
 // spec when it has one (REST's resources keep EMCO's shape).
 func shown(d *store.Doc) []byte {
-	rest, ok := strings.CutPrefix(d.Body, "{")
+	body := d.Body
+	if d.Kind == model.KindCluster {
+		body = withAccess(body)
+	}
+	rest, ok := strings.CutPrefix(body, "{")
 	if d.Owner == "" || !ok {
-		return []byte(d.Body)
+		return []byte(body)
 	}
 	owner, _ := json.Marshal(d.Owner)
 	if !strings.HasPrefix(strings.TrimSpace(rest), "}") {
 		rest = "," + rest
 	}
 	return []byte(`{"owner":` + string(owner) + rest)
+}
+
+// withAccess is a cluster's stored body with spec.access, which registrations stored
+// before it was (2026-12-06) lack: derived as the worker derives it.
+func withAccess(body string) string {
+	if strings.Contains(body, `"access"`) {
+		return body
+	}
+	var r model.Resource[model.ClusterSpec]
+	if json.Unmarshal([]byte(body), &r) != nil {
+		return body
+	}
+	r.Spec.Access = r.Spec.AccessOf()
+	b, err := json.Marshal(r)
+	if err != nil {
+		return body
+	}
+	return string(b)
 }
 
 // ownerParam documents the header on every route that writes.
