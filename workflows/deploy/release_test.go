@@ -132,3 +132,30 @@ func TestAnAgentClustersApplyCountsWhenItsAgentReports(t *testing.T) {
 		})
 	}
 }
+
+// A stop ends an operation waiting for an agent that never reports: the wait is
+// cancelled without waiting for it (nothing runs on a worker meanwhile), and the
+// operation records that it stopped.
+func TestAStopEndsTheWaitForAnAgent(t *testing.T) {
+	f := newFakes()
+	f.apply = func(cluster string, _ int32) (lifecycle.ClusterResult, error) {
+		return lifecycle.ClusterResult{Awaiting: &lifecycle.AgentWait{Cluster: cluster, Item: cluster + " i1", Gen: 1}}, nil
+	}
+	waits := 0
+	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+		lifecycle.Register(env, lifecycle.AwaitAgent, func(context.Context, lifecycle.AgentWait) (lifecycle.ClusterResult, error) {
+			waits++
+			return lifecycle.ClusterResult{}, activity.ErrResultPending // the agent never reports
+		})
+		env.RegisterDelayedCallback(func() { env.SignalWorkflow(lifecycle.SignalStop, nil) }, 5*time.Minute)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if waits != 2 { // one per cluster, each still in its first attempt
+		t.Errorf("AwaitAgent ran %d times, want 2", waits)
+	}
+	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateStopped || !fin.Stopped {
+		t.Errorf("finished %+v", fin)
+	}
+}
