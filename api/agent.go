@@ -227,11 +227,7 @@ func (s *Server) agentRevision(c echo.Context) error {
 		return err
 	}
 	ctx, ctxID := c.Request().Context(), c.Param("context")
-	header, err := s.Contexts.Get(ctx, ctxID)
-	if err != nil {
-		return err
-	}
-	apps, err := s.Contexts.Apps(ctx, header)
+	header, apps, err := s.revision(ctx, ctxID)
 	if err != nil {
 		return err
 	}
@@ -270,11 +266,7 @@ func (s *Server) agentStatuses(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	header, err := s.Contexts.Get(ctx, ctxID)
-	if err != nil {
-		return err
-	}
-	apps, err := s.Contexts.Apps(ctx, header)
+	_, apps, err := s.revision(ctx, ctxID)
 	if err != nil {
 		return err
 	}

@@ -71,6 +71,7 @@ type Server struct {
 	hooks      hooks   // the Extensions' hooks on the DIG
 	liveReads  *liveReadLimiter
 	agentCache agentCache
+	revisions  revisionCache // what agents read of revisions (agentrevisions.go)
 }
 
 // Timeouts of the API's http.Server (cmd/temco): a stalled or slow client must not hold
