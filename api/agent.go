@@ -12,6 +12,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -36,15 +37,13 @@ type ActivityCompleter interface {
 	CompleteActivity(ctx context.Context, taskToken []byte, result any, err error) error
 }
 
-// agentPoll is how often an agent asks for its work while it has nothing to do.
+// agentPoll is how often an agent asks for its work when the api does not hold its polls.
 const agentPoll = 10 * time.Second
 
 // agentCacheTTL is how long a checked credential is trusted without reading the store
-// again: a revocation reaches the api within it.
-const agentCacheTTL = 10 * time.Second
-
-// seenEvery spaces the writes of an agent's last call.
-const seenEvery = 30 * time.Second
+// again. A revocation does not wait for it: every api reads it with the changes
+// (agentwatch.go) and forgets the credential within seconds.
+const agentCacheTTL = 5 * time.Minute
 
 func (s *Server) agents() *agent.Store { return agent.Open(s.Store.Database()) }
 
@@ -60,8 +59,8 @@ func (s *Server) registerAgents(g *echo.Group) {
 
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgentJoin, summary: "Exchange a join token (the bearer token) for the agent's credential (shown once)",
 		code: http.StatusOK, response: typeOf[agent.Joined](), noOwner: true}, s.join)
-	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/work", summary: "The work published to the calling agent's cluster",
-		code: http.StatusOK, response: typeOf[agent.Work]()}, s.agentWork)
+	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/work", summary: "The work published to the calling agent's cluster (?known: the version held, ?wait: seconds to hold the poll while it is current; 304 when it stayed so)",
+		code: http.StatusOK, response: typeOf[agent.Work](), query: []string{"known", "wait"}}, s.agentWork)
 	s.route(g, opDoc{method: http.MethodGet, path: routeAgent + "/revisions/:context", summary: "A revision the calling agent's work names, as placed on its cluster",
 		code: http.StatusOK, response: typeOf[agent.Revision]()}, s.agentRevision)
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/revisions/:context/statuses", summary: "The statuses of a revision's objects on the calling agent's cluster",
@@ -160,31 +159,70 @@ func (s *Server) join(c echo.Context) error {
 }
 
 // callingAgent is the cluster of the agent that sent the request (403 for anyone else),
-// whose call it records (at most every seenEvery).
+// whose call it notes (agentwatch.go).
 func (s *Server) callingAgent(c echo.Context) (string, error) {
 	p := principal(c)
 	if p == nil || p.Agent == "" {
 		return "", httpErr(http.StatusForbidden, "%s %s requires an agent's credential", c.Request().Method, c.Path())
 	}
-	if now := time.Now(); s.agentCache.due(p.Agent, now) {
-		if err := s.agents().Seen(c.Request().Context(), p.Agent, now.UTC()); err != nil {
-			s.Log.Warn("record an agent's call", "cluster", p.Agent, "error", err)
-		}
+	if s.agentWatch.called(p.Agent, time.Now()) {
+		go s.watchAgents()
 	}
 	return p.Agent, nil
 }
 
+// agentWork answers the calling agent's work. With ?known (the version it holds, from its
+// last answer) and ?wait, a poll whose work is still that version is held until it
+// changes or the wait ends: 304 then.
 func (s *Server) agentWork(c echo.Context) error {
 	key, err := s.callingAgent(c)
 	if err != nil {
 		return err
 	}
+	known := c.QueryParam("known")
+	wait := time.Duration(0)
+	if q := c.QueryParam("wait"); q != "" {
+		n, err := strconv.Atoi(q)
+		if err != nil || n < 0 {
+			return badRequest("wait %q: not a number of seconds", q)
+		}
+		wait = min(time.Duration(n)*time.Second, agentHold)
+	}
 	ctx := c.Request().Context()
+	if known != "" && wait > 0 {
+		if ch := s.agentWatch.subscribe(key, known, time.Now()); ch != nil {
+			t := time.NewTimer(wait)
+			select {
+			case <-ch:
+			case <-t.C:
+			case <-ctx.Done():
+			}
+			t.Stop()
+			s.agentWatch.unsubscribe(key, ch)
+			if ctx.Err() != nil {
+				return nil
+			}
+			switch current, dropped := s.agentWatch.current(key, known); {
+			case current:
+				return c.NoContent(http.StatusNotModified)
+			case dropped: // its credential may have been voided while the poll was held
+				token, _ := bearer(c)
+				if _, err := s.agentPrincipal(ctx, token); err != nil {
+					return err
+				}
+			}
+		}
+	}
 	items, reports, err := s.agents().Work(ctx, key)
 	if err != nil {
 		return err
 	}
-	out := agent.Work{Cluster: key, Items: make([]agent.WorkItem, 0, len(items)), Poll: int(agentPoll / time.Second)}
+	v := s.agentWatch.record(key, items, time.Now())
+	if v == known && wait > 0 {
+		return c.NoContent(http.StatusNotModified) // read afresh, unchanged: the next poll is held
+	}
+	out := agent.Work{Cluster: key, Items: make([]agent.WorkItem, 0, len(items)), Poll: int(agentPoll / time.Second),
+		Version: v, Hold: int(agentHold / time.Second)}
 	for _, it := range items {
 		ai := agent.WorkItem{Item: it}
 		if i := slices.IndexFunc(reports, func(r agent.Report) bool { return r.ID == it.ID }); i >= 0 {
@@ -400,12 +438,10 @@ func (s *Server) complete(ctx context.Context, id string, sealed []byte, result 
 	}
 }
 
-// agentCache remembers checked agent credentials for agentCacheTTL, and when each
-// agent's last call was written.
+// agentCache remembers checked agent credentials for agentCacheTTL.
 type agentCache struct {
 	mu      sync.Mutex
 	checked map[[32]byte]agentEntry
-	seen    map[string]time.Time
 }
 
 type agentEntry struct {
@@ -445,18 +481,10 @@ func (a *agentCache) forget(key string) {
 	}
 }
 
-// due reports whether key's last call is to be written now.
-func (a *agentCache) due(key string, now time.Time) bool {
+func (a *agentCache) clear() {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	if a.seen == nil || len(a.seen) > maxAgentCache {
-		a.seen = map[string]time.Time{}
-	}
-	if now.Sub(a.seen[key]) < seenEvery {
-		return false
-	}
-	a.seen[key] = now
-	return true
+	a.checked = nil
 }
 
 // agentPrincipal checks an agent's credential: the principal of its cluster, which

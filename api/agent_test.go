@@ -2,9 +2,11 @@ package api
 
 import (
 	"context"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/temco/temco/internal/core/agent"
 	"github.com/temco/temco/internal/core/appctx"
@@ -284,5 +286,66 @@ func TestClusterStoredBeforeAccessAnswersIt(t *testing.T) {
 	}
 	if r := c.do("GET", "/cluster-providers/cp/clusters", nil).must(t, 200); strings.Count(string(r.body), `"access"`) != 2 {
 		t.Errorf("the list: %s", r.body)
+	}
+}
+
+// secondAPI is another api over c's store, as a second replica behind a load balancer.
+func (c *client) secondAPI(t *testing.T) *client {
+	t.Helper()
+	contexts, err := appctx.New(context.Background(), c.store.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &Server{Store: c.store, Contexts: contexts, Keys: c.keys, Log: slog.New(slog.NewJSONHandler(c.logs, nil)), Hosts: []string{testHost}}
+	cp := *c
+	cp.h = srv.Handler()
+	return &cp
+}
+
+// A poll whose work is current is held until the work changes (304 when the wait ends
+// first); the agents' calls are recorded; a credential revoked on another api is refused
+// on this one as soon as its watch reads the change, and wakes the poll it holds.
+func TestAgentPollsAreHeldUntilTheirWorkChanges(t *testing.T) {
+	ctx := context.Background()
+	c := newClient(t)
+	c.do("POST", "/cluster-providers", res("cp", nil)).must(t, 201)
+	a := c.as(c.agentCluster(t, "edge"))
+	var w agent.Work
+	a.do("GET", "/agent/work", nil).must(t, 200).json(t, &w)
+	if w.Version == "" || w.Hold == 0 || len(w.Items) != 0 {
+		t.Fatalf("first answer %+v", w)
+	}
+	a.do("GET", "/agent/work?known="+w.Version+"&wait=1", nil).must(t, 304)
+	if r := a.do("GET", "/agent/work?known="+w.Version+"&wait=soon", nil).must(t, 400); !strings.Contains(r.message(t), "not a number of seconds") {
+		t.Errorf("a bad wait: %s", r.body)
+	}
+
+	held := make(chan response, 1)
+	go func() { held <- a.do("GET", "/agent/work?known="+w.Version+"&wait=25", nil) }()
+	gen, err := agent.Open(c.store.Database()).Publish(ctx, agent.Item{Cluster: "cp+edge", Instance: "i1", Context: "c1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var w2 agent.Work
+	(<-held).must(t, 200).json(t, &w2) // a 304 after the wait: the publication did not wake it
+	if len(w2.Items) != 1 || w2.Items[0].Gen != gen || w2.Version == w.Version {
+		t.Errorf("the work after a publication: %+v (before: %s)", w2, w.Version)
+	}
+
+	deadline := time.Now().Add(time.Minute)
+	for seen, _ := agent.Open(c.store.Database()).LastSeen(ctx, "cp+edge"); seen == nil; seen, _ = agent.Open(c.store.Database()).LastSeen(ctx, "cp+edge") {
+		if time.Now().After(deadline) {
+			t.Fatal("the agent's calls were never recorded")
+		}
+		time.Sleep(200 * time.Millisecond) // polling the store for the flush
+	}
+
+	go func() { held <- a.do("GET", "/agent/work?known="+w2.Version+"&wait=25", nil) }()
+	c.secondAPI(t).do("DELETE", "/cluster-providers/cp/clusters/edge/agent-token", nil).must(t, 204)
+	if r := <-held; r.code != 200 && r.code != 401 {
+		t.Errorf("the poll held across the revocation answered %d %s", r.code, r.body)
+	}
+	if r := a.do("GET", "/agent/work", nil).must(t, 401); !strings.Contains(r.message(t), "revoked") {
+		t.Errorf("a credential revoked on another api: %s", r.body)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
 )
@@ -279,11 +280,21 @@ func (s *Server) deleteWithContexts(c echo.Context, route string, m *lifecycle.M
 	// Checked while no operation can record a transition: an instantiate that begins
 	// during the delete either comes first (and the delete is refused) or finds it gone.
 	var info lifecycle.StateInfo
+	agentCluster := ""
 	if err := s.Store.DeleteIf(ctx, id, func(ctx context.Context, d *store.Doc) error {
 		info, _ = digstate.Parse(d)
+		if route == routeCluster && d.Fields[fieldAccess] == model.AccessAgent {
+			agentCluster = lifecycle.ClusterKey(c.Param("clusterProvider"), c.Param("cluster"))
+		}
 		return s.deletable(ctx, m, d)
 	}); err != nil {
 		return fromStore(err)
+	}
+	if agentCluster != "" { // its agent's credential opens nothing from now, on every api
+		s.agentCache.forget(agentCluster)
+		if err := s.agents().Void(context.WithoutCancel(ctx), agentCluster); err != nil {
+			s.Log.Warn("void a deleted cluster's agent credential", "cluster", agentCluster, "error", err)
+		}
 	}
 	for _, a := range info.Actions {
 		if a.ContextID != "" {

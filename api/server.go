@@ -71,6 +71,7 @@ type Server struct {
 	hooks      hooks   // the Extensions' hooks on the DIG
 	liveReads  *liveReadLimiter
 	agentCache agentCache
+	agentWatch agentWatch    // agents' long polls and calls (agentwatch.go)
 	revisions  revisionCache // what agents read of revisions (agentrevisions.go)
 }
 

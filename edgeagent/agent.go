@@ -3,6 +3,8 @@ package edgeagent
 import (
 	"cmp"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/internal/core/agent"
+	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
 )
 
@@ -19,42 +22,48 @@ type Agent struct {
 	API   *API
 	Local *cluster.Local
 	Log   *slog.Logger
-	// Poll overrides how often the agent asks for its work (0: as the api says).
+	// Poll overrides how often the agent asks for its work from an api that does not hold
+	// polls (0: as the api says).
 	Poll time.Duration
-	// Report is how often it reports what the cluster shows of the revisions it holds
-	// once every object is ready (0: ReportEvery); while one is not, every notReadyEvery.
+	// Report is how often it reads what the cluster shows of the revisions it holds once
+	// every object is ready (0: ReportEvery); while one is not, every notReadyEvery.
 	Report time.Duration
 
+	work      agent.Work                 // as last answered
+	done      map[string]int64           // by item: the gen it reported since
+	held      map[string]string          // by instance: the revision the cluster holds
 	revisions map[string]*agent.Revision // by context: what the agent was given, kept while it holds it
-	reported  map[string]liveMark        // by instance: its last report of what the cluster shows
+	reported  map[string]liveMark        // by instance: its last read of what the cluster shows
 }
 
-// liveMark is when the agent last reported what the cluster shows of an instance's
-// revision, and whether everything was ready then.
+// liveMark is when the agent last read what the cluster shows of an instance's revision,
+// whether everything was ready then, and what it sent.
 type liveMark struct {
 	revision string
-	at       time.Time
+	at, sent time.Time
 	ready    bool
+	digest   string
 }
 
-// ReportEvery is how often an agent reports what its cluster shows of revisions whose
+// ReportEvery is how often an agent reads what its cluster shows of revisions whose
 // objects are all ready: what changes there without temco (an object deleted, a workload
-// down) shows within it. Each report is a few store commands at the centre, about as
-// many as a minute of polls.
+// down) shows within it. It is sent only when it changed, or liveRefresh after the last.
 const ReportEvery = 5 * time.Minute
 
-// notReadyEvery is how often the cluster's state is reported while an object is not
-// ready: a rollout's health gate reads it.
+// liveRefresh is how old what temco knows of the cluster may grow while it stays the same.
+const liveRefresh = 30 * time.Minute
+
+// notReadyEvery is how often the cluster's state is read while an object is not ready: a
+// rollout's health gate reads it.
 const notReadyEvery = 3 * time.Second
 
 // Run works until ctx ends or the api refuses the credential (ErrRefused: the agent
 // stops; an operator revoked it or the cluster was registered anew). Other failures
-// (the api or the cluster unreachable) are retried at the next poll, backing off to
-// five minutes.
+// (the api or the cluster unreachable) are retried, backing off to five minutes.
 func (a *Agent) Run(ctx context.Context) error {
 	backoff := time.Second
 	for {
-		poll, err := a.Once(ctx)
+		next, err := a.Once(ctx)
 		switch {
 		case errors.Is(err, ErrRefused):
 			return err
@@ -62,11 +71,14 @@ func (a *Agent) Run(ctx context.Context) error {
 			return nil
 		case err != nil:
 			a.Log.Warn("agent: work not finished; retrying", "error", err, "in", backoff)
-			poll, backoff = backoff, min(2*backoff, 5*time.Minute)
+			next, backoff = spread(backoff), min(2*backoff, 5*time.Minute)
 		default:
 			backoff = time.Second
 		}
-		t := time.NewTimer(spread(poll))
+		if next <= 0 {
+			continue // the api holds polls: the next one waits there
+		}
+		t := time.NewTimer(next)
 		select {
 		case <-ctx.Done():
 			t.Stop()
@@ -82,23 +94,34 @@ func spread(d time.Duration) time.Duration {
 	return d - d/10 + rand.N(d/5+1)
 }
 
-// Once reads the work and does every item whose newest generation it has not reported:
-// the newest revision of each deployment, whatever was published before it. It answers
-// when to ask again; the first error, the other items done all the same.
+// Once asks for the work (held at the api until it changes, or until the agent's next
+// read of its cluster is due) and does every item whose newest generation it has not
+// reported: the newest revision of each deployment, whatever was published before it. It
+// answers how long to wait before asking again (0: at once, the api holds the next
+// poll); the first error, the other items done all the same.
 func (a *Agent) Once(ctx context.Context) (time.Duration, error) {
-	w, err := a.API.Work(ctx)
+	w, changed, err := a.API.Work(ctx, a.work.Version, a.wait())
 	if err != nil {
 		return 0, err
 	}
-	var first error
-	held := map[string]string{} // instance -> the revision the cluster holds
-	for _, it := range w.Items {
-		if it.Reported != nil {
-			held[it.Instance] = it.Reported.Applied
+	if a.held == nil {
+		a.held, a.done = map[string]string{}, map[string]int64{}
+	}
+	if changed {
+		a.work = w
+		for _, it := range w.Items {
+			if it.Reported != nil {
+				a.held[it.Instance] = it.Reported.Applied
+				a.done[it.ID] = max(a.done[it.ID], it.Reported.Gen)
+			}
 		}
-		if it.Reported != nil && it.Reported.Gen == it.Gen {
+	}
+	var first error
+	for _, it := range a.work.Items {
+		if a.done[it.ID] == it.Gen {
 			continue
 		}
+		it.Reported = a.outcome(it)
 		now, err := a.item(ctx, it)
 		if err != nil {
 			first = cmp.Or(first, fmt.Errorf("instance %s: %w", it.Instance, err))
@@ -107,12 +130,56 @@ func (a *Agent) Once(ctx context.Context) (time.Duration, error) {
 			}
 			continue
 		}
-		held[it.Instance] = now
+		a.held[it.Instance], a.done[it.ID] = now, it.Gen
 	}
-	if err := a.reportLive(ctx, held); err != nil && first == nil {
+	if err := a.reportLive(ctx); err != nil && first == nil {
 		first = err
 	}
-	return cmp.Or(a.Poll, time.Duration(w.Poll)*time.Second, 10*time.Second), first
+	if a.work.Hold > 0 {
+		return 0, first
+	}
+	return cmp.Or(a.Poll, time.Duration(a.work.Poll)*time.Second, 10*time.Second), first
+}
+
+// outcome is what the cluster holds of it as far as the agent knows: what it did since
+// the work was read, else what the work said.
+func (a *Agent) outcome(it agent.WorkItem) *agent.Outcome {
+	if applied, ok := a.held[it.Instance]; ok {
+		return &agent.Outcome{Applied: applied}
+	}
+	return it.Reported
+}
+
+// wait is how long the api may hold the next poll: until the next read of the cluster is
+// due, at most what the api holds.
+func (a *Agent) wait() time.Duration {
+	if a.work.Hold <= 0 || a.work.Version == "" {
+		return 0
+	}
+	for _, it := range a.work.Items {
+		if a.done[it.ID] != it.Gen {
+			return 0 // an item to try again: asked at once
+		}
+	}
+	wait := time.Duration(a.work.Hold) * time.Second
+	for instance, ctxID := range a.held {
+		if ctxID == "" {
+			continue
+		}
+		m := a.reported[instance]
+		if m.revision != ctxID {
+			return 0
+		}
+		wait = min(wait, time.Until(m.at.Add(a.readEvery(m))))
+	}
+	return max(wait, time.Second)
+}
+
+func (a *Agent) readEvery(m liveMark) time.Duration {
+	if !m.ready {
+		return notReadyEvery
+	}
+	return cmp.Or(a.Report, ReportEvery)
 }
 
 // revision is context ctxID as placed on the cluster, read once.
@@ -131,26 +198,23 @@ func (a *Agent) revision(ctx context.Context, ctxID string) (*agent.Revision, er
 	return r, nil
 }
 
-// reportLive reports what the cluster shows of the revisions it holds (held, by
-// instance), each when due: right after it changed, every notReadyEvery while an object
-// is not ready, else every Report. It forgets the revisions it no longer holds.
-func (a *Agent) reportLive(ctx context.Context, held map[string]string) error {
+// reportLive reads what the cluster shows of the revisions it holds (a.held), each when
+// due (right after it changed, every notReadyEvery while an object is not ready, else
+// every Report), and sends it when it changed or liveRefresh after it last did. It
+// forgets the revisions it no longer holds.
+func (a *Agent) reportLive(ctx context.Context) error {
 	if a.reported == nil {
 		a.reported = map[string]liveMark{}
 	}
 	keep := map[string]bool{}
 	var first error
-	for instance, ctxID := range held {
+	for instance, ctxID := range a.held {
 		if ctxID == "" {
 			continue
 		}
 		keep[ctxID] = true
 		m := a.reported[instance]
-		every := cmp.Or(a.Report, ReportEvery)
-		if !m.ready {
-			every = notReadyEvery
-		}
-		if m.revision == ctxID && time.Since(m.at) < every {
+		if m.revision == ctxID && time.Since(m.at) < a.readEvery(m) {
 			continue
 		}
 		rev, err := a.revision(ctx, ctxID)
@@ -159,14 +223,19 @@ func (a *Agent) reportLive(ctx context.Context, held map[string]string) error {
 			continue
 		}
 		res, err := a.Local.Read(ctx, rev)
-		if err == nil {
-			err = a.API.SaveLive(ctx, ctxID, rev.Placements)
-		}
 		if err != nil {
-			first = cmp.Or(first, fmt.Errorf("report what the cluster shows of %s: %w", ctxID, err))
+			first = cmp.Or(first, fmt.Errorf("read what the cluster shows of %s: %w", ctxID, err))
 			continue
 		}
-		a.reported[instance] = liveMark{revision: ctxID, at: time.Now(), ready: res.NotReady == 0}
+		now, digest := time.Now(), liveDigest(rev.Placements)
+		if m.revision != ctxID || digest != m.digest || now.Sub(m.sent) >= liveRefresh {
+			if err := a.API.SaveLive(ctx, ctxID, rev.Placements); err != nil {
+				first = cmp.Or(first, fmt.Errorf("report what the cluster shows of %s: %w", ctxID, err))
+				continue
+			}
+			m.sent, m.digest = now, digest
+		}
+		a.reported[instance] = liveMark{revision: ctxID, at: now, sent: m.sent, ready: res.NotReady == 0, digest: m.digest}
 	}
 	for ctxID := range a.revisions {
 		if !keep[ctxID] {
@@ -174,6 +243,18 @@ func (a *Agent) reportLive(ctx context.Context, held map[string]string) error {
 		}
 	}
 	return first
+}
+
+// liveDigest names what the placements' Live says (not when it was read).
+func liveDigest(cas []*appctx.ClusterApp) string {
+	h := sha256.New()
+	for _, ca := range cas {
+		_, _ = fmt.Fprintf(h, "%s\x00", ca.App)
+		for _, l := range ca.Live {
+			_, _ = fmt.Fprintf(h, "%s\x00%t\x00%s\x00%s\x00", l.State, l.Ready, l.Error, l.Reason)
+		}
+	}
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // item brings one deployment to what its item says, and reports it. What the cluster
@@ -216,6 +297,6 @@ func (a *Agent) item(ctx context.Context, it agent.WorkItem) (string, error) {
 		}
 	}
 	a.Log.Info("agent: done", "instance", it.Instance, "revision", cmp.Or(now, "none"), "applied", res.Done, "failed", res.Failed)
-	delete(a.reported, it.Instance) // what the cluster shows of it changed: reported next
+	delete(a.reported, it.Instance) // what the cluster shows of it changed: read and sent next
 	return now, a.API.Report(ctx, it.Instance, agent.Outcome{Gen: it.Gen, Result: res, Applied: now})
 }

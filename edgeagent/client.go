@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"strconv"
+	"time"
 
 	temco "github.com/temco/temco/client"
 	"github.com/temco/temco/internal/core/agent"
@@ -33,10 +35,20 @@ func Join(ctx context.Context, base, token string, hc *http.Client) (agent.Joine
 	return j, (&API{Base: base, Credential: token, HTTP: hc}).call(ctx, http.MethodPost, "/agent/join", nil, &j)
 }
 
-// Work reads the work published to the agent's cluster.
-func (a *API) Work(ctx context.Context) (agent.Work, error) {
-	var w agent.Work
-	return w, a.call(ctx, http.MethodGet, "/agent/work", nil, &w)
+// Work reads the work published to the agent's cluster. With known (the Version of the
+// work it holds) and wait, the api holds the poll up to wait while that is current:
+// changed is false when it stayed so.
+func (a *API) Work(ctx context.Context, known string, wait time.Duration) (w agent.Work, changed bool, err error) {
+	path := "/agent/work"
+	if known != "" && wait > 0 {
+		path += "?known=" + url.QueryEscape(known) + "&wait=" + strconv.Itoa(int(wait/time.Second))
+	}
+	err = a.call(ctx, http.MethodGet, path, nil, &w)
+	var e *temco.Error
+	if errors.As(err, &e) && e.Code == http.StatusNotModified {
+		return w, false, nil
+	}
+	return w, err == nil, err
 }
 
 // Revision reads a revision its work names, as placed on its cluster.

@@ -173,16 +173,12 @@ func (a *Activities) offline(ctx context.Context, in lifecycle.AgentWait, it *ag
 	if off.Policy == "" {
 		off = (&rollout.Spec{}).OfflineOf()
 	}
+	if time.Since(it.Published) < time.Duration(off.After) || in.Context == "" {
+		return lifecycle.ClusterResult{}, false, nil // too early to be offline: nothing to read
+	}
 	seen, err := a.Clients.agents().LastSeen(ctx, in.Cluster)
-	if err != nil {
+	if err != nil || seen != nil && time.Since(*seen) < time.Duration(off.After) {
 		return lifecycle.ClusterResult{}, false, err
-	}
-	last := it.Published
-	if seen != nil && seen.After(last) {
-		last = *seen
-	}
-	if time.Since(last) < time.Duration(off.After) || in.Context == "" {
-		return lifecycle.ClusterResult{}, false, nil
 	}
 	since := "its agent has not called since it joined"
 	if seen != nil {

@@ -101,7 +101,7 @@ func (f *agentFixture) statuses(t *testing.T) []appctx.ResourceStatus {
 func TestAwaitAgentWaitsForTheReport(t *testing.T) {
 	ctx := context.Background()
 	f := newAgentFixture(t)
-	if err := f.agents.Seen(ctx, "p+edge", time.Now().UTC()); err != nil {
+	if err := f.agents.SaveSeen(ctx, map[string]time.Time{"p+edge": time.Now().UTC()}); err != nil {
 		t.Fatal(err)
 	}
 	if _, pending := f.await(t, rollout.Offline{}); !pending {
@@ -136,7 +136,7 @@ func TestAwaitAgentAppliesTheOfflinePolicy(t *testing.T) {
 		t.Run(policy, func(t *testing.T) {
 			f := newAgentFixture(t)
 			seen := time.Now().UTC().Add(-2 * time.Minute).Truncate(time.Second)
-			if err := f.agents.Seen(ctx, "p+edge", seen); err != nil {
+			if err := f.agents.SaveSeen(ctx, map[string]time.Time{"p+edge": seen}); err != nil {
 				t.Fatal(err)
 			}
 			// Published just now: not offline yet, whenever the agent last called.

@@ -41,24 +41,25 @@ const JoinTTL = 7 * 24 * time.Hour
 // revoked, rotated, used or expired). Its message says which without revealing a secret.
 var ErrInvalid = errors.New("invalid agent token")
 
-// Store is the collections "agents" (one document per agent cluster: its tokens' hashes
-// and last call) and "agent_work" (work.go) of the resource store's database.
+// Store is the collections "agents" (one document per agent cluster: its tokens'
+// hashes), "agent_work" (work.go) and "agent_seen" (seen.go) of the resource store's
+// database.
 type Store struct {
-	agents, work *mongo.Collection
-	now          func() time.Time
+	agents, work, seen *mongo.Collection
+	now                func() time.Time
 }
 
 // Open returns the agents kept in db (it reads nothing).
 func Open(db *mongo.Database) *Store {
-	return &Store{agents: db.Collection("agents"), work: db.Collection("agent_work"), now: func() time.Time { return time.Now().UTC() }}
+	return &Store{agents: db.Collection("agents"), work: db.Collection("agent_work"), seen: db.Collection("agent_seen"), now: func() time.Time { return time.Now().UTC() }}
 }
 
 // SetNow replaces the clock that dates what the store writes (tests).
 func (s *Store) SetNow(now func() time.Time) { s.now = now }
 
-// EnsureIndexes creates the index the work's reads by cluster use.
+// EnsureIndexes creates the indexes the work's reads by cluster and by tick (Changes) use.
 func (s *Store) EnsureIndexes(ctx context.Context) error {
-	return store.EnsureIndexes(ctx, s.work, []store.Index{store.Index(bson.D{{Key: "cluster", Value: 1}})})
+	return store.EnsureIndexes(ctx, s.work, []store.Index{store.Index(bson.D{{Key: "cluster", Value: 1}}), store.Index(bson.D{{Key: "tick", Value: 1}})})
 }
 
 // record is one agent cluster's document.
@@ -71,7 +72,9 @@ type record struct {
 	Join        *hashed    `bson:"join,omitempty"`
 	Credential  *hashed    `bson:"credential,omitempty"`
 	Revoked     *time.Time `bson:"revoked,omitempty"`
-	Seen        *time.Time `bson:"seen,omitempty"` // the agent's last call (at most a minute old while it calls)
+	// Seen is when it joined (its calls since are in "agent_seen": seen.go), or its last
+	// call as recorded before those were.
+	Seen *time.Time `bson:"seen,omitempty"`
 }
 
 type hashed struct {
@@ -102,7 +105,7 @@ const (
 )
 
 // OfflineAfter is how long an agent may go without calling before its state is offline:
-// six polls missed.
+// two long polls missed (an api records the calls it holds every few seconds).
 const OfflineAfter = time.Minute
 
 // IssueJoin makes a new join token for cluster key (incarnation: its registration's); a
@@ -151,6 +154,11 @@ func (s *Store) Join(ctx context.Context, token string, incarnation func(key str
 	if res.ModifiedCount == 0 {
 		return "", "", fmt.Errorf("%w: the join token was used already", ErrInvalid)
 	}
+	if r.Credential != nil { // rotated: the credential before is void
+		if err := s.Void(ctx, key); err != nil {
+			return "", "", fmt.Errorf("join: %w", err)
+		}
+	}
 	return key, credential, nil
 }
 
@@ -193,30 +201,18 @@ func (s *Store) check(ctx context.Context, prefix, token string, incarnation fun
 }
 
 // Revoke voids cluster key's join token and credential: its agent's calls are refused
-// from then on (within the api's cache of a few seconds), until a new join token is used.
+// from then on (by every api within a few seconds: they read the changes, Void), until a
+// new join token is used.
 func (s *Store) Revoke(ctx context.Context, key string) error {
 	_, err := s.agents.UpdateOne(ctx, bson.D{{Key: "_id", Value: key}},
 		bson.D{{Key: "$set", Value: bson.D{{Key: "revoked", Value: s.now()}}}, {Key: "$unset", Value: bson.D{{Key: "join", Value: ""}, {Key: "credential", Value: ""}}}})
+	if err == nil {
+		err = s.Void(ctx, key)
+	}
 	if err != nil {
 		return fmt.Errorf("revoke cluster %q's agent tokens: %w", key, err)
 	}
 	return nil
-}
-
-// Seen records that cluster key's agent called at t.
-func (s *Store) Seen(ctx context.Context, key string, t time.Time) error {
-	_, err := s.agents.UpdateOne(ctx, bson.D{{Key: "_id", Value: key}}, bson.D{{Key: "$set", Value: bson.D{{Key: "seen", Value: t}}}})
-	return err
-}
-
-// LastSeen is when cluster key's agent last called (nil: never, or no agent record).
-func (s *Store) LastSeen(ctx context.Context, key string) (*time.Time, error) {
-	var r record
-	err := store.FindOne(ctx, s.agents, bson.D{{Key: "_id", Value: key}}, &r, options.Find().SetProjection(bson.D{{Key: "seen", Value: 1}}))
-	if errors.Is(err, mongo.ErrNoDocuments) {
-		return nil, nil
-	}
-	return r.Seen, err
 }
 
 // StatusOf is what is known of cluster key's agent (incarnation: the registration's; an
@@ -232,7 +228,14 @@ func (s *Store) StatusOf(ctx context.Context, key, incarnation string) (Status, 
 	if r.Incarnation != incarnation {
 		return Status{State: StateNoToken}, nil
 	}
-	st := Status{State: StateNoToken, Revoked: r.Revoked, LastSeen: r.Seen}
+	seen, err := s.LastSeen(ctx, key)
+	if err != nil {
+		return Status{}, err
+	}
+	if seen == nil || r.Seen != nil && r.Seen.After(*seen) {
+		seen = r.Seen
+	}
+	st := Status{State: StateNoToken, Revoked: r.Revoked, LastSeen: seen}
 	if r.Credential != nil {
 		st.State, st.Joined = StateJoined, &r.Credential.Issued
 	}
@@ -242,7 +245,7 @@ func (s *Store) StatusOf(ctx context.Context, key, incarnation string) (Status, 
 			st.State = StateWaiting
 		}
 	}
-	if st.State == StateJoined && (r.Seen == nil || s.now().Sub(*r.Seen) > OfflineAfter) {
+	if st.State == StateJoined && (seen == nil || s.now().Sub(*seen) > OfflineAfter) {
 		st.State = StateOffline
 	}
 	if r.Revoked != nil {

@@ -15,11 +15,15 @@ type Joined struct {
 }
 
 // Work is an agent's work: every item published to its cluster, with what it last
-// reported of each, and when to ask again (seconds).
+// reported of each. Version names it: sent back as ?known with ?wait (up to Hold
+// seconds), the poll is held until the work changes. Poll is when to ask again (seconds)
+// from an api that holds none (Hold 0).
 type Work struct {
 	Cluster string     `json:"cluster"`
 	Items   []WorkItem `json:"items"`
 	Poll    int        `json:"poll"`
+	Version string     `json:"version,omitempty"`
+	Hold    int        `json:"hold,omitempty"`
 }
 
 // WorkItem is one item of Work.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.mongodb.org/mongo-driver/v2/bson"
@@ -38,6 +39,9 @@ type Item struct {
 	// statuses are saved (appctx.Store.SaveStatuses).
 	Writer    appctx.Attempt `bson:"writer" json:"-"`
 	Published time.Time      `bson:"published" json:"published"`
+	// Tick is the second of Published (Unix, in decimal): the apis find what was published
+	// lately by it (Changes), with a query the store answers from an index.
+	Tick string `bson:"tick" json:"-"`
 	// Token is the sealed task token of the activity waiting for this gen (AwaitAgent),
 	// TokenGen the gen it waits for.
 	Token    []byte `bson:"token,omitempty" json:"-"`
@@ -86,12 +90,24 @@ func (s *Store) Items(ctx context.Context, cluster string) ([]Item, error) {
 // (returned), replacing what an earlier operation published there.
 func (s *Store) Publish(ctx context.Context, it Item) (int64, error) {
 	it.ID, it.Published = ItemID(it.Cluster, it.Instance), s.now()
-	it.Gen, it.Token, it.TokenGen = it.Published.UnixNano(), nil, 0
+	it.Gen, it.Token, it.TokenGen, it.Tick = it.Published.UnixNano(), nil, 0, tick(it.Published)
 	if _, err := s.work.ReplaceOne(ctx, bson.D{{Key: "_id", Value: it.ID}}, it, options.Replace().SetUpsert(true)); err != nil {
 		return 0, fmt.Errorf("publish to agent cluster %q: %w", it.Cluster, err)
 	}
+	// A write that took longer than the apis look back may have landed after they looked
+	// at its tick: stamped again, it is seen at the next.
+	for stamped := it.Published; s.now().Sub(stamped) > ChangesLag/2; {
+		stamped = s.now()
+		if _, err := s.work.UpdateOne(ctx, bson.D{{Key: "_id", Value: it.ID}, {Key: "gen", Value: it.Gen}},
+			bson.D{{Key: "$set", Value: bson.D{{Key: "tick", Value: tick(stamped)}}}}); err != nil {
+			return 0, fmt.Errorf("publish to agent cluster %q: %w", it.Cluster, err)
+		}
+	}
 	return it.Gen, nil
 }
+
+// ChangesLag is how far back the apis look for publications (Changes) each second.
+const ChangesLag = 4 * time.Second
 
 // Work is what is published to cluster and what its agent reported: one read.
 func (s *Store) Work(ctx context.Context, cluster string) ([]Item, []Report, error) {
@@ -106,6 +122,9 @@ func (s *Store) Work(ctx context.Context, cluster string) ([]Item, []Report, err
 	var items []Item
 	var reports []Report
 	for _, d := range docs {
+		if _, err := d.LookupErr("voided"); err == nil {
+			continue
+		}
 		if _, err := d.LookupErr("of"); err == nil {
 			var r Report
 			if err := bson.Unmarshal(d, &r); err != nil {
@@ -184,5 +203,53 @@ func (s *Store) Forget(ctx context.Context, id string, gen int64) error {
 		return err
 	}
 	_, err := s.work.DeleteOne(ctx, bson.D{{Key: "_id", Value: reportID(id)}, {Key: "gen", Value: gen}})
+	return err
+}
+
+// tick names the second of t, as Item.Tick.
+func tick(t time.Time) string { return strconv.FormatInt(t.Unix(), 10) }
+
+// Change is an item published, or an agent's credential voided, at a Tick.
+type Change struct {
+	Cluster string
+	Item    string // "" for a credential voided
+	Gen     int64
+}
+
+// Changes is what was published to agent clusters in the second of t, and whose
+// credentials were voided then: one query, whatever the number of agents.
+func (s *Store) Changes(ctx context.Context, t time.Time) ([]Change, error) {
+	cur, err := s.work.Find(ctx, bson.D{{Key: "tick", Value: tick(t)}},
+		options.Find().SetProjection(bson.D{{Key: "cluster", Value: 1}, {Key: "gen", Value: 1}, {Key: "voided", Value: 1}}))
+	if err != nil {
+		return nil, err
+	}
+	var docs []struct {
+		ID      string `bson:"_id"`
+		Cluster string `bson:"cluster"`
+		Gen     int64  `bson:"gen"`
+		Voided  bool   `bson:"voided"`
+	}
+	if err := cur.All(ctx, &docs); err != nil {
+		return nil, err
+	}
+	out := make([]Change, 0, len(docs))
+	for _, d := range docs {
+		c := Change{Cluster: d.Cluster, Item: d.ID, Gen: d.Gen}
+		if d.Voided {
+			c.Item = ""
+		}
+		out = append(out, c)
+	}
+	return out, nil
+}
+
+// Void records that cluster key's credential is void from now (revoked, or replaced by
+// a join): the apis that cache it forget it when they read the changes.
+func (s *Store) Void(ctx context.Context, key string) error {
+	now := s.now()
+	_, err := s.work.ReplaceOne(ctx, bson.D{{Key: "_id", Value: key + " voided"}},
+		bson.D{{Key: "_id", Value: key + " voided"}, {Key: "cluster", Value: key}, {Key: "voided", Value: true},
+			{Key: "gen", Value: now.UnixNano()}, {Key: "tick", Value: tick(now)}}, options.Replace().SetUpsert(true))
 	return err
 }

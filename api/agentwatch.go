@@ -1,0 +1,237 @@
+package api
+
+// Agents' long polls. An agent asks for its work with the version it holds (?known) and
+// how long it may wait (?wait); the api answers at once when the work changed, else holds
+// the request until it does or the wait ends (304). The api learns what changed from the
+// store once a second with one query per second of publications (agent.Store.Changes), not
+// per agent, and keeps each agent's work version as it last read it. It also keeps the
+// agents' calls and writes them every seenFlush (agent.Store.SaveSeen): an idle fleet
+// costs the store a few commands a second, whatever its size.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"slices"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/temco/temco/internal/core/agent"
+)
+
+const (
+	// agentHold is the longest a poll is held: below the idle timeouts of the NATs and
+	// proxies between an edge and temco (often 60 s).
+	agentHold = 25 * time.Second
+	// recheckAfter bounds how long the api trusts the work version it holds for an agent
+	// without reading the store: a safety net, not the way changes are learnt.
+	recheckAfter = 30 * time.Minute
+	// seenFlush is how often the agents' calls are written; an agent whose poll is held
+	// counts as calling.
+	seenFlush = 10 * time.Second
+	// watchIdle stops the watch when no agent has called for this long.
+	watchIdle = 2 * time.Minute
+)
+
+// agentWatch is one api's view of its agents' work and calls.
+type agentWatch struct {
+	mu      sync.Mutex
+	running bool
+	work    map[string]*watchedWork               // by cluster
+	waiters map[string]map[chan struct{}]struct{} // by cluster: polls held
+	calls   map[string]time.Time                  // calls not yet written
+	last    time.Time                             // the latest call
+}
+
+// watchedWork is an agent's work as the api last read or learnt it: each item's gen.
+type watchedWork struct {
+	gens map[string]int64
+	read time.Time
+}
+
+// version names a set of items' generations: the same work has the same version on
+// every api, so an agent may poll any of them.
+func version(gens map[string]int64) string {
+	ids := make([]string, 0, len(gens))
+	for id := range gens {
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	h := sha256.New()
+	for _, id := range ids {
+		h.Write([]byte(id + "\x00" + strconv.FormatInt(gens[id], 10) + "\x00"))
+	}
+	return hex.EncodeToString(h.Sum(nil)[:12])
+}
+
+// record keeps cluster's work as just read and returns its version.
+func (w *agentWatch) record(cluster string, items []agent.Item, now time.Time) string {
+	gens := make(map[string]int64, len(items))
+	for _, it := range items {
+		gens[it.ID] = it.Gen
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.work == nil {
+		w.work = map[string]*watchedWork{}
+	}
+	w.work[cluster] = &watchedWork{gens: gens, read: now}
+	return version(gens)
+}
+
+// subscribe returns a channel closed when cluster's work changes, nil when the api cannot
+// tell that the agent's version (known) is current: it reads the store then.
+func (w *agentWatch) subscribe(cluster, known string, now time.Time) chan struct{} {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.work[cluster]
+	if !w.running || e == nil || now.Sub(e.read) > recheckAfter || version(e.gens) != known {
+		return nil
+	}
+	if w.waiters == nil {
+		w.waiters = map[string]map[chan struct{}]struct{}{}
+	}
+	if w.waiters[cluster] == nil {
+		w.waiters[cluster] = map[chan struct{}]struct{}{}
+	}
+	ch := make(chan struct{})
+	w.waiters[cluster][ch] = struct{}{}
+	return ch
+}
+
+func (w *agentWatch) unsubscribe(cluster string, ch chan struct{}) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	delete(w.waiters[cluster], ch)
+	if len(w.waiters[cluster]) == 0 {
+		delete(w.waiters, cluster)
+	}
+}
+
+// called notes a call of cluster's agent; it answers whether the watch must be started.
+func (w *agentWatch) called(cluster string, now time.Time) (start bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.calls == nil {
+		w.calls = map[string]time.Time{}
+	}
+	w.calls[cluster], w.last = now, now
+	start = !w.running
+	w.running = true
+	return start
+}
+
+// apply takes what the store says changed: an item published anew wakes its cluster's
+// held polls; a credential voided also drops what is known of its cluster. It answers
+// the clusters whose credentials were voided.
+func (w *agentWatch) apply(changes []agent.Change) (voided []string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range changes {
+		e := w.work[c.Cluster]
+		switch {
+		case c.Item == "":
+			voided = append(voided, c.Cluster)
+			delete(w.work, c.Cluster)
+		case e == nil || e.gens[c.Item] == c.Gen:
+			continue // never read here (its next poll reads), or known already
+		default:
+			e.gens[c.Item] = c.Gen
+		}
+		for ch := range w.waiters[c.Cluster] {
+			close(ch)
+		}
+		delete(w.waiters, c.Cluster)
+	}
+	return voided
+}
+
+// stale forgets every version held: the store could not be asked, so what changed since
+// is not known.
+func (w *agentWatch) stale() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, e := range w.work {
+		e.read = time.Time{}
+	}
+}
+
+// flush takes the calls to write: those since the last flush, and every agent whose poll
+// is held now.
+func (w *agentWatch) flush(now time.Time) map[string]time.Time {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.calls
+	w.calls = map[string]time.Time{}
+	for cluster := range w.waiters {
+		if out == nil {
+			out = map[string]time.Time{}
+		}
+		out[cluster] = now
+	}
+	return out
+}
+
+// idle stops the watch when no agent called for watchIdle and none is held; what it
+// knew is dropped (a later call starts afresh).
+func (w *agentWatch) idle(now time.Time) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if now.Sub(w.last) < watchIdle || len(w.waiters) > 0 {
+		return false
+	}
+	w.running, w.work = false, nil
+	return true
+}
+
+// watchAgents runs the watch: each second it reads what was published in the last
+// changesLag, and every seenFlush it writes the agents' calls. It ends when the agents
+// stop calling (agentWatch.idle).
+func (s *Server) watchAgents() {
+	ctx := context.Background()
+	tick := time.NewTicker(time.Second)
+	defer tick.Stop()
+	flushed := time.Now()
+	for now := range tick.C {
+		var changes []agent.Change
+		failed := false
+		for t := now.Add(-agent.ChangesLag); !t.After(now); t = t.Add(time.Second) {
+			cs, err := s.agents().Changes(ctx, t)
+			if err != nil {
+				failed = true
+				s.Log.Warn("read what was published to agents", "error", err)
+				break
+			}
+			changes = append(changes, cs...)
+		}
+		if failed {
+			s.agentWatch.stale()
+		}
+		for _, cluster := range s.agentWatch.apply(changes) {
+			s.agentCache.forget(cluster)
+		}
+		if now.Sub(flushed) >= seenFlush {
+			flushed = now
+			if err := s.agents().SaveSeen(ctx, s.agentWatch.flush(now.UTC())); err != nil {
+				s.Log.Warn("record agents' calls", "error", err)
+			}
+		}
+		if s.agentWatch.idle(now) {
+			if err := s.agents().SaveSeen(ctx, s.agentWatch.flush(now.UTC())); err != nil {
+				s.Log.Warn("record agents' calls", "error", err)
+			}
+			s.agentCache.clear() // revocations are no longer read: check credentials anew
+			return
+		}
+	}
+}
+
+// current reports whether known is still cluster's version as the api knows it;
+// dropped, whether the api knows none (a credential voided, the store not answering).
+func (w *agentWatch) current(cluster, known string) (current, dropped bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.work[cluster]
+	return e != nil && version(e.gens) == known, e == nil || e.read.IsZero()
+}
