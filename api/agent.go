@@ -217,7 +217,7 @@ func (s *Server) agentWork(c echo.Context) error {
 	if err != nil {
 		return err
 	}
-	v := s.agentWatch.record(key, items, time.Now())
+	v := s.agentWatch.record(key, items, reports, time.Now())
 	if v == known && wait > 0 {
 		return c.NoContent(http.StatusNotModified) // read afresh, unchanged: the next poll is held
 	}
@@ -242,6 +242,9 @@ func (s *Server) namedRevision(c echo.Context) (key string, it *agent.Item, err 
 		return "", nil, err
 	}
 	ctx, ctxID := c.Request().Context(), c.Param("context")
+	if it, ok := s.agentWatch.named(key, ctxID, time.Now()); ok {
+		return key, it, nil
+	}
 	items, reports, err := s.agents().Work(ctx, key)
 	if err != nil {
 		return "", nil, err
@@ -399,9 +402,13 @@ func (s *Server) agentReport(c echo.Context) error {
 		return err
 	}
 	ctx, id := c.Request().Context(), agent.ItemID(key, c.Param("instance"))
-	it, err := s.agents().Item(ctx, id)
-	if err != nil {
-		return err
+	// Checked against the item as this api holds it, and when that does not pass (it may
+	// not know a publication of the last seconds yet), as the store has it.
+	it := s.agentWatch.item(key, id, time.Now())
+	if it == nil || r.Gen > it.Gen || r.Applied != "" && r.Applied != it.Context && r.Applied != it.Previous {
+		if it, err = s.agents().Item(ctx, id); err != nil {
+			return err
+		}
 	}
 	switch {
 	case it == nil:
@@ -418,6 +425,7 @@ func (s *Server) agentReport(c echo.Context) error {
 	if it, err = s.agents().SaveReport(ctx, id, agent.Report{Cluster: key, Gen: r.Gen, Result: res, Applied: r.Applied, Error: r.Error}); err != nil {
 		return err
 	}
+	s.agentWatch.reported(key, id, r.Applied)
 	if it != nil && it.Token != nil && it.TokenGen <= r.Gen && s.Activities != nil {
 		s.complete(ctx, id, it.Token, res)
 	}

@@ -44,10 +44,22 @@ type agentWatch struct {
 	last    time.Time                             // the latest call
 }
 
-// watchedWork is an agent's work as the api last read or learnt it: each item's gen.
+// watchedWork is an agent's work as the api last read or learnt it.
 type watchedWork struct {
-	gens map[string]int64
-	read time.Time
+	items   map[string]agent.Item // by id, without their task tokens
+	applied map[string]string     // by item: the revision its agent last reported holding
+	// exact: items and applied are as read; false once a publication learnt from the
+	// changes (only its gen) was not read yet.
+	exact bool
+	read  time.Time
+}
+
+func (e *watchedWork) version() string {
+	gens := make(map[string]int64, len(e.items))
+	for id, it := range e.items {
+		gens[id] = it.Gen
+	}
+	return version(gens)
 }
 
 // version names a set of items' generations: the same work has the same version on
@@ -66,18 +78,68 @@ func version(gens map[string]int64) string {
 }
 
 // record keeps cluster's work as just read and returns its version.
-func (w *agentWatch) record(cluster string, items []agent.Item, now time.Time) string {
-	gens := make(map[string]int64, len(items))
+func (w *agentWatch) record(cluster string, items []agent.Item, reports []agent.Report, now time.Time) string {
+	e := &watchedWork{items: make(map[string]agent.Item, len(items)), applied: map[string]string{}, exact: true, read: now}
 	for _, it := range items {
-		gens[it.ID] = it.Gen
+		it.Token = nil
+		e.items[it.ID] = it
+	}
+	for _, r := range reports {
+		e.applied[r.ID] = r.Applied
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.work == nil {
 		w.work = map[string]*watchedWork{}
 	}
-	w.work[cluster] = &watchedWork{gens: gens, read: now}
-	return version(gens)
+	w.work[cluster] = e
+	return e.version()
+}
+
+// named answers the item of cluster's work that names revision ctxID (one it wants,
+// removes or follows, or, as an empty item, the one its agent reported holding), from
+// what the api holds exactly; false when it cannot tell (the store is read then).
+func (w *agentWatch) named(cluster, ctxID string, now time.Time) (*agent.Item, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.work[cluster]
+	if e == nil || !e.exact || now.Sub(e.read) > recheckAfter {
+		return nil, false
+	}
+	for _, it := range e.items {
+		if it.Context == ctxID || it.Remove == ctxID || it.Previous == ctxID {
+			return &it, true
+		}
+	}
+	for _, applied := range e.applied {
+		if applied == ctxID {
+			return &agent.Item{}, true
+		}
+	}
+	return nil, false
+}
+
+// item is item id of cluster's work as the api holds it exactly (nil: it cannot tell).
+func (w *agentWatch) item(cluster, id string, now time.Time) *agent.Item {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	e := w.work[cluster]
+	if e == nil || !e.exact || now.Sub(e.read) > recheckAfter {
+		return nil
+	}
+	if it, ok := e.items[id]; ok {
+		return &it
+	}
+	return nil
+}
+
+// reported notes the revision cluster's agent reported holding for item id.
+func (w *agentWatch) reported(cluster, id, applied string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if e := w.work[cluster]; e != nil {
+		e.applied[id] = applied
+	}
 }
 
 // subscribe returns a channel closed when cluster's work changes, nil when the api cannot
@@ -86,7 +148,7 @@ func (w *agentWatch) subscribe(cluster, known string, now time.Time) chan struct
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.work[cluster]
-	if !w.running || e == nil || now.Sub(e.read) > recheckAfter || version(e.gens) != known {
+	if !w.running || e == nil || now.Sub(e.read) > recheckAfter || e.version() != known {
 		return nil
 	}
 	if w.waiters == nil {
@@ -134,10 +196,10 @@ func (w *agentWatch) apply(changes []agent.Change) (voided []string) {
 		case c.Item == "":
 			voided = append(voided, c.Cluster)
 			delete(w.work, c.Cluster)
-		case e == nil || e.gens[c.Item] == c.Gen:
+		case e == nil || e.items[c.Item].Gen == c.Gen:
 			continue // never read here (its next poll reads), or known already
 		default:
-			e.gens[c.Item] = c.Gen
+			e.items[c.Item], e.exact = agent.Item{ID: c.Item, Gen: c.Gen}, false
 		}
 		for ch := range w.waiters[c.Cluster] {
 			close(ch)
@@ -233,5 +295,5 @@ func (w *agentWatch) current(cluster, known string) (current, dropped bool) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	e := w.work[cluster]
-	return e != nil && version(e.gens) == known, e == nil || e.read.IsZero()
+	return e != nil && e.version() == known, e == nil || e.read.IsZero()
 }

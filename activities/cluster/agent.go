@@ -125,26 +125,33 @@ func (g *agentCluster) skipped(ctx context.Context, header *appctx.Context) *tim
 // passes on by completing this activity (its task token, sealed, is stored with the item).
 // An item published again since belongs to a later operation: this one ends at once.
 //
-// Each attempt first looks at when the agent last called. Past the offline policy's After
-// the cluster is offline: its objects say since when, and the policy decides. Wait keeps
+// An attempt that starts once the offline policy's After has passed since the publication
+// (the activity times out and is retried at it) looks at when the agent last called. Past
+// After the cluster is offline: its objects say since when, and the policy decides. Wait keeps
 // waiting; skip ends without counting the cluster (Item.Skipped); fail ends with its
 // objects Failed. Either way the item stays: the agent applies it when it returns.
 func (a *Activities) AwaitAgent(ctx context.Context, in lifecycle.AgentWait) (lifecycle.ClusterResult, error) {
 	agents := a.Clients.agents()
-	it, err := agents.Item(ctx, in.Item)
-	if err != nil || it == nil || it.Gen != in.Gen {
-		return lifecycle.ClusterResult{}, err
-	}
-	if res, done, err := a.reported(ctx, in); done || err != nil {
-		return res, err
-	}
-	if res, done, err := a.offline(ctx, in, it); done || err != nil {
-		return res, err
+	// A gen is its publication's time: until the offline policy's After has passed since,
+	// nothing else of the item is needed.
+	if in.Context != "" && time.Since(time.Unix(0, in.Gen)) >= time.Duration(offlineOf(in).After) {
+		it, err := agents.Item(ctx, in.Item)
+		if err != nil || it == nil || it.Gen != in.Gen {
+			return lifecycle.ClusterResult{}, err
+		}
+		if res, done, err := a.reported(ctx, in); done || err != nil {
+			return res, err
+		}
+		if res, done, err := a.offline(ctx, in, it); done || err != nil {
+			return res, err
+		}
 	}
 	token, err := a.Clients.Keys.Seal(activity.GetInfo(ctx).TaskToken, []byte(in.Item))
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
+	// Stored only while the item is at in.Gen: one published since belongs to a later
+	// operation, and this one ends at once.
 	waiting, err := agents.Wait(ctx, in.Item, in.Gen, token)
 	if err != nil || !waiting {
 		return lifecycle.ClusterResult{}, err
@@ -155,6 +162,14 @@ func (a *Activities) AwaitAgent(ctx context.Context, in lifecycle.AgentWait) (li
 		return res, err
 	}
 	return lifecycle.ClusterResult{}, activity.ErrResultPending
+}
+
+// offlineOf is in's offline policy (the default when the operation has no strategy).
+func offlineOf(in lifecycle.AgentWait) rollout.Offline {
+	if in.Offline.Policy == "" {
+		return (&rollout.Spec{}).OfflineOf()
+	}
+	return in.Offline
 }
 
 // reported is the agent's report of in.Gen or a later one, done when there is one.
@@ -169,13 +184,7 @@ func (a *Activities) reported(ctx context.Context, in lifecycle.AgentWait) (life
 // offline applies the offline policy when the cluster's agent has not called for its
 // After (counted from the publication at the earliest); done when the wait ends.
 func (a *Activities) offline(ctx context.Context, in lifecycle.AgentWait, it *agent.Item) (lifecycle.ClusterResult, bool, error) {
-	off := in.Offline
-	if off.Policy == "" {
-		off = (&rollout.Spec{}).OfflineOf()
-	}
-	if time.Since(it.Published) < time.Duration(off.After) || in.Context == "" {
-		return lifecycle.ClusterResult{}, false, nil // too early to be offline: nothing to read
-	}
+	off := offlineOf(in)
 	seen, err := a.Clients.agents().LastSeen(ctx, in.Cluster)
 	if err != nil || seen != nil && time.Since(*seen) < time.Duration(off.After) {
 		return lifecycle.ClusterResult{}, false, err
