@@ -21,13 +21,16 @@ import (
 // run is one chaos run: its configuration, what it saw and what it found wrong.
 type run struct {
 	cfg      chaosConfig
-	clusters []string // placement's choices: the clusters, the GitOps one last
+	clusters []string // placement's choices: the direct clusters, the GitOps one, the agent one last
 	sv       *devstack.Supervisor
 	tc       temporalclient.Client
 
 	mu         sync.Mutex
 	violations []string
 	counts     map[string]int
+	// agentOps counts the operations that ended (and the stops sent) whose revision before
+	// or after placed apps on the agent cluster: the run's proof that the agent path ran.
+	agentOps map[string]int
 }
 
 func (r *run) violation(format string, args ...any) {
@@ -40,6 +43,12 @@ func (r *run) count(what string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.counts[what]++
+}
+
+func (r *run) countAgent(what string) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.agentOps[what]++
 }
 
 // pause is the wait between two tries while a component is down.
@@ -86,8 +95,8 @@ func (r *run) startedLate(ctx context.Context, prefix string, since time.Time) (
 }
 
 // The components the killer picks from (the second api and worker are never killed: they
-// are the witnesses of the leak check).
-var killTargets = []string{"temco worker", "temco api", "temporal", "ferretdb", "cluster2/kube-apiserver", "git server"}
+// are the witnesses of the leak check). temco agent is the agent cluster's agent.
+var killTargets = []string{"temco worker", "temco api", "temporal", "ferretdb", "cluster2/kube-apiserver", "git server", "temco agent"}
 
 // kill is one kill the killer made.
 type kill struct {
@@ -97,9 +106,12 @@ type kill struct {
 }
 
 // killer SIGKILLs a random component every so often (exponentially distributed, mean
-// KillEvery) until ctx ends; the supervisor restarts each after its down time.
+// KillEvery) until ctx ends; the supervisor restarts each after its down time. It draws
+// the components from a shuffled bag of all of them, refilled when empty, so that every
+// len(killTargets) kills hit each one once: the short run kills every component.
 func killer(ctx context.Context, t *testing.T, sv *devstack.Supervisor, cfg chaosConfig, rnd *rand.Rand) []kill {
 	var kills []kill
+	var bag []string
 	for {
 		wait := time.Duration(rnd.ExpFloat64() * float64(cfg.KillEvery))
 		select {
@@ -107,11 +119,20 @@ func killer(ctx context.Context, t *testing.T, sv *devstack.Supervisor, cfg chao
 			return kills
 		case <-time.After(wait):
 		}
-		k := kill{Component: killTargets[rnd.IntN(len(killTargets))], At: time.Now(),
-			Down: time.Duration(rnd.Int64N(int64(cfg.MaxDown) + 1))}
-		if err := sv.Kill(k.Component, k.Down); err != nil {
-			continue // still coming back from the kill before
+		if len(bag) == 0 {
+			bag = slices.Clone(killTargets)
+			rnd.Shuffle(len(bag), func(i, j int) { bag[i], bag[j] = bag[j], bag[i] })
 		}
+		k := kill{Component: bag[0], At: time.Now(), Down: time.Duration(rnd.Int64N(int64(cfg.MaxDown) + 1))}
+		if err := sv.Kill(k.Component, k.Down); err != nil {
+			// Still coming back from the kill before: it stays in the bag, behind another.
+			if n := len(bag); n > 1 {
+				i := 1 + rnd.IntN(n-1)
+				bag[0], bag[i] = bag[i], bag[0]
+			}
+			continue
+		}
+		bag = bag[1:]
 		kills = append(kills, k)
 	}
 }
@@ -121,7 +142,7 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{cfg: cfg, counts: map[string]int{}}
+	r := &run{cfg: cfg, counts: map[string]int{}, agentOps: map[string]int{}}
 	apis := []string{stack.API}
 	for _, p := range stack.APIPorts {
 		apis = append(apis, "http://127.0.0.1:"+strconv.Itoa(p)+"/v2")
@@ -247,8 +268,8 @@ func TestChaos(t *testing.T) {
 			ops += n
 		}
 	}
-	fmt.Printf("chaos: seed=%d duration=%s clients=%d digs=%d operations=%d %v kills=%d %v answers=%v violations=%d\n",
-		cfg.Seed, cfg.Duration, cfg.Clients, len(digs), ops, r.counts, len(kills), byComponent, j.codes, len(r.violations))
+	fmt.Printf("chaos: seed=%d duration=%s clients=%d digs=%d operations=%d %v on the agent cluster %v kills=%d %v answers=%v violations=%d\n",
+		cfg.Seed, cfg.Duration, cfg.Clients, len(digs), ops, r.counts, r.agentOps, len(kills), byComponent, j.codes, len(r.violations))
 	for _, f := range j.five {
 		t.Logf("5xx: %s", f)
 	}
@@ -257,5 +278,8 @@ func TestChaos(t *testing.T) {
 	}
 	if ops == 0 || len(kills) == 0 {
 		t.Errorf("the run did nothing: %d operations, %d kills", ops, len(kills))
+	}
+	if len(r.agentOps) == 0 {
+		t.Errorf("no operation of the run placed anything on the agent cluster %s", devstack.AgentClusterID())
 	}
 }

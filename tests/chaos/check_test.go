@@ -15,6 +15,7 @@ import (
 	enumspb "go.temporal.io/api/enums/v1"
 	"go.temporal.io/api/workflowservice/v1"
 	temporalclient "go.temporal.io/sdk/client"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/temco/temco/internal/dev/devstack"
@@ -101,6 +102,15 @@ func (k *checker) liveObjects(ctx context.Context, wait time.Duration) {
 				}
 			}
 			if len(missing)+len(extra) == 0 {
+				if !k.probe {
+					byCluster := map[string]int{}
+					for w := range want {
+						if cl, _, _ := strings.Cut(w, " "); cl != "unchecked" {
+							byCluster[cl]++
+						}
+					}
+					k.t.Logf("live objects: every cluster holds what the DIGs' final states say (ConfigMaps by cluster: %v)", byCluster)
+				}
 				return
 			}
 			slices.Sort(missing)
@@ -122,52 +132,104 @@ func (k *checker) liveObjects(ctx context.Context, wait time.Duration) {
 	}
 }
 
-// selfTest shows the live objects' check finds a difference: it deletes one object of an
-// instantiated DIG from a cluster and expects exactly that one reported missing.
+// selfTest shows the live objects' check finds a difference on a direct cluster and on the
+// agent cluster: it deletes one object of an instantiated DIG from each (on the cluster's
+// own API server) and puts a stray chaos ConfigMap on the agent cluster (whether or not a
+// DIG is deployed there at the end), and expects exactly those reported, nothing else.
 func (k *checker) selfTest(ctx context.Context) {
-	for _, d := range k.digs {
-		v, _, err := d.view(ctx)
-		cfg, ok := d.revs[v.ContextID]
-		if err != nil || v.State != "Instantiated" || !ok || cfg.Gen < 0 || cfg.Clusters[0] == stack.GitOps.Cluster.Name {
-			continue
-		}
-		cl := stack.Clusters[slices.IndexFunc(stack.Clusters, func(c *devstack.Cluster) bool { return c.Name == cfg.Clusters[0] })]
-		cs, err := cl.Clientset()
-		if err != nil {
-			k.t.Fatal(err)
-		}
-		name := d.label() + "-" + appNames[0]
-		if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
-			k.t.Fatal(err)
-		}
-		probe := &checker{t: k.t, r: &run{counts: map[string]int{}}, digs: k.digs, probe: true}
-		probe.liveObjects(ctx, 0)
-		if len(probe.r.violations) != 1 || !strings.Contains(probe.r.violations[0], "missing ["+cl.Name+" default/"+name+" ") {
-			k.t.Errorf("the live objects' check missed a deleted object (%s on %s): %v", name, cl.Name, probe.r.violations)
-		}
-		return
+	clusters := map[string]*devstack.Cluster{}
+	for _, lc := range liveClusters() {
+		clusters[lc.name] = lc.c
 	}
-	k.t.Log("no instantiated DIG on a direct cluster at the end: the live objects' check is not probed")
+	var deleted []string // as liveObjects names them
+	for _, agent := range []bool{false, true} {
+		on := func(cl string) bool {
+			return (cl == agentCluster) == agent && cl != stack.GitOps.Cluster.Name // Flux would not notice a deletion at once
+		}
+		found := false
+		for _, d := range k.digs {
+			v, _, err := d.view(ctx)
+			cfg, ok := d.revs[v.ContextID]
+			if err != nil || v.State != "Instantiated" || !ok || cfg.Gen < 0 {
+				continue
+			}
+			i := slices.IndexFunc(cfg.Clusters, on)
+			if i < 0 {
+				continue
+			}
+			cl := cfg.Clusters[i]
+			cs, err := clusters[cl].Clientset()
+			if err != nil {
+				k.t.Fatal(err)
+			}
+			name := d.label() + "-" + appNames[0]
+			if err := cs.CoreV1().ConfigMaps("default").Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
+				k.t.Fatal(err)
+			}
+			deleted = append(deleted, fmt.Sprintf("%s default/%s gen=%d chart=%d", cl, name, cfg.Gen, cfg.Chart))
+			found = true
+			break
+		}
+		if !found {
+			k.t.Logf("no instantiated DIG on a cluster of that kind (agent %v) at the end: no deletion probes the check there", agent)
+		}
+	}
+	cs, err := stack.AgentCluster.Clientset()
+	if err != nil {
+		k.t.Fatal(err)
+	}
+	stray := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "chaos-probe-" + appNames[0], Namespace: "default",
+		Labels: map[string]string{digLabel: "chaos-probe"}}, Data: map[string]string{"gen": "0", "chart": "0"}}
+	if _, err := cs.CoreV1().ConfigMaps("default").Create(ctx, stray, metav1.CreateOptions{}); err != nil {
+		k.t.Fatal(err)
+	}
+	extra := []string{agentCluster + " default/" + stray.Name + " gen=0 chart=0"}
+	slices.Sort(deleted)
+	probe := &checker{t: k.t, r: &run{counts: map[string]int{}}, digs: k.digs, probe: true}
+	probe.liveObjects(ctx, 0)
+	want := fmt.Sprintf("live objects differ from the DIGs' final states: missing %v; extra %v", deleted, extra)
+	if len(probe.r.violations) != 1 || probe.r.violations[0] != want {
+		k.t.Errorf("the live objects' check missed objects deleted %v or added %v: %v", deleted, extra, probe.r.violations)
+	} else {
+		k.t.Logf("the live objects' check found the objects deleted %v and added %v to probe it", deleted, extra)
+	}
+}
+
+// liveCluster is a cluster the checks read on its own API server, by its name in temco.
+type liveCluster struct {
+	name string
+	c    *devstack.Cluster
+}
+
+// liveClusters are the clusters the DIGs place on: the direct ones, the GitOps one (Flux
+// applies there) and the agent one (its agent applies there; temco holds no kubeconfig of
+// it, the test reads the cluster's own).
+func liveClusters() []liveCluster {
+	var out []liveCluster
+	for _, c := range stack.Clusters {
+		out = append(out, liveCluster{c.Name, c})
+	}
+	return append(out, liveCluster{stack.GitOps.Cluster.Name, stack.GitOps.Cluster}, liveCluster{agentCluster, stack.AgentCluster})
 }
 
 // labelled lists the chaos DIGs' ConfigMaps on every cluster (those of DIGs the test does
 // not check left out).
 func (k *checker) labelled(ctx context.Context, want map[string]bool) (map[string]bool, error) {
 	got := map[string]bool{}
-	for _, cl := range append(slices.Clone(stack.Clusters), stack.GitOps.Cluster) {
-		cs, err := cl.Clientset()
+	for _, lc := range liveClusters() {
+		cs, err := lc.c.Clientset()
 		if err != nil {
 			return nil, err
 		}
 		list, err := cs.CoreV1().ConfigMaps("").List(ctx, metav1.ListOptions{LabelSelector: digLabel})
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", cl.Name, err)
+			return nil, fmt.Errorf("%s: %w", lc.name, err)
 		}
 		for _, cm := range list.Items {
 			if want["unchecked "+cm.Labels[digLabel]] {
 				continue
 			}
-			got[fmt.Sprintf("%s %s/%s gen=%s chart=%s", cl.Name, cm.Namespace, cm.Name, cm.Data["gen"], cm.Data["chart"])] = true
+			got[fmt.Sprintf("%s %s/%s gen=%s chart=%s", lc.name, cm.Namespace, cm.Name, cm.Data["gen"], cm.Data["chart"])] = true
 		}
 	}
 	return got, nil

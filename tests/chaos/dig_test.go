@@ -144,7 +144,7 @@ func (d *digActor) put(ctx context.Context, path string, send func() answer, app
 func (d *digActor) placement(clusters []string) map[string]any {
 	var all []any
 	for _, cl := range clusters {
-		all = append(all, map[string]any{"clusterProvider": provider, "cluster": cl})
+		all = append(all, map[string]any{"clusterProvider": providerOf(cl), "cluster": cl})
 	}
 	return map[string]any{"allOf": all}
 }
@@ -301,7 +301,7 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 		d.workflowOps++
 	}
 	// Follow the operation (or learn whether a lost request started one).
-	stopAt, stopped := -1, false
+	stopAt, stopped, stopSent := -1, false, false
 	if d.rnd.IntN(100) < d.r.cfg.StopPercent {
 		stopAt = 1 + d.rnd.IntN(4)
 	}
@@ -340,6 +340,12 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 		}
 		if !v.Running() {
 			d.r.count(op)
+			if op != "approve" && d.onAgent(before) {
+				d.r.countAgent(op)
+				if stopSent {
+					d.r.countAgent("stop")
+				}
+			}
 			d.log("%s (answer %d) ended: %s revision %d %s, stop sent %v", op, a.code, v.State, v.Revision, v.ContextStatus, stopped)
 			if strings.HasSuffix(v.ContextStatus, "Failed") {
 				d.r.violation("%s of %s failed: %s %s", op, d.dig(), v.Error, d.failures(ctx))
@@ -352,6 +358,7 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 			stopped = true // even unanswered: a stop may have been carried out
 			if a := d.c.do("POST", d.dig()+"/stop", nil); a.ok() {
 				d.r.count("stop")
+				stopSent = true
 			}
 		}
 		select {
@@ -360,6 +367,19 @@ func (d *digActor) operate(ctx context.Context, op string, body any) (bool, erro
 		case <-time.After(time.Second):
 		}
 	}
+}
+
+// onAgent: the operation changes what the agent cluster holds, as far as the test knows:
+// the revision it starts from or the one it deploys places apps there.
+func (d *digActor) onAgent(before view) bool {
+	var cfgs []config
+	if c, ok := d.revs[before.ContextID]; ok && isDeployed(before.State) {
+		cfgs = append(cfgs, c)
+	}
+	if d.pending != nil {
+		cfgs = append(cfgs, *d.pending)
+	}
+	return slices.ContainsFunc(cfgs, func(c config) bool { return slices.Contains(c.Clusters, agentCluster) })
 }
 
 func (d *digActor) workflowID() string { return "dig/" + d.project + "/" + d.id + "/v1/dig" }

@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -21,6 +22,19 @@ import (
 )
 
 const provider = "local"
+
+// The stack's agent cluster, as temco knows it (devstack's agents+edge1): the stack
+// registers it with spec.access "agent" and runs its temco agent, which the supervisor
+// restarts like any other component.
+var agentProvider, agentCluster, _ = strings.Cut(devstack.AgentClusterID(), "+")
+
+// providerOf is the provider cluster name was registered under.
+func providerOf(cluster string) string {
+	if cluster == agentCluster {
+		return agentProvider
+	}
+	return provider
+}
 
 var stack *testenv.Stack
 
@@ -76,7 +90,9 @@ func TestMain(m *testing.M) {
 	}
 	// Two api and two worker processes: the first ones are killed, the others are the
 	// witnesses whose goroutines and memory must not grow across the others' restarts.
-	s, err := testenv.StartStack("chaos", devstack.Config{Clusters: 2, GitOps: true, Replicas: 2, AuditApplies: true,
+	// Agent: one more cluster that temco reaches only through its temco agent, a process
+	// the supervisor restarts when the killer kills it.
+	s, err := testenv.StartStack("chaos", devstack.Config{Clusters: 2, GitOps: true, Agent: true, Replicas: 2, AuditApplies: true,
 		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes(),
 		MongoBackend: cmp.Or(os.Getenv("CHAOS_MONGO_BACKEND"), "sqlite")})
 	if err != nil {

@@ -10,10 +10,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/temco/temco/internal/dev/devstack"
 )
 
 // register onboards the fleet and the projects (before any kill), each DIG project with an
-// admin logical cloud "default" over every cluster; it returns the clusters' names.
+// admin logical cloud "default" over every cluster; it returns the clusters' names: the
+// direct ones, the GitOps one, then the agent one.
 func register(t *testing.T, c *client, projects []string) []string {
 	t.Helper()
 	must := func(a answer, what string) {
@@ -43,6 +46,25 @@ func register(t *testing.T, c *client, projects []string) []string {
 		"gitOpsType": "fluxcd", "gitOpsReferenceObject": "repo", "gitOpsResourceObject": "timers"}}), []byte("values: placeholder\n")), "GitOps cluster")
 	names = append(names, g.Cluster.Name)
 
+	// The agent cluster, registered by the stack: placed on like the others, it must be
+	// reached only through its agent (no kubeconfig at the centre), and the agent joined.
+	var reg struct {
+		Spec struct {
+			Access string `json:"access"`
+		} `json:"spec"`
+	}
+	agentPath := "/cluster-providers/" + agentProvider + "/clusters/" + agentCluster
+	if found, err := c.read(context.Background(), agentPath, &reg); err != nil || !found || reg.Spec.Access != "agent" {
+		t.Fatalf("the agent cluster %s: found %v, access %q, %v", devstack.AgentClusterID(), found, reg.Spec.Access, err)
+	}
+	var st struct {
+		State string `json:"state"`
+	}
+	if _, err := c.read(context.Background(), agentPath+"/agent", &st); err != nil || st.State != "joined" {
+		t.Fatalf("the agent of %s: state %q, %v", devstack.AgentClusterID(), st.State, err)
+	}
+	names = append(names, agentCluster)
+
 	for _, p := range projects {
 		must(c.do("POST", "/projects", res(p, nil)), "project "+p)
 		if p == "chaos-lc" {
@@ -51,7 +73,7 @@ func register(t *testing.T, c *client, projects []string) []string {
 		lc := "/projects/" + p + "/logical-clouds/default"
 		must(c.do("POST", "/projects/"+p+"/logical-clouds", res("default", map[string]any{"level": "0"})), "cloud")
 		for _, cl := range names {
-			must(c.do("POST", lc+"/cluster-references", res(cl, map[string]any{"clusterProvider": provider, "cluster": cl})), "reference")
+			must(c.do("POST", lc+"/cluster-references", res(cl, map[string]any{"clusterProvider": providerOf(cl), "cluster": cl})), "reference")
 		}
 		must(c.do("POST", lc+"/instantiate", nil), "instantiate the cloud")
 	}
