@@ -152,8 +152,8 @@ bench-artifacts: tools
 
 ## chaos: random lifecycle operations (DIGs with updates, rollbacks, staged rollouts, stops;
 ## logical clouds) from CHAOS_CLIENTS clients for CHAOS_DURATION while the worker, the api,
-## Temporal, FerretDB, a cluster's kube-apiserver and the git server are SIGKILLed at
-## random, then every invariant checked (docs/chaos.md); CHAOS_SEED repeats a run's
+## Temporal, FerretDB, a cluster's kube-apiserver, the git server and the agent cluster's
+## temco agent are SIGKILLed at random, then every invariant checked (docs/chaos.md); CHAOS_SEED repeats a run's
 ## choices. make test runs a short one (90 s, 2 clients with 2 DIGs each, logical clouds)
 CHAOS_SEED     ?= 1
 CHAOS_DURATION ?= 10m

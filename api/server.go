@@ -174,8 +174,11 @@ func (s *Server) accessLog() echo.MiddlewareFunc {
 		HandleError: true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			level := slog.LevelInfo
-			if v.Status >= 500 {
+			switch {
+			case v.Status >= 500:
 				level = slog.LevelError
+			case v.Status < 400 && c.Path() == "/v2"+routeAgent+"/work":
+				level = slog.LevelDebug // every agent's every long poll: thousands a minute
 			}
 			if m != nil {
 				m.Observe(c.Path(), v.Method, v.Status, v.Latency)
