@@ -219,11 +219,13 @@ func TestAgentClusterOfflineIsSkippedByARollout(t *testing.T) {
 	// The credential kept in a Secret of the cluster, as in a pod.
 	keep := []string{"--credential-secret", "default/temco-agent-offline-test"}
 	agentProc, log := joinAgentCluster(t, c, "offline-agent", kube, keep)
-	sec, err := dynClient(t, kube).Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("default").
-		Get(context.Background(), "temco-agent-offline-test", metav1.GetOptions{})
-	if err != nil {
-		t.Fatalf("the agent kept no credential in its Secret: %v", err)
-	}
+	// The agent writes it just after its join, which is all joinAgentCluster waits for.
+	var sec *unstructured.Unstructured
+	eventually(t, "the agent's credential kept in its Secret", time.Minute, func() (err error) {
+		sec, err = dynClient(t, kube).Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("default").
+			Get(context.Background(), "temco-agent-offline-test", metav1.GetOptions{})
+		return err
+	})
 	t.Cleanup(func() {
 		_ = dynClient(t, kube).Resource(schema.GroupVersionResource{Version: "v1", Resource: "secrets"}).Namespace("default").
 			Delete(context.Background(), sec.GetName(), metav1.DeleteOptions{})

@@ -53,7 +53,9 @@ func runSuite(m *testing.M) (int, error) {
 	binDir = bin
 	// GitOps: one more cluster, cluster4, that Flux reconciles from the stack's git server.
 	// cert-manager's controller runs against cluster1, ca-certs' issuing cluster.
-	cfg := devstack.Config{Clusters: 3, GitOps: true, CertManager: true,
+	// AuditApplies: the clusters' API servers log every patch of a ConfigMap, so that a
+	// test counts the server-side applies of each object (agent_restart_test.go).
+	cfg := devstack.Config{Clusters: 3, GitOps: true, CertManager: true, AuditApplies: true,
 		Namespace: "default", TaskQueue: "temco", SearchAttributes: lifecycle.SearchAttributeTypes(),
 		// Two clusters per batch, so three clusters fan out through batch child workflows.
 		// Clusters probed every 10 s, so TestClusterProbes sees a change well within its
@@ -67,6 +69,7 @@ func runSuite(m *testing.M) (int, error) {
 		MongoBackend: cmp.Or(os.Getenv("TEMCO_E2E_MONGO_BACKEND"), "postgresql")}
 	if os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH") != "" { // the benchmarks: what they time alone, no probes
 		cfg.Env = []string{"TEMCO_CLUSTERS_PER_BATCH=" + os.Getenv("TEMCO_E2E_CLUSTERS_PER_BATCH"), "TEMCO_CLUSTER_PROBE_INTERVAL=0"}
+		cfg.AuditApplies = false // nor an audit log written as they apply
 	}
 	// The scale benchmark on a production Temporal (PostgreSQL, several history shards),
 	// with more than one api and worker.
