@@ -27,6 +27,7 @@ type Agent struct {
 
 	revisions map[string]*agent.Revision // by context: what the agent was given, kept while it holds it
 	reported  map[string]liveMark        // by instance: its last report of what the cluster shows
+	drift     driftSent                  // by context: its last drift finding sent (drift.go)
 }
 
 // liveMark is when the agent last reported what the cluster shows of an instance's
@@ -167,6 +168,7 @@ func (a *Agent) reportLive(ctx context.Context, held map[string]string) error {
 			continue
 		}
 		a.reported[instance] = liveMark{revision: ctxID, at: time.Now(), ready: res.NotReady == 0}
+		first = cmp.Or(first, a.reportDrift(ctx, rev))
 	}
 	for ctxID := range a.revisions {
 		if !keep[ctxID] {
