@@ -67,6 +67,7 @@ func (s *Server) registerAgents(g *echo.Group) {
 		body: typeOf[[]*appctx.ClusterApp](), code: http.StatusNoContent, noOwner: true}, s.agentStatuses)
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/revisions/:context/live", summary: "What the calling agent's cluster shows of a revision's objects (present, ready)",
 		body: typeOf[[]agent.LiveApp](), code: http.StatusNoContent, noOwner: true}, s.agentLive)
+	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/revisions/:context/drift", summary: "What the calling agent found comparing a revision's objects on its cluster with what was applied (drift; sent when it changed)", body: typeOf[agent.Drift](), code: http.StatusNoContent, noOwner: true}, s.agentDrift)
 	s.route(g, opDoc{method: http.MethodPost, path: routeAgent + "/work/:instance/report", summary: "What the calling agent finished of one item of its work",
 		body: typeOf[agent.Outcome](), code: http.StatusNoContent, noOwner: true}, s.agentReport)
 }

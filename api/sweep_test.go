@@ -89,6 +89,10 @@ func tenantMay(method, route string) bool {
 // token): every other caller is refused them with a message of their own.
 func agentRoute(route string) bool { return strings.HasPrefix(route, "/v2/agent/") }
 
+// agentRoutes are the routes only an agent's credential reaches, the join aside.
+var agentRoutes = []string{"/v2/agent/work", "/v2/agent/revisions/:context", "/v2/agent/revisions/:context/statuses",
+	"/v2/agent/revisions/:context/live", "/v2/agent/revisions/:context/drift", "/v2/agent/work/:instance/report"}
+
 // seeded names the resources seed creates, by path parameter; other parameters are
 // filled with their own name.
 var seeded = map[string]string{"compositeApp": "ca", "version": "v1", "deploymentIntentGroup": "dig",
@@ -360,6 +364,13 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 			t.Errorf("tenantReads names %s, which is no route", route)
 		}
 	}
+	// The agents' routes, each swept below as agent-only (they are atLeast's count): a
+	// route left out of the table, or moved out of /v2/agent/, shows here.
+	for _, route := range agentRoutes {
+		if !agentRoute(route) || !slices.ContainsFunc(s.routes, func(r *echo.Route) bool { return r.Path == route }) {
+			t.Errorf("%s is not an agent's route of the table", route)
+		}
+	}
 	admin := iss.Token("root", []string{"admin"}, nil)
 	alice := iss.Token("alice", []string{"project:pa"}, nil)
 	ctl := iss.Token("ext-controller", []string{"controller"}, nil)
@@ -395,13 +406,13 @@ func TestSweepEveryRouteRefusesWhomThePolicyRefuses(t *testing.T) {
 			403, "refused to an agent", 250},
 		{"an admin is refused the agents' routes", admin, "pb",
 			func(_, route string) bool { return agentRoute(route) && route != "/v2/agent/join" },
-			403, "requires an agent's credential", 4},
+			403, "requires an agent's credential", len(agentRoutes)},
 		{"a tenant is refused the agents' routes", alice, "pa",
 			func(_, route string) bool { return agentRoute(route) && route != "/v2/agent/join" },
-			403, "requires an agent's credential", 4},
+			403, "requires an agent's credential", len(agentRoutes)},
 		{"a controller is refused the agents' routes", ctl, "pb",
 			func(_, route string) bool { return agentRoute(route) && route != "/v2/agent/join" },
-			403, "requires an agent's credential", 4},
+			403, "requires an agent's credential", len(agentRoutes)},
 		{"a JWT is refused the join", admin, "pb",
 			func(_, route string) bool { return route == "/v2/agent/join" },
 			401, "join token", 1},
@@ -489,7 +500,7 @@ func TestSweepActingAsAProjectIsThatProjectsTenant(t *testing.T) {
 					return !api.IsPublicRoute(route) && !tenantMay(method, route) && !agentRoute(route)
 				}, "requires the admin role", 50},
 				{"the agents' routes", "pa", func(_, route string) bool { return agentRoute(route) && route != "/v2/agent/join" },
-					"requires an agent's credential", 4},
+					"requires an agent's credential", len(agentRoutes)},
 			} {
 				if swept := s.sweep(t, tc.sweeps, c.token, tc.project, http.StatusForbidden, tc.message, marker); swept < tc.atLeast {
 					t.Errorf("%s: swept %d routes, expected at least %d", tc.name, swept, tc.atLeast)

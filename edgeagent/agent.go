@@ -34,6 +34,7 @@ type Agent struct {
 	held      map[string]string          // by instance: the revision the cluster holds
 	revisions map[string]*agent.Revision // by context: what the agent was given, kept while it holds it
 	reported  map[string]liveMark        // by instance: its last read of what the cluster shows
+	drift     driftSent                  // by context: its last drift finding sent (drift.go)
 }
 
 // liveMark is when the agent last read what the cluster shows of an instance's revision,
@@ -236,6 +237,7 @@ func (a *Agent) reportLive(ctx context.Context) error {
 			m.sent, m.digest = now, digest
 		}
 		a.reported[instance] = liveMark{revision: ctxID, at: now, sent: m.sent, ready: res.NotReady == 0, digest: m.digest}
+		first = cmp.Or(first, a.reportDrift(ctx, rev))
 	}
 	for ctxID := range a.revisions {
 		if !keep[ctxID] {

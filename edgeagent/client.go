@@ -88,3 +88,9 @@ func (a *API) call(ctx context.Context, method, path string, in, out any) error 
 	}
 	return err
 }
+
+// SaveDrift sends what the agent found comparing a revision's objects on its cluster with
+// what the revision applied.
+func (a *API) SaveDrift(ctx context.Context, ctxID string, d agent.Drift) error {
+	return a.call(ctx, http.MethodPost, "/agent/revisions/"+url.PathEscape(ctxID)+"/drift", d, nil)
+}

@@ -1,6 +1,7 @@
 // Access and API: what the per-cluster activities of other domains (features/drift/work's
-// DetectDrift) use of this package's machinery. They are not methods of Activities, whose
-// exported methods are all registered as activities.
+// DetectDrift) use of this package's machinery (temco agent gets the API of its own
+// cluster from Local.API). They are not methods of Activities, whose exported methods are
+// all registered as activities.
 
 package cluster
 
@@ -42,18 +43,28 @@ func (x Access) Context(ctx context.Context, ctxID string) (*appctx.Context, map
 
 // API returns cluster key's Kubernetes API as the context (header) reaches it: with the
 // cluster's kubeconfig or its logical cloud's credential there. It is nil, with no error,
-// for a cluster reached through git (GitOps: temco does not read it). A cluster that can
-// never be reached (unregistered, no kubeconfig...) is a non-retryable error.
+// for a cluster temco does not read: reached through git (GitOps) or by its agent (Reach
+// tells which). A cluster that can never be reached (unregistered, no kubeconfig...) is a
+// non-retryable error.
 func (x Access) API(ctx context.Context, key string, header *appctx.Context) (*API, error) {
+	api, _, err := x.Reach(ctx, key, header)
+	return api, err
+}
+
+// Reach is API, and how a cluster temco does not read is reached when api is nil:
+// model.AccessGitOps or model.AccessAgent (a drift check reads an agent's report instead).
+func (x Access) Reach(ctx context.Context, key string, header *appctx.Context) (api *API, via string, err error) {
 	tg, err := x.a.Clients.target(ctx, key, header)
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	cl, ok := tg.(*client)
-	if !ok {
-		return nil, nil
+	switch t := tg.(type) {
+	case *client:
+		return &API{cl: t, header: header}, "", nil
+	case *agentCluster:
+		return nil, model.AccessAgent, nil
 	}
-	return &API{cl: cl, header: header}, nil
+	return nil, model.AccessGitOps, nil
 }
 
 // API is one cluster's Kubernetes API for one context (Access.API).

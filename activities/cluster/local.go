@@ -125,3 +125,14 @@ func (l *Local) Read(ctx context.Context, rev *Revision) (lifecycle.ClusterResul
 	}
 	return cl.read(ctx, rev.Header, rev.Placements, false), nil
 }
+
+// API is the cluster's Kubernetes API for header's context, as Access.API gives a
+// worker's per-cluster activities: the agent checks its cluster for drift with the drift
+// check's own comparison (features/drift/detect).
+func (l *Local) API(header *appctx.Context) (*API, error) {
+	cl, err := l.client()
+	if err != nil {
+		return nil, err
+	}
+	return &API{cl: cl, header: header}, nil
+}

@@ -173,7 +173,8 @@ type status struct {
 	Error           string    `json:"error,omitempty"`
 	// Objects are the drifted objects (those the status's app and cluster filters select).
 	Objects []driftedObject `json:"objects,omitempty"`
-	// Unchecked are the clusters not compared, and why (a GitOps cluster, unreachable).
+	// Unchecked are the clusters not compared, and why (a GitOps cluster, unreachable, an
+	// agent cluster whose agent has not reported or no longer calls).
 	Unchecked []uncheckedCluster `json:"unchecked,omitempty"`
 }
 
@@ -190,6 +191,9 @@ type driftedObject struct {
 	Fields    []drift.Field `json:"fields,omitempty"`
 	Corrected bool          `json:"corrected"`
 	Error     string        `json:"error,omitempty"`
+	// Reported is, on an agent cluster, when its agent reported the object so: temco does
+	// not read that cluster, its agent compares and reports what changed.
+	Reported *time.Time `json:"reported,omitempty"`
 }
 
 // gvk is an object's kind as the status's resources name it.
@@ -229,7 +233,7 @@ func (r routes) status(ctx context.Context, ctxID string, q api.StatusQuery) (an
 			}
 			out.Objects = append(out.Objects, driftedObject{ClusterProvider: provider, Cluster: cluster, App: o.App,
 				GVK: gvk{o.Group, o.Version, o.Kind}, Namespace: o.Namespace, Name: o.Name, Missing: o.Missing, Fields: o.Fields,
-				Corrected: o.Corrected, Error: o.Error})
+				Corrected: o.Corrected, Error: o.Error, Reported: rec.Reported})
 		}
 	}
 	return out, nil

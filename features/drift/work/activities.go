@@ -1,9 +1,10 @@
 // Package work holds the activities of a drift check (features/drift/flow): its store steps,
 // what to check and the check's summary (here), and its per-cluster steps, a batch's
 // clusters and DetectDrift, which compares a cluster's live objects with those the
-// context applied and corrects drift (detect.go). The clusters are reached, and drift
-// applied again, with activities/cluster's machinery (cluster.Access), as the operations'
-// per-cluster activities do.
+// context applied and corrects drift (detect.go; the comparison is features/drift/detect,
+// which temco agent runs too, and an agent cluster's record is its agent's report:
+// agent.go). The clusters are reached, and drift applied again, with activities/cluster's
+// machinery (cluster.Access), as the operations' per-cluster activities do.
 package work
 
 import (

@@ -1,30 +1,23 @@
 // The per-cluster steps of a drift check: a batch's clusters, and DetectDrift, which
 // compares what one cluster has with what the context applied there and (correctDrift)
 // applies again what drifted. The cluster is reached as activities/cluster reaches it
-// (cluster.Access).
+// (cluster.Access); of an agent cluster, its agent's report is read (agent.go).
 
 package work
 
 import (
-	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
-	"strings"
 	"time"
 
 	"go.temporal.io/sdk/temporal"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/temco/temco/activities/cluster"
+	"github.com/temco/temco/features/drift/detect"
 	"github.com/temco/temco/internal/core/appctx"
-	"github.com/temco/temco/internal/core/drift"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 )
 
 // DriftBatchClusters returns the clusters of one batch for a drift check, leaving the
@@ -45,8 +38,9 @@ func (a *Activities) DetectDriftGroup(ctx context.Context, in lifecycle.GroupInp
 // and stores the result (appctx.ClusterDrift): per object, deleted or the fields that
 // differ. With in.Drift.Correct the drifted objects are applied again, as ApplyCluster
 // applies them. A cluster that does not answer is recorded as such, not retried: the next
-// check comes soon enough. The result counts objects: Done in sync, Failed drifted,
-// NotReady not compared.
+// check comes soon enough. The comparison is features/drift/detect's, which temco agent
+// runs too: on an agent cluster the record is its agent's last report (fromAgent). The
+// result counts objects: Done in sync, Failed drifted, NotReady not compared.
 func (a *Activities) DetectDrift(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
 	defer a.Clusters.Observe(ctx, in, "drift", time.Now(), &err)
 	if in.Drift == nil {
@@ -65,21 +59,25 @@ func (a *Activities) DetectDrift(ctx context.Context, in lifecycle.ClusterInput)
 	appctx.List(placements, apps)
 	rec := &appctx.ClusterDrift{Context: in.ContextID, Cluster: in.Cluster, Check: in.Drift.ID, Checked: time.Now().UTC()}
 	var res lifecycle.ClusterResult
-	api, err := a.Clusters.API(ctx, in.Cluster, header)
+	api, via, err := a.Clusters.Reach(ctx, in.Cluster, header)
 	var appErr *temporal.ApplicationError
 	switch {
 	case errors.As(err, &appErr) && appErr.NonRetryable():
 		rec.Error = appErr.Message()
-		res.NotReady = applied(placements)
+		res.NotReady = detect.Applied(placements)
 	case err != nil:
 		return res, err
+	case via == model.AccessAgent:
+		if res, err = a.fromAgent(ctx, in, placements, rec); err != nil {
+			return res, err
+		}
 	case api == nil:
 		rec.Skipped = gitOpsNotChecked
-		res.NotReady = applied(placements)
+		res.NotReady = detect.Applied(placements)
 	default:
-		if err := detect(ctx, api, placements, apps, rec); err != nil {
+		if err := detect.Cluster(ctx, api, placements, apps, rec); err != nil {
 			rec.Error, rec.Objects, rec.InSync = err.Error(), nil, 0
-			res.NotReady = applied(placements)
+			res.NotReady = detect.Applied(placements)
 			break
 		}
 		if in.Drift.Correct && len(rec.Objects) > 0 {
@@ -88,176 +86,6 @@ func (a *Activities) DetectDrift(ctx context.Context, in lifecycle.ClusterInput)
 		res.Done, res.Failed = rec.InSync, len(rec.Objects)
 	}
 	return res, a.Contexts.PutClusterDrift(ctx, rec)
-}
-
-// applied counts the objects the context has applied on a cluster.
-func applied(placements []*appctx.ClusterApp) int {
-	n := 0
-	for _, p := range placements {
-		for _, r := range p.Resources {
-			if r.Status == lifecycle.ResApplied {
-				n++
-			}
-		}
-	}
-	return n
-}
-
-// collection is where a group of objects is listed: one API resource in one namespace.
-type collection struct {
-	gvr       schema.GroupVersionResource
-	namespace string
-}
-
-// expected is one applied object a check looks for.
-type expected struct {
-	app  string
-	obj  *appctx.Object
-	ref  appctx.Ref // with the namespace it was applied to
-	body []byte     // what was applied: the manifest without the fields the cluster does not declare
-}
-
-// listPage is how many objects one LIST returns at most.
-const listPage = 500
-
-// detect reads the cluster's live objects and compares them with the applied ones. It
-// costs one LIST per API resource and namespace the cluster's objects are in (selected by
-// their emco/deployment-id labels; a page per listPage objects), plus one GET per object
-// whose manifest has no such label — never one request per object.
-func detect(ctx context.Context, api *cluster.API, placements []*appctx.ClusterApp, apps map[string]*appctx.App,
-	rec *appctx.ClusterDrift) error {
-	defaultNS := api.Namespace()
-	groups := map[collection][]expected{}
-	var order []collection
-	for _, p := range placements {
-		app := apps[p.App]
-		if app == nil {
-			continue
-		}
-		for i, r := range p.Resources {
-			if r.Status != lifecycle.ResApplied || i >= len(app.Objects) {
-				continue // never applied: nothing to compare (the apply reported why)
-			}
-			gvr, namespace, err := api.Locate(r.Ref, cmp.Or(r.Namespace, defaultNS))
-			if cluster.Permanent(err) { // the kind is no longer served: the object is gone with it
-				rec.Objects = append(rec.Objects, appctx.DriftObject{App: p.App, Ref: r.Ref, Missing: true, Error: err.Error()})
-				continue
-			}
-			if err != nil {
-				return err
-			}
-			body, err := api.Declared(ctx, &app.Objects[i])
-			if err != nil {
-				return err
-			}
-			ref := r.Ref
-			ref.Namespace = namespace
-			k := collection{gvr: gvr, namespace: namespace}
-			if groups[k] == nil {
-				order = append(order, k)
-			}
-			groups[k] = append(groups[k], expected{app: p.App, obj: &app.Objects[i], ref: ref, body: body})
-		}
-	}
-	for _, k := range order {
-		live, err := listLive(ctx, api, k, groups[k], &rec.Requests)
-		if err != nil {
-			return err
-		}
-		for _, e := range groups[k] {
-			compareObject(rec, e, live[e.ref.Name])
-		}
-	}
-	return nil
-}
-
-// listLive reads the live objects of one collection, by name: those labelled as the
-// expected objects' manifests are, with one LIST (paged), and each unlabelled one by GET.
-func listLive(ctx context.Context, api *cluster.API, k collection, want []expected, requests *int) (map[string]*unstructured.Unstructured, error) {
-	ri := api.Resource(k.gvr)
-	var rc interface {
-		List(context.Context, metav1.ListOptions) (*unstructured.UnstructuredList, error)
-		Get(context.Context, string, metav1.GetOptions, ...string) (*unstructured.Unstructured, error)
-	} = ri
-	if k.namespace != "" {
-		rc = ri.Namespace(k.namespace)
-	}
-	live := map[string]*unstructured.Unstructured{}
-	var ids, unlabelled []string
-	for _, e := range want {
-		if id := deploymentID(e.obj.Manifest); id != "" {
-			if !slices.Contains(ids, id) {
-				ids = append(ids, id)
-			}
-		} else {
-			unlabelled = append(unlabelled, e.ref.Name)
-		}
-	}
-	if len(ids) > 0 {
-		slices.Sort(ids)
-		opts := metav1.ListOptions{LabelSelector: lifecycle.DeploymentIDLabel + " in (" + strings.Join(ids, ",") + ")", Limit: listPage}
-		for {
-			lctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			l, err := rc.List(lctx, opts)
-			cancel()
-			*requests++
-			if err != nil {
-				return nil, fmt.Errorf("list %s in %q: %w", k.gvr.Resource, k.namespace, err)
-			}
-			for i := range l.Items {
-				live[l.Items[i].GetName()] = &l.Items[i]
-			}
-			if opts.Continue = l.GetContinue(); opts.Continue == "" {
-				break
-			}
-		}
-	}
-	for _, name := range unlabelled {
-		gctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-		u, err := rc.Get(gctx, name, metav1.GetOptions{})
-		cancel()
-		*requests++
-		switch {
-		case apierrors.IsNotFound(err):
-		case err != nil:
-			return nil, fmt.Errorf("get %s %s in %q: %w", k.gvr.Resource, name, k.namespace, err)
-		default:
-			live[name] = u
-		}
-	}
-	return live, nil
-}
-
-// deploymentID is the emco/deployment-id label a manifest sets ("" if none).
-func deploymentID(manifest string) string {
-	var m struct {
-		Metadata struct {
-			Labels map[string]string `json:"labels"`
-		} `json:"metadata"`
-	}
-	if json.Unmarshal([]byte(manifest), &m) != nil {
-		return ""
-	}
-	return m.Metadata.Labels[lifecycle.DeploymentIDLabel]
-}
-
-// compareObject records one expected object against what the cluster has of it (nil:
-// nothing): in sync, deleted, or the fields that differ.
-func compareObject(rec *appctx.ClusterDrift, e expected, live *unstructured.Unstructured) {
-	if live == nil {
-		rec.Objects = append(rec.Objects, appctx.DriftObject{App: e.app, Ref: e.ref, Missing: true})
-		return
-	}
-	var desired map[string]any
-	if err := json.Unmarshal(e.body, &desired); err != nil {
-		rec.Objects = append(rec.Objects, appctx.DriftObject{App: e.app, Ref: e.ref, Error: "stored manifest: " + err.Error()})
-		return
-	}
-	if fields := drift.Compare(desired, live.Object); len(fields) > 0 {
-		rec.Objects = append(rec.Objects, appctx.DriftObject{App: e.app, Ref: e.ref, Fields: fields})
-		return
-	}
-	rec.InSync++
 }
 
 // correct applies the drifted objects of rec again, each as ApplyCluster applies it

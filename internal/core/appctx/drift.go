@@ -32,6 +32,9 @@ type ClusterDrift struct {
 	InSync   int           `bson:"inSync"`   // objects as applied
 	Requests int           `bson:"requests"` // API requests the check made on the cluster
 	Objects  []DriftObject `bson:"objects,omitempty"`
+	// Reported is, on an agent cluster, when its agent reported what the record shows:
+	// the check read that report (PutAgentDrift), not the cluster.
+	Reported *time.Time `bson:"reported,omitempty"`
 }
 
 // DriftObject is one object of a cluster that is not as the context applied it.
