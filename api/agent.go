@@ -218,6 +218,7 @@ func (s *Server) agentWork(c echo.Context) error {
 	if err != nil {
 		return err
 	}
+	s.completeMissed(ctx, items, reports)
 	v := s.agentWatch.record(key, items, reports, time.Now())
 	if v == known && wait > 0 {
 		return c.NoContent(http.StatusNotModified) // read afresh, unchanged: the next poll is held
@@ -427,10 +428,32 @@ func (s *Server) agentReport(c echo.Context) error {
 		return err
 	}
 	s.agentWatch.reported(key, id, r.Applied)
-	if it != nil && it.Token != nil && it.TokenGen <= r.Gen && s.Activities != nil {
+	if it != nil && it.Token != nil && it.TokenGen <= r.Gen && s.Activities != nil && s.agentWatch.toComplete(id, it.TokenGen) {
 		s.complete(ctx, id, it.Token, res)
 	}
 	return c.NoContent(http.StatusNoContent)
+}
+
+// missedFor bounds the reports completeMissed looks at: a wait left pending longer has
+// had its attempt end (after its offline policy's after) and read the report itself.
+const missedFor = time.Hour
+
+// completeMissed completes the waits whose reports are stored but may never have been
+// passed on: an api that stored a report and stopped before completing the wait leaves it
+// pending until its attempt ends. Each api passes each on once; Temporal refuses a
+// completion of a wait that ended.
+func (s *Server) completeMissed(ctx context.Context, items []agent.Item, reports []agent.Report) {
+	if s.Activities == nil {
+		return
+	}
+	for _, it := range items {
+		i := slices.IndexFunc(reports, func(r agent.Report) bool { return r.ID == it.ID })
+		if it.Token == nil || i < 0 || reports[i].Gen < it.TokenGen || time.Since(reports[i].Reported) > missedFor ||
+			!s.agentWatch.toComplete(it.ID, it.TokenGen) {
+			continue
+		}
+		s.complete(ctx, it.ID, it.Token, reports[i].Result)
+	}
 }
 
 // complete completes the AwaitAgent activity whose sealed token is stored with item id. A

@@ -42,6 +42,8 @@ type agentWatch struct {
 	waiters map[string]map[chan struct{}]struct{} // by cluster: polls held
 	calls   map[string]time.Time                  // calls not yet written
 	last    time.Time                             // the latest call
+	// completed is, by item, the gen whose wait this api completed (or tried to).
+	completed map[string]int64
 }
 
 // watchedWork is an agent's work as the api last read or learnt it.
@@ -296,4 +298,19 @@ func (w *agentWatch) current(cluster, known string) (current, dropped bool) {
 	defer w.mu.Unlock()
 	e := w.work[cluster]
 	return e != nil && e.version() == known, e == nil || e.read.IsZero()
+}
+
+// toComplete reports whether the wait for gen of item id is still to be completed by this
+// api, and notes that it is being.
+func (w *agentWatch) toComplete(id string, gen int64) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.completed == nil || len(w.completed) > maxAgentCache {
+		w.completed = map[string]int64{}
+	}
+	if w.completed[id] >= gen {
+		return false
+	}
+	w.completed[id] = gen
+	return true
 }

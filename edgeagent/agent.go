@@ -31,6 +31,7 @@ type Agent struct {
 
 	work      agent.Work                 // as last answered
 	done      map[string]int64           // by item: the gen it reported since
+	fresh     map[string]int64           // by item: a gen published while it ran, not tried yet
 	held      map[string]string          // by instance: the revision the cluster holds
 	revisions map[string]*agent.Revision // by context: what the agent was given, kept while it holds it
 	reported  map[string]liveMark        // by instance: its last read of what the cluster shows
@@ -106,9 +107,22 @@ func (a *Agent) Once(ctx context.Context) (time.Duration, error) {
 		return 0, err
 	}
 	if a.held == nil {
-		a.held, a.done = map[string]string{}, map[string]int64{}
+		a.held, a.done, a.fresh = map[string]string{}, map[string]int64{}, map[string]int64{}
 	}
 	if changed {
+		// An item published since the work was first read cannot have been tried by an
+		// earlier run of the agent: its apply needs no look at the cluster first.
+		if a.work.Version != "" {
+			seen := map[string]int64{}
+			for _, it := range a.work.Items {
+				seen[it.ID] = it.Gen
+			}
+			for _, it := range w.Items {
+				if seen[it.ID] != it.Gen {
+					a.fresh[it.ID] = it.Gen
+				}
+			}
+		}
 		a.work = w
 		for _, it := range w.Items {
 			if it.Reported != nil {
@@ -123,7 +137,9 @@ func (a *Agent) Once(ctx context.Context) (time.Duration, error) {
 			continue
 		}
 		it.Reported = a.outcome(it)
-		now, err := a.item(ctx, it)
+		from := cluster.Pass{Since: it.Published, Resume: a.fresh[it.ID] != it.Gen}
+		delete(a.fresh, it.ID) // tried: a retry looks at the cluster first
+		now, err := a.item(ctx, it, from)
 		if err != nil {
 			first = cmp.Or(first, fmt.Errorf("instance %s: %w", it.Instance, err))
 			if errors.Is(err, ErrRefused) {
@@ -265,7 +281,7 @@ func liveDigest(cas []*appctx.ClusterApp) string {
 //
 // The revisions are read anew (their statuses are the starting point of the run), and it
 // answers the revision the cluster holds after.
-func (a *Agent) item(ctx context.Context, it agent.WorkItem) (string, error) {
+func (a *Agent) item(ctx context.Context, it agent.WorkItem, from cluster.Pass) (string, error) {
 	held := ""
 	if it.Reported != nil {
 		held = it.Reported.Applied
@@ -285,7 +301,7 @@ func (a *Agent) item(ctx context.Context, it agent.WorkItem) (string, error) {
 				return held, err
 			}
 		}
-		if res, err = a.Local.Apply(ctx, rev, prev, a.API, it.Published); err != nil {
+		if res, err = a.Local.Apply(ctx, rev, prev, a.API, from); err != nil {
 			return held, err
 		}
 		now = it.Context
@@ -294,7 +310,7 @@ func (a *Agent) item(ctx context.Context, it agent.WorkItem) (string, error) {
 		if err != nil {
 			return held, err
 		}
-		if res, err = a.Local.Remove(ctx, rev, a.API, it.Published); err != nil {
+		if res, err = a.Local.Remove(ctx, rev, a.API, from); err != nil {
 			return held, err
 		}
 	}

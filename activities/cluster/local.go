@@ -57,22 +57,33 @@ func (l *Local) client() (*client, error) {
 	return &client{conn: cn, namespace: l.namespace}, nil
 }
 
+// Pass says where a run of the agent starts from.
+type Pass struct {
+	// Since is when the work was published: an apply made before it is not the work's.
+	Since time.Time
+	// Resume: an earlier attempt may have applied objects and not got their statuses to
+	// temco (the agent restarted, or temco did not answer): each object is looked at on
+	// the cluster before it is applied, as a retried activity does. Without it, statuses
+	// other than Pending say so.
+	Resume bool
+}
+
 // run is a run of rev on the cluster, outside any activity: its progress is noted, not
-// heartbeaten, and its first attempt began at since.
-func (l *Local) run(ctx context.Context, rev *Revision, save StatusSaver, since time.Time) (*run, context.Context, error) {
+// heartbeaten.
+func (l *Local) run(ctx context.Context, rev *Revision, save StatusSaver, from Pass) (*run, context.Context, error) {
 	cl, err := l.client()
 	if err != nil {
 		return nil, nil, err
 	}
 	ctx = context.WithValue(ctx, memberKey{}, member{last: new(atomic.Int64)})
-	retried := false
+	retried := from.Resume
 	for _, p := range rev.Placements {
 		for _, res := range p.Resources {
 			retried = retried || res.Status != lifecycle.ResPending
 		}
 	}
 	r := &run{ctx: ctx, contexts: save, header: rev.Header, apps: rev.Apps, byApp: map[string]*appctx.ClusterApp{},
-		target: cl, cl: cl, retried: retried, started: time.Now(), saved: time.Now(), scheduled: since}
+		target: cl, cl: cl, retried: retried, started: time.Now(), saved: time.Now(), scheduled: from.Since}
 	for _, p := range rev.Placements {
 		p.Cluster = l.key
 		r.byApp[p.App] = p
@@ -83,8 +94,8 @@ func (l *Local) run(ctx context.Context, rev *Revision, save StatusSaver, since 
 // Apply applies rev as an apply activity would (objects prev applied with the same
 // content are left alone), then deletes what prev (nil: none) had and rev has not, as the
 // prune of an update would. prev's statuses record the deletions.
-func (l *Local) Apply(ctx context.Context, rev, prev *Revision, save StatusSaver, since time.Time) (lifecycle.ClusterResult, error) {
-	r, rctx, err := l.run(ctx, rev, save, since)
+func (l *Local) Apply(ctx context.Context, rev, prev *Revision, save StatusSaver, from Pass) (lifecycle.ClusterResult, error) {
+	r, rctx, err := l.run(ctx, rev, save, from)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
@@ -99,7 +110,7 @@ func (l *Local) Apply(ctx context.Context, rev, prev *Revision, save StatusSaver
 	if len(prune) == 0 {
 		return res, nil
 	}
-	p, pctx, err := l.run(ctx, prev, save, since)
+	p, pctx, err := l.run(ctx, prev, save, from)
 	if err != nil {
 		return res, err
 	}
@@ -107,8 +118,8 @@ func (l *Local) Apply(ctx context.Context, rev, prev *Revision, save StatusSaver
 }
 
 // Remove deletes rev's objects from the cluster, as a terminate's delete activity would.
-func (l *Local) Remove(ctx context.Context, rev *Revision, save StatusSaver, since time.Time) (lifecycle.ClusterResult, error) {
-	r, rctx, err := l.run(ctx, rev, save, since)
+func (l *Local) Remove(ctx context.Context, rev *Revision, save StatusSaver, from Pass) (lifecycle.ClusterResult, error) {
+	r, rctx, err := l.run(ctx, rev, save, from)
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}

@@ -605,3 +605,92 @@ func TestAgentAwaitedOperationStops(t *testing.T) {
 		eventually(t, n+" removed by the agent", time.Minute, func() error { return presentOn(t, kube, "configmap", n, false) })
 	}
 }
+
+// Statuses that never reached temco (the api killed as the agent sends them) do not make
+// the agent apply again: its retry looks at each object on the cluster first.
+func TestAgentStatusesLostAreNotAppliedAgain(t *testing.T) {
+	kube, name := stack.Clusters[2], "sl-agent"
+	restartOnFailure(t)
+	c := &client{t: t}
+	credFile := filepath.Join(t.TempDir(), "credential")
+	agentProc, log := joinAgentCluster(t, c, name, kube, []string{"--credential-file", credFile})
+	d := newDeployment(t, app{name: "slcm", chart: cmChart("slcm", "one"), placement: clusterNamed(name)})
+	d.logicalCloud, d.setUpCloud = "agents", onClusters(name)
+	d.create()
+	names := cmNames("slcm")
+	agentProc.kill()
+	g, gateURL := newGate(t)
+	g.hold(func(r *http.Request) bool { return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/statuses") })
+	startAgentAt(t, gateURL, credFile, kube, log)
+
+	inst := start(d, lifecycle.OpInstantiate, nil)
+	held := g.awaitHeld(t, 3*time.Minute)
+	stack.API.Kill()
+	g.let()
+	g.awaitAnswer(t, held, http.StatusBadGateway) // the statuses never reached temco
+	if err := stack.StartAPI(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	s := d.await("Instantiated after the api's restart", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	if !allApplied(s, names) {
+		t.Errorf("resources %v, want %v Applied", resources(s), names)
+	}
+	if n := doneLines(t, log, inst.ContextID); n < 1 {
+		t.Errorf("the agent never finished the instantiate's item")
+	}
+	wantApplies(t, kube, "instantiated", map[string]int{names[0]: 1, names[1]: 1, names[2]: 1})
+}
+
+// A report stored whose wait was never completed (the api stopped between the two) is
+// passed on the next time an api reads the agent's work, not when the wait's attempt
+// times out (the offline policy's after, 10 minutes).
+func TestAgentReportStoredButNotPassedOnIsPassedOn(t *testing.T) {
+	kube, name, key := stack.Clusters[0], "rs-agent", provider+"+rs-agent"
+	c, agents := &client{t: t}, agentStore(t)
+	credFile := filepath.Join(t.TempDir(), "credential")
+	agentProc, log := joinAgentCluster(t, c, name, kube, []string{"--credential-file", credFile})
+	d := newDeployment(t, app{name: "rscm", chart: cmChart("rscm", "one"), placement: clusterNamed(name)})
+	d.logicalCloud, d.setUpCloud = "agents", onClusters(name)
+	d.create()
+	agentProc.kill()
+	g, _ := newGate(t)
+	// The first report is stored as the api stores it, and the agent answered 502: an api
+	// that died before completing the wait.
+	stored := make(chan struct{})
+	var once sync.Once
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/report") {
+			first := false
+			once.Do(func() { first = true })
+			if first {
+				var o agent.Outcome
+				_ = json.NewDecoder(r.Body).Decode(&o)
+				inst, _ := url.PathUnescape(strings.TrimSuffix(strings.TrimPrefix(r.URL.Path, "/v2/agent/work/"), "/report"))
+				if _, err := agents.SaveReport(r.Context(), agent.ItemID(key, inst), agent.Report{Cluster: key, Gen: o.Gen, Result: o.Result, Applied: o.Applied}); err != nil {
+					t.Errorf("store the report: %v", err)
+				}
+				close(stored)
+				w.WriteHeader(http.StatusBadGateway)
+				return
+			}
+		}
+		g.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	startAgentAt(t, srv.URL, credFile, kube, log)
+
+	inst := start(d, lifecycle.OpInstantiate, nil)
+	select {
+	case <-stored:
+	case <-time.After(3 * time.Minute):
+		t.Fatalf("the agent sent no report; answered %v", g.answered())
+	}
+	// Well below the wait's attempt (10 minutes): passed on by an api, not by a retry.
+	s := d.await("Instantiated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
+	if !allApplied(s, cmNames("rscm")) {
+		t.Errorf("resources %v, want every object Applied", resources(s))
+	}
+	if it, rep := itemOf(t, agents, key, inst.ContextID); it == nil || rep == nil || rep.Gen != it.Gen {
+		t.Errorf("the item %+v, its report %+v", it, rep)
+	}
+}
