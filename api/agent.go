@@ -204,13 +204,13 @@ func (s *Server) agentWork(c echo.Context) error {
 				return nil
 			}
 			switch current, dropped := s.agentWatch.current(key, known); {
-			case current:
-				return c.NoContent(http.StatusNotModified)
 			case dropped: // its credential may have been voided while the poll was held
 				token, _ := bearer(c)
 				if _, err := s.agentPrincipal(ctx, token); err != nil {
 					return err
 				}
+			case current:
+				return c.NoContent(http.StatusNotModified)
 			}
 		}
 	}

@@ -211,13 +211,20 @@ func (w *agentWatch) apply(changes []agent.Change) (voided []string) {
 	return voided
 }
 
-// stale forgets every version held: the store could not be asked, so what changed since
-// is not known.
+// stale forgets every version held, and wakes the polls held: what changed since the last
+// look is not known (the store did not answer, or too late), so each agent's next answer
+// comes from the store.
 func (w *agentWatch) stale() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, e := range w.work {
 		e.read = time.Time{}
+	}
+	for cluster, chs := range w.waiters {
+		for ch := range chs {
+			close(ch)
+		}
+		delete(w.waiters, cluster)
 	}
 }
 
@@ -249,18 +256,27 @@ func (w *agentWatch) idle(now time.Time) bool {
 	return true
 }
 
-// watchAgents runs the watch: each second it reads what was published in the last
-// changesLag, and every seenFlush it writes the agents' calls. It ends when the agents
-// stop calling (agentWatch.idle).
+// maxBehind bounds how many seconds of publications one look reads: a watch further
+// behind (the store slow to answer) stops trusting what it holds instead.
+const maxBehind = 2 * time.Minute
+
+// watchAgents runs the watch: each second it reads what was published since its last
+// look, and agent.ChangesLag before it (a publication is seen even when its write landed
+// after its second was read), and every seenFlush it writes the agents' calls. It ends
+// when the agents stop calling (agentWatch.idle).
 func (s *Server) watchAgents() {
 	ctx := context.Background()
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
-	flushed := time.Now()
-	for now := range tick.C {
+	flushed, looked := time.Now(), time.Now()
+	for range tick.C {
+		// Seconds from the last look's, not the tick's: a look slower than a tick must
+		// leave no second unread.
+		now := time.Now()
+		from := looked.Add(-agent.ChangesLag)
 		var changes []agent.Change
-		failed := false
-		for t := now.Add(-agent.ChangesLag); !t.After(now); t = t.Add(time.Second) {
+		failed := now.Sub(from) > maxBehind
+		for t := from; !failed && !t.After(now); t = t.Add(time.Second) {
 			cs, err := s.agents().Changes(ctx, t)
 			if err != nil {
 				failed = true
@@ -272,6 +288,7 @@ func (s *Server) watchAgents() {
 		if failed {
 			s.agentWatch.stale()
 		}
+		looked = now
 		for _, cluster := range s.agentWatch.apply(changes) {
 			s.agentCache.forget(cluster)
 		}
