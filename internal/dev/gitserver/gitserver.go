@@ -56,8 +56,9 @@ func (s *Server) Start() error {
 		return fmt.Errorf("git server: %w", err)
 	}
 	s.Addr, s.ln = ln.Addr().String(), ln
-	s.srv = &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = s.srv.Serve(ln) }()
+	srv := &http.Server{Handler: s.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	s.srv = srv
+	go func() { _ = srv.Serve(ln) }() // srv, not s.srv: a Stop right after may have cleared it
 	return nil
 }
 
