@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -147,6 +148,12 @@ func TestAgentClusterReportsDriftOnItsTimer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each comparison lists the objects by their deployment's label: counted here, as the
+	// agent sends what its cluster shows only when that changed.
+	var compared atomic.Int64
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return listCounter{rt: rt, n: &compared}
+	})
 	logFile, err := os.Create(filepath.Join(tmpRoot, "agent-drift-agent.log"))
 	if err != nil {
 		t.Fatal(err)
@@ -267,10 +274,10 @@ func TestAgentClusterReportsDriftOnItsTimer(t *testing.T) {
 	}
 
 	// Unchanged: the agent reads its cluster on and on, and sends no drift report.
-	sent, reads := posts.count("drift"), posts.count("live")
-	eventually(t, "three more reads of the agent's cluster", time.Minute, func() error {
-		if n := posts.count("live"); n < reads+3 {
-			return fmt.Errorf("%d reads since", n-reads)
+	sent, reads := posts.count("drift"), compared.Load()
+	eventually(t, "three more comparisons on the agent's cluster", time.Minute, func() error {
+		if n := compared.Load(); n < reads+3 {
+			return fmt.Errorf("%d lists since", n-reads)
 		}
 		return nil
 	})
@@ -304,4 +311,18 @@ func TestAgentClusterReportsDriftOnItsTimer(t *testing.T) {
 
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 3*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
+}
+
+// listCounter counts the LISTs by label selector that pass through it (a drift
+// comparison's reads).
+type listCounter struct {
+	rt http.RoundTripper
+	n  *atomic.Int64
+}
+
+func (l listCounter) RoundTrip(r *http.Request) (*http.Response, error) {
+	if r.Method == http.MethodGet && r.URL.Query().Has("labelSelector") {
+		l.n.Add(1)
+	}
+	return l.rt.RoundTrip(r)
 }
