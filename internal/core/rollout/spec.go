@@ -33,8 +33,8 @@ type Spec struct {
 // called temco for After: the cluster is offline, which is a state, not a failure.
 type Offline struct {
 	// After is how long an agent may go without calling before its cluster counts as
-	// offline (default DefaultOfflineAfter, at least MinOfflineAfter: an agent calls every
-	// 10 s).
+	// offline (default DefaultOfflineAfter, at least MinOfflineAfter: the apis record
+	// their agents' calls, held polls included, every 10 s).
 	After Duration `json:"after,omitempty"`
 	// Policy: OfflineWait (default) waits for the agent, as for any slow cluster (within
 	// the stage's progress deadline); OfflineSkip lets the stage go on without the cluster,

@@ -36,7 +36,7 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("spec.offline.policy: %q is none of %q, %q and %q", o.Policy, OfflineWait, OfflineSkip, OfflineFail)
 		}
 		if o.After != 0 && time.Duration(o.After) < MinOfflineAfter {
-			return fmt.Errorf("spec.offline.after: %s is shorter than %s (an agent calls every 10 s)", time.Duration(o.After), MinOfflineAfter)
+			return fmt.Errorf("spec.offline.after: %s is shorter than %s (each api records its agents' calls every 10 s)", time.Duration(o.After), MinOfflineAfter)
 		}
 	}
 	seen := map[string]bool{}
