@@ -96,7 +96,7 @@ func TestDriftOfAnAgentClusterIsItsAgentsReport(t *testing.T) {
 		t.Errorf("correctDrift on an agent cluster: %+v", rec.Objects[0])
 	}
 
-	if err := agents.SaveSeen(ctx, map[string]time.Time{"p+edge": time.Now().UTC().Add(-2*agent.OfflineAfter)}); err != nil {
+	if err := agents.SaveSeen(ctx, map[string]time.Time{"p+edge": time.Now().UTC().Add(-2 * agent.OfflineAfter)}); err != nil {
 		t.Fatal(err)
 	}
 	if rec, res := check(false); !strings.Contains(rec.Error, "its agent has not called since") || len(rec.Objects) != 1 ||
