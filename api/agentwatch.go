@@ -269,6 +269,11 @@ func (s *Server) watchAgents() {
 	tick := time.NewTicker(time.Second)
 	defer tick.Stop()
 	flushed, looked := time.Now(), time.Now()
+	save := func(now time.Time) {
+		if err := s.agents().SaveSeen(ctx, s.agentWatch.flush(now.UTC())); err != nil {
+			s.Log.Warn("record agents' calls", "error", err)
+		}
+	}
 	for range tick.C {
 		// Seconds from the last look's, not the tick's: a look slower than a tick must
 		// leave no second unread.
@@ -294,14 +299,10 @@ func (s *Server) watchAgents() {
 		}
 		if now.Sub(flushed) >= seenFlush {
 			flushed = now
-			if err := s.agents().SaveSeen(ctx, s.agentWatch.flush(now.UTC())); err != nil {
-				s.Log.Warn("record agents' calls", "error", err)
-			}
+			save(now)
 		}
 		if s.agentWatch.idle(now) {
-			if err := s.agents().SaveSeen(ctx, s.agentWatch.flush(now.UTC())); err != nil {
-				s.Log.Warn("record agents' calls", "error", err)
-			}
+			save(now)
 			s.agentCache.clear() // revocations are no longer read: check credentials anew
 			return
 		}
