@@ -290,20 +290,15 @@ func doneLines(t *testing.T, log, ctxID string) int {
 func TestAgentAwaitedAcrossAWorkerKill(t *testing.T) {
 	kube, name, key := stack.Clusters[2], "wk-agent", provider+"+wk-agent"
 	restartOnFailure(t)
-	c, tc, agents := &client{t: t}, temporalOf(t), agentStore(t)
-	keep := []string{"--credential-file", filepath.Join(t.TempDir(), "credential")}
-	agentProc, log := joinAgentCluster(t, c, name, kube, keep)
-	d := newDeployment(t, app{name: "wkcm", chart: cmChart("wkcm", "one"), placement: clusterNamed(name)})
-	d.logicalCloud, d.setUpCloud = "agents", onClusters(name)
-	d.create() // the logical cloud's set-up is an item of the agent's too: it runs
+	tc, agents := temporalOf(t), agentStore(t)
+	d, credFile, log := heldBack(t, kube, name, "wkcm") // it reports only once the worker is dead
 	names := cmNames("wkcm")
-	agentProc.kill() // held back: it reports only once the worker is dead
 
 	inst := start(d, lifecycle.OpInstantiate, nil)
 	it := awaitAgentWait(t, agents, key, inst.ContextID)
 	stack.Worker.Kill()
 	t.Log("worker killed, the instantiate awaiting the agent")
-	agentProc = startTemcoAgent(t, keep, "", kube.Kubeconfig(), log)
+	agentProc := startTemcoAgent(t, []string{"--credential-file", credFile}, "", kube.Kubeconfig(), log)
 	awaitReport(t, agents, key, inst.ContextID, it.Gen)
 	// The api completed AwaitAgent with the stored token though no worker runs: the
 	// activity is no longer pending, and the workflow, without a worker, has not ended.
@@ -335,7 +330,7 @@ func TestAgentAwaitedAcrossAWorkerKill(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Log("worker killed and restarted, the update awaiting the agent")
-	startTemcoAgent(t, keep, "", kube.Kubeconfig(), log)
+	startTemcoAgent(t, []string{"--credential-file", credFile}, "", kube.Kubeconfig(), log)
 	// Well within the AwaitAgent attempt's 10 minutes: a report lost to a token the
 	// restart made stale would wait for them.
 	s = d.await("the update Instantiated", 3*time.Minute, "", func(s status) bool {
@@ -451,6 +446,21 @@ func (g *gate) awaitAnswer(t *testing.T, call string, code int) {
 	})
 }
 
+// heldBack registers agent cluster name on kube, joins its agent (its credential kept in
+// the returned file), creates a DIG of cmChart(appName) placed there, and stops the agent:
+// each test starts it again when its window is set up. The logical cloud's set-up is an
+// item of the agent's too: it runs before the agent stops.
+func heldBack(t *testing.T, kube *devstack.Cluster, name, appName string) (d *deployment, credFile, log string) {
+	t.Helper()
+	credFile = filepath.Join(t.TempDir(), "credential")
+	agentProc, log := joinAgentCluster(t, &client{t: t}, name, kube, []string{"--credential-file", credFile})
+	d = newDeployment(t, app{name: appName, chart: cmChart(appName, "one"), placement: clusterNamed(name)})
+	d.logicalCloud, d.setUpCloud = "agents", onClusters(name)
+	d.create()
+	agentProc.kill()
+	return d, credFile, log
+}
+
 // startAgentAt is startTemcoAgent with the agent calling api (a gate) instead of the
 // stack's api, keeping its credential in credFile.
 func startAgentAt(t *testing.T, api, credFile string, kube *devstack.Cluster, log string) *agentProcess {
@@ -484,15 +494,10 @@ func startAgentAt(t *testing.T, api, credFile string, kube *devstack.Cluster, lo
 func TestAgentRetriesThroughAnAPIKill(t *testing.T) {
 	kube, name, key := stack.Clusters[1], "ak-agent", provider+"+ak-agent"
 	restartOnFailure(t)
-	c, agents := &client{t: t}, agentStore(t)
-	credFile := filepath.Join(t.TempDir(), "credential")
-	agentProc, log := joinAgentCluster(t, c, name, kube, []string{"--credential-file", credFile})
-	d := newDeployment(t, app{name: "akcm", chart: cmChart("akcm", "one"), placement: clusterNamed(name)})
-	d.logicalCloud, d.setUpCloud = "agents", onClusters(name)
-	d.create()
+	agents := agentStore(t)
+	d, credFile, log := heldBack(t, kube, name, "akcm")
 	names := cmNames("akcm")
 	// From here on the agent calls through the gate, with the credential it kept.
-	agentProc.kill()
 	g, gateURL := newGate(t)
 	g.hold(func(r *http.Request) bool { return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/report") })
 	startAgentAt(t, gateURL, credFile, kube, log)
@@ -569,14 +574,9 @@ func TestAgentRetriesThroughAnAPIKill(t *testing.T) {
 // then goes through it as usual.
 func TestAgentAwaitedOperationStops(t *testing.T) {
 	kube, name, key := stack.Clusters[0], "stop-agent", provider+"+stop-agent"
-	c, tc, agents := &client{t: t}, temporalOf(t), agentStore(t)
-	keep := []string{"--credential-file", filepath.Join(t.TempDir(), "credential")}
-	agentProc, log := joinAgentCluster(t, c, name, kube, keep)
-	d := newDeployment(t, app{name: "stcm", chart: cmChart("stcm", "one"), placement: clusterNamed(name)})
-	d.logicalCloud, d.setUpCloud = "agents", onClusters(name)
-	d.create()
+	tc, agents := temporalOf(t), agentStore(t)
+	d, credFile, log := heldBack(t, kube, name, "stcm")
 	names := cmNames("stcm")
-	agentProc.kill()
 
 	inst := start(d, lifecycle.OpInstantiate, nil)
 	it := awaitAgentWait(t, agents, key, inst.ContextID)
@@ -592,7 +592,7 @@ func TestAgentAwaitedOperationStops(t *testing.T) {
 	}
 	wantApplies(t, kube, "stopped, the agent away", map[string]int{names[0]: 0, names[1]: 0, names[2]: 0})
 
-	startTemcoAgent(t, keep, "", kube.Kubeconfig(), log)
+	startTemcoAgent(t, []string{"--credential-file", credFile}, "", kube.Kubeconfig(), log)
 	rep := awaitReport(t, agents, key, inst.ContextID, it.Gen)
 	if rep.Applied != inst.ContextID || rep.Result.Done != len(names) {
 		t.Errorf("the agent's report after the stop: %+v, want %d objects of %s applied", rep, len(names), inst.ContextID)
@@ -611,14 +611,8 @@ func TestAgentAwaitedOperationStops(t *testing.T) {
 func TestAgentStatusesLostAreNotAppliedAgain(t *testing.T) {
 	kube, name := stack.Clusters[2], "sl-agent"
 	restartOnFailure(t)
-	c := &client{t: t}
-	credFile := filepath.Join(t.TempDir(), "credential")
-	agentProc, log := joinAgentCluster(t, c, name, kube, []string{"--credential-file", credFile})
-	d := newDeployment(t, app{name: "slcm", chart: cmChart("slcm", "one"), placement: clusterNamed(name)})
-	d.logicalCloud, d.setUpCloud = "agents", onClusters(name)
-	d.create()
+	d, credFile, log := heldBack(t, kube, name, "slcm")
 	names := cmNames("slcm")
-	agentProc.kill()
 	g, gateURL := newGate(t)
 	g.hold(func(r *http.Request) bool { return r.Method == "POST" && strings.HasSuffix(r.URL.Path, "/statuses") })
 	startAgentAt(t, gateURL, credFile, kube, log)
@@ -646,13 +640,8 @@ func TestAgentStatusesLostAreNotAppliedAgain(t *testing.T) {
 // times out (the offline policy's after, 10 minutes).
 func TestAgentReportStoredButNotPassedOnIsPassedOn(t *testing.T) {
 	kube, name, key := stack.Clusters[0], "rs-agent", provider+"+rs-agent"
-	c, agents := &client{t: t}, agentStore(t)
-	credFile := filepath.Join(t.TempDir(), "credential")
-	agentProc, log := joinAgentCluster(t, c, name, kube, []string{"--credential-file", credFile})
-	d := newDeployment(t, app{name: "rscm", chart: cmChart("rscm", "one"), placement: clusterNamed(name)})
-	d.logicalCloud, d.setUpCloud = "agents", onClusters(name)
-	d.create()
-	agentProc.kill()
+	agents := agentStore(t)
+	d, credFile, log := heldBack(t, kube, name, "rscm")
 	g, _ := newGate(t)
 	// The first report is stored as the api stores it, and the agent answered 502: an api
 	// that died before completing the wait.
