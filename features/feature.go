@@ -17,6 +17,7 @@ import (
 	"github.com/temco/temco/activities/deps"
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/internal/adapters/egress"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 )
@@ -39,6 +40,10 @@ type Feature struct {
 	// KeepAlive are its activities the worker heartbeats for while they run (they record
 	// no progress of their own: workers' keepAlive).
 	KeepAlive []string
+	// Deliver, if set, is how the worker hands the events its activities raise to their
+	// receivers (notify's delivery workflows), on s; without a feature that sets it,
+	// events are only kept in the feed.
+	Deliver func(s *starter.Starter) func(ctx context.Context, receiver string, e events.Event) error
 	// Serve, if set, runs beside the api while it serves (health keeps its probes
 	// started), until ctx ends.
 	Serve func(ctx context.Context, in Serving)
@@ -51,6 +56,9 @@ type Mounting struct {
 	// PolicyEngines are the OPA servers a policy intent may name (--policy-engine-allow;
 	// nil: none): the policy feature's configuration.
 	PolicyEngines *egress.Allow
+	// NotifyHosts are the hosts notification receivers may be on
+	// (--notify-hosts-allow; nil: none).
+	NotifyHosts *egress.Allow
 }
 
 // Serving is what a feature's Serve runs with.

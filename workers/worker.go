@@ -21,6 +21,7 @@ import (
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/features"
 	"github.com/temco/temco/features/registry"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/deploy"
@@ -96,6 +97,9 @@ func New(c client.Client, taskQueue, identity string, d Deps, on []features.Feat
 	if d.Ops == nil {
 		d.Ops = &starter.Starter{Client: c, TaskQueue: taskQueue}
 	}
+	if d.Events == nil && d.Store != nil {
+		d.Events = emitter(d, on)
+	}
 	if d.Report == nil {
 		d.Report = func(ctx context.Context, workflowID, runID string, r lifecycle.ClusterRetry) error {
 			return c.SignalWorkflow(ctx, workflowID, runID, lifecycle.SignalClusterRetrying, r)
@@ -119,4 +123,16 @@ func Register(w worker.Registry, d Deps, on []features.Feature) {
 			f.Activities(w, &d)
 		}
 	}
+}
+
+// emitter raises the activities' events into the feed, and hands them to the receivers
+// through the feature that delivers them (notify), if it is on.
+func emitter(d Deps, on []features.Feature) *events.Emitter {
+	em := &events.Emitter{Store: d.Store, Feed: events.OpenFeed(d.Store.Database())}
+	for _, f := range on {
+		if f.Deliver != nil {
+			em.Deliver = f.Deliver(d.Ops)
+		}
+	}
+	return em
 }

@@ -23,6 +23,7 @@ import (
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/artifact/blobs"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/seal"
@@ -40,6 +41,8 @@ type Activities struct {
 	// Keyring is the path of the public GPG keyring every chart's provenance must be signed
 	// with ("": charts are not asked for one).
 	Keyring string
+	// Events raises the charts that failed for good (nil: none).
+	Events *events.Emitter
 }
 
 // maxResolving bounds the sources one call resolves at once: a Helm repository's index
@@ -140,7 +143,7 @@ func (a *Activities) resolve(ctx context.Context, in lifecycle.ContextRef, app s
 	r, err := sources.Resolve(ctx, src, c)
 	r.App, r.Project = app, in.Target.Project
 	if err != nil {
-		return r, a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(app), src.Location(), err))
+		return r, a.failed(ctx, in, st, fmt.Errorf("%s %s: %w", describeKey(app), src.Location(), err))
 	}
 	st.Version, st.Digest = r.Version, r.Digest
 	keyring, err := a.keyring(app)
@@ -202,20 +205,20 @@ func (a *Activities) FetchArtifact(ctx context.Context, in lifecycle.FetchInput)
 	defer c.Close()
 	data, blob, err := sources.Download(ctx, r, c)
 	if err != nil {
-		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref, err)))
+		return failure(a.failed(ctx, in.ContextRef, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref, err)))
 	}
 	st.Stage, st.Downloaded, st.Size = artifact.StageVerifying, int64(len(data)), int64(len(data))
 	if err := a.Contexts.SetArtifact(ctx, in.ContextID, st); err != nil {
 		return err
 	}
 	if r.Blob != "" && r.Blob != blob { // Download checked the source's digest; the blob's too
-		return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref,
+		return failure(a.failed(ctx, in.ContextRef, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref,
 			sources.Permanent(&sources.Mismatch{Ref: r.Ref, Want: r.Blob, Got: blob}))))
 	}
 	var sig sources.Signature
 	if keyring != nil {
 		if sig, err = a.verifyProvenance(ctx, r, creds, keyring, data); err != nil {
-			return failure(a.failed(ctx, in.ContextID, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref, err)))
+			return failure(a.failed(ctx, in.ContextRef, st, fmt.Errorf("%s %s: %w", describeKey(r.App), r.Ref, err)))
 		}
 	}
 	if _, err := a.Blobs.PutSigned(ctx, data, r.Digest, sig.Signer, sig.Key); err != nil {
@@ -315,10 +318,14 @@ func (p *progress) received(ctx context.Context, a *Activities, ctxID string, st
 // failed records why an app's artifact did not get through, and returns err: a
 // permanent failure is the stage Failed; another is Retrying with the attempt and when
 // the next comes.
-func (a *Activities) failed(ctx context.Context, ctxID string, st artifact.Status, err error) error {
+func (a *Activities) failed(ctx context.Context, in lifecycle.ContextRef, st artifact.Status, err error) error {
+	ctxID := in.ContextID
 	st.Error = err.Error()
 	if sources.IsPermanent(err) {
 		st.Stage, st.Retrying = artifact.StageFailed, false
+		if werr := a.Events.Emit(ctx, failedEvent(in, st)); werr != nil {
+			return errors.Join(err, werr) // not final: retried, the event raised then
+		}
 	} else {
 		attempt := activity.GetInfo(ctx).Attempt
 		st.Retrying, st.Attempts, st.NextTry = true, attempt, lifecycle.NextAttempt(time.Now().UTC(), attempt)
@@ -327,6 +334,16 @@ func (a *Activities) failed(ctx context.Context, ctxID string, st artifact.Statu
 		return errors.Join(err, werr)
 	}
 	return err
+}
+
+// failedEvent tells that an app's chart failed for good: its digest or provenance did not
+// verify, or it can never be fetched as named. Its id is the context's and the app's.
+func failedEvent(in lifecycle.ContextRef, st artifact.Status) events.Event {
+	e := events.Event{ID: events.ID(in.ContextID, events.ArtifactFailed, st.App), Type: events.ArtifactFailed,
+		Details: map[string]any{"contextId": in.ContextID, "app": st.App, "source": st.Source, "digest": st.Digest, "error": st.Error}}
+	e.About(in.Target.ID())
+	e.Summary = fmt.Sprintf("the chart of app %q of %s failed verification: %s", st.App, e.Name(), st.Error)
+	return e
 }
 
 // failure makes a permanent failure final for Temporal: the operation fails with it and

@@ -8,7 +8,7 @@ import (
 
 // Register registers Activities' methods on r, each as the activity it implements.
 func Register(r lifecycle.Registry, d *deps.Deps) {
-	a := &Activities{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Allow: d.ArtifactHosts,
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, Keys: d.Keys, Allow: d.ArtifactHosts, Events: d.Events,
 		Keyring: d.ChartKeyring, Blobs: deps.Shared(d, func() *blobs.Store { return blobs.StoreOf(d.Store) })}
 	lifecycle.Register(r, lifecycle.ResolveArtifacts, a.ResolveArtifacts)
 	lifecycle.RegisterNoResult(r, lifecycle.FetchArtifact, a.FetchArtifact)

@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/activities/placement"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/rollout"
@@ -31,6 +32,8 @@ type Activities struct {
 	// Snapshots records the configuration each new revision of a DIG was accepted with
 	// (snapshot.go); nil: none are recorded.
 	Snapshots *snapshot.Store
+	// Events raises the operations' events (nil: none).
+	Events *events.Emitter
 }
 
 // start asks the target's machine whether op may start from state; a refusal is final,
@@ -58,16 +61,21 @@ func last(info lifecycle.StateInfo) lifecycle.Action {
 // BeginOperation checks the transition, records it in the DIG's history and prepares
 // the context: a new one for instantiate, the current one for terminate. Retrying it
 // after a partial success finds its own record and returns the same result.
-func (a *Activities) BeginOperation(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
+func (a *Activities) BeginOperation(ctx context.Context, in lifecycle.BeginInput) (out lifecycle.BeginResult, err error) {
 	switch in.Op {
 	case lifecycle.OpInstantiate:
-		return a.snapshotted(ctx, in, a.beginInstantiate)
+		out, err = a.snapshotted(ctx, in, a.beginInstantiate)
 	case lifecycle.OpTerminate:
-		return a.beginTerminate(ctx, in)
+		out, err = a.beginTerminate(ctx, in)
 	case lifecycle.OpUpdate, lifecycle.OpRollback:
-		return a.snapshotted(ctx, in, a.beginRevision)
+		out, err = a.snapshotted(ctx, in, a.beginRevision)
+	default:
+		return out, temporal.NewNonRetryableApplicationError("unknown operation "+in.Op, lifecycle.ErrInvalidInput, nil)
 	}
-	return lifecycle.BeginResult{}, temporal.NewNonRetryableApplicationError("unknown operation "+in.Op, lifecycle.ErrInvalidInput, nil)
+	if err != nil || out.ContextID == "" {
+		return out, err
+	}
+	return out, a.started(ctx, in, out)
 }
 
 func (a *Activities) beginInstantiate(ctx context.Context, in lifecycle.BeginInput) (lifecycle.BeginResult, error) {
@@ -359,7 +367,10 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 			return err
 		}
 	}
-	return a.Contexts.SetStatus(ctx, in.ContextID, in.Status, in.Error)
+	if err := a.Contexts.SetStatus(ctx, in.ContextID, in.Status, in.Error); err != nil {
+		return err
+	}
+	return a.finished(ctx, in)
 }
 
 // reapprove records a DIG Approved again after an instantiate that failed before it

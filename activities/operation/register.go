@@ -9,7 +9,7 @@ import (
 // Register registers the methods of Activities, Holds and Updates on r, each as the activity it
 // implements.
 func Register(r lifecycle.Registry, d *deps.Deps) {
-	a := &Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch}
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch, Events: d.Events}
 	if d.Store != nil { // registrations are also listed without a store (workers' tests)
 		a.Snapshots = snapshot.Open(d.Store.Database())
 	}

@@ -12,7 +12,10 @@ import (
 
 // RecordRollout stores where a rollout stands in its context, for the status API.
 func (a *Activities) RecordRollout(ctx context.Context, in lifecycle.RolloutRecord) error {
-	return a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "rollout", Value: in.Status}})
+	if err := a.Contexts.Set(ctx, in.ContextID, bson.D{{Key: "rollout", Value: in.Status}}); err != nil {
+		return err
+	}
+	return a.rolloutEvents(ctx, in)
 }
 
 // RolloutWindow tells whether a stage's maintenance window is open: it reads the time

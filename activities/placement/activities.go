@@ -16,6 +16,7 @@ import (
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/ctxedit"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/rollout"
@@ -37,6 +38,8 @@ type Activities struct {
 	// FanOut names the built-in fan-out controller (dtc) a registration means, if any: its
 	// step becomes the steps of its sub-controllers.
 	FanOut func(name, host string) (string, bool)
+	// Events raises the autoscalers' decisions (nil: none).
+	Events *events.Emitter
 }
 
 func invalid(format string, args ...any) error {

@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/capacity"
 	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/inventory"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -313,7 +314,26 @@ func (a *Activities) RecordCapacity(ctx context.Context, in lifecycle.CapacityRe
 		}
 		d.State = string(state)
 		if err := a.Store.SetState(ctx, d); store.CodeOf(err) != store.ErrConflict {
-			return err
+			if err != nil {
+				return err
+			}
+			return a.Events.Emit(ctx, decisionEvents(in)...)
 		}
 	}
+}
+
+// decisionEvents raise the record's last evaluation when it decided something. Records
+// that follow (its outcome) carry it again: its id, the DIG's and the evaluation's time,
+// makes it one event.
+func decisionEvents(in lifecycle.CapacityRecord) []events.Event {
+	last := in.State.Last
+	if last == nil || last.Decision == nil {
+		return nil
+	}
+	e := events.Event{ID: events.ID(in.DIG.ID(), events.AutoscalerDecision, last.At.Format(time.RFC3339Nano)),
+		Type: events.AutoscalerDecision, Time: last.At,
+		Details: map[string]any{"capacityPlacement": in.Name, "decision": last.Summary, "update": last.Update}}
+	e.About(in.DIG.ID())
+	e.Summary = "the autoscaler of " + e.Name() + " decided: " + last.Summary
+	return []events.Event{e}
 }

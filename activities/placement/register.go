@@ -8,7 +8,7 @@ import (
 
 // Register registers Activities' methods on r, each as the activity it implements.
 func Register(r lifecycle.Registry, d *deps.Deps) {
-	a := &Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch,
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, ClustersPerBatch: d.ClustersPerBatch, Events: d.Events,
 		FanOut: controllers.FanOuts(d.Controllers)}
 	lifecycle.Register(r, lifecycle.PlaceApps, a.PlaceApps)
 	lifecycle.Register(r, lifecycle.CommitControllers, a.CommitControllers)

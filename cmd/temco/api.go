@@ -70,6 +70,7 @@ type apiConfig struct {
 	auth            auth.Config
 	temporalUI      string
 	policyEngines   string // comma-separated hosts, as egress.Parse reads them
+	notifyHosts     string // comma-separated hosts, as egress.Parse reads them
 	artifactHosts   string
 	workflowHosts   string
 	taskQueueGrants string // project=queue entries, as workflowmgr.ParseGrants reads them
@@ -83,10 +84,10 @@ type apiConfig struct {
 
 // apiLists are the lists of an apiConfig, parsed by check.
 type apiLists struct {
-	policyEngines, artifactHosts, workflowHosts *egress.Allow
-	taskQueueGrants                             map[string][]string
-	browser                                     browserRules
-	features                                    []features.Feature // the features on
+	policyEngines, artifactHosts, workflowHosts, notifyHosts *egress.Allow
+	taskQueueGrants                                          map[string][]string
+	browser                                                  browserRules
+	features                                                 []features.Feature // the features on
 }
 
 // check parses cfg's lists and refuses settings that cannot work together.
@@ -104,6 +105,9 @@ func (c *apiConfig) check() (apiLists, error) {
 	}
 	if l.policyEngines, err = egress.Parse(c.policyEngines); err != nil {
 		return l, fmt.Errorf("--policy-engine-allow: %w", err)
+	}
+	if l.notifyHosts, err = egress.Parse(c.notifyHosts); err != nil {
+		return l, fmt.Errorf("--notify-hosts-allow: %w", err)
 	}
 	if l.artifactHosts, err = egress.Parse(c.artifactHosts); err != nil {
 		return l, fmt.Errorf("--artifact-hosts-allow: %w", err)
@@ -147,6 +151,8 @@ func (c *apiConfig) bind(cmd *cobra.Command) {
 		"role of external intent controllers: they may use the contexts' controller views (/v2/contexts/...) only [TEMCO_AUTH_CONTROLLER_ROLE]")
 	f.StringVar(&c.temporalUI, "temporal-ui-url", env("TEMCO_TEMPORAL_UI_URL", ""),
 		"the Temporal Web UI's address, for the dashboard's links to workflows [TEMCO_TEMPORAL_UI_URL]")
+	f.StringVar(&c.notifyHosts, "notify-hosts-allow", env("TEMCO_NOTIFY_HOSTS_ALLOW", ""),
+		"hosts (host, any port, or host:port; comma-separated) notification receivers' URLs may name; none by default: receivers are refused; the worker takes the same list [TEMCO_NOTIFY_HOSTS_ALLOW]")
 	f.StringVar(&c.policyEngines, "policy-engine-allow", env("TEMCO_POLICY_ENGINE_ALLOW", ""),
 		"OPA servers (host, any port, or host:port; comma-separated) a policy intent's engineUrl may name; none by default: the embedded engine needs none. The worker takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
 	f.StringVar(&c.artifactHosts, "artifact-hosts-allow", env("TEMCO_ARTIFACT_HOSTS_ALLOW", ""),

@@ -35,6 +35,7 @@ import (
 	"github.com/temco/temco/internal/adapters/metrics"
 	"github.com/temco/temco/internal/adapters/tlsconfig"
 	"github.com/temco/temco/internal/core/appctx"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
@@ -74,6 +75,9 @@ func openCore(ctx context.Context, log *slog.Logger, sc storeConfig, tc temporal
 	opened.add(closeStore)
 	contexts, err := appctx.New(ctx, st.Database(), appctx.WithKeys(keys))
 	if err != nil {
+		return nil, err
+	}
+	if err := events.OpenFeed(st.Database()).EnsureIndexes(ctx); err != nil {
 		return nil, err
 	}
 	c, err := tc.dial(ctx, log, reg, keys)
@@ -171,7 +175,7 @@ func (p *apiProcess) restServer(lists apiLists, workflows *workflowmgr.Temporal)
 	if cfg.temporal.encryptPayloads {
 		s.Codec = codec.Codec{Keys: p.keys}
 	}
-	s.Extensions = extensions(featureregistry.All, features.Mounting{Starter: p.ops, PolicyEngines: lists.policyEngines}, lists.features)
+	s.Extensions = extensions(featureregistry.All, features.Mounting{Starter: p.ops, PolicyEngines: lists.policyEngines, NotifyHosts: lists.notifyHosts}, lists.features)
 	return s
 }
 
@@ -272,7 +276,7 @@ func (p *workerProcess) deps(lists workerLists, creds *credentials.Store, gitDir
 	cfg := p.cfg
 	return workers.Deps{Store: p.store, Contexts: p.contexts, Credentials: creds, Keys: p.keys,
 		ClustersPerBatch: cfg.perBatch, MaxConns: cfg.maxConns, Metrics: metrics.NewClusters(p.metrics), Controllers: gac.WithURLs(registry.All, gac.URLs{Allow: lists.gacHosts}),
-		Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(cfg.renderMemory) << 20, PolicyEngines: lists.policyEngines,
+		Git: &gitops.Writer{Dir: gitDir}, RenderMemory: int64(cfg.renderMemory) << 20, PolicyEngines: lists.policyEngines, NotifyHosts: lists.notifyHosts,
 		ArtifactHosts: lists.artifactHosts, ChartKeyring: cfg.chartKeyring, TaskQueueGrants: lists.taskQueueGrants}
 }
 

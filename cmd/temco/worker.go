@@ -57,6 +57,7 @@ type workerConfig struct {
 	gitCache        string
 	gacURLAllow     string // comma-separated hosts, as egress.Parse reads them
 	policyEngines   string
+	notifyHosts     string
 	artifactHosts   string
 	taskQueueGrants string // project=queue entries, as workflowmgr.ParseGrants reads them
 	chartKeyring    string
@@ -68,9 +69,9 @@ type workerConfig struct {
 
 // workerLists are the lists of a workerConfig, parsed by check.
 type workerLists struct {
-	gacHosts, policyEngines, artifactHosts *egress.Allow
-	taskQueueGrants                        map[string][]string
-	features                               []features.Feature // the features on
+	gacHosts, policyEngines, artifactHosts, notifyHosts *egress.Allow
+	taskQueueGrants                                     map[string][]string
+	features                                            []features.Feature // the features on
 }
 
 // check parses cfg's lists, and reads the chart keyring to refuse one that is not.
@@ -91,6 +92,9 @@ func (c *workerConfig) check() (workerLists, error) {
 	}
 	if l.policyEngines, err = egress.Parse(c.policyEngines); err != nil {
 		return l, fmt.Errorf("--policy-engine-allow: %w", err)
+	}
+	if l.notifyHosts, err = egress.Parse(c.notifyHosts); err != nil {
+		return l, fmt.Errorf("--notify-hosts-allow: %w", err)
 	}
 	if l.artifactHosts, err = egress.Parse(c.artifactHosts); err != nil {
 		return l, fmt.Errorf("--artifact-hosts-allow: %w", err)
@@ -121,6 +125,8 @@ func (c *workerConfig) bind(cmd *cobra.Command) {
 		"directory of this worker's clones of GitOps repositories, not shared with another worker; empty: a temporary one [TEMCO_GIT_CACHE]")
 	f.StringVar(&c.gacURLAllow, "gac-url-allow", env("TEMCO_GAC_URL_ALLOW", ""),
 		"hosts (host, any port, or host:port; comma-separated) from which gac may fetch $(URL)$ patch values; none by default, and temco's own kv-pairs route needs none [TEMCO_GAC_URL_ALLOW]")
+	f.StringVar(&c.notifyHosts, "notify-hosts-allow", env("TEMCO_NOTIFY_HOSTS_ALLOW", ""),
+		"hosts (host, any port, or host:port; comma-separated) notification receivers may be on; none by default; the api takes the same list [TEMCO_NOTIFY_HOSTS_ALLOW]")
 	f.StringVar(&c.policyEngines, "policy-engine-allow", env("TEMCO_POLICY_ENGINE_ALLOW", ""),
 		"OPA servers (host, any port, or host:port; comma-separated) policy intents may name; the api takes the same list [TEMCO_POLICY_ENGINE_ALLOW]")
 	f.StringVar(&c.taskQueueGrants, "workflow-task-queues", env("TEMCO_WORKFLOW_TASK_QUEUES", ""),

@@ -13,6 +13,7 @@ import (
 	"github.com/temco/temco/features/drift"
 	"github.com/temco/temco/features/health"
 	"github.com/temco/temco/features/inventory"
+	"github.com/temco/temco/features/notify"
 	"github.com/temco/temco/features/policy"
 	"github.com/temco/temco/features/preview"
 	"github.com/temco/temco/features/relocate"
@@ -24,6 +25,7 @@ var All = []features.Feature{
 	drift.Feature,
 	health.Feature,
 	inventory.Feature,
+	notify.Feature,
 	policy.Feature,
 	preview.Feature,
 	relocate.Feature,

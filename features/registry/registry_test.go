@@ -35,14 +35,14 @@ func TestEnabledLeavesOutTheDisabledAndRefusesUnknownNames(t *testing.T) {
 	for _, f := range on {
 		names = append(names, f.Name)
 	}
-	if want := []string{"autoscale", "health", "inventory", "policy", "relocate"}; !slices.Equal(names, want) {
+	if want := []string{"autoscale", "health", "inventory", "notify", "policy", "relocate"}; !slices.Equal(names, want) {
 		t.Errorf("on: %v, want %v", names, want)
 	}
 	if all, _ := Enabled(nil); len(all) != len(All) {
 		t.Errorf("nothing disabled: %d features on of %d", len(all), len(All))
 	}
 	_, err = Enabled([]string{"drift", "autoscaler"})
-	want := `no feature is called "autoscaler": the features are autoscale, drift, health, inventory, policy, preview, relocate`
+	want := `no feature is called "autoscaler": the features are autoscale, drift, health, inventory, notify, policy, preview, relocate`
 	if err == nil || err.Error() != want {
 		t.Errorf("unknown name: %v, want %s", err, want)
 	}

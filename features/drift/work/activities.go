@@ -10,12 +10,15 @@ package work
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/features/drift/flow"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -25,7 +28,8 @@ import (
 type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
-	Clusters cluster.Access // the worker's clients and cached contexts (cluster.Shared)
+	Clusters cluster.Access  // the worker's clients and cached contexts (cluster.Shared)
+	Events   *events.Emitter // nil: none raised
 }
 
 // PlanDriftCheck reads the DIG: a check runs on its running context only when the DIG is
@@ -69,6 +73,35 @@ func (a *Activities) PlanDriftCheck(ctx context.Context, in flow.DriftInput) (fl
 // RecordDriftCheck sums what the check's clusters recorded into the context's drift
 // summary, which the DIG's status shows.
 func (a *Activities) RecordDriftCheck(ctx context.Context, in flow.DriftRecordInput) error {
-	return a.Contexts.SummarizeDrift(ctx, &appctx.DriftSummary{Context: in.ContextID, Check: in.Check.ID, Started: in.Check.Started,
-		Finished: time.Now().UTC(), Correct: in.Check.Correct, Error: in.Error})
+	sum := &appctx.DriftSummary{Context: in.ContextID, Check: in.Check.ID, Started: in.Check.Started,
+		Finished: time.Now().UTC(), Correct: in.Check.Correct, Error: in.Error}
+	prev, err := a.Contexts.SummarizeDriftAfter(ctx, sum)
+	if err != nil {
+		return err
+	}
+	return a.Events.Emit(ctx, driftEvents(in, prev, sum)...)
+}
+
+// driftEvents are what a check tells: drift found, unless the check before found the
+// same (checks repeat every few minutes: a drift stays news once), and drift corrected.
+// A retried record raises the same ids (the check's).
+func driftEvents(in flow.DriftRecordInput, prev, sum *appctx.DriftSummary) []events.Event {
+	var evs []events.Event
+	raise := func(typ, summary string) {
+		e := events.Event{ID: events.ID(in.ContextID, in.Check.ID, typ), Type: typ, Summary: summary,
+			Details: map[string]any{"contextId": in.ContextID, "check": in.Check.ID, "drifted": sum.Drifted, "missing": sum.Missing,
+				"corrected": sum.Corrected, "clusters": sum.DriftedClusters}}
+		e.About(in.DIG.ID())
+		e.Summary = strings.ReplaceAll(e.Summary, "{dig}", e.Name())
+		evs = append(evs, e)
+	}
+	same := prev != nil && prev.Check != sum.Check && prev.Drifted == sum.Drifted && slices.Equal(prev.DriftedClusters, sum.DriftedClusters)
+	if sum.Drifted > 0 && !same {
+		raise(events.DriftFound, fmt.Sprintf("{dig} drifted: %d objects on %d clusters are not as applied (%d deleted)",
+			sum.Drifted, len(sum.DriftedClusters), sum.Missing))
+	}
+	if sum.Corrected > 0 {
+		raise(events.DriftCorrected, fmt.Sprintf("{dig}: %d drifted objects applied again", sum.Corrected))
+	}
+	return evs
 }

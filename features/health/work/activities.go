@@ -14,6 +14,7 @@ import (
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/features/health/flow"
+	"github.com/temco/temco/internal/core/events"
 	core "github.com/temco/temco/internal/core/health"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -32,6 +33,7 @@ type Activities struct {
 	Store    *store.Store
 	Health   *core.Store
 	Clusters cluster.Access
+	Events   *events.Emitter // nil: none raised
 }
 
 // ProbeClusters probes the page of clusters in.After..in.Limit and stores what changed; it
@@ -58,7 +60,7 @@ func (a *Activities) ProbeClusters(ctx context.Context, in flow.ProbePage) (flow
 		})
 	}
 	_ = g.Wait()
-	if err := a.Health.Save(ctx, probed); err != nil {
+	if err := a.Health.Save(ctx, probed, func(cs []core.Change) error { return a.raise(ctx, cs) }); err != nil {
 		return flow.ProbedPage{}, err
 	}
 	if err := a.Health.Forget(ctx, in.After, last, keys); err != nil {

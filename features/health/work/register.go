@@ -11,7 +11,7 @@ import (
 // Register registers Activities' methods on r, each as the activity it implements, on the
 // worker's shared cluster machinery.
 func Register(r lifecycle.Registry, d *deps.Deps) {
-	a := &Activities{Store: d.Store, Clusters: cluster.AccessOf(cluster.Shared(d))}
+	a := &Activities{Store: d.Store, Clusters: cluster.AccessOf(cluster.Shared(d)), Events: d.Events}
 	if d.Store != nil { // nil: registered only to be listed (workers' tests)
 		a.Health = core.Open(d.Store.Database())
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/temco/temco/features/policy/flow"
 	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/adapters/sandbox"
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/policy"
@@ -259,8 +260,27 @@ func (a *Activities) RecordPolicy(ctx context.Context, rec flow.PolicyRecord) er
 		if store.CodeOf(err) == store.ErrConflict {
 			continue
 		}
-		return err
+		if err != nil || !dec.ActionRequired {
+			return err
+		}
+		return a.Events.Emit(ctx, actionEvent(rec))
 	}
+}
+
+// actionEvent raises a decision that asked for action, with what it did; its id is the
+// intent's and the policy event's.
+func actionEvent(rec flow.PolicyRecord) events.Event {
+	dec := rec.Decision
+	e := events.Event{ID: events.ID(rec.DIG.ID(), rec.Intent, dec.EventID, dec.ContextID), Type: events.PolicyAction, Time: dec.At,
+		Details: map[string]any{"policyIntent": rec.Intent, "eventId": dec.EventID, "agent": dec.Agent, "workflow": dec.Workflow,
+			"workflowId": dec.WorkflowID, "outcome": dec.Outcome}}
+	e.About(rec.DIG.ID())
+	e.Summary = fmt.Sprintf("policy intent %q of %s asked for action (workflow %q): %s", rec.Intent, e.Name(), dec.Workflow, dec.Outcome)
+	if dec.Error != "" {
+		e.Details["error"] = dec.Error
+		e.Summary += ": " + dec.Error
+	}
+	return e
 }
 
 func permanent(msg string) error {

@@ -15,7 +15,7 @@ import (
 
 // Register registers Activities' methods on r, each as the activity it implements.
 func Register(r lifecycle.Registry, d *deps.Deps) {
-	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines, Grants: d.TaskQueueGrants, Keys: d.Keys}
+	a := &Activities{Store: d.Store, Contexts: d.Contexts, Engines: d.PolicyEngines, Grants: d.TaskQueueGrants, Keys: d.Keys, Events: d.Events}
 	if d.RenderMemory > 0 { // the bound of a tenant's code in the worker: charts' and policies'
 		a.Sandbox = &policyengine.Sandbox{Memory: d.RenderMemory, Spares: runtime.GOMAXPROCS(0)}
 	}

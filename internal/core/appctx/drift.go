@@ -82,15 +82,22 @@ func (s *Store) PutClusterDrift(ctx context.Context, d *ClusterDrift) error {
 // stores it and returns it. One read of the context's records per check (not one per
 // status answer): the status reads the summary and the drifted clusters' records by _id.
 func (s *Store) SummarizeDrift(ctx context.Context, sum *DriftSummary) error {
+	_, err := s.SummarizeDriftAfter(ctx, sum)
+	return err
+}
+
+// SummarizeDriftAfter is SummarizeDrift, answering the summary it replaced (nil: none):
+// what the check found anew is what events tell.
+func (s *Store) SummarizeDriftAfter(ctx context.Context, sum *DriftSummary) (*DriftSummary, error) {
 	cur, err := s.drift.Find(ctx, bson.D{{Key: "ctx", Value: sum.Context}, {Key: "check", Value: sum.Check}})
 	if err != nil {
-		return err
+		return nil, err
 	}
 	defer cur.Close(ctx)
 	for cur.Next(ctx) {
 		var d ClusterDrift
 		if err := cur.Decode(&d); err != nil {
-			return err
+			return nil, err
 		}
 		if d.ID == driftSummaryID(sum.Context) {
 			continue
@@ -115,13 +122,21 @@ func (s *Store) SummarizeDrift(ctx context.Context, sum *DriftSummary) error {
 		}
 	}
 	if err := cur.Err(); err != nil {
-		return err
+		return nil, err
 	}
 	slices.Sort(sum.DriftedClusters)
 	slices.Sort(sum.UncheckedClusters)
 	sum.ID = driftSummaryID(sum.Context)
-	_, err = s.drift.ReplaceOne(ctx, bson.D{{Key: "_id", Value: sum.ID}}, sum, options.Replace().SetUpsert(true))
-	return err
+	var prev DriftSummary
+	err = s.drift.FindOneAndReplace(ctx, bson.D{{Key: "_id", Value: sum.ID}}, sum,
+		options.FindOneAndReplace().SetUpsert(true).SetReturnDocument(options.Before)).Decode(&prev)
+	if errors.Is(err, mongo.ErrNoDocuments) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &prev, nil
 }
 
 // Drift returns the last drift check of a context (nil when none ended) and the records

@@ -50,9 +50,18 @@ const roundID = "~round"
 // Open returns the outcomes kept in db (it reads nothing).
 func Open(db *mongo.Database) *Store { return &Store{coll: db.Collection("cluster_health")} }
 
+// Change is a cluster whose state a probe changed: From is Unknown for one never probed.
+type Change struct {
+	Cluster
+	From      string
+	FromSince time.Time
+}
+
 // Save stores the outcomes of one page of probes: those whose state or error changed,
-// keeping Since of the others.
-func (s *Store) Save(ctx context.Context, probed []Cluster) error {
+// keeping Since of the others. It returns the clusters whose state changed; raise
+// (nil: none) is called with them before anything is stored, so that a save that fails
+// after it raises the same changes again.
+func (s *Store) Save(ctx context.Context, probed []Cluster, raise func([]Change) error) error {
 	if len(probed) == 0 {
 		return nil
 	}
@@ -65,14 +74,26 @@ func (s *Store) Save(ctx context.Context, probed []Cluster) error {
 		return err
 	}
 	var writes []mongo.WriteModel
+	var changes []Change
 	for _, c := range probed {
-		if k, ok := known[c.Key]; ok && k.State == c.State && k.Error == c.Error {
+		k, ok := known[c.Key]
+		if ok && k.State == c.State && k.Error == c.Error {
 			continue
+		}
+		if !ok {
+			changes = append(changes, Change{Cluster: c, From: Unknown})
+		} else if k.State != c.State {
+			changes = append(changes, Change{Cluster: c, From: k.State, FromSince: k.Since})
 		}
 		writes = append(writes, mongo.NewReplaceOneModel().SetFilter(bson.D{{Key: "_id", Value: c.Key}}).SetReplacement(c).SetUpsert(true))
 	}
 	if len(writes) == 0 {
 		return nil
+	}
+	if raise != nil && len(changes) > 0 {
+		if err := raise(changes); err != nil {
+			return err
+		}
 	}
 	if _, err := s.coll.BulkWrite(ctx, writes, options.BulkWrite().SetOrdered(false)); err != nil {
 		return fmt.Errorf("store cluster health: %w", err)

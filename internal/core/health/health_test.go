@@ -2,6 +2,7 @@ package health
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -23,16 +24,26 @@ func TestSaveKeepsWhatDidNotChange(t *testing.T) {
 	t0 := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	t1 := t0.Add(time.Minute)
 	if err := s.Save(ctx, []Cluster{{Key: "cp+a", State: Reachable, Since: t0}, {Key: "cp+b", State: Unreachable, Error: "refused", Since: t0},
-		{Key: "cp+c", State: GitOps, Since: t0}, {Key: "cp+d", State: Reachable, Since: t0}}); err != nil {
+		{Key: "cp+c", State: GitOps, Since: t0}, {Key: "cp+d", State: Reachable, Since: t0}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Round(ctx, t0); err != nil {
 		t.Fatal(err)
 	}
-	// The next round: b is back, a as before, c's error changed, d was deleted.
+	// The next round: b is back, a as before, c became unreachable, d was deleted; the
+	// changes raised are b's and c's state, with what they were and since when.
+	var changes []string
 	if err := s.Save(ctx, []Cluster{{Key: "cp+a", State: Reachable, Since: t1}, {Key: "cp+b", State: Reachable, Since: t1},
-		{Key: "cp+c", State: Unreachable, Error: "timeout", Since: t1}}); err != nil {
+		{Key: "cp+c", State: Unreachable, Error: "timeout", Since: t1}}, func(cs []Change) error {
+		for _, c := range cs {
+			changes = append(changes, c.Key+" "+c.From+"->"+c.State+" since "+c.FromSince.Format(time.Kitchen))
+		}
+		return nil
+	}); err != nil {
 		t.Fatal(err)
+	}
+	if want := []string{"cp+b Unreachable->Reachable since 8:00AM", "cp+c GitOps->Unreachable since 8:00AM"}; !slices.Equal(changes, want) {
+		t.Errorf("changes raised %q, want %q", changes, want)
 	}
 	if err := s.Forget(ctx, "", "cp+c", []string{"cp+a", "cp+b", "cp+c"}); err != nil {
 		t.Fatal(err)

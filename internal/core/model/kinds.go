@@ -46,6 +46,9 @@ const (
 	// KindArtifactCredential is temco's own: a project's user and password (sealed) for
 	// a registry or repository host its charts come from (internal/core/artifact).
 	KindArtifactCredential = "artifactCredential"
+	// KindNotificationReceiver is temco's own: where a project's events (an admin's: the
+	// fleet's) are sent (internal/core/events).
+	KindNotificationReceiver = "notificationReceiver"
 )
 
 // Decode parses a stored resource body.

@@ -1,0 +1,73 @@
+package events
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
+)
+
+// Emitter raises events from the activities that find them: each is kept in the feed and
+// handed to the delivery workflow of every receiver whose filter takes it. A nil Emitter
+// raises nothing (tests of activities that do not look at events).
+type Emitter struct {
+	Store *store.Store
+	Feed  *Feed
+	// Deliver hands e to the delivery workflow of the receiver whose store id is receiver
+	// (features/notify: a signal that starts it if need be). Nil: the notify feature is
+	// off, and events are only kept in the feed.
+	Deliver func(ctx context.Context, receiver string, e Event) error
+}
+
+// Emit raises evs. Its error is the caller's to return, so that its activity is retried:
+// the events' ids are the same then, and nothing is told twice.
+func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
+	if em == nil || len(evs) == 0 {
+		return nil
+	}
+	now := time.Now().UTC()
+	for i := range evs {
+		if evs[i].Time.IsZero() {
+			evs[i].Time = now
+		}
+	}
+	if err := em.Feed.Record(ctx, evs); err != nil {
+		return err
+	}
+	if em.Deliver == nil {
+		return nil
+	}
+	receivers, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver})
+	if err != nil {
+		return err
+	}
+	for _, d := range receivers {
+		r, err := model.Decode[Receiver](d.Body)
+		if err != nil {
+			return err
+		}
+		scope := ScopeOf(d.ID)
+		for _, e := range evs {
+			if !r.Spec.Filter.Matches(scope, &e) {
+				continue
+			}
+			if err := em.Deliver(ctx, d.ID, e); err != nil {
+				return fmt.Errorf("hand event %s to receiver %s: %w", e.ID, d.ID, err)
+			}
+		}
+	}
+	return nil
+}
+
+// ScopeOf is the project of a receiver's store id ("/projects/p/notification-receivers/r"),
+// "" for an admin's ("/notification-receivers/r").
+func ScopeOf(receiver string) string {
+	if rest, ok := strings.CutPrefix(receiver, "/projects/"); ok {
+		p, _, _ := strings.Cut(rest, "/")
+		return p
+	}
+	return ""
+}
