@@ -121,7 +121,7 @@ func TestClusterViewAndFleetShowReachability(t *testing.T) {
 	probes := health.Open(c.store.Database())
 	at := time.Date(2026, 11, 29, 8, 0, 0, 0, time.UTC)
 	if err := probes.Save(ctx, []health.Cluster{{Key: "cp1+c1", State: health.Reachable, Since: at},
-		{Key: "cp1+c2", State: health.Unreachable, Error: `Get "https://10.1.2.3:6443/readyz": connection refused`, Since: at}}); err != nil {
+		{Key: "cp1+c2", State: health.Unreachable, Error: `Get "https://10.1.2.3:6443/readyz": connection refused`, Since: at}}, nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := probes.Round(ctx, at); err != nil {
