@@ -405,6 +405,9 @@ func (s *Stack) env() []string {
 		"TEMCO_METRICS_ADDR=127.0.0.1:" + strconv.Itoa(s.cfg.MetricsPort),
 		"TEMCO_TEMPORAL_UI_URL=" + s.Temporal.UIURL(),
 		fmt.Sprintf("TEMCO_CODEC_CORS_ORIGINS=http://127.0.0.1:%d,http://localhost:%d", s.cfg.UIPort, s.cfg.UIPort),
+		// Notification receivers on this machine (a webhook an operator or a test runs):
+		// a development stack's, never a shared temco's default.
+		"TEMCO_NOTIFY_HOSTS_ALLOW=127.0.0.1,localhost",
 	}, s.cfg.Env...)
 	if s.Registry != nil { // charts by reference may come from the stack's registry and Helm repository
 		env = append(env, ArtifactHostsAllowEnv+"="+s.artifactHostsAllow())
