@@ -102,6 +102,10 @@ app.kubernetes.io/component: {{ index . 1 }}
 - name: TEMCO_ARTIFACT_HOSTS_ALLOW
   value: {{ join "," . | quote }}
 {{- end }}
+{{- with .Values.notifyHostsAllow }}
+- name: TEMCO_NOTIFY_HOSTS_ALLOW
+  value: {{ join "," . | quote }}
+{{- end }}
 - name: HOME
   value: /tmp
 {{- end -}}
