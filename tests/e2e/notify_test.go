@@ -299,6 +299,7 @@ func TestNotificationsReachTheirReceiversBackFromAnOutage(t *testing.T) {
 			t.Errorf("b's feed has %+v", e)
 		}
 	}
+	recordHistory(t, "notify/projects/"+d.project+"/notification-receivers/ops", "NotifyReceiver-outage")
 }
 
 // fakeAPIServer is an API server in the test process that answers /readyz as up says.

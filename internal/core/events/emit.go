@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,7 +41,7 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 	if em.Deliver == nil {
 		return nil
 	}
-	receivers, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver})
+	receivers, err := em.receivers(ctx, evs)
 	if err != nil {
 		return err
 	}
@@ -60,6 +61,28 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 		}
 	}
 	return nil
+}
+
+// receivers are the admins' receivers and those of the projects evs are about.
+func (em *Emitter) receivers(ctx context.Context, evs []Event) ([]*store.Doc, error) {
+	out, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver}) // the top level's
+	if err != nil {
+		return nil, err
+	}
+	var projects []string
+	for _, e := range evs {
+		if e.Project != "" && !slices.Contains(projects, e.Project) {
+			projects = append(projects, e.Project)
+		}
+	}
+	for _, p := range projects {
+		docs, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver, Scope: "/projects/" + p})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, docs...)
+	}
+	return out, nil
 }
 
 // ScopeOf is the project of a receiver's store id ("/projects/p/notification-receivers/r"),
