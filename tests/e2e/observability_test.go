@@ -1,0 +1,62 @@
+package e2e
+
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/temco/temco/internal/dev/testenv"
+)
+
+// Every metric the chart's dashboard and alerts query is one temco exports: the chart is
+// rendered with both on, and each query's metric names are looked up among the families
+// a running api and worker serve once an operation has run (a labelled series exists
+// only once recorded: the operations', the SDK's task latencies, the cluster activities').
+func TestDashboardsAndAlertsQueryExportedMetrics(t *testing.T) {
+	d := newDeployment(t, app{name: "web", chart: webChart("web"), placement: clusterNamed("cluster1")})
+	d.create()
+	d.operate("instantiate")
+	d.await("Instantiated", time.Minute, "", func(s status) bool { return s.Status == "Instantiated" })
+
+	dir, err := testenv.ChartDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals, err := testenv.ValuesFile("minimal-values.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vals["grafanaDashboard"], vals["prometheusRule"] = map[string]any{"enabled": true}, map[string]any{"enabled": true}
+	objs, err := testenv.RenderChart(dir, "temco", "platform", vals)
+	if err != nil {
+		t.Fatal(err)
+	}
+	queries, err := testenv.ChartQueries(objs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	families := testenv.MetricFamilies(metricsOf(t, strings.TrimSuffix(apiURL, "/v2")+"/metrics"))
+	for name, typ := range testenv.MetricFamilies(metricsOf(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", stack.MetricsPort()))) {
+		families[name] = typ
+	}
+	checked := map[string]bool{}
+	for _, where := range slices.Sorted(maps.Keys(queries)) {
+		names, err := testenv.MetricNames(queries[where])
+		if err != nil {
+			t.Errorf("%s: %v", where, err)
+			continue
+		}
+		for _, n := range testenv.Unexported(names, families) {
+			t.Errorf("%s queries %s, which neither the api nor the worker exports", where, n)
+		}
+		for _, n := range names {
+			checked[n] = true
+		}
+	}
+	t.Logf("%d queries, %d metrics checked: %s", len(queries), len(checked), strings.Join(slices.Sorted(maps.Keys(checked)), " "))
+	d.operate("terminate")
+	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == "Terminated" })
+}
