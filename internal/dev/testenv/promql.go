@@ -123,109 +123,112 @@ var labelLists = map[string]bool{"by": true, "without": true, "on": true, "ignor
 // MetricNames returns the metric names expr selects, sorted; an error for an expression
 // it cannot scan (an unterminated string, unbalanced brackets) or one that selects none.
 func MetricNames(expr string) ([]string, error) {
-	names := map[string]bool{}
-	var closers []byte // the brackets open
-	isIdent := func(c byte, first bool) bool {
-		return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || !first && c >= '0' && c <= '9'
-	}
-	skipSpace := func(i int) int {
-		for i < len(expr) && strings.IndexByte(" \t\r\n", expr[i]) >= 0 {
-			i++
-		}
-		return i
-	}
-	// skipTo returns the index after the bracket closing the one at i, strings skipped.
-	skipTo := func(i int, open, close byte) (int, error) {
-		depth := 0
-		for ; i < len(expr); i++ {
-			switch c := expr[i]; {
-			case c == '"' || c == '\'' || c == '`':
-				end, err := skipString(expr, i)
-				if err != nil {
-					return 0, err
-				}
-				i = end - 1
-			case c == open:
-				depth++
-			case c == close:
-				if depth--; depth == 0 {
-					return i + 1, nil
-				}
-			}
-		}
-		return 0, fmt.Errorf("%q: %c at %d is not closed", expr, open, i)
-	}
+	sc := scanner{expr: expr, names: map[string]bool{}}
 	for i := 0; i < len(expr); {
-		c := expr[i]
-		switch {
-		case c == '"' || c == '\'' || c == '`':
-			end, err := skipString(expr, i)
-			if err != nil {
-				return nil, err
-			}
-			i = end
-		case c == '{' || c == '[': // label matchers, a range or a subquery
-			end, err := skipTo(i, c, map[byte]byte{'{': '}', '[': ']'}[c])
-			if err != nil {
-				return nil, err
-			}
-			i = end
-		case c == '$': // a Grafana variable: $name, ${name}, [[name]] is in a range
-			i++
-			if i < len(expr) && expr[i] == '{' {
-				end, err := skipTo(i, '{', '}')
-				if err != nil {
-					return nil, err
-				}
-				i = end
-			}
-			for i < len(expr) && isIdent(expr[i], false) {
-				i++
-			}
-		case c >= '0' && c <= '9' || c == '.': // a number or a duration
-			for i < len(expr) && (isIdent(expr[i], false) || expr[i] == '.') {
-				i++
-			}
-		case isIdent(c, true):
-			start := i
-			for i < len(expr) && isIdent(expr[i], false) {
-				i++
-			}
-			word, next := expr[start:i], skipSpace(i)
-			switch {
-			case labelLists[strings.ToLower(word)] && next < len(expr) && expr[next] == '(':
-				end, err := skipTo(next, '(', ')')
-				if err != nil {
-					return nil, err
-				}
-				i = end
-			case promqlWords[strings.ToLower(word)]:
-			case next < len(expr) && expr[next] == '(': // a function
-			default:
-				names[word] = true
-			}
-		case c == '(':
-			closers = append(closers, ')')
-			i++
-		case c == ')':
-			if len(closers) == 0 {
-				return nil, fmt.Errorf("%q: ) at %d closes nothing", expr, i)
-			}
-			closers = closers[:len(closers)-1]
-			i++
-		case c == '}' || c == ']':
-			return nil, fmt.Errorf("%q: %c at %d closes nothing", expr, c, i)
-		default:
-			i++
+		next, err := sc.token(i)
+		if err != nil {
+			return nil, err
 		}
+		i = next
 	}
-	if len(closers) > 0 {
+	if sc.parens > 0 {
 		return nil, fmt.Errorf("%q: ( is not closed", expr)
 	}
-	if len(names) == 0 {
+	if len(sc.names) == 0 {
 		return nil, fmt.Errorf("%q selects no metric", expr)
 	}
-	return slices.Sorted(maps.Keys(names)), nil
+	return slices.Sorted(maps.Keys(sc.names)), nil
+}
+
+// scanner finds the metric names of a PromQL expression.
+type scanner struct {
+	expr   string
+	names  map[string]bool
+	parens int // open
+}
+
+func isIdent(c byte, first bool) bool {
+	return c == '_' || c == ':' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || !first && c >= '0' && c <= '9'
+}
+
+// token scans the token at i and returns the index after it.
+func (sc *scanner) token(i int) (int, error) {
+	expr := sc.expr
+	switch c := expr[i]; {
+	case c == '"' || c == '\'' || c == '`':
+		return skipString(expr, i)
+	case c == '{' || c == '[': // label matchers, a range or a subquery
+		return sc.skipTo(i, c, map[byte]byte{'{': '}', '[': ']'}[c])
+	case c == '$': // a Grafana variable: $name or ${name}
+		i++
+		if i < len(expr) && expr[i] == '{' {
+			return sc.skipTo(i, '{', '}')
+		}
+		for i < len(expr) && isIdent(expr[i], false) {
+			i++
+		}
+		return i, nil
+	case c >= '0' && c <= '9' || c == '.': // a number or a duration
+		for i < len(expr) && (isIdent(expr[i], false) || expr[i] == '.') {
+			i++
+		}
+		return i, nil
+	case isIdent(c, true):
+		return sc.word(i)
+	case c == '(':
+		sc.parens++
+	case c == ')':
+		if sc.parens--; sc.parens < 0 {
+			return 0, fmt.Errorf("%q: ) at %d closes nothing", expr, i)
+		}
+	case c == '}' || c == ']':
+		return 0, fmt.Errorf("%q: %c at %d closes nothing", expr, c, i)
+	}
+	return i + 1, nil
+}
+
+// word scans the identifier at i: a metric name unless a keyword, an aggregation or a
+// function; the label list after by, on... is skipped.
+func (sc *scanner) word(i int) (int, error) {
+	expr, start := sc.expr, i
+	for i < len(expr) && isIdent(expr[i], false) {
+		i++
+	}
+	w, next := strings.ToLower(expr[start:i]), i
+	for next < len(expr) && strings.IndexByte(" \t\r\n", expr[next]) >= 0 {
+		next++
+	}
+	call := next < len(expr) && expr[next] == '('
+	switch {
+	case labelLists[w] && call:
+		return sc.skipTo(next, '(', ')')
+	case promqlWords[w] || call: // a function's ( is scanned next
+	default:
+		sc.names[expr[start:i]] = true
+	}
+	return i, nil
+}
+
+// skipTo returns the index after the bracket closing the one at i, strings skipped.
+func (sc *scanner) skipTo(i int, open, close byte) (int, error) {
+	depth := 0
+	for j := i; j < len(sc.expr); j++ {
+		switch c := sc.expr[j]; {
+		case c == '"' || c == '\'' || c == '`':
+			end, err := skipString(sc.expr, j)
+			if err != nil {
+				return 0, err
+			}
+			j = end - 1
+		case c == open:
+			depth++
+		case c == close:
+			if depth--; depth == 0 {
+				return j + 1, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("%q: %c at %d is not closed", sc.expr, open, i)
 }
 
 // skipString returns the index after the string starting at i.
