@@ -3,6 +3,7 @@ package e2e
 import (
 	"fmt"
 	"maps"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -38,10 +39,17 @@ func TestDashboardsAndAlertsQueryExportedMetrics(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	families := testenv.MetricFamilies(metricsOf(t, strings.TrimSuffix(apiURL, "/v2")+"/metrics"))
-	for name, typ := range testenv.MetricFamilies(metricsOf(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", stack.MetricsPort()))) {
-		families[name] = typ
+	api := metricsOf(t, strings.TrimSuffix(apiURL, "/v2")+"/metrics")
+	worker := metricsOf(t, fmt.Sprintf("http://127.0.0.1:%d/metrics", stack.MetricsPort()))
+	// The alerts' inputs say what is so: the worker polls, the instantiate succeeded.
+	if !regexp.MustCompile(`(?m)^temco_task_queue_pollers\{type="activity"\} [1-9]`).MatchString(api) {
+		t.Errorf("the api sees no worker polling: %s", grepLines(api, "temco_task_queue_pollers"))
 	}
+	if !regexp.MustCompile(`(?m)^temco_operations_total\{.*kind="dig",.*operation="instantiate",outcome="succeeded".*\} [1-9]`).MatchString(worker) {
+		t.Errorf("the worker did not count the instantiate: %s", grepLines(worker, "temco_operations_total"))
+	}
+	families := testenv.MetricFamilies(api)
+	maps.Copy(families, testenv.MetricFamilies(worker))
 	checked := map[string]bool{}
 	for _, where := range slices.Sorted(maps.Keys(queries)) {
 		names, err := testenv.MetricNames(queries[where])
@@ -59,4 +67,15 @@ func TestDashboardsAndAlertsQueryExportedMetrics(t *testing.T) {
 	t.Logf("%d queries, %d metrics checked: %s", len(queries), len(checked), strings.Join(slices.Sorted(maps.Keys(checked)), " "))
 	d.operate("terminate")
 	d.await("Terminated", time.Minute, "", func(s status) bool { return s.Status == "Terminated" })
+}
+
+// grepLines are the lines of text that contain s.
+func grepLines(text, s string) string {
+	var out []string
+	for line := range strings.Lines(text) {
+		if strings.Contains(line, s) {
+			out = append(out, strings.TrimSpace(line))
+		}
+	}
+	return strings.Join(out, "; ")
 }
