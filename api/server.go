@@ -36,6 +36,9 @@ type Server struct {
 	Auth     *auth.Authenticator         // nil: no authentication, every caller is an admin
 	// ArtifactHosts are the registries and repositories apps' charts may come from (nil: none).
 	ArtifactHosts *egress.Allow
+	// Pollers counts the workers polling temco's task queue by task type, for /metrics
+	// (starter.Pollers); nil: not exported.
+	Pollers func(context.Context) (map[string]int, error)
 
 	// Controllers are the intent controllers built into temco (controllers/registry): their
 	// resources are served under the DIG, and a DIG may use them or controllers registered
@@ -126,6 +129,7 @@ func (s *Server) Handler() *echo.Echo {
 		return c.String(http.StatusOK, "ok")
 	})
 	if s.Registry != nil {
+		s.Registry.MustRegister(s.fleetGauges())
 		e.GET("/metrics", echo.WrapHandler(metrics.Handler(s.Registry)))
 	}
 	s.registerCodec(e)

@@ -166,7 +166,7 @@ func (p *apiProcess) usersWorkflows(lists apiLists) (*workflowmgr.Temporal, erro
 func (p *apiProcess) restServer(lists apiLists, workflows *workflowmgr.Temporal) *api.Server {
 	cfg := p.cfg
 	s := &api.Server{Store: p.store, Contexts: p.contexts, Keys: p.keys, Log: p.log, Registry: p.metrics,
-		Ops: p.ops, Activities: p.temporal, ArtifactHosts: lists.artifactHosts, Ready: ready(p.store, p.temporal),
+		Ops: p.ops, Pollers: p.ops.Pollers, Activities: p.temporal, ArtifactHosts: lists.artifactHosts, Ready: ready(p.store, p.temporal),
 		TemporalUI: strings.TrimSuffix(cfg.temporalUI, "/"), Namespace: cfg.temporal.namespace,
 		Controllers:        controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 		Kinds:              slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: cfg.certOrgs}), workflowmgr.Kinds(workflows)),

@@ -184,6 +184,8 @@ func (m *migration) finish(ctx workflow.Context, outcome, errMsg string) error {
 	dctx, _ := workflow.NewDisconnectedContext(ctx)
 	workflow.GetLogger(ctx).Info("operation ended", "op", lifecycle.OpMigrate, "context", m.in.ContextID, "origin", m.origin.ID(),
 		"outcome", outcome, "error", errMsg)
+	recordEnded(ctx, m.in.Target, lifecycle.OpMigrate, map[string]string{lifecycle.MigrateDone: lifecycle.OutcomeSucceeded,
+		lifecycle.MigrateStopped: lifecycle.OutcomeStopped, lifecycle.MigrateRolledBack: lifecycle.OutcomeRolledBack}[outcome])
 	in := lifecycle.MigrateFinish{MigrateBegin: lifecycle.MigrateBegin{DIG: m.in.Target, ContextID: m.in.ContextID,
 		Origin: m.origin, OriginContext: m.in.Previous}, Outcome: outcome, Error: errMsg, Hooks: m.progress.Hooks}
 	return localfirst.Execute(dctx, time.Minute, retryForever, lifecycle.FinishMigrate, in, nil)

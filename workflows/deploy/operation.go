@@ -178,19 +178,23 @@ func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error
 	case ctx.Err() != nil: // cancelled from outside
 		o.refused = false // a terminate follows: it records the state
 		ended(out.failed, "error", out.cancelled)
+		recordEnded(ctx, o.in.Target, o.progress.Op, lifecycle.OutcomeCancelled)
 		_ = o.finish(ctx, out.failed, out.cancelled)
 		return temporal.NewCanceledError()
 	case o.stopped:
 		ended(out.stopped)
+		recordEnded(ctx, o.in.Target, o.progress.Op, lifecycle.OutcomeStopped)
 		return o.finish(ctx, out.stopped, "stopped")
 	case err != nil:
 		ended(out.failed, "error", lifecycle.ErrorMessage(err))
+		recordEnded(ctx, o.in.Target, o.progress.Op, lifecycle.OutcomeFailed)
 		if ferr := o.finish(ctx, out.failed, lifecycle.ErrorMessage(err)); ferr != nil {
 			return ferr
 		}
 		return err
 	}
 	ended(out.done)
+	recordEnded(ctx, o.in.Target, o.progress.Op, lifecycle.OutcomeSucceeded)
 	return o.finish(ctx, out.done, "")
 }
 

@@ -8,6 +8,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.temporal.io/sdk/client"
+
+	"github.com/temco/temco/internal/core/lifecycle"
 )
 
 // Temporal adapts the SDK's metrics to Prometheus. The SDK names its metrics and tags
@@ -16,6 +18,18 @@ import (
 // ones are left empty, as Prometheus requires fixed label names per metric.
 func Temporal(reg prometheus.Registerer) client.MetricsHandler {
 	return &sdkHandler{vecs: &sdkVecs{reg: reg, byName: map[string]*sdkVec{}}}
+}
+
+// workflowMetrics are temco's own metrics recorded in workflows through the SDK's handler
+// (lifecycle.MetricOperations...): their help, and buckets fit for operations that take
+// seconds to hours rather than the SDK's sub-second timers.
+var workflowMetrics = map[string]struct {
+	help    string
+	buckets []float64
+}{
+	lifecycle.MetricOperations: {help: "Ended lifecycle operations by kind of target, operation and outcome."},
+	lifecycle.MetricOperationDuration: {help: "Lifecycle operation duration, from its workflow's start to its end, by kind, operation and outcome",
+		buckets: []float64{1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600}},
 }
 
 type sdkHandler struct {
@@ -54,16 +68,19 @@ func (h *sdkHandler) vec(name, kind string) *sdkVec {
 	}
 	v := &sdkVec{labels: slices.Sorted(maps.Keys(h.tags))}
 	var c prometheus.Collector
+	help, buckets := "Temporal SDK "+kind+" "+name, prometheus.DefBuckets
+	if m, ok := workflowMetrics[name]; ok {
+		help, buckets = m.help, m.buckets
+	}
 	switch kind {
 	case "counter":
-		v.counter = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: "Temporal SDK counter " + name}, v.labels)
+		v.counter = prometheus.NewCounterVec(prometheus.CounterOpts{Name: name, Help: help}, v.labels)
 		c = v.counter
 	case "gauge":
-		v.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: "Temporal SDK gauge " + name}, v.labels)
+		v.gauge = prometheus.NewGaugeVec(prometheus.GaugeOpts{Name: name, Help: help}, v.labels)
 		c = v.gauge
 	default:
-		v.histogram = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: "Temporal SDK timer " + name + " (seconds)",
-			Buckets: prometheus.DefBuckets}, v.labels)
+		v.histogram = prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: name, Help: help + " (seconds)", Buckets: buckets}, v.labels)
 		c = v.histogram
 	}
 	if err := h.vecs.reg.Register(c); err != nil {
