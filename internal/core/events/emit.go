@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -40,7 +41,7 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 	if em.Deliver == nil {
 		return nil
 	}
-	receivers, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver})
+	receivers, err := em.receiversOf(ctx, evs)
 	if err != nil {
 		return err
 	}
@@ -60,6 +61,27 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 		}
 	}
 	return nil
+}
+
+// receiversOf lists the receivers that may take evs: the admins' (at the top level) and
+// those of the projects evs are about. A store query lists one parent's children (no
+// parent is the top level), so each project's are listed apart.
+func (em *Emitter) receiversOf(ctx context.Context, evs []Event) ([]*store.Doc, error) {
+	parents := []string{""}
+	for _, e := range evs {
+		if p := "/projects/" + e.Project; e.Project != "" && !slices.Contains(parents, p) {
+			parents = append(parents, p)
+		}
+	}
+	var out []*store.Doc
+	for _, parent := range parents {
+		docs, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver, Parent: parent})
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, docs...)
+	}
+	return out, nil
 }
 
 // ScopeOf is the project of a receiver's store id ("/projects/p/notification-receivers/r"),
