@@ -2,12 +2,16 @@ package events
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/temco/temco/internal/core/model"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
 )
@@ -159,5 +163,90 @@ func TestStatusRecordsDeliveriesAndBoundsItsErrors(t *testing.T) {
 	}
 	if st, err = s.Get(ctx, r); err != nil || st.State != StateIdle || st.Delivered != 0 {
 		t.Errorf("forgotten: %+v %v", st, err)
+	}
+}
+
+// Emit keeps the events in the feed and hands each to every receiver whose filter takes
+// it, a project's receivers their project's only; without Deliver (notify off) it only
+// keeps them.
+func TestEmitHandsEachEventToTheReceiversThatTakeIt(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Database(t, ferret, strings.ToLower(t.Name()))
+	st, err := store.New(ctx, db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"p1", "p2"} {
+		if err := st.Create(ctx, &store.Doc{ID: "/projects/" + p, Kind: "project", Name: p, Body: `{"metadata":{"name":"` + p + `"}}`}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	receivers := map[string]Filter{
+		"/projects/p1/notification-receivers/drift": {Events: []string{"drift.*"}},
+		"/projects/p2/notification-receivers/all":   {},
+		"/notification-receivers/p1":                {Projects: []string{"p1"}},
+		"/notification-receivers/fleet":             {Events: []string{"cluster.*"}},
+	}
+	for id, f := range receivers {
+		body, err := json.Marshal(model.Resource[Receiver]{Metadata: model.Metadata{Name: id[strings.LastIndex(id, "/")+1:]},
+			Spec: Receiver{Format: FormatSlack, URL: "https://hooks.example.com/" + Mask, Filter: f}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		parent := strings.TrimSuffix(strings.TrimSuffix(id, "/"+id[strings.LastIndex(id, "/")+1:]), "/notification-receivers")
+		if err := st.Create(ctx, &store.Doc{ID: id, Parent: parent, Scope: parent, Kind: model.KindNotificationReceiver,
+			Name: id[strings.LastIndex(id, "/")+1:], Body: string(body)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	dig := "/projects/p1/composite-apps/ca/v1/deployment-intent-groups/d"
+	evs := []Event{*(&Event{ID: "drift", Type: DriftFound}).About(dig), *(&Event{ID: "failed", Type: OperationFailed}).About(dig),
+		*(&Event{ID: "down", Type: ClusterUnreachable}).AboutCluster("cp+c1", nil)}
+
+	handed := map[string][]string{}
+	em := &Emitter{Store: st, Feed: OpenFeed(db), Deliver: func(_ context.Context, receiver string, e Event) error {
+		if e.Time.IsZero() {
+			t.Errorf("event %s handed without its time", e.ID)
+		}
+		handed[receiver] = append(handed[receiver], e.ID)
+		return nil
+	}}
+	if err := em.Emit(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{
+		"/projects/p1/notification-receivers/drift": {"drift"},
+		"/notification-receivers/p1":                {"drift", "failed"},
+		"/notification-receivers/fleet":             {"down"},
+	}
+	for id := range receivers {
+		if !slices.Equal(handed[id], want[id]) {
+			t.Errorf("%s was handed %q, want %q", id, handed[id], want[id])
+		}
+	}
+	kept, err := em.Feed.List(ctx, Page{All: true, Limit: 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(kept) != 3 {
+		t.Errorf("the feed kept %q", ids(kept))
+	}
+
+	// A hand-over that fails is the caller's error (its activity is retried).
+	em.Deliver = func(context.Context, string, Event) error { return errors.New("temporal unavailable") }
+	if err := em.Emit(ctx, evs[0]); err == nil || !strings.Contains(err.Error(), "temporal unavailable") {
+		t.Errorf("a failed hand-over: %v", err)
+	}
+	// Notify off: kept only.
+	off := &Emitter{Store: st, Feed: em.Feed}
+	if err := off.Emit(ctx, Event{ID: "later", Type: DriftCorrected, Project: "p1"}); err != nil {
+		t.Fatal(err)
+	}
+	if kept, _ := em.Feed.List(ctx, Page{Project: "p1", Types: []string{DriftCorrected}, Limit: 10}); len(kept) != 1 {
+		t.Errorf("without Deliver the event is not kept: %q", ids(kept))
+	}
+	var none *Emitter
+	if err := none.Emit(ctx, evs...); err != nil {
+		t.Errorf("a nil Emitter: %v", err)
 	}
 }
