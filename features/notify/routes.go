@@ -81,6 +81,11 @@ func (r routes) check(_ context.Context, q *api.Request[events.Receiver]) error 
 		if keep == nil {
 			return api.BadRequest("spec.url is required: where temco posts the events")
 		}
+		// Only the stored URL's own mask keeps it: a masked URL on another scheme, host or
+		// port would be answered 200 and not be where the events go.
+		if sealed.URL != "" && sealed.URL != events.Masked(keep.URL) {
+			return api.BadRequest("spec.url %q is masked but is not the stored URL's mask (%s): give the whole URL", sealed.URL, events.Masked(keep.URL))
+		}
 		sealed.URL = keep.URL
 	}
 	if sealed.Secret == events.Mask || sealed.Secret == "" && keep != nil && spec.Format != events.FormatSlack {

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"strconv"
 	"time"
 
@@ -99,7 +100,7 @@ func (a *Activities) send(ctx context.Context, doc *store.Doc, e *events.Event) 
 	}
 	resp, err := a.Client.Do(req)
 	if err != nil {
-		return fmt.Errorf("post to %s: %w", req.URL.Host, errOf(err))
+		return errOf(req.URL.Host, err)
 	}
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	resp.Body.Close()
@@ -113,18 +114,25 @@ func (a *Activities) send(ctx context.Context, doc *store.Doc, e *events.Event) 
 	}
 }
 
-// errOf is what a failed post says: egress' errors say no more than "refused" or "did
-// not answer" (how a connection failed would tell a tenant what listens where).
-func errOf(err error) error {
+// errOf is what a failed post to host says: egress' errors say no more than "refused" or
+// "did not answer" (how a connection failed would tell a tenant what listens where). A
+// refusal is returned as is, not wrapped: Temporal reads NonRetryable from the error
+// an activity returns, not from one it wraps. Never the URL, which the client's
+// *url.Error names: its path may be the receiver's token, and the error is recorded in
+// the receiver's status.
+func errOf(host string, err error) error {
 	var refused *egress.Refused
 	var unreachable *egress.Unreachable
+	var withURL *url.Error
 	switch {
 	case errors.As(err, &refused):
 		return temporal.NewNonRetryableApplicationError(refused.Error(), errRefused, nil)
 	case errors.As(err, &unreachable):
-		return unreachable
+		err = unreachable
+	case errors.As(err, &withURL):
+		err = withURL.Err
 	}
-	return err
+	return fmt.Errorf("post to %s: %w", host, err)
 }
 
 func (a *Activities) sealed(doc *store.Doc) (events.Sealed, error) {

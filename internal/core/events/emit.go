@@ -41,7 +41,7 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 	if em.Deliver == nil {
 		return nil
 	}
-	receivers, err := em.receivers(ctx, evs)
+	receivers, err := em.receiversOf(ctx, evs)
 	if err != nil {
 		return err
 	}
@@ -63,20 +63,19 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 	return nil
 }
 
-// receivers are the admins' receivers and those of the projects evs are about.
-func (em *Emitter) receivers(ctx context.Context, evs []Event) ([]*store.Doc, error) {
-	out, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver}) // the top level's
-	if err != nil {
-		return nil, err
-	}
-	var projects []string
+// receiversOf lists the receivers that may take evs: the admins' (at the top level) and
+// those of the projects evs are about. A store query lists one parent's children (no
+// parent is the top level), so each project's are listed apart.
+func (em *Emitter) receiversOf(ctx context.Context, evs []Event) ([]*store.Doc, error) {
+	parents := []string{""}
 	for _, e := range evs {
-		if e.Project != "" && !slices.Contains(projects, e.Project) {
-			projects = append(projects, e.Project)
+		if p := "/projects/" + e.Project; e.Project != "" && !slices.Contains(parents, p) {
+			parents = append(parents, p)
 		}
 	}
-	for _, p := range projects {
-		docs, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver, Scope: "/projects/" + p})
+	var out []*store.Doc
+	for _, parent := range parents {
+		docs, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver, Parent: parent})
 		if err != nil {
 			return nil, err
 		}
