@@ -41,8 +41,13 @@ function hostOf(u) {
   }
 }
 
+// attempt is one delivery attempt: when, the event's type and id (shortened; whole in its
+// title), and which attempt it was.
 const attempt = (a) => [time(a?.time), ` ${a?.type ?? ''}`, a?.attempt > 1 ? ` (attempt ${a.attempt})` : '',
-  h('span', { class: 'sub' }, `event ${a?.event ?? ''}`)];
+  h('span', { class: 'sub', title: a?.event ?? '' }, `event ${String(a?.event ?? '').slice(0, 12)}`)];
+
+// count is one of a receiver's delivery counts, its number in its own element.
+const count = (testid, n, what) => h('span', { class: 'count' }, h('span', { 'data-testid': testid }, dash(n)), ` ${what}`);
 
 // receiverRow is one receiver with its deliveries (st: the status answer, or the error
 // reading it).
@@ -53,15 +58,14 @@ function receiverRow(rcv, st) {
   const s = failedRead ? {} : st || {};
   const errors = list(s.lastErrors).slice().reverse(); // newest first
   return row({ 'data-receiver': name, 'data-state': s.state || 'Unknown' }, [
-    h('th', { scope: 'row' }, name, rcv?.metadata?.description ? h('span', { class: 'sub' }, rcv.metadata.description) : null),
-    h('td', { 'data-testid': 'receiver-format' }, spec.format || 'cloudevents'),
+    h('th', { scope: 'row' }, name, h('span', { class: 'sub', 'data-testid': 'receiver-format' }, spec.format || 'cloudevents'),
+      rcv?.metadata?.description ? h('span', { class: 'sub' }, rcv.metadata.description) : null),
     h('td', { 'data-testid': 'receiver-host' }, hostOf(spec.url) || '—', h('span', { class: 'sub' }, h('code', null, spec.url || ''))),
     h('td', { 'data-testid': 'receiver-filter', class: 'wrap' }, filterText(spec.filter)),
     h('td', { 'data-testid': 'receiver-state' }, failedRead ? h('span', { class: 'error' }, st.message) : stateText(s.state),
       when(s.updated) ? h('span', { class: 'sub' }, 'updated ', time(s.updated)) : null),
-    h('td', { 'data-testid': 'receiver-delivered' }, dash(s.delivered)),
-    h('td', { 'data-testid': 'receiver-failed' }, dash(s.failed)),
-    h('td', { 'data-testid': 'receiver-queued' }, dash(s.queued)),
+    h('td', { 'data-testid': 'receiver-counts' }, count('receiver-delivered', s.delivered, 'delivered'),
+      count('receiver-failed', s.failed, 'given up'), count('receiver-queued', s.queued, 'queued')),
     h('td', { 'data-testid': 'receiver-last-delivered' }, s.lastDelivered ? attempt(s.lastDelivered) : 'none yet'),
     h('td', { 'data-testid': 'receiver-errors', class: 'wrap' }, errors.length
       ? h('ul', { class: 'errors' }, errors.map((a) => h('li', { class: 'error' }, attempt(a), h('span', { class: 'sub error' }, a?.error ?? ''))))
@@ -82,6 +86,7 @@ function aboutCell(e) {
     to = c ? href('cp', cp, 'c', c) : '';
   } else if (e?.resource) {
     to = routeOf(`/v2${e.resource}`);
+    if (e.project && e.resource === `/projects/${e.project}`) text = `project ${e.project}`;
   }
   return h('td', { 'data-testid': 'event-about', class: 'wrap' }, to ? h('a', { href: to }, text) : text,
     list(e?.clusterLabels).length ? h('span', { class: 'sub' }, `labels ${e.clusterLabels.join(', ')}`) : null);
@@ -165,7 +170,7 @@ export function notificationsView(r, ctx) {
     if (g !== gen) return; // answers the filter or page before: the load asked since shows the new one
     replace(receivers, table({
       caption: fleet ? 'Admin receivers: the fleet\'s events' : `Receivers of project ${r.p}`, testid: 'receivers',
-      head: ['Receiver', 'Format', 'Host', 'Filter', 'State', 'Delivered', 'Failed', 'Queued', 'Last delivered', 'Last errors, newest first'],
+      head: ['Receiver', 'Posts to', 'Filter', 'State', 'Deliveries', 'Last delivered', 'Last errors, newest first'],
       rows: shown.map((x, i) => receiverRow(x, statuses[i])),
       empty: 'No notification receiver.',
     }), shown.length === RECEIVERS_SHOWN ? h('p', { class: 'sub' }, `The first ${RECEIVERS_SHOWN} receivers.`) : null);
@@ -184,7 +189,7 @@ export function notificationsView(r, ctx) {
   }
 
   const scope = fleet
-    ? 'The admin receivers take events of every project and of the fleet itself (a cluster\'s reachability); the feed below is every one of them.'
+    ? 'The admin receivers take events of every project and of the fleet itself (a cluster\'s reachability); the feed below is every one of them. A project\'s own receivers are on its page (Project, then Notifications).'
     : `A project's receivers take its own events only.`;
   return {
     title: fleet ? 'Notifications' : `Notifications of project ${r.p}`,
