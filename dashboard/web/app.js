@@ -1,6 +1,6 @@
 // temco's operator dashboard: session and sign-in, hash routing, polling, the
 // confirmation dialog and the status message. The views are in fleet.js (the home),
-// views.js, dig.js and diagnostics.js.
+// views.js, dig.js, diagnostics.js and notifications.js.
 
 import { get, onUnauthorized, token } from './api.js';
 import { clock, h } from './dom.js';
@@ -9,6 +9,7 @@ import { digView } from './dig.js';
 import { clusterView } from './cluster.js';
 import { fleetView } from './fleet.js';
 import { clustersView } from './grid.js';
+import { notificationsView } from './notifications.js';
 import {
   cloudStatus, compositeApp, notFound, objects, project,
 } from './views.js';
@@ -120,7 +121,9 @@ function makeView(segs, query, ctx) {
   if (n === 0) return fleetView({ query }, ctx);
   if (a === 'diagnostics' && n === 1) return diagnosticsView({ query }, ctx);
   if (a === 'clusters' && n === 1) return clustersView();
+  if (a === 'notifications' && n === 1) return notificationsView({ query }, ctx);
   if (a === 'p' && n === 2) return project({ p });
+  if (a === 'p' && b === 'notifications' && n === 3) return notificationsView({ p, query }, ctx);
   if (a === 'p' && b === 'lc' && n === 4) return cloudStatus({ p, lc: x });
   if (a === 'p' && b === 'ca' && n === 5) return compositeApp({ p, ca: x, v: y });
   if (a === 'p' && b === 'ca' && d === 'dig' && n === 7) return digView({ p, ca: x, v: y, dig, query }, ctx);

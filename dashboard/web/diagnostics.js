@@ -11,7 +11,7 @@ const LIMIT = 100;
 
 // routeOf is the page's view of a stored resource's API path ('' when there is none: a
 // cluster provider's is the home view).
-function routeOf(path) {
+export function routeOf(path) {
   const segs = String(path || '').split('/').slice(2); // '', 'v2', then the resource's segments
   const [a, p, b, x, y, c, d] = segs;
   const n = segs.length;

@@ -307,6 +307,7 @@ export function fleetView(r, ctx) {
     crumbs: [['Home']],
     body: [
       h('p', null, h('a', { href: '#/diagnostics' }, 'Diagnostics'), ': every declared resource, whether temco accepted it, and its errors.'),
+      h('p', null, h('a', { href: '#/notifications' }, 'Notifications'), ': the notification receivers, their deliveries and the feed of events.'),
       section('Summary', summary), section('Deployment intent groups', filters, box, pager),
       section('Projects', projects), section('Cluster providers', providers)],
     load,

@@ -45,7 +45,10 @@ export function project(r) {
   return {
     title: `Project ${r.p}`,
     crumbs: [...trail.home(), [`Project ${r.p}`]],
-    body: [section('Composite apps', apps), section('Logical clouds', clouds)],
+    body: [
+      h('p', null, h('a', { href: href('p', r.p, 'notifications'), 'data-testid': 'project-notifications' }, 'Notifications'),
+        ': the project\'s notification receivers, their deliveries and its events.'),
+      section('Composite apps', apps), section('Logical clouds', clouds)],
     async load(signal) {
       const [cas, lcs] = await Promise.all([
         get(apiPath('projects', r.p, 'composite-apps'), { signal }),

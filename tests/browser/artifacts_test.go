@@ -17,6 +17,19 @@ import (
 // seed what the stack's own pipeline would take minutes, or a broken registry, to reach.
 func contextStore(t *testing.T) *appctx.Store {
 	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	contexts, err := appctx.New(ctx, stackStore(t).Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return contexts
+}
+
+// stackStore opens the stack's resource store (its MongoDB, from temco dev's summary),
+// disconnected at the test's end.
+func stackStore(t *testing.T) *store.Store {
+	t.Helper()
 	var uri string
 	for _, l := range devSummary {
 		if m := mongoSummary.FindStringSubmatch(l); m != nil {
@@ -33,11 +46,7 @@ func contextStore(t *testing.T) *appctx.Store {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = client.Disconnect(context.Background()) })
-	contexts, err := appctx.New(ctx, st.Database())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return contexts
+	return st
 }
 
 // A DIG whose charts were uploaded shows no artifacts; once its context records charts by
