@@ -107,6 +107,8 @@ func (a *Activities) send(ctx context.Context, doc *store.Doc, e *events.Event) 
 	switch code := resp.StatusCode; {
 	case code >= 200 && code < 300:
 		return nil
+	case code >= 300 && code < 400: // redirects are not followed: the URL is to be fixed
+		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s answered %s: temco follows no redirect; give the URL it names", req.URL.Host, resp.Status), errRefused, nil)
 	case code >= 400 && code < 500 && code != http.StatusRequestTimeout && code != http.StatusTooManyRequests:
 		return temporal.NewNonRetryableApplicationError(fmt.Sprintf("%s refused the event: %s", req.URL.Host, resp.Status), errRefused, nil)
 	default:

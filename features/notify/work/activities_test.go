@@ -244,8 +244,8 @@ func TestASlackReceiverGetsItsText(t *testing.T) {
 }
 
 // What the receiver answers decides: a 2xx is delivered; a 5xx, 408 or 429 is tried
-// again (the error recorded, the receiver Retrying); any other 4xx is refused for good,
-// not retried, and counted failed.
+// again (the error recorded, the receiver Retrying); any other 4xx, or a redirect, is
+// refused for good, not retried, counted failed, and the receiver says Refused.
 func TestTheAnswerDecidesRetryOrRefusal(t *testing.T) {
 	h := newHook(t)
 	f := newFixture(t, egress.MustParse(h.host()))
@@ -261,7 +261,7 @@ func TestTheAnswerDecidesRetryOrRefusal(t *testing.T) {
 		{http.StatusBadRequest, false, true},
 		{http.StatusNotFound, false, true},
 		{http.StatusGone, false, true},
-		{http.StatusFound, true, false}, // a redirect is not followed
+		{http.StatusFound, false, true}, // a redirect is not followed: the URL is to be fixed
 	} {
 		t.Run(http.StatusText(c.code), func(t *testing.T) {
 			id := project + "/notification-receivers/r" + strings.ReplaceAll(strings.ToLower(http.StatusText(c.code)), " ", "-")
@@ -280,7 +280,8 @@ func TestTheAnswerDecidesRetryOrRefusal(t *testing.T) {
 			}
 			st := f.status(t, id)
 			wantFailed := map[bool]int{true: 1, false: 0}[c.failed]
-			if st.State != events.StateRetrying || st.Delivered != 0 || st.Failed != wantFailed || len(st.LastErrors) != 1 ||
+			wantState := map[bool]string{true: events.StateRefused, false: events.StateRetrying}[c.failed]
+			if st.State != wantState || st.Delivered != 0 || st.Failed != wantFailed || len(st.LastErrors) != 1 ||
 				st.LastErrors[0].Event != "e1" || !strings.Contains(st.LastErrors[0].Error, http.StatusText(c.code)) {
 				t.Errorf("status %+v", st)
 			}

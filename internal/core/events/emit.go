@@ -34,6 +34,10 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 		if evs[i].Time.IsZero() {
 			evs[i].Time = now
 		}
+		// Each a time of its own, in the order raised: the feed is read, and paged, by time.
+		if i > 0 && !evs[i].Time.After(evs[i-1].Time) {
+			evs[i].Time = evs[i-1].Time.Add(time.Nanosecond)
+		}
 	}
 	if err := em.Feed.Record(ctx, evs); err != nil {
 		return err

@@ -20,10 +20,12 @@ type Feed struct{ coll *mongo.Collection }
 // stored is an event in the feed; its _id is the event's id, so an event raised twice is
 // kept once.
 type stored struct {
-	ID      string    `bson:"_id"`
-	Project string    `bson:"project"`
-	Time    time.Time `bson:"time"`
-	Event   Event     `bson:"event"`
+	ID      string `bson:"_id"`
+	Project string `bson:"project"`
+	// At is Time in nanoseconds: a stored date keeps milliseconds, and the feed is read and
+	// paged in the events' own order.
+	At    int64 `bson:"at"`
+	Event Event `bson:"event"`
 }
 
 // OpenFeed returns the feed kept in db (it reads nothing).
@@ -31,14 +33,14 @@ func OpenFeed(db *mongo.Database) *Feed { return &Feed{coll: db.Collection("even
 
 // EnsureIndexes creates the feed's index: a project's events by time.
 func (f *Feed) EnsureIndexes(ctx context.Context) error {
-	return store.EnsureIndexes(ctx, f.coll, []store.Index{{{Key: "project", Value: 1}, {Key: "time", Value: -1}}, {{Key: "time", Value: -1}}})
+	return store.EnsureIndexes(ctx, f.coll, []store.Index{{{Key: "project", Value: 1}, {Key: "at", Value: -1}}, {{Key: "at", Value: -1}}})
 }
 
 // Record keeps evs; those kept already (by id) are left as they are.
 func (f *Feed) Record(ctx context.Context, evs []Event) error {
 	docs := make([]any, len(evs))
 	for i, e := range evs {
-		docs[i] = stored{ID: e.ID, Project: e.Project, Time: e.Time, Event: e}
+		docs[i] = stored{ID: e.ID, Project: e.Project, At: e.Time.UnixNano(), Event: e}
 	}
 	_, err := f.coll.InsertMany(ctx, docs, options.InsertMany().SetOrdered(false))
 	if err != nil && !onlyDuplicates(err) {
@@ -77,12 +79,12 @@ func (f *Feed) List(ctx context.Context, p Page) ([]Event, error) {
 		filter = append(filter, bson.E{Key: "project", Value: p.Project})
 	}
 	if !p.Before.IsZero() {
-		filter = append(filter, bson.E{Key: "time", Value: bson.D{{Key: "$lt", Value: p.Before}}})
+		filter = append(filter, bson.E{Key: "at", Value: bson.D{{Key: "$lt", Value: p.Before.UnixNano()}}})
 	}
 	if len(p.Types) > 0 {
 		filter = append(filter, bson.E{Key: "event.type", Value: bson.D{{Key: "$in", Value: p.Types}}})
 	}
-	cur, err := f.coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "time", Value: -1}, {Key: "_id", Value: 1}}).SetLimit(int64(p.Limit)))
+	cur, err := f.coll.Find(ctx, filter, options.Find().SetSort(bson.D{{Key: "at", Value: -1}, {Key: "_id", Value: 1}}).SetLimit(int64(p.Limit)))
 	if err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
@@ -93,6 +95,7 @@ func (f *Feed) List(ctx context.Context, p Page) ([]Event, error) {
 	out := make([]Event, len(docs))
 	for i, d := range docs {
 		out[i] = d.Event
+		out[i].Time = time.Unix(0, d.At).UTC() // to the nanosecond: what before= pages from
 	}
 	return out, nil
 }

@@ -250,3 +250,34 @@ func TestEmitHandsEachEventToTheReceiversThatTakeIt(t *testing.T) {
 		t.Errorf("a nil Emitter: %v", err)
 	}
 }
+
+// Events raised together, or found at the same time, each get a time of their own, in the
+// order raised: the feed pages through them with before= and loses none.
+func TestFeedPagesThroughEventsRaisedAtOnce(t *testing.T) {
+	ctx := context.Background()
+	db := testenv.Database(t, ferret, strings.ToLower(t.Name()))
+	em := &Emitter{Feed: OpenFeed(db)}
+	var evs []Event
+	for i := range 5 {
+		evs = append(evs, *(&Event{ID: fmt.Sprint("e", i), Type: ClusterUnreachable, Time: at}).AboutCluster(fmt.Sprint("cp+c", i), nil))
+	}
+	if err := em.Emit(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	p := Page{All: true, Limit: 2}
+	for range 5 {
+		page, err := em.Feed.List(ctx, p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(page) == 0 {
+			break
+		}
+		got = append(got, ids(page)...)
+		p.Before = page[len(page)-1].Time
+	}
+	if want := []string{"e4", "e3", "e2", "e1", "e0"}; !slices.Equal(got, want) {
+		t.Errorf("paged %q, want %q", got, want)
+	}
+}

@@ -18,12 +18,13 @@ const errorsKept = 10
 type Status struct {
 	Receiver  string `json:"-" bson:"_id"`
 	Delivered int    `json:"delivered" bson:"delivered"`
-	// Failed counts events given up on: refused for good, or not taken for a day.
+	// Failed counts the events refused for good (an event not taken for a day is dropped
+	// too, its last errors kept, not counted).
 	Failed int `json:"failed" bson:"failed"`
 	// Queued are the events waiting behind the one being delivered, at the last attempt.
 	Queued int `json:"queued" bson:"queued"`
 	// State: "Delivering" (the last attempt succeeded), "Retrying" (it failed, the event is
-	// tried again) or "Idle" (never tried).
+	// tried again), "Refused" (the receiver refused it for good) or "Idle" (never tried).
 	State         string    `json:"state" bson:"state"`
 	LastDelivered *Attempt  `json:"lastDelivered,omitempty" bson:"lastDelivered,omitempty"`
 	LastErrors    []Attempt `json:"lastErrors" bson:"lastErrors"`
@@ -44,6 +45,8 @@ const (
 	StateIdle       = "Idle"
 	StateDelivering = "Delivering"
 	StateRetrying   = "Retrying"
+	// StateRefused: the last event was refused for good; the next will be tried.
+	StateRefused = "Refused"
 )
 
 // Statuses is the collection "notify_status": one document per receiver.
@@ -86,6 +89,7 @@ func (s *Statuses) Record(ctx context.Context, receiver string, a Attempt, queue
 	default:
 		st.State = StateRetrying
 		if gaveUp {
+			st.State = StateRefused
 			st.Failed++
 		}
 		st.LastErrors = append(st.LastErrors, a)
