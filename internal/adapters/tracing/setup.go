@@ -73,8 +73,9 @@ func decide(getenv func(string) string) (plan, error) {
 }
 
 // Setup installs, when the environment asks for traces, a tracer provider exporting
-// over OTLP in batches as OpenTelemetry's global one, with W3C trace context and baggage
-// as the propagators. service is the process's service.name unless OTEL_SERVICE_NAME
+// over OTLP in batches as OpenTelemetry's global one, with W3C trace context as the
+// propagator. Not baggage: a caller's baggage would be written, in clear, into the
+// headers of the workflows it starts, and kept in their histories. service is the process's service.name unless OTEL_SERVICE_NAME
 // (or OTEL_RESOURCE_ATTRIBUTES) names another. The returned flush exports the spans
 // not sent yet and stops the exporter: call it as the process ends. When traces are off
 // Setup installs nothing and flush does nothing.
@@ -103,7 +104,7 @@ func Setup(ctx context.Context, service string) (flush func(context.Context) err
 	// pace OTEL_BSP_*'s.
 	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithResource(res))
 	otel.SetTracerProvider(tp)
-	otel.SetTextMapPropagator(propagation.NewCompositeTextMapPropagator(propagation.TraceContext{}, propagation.Baggage{}))
+	otel.SetTextMapPropagator(propagation.TraceContext{})
 	on.Store(true)
 	return tp.Shutdown, nil
 }

@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 	"go.opentelemetry.io/otel/trace/noop"
 	temporalotel "go.temporal.io/sdk/contrib/opentelemetry"
@@ -70,16 +71,18 @@ func Transport(rt http.RoundTripper) http.RoundTripper {
 
 // TemporalInterceptors are the Temporal client's interceptors for traces: starts,
 // signals, updates, workflows, child workflows and activities get spans ("RunWorkflow:
-// Instantiate", "RunActivity:RenderApps"), their context carried in Temporal's headers,
-// which the payload codec does not encrypt, so a workflow joins the trace of the request
-// that started it. Workers made from the client take them too. Workflow code stays
+// Instantiate", "RunActivity:RenderApps"), their context (the trace context alone, no
+// baggage) carried in Temporal's headers, which the payload codec leaves as they are, so
+// a workflow joins the trace of the request that started it. Workers made from the
+// client take them too. Workflow code stays
 // deterministic: the interceptor only reads and writes headers, and starts no span for
 // a call a workflow replays from its history. None when traces are off.
 func TemporalInterceptors() ([]interceptor.ClientInterceptor, error) {
 	if !on.Load() {
 		return nil, nil
 	}
-	i, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: otel.Tracer("go.temporal.io/sdk")})
+	i, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: otel.Tracer("go.temporal.io/sdk"),
+		DisableBaggage: true, TextMapPropagator: propagation.TraceContext{}})
 	if err != nil {
 		return nil, err
 	}
