@@ -81,10 +81,16 @@ func TemporalInterceptors() ([]interceptor.ClientInterceptor, error) {
 	if !on.Load() {
 		return nil, nil
 	}
-	i, err := temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: otel.Tracer("go.temporal.io/sdk"),
-		DisableBaggage: true, TextMapPropagator: propagation.TraceContext{}})
+	i, err := TemporalInterceptor(otel.GetTracerProvider())
 	if err != nil {
 		return nil, err
 	}
 	return []interceptor.ClientInterceptor{i}, nil
+}
+
+// TemporalInterceptor is the SDK's interceptor as temco's processes install it, its spans
+// made by tp: tests/replay replays every recorded history through it.
+func TemporalInterceptor(tp trace.TracerProvider) (interceptor.Interceptor, error) {
+	return temporalotel.NewTracingInterceptor(temporalotel.TracerOptions{Tracer: tp.Tracer("go.temporal.io/sdk"),
+		DisableBaggage: true, TextMapPropagator: propagation.TraceContext{}})
 }
