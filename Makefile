@@ -67,7 +67,8 @@ histories: tools
 ## then one GitOps commit (30 files) into a repository of 1000 clusters' deployments
 ## and the dashboard's answers for a DIG on 10,000 clusters and the fleet of 1,000 DIGs (api), the cost of dropping
 ## undeclared fields (a schema parsed, an object pruned), of sealing a context's Secrets,
-## and of rendering a chart, or evaluating a policy, in its sandbox (a child process) rather than in the worker
+## and of rendering a chart, or evaluating a policy, in its sandbox (a child process) rather than in the worker,
+## and of a cluster's span with traces off
 BENCHN ?= 10
 BENCH ?= Instantiate
 bench: tools
@@ -78,6 +79,7 @@ bench: tools
 	$(GO) test -count=1 -run '^$$' -bench . -benchmem ./internal/adapters/kubeschema/
 	$(GO) test -count=1 -run '^$$' -bench SecretsAtRest -benchtime 100x -benchmem ./internal/core/appctx/
 	$(GO) test -count=1 -run '^$$' -bench Sandbox -benchtime 20x ./activities/render/
+	$(GO) test -count=1 -run '^$$' -bench SpanOff -benchmem ./internal/adapters/tracing/
 	$(GO) test -count=1 -run '^$$' -bench PolicySandbox -benchtime 20x ./internal/adapters/policyengine/
 
 ## bench-scale: register CLUSTERS clusters (namespaces of three local API servers) through

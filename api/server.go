@@ -19,6 +19,7 @@ import (
 	"github.com/temco/temco/internal/adapters/auth"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/adapters/tracing"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
@@ -101,6 +102,9 @@ func (s *Server) Handler() *echo.Echo {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(s.Log)
+	if tracing.On() { // names the request's span (tracing.Handler) after its route
+		e.Use(tracing.Route)
+	}
 	e.Use(middleware.RequestID())
 	e.Use(s.accessLog())
 	e.Use(middleware.RecoverWithConfig(middleware.RecoverConfig{DisableStackAll: true, LogErrorFunc: s.logPanic}))

@@ -2,7 +2,7 @@
 # Builds the pinned development binaries into $BIN (default .bin/) from the Go module
 # proxy only. Each tool's version is pinned by the go.mod in its folder here; a tool
 # is skipped when $BIN/.stamp/<tool> already records that version (idempotent).
-#   tools/build.sh [tool ...]    tools: temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry controllergen (default: all)
+#   tools/build.sh [tool ...]    tools: temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry jaeger controllergen (default: all)
 set -euo pipefail
 TOOLS="$(cd "$(dirname "$0")" && pwd)"
 BIN="${BIN:-$TOOLS/../.bin}"
@@ -172,6 +172,16 @@ build_registry() {
   stamp registry "$v"
 }
 
+# Jaeger v2: the local stack's trace collector (OTLP in) and query API, for `temco dev
+# --traces` and the traces' e2e test. Its module ships the UI as a placeholder page (the
+# real one is built with npm in Jaeger's release), so only its APIs are of use here.
+build_jaeger() {
+  local v; v=$(version jaeger github.com/jaegertracing/jaeger)
+  fresh jaeger "$v" && return
+  (cd "$TOOLS/jaeger" && nice -n 19 go build -trimpath -ldflags "$LDFLAGS" -o "$BIN/jaeger" github.com/jaegertracing/jaeger/cmd/jaeger)
+  stamp jaeger "$v"
+}
+
 # controller-gen: hubapi's deepcopy functions and CustomResourceDefinitions (make generate;
 # a test checks the committed ones are what it makes).
 build_controllergen() {
@@ -181,6 +191,6 @@ build_controllergen() {
   stamp controller-gen "$v"
 }
 
-for t in "${@:-temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry controllergen}"; do
+for t in "${@:-temporal temporal_server ferretdb etcd kube kwok crds charts flux certmanager registry jaeger controllergen}"; do
   for one in $t; do timed "build_$one"; done
 done

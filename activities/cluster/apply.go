@@ -20,7 +20,9 @@ const FieldManager = "temco"
 // each object's status. An unreachable cluster fails the activity (Temporal retries it
 // with backoff) after marking its pending objects Retrying; an object the apiserver
 // rejects is Failed and not retried.
-func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
+func (a *Activities) ApplyCluster(ctx context.Context, in lifecycle.ClusterInput) (out lifecycle.ClusterResult, err error) {
+	ctx, traced := traceCluster(ctx, in, "apply")
+	defer traced(&out, &err)
 	defer a.observe(ctx, in, "apply", time.Now(), &err)
 	r, err := a.begin(ctx, in)
 	if err != nil {

@@ -20,7 +20,9 @@ import (
 // dependency order, objects in reverse apply order — and waits until each is gone before
 // marking it Deleted. Objects never applied are marked Deleted at once. An unreachable
 // cluster fails the activity for Temporal to retry, its objects shown as Retrying.
-func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
+func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInput) (out lifecycle.ClusterResult, err error) {
+	ctx, traced := traceCluster(ctx, in, "delete")
+	defer traced(&out, &err)
 	defer a.observe(ctx, in, "delete", time.Now(), &err)
 	r, err := a.begin(ctx, in)
 	if err != nil {
@@ -38,7 +40,9 @@ func (a *Activities) DeleteCluster(ctx context.Context, in lifecycle.ClusterInpu
 // there and the next one (in.Next) no longer has, waits until it is gone, and marks it
 // Deleted in the previous revision's AppContext. Apps and clusters the next revision
 // dropped are removed whole this way.
-func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
+func (a *Activities) PruneCluster(ctx context.Context, in lifecycle.ClusterInput) (out lifecycle.ClusterResult, err error) {
+	ctx, traced := traceCluster(ctx, in, "prune")
+	defer traced(&out, &err)
 	defer a.observe(ctx, in, "prune", time.Now(), &err)
 	r, err := a.begin(ctx, lifecycle.ClusterInput{ContextID: in.ContextID, Cluster: in.Cluster})
 	if err != nil {

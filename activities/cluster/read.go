@@ -14,7 +14,9 @@ import (
 
 // ReadCluster reads the live state of every object of the context on one cluster. An
 // unreachable cluster is reported (state Unknown), not retried: a status query waits.
-func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput) (_ lifecycle.ClusterResult, err error) {
+func (a *Activities) ReadCluster(ctx context.Context, in lifecycle.ClusterInput) (out lifecycle.ClusterResult, err error) {
+	ctx, traced := traceCluster(ctx, in, "read")
+	defer traced(&out, &err)
 	defer a.observe(ctx, in, "read", time.Now(), &err)
 	placements, err := a.Contexts.ClusterApps(ctx, in.ContextID, in.Cluster)
 	if err != nil {

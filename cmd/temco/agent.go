@@ -14,6 +14,7 @@ import (
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/edgeagent"
+	"github.com/temco/temco/internal/adapters/tracing"
 )
 
 // agentCmd runs temco agent inside an edge cluster (docs/agent.md).
@@ -32,7 +33,7 @@ statuses back. On its first start it exchanges the join token an admin issued
 which it keeps in --credential-file or --credential-secret. The tokens are read from
 files, Secrets or the environment, never from a flag.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: traced("temco-agent", func(cmd *cobra.Command, _ []string) error {
 			if apiURL == "" || (credFile == "") == (credSecret == "") {
 				return errors.New("--api (TEMCO_AGENT_API) and one of --credential-file (TEMCO_AGENT_CREDENTIAL_FILE) and --credential-secret (TEMCO_AGENT_CREDENTIAL_SECRET) are required")
 			}
@@ -53,7 +54,8 @@ files, Secrets or the environment, never from a flag.`,
 				}
 				keep = edgeagent.Secret{Client: cs, Namespace: ns, Name: name}
 			}
-			hc := &http.Client{Timeout: 2 * time.Minute}
+			// With traces on, each of its calls is a trace that the api's spans join.
+			hc := &http.Client{Timeout: 2 * time.Minute, Transport: tracing.Transport(nil)}
 			credential, err := agentCredential(cmd.Context(), apiURL, keep, joinFile, hc)
 			if err != nil {
 				return err
@@ -62,7 +64,7 @@ files, Secrets or the environment, never from a flag.`,
 				Local: cluster.NewLocal("agent", kube, ""), Log: log, Poll: poll}
 			log.Info("temco agent started", "api", apiURL)
 			return a.Run(cmd.Context())
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&apiURL, "api", env("TEMCO_AGENT_API", ""), "temco's api, e.g. https://temco.example.com [TEMCO_AGENT_API]")

@@ -45,14 +45,14 @@ func apiCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "api",
 		Short: "Serve the EMCO v2 REST API",
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: traced("temco-api", func(cmd *cobra.Command, _ []string) error {
 			p, err := newAPI(cmd.Context(), newLogger(), cfg)
 			if err != nil {
 				return err
 			}
 			defer p.close()
 			return p.run(cmd.Context())
-		},
+		}),
 	}
 	cfg.bind(cmd)
 	return cmd

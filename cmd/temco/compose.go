@@ -34,6 +34,7 @@ import (
 	"github.com/temco/temco/internal/adapters/gitops"
 	"github.com/temco/temco/internal/adapters/metrics"
 	"github.com/temco/temco/internal/adapters/tlsconfig"
+	"github.com/temco/temco/internal/adapters/tracing"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/seal"
@@ -128,7 +129,7 @@ func newAPI(ctx context.Context, log *slog.Logger, cfg apiConfig) (_ *apiProcess
 			return nil, err
 		}
 	}
-	p.http = newHTTPServer(cfg.addr, p.server.Handler())
+	p.http = newHTTPServer(cfg.addr, tracing.Handler(p.server.Handler()))
 	if cfg.tlsCert != "" || cfg.tlsKey != "" {
 		if p.http.TLSConfig, err = tlsconfig.Server(cfg.tlsCert, cfg.tlsKey); err != nil {
 			return nil, err

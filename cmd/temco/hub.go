@@ -11,6 +11,7 @@ import (
 
 	"github.com/temco/temco/client"
 	"github.com/temco/temco/hub"
+	"github.com/temco/temco/internal/adapters/tracing"
 )
 
 // hubCmd runs the declarative front door: temco's kinds (temco.io/v1alpha1) on a hub
@@ -27,7 +28,7 @@ CompositeApp, DeploymentIntentGroup) on the hub cluster and brings temco in step
 through its REST API, writing their status back. The token (an admin's) is read from
 TEMCO_TOKEN only. With --leader-elect (the default) several may run; one works at a time.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: traced("temco-hub", func(cmd *cobra.Command, _ []string) error {
 			kube, err := kubeConfig(kubeconfig)
 			if err != nil {
 				return err
@@ -35,9 +36,12 @@ TEMCO_TOKEN only. With --leader-elect (the default) several may run; one works a
 			log := newLogger()
 			ctrl.SetLogger(logr.FromSlogHandler(log.Handler()))
 			log.Info("hub", "api", api, "namespace", namespace, "leader_elect", elect)
+			// With traces on, each of its calls is a trace that the api's spans join.
+			calls := &client.Client{Base: api, Token: os.Getenv("TEMCO_TOKEN"), Name: "temco-hub",
+				HTTP: &http.Client{Timeout: time.Minute, Transport: tracing.Transport(nil)}}
 			err = hub.Run(cmd.Context(), hub.Config{
 				Kube:             kube,
-				API:              &client.Client{Base: api, Token: os.Getenv("TEMCO_TOKEN"), Name: "temco-hub", HTTP: &http.Client{Timeout: time.Minute}},
+				API:              calls,
 				Namespace:        namespace,
 				SecretNamespaces: secrets,
 				LeaderElect:      elect,
@@ -47,7 +51,7 @@ TEMCO_TOKEN only. With --leader-elect (the default) several may run; one works a
 				return nil
 			}
 			return err
-		},
+		}),
 	}
 	f := cmd.Flags()
 	f.StringVar(&kubeconfig, "kubeconfig", env("KUBECONFIG", ""), "kubeconfig of the hub cluster; empty: the in-cluster service account [KUBECONFIG]")

@@ -20,6 +20,7 @@ import (
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/adapters/sandbox"
+	"github.com/temco/temco/internal/adapters/tracing"
 )
 
 func main() {
@@ -69,6 +70,26 @@ func servePprof(addr string) {
 		return
 	}
 	go func() { _ = (&http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}).Serve(l) }()
+}
+
+// traced is a command's body run with traces set up for service (tracing.Setup: on when
+// the OTEL_EXPORTER_OTLP_* variables name an endpoint), flushed as it returns: the spans of
+// the process's last seconds are exported too.
+func traced(service string, run func(*cobra.Command, []string) error) func(*cobra.Command, []string) error {
+	return func(cmd *cobra.Command, args []string) error {
+		flush, err := tracing.Setup(cmd.Context(), service)
+		if err != nil {
+			return err
+		}
+		defer func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			if err := flush(ctx); err != nil {
+				fmt.Fprintln(os.Stderr, "temco: flushing traces:", err)
+			}
+		}()
+		return run(cmd, args)
+	}
 }
 
 // envInt returns the integer environment variable key, or def when it is unset or invalid.

@@ -14,19 +14,26 @@ import (
 
 	"github.com/temco/temco/internal/adapters/codec"
 	"github.com/temco/temco/internal/adapters/metrics"
+	"github.com/temco/temco/internal/adapters/tracing"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
 
-// dial connects to Temporal; with payload encryption on, keys encrypt every payload and failure.
+// dial connects to Temporal; with payload encryption on, keys encrypt every payload and
+// failure. With traces on, its workers' workflows and activities join their callers' traces.
 func (t *temporalConfig) dial(ctx context.Context, logger *slog.Logger, reg prometheus.Registerer, keys *seal.Keyring) (client.Client, error) {
 	tlsCfg, err := t.tls.Config()
 	if err != nil {
 		return nil, fmt.Errorf("Temporal TLS: %w", err)
 	}
+	interceptors, err := tracing.TemporalInterceptors() // none when traces are off
+	if err != nil {
+		return nil, fmt.Errorf("Temporal tracing: %w", err)
+	}
 	opts := client.Options{
 		HostPort: t.address, Namespace: t.namespace, Logger: log.NewStructuredLogger(logger),
 		MetricsHandler: metrics.Temporal(reg), ConnectionOptions: client.ConnectionOptions{TLS: tlsCfg, DialOptions: resume},
+		Interceptors: interceptors,
 	}
 	if t.encryptPayloads {
 		opts.DataConverter = codec.DataConverter(keys)

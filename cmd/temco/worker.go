@@ -32,14 +32,14 @@ func workerCmd() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "worker",
 		Short: "Run the Temporal worker: lifecycle workflows and their activities",
-		RunE: func(cmd *cobra.Command, _ []string) error {
+		RunE: traced("temco-worker", func(cmd *cobra.Command, _ []string) error {
 			p, err := newWorker(cmd.Context(), newLogger(), cfg)
 			if err != nil {
 				return err
 			}
 			defer p.close()
 			return p.run(worker.InterruptCh())
-		},
+		}),
 	}
 	cfg.bind(cmd)
 	return cmd

@@ -22,7 +22,7 @@ import (
 func devCmd(t *testing.T, data string, apiPort int) *exec.Cmd {
 	t.Helper()
 	ports := []string{}
-	for _, flag := range []string{"--temporal-port", "--ui-port", "--mongo-port", "--metrics-port"} {
+	for _, flag := range []string{"--temporal-port", "--ui-port", "--mongo-port", "--metrics-port", "--traces-port", "--otlp-port"} {
 		p, err := devstack.FreePort()
 		if err != nil {
 			t.Fatal(err)
@@ -76,8 +76,8 @@ func runDev(t *testing.T, cmd *exec.Cmd) *bufio.Scanner {
 		if strings.HasPrefix(sc.Text(), "Stop with Ctrl-C") {
 			summary := strings.Join(lines, "\n")
 			if !strings.Contains(summary, "Temporal Web UI") || !strings.Contains(summary, "/clusters/cluster1/kubeconfig") ||
-				!strings.Contains(summary, "cert-manager      controller on cluster1") {
-				t.Fatalf("summary lacks the UI URL, the kubeconfig path or cert-manager:\n%s", summary)
+				!strings.Contains(summary, "cert-manager      controller on cluster1") || !strings.Contains(summary, "(Jaeger: ") {
+				t.Fatalf("summary lacks the UI URL, the kubeconfig path, cert-manager or the traces' collector:\n%s", summary)
 			}
 			return sc
 		}

@@ -14,15 +14,18 @@ import (
 	"strings"
 	"testing"
 
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	commonpb "go.temporal.io/api/common/v1"
 	historypb "go.temporal.io/api/history/v1"
 	"go.temporal.io/api/proxy"
 	"go.temporal.io/sdk/client"
+	"go.temporal.io/sdk/interceptor"
 	"go.temporal.io/sdk/log"
 	"go.temporal.io/sdk/worker"
 	"go.temporal.io/sdk/workflow"
 
 	"github.com/temco/temco/internal/adapters/codec"
+	"github.com/temco/temco/internal/adapters/tracing"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/workers"
 )
@@ -43,6 +46,11 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 		t.Fatal(err)
 	}
 	dc := codec.DataConverter(keys)
+	// Spans recorded, not exported: the SDK's provider with no exporter.
+	traced, err := tracing.TemporalInterceptor(sdktrace.NewTracerProvider())
+	if err != nil {
+		t.Fatal(err)
+	}
 	for _, index := range sets {
 		dir := filepath.Dir(index)
 		ids := map[string]string{}
@@ -60,9 +68,11 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 		sort.Strings(files)
 		for _, f := range files {
 			t.Run(filepath.Base(dir)+"/"+f, func(t *testing.T) {
-				// Replayed as recorded (unencrypted payloads pass through the codec) and
-				// encrypted, as a worker with payload encryption reads them.
-				for _, encrypt := range []bool{false, true} {
+				// Replayed as recorded (unencrypted payloads pass through the codec),
+				// encrypted, as a worker with payload encryption reads them, and through
+				// the tracing interceptor, as a worker with traces on replays them.
+				for _, v := range []struct{ encrypt, traced bool }{{false, false}, {true, false}, {true, true}} {
+					encrypt := v.encrypt
 					hist, err := client.HistoryFromJSON(mustOpen(t, filepath.Join(dir, f)), client.HistoryJSONOptions{})
 					if err != nil {
 						t.Fatal(err)
@@ -70,7 +80,11 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 					if encrypt {
 						encryptOwn(t, hist, codec.Codec{Keys: keys})
 					}
-					r, err := worker.NewWorkflowReplayerWithOptions(worker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: codec.FailureConverter(dc)})
+					opts := worker.WorkflowReplayerOptions{DataConverter: dc, FailureConverter: codec.FailureConverter(dc)}
+					if v.traced {
+						opts.Interceptors = []interceptor.WorkerInterceptor{traced}
+					}
+					r, err := worker.NewWorkflowReplayerWithOptions(opts)
 					if err != nil {
 						t.Fatal(err)
 					}
@@ -80,7 +94,7 @@ func TestRecordedHistoriesReplay(t *testing.T) {
 					err = r.ReplayWorkflowHistoryWithOptions(log.NewStructuredLogger(slog.New(slog.DiscardHandler)), hist,
 						worker.ReplayWorkflowHistoryOptions{OriginalExecution: workflow.Execution{ID: ids[f], RunID: "replay"}})
 					if err != nil {
-						t.Fatalf("replay %s (encrypted: %v): %v", f, encrypt, err)
+						t.Fatalf("replay %s (encrypted: %v, traced: %v): %v", f, encrypt, v.traced, err)
 					}
 				}
 			})

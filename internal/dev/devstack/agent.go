@@ -151,7 +151,7 @@ func (s *Stack) agentJoinToken(ctx context.Context) (string, error) {
 func (s *Stack) runAgent(ctx context.Context, token string) error {
 	args := []string{"agent", "--api", s.apiURL(), "--credential-file", s.agentCredentialFile(),
 		"--kubeconfig", s.AgentCluster.Kubeconfig(), "--poll", agentPoll}
-	var env []string
+	env := s.tracesEnv()
 	if token != "" { // from the environment: a flag would show it in ps
 		env = append(env, "TEMCO_AGENT_JOIN_TOKEN="+token)
 	}

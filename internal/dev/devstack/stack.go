@@ -69,6 +69,15 @@ type Config struct {
 	// Hub runs `temco hub` against cluster1, which then holds temco's declarative kinds.
 	Hub bool
 
+	// Traces runs Jaeger, the trace collector, and has temco's processes send it their
+	// spans (OTEL_EXPORTER_OTLP_ENDPOINT); TracesPort is its query API's and UI's port,
+	// OTLPPort its OTLP/HTTP receiver's (0: free ones); TracesUIAssets a built jaeger-ui
+	// folder it serves.
+	Traces         bool
+	TracesPort     int
+	OTLPPort       int
+	TracesUIAssets string
+
 	// Agent adds one more cluster, after the plain ones and the GitOps one, which temco
 	// reaches only through `temco agent` (docs/agent.md): the stack registers it as
 	// agents+edge1 with spec.access "agent" and runs the agent with its kubeconfig.
@@ -122,6 +131,8 @@ type Stack struct {
 
 	Registry *Registry // the OCI registry (CNCF distribution): charts pushed as OCI artifacts
 	HelmRepo *HelmRepo // the Helm chart repository (index.yaml and archives), run in this process
+
+	Jaeger *Jaeger // with Traces: the trace collector
 
 	HubProc *Proc // with Hub: temco hub
 	hubPort int   // its /readyz
@@ -181,6 +192,11 @@ func Start(ctx context.Context, cfg Config) (*Stack, error) {
 	if err := s.configureArtifacts(); err != nil {
 		return nil, err
 	}
+	if cfg.Traces {
+		if err := s.configureTraces(); err != nil {
+			return nil, err
+		}
+	}
 	if err := s.checkPorts(); err != nil {
 		return nil, err
 	}
@@ -226,6 +242,9 @@ func (s *Stack) checkPorts() error {
 	if s.Registry != nil {
 		maps.Copy(ports, s.artifactPorts())
 	}
+	if s.Jaeger != nil {
+		maps.Copy(ports, s.Jaeger.ports())
+	}
 	return CheckPortsFree(ports)
 }
 
@@ -246,6 +265,9 @@ func (s *Stack) checkBinaries() error {
 	if s.Registry != nil {
 		bins = append(bins, registryBinary)
 	}
+	if s.Jaeger != nil {
+		bins = append(bins, jaegerBinary)
+	}
 	for _, b := range bins {
 		if _, err := os.Stat(filepath.Join(s.cfg.BinDir, b)); err != nil {
 			return fmt.Errorf("%s is missing from %s: run `make tools`", b, s.cfg.BinDir)
@@ -254,8 +276,8 @@ func (s *Stack) checkBinaries() error {
 	return nil
 }
 
-// startInfrastructure starts Temporal, FerretDB, the clusters, the OCI registry and the
-// Helm repository concurrently.
+// startInfrastructure starts Temporal, FerretDB, the clusters, the OCI registry, the
+// Helm repository and the trace collector concurrently.
 func (s *Stack) startInfrastructure(ctx context.Context) error {
 	if err := os.MkdirAll(s.cfg.DataDir, 0o755); err != nil { // 0755: PostgreSQL runs as its own user
 		return err
@@ -298,6 +320,9 @@ func (s *Stack) startInfrastructure(ctx context.Context) error {
 	}
 	if s.Registry != nil {
 		starters = append(starters, s.startArtifacts)
+	}
+	if s.Jaeger != nil {
+		starters = append(starters, s.Jaeger.Start)
 	}
 	errs := make([]error, len(starters))
 	var wg sync.WaitGroup
@@ -412,7 +437,7 @@ func (s *Stack) env() []string {
 	if s.Registry != nil { // charts by reference may come from the stack's registry and Helm repository
 		env = append(env, ArtifactHostsAllowEnv+"="+s.artifactHostsAllow())
 	}
-	return env
+	return append(env, s.tracesEnv()...)
 }
 
 // Env is the environment temco api and worker run with (a later entry overrides an earlier one).
@@ -567,6 +592,9 @@ func (s *Stack) Procs() []*Proc {
 	if s.Registry != nil && s.Registry.Proc() != nil {
 		out = append(out, s.Registry.Proc())
 	}
+	if s.Jaeger != nil && s.Jaeger.Proc() != nil {
+		out = append(out, s.Jaeger.Proc())
+	}
 	return out
 }
 
@@ -626,6 +654,9 @@ func (s *Stack) Stop() {
 	if s.Registry != nil {
 		wg.Go(s.stopArtifacts)
 	}
+	if s.Jaeger != nil && s.Jaeger.Proc() != nil { // after temco, whose last spans it takes
+		wg.Go(s.Jaeger.Stop)
+	}
 	wg.Go(func() {
 		if s.Mongo.Proc() != nil {
 			s.Mongo.Stop()
@@ -667,6 +698,9 @@ func (s *Stack) Summary(w io.Writer) {
 	}
 	if s.Registry != nil {
 		s.artifactsSummary(w)
+	}
+	if s.Jaeger != nil {
+		s.tracesSummary(w)
 	}
 	if s.HubProc != nil {
 		fmt.Fprintf(w, "  temco hub         kubectl --kubeconfig %s get temco -A (temco.io objects; docs/hub.md)\n", s.Hub().Kubeconfig())

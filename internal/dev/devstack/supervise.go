@@ -387,6 +387,9 @@ func (s *Stack) components() []component {
 	if s.Registry != nil {
 		add("oci registry", s.Registry.Proc, s.Registry.Start)
 	}
+	if s.Jaeger != nil {
+		add("jaeger", s.Jaeger.Proc, s.Jaeger.Start)
+	}
 	return out
 }
 
