@@ -19,7 +19,7 @@ import (
 // A feature's name that is no feature's stops api and worker at their start, listing the
 // features there are.
 func TestAnUnknownFeatureIsRefused(t *testing.T) {
-	want := `--disable-features (TEMCO_DISABLE_FEATURES): no feature is called "drfit": the features are autoscale, drift, health, inventory, policy, preview, relocate`
+	want := `--disable-features (TEMCO_DISABLE_FEATURES): no feature is called "drfit": the features are autoscale, drift, health, inventory, notify, policy, preview, relocate`
 	ac := apiConfigOf(t, "--key-file", "keys", "--disable-features", "drift,drfit")
 	if _, err := ac.check(); err == nil || err.Error() != want {
 		t.Errorf("api: %v\nwant %s", err, want)
@@ -63,7 +63,7 @@ func TestADisabledFeatureIsNeitherRegisteredNorWired(t *testing.T) {
 			t.Errorf("extension %s mounts nothing", x.Name)
 		}
 	}
-	if want := []string{"autoscale", "drift", "inventory", "policy", "preview"}; !slices.Equal(names, want) {
+	if want := []string{"autoscale", "drift", "inventory", "notify", "policy", "preview"}; !slices.Equal(names, want) {
 		t.Errorf("extensions %v, want %v", names, want)
 	}
 	// Those on are built with the starter, those off without; all with the configuration.
