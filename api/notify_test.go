@@ -18,6 +18,7 @@ import (
 	"github.com/temco/temco/internal/adapters/auth/authtest"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -162,7 +163,7 @@ func TestNotificationReceiversKeepTheirURLAndSecretSealed(t *testing.T) {
 			}
 
 			// A delete stops the deliveries and forgets their status.
-			statuses := events.OpenStatuses(fc.Store().Database())
+			statuses := feed.OpenStatuses(fc.Store().Database())
 			if err := statuses.Record(context.Background(), item, events.Attempt{Event: "e1", Time: time.Now()}, 0, false); err != nil {
 				t.Fatal(err)
 			}
@@ -267,7 +268,7 @@ func feedFixture(t *testing.T, st *store.Store) []events.Event {
 		}
 		evs = append(evs, ev)
 	}
-	if err := events.OpenFeed(st.Database()).Record(context.Background(), evs); err != nil {
+	if err := feed.Open(st.Database()).Record(context.Background(), evs); err != nil {
 		t.Fatal(err)
 	}
 	return evs

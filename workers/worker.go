@@ -21,7 +21,7 @@ import (
 	"github.com/temco/temco/activities/render"
 	"github.com/temco/temco/features"
 	"github.com/temco/temco/features/registry"
-	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/starter"
 	"github.com/temco/temco/workflows/deploy"
@@ -127,8 +127,8 @@ func Register(w worker.Registry, d Deps, on []features.Feature) {
 
 // emitter raises the activities' events into the feed, and hands them to the receivers
 // through the feature that delivers them (notify), if it is on.
-func emitter(d Deps, on []features.Feature) *events.Emitter {
-	em := &events.Emitter{Store: d.Store, Feed: events.OpenFeed(d.Store.Database())}
+func emitter(d Deps, on []features.Feature) *feed.Emitter {
+	em := &feed.Emitter{Store: d.Store, Feed: feed.Open(d.Store.Database())}
 	for _, f := range on {
 		if f.Deliver != nil {
 			em.Deliver = f.Deliver(d.Ops)

@@ -24,6 +24,7 @@ import (
 	"github.com/temco/temco/internal/core/artifact"
 	"github.com/temco/temco/internal/core/artifact/blobs"
 	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/seal"
@@ -42,7 +43,7 @@ type Activities struct {
 	// with ("": charts are not asked for one).
 	Keyring string
 	// Events raises the charts that failed for good (nil: none).
-	Events *events.Emitter
+	Events *feed.Emitter
 }
 
 // maxResolving bounds the sources one call resolves at once: a Helm repository's index

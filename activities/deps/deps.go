@@ -20,7 +20,7 @@ import (
 	"github.com/temco/temco/internal/adapters/gitops"
 	"github.com/temco/temco/internal/adapters/metrics"
 	"github.com/temco/temco/internal/core/appctx"
-	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
@@ -56,7 +56,7 @@ type Deps struct {
 	// NotifyHosts are the hosts notification receivers may be on (nil: none).
 	NotifyHosts *egress.Allow
 	// Events raises the events activities find (nil: none is raised).
-	Events *events.Emitter
+	Events *feed.Emitter
 	// TaskQueueGrants are the task queues an admin granted projects besides their own
 	// (TEMCO_WORKFLOW_TASK_QUEUES, as the api has them): what a policy's decision may use.
 	TaskQueueGrants map[string][]string

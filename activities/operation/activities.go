@@ -15,7 +15,7 @@ import (
 	"github.com/temco/temco/activities/placement"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
-	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/rollout"
@@ -33,7 +33,7 @@ type Activities struct {
 	// (snapshot.go); nil: none are recorded.
 	Snapshots *snapshot.Store
 	// Events raises the operations' events (nil: none).
-	Events *events.Emitter
+	Events *feed.Emitter
 }
 
 // start asks the target's machine whether op may start from state; a refusal is final,

@@ -16,7 +16,7 @@ import (
 	"github.com/temco/temco/activities/logicalcloud"
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/ctxedit"
-	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/rollout"
@@ -39,7 +39,7 @@ type Activities struct {
 	// step becomes the steps of its sub-controllers.
 	FanOut func(name, host string) (string, bool)
 	// Events raises the autoscalers' decisions (nil: none).
-	Events *events.Emitter
+	Events *feed.Emitter
 }
 
 func invalid(format string, args ...any) error {

@@ -36,7 +36,7 @@ import (
 	"github.com/temco/temco/internal/adapters/tlsconfig"
 	"github.com/temco/temco/internal/adapters/tracing"
 	"github.com/temco/temco/internal/core/appctx"
-	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/starter"
@@ -78,7 +78,7 @@ func openCore(ctx context.Context, log *slog.Logger, sc storeConfig, tc temporal
 	if err != nil {
 		return nil, err
 	}
-	if err := events.OpenFeed(st.Database()).EnsureIndexes(ctx); err != nil {
+	if err := feed.Open(st.Database()).EnsureIndexes(ctx); err != nil {
 		return nil, err
 	}
 	c, err := tc.dial(ctx, log, reg, keys)

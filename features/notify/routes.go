@@ -15,6 +15,7 @@ import (
 	"github.com/temco/temco/api"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/model"
 )
 
@@ -95,7 +96,7 @@ func (r routes) check(_ context.Context, q *api.Request[events.Receiver]) error 
 		sealed.Secret = keep.Secret
 	}
 	spec.URL, spec.Secret = sealed.URL, sealed.Secret
-	if err := spec.Check(events.ScopeOf(q.ID()), r.allow); err != nil {
+	if err := spec.Check(events.ScopeOf(q.ID()), r.allow.AllowsURL); err != nil {
 		if strings.Contains(err.Error(), "TEMCO_NOTIFY_HOSTS_ALLOW") {
 			return api.Forbidden("%v", err)
 		}
@@ -141,7 +142,7 @@ func (r routes) changed(ctx context.Context, id string) error {
 			r.m.Log().Warn("stop the deliveries of a deleted receiver; its next delivery finds it gone", "receiver", id, "error", err)
 		}
 	}
-	return events.OpenStatuses(r.m.Store().Database()).Forget(ctx, id)
+	return feed.OpenStatuses(r.m.Store().Database()).Forget(ctx, id)
 }
 
 // status answers GET .../notification-receivers/{name}/status.
@@ -156,7 +157,7 @@ func (r routes) status(route string) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		st, err := events.OpenStatuses(r.m.Store().Database()).Get(c.Request().Context(), d.ID)
+		st, err := feed.OpenStatuses(r.m.Store().Database()).Get(c.Request().Context(), d.ID)
 		if err != nil {
 			return err
 		}
@@ -167,7 +168,7 @@ func (r routes) status(route string) echo.HandlerFunc {
 // feed answers the events of the path's project, or (all) every one's.
 func (r routes) feed(all bool) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		p := events.Page{All: all, Limit: 100}
+		p := feed.Page{All: all, Limit: 100}
 		if !all {
 			id, err := r.m.PathID(c, "/projects/:project")
 			if err != nil {
@@ -200,7 +201,7 @@ func (r routes) feed(all bool) echo.HandlerFunc {
 				}
 			}
 		}
-		evs, err := events.OpenFeed(r.m.Store().Database()).List(c.Request().Context(), p)
+		evs, err := feed.Open(r.m.Store().Database()).List(c.Request().Context(), p)
 		if err != nil {
 			return err
 		}

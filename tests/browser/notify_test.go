@@ -13,6 +13,7 @@ import (
 
 	"github.com/temco/temco/internal/adapters/auth/authtest"
 	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 )
 
 // The page's handles of the notifications view (dashboard/README.md).
@@ -121,22 +122,22 @@ func TestNotificationsPage(t *testing.T) {
 	drift := ev("drift", events.DriftFound, now.Add(-time.Minute), digOf(mine), "2 objects drifted on dig")
 	drift.Details = map[string]any{"drifted": 2}
 	succeeded := ev("succeeded", events.OperationSucceeded, now.Add(-2*time.Minute), digOf(mine), "instantiate of dig succeeded")
-	feed := []events.Event{drift, succeeded}
+	seeded := []events.Event{drift, succeeded}
 	// 50 older ones: the first page (50) ends among them, the next has the 2 oldest.
 	var policies []string
 	for i := range 50 {
 		e := ev(fmt.Sprintf("policy-%d", i), events.PolicyAction, now.Add(-time.Hour-time.Duration(i)*time.Second), "/projects/"+mine,
 			fmt.Sprintf("policy action %d", i))
-		feed, policies = append(feed, e), append(policies, e.ID)
+		seeded, policies = append(seeded, e), append(policies, e.ID)
 	}
 	otherFailed := ev("other", events.OperationFailed, now.Add(-30*time.Second), digOf(other), "instantiate of the other project's dig failed")
 	gone := ev("gone", events.ClusterUnreachable, now.Add(-10*time.Second), "", "cluster local+gone unreachable")
 	gone.AboutCluster("local+gone", []string{"edge"})
-	feed = append(feed, otherFailed, gone)
-	if err := events.OpenFeed(st.Database()).Record(ctx, feed); err != nil {
+	seeded = append(seeded, otherFailed, gone)
+	if err := feed.Open(st.Database()).Record(ctx, seeded); err != nil {
 		t.Fatal(err)
 	}
-	statuses := events.OpenStatuses(st.Database())
+	statuses := feed.OpenStatuses(st.Database())
 	deliveredAt, failedAt := now.Add(-50*time.Second), now.Add(-20*time.Second)
 	for _, rec := range []struct {
 		receiver string

@@ -19,6 +19,7 @@ import (
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -28,8 +29,8 @@ import (
 type Activities struct {
 	Store    *store.Store
 	Contexts *appctx.Store
-	Clusters cluster.Access  // the worker's clients and cached contexts (cluster.Shared)
-	Events   *events.Emitter // nil: none raised
+	Clusters cluster.Access // the worker's clients and cached contexts (cluster.Shared)
+	Events   *feed.Emitter  // nil: none raised
 }
 
 // PlanDriftCheck reads the DIG: a check runs on its running context only when the DIG is

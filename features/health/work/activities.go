@@ -14,7 +14,7 @@ import (
 
 	"github.com/temco/temco/activities/cluster"
 	"github.com/temco/temco/features/health/flow"
-	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	core "github.com/temco/temco/internal/core/health"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
@@ -33,7 +33,7 @@ type Activities struct {
 	Store    *store.Store
 	Health   *core.Store
 	Clusters cluster.Access
-	Events   *events.Emitter // nil: none raised
+	Events   *feed.Emitter // nil: none raised
 }
 
 // ProbeClusters probes the page of clusters in.After..in.Limit and stores what changed; it

@@ -19,6 +19,7 @@ import (
 	"github.com/temco/temco/features/notify/flow"
 	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
@@ -34,7 +35,7 @@ const errRefused = "DeliveryRefused"
 type Activities struct {
 	Store    *store.Store
 	Keys     *seal.Keyring
-	Statuses *events.Statuses
+	Statuses *feed.Statuses
 	// Client posts only to the hosts an admin allowed (TEMCO_NOTIFY_HOSTS_ALLOW), and
 	// follows no redirect.
 	Client *http.Client
@@ -44,7 +45,7 @@ type Activities struct {
 func NewActivities(st *store.Store, keys *seal.Keyring, allow *egress.Allow) *Activities {
 	a := &Activities{Store: st, Keys: keys, Client: allow.HTTPClient(timeout)}
 	if st != nil {
-		a.Statuses = events.OpenStatuses(st.Database())
+		a.Statuses = feed.OpenStatuses(st.Database())
 	}
 	return a
 }

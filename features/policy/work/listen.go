@@ -19,7 +19,7 @@ import (
 	"github.com/temco/temco/internal/adapters/policyengine"
 	"github.com/temco/temco/internal/adapters/policyevents"
 	"github.com/temco/temco/internal/core/appctx"
-	"github.com/temco/temco/internal/core/events"
+	"github.com/temco/temco/internal/core/events/feed"
 	"github.com/temco/temco/internal/core/lifecycle"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/policy"
@@ -46,7 +46,7 @@ type Activities struct {
 	// Keys open an agent's sealed token.
 	Keys *seal.Keyring
 	// Events raises the decisions that asked for action (nil: none).
-	Events *events.Emitter
+	Events *feed.Emitter
 }
 
 // MaxPayloadBytes bounds an event's metric list handed to a policy: each one goes into a

@@ -1,9 +1,10 @@
-// Package events is what temco tells operators: the events its operations, rollouts,
-// drift checks, probes, autoscalers, policies and artifact pipeline raise, the feed they
-// are kept in (collection "events"), the receivers a project or an admin subscribes to
-// them (their spec and filters) and the bodies sent to each (CloudEvents 1.0, signed, or
-// a Slack-compatible message). Delivery itself is features/notify's workflow, one per
-// receiver; the activities that know an event happened raise it with an Emitter.
+// Package events is what temco tells operators, as plain values (workflow code reads
+// them): the events its operations, rollouts, drift checks, probes, autoscalers, policies
+// and artifact pipeline raise, the receivers a project or an admin subscribes to them
+// (their spec and filters), a receiver's delivery status, and the bodies sent to each
+// (CloudEvents 1.0, signed, or a Slack-compatible message). What is stored, and the
+// Emitter the activities raise events with, is events/feed; delivery is features/notify's
+// workflow, one per receiver.
 package events
 
 import (
@@ -113,4 +114,14 @@ func (e *Event) Name() string {
 		return e.Cluster
 	}
 	return e.Resource
+}
+
+// ScopeOf is the project of a receiver's store id ("/projects/p/notification-receivers/r"),
+// "" for an admin's ("/notification-receivers/r").
+func ScopeOf(receiver string) string {
+	if rest, ok := strings.CutPrefix(receiver, "/projects/"); ok {
+		p, _, _ := strings.Cut(rest, "/")
+		return p
+	}
+	return ""
 }

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/temco/temco/internal/adapters/egress"
 	"github.com/temco/temco/internal/core/model"
 )
 
@@ -75,9 +74,9 @@ func typeMatches(pattern, typ string) bool {
 	return pattern == typ
 }
 
-// Check validates and normalises a receiver of scope ("" for an admin's): hosts come from
-// allow (nil: none).
-func (r *Receiver) Check(scope string, allow *egress.Allow) error {
+// Check validates and normalises a receiver of scope ("" for an admin's): its URL's host
+// must be one allowed answers true for (egress.Allow's AllowsURL: the hosts an admin allowed).
+func (r *Receiver) Check(scope string, allowed func(*url.URL) bool) error {
 	switch r.Format {
 	case "":
 		r.Format = FormatCloudEvents
@@ -91,7 +90,7 @@ func (r *Receiver) Check(scope string, allow *egress.Allow) error {
 	if err := model.ValidateLen("spec.secret", r.Secret, 512); err != nil {
 		return err
 	}
-	if err := CheckURL(r.URL, allow); err != nil {
+	if err := CheckURL(r.URL, allowed); err != nil {
 		return err
 	}
 	if r.Format == FormatCloudEvents && len(r.Secret) < 16 {
@@ -105,7 +104,7 @@ func (r *Receiver) Check(scope string, allow *egress.Allow) error {
 
 // CheckURL refuses a URL temco may not post to: not http(s), with a user, or whose host
 // an admin did not allow.
-func CheckURL(raw string, allow *egress.Allow) error {
+func CheckURL(raw string, allowed func(*url.URL) bool) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return fmt.Errorf("spec.url must be an absolute http or https URL")
@@ -113,7 +112,7 @@ func CheckURL(raw string, allow *egress.Allow) error {
 	if u.User != nil {
 		return fmt.Errorf("spec.url may not carry a user or password")
 	}
-	if !allow.AllowsURL(u) {
+	if !allowed(u) {
 		return fmt.Errorf("spec.url: host %s is not one temco may send notifications to (an admin allows hosts with TEMCO_NOTIFY_HOSTS_ALLOW)", u.Host)
 	}
 	return nil

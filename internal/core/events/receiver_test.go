@@ -94,7 +94,7 @@ func TestReceiverCheck(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := c.r
-			err := r.Check(c.scope, allow)
+			err := r.Check(c.scope, allow.AllowsURL)
 			switch {
 			case c.want == "" && err != nil:
 				t.Errorf("refused: %v", err)
@@ -108,7 +108,7 @@ func TestReceiverCheck(t *testing.T) {
 	}
 	// No list allows no host.
 	r := Receiver{Format: FormatSlack, URL: "https://hooks.example.com/x"}
-	if err := r.Check("p1", nil); err == nil || !strings.Contains(err.Error(), "TEMCO_NOTIFY_HOSTS_ALLOW") {
+	if err := r.Check("p1", (*egress.Allow)(nil).AllowsURL); err == nil || !strings.Contains(err.Error(), "TEMCO_NOTIFY_HOSTS_ALLOW") {
 		t.Errorf("without an allow-list: %v", err)
 	}
 }

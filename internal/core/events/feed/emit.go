@@ -1,12 +1,12 @@
-package events
+package feed
 
 import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 )
@@ -20,12 +20,12 @@ type Emitter struct {
 	// Deliver hands e to the delivery workflow of the receiver whose store id is receiver
 	// (features/notify: a signal that starts it if need be). Nil: the notify feature is
 	// off, and events are only kept in the feed.
-	Deliver func(ctx context.Context, receiver string, e Event) error
+	Deliver func(ctx context.Context, receiver string, e events.Event) error
 }
 
 // Emit raises evs. Its error is the caller's to return, so that its activity is retried:
 // the events' ids are the same then, and nothing is told twice.
-func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
+func (em *Emitter) Emit(ctx context.Context, evs ...events.Event) error {
 	if em == nil || len(evs) == 0 {
 		return nil
 	}
@@ -50,11 +50,11 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 		return err
 	}
 	for _, d := range receivers {
-		r, err := model.Decode[Receiver](d.Body)
+		r, err := model.Decode[events.Receiver](d.Body)
 		if err != nil {
 			return err
 		}
-		scope := ScopeOf(d.ID)
+		scope := events.ScopeOf(d.ID)
 		for _, e := range evs {
 			if !r.Spec.Filter.Matches(scope, &e) {
 				continue
@@ -70,7 +70,7 @@ func (em *Emitter) Emit(ctx context.Context, evs ...Event) error {
 // receiversOf lists the receivers that may take evs: the admins' (at the top level) and
 // those of the projects evs are about. A store query lists one parent's children (no
 // parent is the top level), so each project's are listed apart.
-func (em *Emitter) receiversOf(ctx context.Context, evs []Event) ([]*store.Doc, error) {
+func (em *Emitter) receiversOf(ctx context.Context, evs []events.Event) ([]*store.Doc, error) {
 	parents := []string{""}
 	for _, e := range evs {
 		if p := "/projects/" + e.Project; e.Project != "" && !slices.Contains(parents, p) {
@@ -86,14 +86,4 @@ func (em *Emitter) receiversOf(ctx context.Context, evs []Event) ([]*store.Doc, 
 		out = append(out, docs...)
 	}
 	return out, nil
-}
-
-// ScopeOf is the project of a receiver's store id ("/projects/p/notification-receivers/r"),
-// "" for an admin's ("/notification-receivers/r").
-func ScopeOf(receiver string) string {
-	if rest, ok := strings.CutPrefix(receiver, "/projects/"); ok {
-		p, _, _ := strings.Cut(rest, "/")
-		return p
-	}
-	return ""
 }

@@ -1,4 +1,7 @@
-package events
+// Package feed keeps temco's events (internal/core/events) in the store: the feed of every
+// event raised (collection "events"), each receiver's delivery status ("notify_status"),
+// and the Emitter the activities that find an event raise it with.
+package feed
 
 import (
 	"context"
@@ -10,6 +13,7 @@ import (
 	"go.mongodb.org/mongo-driver/v2/mongo"
 	"go.mongodb.org/mongo-driver/v2/mongo/options"
 
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/store"
 )
 
@@ -24,12 +28,12 @@ type stored struct {
 	Project string `bson:"project"`
 	// At is Time in nanoseconds: a stored date keeps milliseconds, and the feed is read and
 	// paged in the events' own order.
-	At    int64 `bson:"at"`
-	Event Event `bson:"event"`
+	At    int64        `bson:"at"`
+	Event events.Event `bson:"event"`
 }
 
-// OpenFeed returns the feed kept in db (it reads nothing).
-func OpenFeed(db *mongo.Database) *Feed { return &Feed{coll: db.Collection("events")} }
+// Open returns the feed kept in db (it reads nothing).
+func Open(db *mongo.Database) *Feed { return &Feed{coll: db.Collection("events")} }
 
 // EnsureIndexes creates the feed's index: a project's events by time.
 func (f *Feed) EnsureIndexes(ctx context.Context) error {
@@ -37,7 +41,7 @@ func (f *Feed) EnsureIndexes(ctx context.Context) error {
 }
 
 // Record keeps evs; those kept already (by id) are left as they are.
-func (f *Feed) Record(ctx context.Context, evs []Event) error {
+func (f *Feed) Record(ctx context.Context, evs []events.Event) error {
 	docs := make([]any, len(evs))
 	for i, e := range evs {
 		docs[i] = stored{ID: e.ID, Project: e.Project, At: e.Time.UnixNano(), Event: e}
@@ -73,7 +77,7 @@ type Page struct {
 }
 
 // List returns the events of p, newest first.
-func (f *Feed) List(ctx context.Context, p Page) ([]Event, error) {
+func (f *Feed) List(ctx context.Context, p Page) ([]events.Event, error) {
 	filter := bson.D{}
 	if !p.All {
 		filter = append(filter, bson.E{Key: "project", Value: p.Project})
@@ -92,7 +96,7 @@ func (f *Feed) List(ctx context.Context, p Page) ([]Event, error) {
 	if err := cur.All(ctx, &docs); err != nil {
 		return nil, fmt.Errorf("list events: %w", err)
 	}
-	out := make([]Event, len(docs))
+	out := make([]events.Event, len(docs))
 	for i, d := range docs {
 		out[i] = d.Event
 		out[i].Time = time.Unix(0, d.At).UTC() // to the nanosecond: what before= pages from

@@ -1,4 +1,4 @@
-package events
+package feed
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/devstack"
@@ -18,9 +19,11 @@ import (
 
 var ferret *devstack.FerretDB
 
+var at = time.Date(2026, 12, 7, 10, 30, 0, 0, time.UTC)
+
 func TestMain(m *testing.M) { testenv.MainWithFerretDB(m, &ferret) }
 
-func ids(evs []Event) []string {
+func ids(evs []events.Event) []string {
 	out := make([]string, len(evs))
 	for i, e := range evs {
 		out[i] = e.ID
@@ -33,23 +36,23 @@ func ids(evs []Event) []string {
 // project's for admins), by type, and page on with before.
 func TestFeedKeepsEachEventOnceAndPagesAProjectsEvents(t *testing.T) {
 	ctx := context.Background()
-	f := OpenFeed(testenv.Database(t, ferret, strings.ToLower(t.Name())))
+	f := Open(testenv.Database(t, ferret, strings.ToLower(t.Name())))
 	if err := f.EnsureIndexes(ctx); err != nil {
 		t.Fatal(err)
 	}
-	ev := func(id, project, typ string, minute int) Event {
-		e := Event{ID: id, Type: typ, Time: at.Add(time.Duration(minute) * time.Minute), Summary: id}
+	ev := func(id, project, typ string, minute int) events.Event {
+		e := events.Event{ID: id, Type: typ, Time: at.Add(time.Duration(minute) * time.Minute), Summary: id}
 		if project != "" {
 			e.About("/projects/" + project + "/composite-apps/ca/v1/deployment-intent-groups/d")
 		}
 		return e
 	}
-	first := []Event{ev("a1", "p1", OperationStarted, 1), ev("a2", "p1", OperationFailed, 2), ev("b1", "p2", OperationFailed, 3), ev("f1", "", ClusterUnreachable, 4)}
+	first := []events.Event{ev("a1", "p1", events.OperationStarted, 1), ev("a2", "p1", events.OperationFailed, 2), ev("b1", "p2", events.OperationFailed, 3), ev("f1", "", events.ClusterUnreachable, 4)}
 	if err := f.Record(ctx, first); err != nil {
 		t.Fatal(err)
 	}
 	// Raised again, with a new one among them: the new one kept, the others as they were.
-	again := []Event{ev("a2", "p1", OperationFailed, 2), ev("a3", "p1", DriftFound, 5), ev("a1", "p1", OperationStarted, 1)}
+	again := []events.Event{ev("a2", "p1", events.OperationFailed, 2), ev("a3", "p1", events.DriftFound, 5), ev("a1", "p1", events.OperationStarted, 1)}
 	again[0].Summary = "changed"
 	if err := f.Record(ctx, again); err != nil {
 		t.Fatalf("recording events kept already: %v", err)
@@ -58,7 +61,7 @@ func TestFeedKeepsEachEventOnceAndPagesAProjectsEvents(t *testing.T) {
 		t.Fatalf("recording one event kept already: %v", err)
 	}
 	for i := 4; i < 9; i++ { // more of p1's, for paging
-		if err := f.Record(ctx, []Event{ev(fmt.Sprintf("a%d", i), "p1", OperationSucceeded, 5+i)}); err != nil {
+		if err := f.Record(ctx, []events.Event{ev(fmt.Sprintf("a%d", i), "p1", events.OperationSucceeded, 5+i)}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -76,8 +79,8 @@ func TestFeedKeepsEachEventOnceAndPagesAProjectsEvents(t *testing.T) {
 		{"a limit", Page{Project: "p1", Limit: 3}, []string{"a8", "a7", "a6"}},
 		{"the next page: before the last one read", Page{Project: "p1", Limit: 3, Before: at.Add(11 * time.Minute)}, []string{"a5", "a4", "a3"}},
 		{"the last page", Page{Project: "p1", Limit: 3, Before: at.Add(5 * time.Minute)}, []string{"a2", "a1"}},
-		{"by type", Page{Project: "p1", Limit: 100, Types: []string{OperationFailed, DriftFound}}, []string{"a3", "a2"}},
-		{"by type, every one's", Page{All: true, Limit: 100, Types: []string{OperationFailed, ClusterUnreachable}}, []string{"f1", "b1", "a2"}},
+		{"by type", Page{Project: "p1", Limit: 100, Types: []string{events.OperationFailed, events.DriftFound}}, []string{"a3", "a2"}},
+		{"by type, every one's", Page{All: true, Limit: 100, Types: []string{events.OperationFailed, events.ClusterUnreachable}}, []string{"f1", "b1", "a2"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := f.List(ctx, c.page)
@@ -89,7 +92,7 @@ func TestFeedKeepsEachEventOnceAndPagesAProjectsEvents(t *testing.T) {
 			}
 		})
 	}
-	got, err := f.List(ctx, Page{Project: "p1", Limit: 100, Types: []string{OperationFailed}})
+	got, err := f.List(ctx, Page{Project: "p1", Limit: 100, Types: []string{events.OperationFailed}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,12 +112,12 @@ func TestStatusRecordsDeliveriesAndBoundsItsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != StateIdle || st.Delivered != 0 || st.LastErrors == nil || len(st.LastErrors) != 0 {
+	if st.State != events.StateIdle || st.Delivered != 0 || st.LastErrors == nil || len(st.LastErrors) != 0 {
 		t.Errorf("a receiver never tried: %+v", st)
 	}
 
-	attempt := func(ev string, n int32, errMsg string) Attempt {
-		return Attempt{Event: ev, Type: OperationFailed, Time: at, Attempt: n, Error: errMsg}
+	attempt := func(ev string, n int32, errMsg string) events.Attempt {
+		return events.Attempt{Event: ev, Type: events.OperationFailed, Time: at, Attempt: n, Error: errMsg}
 	}
 	if err := s.Record(ctx, r, attempt("e1", 1, ""), 2, false); err != nil {
 		t.Fatal(err)
@@ -128,7 +131,7 @@ func TestStatusRecordsDeliveriesAndBoundsItsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != StateRetrying || st.Delivered != 1 || st.Failed != 0 || st.Queued != 1 || st.LastDelivered == nil || st.LastDelivered.Event != "e1" {
+	if st.State != events.StateRetrying || st.Delivered != 1 || st.Failed != 0 || st.Queued != 1 || st.LastDelivered == nil || st.LastDelivered.Event != "e1" {
 		t.Errorf("retrying e2 after delivering e1: %+v", st)
 	}
 	if len(st.LastErrors) != errorsKept || st.LastErrors[0].Attempt != 4 || st.LastErrors[errorsKept-1].Error != fmt.Sprintf("answered 500 (%d)", errorsKept+3) {
@@ -146,7 +149,7 @@ func TestStatusRecordsDeliveriesAndBoundsItsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != StateDelivering || st.Delivered != 2 || st.Failed != 1 || st.Queued != 0 || st.LastDelivered.Event != "e3" ||
+	if st.State != events.StateDelivering || st.Delivered != 2 || st.Failed != 1 || st.Queued != 0 || st.LastDelivered.Event != "e3" ||
 		st.LastErrors[len(st.LastErrors)-1].Error != "refused: 400" || st.Updated.IsZero() {
 		t.Errorf("after a refusal and a delivery: %+v", st)
 	}
@@ -155,13 +158,13 @@ func TestStatusRecordsDeliveriesAndBoundsItsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if other.Delivered != 0 || other.State != StateIdle {
+	if other.Delivered != 0 || other.State != events.StateIdle {
 		t.Errorf("another receiver's status: %+v", other)
 	}
 	if err := s.Forget(ctx, r); err != nil {
 		t.Fatal(err)
 	}
-	if st, err = s.Get(ctx, r); err != nil || st.State != StateIdle || st.Delivered != 0 {
+	if st, err = s.Get(ctx, r); err != nil || st.State != events.StateIdle || st.Delivered != 0 {
 		t.Errorf("forgotten: %+v %v", st, err)
 	}
 }
@@ -181,15 +184,15 @@ func TestEmitHandsEachEventToTheReceiversThatTakeIt(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	receivers := map[string]Filter{
+	receivers := map[string]events.Filter{
 		"/projects/p1/notification-receivers/drift": {Events: []string{"drift.*"}},
 		"/projects/p2/notification-receivers/all":   {},
 		"/notification-receivers/p1":                {Projects: []string{"p1"}},
 		"/notification-receivers/fleet":             {Events: []string{"cluster.*"}},
 	}
 	for id, f := range receivers {
-		body, err := json.Marshal(model.Resource[Receiver]{Metadata: model.Metadata{Name: id[strings.LastIndex(id, "/")+1:]},
-			Spec: Receiver{Format: FormatSlack, URL: "https://hooks.example.com/" + Mask, Filter: f}})
+		body, err := json.Marshal(model.Resource[events.Receiver]{Metadata: model.Metadata{Name: id[strings.LastIndex(id, "/")+1:]},
+			Spec: events.Receiver{Format: events.FormatSlack, URL: "https://hooks.example.com/" + events.Mask, Filter: f}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,11 +203,11 @@ func TestEmitHandsEachEventToTheReceiversThatTakeIt(t *testing.T) {
 		}
 	}
 	dig := "/projects/p1/composite-apps/ca/v1/deployment-intent-groups/d"
-	evs := []Event{*(&Event{ID: "drift", Type: DriftFound}).About(dig), *(&Event{ID: "failed", Type: OperationFailed}).About(dig),
-		*(&Event{ID: "down", Type: ClusterUnreachable}).AboutCluster("cp+c1", nil)}
+	evs := []events.Event{*(&events.Event{ID: "drift", Type: events.DriftFound}).About(dig), *(&events.Event{ID: "failed", Type: events.OperationFailed}).About(dig),
+		*(&events.Event{ID: "down", Type: events.ClusterUnreachable}).AboutCluster("cp+c1", nil)}
 
 	handed := map[string][]string{}
-	em := &Emitter{Store: st, Feed: OpenFeed(db), Deliver: func(_ context.Context, receiver string, e Event) error {
+	em := &Emitter{Store: st, Feed: Open(db), Deliver: func(_ context.Context, receiver string, e events.Event) error {
 		if e.Time.IsZero() {
 			t.Errorf("event %s handed without its time", e.ID)
 		}
@@ -233,16 +236,16 @@ func TestEmitHandsEachEventToTheReceiversThatTakeIt(t *testing.T) {
 	}
 
 	// A hand-over that fails is the caller's error (its activity is retried).
-	em.Deliver = func(context.Context, string, Event) error { return errors.New("temporal unavailable") }
+	em.Deliver = func(context.Context, string, events.Event) error { return errors.New("temporal unavailable") }
 	if err := em.Emit(ctx, evs[0]); err == nil || !strings.Contains(err.Error(), "temporal unavailable") {
 		t.Errorf("a failed hand-over: %v", err)
 	}
 	// Notify off: kept only.
 	off := &Emitter{Store: st, Feed: em.Feed}
-	if err := off.Emit(ctx, Event{ID: "later", Type: DriftCorrected, Project: "p1"}); err != nil {
+	if err := off.Emit(ctx, events.Event{ID: "later", Type: events.DriftCorrected, Project: "p1"}); err != nil {
 		t.Fatal(err)
 	}
-	if kept, _ := em.Feed.List(ctx, Page{Project: "p1", Types: []string{DriftCorrected}, Limit: 10}); len(kept) != 1 {
+	if kept, _ := em.Feed.List(ctx, Page{Project: "p1", Types: []string{events.DriftCorrected}, Limit: 10}); len(kept) != 1 {
 		t.Errorf("without Deliver the event is not kept: %q", ids(kept))
 	}
 	var none *Emitter
@@ -256,10 +259,10 @@ func TestEmitHandsEachEventToTheReceiversThatTakeIt(t *testing.T) {
 func TestFeedPagesThroughEventsRaisedAtOnce(t *testing.T) {
 	ctx := context.Background()
 	db := testenv.Database(t, ferret, strings.ToLower(t.Name()))
-	em := &Emitter{Feed: OpenFeed(db)}
-	var evs []Event
+	em := &Emitter{Feed: Open(db)}
+	var evs []events.Event
 	for i := range 5 {
-		evs = append(evs, *(&Event{ID: fmt.Sprint("e", i), Type: ClusterUnreachable, Time: at}).AboutCluster(fmt.Sprint("cp+c", i), nil))
+		evs = append(evs, *(&events.Event{ID: fmt.Sprint("e", i), Type: events.ClusterUnreachable, Time: at}).AboutCluster(fmt.Sprint("cp+c", i), nil))
 	}
 	if err := em.Emit(ctx, evs...); err != nil {
 		t.Fatal(err)
