@@ -3,6 +3,7 @@ package notify
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"reflect"
 	"slices"
@@ -97,7 +98,7 @@ func (r routes) check(_ context.Context, q *api.Request[events.Receiver]) error 
 	}
 	spec.URL, spec.Secret = sealed.URL, sealed.Secret
 	if err := spec.Check(events.ScopeOf(q.ID()), r.allow.AllowsURL); err != nil {
-		if strings.Contains(err.Error(), "TEMCO_NOTIFY_HOSTS_ALLOW") {
+		if refused := (*events.HostRefused)(nil); errors.As(err, &refused) {
 			return api.Forbidden("%v", err)
 		}
 		return api.BadRequest("%v", err)

@@ -113,9 +113,16 @@ func CheckURL(raw string, allowed func(*url.URL) bool) error {
 		return fmt.Errorf("spec.url may not carry a user or password")
 	}
 	if !allowed(u) {
-		return fmt.Errorf("spec.url: host %s is not one temco may send notifications to (an admin allows hosts with TEMCO_NOTIFY_HOSTS_ALLOW)", u.Host)
+		return &HostRefused{Host: u.Host}
 	}
 	return nil
+}
+
+// HostRefused is a receiver's URL on a host no admin allowed.
+type HostRefused struct{ Host string }
+
+func (e *HostRefused) Error() string {
+	return "spec.url: host " + e.Host + " is not one temco may send notifications to (an admin allows hosts with TEMCO_NOTIFY_HOSTS_ALLOW)"
 }
 
 func (f *Filter) check(scope string) error {
