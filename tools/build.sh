@@ -174,7 +174,8 @@ build_registry() {
 
 # Jaeger v2: the local stack's trace collector (OTLP in) and query API, for `temco dev
 # --traces` and the traces' e2e test. Its module ships the UI as a placeholder page (the
-# real one is built with npm in Jaeger's release), so only its APIs are of use here.
+# real one is built with npm in Jaeger's release): `temco dev` gives it temco's own trace
+# viewer (internal/dev/devstack/traceview) as its UI assets.
 build_jaeger() {
   local v; v=$(version jaeger github.com/jaegertracing/jaeger)
   fresh jaeger "$v" && return

@@ -103,7 +103,7 @@ func devFlags(cmd *cobra.Command, cfg *devstack.Config, bin, data *string) {
 	f.BoolVar(&cfg.Traces, "traces", true, "run Jaeger, a trace collector, and send it the spans of temco's processes (OTLP); about 60 MB")
 	f.IntVar(&cfg.TracesPort, "traces-port", 16686, "Jaeger's query API and UI port (with --traces)")
 	f.IntVar(&cfg.OTLPPort, "otlp-port", 4318, "Jaeger's OTLP/HTTP receiver port (with --traces)")
-	f.StringVar(&cfg.TracesUIAssets, "traces-ui-assets", "", "a built jaeger-ui folder for Jaeger to serve as its UI (a build from the Go module proxy has a placeholder page)")
+	f.StringVar(&cfg.TracesUIAssets, "traces-ui-assets", "", "a built jaeger-ui folder for Jaeger to serve as its UI (default: temco's trace viewer)")
 	f.StringVar(&cfg.GitOpsProvider, "gitops-provider", "local", "cluster provider of the GitOps cluster in its git paths (<provider>+<cluster>)")
 	f.IntVar(&cfg.GitPort, "git-port", 0, "git server port (0: the GitOps cluster's first port + 8)")
 	f.IntVar(&cfg.RegistryPort, "registry-port", 0, "OCI registry port (0: the clusters' first port + 8)")

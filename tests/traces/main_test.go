@@ -1,6 +1,7 @@
 // Package traces proves temco's OpenTelemetry traces end to end: a stack whose processes
 // export to Jaeger (devstack's Traces), one instantiate through the REST API, and its one
-// trace read back from Jaeger's query API. Its own stack, because the e2e stack's
+// trace read back from Jaeger's query API, then in the stack's trace viewer (the page
+// Jaeger serves as its UI) in a headless Chromium. Its own stack, because the e2e stack's
 // processes export nothing: traces are off unless an endpoint is set, and only this
 // package needs the collector.
 package traces

@@ -47,6 +47,7 @@ func TestAnInstantiateIsOneTraceFromTheRequestToEveryClustersApply(t *testing.T)
 	for _, s := range trace {
 		t.Logf("%s %-28s %s", s.Service, s.Name, s.Attrs)
 	}
+	t.Run("in the stack's trace viewer", func(t *testing.T) { viewTrace(t, trace[0].TraceID) })
 }
 
 // The spans the trace must hold, by service and name; the clusters' applies by cluster.

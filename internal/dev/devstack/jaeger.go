@@ -16,16 +16,18 @@ import (
 // Jaeger is Jaeger v2 (tools/build.sh builds it): the stack's trace collector. It takes
 // OTLP over HTTP on OTLPPort from temco's processes (OTEL_EXPORTER_OTLP_ENDPOINT), keeps
 // the newest traces in memory, and serves its query API on QueryPort: /api/v3/traces
-// (OTLP JSON) and /api/traces, which tests read, and a UI page. Built from the module
-// proxy that page is Jaeger's placeholder (the real UI is built with npm for Jaeger's
-// releases); UIAssets serves a built jaeger-ui folder instead.
+// (OTLP JSON) and /api/traces, which tests read, and a UI. Built from the module proxy
+// Jaeger has only a placeholder page (the real UI is built with npm for Jaeger's
+// releases): it serves UIAssets instead, temco's trace viewer (traceview.go) when
+// TraceView is set, else a built jaeger-ui folder.
 type Jaeger struct {
 	Bin       string // the jaeger binary
 	Dir       string // its config.yaml
 	LogFile   string
 	OTLPPort  int
 	QueryPort int
-	UIAssets  string               // a built jaeger-ui folder; "": the binary's page
+	UIAssets  string               // the UI's folder; "": the binary's placeholder page
+	TraceView bool                 // Start writes temco's trace viewer into UIAssets
 	proc      atomic.Pointer[Proc] // replaced by a restart while others read it
 }
 
@@ -56,6 +58,11 @@ func (j *Jaeger) ports() map[string]int {
 
 // Start writes its configuration, starts it and waits until its query API answers.
 func (j *Jaeger) Start(ctx context.Context) error {
+	if j.TraceView {
+		if err := writeTraceView(j.UIAssets); err != nil {
+			return fmt.Errorf("trace viewer: %w", err)
+		}
+	}
 	config, err := j.writeConfig()
 	if err != nil {
 		return fmt.Errorf("jaeger configuration: %w", err)
@@ -132,6 +139,9 @@ func (s *Stack) configureTraces() error {
 	}
 	s.Jaeger = &Jaeger{Bin: filepath.Join(s.cfg.BinDir, jaegerBinary), Dir: filepath.Join(s.cfg.DataDir, "jaeger"),
 		LogFile: filepath.Join(s.cfg.DataDir, "logs", "jaeger.log"), OTLPPort: ports[0], QueryPort: ports[1], UIAssets: s.cfg.TracesUIAssets}
+	if s.Jaeger.UIAssets == "" { // temco's own viewer
+		s.Jaeger.UIAssets, s.Jaeger.TraceView = filepath.Join(s.Jaeger.Dir, traceViewDir), true
+	}
 	return nil
 }
 
@@ -144,8 +154,8 @@ func (s *Stack) tracesEnv() []string {
 }
 
 func (s *Stack) tracesSummary(w io.Writer) {
-	ui := "a placeholder page (no jaeger-ui assets: --traces-ui-assets)"
-	if s.Jaeger.UIAssets != "" {
+	ui := "temco's trace viewer"
+	if !s.Jaeger.TraceView {
 		ui = "Jaeger UI from " + s.Jaeger.UIAssets
 	}
 	fmt.Fprintf(w, "  traces            %s (Jaeger: %s; query API %s/api/v3/traces?query.service_name=temco-api&...), OTLP in at %s\n",

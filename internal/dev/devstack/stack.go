@@ -72,7 +72,7 @@ type Config struct {
 	// Traces runs Jaeger, the trace collector, and has temco's processes send it their
 	// spans (OTEL_EXPORTER_OTLP_ENDPOINT); TracesPort is its query API's and UI's port,
 	// OTLPPort its OTLP/HTTP receiver's (0: free ones); TracesUIAssets a built jaeger-ui
-	// folder it serves.
+	// folder it serves as its UI ("": temco's trace viewer, traceview.go).
 	Traces         bool
 	TracesPort     int
 	OTLPPort       int
