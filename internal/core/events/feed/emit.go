@@ -6,6 +6,8 @@ import (
 	"slices"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/temco/temco/internal/core/events"
 	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
@@ -39,17 +41,26 @@ func (em *Emitter) Emit(ctx context.Context, evs ...events.Event) error {
 			evs[i].Time = evs[i-1].Time.Add(time.Nanosecond)
 		}
 	}
-	if err := em.Feed.Record(ctx, evs); err != nil {
+	// The feed's write and the receivers' reads at once: an operation raises an event as it
+	// begins and as it ends, and waits for neither the receivers nor one round trip after
+	// another.
+	var receivers [][]*store.Doc
+	g, gctx := errgroup.WithContext(ctx)
+	g.Go(func() error { return em.Feed.Record(gctx, evs) })
+	if em.Deliver != nil {
+		parents := parentsOf(evs)
+		receivers = make([][]*store.Doc, len(parents))
+		for i, parent := range parents {
+			g.Go(func() (err error) {
+				receivers[i], err = em.Store.List(gctx, store.Query{Kind: model.KindNotificationReceiver, Parent: parent})
+				return err
+			})
+		}
+	}
+	if err := g.Wait(); err != nil {
 		return err
 	}
-	if em.Deliver == nil {
-		return nil
-	}
-	receivers, err := em.receiversOf(ctx, evs)
-	if err != nil {
-		return err
-	}
-	for _, d := range receivers {
+	for _, d := range slices.Concat(receivers...) {
 		r, err := model.Decode[events.Receiver](d.Body)
 		if err != nil {
 			return err
@@ -67,23 +78,14 @@ func (em *Emitter) Emit(ctx context.Context, evs ...events.Event) error {
 	return nil
 }
 
-// receiversOf lists the receivers that may take evs: the admins' (at the top level) and
-// those of the projects evs are about. A store query lists one parent's children (no
-// parent is the top level), so each project's are listed apart.
-func (em *Emitter) receiversOf(ctx context.Context, evs []events.Event) ([]*store.Doc, error) {
+// parentsOf are where the receivers that may take evs are: the top level (admins') and
+// the projects evs are about (a store query lists one parent's children).
+func parentsOf(evs []events.Event) []string {
 	parents := []string{""}
 	for _, e := range evs {
 		if p := "/projects/" + e.Project; e.Project != "" && !slices.Contains(parents, p) {
 			parents = append(parents, p)
 		}
 	}
-	var out []*store.Doc
-	for _, parent := range parents {
-		docs, err := em.Store.List(ctx, store.Query{Kind: model.KindNotificationReceiver, Parent: parent})
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, docs...)
-	}
-	return out, nil
+	return parents
 }
