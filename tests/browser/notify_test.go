@@ -149,7 +149,7 @@ func TestNotificationsPage(t *testing.T) {
 			Error: "post to 127.0.0.1:9: connection refused"}, 2},
 		{"/projects/" + other + "/notification-receivers/other-hook", events.Attempt{Event: otherFailed.ID, Type: otherFailed.Type, Time: now, Attempt: 1}, 0},
 	} {
-		if err := statuses.Record(ctx, rec.receiver, rec.a, rec.queued, false); err != nil {
+		if err := statuses.Record(ctx, rec.receiver, rec.a, events.Waiting{Queued: rec.queued}, false); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -27,6 +27,8 @@ type ReceiverInput struct {
 	// Recent are the ids of the last events taken (delivered or queued), oldest first:
 	// an event raised again (its activity retried) is dropped.
 	Recent []string `json:"recent,omitempty"`
+	// Dropped counts the events dropped because the queue was full, over every run.
+	Dropped int `json:"dropped,omitempty"`
 }
 
 // DeliverInput is one delivery: the event and how many wait behind it (for the status).
@@ -34,6 +36,9 @@ type DeliverInput struct {
 	Receiver string       `json:"receiver"`
 	Event    events.Event `json:"event"`
 	Queued   int          `json:"queued"`
+	// Dropped is the receiver's workflow's ReceiverInput.Dropped: the status keeps it (a
+	// total, so an attempt retried counts nothing twice).
+	Dropped int `json:"dropped,omitempty"`
 }
 
 // Delivered says how a delivery ended: Gone, the receiver no longer exists.

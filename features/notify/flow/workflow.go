@@ -16,6 +16,10 @@ const (
 	deliveriesPerRun = 500
 	// recentKept is how many event ids a receiver remembers to drop an event raised again.
 	recentKept = 1000
+	// maxQueued bounds the events waiting for a receiver that is down (about 0.5 MB in a
+	// run's input, under Temporal's 2 MB payload limit): beyond it the oldest waiting are
+	// dropped and counted.
+	maxQueued = 1000
 	// The backoff of a delivery: a receiver back from an outage has its events within
 	// maxBackoff; one down for giveUpAfter has the event dropped (its error recorded).
 	maxBackoff  = 30 * time.Second
@@ -72,7 +76,8 @@ func (r *receiver) run(ctx workflow.Context) error {
 		dctx, cancel := workflow.WithCancel(actx)
 		var out Delivered
 		done := false
-		f := DeliverEvent.Execute(dctx, DeliverInput{Receiver: r.in.Receiver, Event: r.in.Queue[0], Queued: len(r.in.Queue) - 1})
+		f := DeliverEvent.Execute(dctx, DeliverInput{Receiver: r.in.Receiver, Event: r.in.Queue[0], Queued: len(r.in.Queue) - 1,
+			Dropped: r.in.Dropped})
 		sel := workflow.NewSelector(ctx)
 		sel.AddFuture(f.Future, func(workflow.Future) {
 			done = true
@@ -106,7 +111,7 @@ func (r *receiver) drain(ctx workflow.Context, evs workflow.ReceiveChannel) {
 	}
 }
 
-// take queues e unless it was taken already.
+// take queues e unless it was taken already, dropping the oldest waiting when full.
 func (r *receiver) take(e events.Event) {
 	if r.recent[e.ID] {
 		return
@@ -118,4 +123,8 @@ func (r *receiver) take(e events.Event) {
 		r.in.Recent = r.in.Recent[1:]
 	}
 	r.in.Queue = append(r.in.Queue, e)
+	if len(r.in.Queue) > maxQueued { // the head may be being delivered: the one after goes
+		r.in.Queue = append(r.in.Queue[:1], r.in.Queue[2:]...)
+		r.in.Dropped++
+	}
 }

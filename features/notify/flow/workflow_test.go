@@ -228,9 +228,23 @@ func TestRecentIDsAreBounded(t *testing.T) {
 	if len(r.in.Recent) != recentKept || len(r.recent) != recentKept || r.in.Recent[0] != "2" {
 		t.Errorf("%d ids kept (%d in the set), the oldest %q; want %d from \"2\"", len(r.in.Recent), len(r.recent), r.in.Recent[0], recentKept)
 	}
-	r.take(ev("0")) // forgotten: taken again
-	r.take(ev("5")) // remembered: dropped
-	if n := len(r.in.Queue); n != recentKept+3 {
-		t.Errorf("queue of %d, want %d", n, recentKept+3)
+	r.in.Queue, r.in.Dropped = nil, 0 // the queue's own bound aside (TestAFullQueueDropsTheOldestWaiting)
+	r.take(ev("0"))                   // forgotten: taken again
+	r.take(ev("5"))                   // remembered: dropped
+	if n := len(r.in.Queue); n != 1 || r.in.Queue[0].ID != "0" {
+		t.Errorf("queue of %d, want the one forgotten id taken again", n)
+	}
+}
+
+// A receiver down long keeps at most maxQueued events waiting: beyond, the oldest waiting
+// (not the head, which may be being delivered) are dropped and counted, and the newest kept.
+func TestAFullQueueDropsTheOldestWaiting(t *testing.T) {
+	r := &receiver{recent: map[string]bool{}}
+	for i := range maxQueued + 2 {
+		r.take(events.Event{ID: fmt.Sprint("e", i)})
+	}
+	q := r.in.Queue
+	if len(q) != maxQueued || r.in.Dropped != 2 || q[0].ID != "e0" || q[1].ID != "e3" || q[len(q)-1].ID != fmt.Sprint("e", maxQueued+1) {
+		t.Errorf("queue of %d (%s, %s ... %s), dropped %d", len(q), q[0].ID, q[1].ID, q[len(q)-1].ID, r.in.Dropped)
 	}
 }

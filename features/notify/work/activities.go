@@ -66,7 +66,7 @@ func (a *Activities) DeliverEvent(ctx context.Context, in flow.DeliverInput) (fl
 	if sendErr != nil {
 		attempt.Error = sendErr.Error()
 	}
-	if err := a.Statuses.Record(ctx, in.Receiver, attempt, in.Queued, isRefused(sendErr)); err != nil {
+	if err := a.Statuses.Record(ctx, in.Receiver, attempt, events.Waiting{Queued: in.Queued, Dropped: in.Dropped}, isRefused(sendErr)); err != nil {
 		return flow.Delivered{}, err
 	}
 	return flow.Delivered{}, sendErr

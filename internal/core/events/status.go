@@ -11,6 +11,9 @@ type Status struct {
 	Failed int `json:"failed" bson:"failed"`
 	// Queued are the events waiting behind the one being delivered, at the last attempt.
 	Queued int `json:"queued" bson:"queued"`
+	// Dropped counts the events dropped because too many waited (the receiver was down
+	// long): the oldest waiting go first.
+	Dropped int `json:"dropped" bson:"dropped"`
 	// State: "Delivering" (the last attempt succeeded), "Retrying" (it failed, the event is
 	// tried again), "Refused" (the receiver refused it for good) or "Idle" (never tried).
 	State         string    `json:"state" bson:"state"`
@@ -36,3 +39,6 @@ const (
 	// StateRefused: the last event was refused for good; the next will be tried.
 	StateRefused = "Refused"
 )
+
+// Waiting is what waits behind an attempt: the events queued, and those dropped so far.
+type Waiting struct{ Queued, Dropped int }

@@ -119,11 +119,11 @@ func TestStatusRecordsDeliveriesAndBoundsItsErrors(t *testing.T) {
 	attempt := func(ev string, n int32, errMsg string) events.Attempt {
 		return events.Attempt{Event: ev, Type: events.OperationFailed, Time: at, Attempt: n, Error: errMsg}
 	}
-	if err := s.Record(ctx, r, attempt("e1", 1, ""), 2, false); err != nil {
+	if err := s.Record(ctx, r, attempt("e1", 1, ""), events.Waiting{Queued: 2}, false); err != nil {
 		t.Fatal(err)
 	}
 	for i := 1; i <= errorsKept+3; i++ {
-		if err := s.Record(ctx, r, attempt("e2", int32(i), fmt.Sprintf("answered 500 (%d)", i)), 1, false); err != nil {
+		if err := s.Record(ctx, r, attempt("e2", int32(i), fmt.Sprintf("answered 500 (%d)", i)), events.Waiting{Queued: 1, Dropped: 3}, false); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -131,7 +131,9 @@ func TestStatusRecordsDeliveriesAndBoundsItsErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != events.StateRetrying || st.Delivered != 1 || st.Failed != 0 || st.Queued != 1 || st.LastDelivered == nil || st.LastDelivered.Event != "e1" {
+	// Each retried attempt carries the same total dropped: counted once.
+	if st.State != events.StateRetrying || st.Delivered != 1 || st.Failed != 0 || st.Queued != 1 || st.Dropped != 3 ||
+		st.LastDelivered == nil || st.LastDelivered.Event != "e1" {
 		t.Errorf("retrying e2 after delivering e1: %+v", st)
 	}
 	if len(st.LastErrors) != errorsKept || st.LastErrors[0].Attempt != 4 || st.LastErrors[errorsKept-1].Error != fmt.Sprintf("answered 500 (%d)", errorsKept+3) {
@@ -139,17 +141,17 @@ func TestStatusRecordsDeliveriesAndBoundsItsErrors(t *testing.T) {
 	}
 
 	// Refused for good: failed, counted once; then the next delivered.
-	if err := s.Record(ctx, r, attempt("e2", 14, "refused: 400"), 1, true); err != nil {
+	if err := s.Record(ctx, r, attempt("e2", 14, "refused: 400"), events.Waiting{Queued: 1}, true); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Record(ctx, r, attempt("e3", 1, ""), 0, false); err != nil {
+	if err := s.Record(ctx, r, attempt("e3", 1, ""), events.Waiting{Queued: 0}, false); err != nil {
 		t.Fatal(err)
 	}
 	st, err = s.Get(ctx, r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.State != events.StateDelivering || st.Delivered != 2 || st.Failed != 1 || st.Queued != 0 || st.LastDelivered.Event != "e3" ||
+	if st.State != events.StateDelivering || st.Delivered != 2 || st.Failed != 1 || st.Queued != 0 || st.Dropped != 3 || st.LastDelivered.Event != "e3" ||
 		st.LastErrors[len(st.LastErrors)-1].Error != "refused: 400" || st.Updated.IsZero() {
 		t.Errorf("after a refusal and a delivery: %+v", st)
 	}

@@ -43,12 +43,12 @@ func (s *Statuses) Get(ctx context.Context, receiver string) (events.Status, err
 // Record records attempt a of receiver's delivery: delivered, failed for now (a.Error)
 // or given up (gaveUp). One workflow delivers a receiver's events one at a time, so
 // reading and replacing its document races with nothing.
-func (s *Statuses) Record(ctx context.Context, receiver string, a events.Attempt, queued int, gaveUp bool) error {
+func (s *Statuses) Record(ctx context.Context, receiver string, a events.Attempt, w events.Waiting, gaveUp bool) error {
 	st, err := s.Get(ctx, receiver)
 	if err != nil {
 		return err
 	}
-	st.Queued, st.Updated = queued, time.Now().UTC()
+	st.Queued, st.Dropped, st.Updated = w.Queued, max(st.Dropped, w.Dropped), time.Now().UTC()
 	switch {
 	case a.Error == "":
 		st.Delivered++
