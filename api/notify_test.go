@@ -164,7 +164,7 @@ func TestNotificationReceiversKeepTheirURLAndSecretSealed(t *testing.T) {
 
 			// A delete stops the deliveries and forgets their status.
 			statuses := feed.OpenStatuses(fc.Store().Database())
-			if err := statuses.Record(context.Background(), item, events.Attempt{Event: "e1", Time: time.Now()}, 0, false); err != nil {
+			if err := statuses.Record(context.Background(), item, events.Attempt{Event: "e1", Time: time.Now()}, events.Waiting{}, false); err != nil {
 				t.Fatal(err)
 			}
 			fc.Do("DELETE", item, nil).Must(t, http.StatusNoContent)
