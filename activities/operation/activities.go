@@ -367,10 +367,12 @@ func (a *Activities) FinishOperation(ctx context.Context, in lifecycle.FinishInp
 			return err
 		}
 	}
-	if err := a.Contexts.SetStatus(ctx, in.ContextID, in.Status, in.Error); err != nil {
+	// Told before the status is final: a caller that sees the status may start the next
+	// operation at once, and the operation ends as soon as the status is written.
+	if err := a.finished(ctx, in); err != nil {
 		return err
 	}
-	return a.finished(ctx, in)
+	return a.Contexts.SetStatus(ctx, in.ContextID, in.Status, in.Error)
 }
 
 // reapprove records a DIG Approved again after an instantiate that failed before it
