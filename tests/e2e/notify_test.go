@@ -200,7 +200,9 @@ func TestNotificationsReachTheirReceiversBackFromAnOutage(t *testing.T) {
 	}
 	d.c.do("POST", d.dig()+"/drift-check", map[string]any{"correct": true}).must(t, 202).json(t, &asked)
 	awaitValue(t, "the drift corrected", 2*time.Minute, func() driftView { return getAs[driftView](t, d.c, d.dig()+"/status") },
-		func(v driftView) bool { return v.Drift != nil && v.Drift.Check == asked.WorkflowID && v.Drift.Corrected == 1 })
+		func(v driftView) bool {
+			return v.Drift != nil && v.Drift.Check == asked.WorkflowID && v.Drift.Corrected == 1
+		})
 
 	// The update that is rolled back.
 	d.c.do("PUT", d.dig(), res("dig", map[string]any{"compositeProfile": "prof", "version": "r1", "logicalCloud": "default",
@@ -349,7 +351,9 @@ func TestNotificationsOfAClusterGoneAndBack(t *testing.T) {
 	})
 	c.multipart("POST", "/cluster-providers/"+fake+"/clusters", res("edge0", nil), kc).must(t, 201)
 	c.do("POST", "/cluster-providers/"+fake+"/clusters/edge0/labels", map[string]string{"clusterLabel": "notify-edge"}).must(t, 201)
-	view := func() reachView { return getAs[reachView](t, c, "/cluster-providers/"+fake+"/clusters/edge0/dashboard") }
+	view := func() reachView {
+		return getAs[reachView](t, c, "/cluster-providers/"+fake+"/clusters/edge0/dashboard")
+	}
 	awaitValue(t, "edge0 Reachable", time.Minute, view, func(v reachView) bool { return v.Reachability.State == "Reachable" })
 	up.Store(false)
 	got := w.await("/fleet", time.Minute, events.ClusterUnreachable)
