@@ -37,6 +37,7 @@ import (
 
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
+	"github.com/temco/temco/internal/dev/testenv/chromium"
 )
 
 // provider is the cluster provider TestMain registers the dev cluster under.
@@ -68,21 +69,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// chromiumPath is the browser the tests run: $TEMCO_CHROMIUM or Debian's.
-func chromiumPath() string {
-	if p := os.Getenv("TEMCO_CHROMIUM"); p != "" {
-		return p
-	}
-	return "/usr/bin/chromium"
-}
-
 func runSuite(m *testing.M) (code int, err error) {
 	root, err := testenv.RepoRoot()
 	if err != nil {
 		return 0, err
 	}
-	if _, err := os.Stat(chromiumPath()); err != nil {
-		return 0, fmt.Errorf("no browser at %s (`make chromium` installs Debian's): %w", chromiumPath(), err)
+	if _, err := os.Stat(chromium.Path()); err != nil {
+		return 0, fmt.Errorf("no browser at %s (`make chromium` installs Debian's): %w", chromium.Path(), err)
 	}
 	artifactsDir = os.Getenv("TEMCO_BROWSER_ARTIFACTS")
 	if artifactsDir == "" {
@@ -336,23 +329,9 @@ func startBrowser(tmp string) (context.Context, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath()),
-		chromedp.UserDataDir(profile),
-		chromedp.WindowSize(1280, 800),
-		chromedp.NoSandbox,
-		chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		// A name of another site that resolves to the api's address: DNS rebinding
-		// (crosssite_test.go).
-		chromedp.Flag("host-resolver-rules", "MAP "+reboundHost+" 127.0.0.1"),
-		chromedp.CombinedOutput(logf),
-	)
+	// A name of another site that resolves to the api's address: DNS rebinding
+	// (crosssite_test.go).
+	opts := chromium.Options(profile, logf, chromedp.Flag("host-resolver-rules", "MAP "+reboundHost+" 127.0.0.1"))
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	ctx, cancel := chromedp.NewContext(allocCtx)
 	stop := func() {
@@ -362,7 +341,7 @@ func startBrowser(tmp string) (context.Context, func(), error) {
 	}
 	if err := chromedp.Do(ctx); err != nil { // starts the browser, with no deadline
 		stop()
-		return nil, nil, fmt.Errorf("start %s: %w\n%s", chromiumPath(), err, tail(logf.Name(), 4000))
+		return nil, nil, fmt.Errorf("start %s: %w\n%s", chromium.Path(), err, tail(logf.Name(), 4000))
 	}
 	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`navigator.userAgent`))
 	if err != nil {

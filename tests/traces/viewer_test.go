@@ -13,24 +13,17 @@ import (
 
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
-)
 
-// chromiumPath is the browser the viewer's test runs: $TEMCO_CHROMIUM or Debian's, as
-// tests/browser's (`make chromium` installs it).
-func chromiumPath() string {
-	if p := os.Getenv("TEMCO_CHROMIUM"); p != "" {
-		return p
-	}
-	return "/usr/bin/chromium"
-}
+	"github.com/temco/temco/internal/dev/testenv/chromium"
+)
 
 // viewTrace reads the trace back as an operator would, in the stack's trace viewer (the
 // page Jaeger serves as its UI, internal/dev/devstack/traceview) in a headless Chromium:
 // the api's service picked, the trace listed, and opened, its spans the workflow's and an
 // apply per cluster, each with the cluster among its attributes.
 func viewTrace(t *testing.T, traceID string) {
-	if _, err := os.Stat(chromiumPath()); err != nil {
-		t.Fatalf("no browser at %s (`make chromium` installs Debian's): %v", chromiumPath(), err)
+	if _, err := os.Stat(chromium.Path()); err != nil {
+		t.Fatalf("no browser at %s (`make chromium` installs Debian's): %v", chromium.Path(), err)
 	}
 	tab, exceptions := startChromium(t)
 	ctx, cancel := context.WithTimeout(tab, 2*time.Minute)
@@ -104,25 +97,12 @@ func startChromium(t *testing.T) (context.Context, func() []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(chromiumPath()),
-		chromedp.UserDataDir(filepath.Join(dir, "profile")),
-		chromedp.WindowSize(1280, 800),
-		chromedp.NoSandbox,
-		chromedp.Flag("headless", true),
-		chromedp.Flag("disable-gpu", true),
-		chromedp.Flag("disable-quic", true),
-		chromedp.Flag("no-first-run", true),
-		chromedp.Flag("disable-background-networking", true),
-		chromedp.Flag("disable-component-update", true),
-		chromedp.Flag("disable-sync", true),
-		chromedp.CombinedOutput(logf),
-	)
+	opts := chromium.Options(filepath.Join(dir, "profile"), logf)
 	allocCtx, cancelAlloc := chromedp.NewExecAllocator(context.Background(), opts...)
 	browser, cancelBrowser := chromedp.NewContext(allocCtx)
 	t.Cleanup(func() { cancelBrowser(); cancelAlloc(); logf.Close() })
 	if err := chromedp.Do(browser); err != nil { // starts the browser, with no deadline
-		t.Fatalf("start %s: %v", chromiumPath(), err)
+		t.Fatalf("start %s: %v", chromium.Path(), err)
 	}
 	tab, cancelTab := chromedp.NewContext(browser)
 	t.Cleanup(cancelTab)
