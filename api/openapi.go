@@ -41,6 +41,9 @@ type opDoc struct {
 	// ownerRequired: a report about a hub object (diagnostics.go): X-Temco-Owner is
 	// required, and the handler checks it names the object (owner.go).
 	ownerRequired bool
+	// storeOnly: the route makes store round trips and nothing else (the resources'
+	// create, list, get, replace and delete): it runs in its turn (admission.go).
+	storeOnly bool
 }
 
 func typeOf[T any]() reflect.Type { return reflect.TypeFor[T]() }
@@ -144,7 +147,11 @@ func operationID(method, path string) string {
 
 // route registers a handler and documents it.
 func (s *Server) route(g *echo.Group, d opDoc, h echo.HandlerFunc) {
-	g.Add(d.method, d.path, s.ownership(d, h))
+	h = s.ownership(d, h)
+	if d.storeOnly {
+		h = s.turns.admit(h)
+	}
+	g.Add(d.method, d.path, h)
 	s.doc(d)
 }
 

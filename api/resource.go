@@ -83,29 +83,32 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 	if multipart && (k.file == nil || !k.file.orJSON) {
 		body = nil
 	}
+	// A kind with an operation (DIGs, logical clouds: its own delete) also reaches
+	// Temporal and its hooks: only the others' routes are store round trips alone.
+	plain := k.remove == nil
 	var query []string
 	if k.name == model.KindAppProfile {
 		query = []string{"app"}
 	}
 	s.route(g, opDoc{method: http.MethodPost, path: k.coll, summary: "Create a " + k.name, body: body, multipart: multipart,
-		code: http.StatusCreated, response: res, creates: true}, func(c echo.Context) error { return create(c, s, k) })
-	s.route(g, listDoc(opDoc{method: http.MethodGet, path: k.coll, summary: "List " + k.name + "s", code: http.StatusOK, response: many, query: query}),
+		code: http.StatusCreated, response: res, creates: true, storeOnly: plain}, func(c echo.Context) error { return create(c, s, k) })
+	s.route(g, listDoc(opDoc{method: http.MethodGet, path: k.coll, summary: "List " + k.name + "s", code: http.StatusOK, response: many, query: query, storeOnly: plain}),
 		func(c echo.Context) error { return list(c, s, k) })
-	s.route(g, opDoc{method: http.MethodGet, path: k.item, summary: "Get a " + k.name, code: http.StatusOK, response: res},
+	s.route(g, opDoc{method: http.MethodGet, path: k.item, summary: "Get a " + k.name, code: http.StatusOK, response: res, storeOnly: plain},
 		func(c echo.Context) error { return get(c, s, k) })
 	if !k.noPut {
 		s.route(g, opDoc{method: http.MethodPut, path: k.item, summary: "Replace (or create) a " + k.name, body: body, multipart: multipart,
-			code: http.StatusOK, response: res}, func(c echo.Context) error { return replace(c, s, k) })
+			code: http.StatusOK, response: res, storeOnly: plain}, func(c echo.Context) error { return replace(c, s, k) })
 	}
 	if k.postItem {
 		s.route(g, opDoc{method: http.MethodPost, path: k.item, summary: "Create or replace a " + k.name + " (EMCO's POST on the item; the path names it)",
-			body: body, code: http.StatusCreated, response: res}, func(c echo.Context) error { return replace(c, s, k) })
+			body: body, code: http.StatusCreated, response: res, storeOnly: plain}, func(c echo.Context) error { return replace(c, s, k) })
 	}
 	del := k.remove
 	if del == nil {
 		del = func(c echo.Context) error { return remove(c, s, k) }
 	}
-	s.route(g, opDoc{method: http.MethodDelete, path: k.item, summary: "Delete a " + k.name, code: http.StatusNoContent}, del)
+	s.route(g, opDoc{method: http.MethodDelete, path: k.item, summary: "Delete a " + k.name, code: http.StatusNoContent, storeOnly: plain}, del)
 }
 
 // decode reads the body (JSON, or multipart metadata + file) into a request.

@@ -70,10 +70,14 @@ type Server struct {
 
 	// LiveReadsPerMinute bounds each caller's live reads of clusters (livereads.go); 0: none.
 	LiveReadsPerMinute int
+	// MaxStoreRequests bounds the resources' requests served at once, the others waiting
+	// in turn (admission.go); 0: DefaultMaxStoreRequests, negative: no bound.
+	MaxStoreRequests int
 
 	docs       []opDoc // every /v2 route, for the OpenAPI document
 	hooks      hooks   // the Extensions' hooks on the DIG
 	liveReads  *liveReadLimiter
+	turns      turns // of the store-bound routes (admission.go)
 	agentCache agentCache
 	agentWatch agentWatch    // agents' long polls and calls (agentwatch.go)
 	revisions  revisionCache // what agents read of revisions (agentrevisions.go)
@@ -99,6 +103,7 @@ const (
 func (s *Server) Handler() *echo.Echo {
 	s.docs = nil
 	s.liveReads = newLiveReadLimiter(s.LiveReadsPerMinute, time.Now)
+	s.turns = newTurns(s.MaxStoreRequests)
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = errorHandler(s.Log)

@@ -62,24 +62,25 @@ func apiCmd() *cobra.Command {
 // environment variable. check parses and checks it, so that a mistyped setting stops the
 // api at its start, naming the setting; newAPI (compose.go) builds the api from it.
 type apiConfig struct {
-	store           storeConfig
-	temporal        temporalConfig
-	features        featuresConfig
-	addr            string
-	tlsCert, tlsKey string
-	auth            auth.Config
-	temporalUI      string
-	policyEngines   string // comma-separated hosts, as egress.Parse reads them
-	notifyHosts     string // comma-separated hosts, as egress.Parse reads them
-	artifactHosts   string
-	workflowHosts   string
-	taskQueueGrants string // project=queue entries, as workflowmgr.ParseGrants reads them
-	certOrgs        []string
-	liveReads       int
-	probeInterval   time.Duration
-	codecOrigins    []string
-	hosts           []string
-	allowedOrigins  []string
+	store            storeConfig
+	temporal         temporalConfig
+	features         featuresConfig
+	addr             string
+	tlsCert, tlsKey  string
+	auth             auth.Config
+	temporalUI       string
+	policyEngines    string // comma-separated hosts, as egress.Parse reads them
+	notifyHosts      string // comma-separated hosts, as egress.Parse reads them
+	artifactHosts    string
+	workflowHosts    string
+	taskQueueGrants  string // project=queue entries, as workflowmgr.ParseGrants reads them
+	certOrgs         []string
+	liveReads        int
+	maxStoreRequests int
+	probeInterval    time.Duration
+	codecOrigins     []string
+	hosts            []string
+	allowedOrigins   []string
 }
 
 // apiLists are the lists of an apiConfig, parsed by check.
@@ -165,6 +166,8 @@ func (c *apiConfig) bind(cmd *cobra.Command) {
 		"subject organizations tenants' CA certificate intents may name (with a cluster's own signer they are Kubernetes groups); none by default [TEMCO_CA_CERT_ORGANIZATIONS, comma-separated]")
 	f.IntVar(&c.liveReads, "live-reads-per-minute", envInt("TEMCO_LIVE_READS_PER_MINUTE", api.DefaultLiveReadsPerMinute),
 		"live reads of clusters (status=ready, the dashboard's live view) each caller may start a minute; 0: no limit [TEMCO_LIVE_READS_PER_MINUTE]")
+	f.IntVar(&c.maxStoreRequests, "max-store-requests", envInt("TEMCO_API_MAX_STORE_REQUESTS", 0),
+		"requests to the resources (create, list, get, replace, delete) served at once, the others waiting in turn; 0: 4 per core, -1: no bound [TEMCO_API_MAX_STORE_REQUESTS]")
 	f.DurationVar(&c.probeInterval, "cluster-probe-interval", envDuration("TEMCO_CLUSTER_PROBE_INTERVAL", flow.DefaultInterval),
 		"how often every registered cluster's API server is probed (the ClusterHealth workflow; the fleet's reachability); 0: the api starts no probes [TEMCO_CLUSTER_PROBE_INTERVAL]")
 	f.StringSliceVar(&c.codecOrigins, "codec-cors-origins", envList("TEMCO_CODEC_CORS_ORIGINS"),

@@ -172,6 +172,7 @@ func (p *apiProcess) restServer(lists apiLists, workflows *workflowmgr.Temporal)
 		Controllers:        controllers.API(registry.All, controllers.APIDeps{Workflows: workflows}),
 		Kinds:              slices.Concat(ncm.Kinds, cacerts.KindsWith(cacerts.Policy{Organizations: cfg.certOrgs}), workflowmgr.Kinds(workflows)),
 		LiveReadsPerMinute: cfg.liveReads,
+		MaxStoreRequests:   cfg.maxStoreRequests,
 		Hosts:              lists.browser.hosts, AllowedOrigins: lists.browser.allowedOrigins, CodecOrigins: lists.browser.codecOrigins}
 	if cfg.temporal.encryptPayloads {
 		s.Codec = codec.Codec{Keys: p.keys}
