@@ -31,6 +31,7 @@ import (
 	"github.com/temco/temco/internal/adapters/kubeconfig"
 	"github.com/temco/temco/internal/core/agent"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/seal"
 	"github.com/temco/temco/internal/core/store"
 )
@@ -308,11 +309,45 @@ func (c *Clients) clusterDoc(ctx context.Context, key string) (*store.Doc, error
 	// By _id, and kept from one operation to the next while the cluster is unchanged
 	// (store.GetCurrent): no read per cluster and operation.
 	parent := "/cluster-providers/" + provider
+	if g, ok := ctx.Value(siblingsKey{}).(*siblings); ok {
+		g.once.Do(func() { c.prefetch(ctx, g.keys) })
+	}
 	doc, err := c.Store.GetCurrent(ctx, parent+"/clusters/"+name, parent)
 	if store.CodeOf(err) == store.ErrNotFound {
 		return nil, permanentf("cluster %q of provider %q is no longer registered", name, provider)
 	}
 	return doc, err
+}
+
+// siblings are the clusters of the group a cluster's work is in: the first of them to
+// read its registration has theirs read with it (prefetch).
+type siblings struct {
+	keys []string
+	once sync.Once
+}
+
+type siblingsKey struct{}
+
+// withSiblings marks ctx as the context of a group's clusters, keys.
+func withSiblings(ctx context.Context, keys []string) context.Context {
+	return context.WithValue(ctx, siblingsKey{}, &siblings{keys: keys})
+}
+
+// prefetch has the store keep, provider by provider, the registrations of keys it does not
+// keep yet, in one read when there are many (store.Prefetch). A failure is left to each
+// cluster's own read, which reports it.
+func (c *Clients) prefetch(ctx context.Context, keys []string) {
+	ids := map[string][]string{}
+	for _, k := range keys {
+		provider, name := lifecycle.SplitClusterKey(k)
+		parent := "/cluster-providers/" + provider
+		ids[parent] = append(ids[parent], parent+"/clusters/"+name)
+	}
+	for parent, of := range ids {
+		if len(of) >= store.PrefetchMin {
+			_ = c.Store.Prefetch(ctx, parent, model.KindCluster, of)
+		}
+	}
 }
 
 // open opens the kubeconfig sealed in a cluster's registration.

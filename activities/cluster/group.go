@@ -82,7 +82,7 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 	// Its clusters ask the store as the group starts, however long each waits for a slot:
 	// one read of their group, their batch's layout and their registrations' epochs serves
 	// them all (store.Flights), as one read per cluster at that moment would.
-	ctx = store.AsOf(ctx, time.Now())
+	ctx = withSiblings(store.AsOf(ctx, time.Now()), in.Clusters)
 	info := activity.GetInfo(ctx)
 	out := lifecycle.GroupResult{Prior: lifecycle.Prior{Activity: appctx.ActivityName(info.WorkflowExecution.RunID, info.ActivityID),
 		Attempts: info.Attempt, Scheduled: info.ScheduledTime}}

@@ -93,3 +93,39 @@ func (s *Store) ListCurrent(ctx context.Context, q Query) ([]*Doc, error) {
 	}
 	return slices.Clone(docs), err
 }
+
+// PrefetchMin is how many of the ids given to Prefetch must be missing before it reads
+// all their parent's children: below it, reading them one by one costs less.
+const PrefetchMin = 50
+
+// Prefetch keeps, when at least PrefetchMin of ids (children of parent, of kind, an
+// epochKind) are not kept under parent's epoch, every child of parent of that kind, read
+// in one find, as GetCurrent keeps them. Why: a worker's first operation on a provider's
+// clusters read each registration by _id, a round trip and ~1 ms of FerretDB's CPU each
+// (FerretDB 1.x serves an $in of _ids by scanning the collection); one find of the
+// provider's registrations costs a fraction of that per document. When a group's
+// clusters are a small part of a large provider, it reads more documents than it needs,
+// once per epoch.
+func (s *Store) Prefetch(ctx context.Context, parent, kind string, ids []string) error {
+	epoch, err := s.epochOf(ctx, parent)
+	if err != nil {
+		return err
+	}
+	missing := 0
+	for _, id := range ids {
+		if _, ok := s.current.get(id, epoch); !ok {
+			missing++
+		}
+	}
+	if missing < PrefetchMin {
+		return nil
+	}
+	_, err = s.current.flights.Do(ctx, "children\x00"+kind+"\x00"+parent+"\x00"+epoch, func(ctx context.Context) (any, error) {
+		docs, err := s.List(ctx, Query{Parent: parent, Kind: kind, Full: true})
+		for _, d := range docs {
+			s.current.put(d.ID, epoch, []*Doc{d})
+		}
+		return nil, err
+	})
+	return err
+}

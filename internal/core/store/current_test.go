@@ -2,7 +2,11 @@ package store
 
 import (
 	"context"
+	"fmt"
+	"path"
 	"testing"
+
+	"go.mongodb.org/mongo-driver/v2/bson"
 )
 
 // A cluster's registration and a cloud's members are read once while they stay as they
@@ -102,5 +106,50 @@ func twoProcesses(t *testing.T) (s, other *Store, must func(error)) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// A group's registrations missing from the copies kept are read in one find when there
+// are many (Prefetch), secrets included, and kept under the provider's epoch like
+// GetCurrent's; a few are left to GetCurrent; a change made since is seen all the same.
+func TestPrefetchKeepsAProvidersRegistrations(t *testing.T) {
+	ctx := context.Background()
+	s, other, must := twoProcesses(t)
+	const parent = "/cluster-providers/p"
+	must(s.Create(ctx, &Doc{ID: parent, Scope: parent, Kind: "clusterProvider", Name: "p", Body: `{}`}))
+	var docs []*Doc
+	var ids []string
+	for i := range PrefetchMin + 5 {
+		id := fmt.Sprintf("%s/clusters/c%03d", parent, i)
+		docs = append(docs, &Doc{ID: id, Parent: parent, Scope: parent, Kind: "cluster", Name: path.Base(id), Body: `{}`, Secret: []byte("kubeconfig " + id)})
+		ids = append(ids, id)
+	}
+	must(s.CreateMany(ctx, docs))
+	// Behind every store's back (no epoch renewed): only a copy kept shows the old secret.
+	behind := func(id string) {
+		t.Helper()
+		if _, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: id}}, bson.D{{Key: "$set", Value: bson.D{{Key: "secret", Value: []byte("changed")}}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	must(s.Prefetch(ctx, parent, "cluster", ids[:PrefetchMin-1]))
+	behind(ids[0])
+	if got, err := s.GetCurrent(ctx, ids[0], parent); err != nil || string(got.Secret) != "changed" {
+		t.Fatalf("after a prefetch of %d, fewer than PrefetchMin: %q (%v); want a read of its own", PrefetchMin-1, got.Secret, err)
+	}
+	must(s.Prefetch(ctx, parent, "cluster", ids))
+	behind(ids[1])
+	behind(ids[len(ids)-1])
+	for _, id := range ids[1:] {
+		if got, err := s.GetCurrent(ctx, id, parent); err != nil || string(got.Secret) != "kubeconfig "+id {
+			t.Fatalf("%s after the prefetch: %q (%v); want the copy it kept", id, got.Secret, err)
+		}
+	}
+	d, err := other.Get(ctx, ids[2])
+	must(err)
+	d.Secret = []byte("rotated")
+	must(other.Update(ctx, d))
+	if got, err := s.GetCurrent(ctx, ids[2], parent); err != nil || string(got.Secret) != "rotated" {
+		t.Errorf("after another process's change: %q (%v)", got.Secret, err)
 	}
 }
