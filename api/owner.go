@@ -159,45 +159,103 @@ func writeTarget(c echo.Context, d opDoc, resources []string) (target, parent st
 // resource). target "" is a create below parent.
 func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) error {
 	if target != "" {
-		stored, p, err := s.targetOwner(ctx, target)
+		d, err := s.targetOwner(ctx, target)
 		switch {
 		case store.CodeOf(err) == store.ErrNotFound: // created by this write (a PUT), below parent
 		case err != nil:
 			return err
-		case stored != owner:
-			return notOwner(target, stored, owner)
+		case d.Owner != owner:
+			return notOwner(target, d.Owner, owner)
 		default:
-			parent = p
+			if m := seenOf(ctx); m != nil {
+				m.found[d.Parent] = nil // a resource's parent is not deleted while it exists
+			}
+			if d.AboveV == 1 { // what is above it was recorded when it was created
+				if owner == "" && d.Above != "" {
+					return s.ownedAbove(ctx, d.Above)
+				}
+				return nil
+			}
+			parent = d.Parent
 		}
 	}
 	if owner != "" {
 		return nil
 	}
-	for id := parent; id != ""; {
-		stored, p, err := s.Store.OwnerOf(ctx, id)
+	m := seenOf(ctx)
+	for id := parent; ; {
+		if id == "" {
+			m.clearAbove()
+			return nil
+		}
+		d, err := s.Store.Ownership(ctx, id)
 		switch {
 		case store.CodeOf(err) == store.ErrNotFound:
 			return nil // the handler answers 404
 		case err != nil:
 			return err
-		case stored != "":
-			return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), stored, HeaderOwner)
+		case d.Owner != "":
+			return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), d.Owner, HeaderOwner)
 		}
-		if m := seenOf(ctx); m != nil {
+		if m != nil {
 			m.found[id] = nil
 		}
-		id = p
+		if d.AboveV == 1 {
+			if d.Above != "" {
+				return s.ownedAbove(ctx, d.Above)
+			}
+			m.clearAbove()
+			return nil
+		}
+		id = d.Parent
 	}
-	return nil
+}
+
+// ownedAbove is the 409 of a REST write below id, an owned resource.
+func (s *Server) ownedAbove(ctx context.Context, id string) error {
+	d, err := s.Store.Ownership(ctx, id)
+	if err != nil {
+		return err
+	}
+	return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), d.Owner, HeaderOwner)
 }
 
 // seen holds the resources a write request found existing while checking who may write
 // (mayWrite walks up from the parent), so that the handler's own check of the parent
-// (mustExist) need not read it again; and, for a PUT, the document it replaces as read
-// (keepTarget), for the handler's first attempt.
+// (mustExist) need not read it again; for a PUT, the document it replaces as read
+// (keepTarget), for the handler's first attempt; and what is above a resource it creates.
 type seen struct {
 	found      map[string]*store.Doc // nil: known to exist, not kept
 	keepTarget bool
+	// above is the nearest owned resource above the parent and the parent itself, where
+	// aboveKnown: recorded on a resource the request creates (store.Doc.Above).
+	above      string
+	aboveKnown bool
+}
+
+// clearAbove records that nothing above the created resource is owned.
+func (m *seen) clearAbove() {
+	if m != nil {
+		m.above, m.aboveKnown = "", true
+	}
+}
+
+// parentSeen records what is above a resource created below parent d.
+func (m *seen) parentSeen(d *store.Doc) {
+	switch {
+	case m == nil:
+	case d.Owner != "":
+		m.above, m.aboveKnown = d.ID, true
+	case d.AboveV == 1:
+		m.above, m.aboveKnown = d.Above, true
+	}
+}
+
+// recordAbove sets on d, created by the request of ctx, what is above it, when known.
+func recordAbove(ctx context.Context, d *store.Doc) {
+	if m := seenOf(ctx); m != nil && m.aboveKnown {
+		d.Above, d.AboveV = m.above, 1
+	}
 }
 
 type seenCtxKey struct{}
@@ -217,18 +275,18 @@ func seenExisting(ctx context.Context, id string) bool {
 	return ok
 }
 
-// targetOwner is OwnerOf the resource a write changes; a PUT reads it whole and keeps it.
-func (s *Server) targetOwner(ctx context.Context, id string) (owner, parent string, err error) {
+// targetOwner is Ownership of the resource a write changes; a PUT reads it whole and keeps it.
+func (s *Server) targetOwner(ctx context.Context, id string) (*store.Doc, error) {
 	m := seenOf(ctx)
 	if m == nil || !m.keepTarget {
-		return s.Store.OwnerOf(ctx, id)
+		return s.Store.Ownership(ctx, id)
 	}
 	d, err := s.Store.Get(ctx, id)
 	if err != nil {
-		return "", "", err
+		return nil, err
 	}
 	m.found[id] = d
-	return d.Owner, d.Parent, nil
+	return d, nil
 }
 
 // takeRead returns the document id as the request's ownership check read it (nil: none

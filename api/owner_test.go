@@ -13,6 +13,7 @@ import (
 
 	"go.mongodb.org/mongo-driver/v2/event"
 
+	"github.com/temco/temco/internal/core/model"
 	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )
@@ -348,5 +349,54 @@ func TestAPutReadsWhatItReplacesOnce(t *testing.T) {
 	}
 	if r := c.do("GET", ca, nil); !strings.Contains(string(r.body), `"replaced"`) {
 		t.Errorf("after the PUT: %s", r.body)
+	}
+}
+
+// A REST resource records, when it is created, that nothing above it is owned: its PUT and
+// DELETE read it alone, not what is above it. One written before (without the record)
+// walks up as it did.
+func TestRESTWritesReadNothingAboveWhatTheyChange(t *testing.T) {
+	var mu sync.Mutex
+	reads := map[string]int{} // finds by _id
+	mon := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
+		if id, ok := e.Command.Lookup("filter", "_id").StringValueOK(); ok && e.CommandName == "find" {
+			mu.Lock()
+			reads[id]++
+			mu.Unlock()
+		}
+	}}
+	st, _, err := store.Open(context.Background(), ferret.URI(), newClient(t).store.Database().Name(), mon)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, func(s *Server) { s.Store = st })
+	c.do("POST", "/projects", res("p", nil)).must(t, http.StatusCreated)
+	readsOf := func(id string, write func()) int {
+		t.Helper()
+		mu.Lock()
+		clear(reads)
+		mu.Unlock()
+		write()
+		mu.Lock()
+		defer mu.Unlock()
+		return reads[id]
+	}
+	ca := "/projects/p/composite-apps/ca/v1"
+	c.do("POST", "/projects/p/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusCreated)
+	body := res("ca", map[string]any{"compositeAppVersion": "v1"})
+	body["metadata"].(map[string]any)["description"] = "replaced"
+	if n := readsOf("/projects/p", func() { c.do("PUT", ca, body).must(t, http.StatusOK) }); n != 0 {
+		t.Errorf("the PUT read the project %d times, want none", n)
+	}
+	if n := readsOf("/projects/p", func() { c.do("DELETE", ca, nil).must(t, http.StatusNoContent) }); n != 0 {
+		t.Errorf("the DELETE read the project %d times, want none", n)
+	}
+	old := &store.Doc{ID: ca, Parent: "/projects/p", Scope: "/projects/p", Kind: model.KindCompositeApp, Name: "ca",
+		Body: `{"metadata":{"name":"ca"},"spec":{"compositeAppVersion":"v1"}}`}
+	if err := st.Create(context.Background(), old); err != nil {
+		t.Fatal(err)
+	}
+	if n := readsOf("/projects/p", func() { c.do("DELETE", ca, nil).must(t, http.StatusNoContent) }); n != 1 {
+		t.Errorf("the DELETE of a resource written before read the project %d times, want once", n)
 	}
 }

@@ -203,6 +203,7 @@ func create[S any](c echo.Context, s *Server, k kind[S]) error {
 	if err != nil {
 		return err
 	}
+	recordAbove(ctx, d)
 	if err := s.Store.Create(ctx, d); err != nil {
 		return fromStore(err)
 	}
@@ -284,18 +285,19 @@ func bodies(docs []*store.Doc) []byte {
 
 // mustExist answers 404 when the parent id (if any) does not exist: a check for a clear
 // answer before the work, which the store repeats where it counts (a create's parent,
-// after its document is in place).
+// after its document is in place). It records what is above a resource created below id.
 func (s *Server) mustExist(ctx context.Context, id string) error {
 	if id == "" || seenExisting(ctx, id) {
 		return nil
 	}
-	ok, err := s.Store.Exists(ctx, id)
+	d, err := s.Store.Ownership(ctx, id)
+	if store.CodeOf(err) == store.ErrNotFound {
+		return fromStore(err)
+	}
 	if err != nil {
 		return err
 	}
-	if !ok {
-		return fromStore(&store.Error{Code: store.ErrNotFound, ID: id})
-	}
+	seenOf(ctx).parentSeen(d)
 	return nil
 }
 
@@ -415,6 +417,7 @@ func replaceOnce[S any](ctx context.Context, s *Server, k kind[S], r *request[S]
 		return nil, 0, err
 	}
 	if old == nil {
+		recordAbove(ctx, d)
 		return d, http.StatusCreated, s.Store.Create(ctx, d)
 	}
 	return d, http.StatusOK, s.Store.UpdateOver(ctx, d, old)

@@ -16,7 +16,7 @@ import (
 // empty batch, not an error (findone.go): a resource that exists would read as absent,
 // one way an instantiate could call a registered controller not registered (issue 64).
 // So no lookup of the store asks the server for a time limit, whatever its context's
-// deadline: Get, Exists, OwnerOf, a create's checks of its parent and references and of
+// deadline: Get, Exists, Ownership, a create's checks of its parent and references and of
 // a taken _id, a delete waiting for a pending child, a writer waiting for a claim.
 func TestLookupsAskTheServerForNoTimeLimit(t *testing.T) {
 	for _, b := range backends {
@@ -52,7 +52,7 @@ func TestLookupsAskTheServerForNoTimeLimit(t *testing.T) {
 			if ok, err := s.Exists(ctx, "/p"); !ok || err != nil {
 				t.Fatalf("Exists: %v, %v", ok, err)
 			}
-			if _, _, err := s.OwnerOf(ctx, "/p/c"); err != nil {
+			if _, err := s.Ownership(ctx, "/p/c"); err != nil {
 				t.Fatal(err)
 			}
 			if err := s.Create(ctx, doc("/q", "")); err != nil {

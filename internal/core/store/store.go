@@ -57,6 +57,13 @@ type Doc struct {
 	// Owner is who alone may write the resource: "" for REST, else the name a declarative
 	// front door (temco hub) sent when it created it. Set by Create, never changed by Update.
 	Owner string `bson:"owner,omitempty"`
+	// Above is the nearest owned resource above this one ("": none), known where AboveV is
+	// 1: set by the api when it creates the resource; documents written otherwise, or
+	// before 2026-12-07, have neither, and a write to them walks up as before. Owners never
+	// change and a resource with children is never deleted, so it holds for the document's
+	// life, and a REST write to it need not read what is above it.
+	Above  string `bson:"above,omitempty"`
+	AboveV int32  `bson:"abovev,omitempty"`
 
 	Created       time.Time  `bson:"created"`
 	Updated       time.Time  `bson:"updated"`
@@ -176,14 +183,10 @@ func (s *Store) byID(ctx context.Context, id string, projection bson.D) (*Doc, e
 	return &d, nil
 }
 
-// OwnerOf returns the owner and the parent of the committed document id, reading nothing
-// else (an app's chart may be megabytes). Error: ErrNotFound.
-func (s *Store) OwnerOf(ctx context.Context, id string) (owner, parent string, err error) {
-	d, err := s.byID(ctx, id, bson.D{{Key: "owner", Value: 1}, {Key: "parent", Value: 1}})
-	if err != nil {
-		return "", "", err
-	}
-	return d.Owner, d.Parent, nil
+// Ownership returns the committed document id with its owner, parent and Above alone
+// (an app's chart may be megabytes). Error: ErrNotFound.
+func (s *Store) Ownership(ctx context.Context, id string) (*Doc, error) {
+	return s.byID(ctx, id, bson.D{{Key: "owner", Value: 1}, {Key: "parent", Value: 1}, {Key: "above", Value: 1}, {Key: "abovev", Value: 1}})
 }
 
 // Query selects documents for List.
