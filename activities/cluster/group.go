@@ -26,6 +26,10 @@ import (
 // within the HeartbeatTimeout, and Temporal's client sends at most one per 80% of it.
 const groupBeat = 2 * time.Second
 
+// groupReport is the least time between two reports of a group's finished clusters made
+// as they finish (RunGroup).
+const groupReport = 500 * time.Millisecond
+
 // groupStall is how long a cluster in a group may go without progress (its heartbeats)
 // before it is cancelled and leaves the group: on its own, its activity's HeartbeatTimeout
 // would have caught it; the group's heartbeats say only that the worker lives.
@@ -90,11 +94,25 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 		_ = activity.GetHeartbeatDetails(ctx, &out.Done) // unreadable: everything is redone
 	}
 	finished := slices.Clone(out.Done)
-	var mu sync.Mutex // guards out
+	var mu sync.Mutex // guards out and reported
+	var reported time.Time
 	report := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		activity.RecordHeartbeat(ctx, out.Done)
+		reported = time.Now()
+	}
+	// A cluster's end is reported at once unless one was less than groupReport ago: every
+	// report encodes every finished cluster's result (250 reports of up to 250 results a
+	// group were a tenth of a terminate's worker CPU), and the worker sends one at most
+	// every 3 s anyway, the last reported; the ticker reports what is left.
+	finish := func() {
+		mu.Lock()
+		recent := time.Since(reported) < groupReport
+		mu.Unlock()
+		if !recent {
+			report()
+		}
 	}
 	var running sync.Map // cluster -> *stallWatch
 	defer beatAndWatch(report, &running)()
@@ -132,7 +150,7 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 				out.Done = append(out.Done, lifecycle.GroupDone{Cluster: c, Result: r})
 			}
 			mu.Unlock()
-			report()
+			finish()
 			return nil
 		})
 	}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"fmt"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -57,8 +58,13 @@ func apiLoad(b *testing.B, d *deployment, n, clients int, dur time.Duration, rat
 	for _, p := range stack.APIPorts {
 		bases = append(bases, "http://127.0.0.1:"+strconv.Itoa(p)+"/v2")
 	}
+	// A connection kept per caller, as any client pool of that size keeps them: Go's
+	// default keeps two per host, so the other callers would connect anew for every
+	// request, which no long-running client does.
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}}
+	defer hc.CloseIdleConnections()
 	for w := range clients {
-		c := &client{base: bases[w%len(bases)]}
+		c := &client{base: bases[w%len(bases)], http: hc}
 		due := time.Now().Add(interval * time.Duration(w) / time.Duration(clients)) // callers spread over an interval
 		wg.Go(func() {
 			for i := 0; time.Now().Before(end); i++ {

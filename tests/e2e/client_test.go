@@ -21,8 +21,9 @@ import (
 // the api answered; with t set it fails the test on a 5xx or no answer.
 type client struct {
 	t     *testing.T
-	base  string // another api's /v2 URL; "" for the stack's
-	token string // bearer token, when set
+	base  string       // another api's /v2 URL; "" for the stack's
+	token string       // bearer token, when set
+	http  *http.Client // nil: http.DefaultClient
 }
 
 func (c *client) url(path string) string {
@@ -34,7 +35,7 @@ func (c *client) url(path string) string {
 
 // api is the client module's client for c's api, named e2e (X-Temco-Client).
 func (c *client) api() *apiclient.Client {
-	return &apiclient.Client{Base: strings.TrimSuffix(c.url(""), "/v2"), Token: c.token, Name: "e2e"}
+	return &apiclient.Client{Base: strings.TrimSuffix(c.url(""), "/v2"), Token: c.token, Name: "e2e", HTTP: c.http}
 }
 
 type response struct {
