@@ -116,6 +116,9 @@ func (c *apiConfig) check() (apiLists, error) {
 	if l.taskQueueGrants, err = workflowmgr.ParseGrants(c.taskQueueGrants); err != nil {
 		return l, fmt.Errorf("--workflow-task-queues: %w", err)
 	}
+	if c.maxStoreRequests < -1 {
+		return l, fmt.Errorf("--max-store-requests %d: use 0 (4 per core), -1 (no bound) or a number of requests", c.maxStoreRequests)
+	}
 	if c.liveReads < 0 {
 		return l, fmt.Errorf("--live-reads-per-minute %d: use 0 (no limit) or more", c.liveReads)
 	}

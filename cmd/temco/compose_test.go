@@ -59,6 +59,7 @@ func TestAPIConfigCheckNamesTheSetting(t *testing.T) {
 		{[]string{"--artifact-hosts-allow", "http://charts.example.com/"}, "--artifact-hosts-allow: "},
 		{[]string{"--workflow-task-queues", "no-project"}, "--workflow-task-queues: "},
 		{[]string{"--live-reads-per-minute", "-1"}, "--live-reads-per-minute -1: use 0 (no limit) or more"},
+		{[]string{"--max-store-requests", "-2"}, "--max-store-requests -2: use 0 (4 per core), -1 (no bound) or a number of requests"},
 		{[]string{"--hosts", "temco.example.com:443"}, "--hosts (TEMCO_API_HOSTS): "},
 		{[]string{"--auth-jwks-url", "https://idp.example.com/keys"}, "--auth-issuer (TEMCO_AUTH_ISSUER) is required"},
 	} {

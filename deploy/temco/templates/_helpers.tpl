@@ -257,6 +257,8 @@ checksum/secrets: {{ include (print .Template.BasePath "/secrets.yaml") . | sha2
 {{- end }}
 - name: TEMCO_LIVE_READS_PER_MINUTE
   value: {{ .Values.api.liveReadsPerMinute | quote }}
+- name: TEMCO_API_MAX_STORE_REQUESTS
+  value: {{ .Values.api.maxStoreRequests | quote }}
 {{- end -}}
 
 {{/* The api the hub calls: given, or this release's api Service. */}}
