@@ -312,52 +312,11 @@ func TestOwnerHeaderNeedsTheAdminRole(t *testing.T) {
 	refused(t, alice.do("DELETE", pCA, nil), `composite app "ca" version "v1" is owned by "`+hubA+`": change it there, not over REST (X-Temco-Owner)`)
 }
 
-// A PUT reads what it replaces once: the ownership check's read serves the replace (a
-// read fewer per update), which still writes over exactly that revision.
-func TestAPutReadsWhatItReplacesOnce(t *testing.T) {
+// countingReads is a client whose store counts its finds by _id: readsOf(id, write) is
+// how many times write read id.
+func countingReads(t *testing.T) (c *client, st *store.Store, readsOf func(id string, write func()) int) {
 	var mu sync.Mutex
-	reads := map[string]int{} // finds by _id
-	mon := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
-		if e.CommandName != "find" {
-			return
-		}
-		if id, ok := e.Command.Lookup("filter", "_id").StringValueOK(); ok {
-			mu.Lock()
-			reads[id]++
-			mu.Unlock()
-		}
-	}}
-	st, _, err := store.Open(context.Background(), ferret.URI(), newClient(t).store.Database().Name(), mon)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := newClient(t, func(s *Server) { s.Store = st })
-	c.do("POST", "/projects", res("p", nil)).must(t, http.StatusCreated)
-	ca := "/projects/p/composite-apps/ca/v1"
-	c.do("POST", "/projects/p/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusCreated)
-	mu.Lock()
-	clear(reads)
-	mu.Unlock()
-	body := res("ca", map[string]any{"compositeAppVersion": "v1"})
-	body["metadata"].(map[string]any)["description"] = "replaced"
-	c.do("PUT", ca, body).must(t, http.StatusOK)
-	mu.Lock()
-	got := reads[ca]
-	mu.Unlock()
-	if got != 1 {
-		t.Errorf("the PUT read %s %d times, want once", ca, got)
-	}
-	if r := c.do("GET", ca, nil); !strings.Contains(string(r.body), `"replaced"`) {
-		t.Errorf("after the PUT: %s", r.body)
-	}
-}
-
-// A REST resource records, when it is created, that nothing above it is owned: its PUT and
-// DELETE read it alone, not what is above it. One written before (without the record)
-// walks up as it did.
-func TestRESTWritesReadNothingAboveWhatTheyChange(t *testing.T) {
-	var mu sync.Mutex
-	reads := map[string]int{} // finds by _id
+	reads := map[string]int{}
 	mon := &event.CommandMonitor{Started: func(_ context.Context, e *event.CommandStartedEvent) {
 		if id, ok := e.Command.Lookup("filter", "_id").StringValueOK(); ok && e.CommandName == "find" {
 			mu.Lock()
@@ -369,10 +328,7 @@ func TestRESTWritesReadNothingAboveWhatTheyChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := newClient(t, func(s *Server) { s.Store = st })
-	c.do("POST", "/projects", res("p", nil)).must(t, http.StatusCreated)
-	readsOf := func(id string, write func()) int {
-		t.Helper()
+	return newClient(t, func(s *Server) { s.Store = st }), st, func(id string, write func()) int {
 		mu.Lock()
 		clear(reads)
 		mu.Unlock()
@@ -381,6 +337,31 @@ func TestRESTWritesReadNothingAboveWhatTheyChange(t *testing.T) {
 		defer mu.Unlock()
 		return reads[id]
 	}
+}
+
+// A PUT reads what it replaces once: the ownership check's read serves the replace (a
+// read fewer per update), which still writes over exactly that revision.
+func TestAPutReadsWhatItReplacesOnce(t *testing.T) {
+	c, _, readsOf := countingReads(t)
+	c.do("POST", "/projects", res("p", nil)).must(t, http.StatusCreated)
+	ca := "/projects/p/composite-apps/ca/v1"
+	c.do("POST", "/projects/p/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusCreated)
+	body := res("ca", map[string]any{"compositeAppVersion": "v1"})
+	body["metadata"].(map[string]any)["description"] = "replaced"
+	if got := readsOf(ca, func() { c.do("PUT", ca, body).must(t, http.StatusOK) }); got != 1 {
+		t.Errorf("the PUT read %s %d times, want once", ca, got)
+	}
+	if r := c.do("GET", ca, nil); !strings.Contains(string(r.body), `"replaced"`) {
+		t.Errorf("after the PUT: %s", r.body)
+	}
+}
+
+// A REST resource records, when it is created, that nothing above it is owned: its PUT and
+// DELETE read it alone, not what is above it. One written before (without the record)
+// walks up as it did.
+func TestRESTWritesReadNothingAboveWhatTheyChange(t *testing.T) {
+	c, st, readsOf := countingReads(t)
+	c.do("POST", "/projects", res("p", nil)).must(t, http.StatusCreated)
 	ca := "/projects/p/composite-apps/ca/v1"
 	c.do("POST", "/projects/p/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusCreated)
 	body := res("ca", map[string]any{"compositeAppVersion": "v1"})
