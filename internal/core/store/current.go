@@ -15,11 +15,12 @@ import (
 // documents themselves; the documents are read again only when the epoch moved.
 
 // maxCurrent bounds the documents and lists kept; past it, they start again.
-const maxCurrent = 20000
+var maxCurrent = 20000 // tests lower it
 
 type current struct {
 	mu      sync.Mutex
 	docs    map[string]kept // by _id, or by parent and kind for lists
+	large   map[string]bool // Prefetch listings too large to keep
 	flights Flights         // of the epochs, by parent
 }
 
@@ -117,15 +118,34 @@ func (s *Store) Prefetch(ctx context.Context, parent, kind string, ids []string)
 			missing++
 		}
 	}
-	if missing < PrefetchMin {
+	key := "children\x00" + kind + "\x00" + parent + "\x00" + epoch
+	if missing < PrefetchMin || s.current.tooMany(key, false) {
 		return nil
 	}
-	_, err = s.current.flights.Do(ctx, "children\x00"+kind+"\x00"+parent+"\x00"+epoch, func(ctx context.Context) (any, error) {
+	_, err = s.current.flights.Do(ctx, key, func(ctx context.Context) (any, error) {
 		docs, err := s.List(ctx, Query{Parent: parent, Kind: kind, Full: true})
+		if len(docs) > maxCurrent/2 { // kept, they would push out everything else: read one by one
+			s.current.tooMany(key, true)
+			return nil, err
+		}
 		for _, d := range docs {
 			s.current.put(d.ID, epoch, []*Doc{d})
 		}
 		return nil, err
 	})
 	return err
+}
+
+// tooMany reports whether a Prefetch's listing (key) found more children than are kept,
+// recording it when mark is set.
+func (c *current) tooMany(key string, mark bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if mark {
+		if c.large == nil || len(c.large) >= maxIdleKeys {
+			c.large = map[string]bool{}
+		}
+		c.large[key] = true
+	}
+	return c.large[key]
 }

@@ -153,3 +153,29 @@ func TestPrefetchKeepsAProvidersRegistrations(t *testing.T) {
 		t.Errorf("after another process's change: %q (%v)", got.Secret, err)
 	}
 }
+
+// A provider with more registrations than are kept is not prefetched: they would push out
+// everything else; its clusters are read one by one.
+func TestPrefetchLeavesAProviderTooLargeToKeep(t *testing.T) {
+	defer func(m int) { maxCurrent = m }(maxCurrent)
+	maxCurrent = 2 * (PrefetchMin - 1)
+	ctx := context.Background()
+	s, _, must := twoProcesses(t)
+	const parent = "/cluster-providers/big"
+	must(s.Create(ctx, &Doc{ID: parent, Scope: parent, Kind: "clusterProvider", Name: "big", Body: `{}`}))
+	var docs []*Doc
+	var ids []string
+	for i := range PrefetchMin {
+		id := fmt.Sprintf("%s/clusters/c%03d", parent, i)
+		docs = append(docs, &Doc{ID: id, Parent: parent, Scope: parent, Kind: "cluster", Name: path.Base(id), Body: `{}`, Secret: []byte("one")})
+		ids = append(ids, id)
+	}
+	must(s.CreateMany(ctx, docs))
+	must(s.Prefetch(ctx, parent, "cluster", ids))
+	if _, err := s.coll.UpdateOne(ctx, bson.D{{Key: "_id", Value: ids[0]}}, bson.D{{Key: "$set", Value: bson.D{{Key: "secret", Value: []byte("two")}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.GetCurrent(ctx, ids[0], parent); err != nil || string(got.Secret) != "two" {
+		t.Fatalf("after a prefetch of a provider too large to keep: %q (%v); want a read of its own", got.Secret, err)
+	}
+}
