@@ -15,17 +15,19 @@ import (
 	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
-// memoryBombPolicy grows a string sixteenfold eight times over (4 GiB at the end, were
-// it allowed): the last replace() allocates it in one call, before OPA looks at its
-// context again.
+// memoryBombPolicy asks for 4 GiB in one concat(): the sandbox refuses it at once, having
+// touched next to nothing. A bomb that grows its string step by step (replace(), as
+// internal/adapters/policyengine's unit test has) writes a gigabyte before it is refused,
+// a second of CPU that the suite's load on two cores stretched past the 10 s time limit:
+// the evaluation then failed for its time, not its memory.
 func memoryBombPolicy() string {
-	var b strings.Builder
-	b.WriteString("package emco\n\ns0 := \"xxxxxxxx\"\n")
-	for i := 1; i <= 8; i++ {
-		fmt.Fprintf(&b, "s%d := replace(s%d, \"x\", \"xxxxxxxxxxxxxxxx\")\n", i, i-1)
-	}
-	b.WriteString("actionRequired := count(s8) > 0\n")
-	return b.String()
+	return `package emco
+
+s0 := "xxxxxxxx"
+s1 := concat("", [s0 | some _ in numbers.range(1, 32768)])
+s2 := concat("", [s1 | some _ in numbers.range(1, 16384)])
+actionRequired := count(s2) > 0
+`
 }
 
 // registerPolicyAgent registers the agent serving EMCO's events protocol at addr for d's
