@@ -80,7 +80,7 @@ func TestAPolicyOverItsMemoryFailsWithTheReason(t *testing.T) {
 		"replace": growing(`replace(%s, "x", "xxxxxxxxxxxxxxxx")`, 8),
 		"sprintf": growing(`sprintf("%%s%%s", [%[1]s, %[1]s])`, 30),
 		"range":   "package bomb\n\nr := count(numbers.range(1, 1000000000))\n",
-		// 4 GiB asked for at once: refused before any of it is touched.
+		// 8 GiB asked for at once: refused before any of it is touched.
 		"concat": growing(`concat("", [%s | some _ in numbers.range(1, 32768)])`, 2),
 	} {
 		_, err := s.Evaluate(context.Background(), map[string]string{"policies/bomb": module}, "data/bomb/r", nil, time.Minute)
