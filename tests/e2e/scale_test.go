@@ -546,11 +546,18 @@ func (o *orchestration) line() string {
 	return out
 }
 
-// storeCommands reads how many store commands the api and the first worker have sent so
-// far, by command and collection (temco_store_commands_total).
+// storeCommands reads how many store commands every api and worker have sent so far, by
+// command and collection (temco_store_commands_total).
 func storeCommands(b *testing.B) map[string]float64 {
 	out := map[string]float64{}
-	for _, url := range []string{strings.TrimSuffix(apiURL, "/v2") + "/metrics", fmt.Sprintf("http://127.0.0.1:%d/metrics", stack.MetricsPort())} {
+	urls := []string{strings.TrimSuffix(apiURL, "/v2") + "/metrics"}
+	for _, p := range stack.APIPorts {
+		urls = append(urls, fmt.Sprintf("http://127.0.0.1:%d/metrics", p))
+	}
+	for _, p := range stack.MetricsPorts() {
+		urls = append(urls, fmt.Sprintf("http://127.0.0.1:%d/metrics", p))
+	}
+	for _, url := range urls {
 		resp, err := http.Get(url)
 		if err != nil {
 			b.Fatal(err)

@@ -526,6 +526,9 @@ func (s *Stack) CodecEndpoint() string { return s.Temporal.CodecEndpoint }
 // MetricsPort is the port of the worker's /metrics.
 func (s *Stack) MetricsPort() int { return s.cfg.MetricsPort }
 
+// MetricsPorts are the ports of every worker's /metrics, the first worker's first.
+func (s *Stack) MetricsPorts() []int { return append([]int{s.cfg.MetricsPort}, s.metricsPorts...) }
+
 // DataDir is where the stack keeps its state and logs.
 func (s *Stack) DataDir() string { return s.cfg.DataDir }
 
