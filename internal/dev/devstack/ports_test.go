@@ -23,3 +23,19 @@ func TestATakenPortIsNamed(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// A port handed out is below the ephemeral range, where no outgoing connection takes it
+// before its server binds it, and is not handed out again.
+func TestFreePortsAreBelowTheEphemeralRangeAndDistinct(t *testing.T) {
+	seen := map[int]bool{}
+	for range 200 {
+		p, err := FreePort()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p < 12000 || p >= 20000 || seen[p] {
+			t.Fatalf("port %d (seen before: %v)", p, seen[p])
+		}
+		seen[p] = true
+	}
+}

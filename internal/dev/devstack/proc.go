@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -136,15 +137,25 @@ func CheckPortsFree(ports map[string]int) error {
 	return nil
 }
 
-// FreePort asks the kernel for an unused TCP port on 127.0.0.1.
+// FreePort finds a free TCP port on 127.0.0.1 in 12000-19999: below the clusters' ranges
+// and Linux's ephemeral range (32768+), where any outgoing connection may take a port the
+// kernel handed out as free before its server binds it (which a loaded `make test` saw: an
+// api that could not listen, three times). A port is handed out once per process.
 func FreePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
+	for range 100 {
+		p := 12000 + rand.IntN(8000)
+		if _, taken := handedOut.LoadOrStore(p, true); taken {
+			continue
+		}
+		if CheckPortsFree(map[string]int{"port": p}) == nil {
+			return p, nil
+		}
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return 0, errors.New("no free port in 12000-19999")
 }
+
+// handedOut are the ports FreePort has returned in this process.
+var handedOut sync.Map
 
 // dialable reports whether something accepts TCP connections on addr.
 func dialable(ctx context.Context, addr string) error {
@@ -157,19 +168,6 @@ func dialable(ctx context.Context, addr string) error {
 }
 
 var errNotReady = errors.New("not ready")
-
-// FreeLowPort finds a free port in 12000-19999: below the clusters' ranges and Linux's
-// ephemeral range (for a server that stores its port as a 16-bit signed integer, as
-// Temporal's membership table does).
-func FreeLowPort() (int, error) {
-	for range 50 {
-		p := 12000 + rand.IntN(8000)
-		if CheckPortsFree(map[string]int{"port": p}) == nil {
-			return p, nil
-		}
-	}
-	return 0, errors.New("no free port in 12000-19999")
-}
 
 // FreeClusterBase finds a first port from which clusters ranges of ten ports (a cluster's,
 // with room for the GitOps cluster's Flux and git server) are all free. The ports are below

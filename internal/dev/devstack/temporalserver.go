@@ -50,12 +50,8 @@ func (p *productionServer) freePorts() ([]int, error) {
 	}
 	ports := make([]int, 8)
 	for i := range ports {
-		free := FreePort
-		if i >= 4 {
-			free = FreeLowPort
-		}
 		var err error
-		if ports[i], err = free(); err != nil {
+		if ports[i], err = FreePort(); err != nil {
 			return nil, err
 		}
 	}
