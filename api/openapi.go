@@ -33,6 +33,10 @@ type opDoc struct {
 	pages        bool         // a list answering pages (page.go)
 	liveReads    bool         // may read clusters live, within the caller's rate (livereads.go)
 	creates      bool         // a POST on a collection: it writes a new resource below the path's last (owner.go)
+	// parentAtCreate: a creates route whose REST owner check of the parent is made on the
+	// parent as the store's create reads it (restCreateBelow), sparing a read; only where
+	// nothing else runs before the create (a kind without a check or a file).
+	parentAtCreate bool
 	// noOwner: no owner is checked: the route writes no resource (a preview, a
 	// controller's edits), or is an operator's decision on a running operation (a stop, a
 	// rollout's approve, pause, resume or rollback), which the hub does not declare and

@@ -66,8 +66,11 @@ func (s *Server) ownership(d opDoc, h echo.HandlerFunc) echo.HandlerFunc {
 		}
 		ctx := context.WithValue(c.Request().Context(), ownerCtxKey{}, owner)
 		// A PUT replaces what it reads: the check's read of it serves the handler.
-		ctx = context.WithValue(ctx, seenCtxKey{}, &seen{found: map[string]*store.Doc{}, keepTarget: d.method == http.MethodPut})
-		if err := s.mayWrite(ctx, owner, target, parent); err != nil {
+		m := &seen{found: map[string]*store.Doc{}, keepTarget: d.method == http.MethodPut}
+		ctx = context.WithValue(ctx, seenCtxKey{}, m)
+		if d.parentAtCreate && owner == "" {
+			m.parentAtCreate = true // the handler's create checks the parent (restCreateBelow)
+		} else if err := s.mayWrite(ctx, owner, target, parent); err != nil {
 			return err
 		}
 		c.SetRequest(c.Request().WithContext(ctx))
@@ -195,7 +198,7 @@ func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) err
 		case err != nil:
 			return err
 		case d.Owner != "":
-			return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), d.Owner, HeaderOwner)
+			return ownedConflict(id, d.Owner)
 		}
 		if m != nil {
 			m.found[id] = nil
@@ -217,7 +220,33 @@ func (s *Server) ownedAbove(ctx context.Context, id string) error {
 	if err != nil {
 		return err
 	}
-	return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), d.Owner, HeaderOwner)
+	return ownedConflict(id, d.Owner)
+}
+
+// ownedConflict is the 409 of a REST write below id, owned by owner.
+func ownedConflict(id, owner string) error {
+	return conflict("%s is owned by %q: change what is below it there, not over REST (%s)", describe(id), owner, HeaderOwner)
+}
+
+// restCreateBelow is mayWrite of a REST create of d, made on its parent p as the store's
+// create reads it after its pending insert (store.Doc.CheckParent): the read mayWrite
+// would make before is spared. It records on d that nothing above it is owned.
+func (s *Server) restCreateBelow(d *store.Doc) func(context.Context, *store.Doc) error {
+	return func(ctx context.Context, p *store.Doc) error {
+		switch {
+		case p.Owner != "":
+			return ownedConflict(p.ID, p.Owner)
+		case p.AboveV == 1 && p.Above != "":
+			return s.ownedAbove(ctx, p.Above)
+		case p.AboveV != 1: // written before Above was recorded: walk up from its parent
+			m := &seen{found: map[string]*store.Doc{}}
+			if err := s.mayWrite(context.WithValue(ctx, seenCtxKey{}, m), "", "", p.Parent); err != nil || !m.aboveKnown {
+				return err
+			}
+		}
+		d.Above, d.AboveV = "", 1
+		return nil
+	}
 }
 
 // seen holds the resources a write request found existing while checking who may write
@@ -231,6 +260,15 @@ type seen struct {
 	// aboveKnown: recorded on a resource the request creates (store.Doc.Above).
 	above      string
 	aboveKnown bool
+	// parentAtCreate: the REST owner check of a create is left to its store create
+	// (opDoc.parentAtCreate).
+	parentAtCreate bool
+}
+
+// parentAtCreate reports whether the request of ctx leaves its owner check to its create.
+func parentAtCreate(ctx context.Context) bool {
+	m := seenOf(ctx)
+	return m != nil && m.parentAtCreate
 }
 
 // clearAbove records that nothing above the created resource is owned.

@@ -381,3 +381,50 @@ func TestRESTWritesReadNothingAboveWhatTheyChange(t *testing.T) {
 		t.Errorf("the DELETE of a resource written before read the project %d times, want once", n)
 	}
 }
+
+// A REST create of a kind that checks nothing else reads its parent once, after its
+// pending insert, and answers there as before: 409 below an owned resource (the parent,
+// what is recorded above it, or, for a parent written before that record, an ancestor),
+// leaving nothing behind; 404 without the parent. What it creates records that nothing
+// above it is owned.
+func TestARESTCreateReadsItsParentOnce(t *testing.T) {
+	c, st, readsOf := countingReads(t)
+	ctx := context.Background()
+	c.do("POST", "/projects", res("p", nil)).must(t, http.StatusCreated)
+	ca := "/projects/p/composite-apps/ca/v1"
+	if n := readsOf("/projects/p", func() {
+		c.do("POST", "/projects/p/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusCreated)
+	}); n != 1 {
+		t.Errorf("the create read its parent %d times, want once", n)
+	}
+	if d, err := st.Ownership(ctx, ca); err != nil || d.AboveV != 1 || d.Above != "" {
+		t.Errorf("created %+v (%v): want nothing owned above it, recorded", d, err)
+	}
+	c.do("POST", "/projects/nope/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusNotFound)
+
+	const owner = "hub:Project/hp"
+	c.do("POST", "/projects", res("hp", nil), hub(owner)...).must(t, http.StatusCreated)
+	// Written by the hub, and, as before Above was recorded and with one recorded, by no one.
+	c.do("POST", "/projects/hp/composite-apps", res("hca", map[string]any{"compositeAppVersion": "v1"}), hub("hub:CompositeApp/hp/hca")...).must(t, http.StatusCreated)
+	for _, d := range []*store.Doc{
+		{ID: "/projects/hp/composite-apps/old/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "old",
+			Body: `{"metadata":{"name":"old"},"spec":{"compositeAppVersion":"v1"}}`},
+		{ID: "/projects/hp/composite-apps/rec/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "rec",
+			Body: `{"metadata":{"name":"rec"},"spec":{"compositeAppVersion":"v1"}}`, Above: "/projects/hp", AboveV: 1},
+	} {
+		if err := st.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := snapshot(t, c)
+	for app, want := range map[string]string{
+		"hca": `composite app "hca" version "v1" is owned by "hub:CompositeApp/hp/hca": change what is below it there, not over REST (X-Temco-Owner)`,
+		"old": `project "hp" is owned by "hub:Project/hp": change what is below it there, not over REST (X-Temco-Owner)`,
+		"rec": `project "hp" is owned by "hub:Project/hp": change what is below it there, not over REST (X-Temco-Owner)`,
+	} {
+		refused(t, c.do("POST", "/projects/hp/composite-apps/"+app+"/v1/composite-profiles", res("cp", nil)), want)
+	}
+	if after := snapshot(t, c); after != before {
+		t.Errorf("refused creates changed the store:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+}

@@ -91,7 +91,8 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 		query = []string{"app"}
 	}
 	s.route(g, opDoc{method: http.MethodPost, path: k.coll, summary: "Create a " + k.name, body: body, multipart: multipart,
-		code: http.StatusCreated, response: res, creates: true, storeOnly: plain}, func(c echo.Context) error { return create(c, s, k) })
+		code: http.StatusCreated, response: res, creates: true, storeOnly: plain, parentAtCreate: k.check == nil && !multipart},
+		func(c echo.Context) error { return create(c, s, k) })
 	s.route(g, listDoc(opDoc{method: http.MethodGet, path: k.coll, summary: "List " + k.name + "s", code: http.StatusOK, response: many, query: query, storeOnly: plain}),
 		func(c echo.Context) error { return list(c, s, k) })
 	s.route(g, opDoc{method: http.MethodGet, path: k.item, summary: "Get a " + k.name, code: http.StatusOK, response: res, storeOnly: plain},
@@ -193,8 +194,11 @@ func create[S any](c echo.Context, s *Server, k kind[S]) error {
 	if r.parent, err = fill(c, parentOf(k.coll)); err != nil {
 		return err
 	}
-	if err := s.mustExist(ctx, r.parent); err != nil {
-		return err
+	atCreate := parentAtCreate(ctx)
+	if !atCreate {
+		if err := s.mustExist(ctx, r.parent); err != nil {
+			return err
+		}
 	}
 	if err := validate(ctx, s, k, r); err != nil {
 		return err
@@ -204,6 +208,12 @@ func create[S any](c echo.Context, s *Server, k kind[S]) error {
 		return err
 	}
 	recordAbove(ctx, d)
+	switch {
+	case atCreate && r.parent == "":
+		d.Above, d.AboveV = "", 1
+	case atCreate:
+		d.CheckParent = s.restCreateBelow(d)
+	}
 	if err := s.Store.Create(ctx, d); err != nil {
 		return fromStore(err)
 	}

@@ -65,14 +65,18 @@ func (s *Store) createOnce(ctx context.Context, d *Doc) error {
 		defer cancel()
 		_, _ = s.coll.DeleteOne(wctx, mine)
 	}
-	if err := s.checkRefs(ctx, d.Parent, d.strictRefs()); err != nil {
+	if err := s.checkRefs(ctx, d.Parent, d.strictRefs(), d.CheckParent); err != nil {
 		withdraw()
 		if ctx.Err() != nil {
 			return tooLong
 		}
 		return err
 	}
-	res, err := s.coll.UpdateOne(ctx, mine, bson.D{{Key: "$unset", Value: bson.D{{Key: "pendingSince", Value: ""}}}})
+	commit := bson.D{{Key: "$unset", Value: bson.D{{Key: "pendingSince", Value: ""}}}}
+	if d.CheckParent != nil && d.AboveV == 1 { // set by CheckParent, after the insert
+		commit = append(commit, bson.E{Key: "$set", Value: bson.D{{Key: "above", Value: d.Above}, {Key: "abovev", Value: d.AboveV}}})
+	}
+	res, err := s.coll.UpdateOne(ctx, mine, commit)
 	if err != nil {
 		withdraw()
 		if ctx.Err() != nil {
@@ -123,8 +127,8 @@ func (d *Doc) strictRefs() []string {
 }
 
 // checkRefs verifies that the parent and every ref exist, are committed and not being
-// deleted (ErrBusy, see deletingOf).
-func (s *Store) checkRefs(ctx context.Context, parent string, refs []string) error {
+// deleted (ErrBusy, see deletingOf); then, if set, checkParent sees the parent.
+func (s *Store) checkRefs(ctx context.Context, parent string, refs []string, checkParent func(context.Context, *Doc) error) error {
 	ids := refs
 	if parent != "" {
 		ids = append([]string{parent}, refs...)
@@ -132,7 +136,12 @@ func (s *Store) checkRefs(ctx context.Context, parent string, refs []string) err
 	// One lookup by _id each (see byID): an $in would scan the whole collection on every
 	// create.
 	for i, id := range ids {
-		f, err := s.byID(ctx, id, bson.D{{Key: "_id", Value: 1}, {Key: "deletingSince", Value: 1}})
+		fields := bson.D{{Key: "_id", Value: 1}, {Key: "deletingSince", Value: 1}}
+		isParent := i == 0 && parent != ""
+		if isParent && checkParent != nil {
+			fields = append(fields, bson.E{Key: "owner", Value: 1}, bson.E{Key: "parent", Value: 1}, bson.E{Key: "above", Value: 1}, bson.E{Key: "abovev", Value: 1})
+		}
+		f, err := s.byID(ctx, id, fields)
 		switch {
 		case CodeOf(err) == ErrNotFound && i == 0 && parent != "":
 			return &Error{Code: ErrParentMissing, ID: id}
@@ -142,6 +151,10 @@ func (s *Store) checkRefs(ctx context.Context, parent string, refs []string) err
 			return fmt.Errorf("check references: %w", err)
 		case s.beingDeleted(f):
 			return &Error{Code: ErrBusy, ID: id, Msg: "is being deleted", deleting: true}
+		case isParent && checkParent != nil:
+			if err := checkParent(ctx, f); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
@@ -151,7 +164,7 @@ func (s *Store) checkRefs(ctx context.Context, parent string, refs []string) err
 // being deleted: it answers as if it came after them.
 func (s *Store) checkRefsAfterDeletes(ctx context.Context, refs []string) error {
 	for attempt := 1; ; attempt++ {
-		err := s.checkRefs(ctx, "", refs)
+		err := s.checkRefs(ctx, "", refs, nil)
 		deleting := deletingOf(err)
 		if deleting == "" || attempt == maxDeleteWaits {
 			return err

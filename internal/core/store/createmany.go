@@ -100,11 +100,11 @@ func (s *Store) checkOutside(ctx context.Context, docs []*Doc, ours map[string]b
 		}
 	}
 	for _, p := range parents {
-		if err := s.checkRefs(ctx, p, nil); err != nil {
+		if err := s.checkRefs(ctx, p, nil, nil); err != nil {
 			return err
 		}
 	}
-	return s.checkRefs(ctx, "", refs)
+	return s.checkRefs(ctx, "", refs, nil)
 }
 
 // duplicateOf is the id of a document InsertMany found existing ("" for another error).

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -310,4 +311,52 @@ func TestUpdateOverWhatWasReadRefusesAnInterveningWrite(t *testing.T) {
 	if got, _ := s.Get(ctx, "/p"); got.Body != `{"v":2}` {
 		t.Errorf("stored %s, want the first update's", got.Body)
 	}
+}
+
+// A create's CheckParent sees the parent as the create reads it after its pending insert,
+// owner and what is above it included: its error withdraws the document (a create right
+// after it succeeds) and comes back as is; what it records above the document is written
+// by the commit.
+func TestCreateLetsItsCallerCheckTheParent(t *testing.T) {
+	forEachBackend(t, "", func(t *testing.T, s *Store) {
+		ctx := context.Background()
+		p := doc("/p", "")
+		p.Owner, p.Above, p.AboveV = "hub", "/x", 1
+		if err := s.Create(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+		refused := errors.New("refused")
+		c := doc("/p/c", "/p")
+		var seen Doc
+		c.CheckParent = func(_ context.Context, parent *Doc) error {
+			seen = *parent
+			return refused
+		}
+		if err := s.Create(ctx, c); !errors.Is(err, refused) {
+			t.Fatalf("error %v, want the check's", err)
+		}
+		if seen.ID != "/p" || seen.Owner != "hub" || seen.Above != "/x" || seen.AboveV != 1 || seen.Parent != "" {
+			t.Errorf("the check saw %+v", seen)
+		}
+		wantCode(t, func() error { _, err := s.Get(ctx, "/p/c"); return err }(), ErrNotFound)
+		c = doc("/p/c", "/p")
+		c.CheckParent = func(context.Context, *Doc) error {
+			c.Above, c.AboveV = "/p", 1
+			return nil
+		}
+		if err := s.Create(ctx, c); err != nil {
+			t.Fatalf("created again at once: %v", err)
+		}
+		got, err := s.Ownership(ctx, "/p/c")
+		if err != nil || got.Above != "/p" || got.AboveV != 1 {
+			t.Fatalf("committed %+v (%v), want above /p", got, err)
+		}
+		calls := 0
+		orphan := doc("/q/c", "/q")
+		orphan.CheckParent = func(context.Context, *Doc) error { calls++; return nil }
+		wantCode(t, s.Create(ctx, orphan), ErrParentMissing)
+		if calls != 0 {
+			t.Errorf("the check ran %d times without a parent", calls)
+		}
+	})
 }
