@@ -37,6 +37,9 @@ type opDoc struct {
 	// parent as the store's create reads it (restCreateBelow), sparing a read; only where
 	// nothing else runs before the create (a kind without a check or a file).
 	parentAtCreate bool
+	// targetAtDelete: a delete whose owner check is made on the resource as the store's
+	// delete marks it (store.DeleteIf), sparing a read: the default delete of a kind.
+	targetAtDelete bool
 	// noOwner: no owner is checked: the route writes no resource (a preview, a
 	// controller's edits), or is an operator's decision on a running operation (a stop, a
 	// rollout's approve, pause, resume or rollback), which the hub does not declare and

@@ -68,10 +68,15 @@ func (s *Server) ownership(d opDoc, h echo.HandlerFunc) echo.HandlerFunc {
 		// A PUT replaces what it reads: the check's read of it serves the handler.
 		m := &seen{found: map[string]*store.Doc{}, keepTarget: d.method == http.MethodPut}
 		ctx = context.WithValue(ctx, seenCtxKey{}, m)
-		if d.parentAtCreate && owner == "" {
+		switch {
+		case d.parentAtCreate && owner == "":
 			m.parentAtCreate = true // the handler's create checks the parent (restCreateBelow)
-		} else if err := s.mayWrite(ctx, owner, target, parent); err != nil {
-			return err
+		case d.targetAtDelete:
+			m.atDelete = &parent // the handler's delete checks the target (deleteAllowed)
+		default:
+			if err := s.mayWrite(ctx, owner, target, parent); err != nil {
+				return err
+			}
 		}
 		c.SetRequest(c.Request().WithContext(ctx))
 		return h(c)
@@ -167,19 +172,8 @@ func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) err
 		case store.CodeOf(err) == store.ErrNotFound: // created by this write (a PUT), below parent
 		case err != nil:
 			return err
-		case d.Owner != owner:
-			return notOwner(target, d.Owner, owner)
 		default:
-			if m := seenOf(ctx); m != nil {
-				m.found[d.Parent] = nil // a resource's parent is not deleted while it exists
-			}
-			if d.AboveV == 1 { // what is above it was recorded when it was created
-				if owner == "" && d.Above != "" {
-					return s.ownedAbove(ctx, d.Above)
-				}
-				return nil
-			}
-			parent = d.Parent
+			return s.mayWriteExisting(ctx, owner, d)
 		}
 	}
 	if owner != "" {
@@ -212,6 +206,42 @@ func (s *Server) mayWrite(ctx context.Context, owner, target, parent string) err
 		}
 		id = d.Parent
 	}
+}
+
+// mayWriteExisting is mayWrite of d, as read.
+func (s *Server) mayWriteExisting(ctx context.Context, owner string, d *store.Doc) error {
+	if d.Owner != owner {
+		return notOwner(d.ID, d.Owner, owner)
+	}
+	if m := seenOf(ctx); m != nil {
+		m.found[d.Parent] = nil // a resource's parent is not deleted while it exists
+	}
+	if d.AboveV == 1 { // what is above it was recorded when it was created
+		if owner == "" && d.Above != "" {
+			return s.ownedAbove(ctx, d.Above)
+		}
+		return nil
+	}
+	return s.mayWrite(ctx, owner, "", d.Parent)
+}
+
+// deleteAllowed is the owner check of a delete whose route leaves it to the delete
+// (opDoc.targetAtDelete), made on the resource as store.DeleteIf marks it: nil otherwise.
+func (s *Server) deleteAllowed(ctx context.Context) func(context.Context, *store.Doc) error {
+	if m := seenOf(ctx); m == nil || m.atDelete == nil {
+		return nil
+	}
+	owner := ownerOf(ctx)
+	return func(ctx context.Context, d *store.Doc) error { return s.mayWriteExisting(ctx, owner, d) }
+}
+
+// mayDeleteAbsent is the owner check deleteAllowed's delete found nothing for: a REST
+// delete below an owned resource answers 409, as mayWrite does, before the 404.
+func (s *Server) mayDeleteAbsent(ctx context.Context) error {
+	if m := seenOf(ctx); m != nil && m.atDelete != nil && ownerOf(ctx) == "" {
+		return s.mayWrite(ctx, "", "", *m.atDelete)
+	}
+	return nil
 }
 
 // ownedAbove is the 409 of a REST write below id, an owned resource.
@@ -263,6 +293,9 @@ type seen struct {
 	// parentAtCreate: the REST owner check of a create is left to its store create
 	// (opDoc.parentAtCreate).
 	parentAtCreate bool
+	// atDelete: the owner check of a delete is left to its store delete
+	// (opDoc.targetAtDelete); it points to the target's parent.
+	atDelete *string
 }
 
 // parentAtCreate reports whether the request of ctx leaves its owner check to its create.

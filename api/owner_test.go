@@ -428,3 +428,56 @@ func TestARESTCreateReadsItsParentOnce(t *testing.T) {
 		t.Errorf("refused creates changed the store:\nbefore:\n%s\nafter:\n%s", before, after)
 	}
 }
+
+// A delete of a kind without an operation makes its owner check on the resource as the
+// store's delete marks it, reading nothing of its own, and answers as before: 409 for an
+// owned resource or one below an owned resource (what is recorded above it, or, for one
+// written before that record, an ancestor; also when there is nothing to delete), leaving
+// no mark behind; the owner deletes its own.
+func TestADeleteChecksItsOwnerOnWhatItMarks(t *testing.T) {
+	c, st, readsOf := countingReads(t)
+	ctx := context.Background()
+	c.do("POST", "/projects", res("p", nil)).must(t, http.StatusCreated)
+	ca := "/projects/p/composite-apps/ca/v1"
+	c.do("POST", "/projects/p/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusCreated)
+	if n := readsOf(ca, func() { c.do("DELETE", ca, nil).must(t, http.StatusNoContent) }); n != 0 {
+		t.Errorf("the delete read %s %d times, want none", ca, n)
+	}
+	c.do("DELETE", ca, nil).must(t, http.StatusNotFound)
+
+	const owner, appOwner = "hub:Project/hp", "hub:CompositeApp/hp/hca"
+	c.do("POST", "/projects", res("hp", nil), hub(owner)...).must(t, http.StatusCreated)
+	c.do("POST", "/projects/hp/composite-apps", res("hca", map[string]any{"compositeAppVersion": "v1"}), hub(appOwner)...).must(t, http.StatusCreated)
+	for _, d := range []*store.Doc{
+		{ID: "/projects/hp/composite-apps/old/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "old",
+			Body: `{"metadata":{"name":"old"},"spec":{"compositeAppVersion":"v1"}}`},
+		{ID: "/projects/hp/composite-apps/rec/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "rec",
+			Body: `{"metadata":{"name":"rec"},"spec":{"compositeAppVersion":"v1"}}`, Above: "/projects/hp", AboveV: 1},
+	} {
+		if err := st.Create(ctx, d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	below := `project "hp" is owned by "hub:Project/hp": change what is below it there, not over REST (X-Temco-Owner)`
+	before := snapshot(t, c)
+	for _, w := range []struct {
+		app   string
+		owner []string
+		want  string
+	}{
+		{"hca", nil, `composite app "hca" version "v1" is owned by "hub:CompositeApp/hp/hca": change it there, not over REST (X-Temco-Owner)`},
+		{"hca", hub(owner), `composite app "hca" version "v1" is owned by "hub:CompositeApp/hp/hca", not by "hub:Project/hp" (X-Temco-Owner): change it there`},
+		{"old", nil, below},
+		{"rec", nil, below},
+		{"missing", nil, below},
+	} {
+		refused(t, c.do("DELETE", "/projects/hp/composite-apps/"+w.app+"/v1", nil, w.owner...), w.want)
+	}
+	if after := snapshot(t, c); after != before {
+		t.Errorf("refused deletes changed the store:\nbefore:\n%s\nafter:\n%s", before, after)
+	}
+	if n, err := c.store.Database().Collection("resources").CountDocuments(ctx, map[string]any{"deletingSince": map[string]any{"$exists": true}}); err != nil || n != 0 {
+		t.Errorf("%d documents marked as being deleted after refused deletes (%v)", n, err)
+	}
+	c.do("DELETE", "/projects/hp/composite-apps/hca/v1", nil, hub(appOwner)...).must(t, http.StatusNoContent)
+}

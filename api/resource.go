@@ -109,7 +109,8 @@ func register[S any](g *echo.Group, s *Server, k kind[S]) {
 	if del == nil {
 		del = func(c echo.Context) error { return remove(c, s, k) }
 	}
-	s.route(g, opDoc{method: http.MethodDelete, path: k.item, summary: "Delete a " + k.name, code: http.StatusNoContent, storeOnly: plain}, del)
+	s.route(g, opDoc{method: http.MethodDelete, path: k.item, summary: "Delete a " + k.name, code: http.StatusNoContent, storeOnly: plain,
+		targetAtDelete: k.remove == nil}, del)
 }
 
 // decode reads the body (JSON, or multipart metadata + file) into a request.
@@ -438,10 +439,16 @@ func remove[S any](c echo.Context, s *Server, k kind[S]) error {
 	if err != nil {
 		return err
 	}
-	if err := s.Store.Delete(c.Request().Context(), id); err != nil {
+	ctx := c.Request().Context()
+	if err := s.Store.DeleteIf(ctx, id, s.deleteAllowed(ctx)); err != nil {
+		if store.CodeOf(err) == store.ErrNotFound {
+			if err := s.mayDeleteAbsent(ctx); err != nil {
+				return err
+			}
+		}
 		return fromStore(err)
 	}
-	if err := k.afterChange(c.Request().Context(), s, id); err != nil {
+	if err := k.afterChange(ctx, s, id); err != nil {
 		return err
 	}
 	return c.NoContent(http.StatusNoContent)

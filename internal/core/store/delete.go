@@ -18,22 +18,13 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 }
 
 // DeleteIf is Delete of a resource that may be removed only in some states: allowed (if
-// not nil) sees the document as it is when no one else can write it, and its error
-// refuses the delete.
+// not nil) sees the document as it is when no one else can write it (as the delete's mark
+// found it: no read of its own), and its error refuses the delete and is returned as is.
 func (s *Store) DeleteIf(ctx context.Context, id string, allowed func(context.Context, *Doc) error) error {
 	return s.exclusive(ctx, id, func(ctx context.Context) error {
-		if allowed != nil {
-			d, err := s.Get(ctx, id)
-			if err != nil {
-				return err
-			}
-			if err := allowed(ctx, d); err != nil {
-				return err
-			}
-		}
 		// Holding the claim, any mark already there is a dead deleter's: replace it.
 		now := s.now()
-		var was Doc // its kind and parent: deleting a member of a cloud renews its epoch
+		var was Doc // deleting a member of a cloud renews its epoch (kind and parent)
 		err := s.coll.FindOneAndUpdate(ctx, bson.D{{Key: "_id", Value: id}, visible},
 			bson.D{{Key: "$set", Value: bson.D{{Key: "deletingSince", Value: now}}}}).Decode(&was) // FerretDB 1.x projects no findAndModify
 		if errors.Is(err, mongo.ErrNoDocuments) {
@@ -45,6 +36,14 @@ func (s *Store) DeleteIf(ctx context.Context, id string, allowed func(context.Co
 		marked := bson.D{{Key: "_id", Value: id}, {Key: "deletingSince", Value: now}}
 		unmark := func() {
 			_, _ = s.coll.UpdateOne(ctx, marked, bson.D{{Key: "$unset", Value: bson.D{{Key: "deletingSince", Value: ""}}}})
+		}
+		if allowed != nil {
+			d := was
+			d.DeletingSince = nil // as it was before the mark
+			if err := allowed(ctx, &d); err != nil {
+				unmark()
+				return err
+			}
 		}
 		if err := s.refuseIfInUse(ctx, id); err != nil {
 			unmark()
