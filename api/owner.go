@@ -259,7 +259,7 @@ func ownedConflict(id, owner string) error {
 }
 
 // restCreateBelow is mayWrite of a REST create of d, made on its parent p as the store's
-// create reads it after its pending insert (store.Doc.CheckParent): the read mayWrite
+// create reads it after its pending insert (store.CreateChecked): the read mayWrite
 // would make before is spared. It records on d that nothing above it is owned.
 func (s *Server) restCreateBelow(d *store.Doc) func(context.Context, *store.Doc) error {
 	return func(ctx context.Context, p *store.Doc) error {

@@ -382,6 +382,26 @@ func TestRESTWritesReadNothingAboveWhatTheyChange(t *testing.T) {
 	}
 }
 
+// ownedProject is the hub's project hp with, below it, the hub's composite app hca and
+// two written by no one: old, as before Above was recorded, and rec, with it recorded.
+func ownedProject(t *testing.T, c *client, st *store.Store) (owner, appOwner string) {
+	t.Helper()
+	owner, appOwner = "hub:Project/hp", "hub:CompositeApp/hp/hca"
+	c.do("POST", "/projects", res("hp", nil), hub(owner)...).must(t, http.StatusCreated)
+	c.do("POST", "/projects/hp/composite-apps", res("hca", map[string]any{"compositeAppVersion": "v1"}), hub(appOwner)...).must(t, http.StatusCreated)
+	for _, d := range []*store.Doc{
+		{ID: "/projects/hp/composite-apps/old/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "old",
+			Body: `{"metadata":{"name":"old"},"spec":{"compositeAppVersion":"v1"}}`},
+		{ID: "/projects/hp/composite-apps/rec/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "rec",
+			Body: `{"metadata":{"name":"rec"},"spec":{"compositeAppVersion":"v1"}}`, Above: "/projects/hp", AboveV: 1},
+	} {
+		if err := st.Create(context.Background(), d); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return owner, appOwner
+}
+
 // A REST create of a kind that checks nothing else reads its parent once, after its
 // pending insert, and answers there as before: 409 below an owned resource (the parent,
 // what is recorded above it, or, for a parent written before that record, an ancestor),
@@ -402,20 +422,7 @@ func TestARESTCreateReadsItsParentOnce(t *testing.T) {
 	}
 	c.do("POST", "/projects/nope/composite-apps", res("ca", map[string]any{"compositeAppVersion": "v1"})).must(t, http.StatusNotFound)
 
-	const owner = "hub:Project/hp"
-	c.do("POST", "/projects", res("hp", nil), hub(owner)...).must(t, http.StatusCreated)
-	// Written by the hub, and, as before Above was recorded and with one recorded, by no one.
-	c.do("POST", "/projects/hp/composite-apps", res("hca", map[string]any{"compositeAppVersion": "v1"}), hub("hub:CompositeApp/hp/hca")...).must(t, http.StatusCreated)
-	for _, d := range []*store.Doc{
-		{ID: "/projects/hp/composite-apps/old/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "old",
-			Body: `{"metadata":{"name":"old"},"spec":{"compositeAppVersion":"v1"}}`},
-		{ID: "/projects/hp/composite-apps/rec/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "rec",
-			Body: `{"metadata":{"name":"rec"},"spec":{"compositeAppVersion":"v1"}}`, Above: "/projects/hp", AboveV: 1},
-	} {
-		if err := st.Create(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	ownedProject(t, c, st)
 	before := snapshot(t, c)
 	for app, want := range map[string]string{
 		"hca": `composite app "hca" version "v1" is owned by "hub:CompositeApp/hp/hca": change what is below it there, not over REST (X-Temco-Owner)`,
@@ -445,19 +452,7 @@ func TestADeleteChecksItsOwnerOnWhatItMarks(t *testing.T) {
 	}
 	c.do("DELETE", ca, nil).must(t, http.StatusNotFound)
 
-	const owner, appOwner = "hub:Project/hp", "hub:CompositeApp/hp/hca"
-	c.do("POST", "/projects", res("hp", nil), hub(owner)...).must(t, http.StatusCreated)
-	c.do("POST", "/projects/hp/composite-apps", res("hca", map[string]any{"compositeAppVersion": "v1"}), hub(appOwner)...).must(t, http.StatusCreated)
-	for _, d := range []*store.Doc{
-		{ID: "/projects/hp/composite-apps/old/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "old",
-			Body: `{"metadata":{"name":"old"},"spec":{"compositeAppVersion":"v1"}}`},
-		{ID: "/projects/hp/composite-apps/rec/v1", Parent: "/projects/hp", Scope: "/projects/hp", Kind: model.KindCompositeApp, Name: "rec",
-			Body: `{"metadata":{"name":"rec"},"spec":{"compositeAppVersion":"v1"}}`, Above: "/projects/hp", AboveV: 1},
-	} {
-		if err := st.Create(ctx, d); err != nil {
-			t.Fatal(err)
-		}
-	}
+	owner, appOwner := ownedProject(t, c, st)
 	below := `project "hp" is owned by "hub:Project/hp": change what is below it there, not over REST (X-Temco-Owner)`
 	before := snapshot(t, c)
 	for _, w := range []struct {

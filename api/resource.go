@@ -209,13 +209,14 @@ func create[S any](c echo.Context, s *Server, k kind[S]) error {
 		return err
 	}
 	recordAbove(ctx, d)
+	var checkParent func(context.Context, *store.Doc) error
 	switch {
 	case atCreate && r.parent == "":
 		d.Above, d.AboveV = "", 1
 	case atCreate:
-		d.CheckParent = s.restCreateBelow(d)
+		checkParent = s.restCreateBelow(d)
 	}
-	if err := s.Store.Create(ctx, d); err != nil {
+	if err := s.Store.CreateChecked(ctx, d, checkParent); err != nil {
 		return fromStore(err)
 	}
 	if err := k.afterChange(ctx, s, d.ID); err != nil {

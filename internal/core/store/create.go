@@ -20,7 +20,16 @@ const maxDeleteWaits = 5
 // accepted delete and succeeds after a refused one. It never waits while pending: the
 // delete may be waiting for it.
 func (s *Store) Create(ctx context.Context, d *Doc) error {
-	if err := s.afterDeletes(ctx, func() error { return s.createOnce(ctx, d) }); err != nil {
+	return s.CreateChecked(ctx, d, nil)
+}
+
+// CreateChecked is Create that calls checkParent (if not nil) with the parent as the
+// create reads it after its pending insert (its owner, parent and what is above it too):
+// its error withdraws d and is returned as is. It may set d.Above and d.AboveV, which the
+// commit writes. A caller that must look at the parent before it writes (the api's owner
+// check) is spared a read of its own.
+func (s *Store) CreateChecked(ctx context.Context, d *Doc, checkParent func(context.Context, *Doc) error) error {
+	if err := s.afterDeletes(ctx, func() error { return s.createOnce(ctx, d, checkParent) }); err != nil {
 		return err
 	}
 	return s.renewEpochs(ctx, d)
@@ -42,7 +51,7 @@ func (s *Store) afterDeletes(ctx context.Context, create func() error) error {
 }
 
 // createOnce inserts d as pending, checks what it needs and commits it, or withdraws it.
-func (s *Store) createOnce(ctx context.Context, d *Doc) error {
+func (s *Store) createOnce(ctx context.Context, d *Doc, checkParent func(context.Context, *Doc) error) error {
 	now := s.now()
 	d.Rev, d.Created, d.Updated, d.PendingSince, d.DeletingSince = 1, now, now, &now, nil
 	d.Anc, d.AncV = ancestorsOf(d.ID), 1
@@ -65,7 +74,7 @@ func (s *Store) createOnce(ctx context.Context, d *Doc) error {
 		defer cancel()
 		_, _ = s.coll.DeleteOne(wctx, mine)
 	}
-	if err := s.checkRefs(ctx, d.Parent, d.strictRefs(), d.CheckParent); err != nil {
+	if err := s.checkRefs(ctx, d.Parent, d.strictRefs(), checkParent); err != nil {
 		withdraw()
 		if ctx.Err() != nil {
 			return tooLong
@@ -73,7 +82,7 @@ func (s *Store) createOnce(ctx context.Context, d *Doc) error {
 		return err
 	}
 	commit := bson.D{{Key: "$unset", Value: bson.D{{Key: "pendingSince", Value: ""}}}}
-	if d.CheckParent != nil && d.AboveV == 1 { // set by CheckParent, after the insert
+	if checkParent != nil && d.AboveV == 1 { // set by checkParent, after the insert
 		commit = append(commit, bson.E{Key: "$set", Value: bson.D{{Key: "above", Value: d.Above}, {Key: "abovev", Value: d.AboveV}}})
 	}
 	res, err := s.coll.UpdateOne(ctx, mine, commit)

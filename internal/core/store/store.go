@@ -81,12 +81,6 @@ type Doc struct {
 	// name its logical cloud before the cloud is created, and the operation that uses them
 	// checks them. Not stored.
 	LooseRefs bool `bson:"-"`
-	// CheckParent, if set, is called by Create with the parent as it reads it after the
-	// pending insert (its owner, parent and what is above it too): its error withdraws the
-	// document and is returned as is. It may set Above and AboveV, which the commit writes.
-	// It spares a caller that must look at the parent before it writes (the api's owner
-	// check) a read of its own. Not stored.
-	CheckParent func(context.Context, *Doc) error `bson:"-"`
 }
 
 // Store is the resource repository.

@@ -313,11 +313,11 @@ func TestUpdateOverWhatWasReadRefusesAnInterveningWrite(t *testing.T) {
 	}
 }
 
-// A create's CheckParent sees the parent as the create reads it after its pending insert,
+// CreateChecked's check sees the parent as the create reads it after its pending insert,
 // owner and what is above it included: its error withdraws the document (a create right
 // after it succeeds) and comes back as is; what it records above the document is written
 // by the commit.
-func TestCreateLetsItsCallerCheckTheParent(t *testing.T) {
+func TestCreateCheckedLetsItsCallerCheckTheParent(t *testing.T) {
 	forEachBackend(t, "", func(t *testing.T, s *Store) {
 		ctx := context.Background()
 		p := doc("/p", "")
@@ -326,25 +326,22 @@ func TestCreateLetsItsCallerCheckTheParent(t *testing.T) {
 			t.Fatal(err)
 		}
 		refused := errors.New("refused")
-		c := doc("/p/c", "/p")
 		var seen Doc
-		c.CheckParent = func(_ context.Context, parent *Doc) error {
+		if err := s.CreateChecked(ctx, doc("/p/c", "/p"), func(_ context.Context, parent *Doc) error {
 			seen = *parent
 			return refused
-		}
-		if err := s.Create(ctx, c); !errors.Is(err, refused) {
+		}); !errors.Is(err, refused) {
 			t.Fatalf("error %v, want the check's", err)
 		}
 		if seen.ID != "/p" || seen.Owner != "hub" || seen.Above != "/x" || seen.AboveV != 1 || seen.Parent != "" {
 			t.Errorf("the check saw %+v", seen)
 		}
 		wantCode(t, func() error { _, err := s.Get(ctx, "/p/c"); return err }(), ErrNotFound)
-		c = doc("/p/c", "/p")
-		c.CheckParent = func(context.Context, *Doc) error {
+		c := doc("/p/c", "/p")
+		if err := s.CreateChecked(ctx, c, func(context.Context, *Doc) error {
 			c.Above, c.AboveV = "/p", 1
 			return nil
-		}
-		if err := s.Create(ctx, c); err != nil {
+		}); err != nil {
 			t.Fatalf("created again at once: %v", err)
 		}
 		got, err := s.Ownership(ctx, "/p/c")
@@ -352,9 +349,7 @@ func TestCreateLetsItsCallerCheckTheParent(t *testing.T) {
 			t.Fatalf("committed %+v (%v), want above /p", got, err)
 		}
 		calls := 0
-		orphan := doc("/q/c", "/q")
-		orphan.CheckParent = func(context.Context, *Doc) error { calls++; return nil }
-		wantCode(t, s.Create(ctx, orphan), ErrParentMissing)
+		wantCode(t, s.CreateChecked(ctx, doc("/q/c", "/q"), func(context.Context, *Doc) error { calls++; return nil }), ErrParentMissing)
 		if calls != 0 {
 			t.Errorf("the check ran %d times without a parent", calls)
 		}
