@@ -79,6 +79,12 @@ func BenchmarkDashboard(b *testing.B) {
 // by _id with a scan of the collection: tens of milliseconds per document at 10,000
 // clusters), until the function it returns is called.
 func onPostgres(b *testing.B) func() {
+	_, stop := startPostgres(b)
+	return stop
+}
+
+// startPostgres is onPostgres that also gives the backend (its PostgreSQL's port).
+func startPostgres(b *testing.B) (*testenv.Backend, func()) {
 	dir, err := os.MkdirTemp("", "temco-api-bench-")
 	if err != nil {
 		b.Fatal(err)
@@ -92,7 +98,7 @@ func onPostgres(b *testing.B) func() {
 	}
 	saved := ferret
 	ferret = pg.Ferret
-	return func() {
+	return pg, func() {
 		ferret = saved
 		pg.Stop()
 		_ = os.RemoveAll(dir)

@@ -40,7 +40,13 @@ func (f *FerretDB) Start(ctx context.Context) error {
 		"--state-dir="+f.Dir, fmt.Sprintf("--listen-addr=127.0.0.1:%d", f.Port),
 		// TEMCO_FERRETDB_DEBUG_ADDR serves FerretDB's pprof there (a benchmark's profile).
 		"--debug-addr="+cmp.Or(os.Getenv("TEMCO_FERRETDB_DEBUG_ADDR"), "-"),
-		"--telemetry=disable", "--log-level=WARN"), nil)
+		"--telemetry=disable", "--log-level=WARN"), []string{
+		// FerretDB builds and drops a tree of values for every document it passes: at
+		// Go's default (100) its collector took a sixth of its CPU. At 400 it takes 13 %
+		// less CPU per API request (BENCHMARKS.md, 2026-12-07 evening); the limit keeps
+		// a large answer's garbage from growing the heap past 2 GiB.
+		"GOGC=400", "GOMEMLIMIT=2GiB",
+	})
 	if err != nil {
 		return err
 	}
