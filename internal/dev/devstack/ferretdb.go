@@ -42,7 +42,7 @@ func (f *FerretDB) Start(ctx context.Context) error {
 		"--debug-addr="+cmp.Or(os.Getenv("TEMCO_FERRETDB_DEBUG_ADDR"), "-"),
 		"--telemetry=disable", "--log-level=WARN"), []string{
 		// FerretDB builds and drops a tree of values for every document it passes: at
-		// Go's default (100) its collector took a sixth of its CPU. At 400 it takes 13 %
+		// Go's default (100) its collector took 14 % of its CPU. At 400 FerretDB takes 13 %
 		// less CPU per API request (BENCHMARKS.md, 2026-12-07 evening); the limit keeps
 		// a large answer's garbage from growing the heap past 2 GiB.
 		"GOGC=400", "GOMEMLIMIT=2GiB",
