@@ -1,10 +1,8 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -94,15 +92,7 @@ func changedKeys(a, b map[string]string) []string {
 func (d *deployment) update(op string, body any) lifecycle.OpAccepted {
 	d.t.Helper()
 	var acc lifecycle.OpAccepted
-	// The status says Instantiated a moment before the DIG's workflow has closed the
-	// operation that made it: a 409 saying the last one still runs is asked again, as a
-	// client would (a loaded run's next update came within that moment).
-	r := d.c.do("POST", d.dig()+"/"+op, body)
-	for deadline := time.Now().Add(30 * time.Second); r.code == http.StatusConflict && bytes.Contains(r.body, []byte(" is running")) && time.Now().Before(deadline); {
-		time.Sleep(200 * time.Millisecond)
-		r = d.c.do("POST", d.dig()+"/"+op, body)
-	}
-	r.must(d.t, 202).json(d.t, &acc)
+	d.post(op, body).must(d.t, 202).json(d.t, &acc)
 	d.await(op+" to revision "+fmt.Sprint(acc.Revision), 2*time.Minute, "", func(s status) bool {
 		return s.Instance == acc.ContextID && s.Status == lifecycle.StatusInstantiated
 	})
