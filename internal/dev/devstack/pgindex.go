@@ -15,12 +15,13 @@ import (
 // down as (_jsonb -> 'field') @> 'value', which a btree cannot serve: every lookup,
 // even by _id, is a sequential scan (12–15 ms at 10,000 documents, growing with the
 // collection). For every such btree this adds a GIN jsonb_path_ops index on each of its
-// expressions, which serves @> (1.3–2 ms, flat). Each one, not only the leading one: a
-// label's lookup by scope, kind and name needs all three, as its scope (the provider)
-// holds every cluster, and would otherwise read them all. Without fastupdate: with it, new
-// entries wait in a pending list (up to 4 MB) that every lookup reads through, and temco's
-// writes fill it between two vacuums (a lookup 0.05 ms with the list empty, 1.2–1.5 ms
-// with 33,000 entries in it, measured).
+// expressions, which serves @> (1.3–2 ms, flat). Each one, not only the leading one:
+// placement's lookup of a label filters by scope, kind and name, and the scope (the
+// provider) holds every cluster and label, so the scope's twin alone would read them all
+// to find the few with that label. Without fastupdate: with it, new entries wait in a
+// pending list (up to 4 MB) that every lookup reads through, and temco's writes fill it
+// between two vacuums (a lookup 0.05 ms with the list empty, 1.2–1.5 ms with 33,000
+// entries in it, measured).
 //
 // The btree itself then serves nothing: FerretDB sorts only by record id and updates and
 // deletes by _id, whose unique btree stays. A non-unique one is made hollow (the same
