@@ -27,7 +27,7 @@ import (
 
 // A restarted worker tells Temporal at once that its predecessor's activity attempts are
 // dead. Temporal would find out by itself, but only when each attempt's heartbeat timeout
-// (5 s for a group, 30 s for a preparation) and then each workflow's sticky
+// (15 s for a group, 30 s for a preparation) and then each workflow's sticky
 // schedule-to-start timeout (5 s) ran out. A worker that crashes is most often restarted
 // in place (a container's restart, a process supervisor), and then those waits are most
 // of the recovery.

@@ -22,13 +22,15 @@ import (
 	"github.com/temco/temco/internal/core/store"
 )
 
-// groupBeat is how often a group heartbeats, carrying the clusters it has finished: well
-// within the HeartbeatTimeout, and Temporal's client sends at most one per 80% of it.
-const groupBeat = 2 * time.Second
+// groupBeat is how often a group heartbeats, carrying the clusters it has finished (a
+// retried attempt skips them). Each heartbeat is a write of the activity's state in
+// Temporal, and every group heartbeats, working or waiting for cluster slots: at 3 s they
+// were 63 % of the requests 100 rollouts at once sent Temporal (BENCHMARKS.md). The
+// group's HeartbeatTimeout (workflows/deploy, 15 s) leaves 7 s for one to arrive.
+const groupBeat = 8 * time.Second
 
-// groupReport is the least time between two reports of a group's finished clusters made
-// as they finish (RunGroup).
-const groupReport = 500 * time.Millisecond
+// groupWatch is how often a group looks for its stalled clusters.
+const groupWatch = 2 * time.Second
 
 // groupStall is how long a cluster in a group may go without progress (its heartbeats)
 // before it is cancelled and leaves the group: on its own, its activity's HeartbeatTimeout
@@ -94,25 +96,11 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 		_ = activity.GetHeartbeatDetails(ctx, &out.Done) // unreadable: everything is redone
 	}
 	finished := slices.Clone(out.Done)
-	var mu sync.Mutex // guards out and reported
-	var reported time.Time
+	var mu sync.Mutex // guards out
 	report := func() {
 		mu.Lock()
 		defer mu.Unlock()
 		activity.RecordHeartbeat(ctx, out.Done)
-		reported = time.Now()
-	}
-	// A cluster's end is reported at once unless one was less than groupReport ago: every
-	// report encodes every finished cluster's result (250 reports of up to 250 results a
-	// group were a tenth of a terminate's worker CPU), and the worker sends one at most
-	// every 3 s anyway, the last reported; the ticker reports what is left.
-	finish := func() {
-		mu.Lock()
-		recent := time.Since(reported) < groupReport
-		mu.Unlock()
-		if !recent {
-			report()
-		}
 	}
 	var running sync.Map // cluster -> *stallWatch
 	defer beatAndWatch(report, &running)()
@@ -150,7 +138,6 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 				out.Done = append(out.Done, lifecycle.GroupDone{Cluster: c, Result: r})
 			}
 			mu.Unlock()
-			finish()
 			return nil
 		})
 	}
@@ -166,15 +153,17 @@ func beatAndWatch(report func(), running *sync.Map) (stop func()) {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		t := time.NewTicker(groupBeat)
-		defer t.Stop()
+		beat, watch := time.NewTicker(groupBeat), time.NewTicker(groupWatch)
+		defer beat.Stop()
+		defer watch.Stop()
 		stall := groupStall
 		for {
 			select {
 			case <-done:
 				return
-			case now := <-t.C:
+			case <-beat.C:
 				report()
+			case now := <-watch.C:
 				running.Range(func(_, w any) bool {
 					w.(*stallWatch).check(now, stall)
 					return true

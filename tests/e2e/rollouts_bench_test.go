@@ -107,7 +107,9 @@ func BenchmarkRolloutFleet(b *testing.B) {
 
 	var mu sync.Mutex
 	var took []time.Duration
-	start, cpu0 := time.Now(), cpuByProcess()
+	start, cpu0, cmds0, reqs0 := time.Now(), cpuByProcess(), storeCommands(b), temporalRequests(b)
+	acts0, tasks0 := counters(b, "temporal_activity_execution_latency_count", "activity_type"),
+		counters(b, "temporal_workflow_task_execution_latency_count", "workflow_type")
 	parallel(b, digs, digs, func(j int) error {
 		d, err := await(paths[j], lifecycle.OpInstantiate)
 		mu.Lock()
@@ -119,6 +121,12 @@ func BenchmarkRolloutFleet(b *testing.B) {
 	cpu := map[string]time.Duration{}
 	cpuDelta(cpu, cpu0, cpuByProcess())
 	fmt.Printf("rollouts: N=%dx%d CPU ms by process over the rollouts: %s\n", digs, n, cpuReport(cpu, 1))
+	fmt.Printf("rollouts: N=%dx%d store commands per DIG and cluster: %s\n", digs, n, perCluster(cmds0, storeCommands(b), digs*n))
+	fmt.Printf("rollouts: N=%dx%d Temporal requests per DIG: %s\n", digs, n, perCluster(reqs0, temporalRequests(b), digs))
+	fmt.Printf("rollouts: N=%dx%d activities per DIG: %s\n", digs, n,
+		perCluster(acts0, counters(b, "temporal_activity_execution_latency_count", "activity_type"), digs))
+	fmt.Printf("rollouts: N=%dx%d workflow tasks per DIG: %s\n", digs, n,
+		perCluster(tasks0, counters(b, "temporal_workflow_task_execution_latency_count", "workflow_type"), digs))
 	// Issue 66's line: seconds from each request to its rollout's end.
 	fmt.Printf("rollouts: N=%dx%d p50 %.1f p90 %.1f p99 %.1f\n", digs, n,
 		percentile(took, 50).Seconds(), percentile(took, 90).Seconds(), percentile(took, 99).Seconds())

@@ -549,6 +549,18 @@ func (o *orchestration) line() string {
 // storeCommands reads how many store commands every api and worker have sent so far, by
 // command and collection (temco_store_commands_total).
 func storeCommands(b *testing.B) map[string]float64 {
+	return counters(b, "temco_store_commands_total", "command", "collection")
+}
+
+// temporalRequests reads how many requests every api and worker have sent the Temporal
+// server so far, by operation (the SDK's temporal_request): its round trips.
+func temporalRequests(b *testing.B) map[string]float64 {
+	return counters(b, "temporal_request", "operation")
+}
+
+// counters sums a counter over every api and worker, by the values of labels (joined by
+// spaces).
+func counters(b *testing.B, metric string, labels ...string) map[string]float64 {
 	out := map[string]float64{}
 	urls := []string{strings.TrimSuffix(apiURL, "/v2") + "/metrics"}
 	for _, p := range stack.APIPorts {
@@ -565,23 +577,22 @@ func storeCommands(b *testing.B) map[string]float64 {
 		sc := bufio.NewScanner(resp.Body)
 		sc.Buffer(nil, 1<<20)
 		for sc.Scan() {
-			line, ok := strings.CutPrefix(sc.Text(), "temco_store_commands_total{")
+			line, ok := strings.CutPrefix(sc.Text(), metric+"{")
 			if !ok {
 				continue
 			}
-			labels, value, _ := strings.Cut(line, "} ")
+			set, value, _ := strings.Cut(line, "} ")
 			v, _ := strconv.ParseFloat(value, 64)
-			var command, coll string
-			for _, l := range strings.Split(labels, ",") {
+			got := map[string]string{}
+			for _, l := range strings.Split(set, ",") {
 				k, v, _ := strings.Cut(l, "=")
-				switch k {
-				case "command":
-					command = strings.Trim(v, `"`)
-				case "collection":
-					coll = strings.Trim(v, `"`)
-				}
+				got[k] = strings.Trim(v, `"`)
 			}
-			out[command+" "+coll] += v
+			key := make([]string, len(labels))
+			for i, l := range labels {
+				key[i] = got[l]
+			}
+			out[strings.Join(key, " ")] += v
 		}
 		resp.Body.Close()
 	}
