@@ -81,12 +81,13 @@ func BenchmarkScale(b *testing.B) {
 		since := time.Now().UTC().Add(-time.Second)
 
 		socks := peakSockets(worker)
-		cmds0 := storeCommands(b) // first: scraping the metrics is the benchmark's own work
+		cmds0, reqs0 := storeCommands(b), temporalRequests(b) // first: scraping the metrics is the benchmark's own work
 		start, cpu0 := time.Now(), cpuByProcess()
 		inst := operate(b, d, tc, lifecycle.OpInstantiate)
 		instantiate, cpu1 := time.Since(start), cpuByProcess()
 		orch.add("instantiate", cpu0, cpu1)
 		fmt.Printf("scale: N=%d instantiate store commands per cluster: %s\n", n, perCluster(cmds0, storeCommands(b), n))
+		fmt.Printf("scale: N=%d instantiate Temporal requests: %s\n", n, perCluster(reqs0, temporalRequests(b), 1))
 		var s status
 		var summary time.Duration
 		for range 3 {
@@ -109,12 +110,13 @@ func BenchmarkScale(b *testing.B) {
 			}
 		}
 
-		cmds0 = storeCommands(b)
+		cmds0, reqs0 = storeCommands(b), temporalRequests(b)
 		start, cpu0 = time.Now(), cpuByProcess()
 		operate(b, d, tc, lifecycle.OpTerminate)
 		terminate, cpu1 := time.Since(start), cpuByProcess()
 		orch.add("terminate", cpu0, cpu1)
 		fmt.Printf("scale: N=%d terminate store commands per cluster: %s\n", n, perCluster(cmds0, storeCommands(b), n))
+		fmt.Printf("scale: N=%d terminate Temporal requests: %s\n", n, perCluster(reqs0, temporalRequests(b), 1))
 		peakSocks := socks()
 		wf, events := largestHistory(b, tc, since)
 		rss = append(rss, rssKiB(worker, "VmRSS"))
