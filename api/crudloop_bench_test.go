@@ -4,13 +4,14 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // BenchmarkCRUDLoop is the scale benchmark's API loop without the clusters: 50 callers
@@ -82,7 +83,9 @@ func crudLoop(b *testing.B, c *client, phase string, dur time.Duration) {
 	}
 	wg.Wait()
 	n := float64(len(took))
-	perReq := func(ticks int64) float64 { return float64(ticks) * 10 / n } // ms: 100 ticks a second
+	perReq := func(ticks int64) float64 {
+		return float64(time.Duration(ticks)*testenv.ClockTick) / float64(time.Millisecond) / n
+	}
 	slices.Sort(took)
 	fmt.Printf("crud-loop %s: %d requests in %s (%.0f/s), p50 %s p99 %s; CPU ms per request: FerretDB %.2f PostgreSQL %.2f api and callers %.2f\n",
 		phase, len(took), dur, n/dur.Seconds(), took[len(took)/2].Round(100*time.Microsecond), took[len(took)*99/100].Round(100*time.Microsecond),
@@ -99,20 +102,13 @@ func psql(b *testing.B, port int, sql string) {
 	fmt.Printf("crud-loop: ran %q: %s\n", sql, strings.TrimSpace(string(out)))
 }
 
-// procTicks is a process's user and system CPU in clock ticks (1/100 s).
+// procTicks is a process's user and system CPU in clock ticks (testenv.ClockTick).
 func procTicks(pid int) int64 {
-	data, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:]) // after "pid (comm) "
-	u, _ := strconv.ParseInt(fields[11], 10, 64)
-	k, _ := strconv.ParseInt(fields[12], 10, 64)
-	return u + k
+	_, t, _ := testenv.ProcCPU(pid)
+	return t
 }
 
-// postgresTicks is procTicks summed over every PostgreSQL process: its backends come and go.
+// postgresTicks is the CPU ticks of every PostgreSQL process summed: its backends come and go.
 func postgresTicks() (sum int64) {
 	entries, _ := os.ReadDir("/proc")
 	for _, e := range entries {
@@ -120,8 +116,8 @@ func postgresTicks() (sum int64) {
 		if err != nil {
 			continue
 		}
-		if comm, _ := os.ReadFile(filepath.Join("/proc", e.Name(), "comm")); strings.TrimSpace(string(comm)) == "postgres" {
-			sum += procTicks(pid)
+		if name, t, ok := testenv.ProcCPU(pid); ok && name == "postgres" {
+			sum += t
 		}
 	}
 	return sum

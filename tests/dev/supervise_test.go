@@ -2,7 +2,6 @@ package dev
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -16,26 +15,16 @@ import (
 	"time"
 
 	"github.com/temco/temco/internal/dev/devstack"
+	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
 )
 
 // childOf finds the process parent started with exactly args as its command line.
 func childOf(parent int, args ...string) (int, bool) {
 	want := strings.Join(args, "\x00") + "\x00"
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		stat, err1 := os.ReadFile("/proc/" + e.Name() + "/stat")
-		cmd, err2 := os.ReadFile("/proc/" + e.Name() + "/cmdline")
-		if err1 != nil || err2 != nil || string(cmd) != want {
-			continue
-		}
-		// After the command name in parentheses: the state, then the parent's pid.
-		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
-		if len(fields) > 1 && fields[1] == strconv.Itoa(parent) {
+	kids, _ := testenv.Children(parent)
+	for _, pid := range kids {
+		if cmd, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline"); err == nil && string(cmd) == want {
 			return pid, true
 		}
 	}

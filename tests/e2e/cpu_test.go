@@ -9,10 +9,9 @@ import (
 	"strconv"
 	"strings"
 	"time"
-)
 
-// clockTick is the unit of /proc/<pid>/stat's CPU times (USER_HZ, 100 on Linux).
-const clockTick = 10 * time.Millisecond
+	"github.com/temco/temco/internal/dev/testenv"
+)
 
 // procCPU is one process's name and the CPU time it has used so far.
 type procCPU struct {
@@ -27,22 +26,14 @@ func cpuByProcess() map[string]procCPU {
 	dirs, _ := filepath.Glob("/proc/[0-9]*")
 	out := map[string]procCPU{}
 	for _, d := range dirs {
-		stat, err := os.ReadFile(d + "/stat")
+		pid, err := strconv.Atoi(filepath.Base(d))
 		if err != nil {
 			continue
 		}
-		s := string(stat)
-		lp, rp := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
-		if lp < 0 || rp < lp {
+		name, ticks, ok := testenv.ProcCPU(pid)
+		if !ok {
 			continue
 		}
-		name := s[lp+1 : rp]
-		f := strings.Fields(s[rp+1:])
-		if len(f) < 13 {
-			continue
-		}
-		utime, _ := strconv.ParseInt(f[11], 10, 64)
-		stime, _ := strconv.ParseInt(f[12], 10, 64)
 		if strings.HasPrefix(name, "kworker/") {
 			name = "kworker"
 		}
@@ -53,7 +44,7 @@ func cpuByProcess() map[string]procCPU {
 				}
 			}
 		}
-		out[filepath.Base(d)] = procCPU{name, time.Duration(utime+stime) * clockTick}
+		out[filepath.Base(d)] = procCPU{name, time.Duration(ticks) * testenv.ClockTick}
 	}
 	return out
 }

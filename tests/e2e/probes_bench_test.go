@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -17,6 +15,7 @@ import (
 
 	"github.com/temco/temco/features/health/flow"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/dev/testenv"
 )
 
 // BenchmarkClusterProbes (`make bench-probes CLUSTERS=N`): the ClusterHealth workflow's
@@ -136,26 +135,9 @@ func (g cpuGroups) cpu() []float64 {
 // descendants is pid and every process below it.
 func descendants(pid int) []int {
 	out := []int{pid}
-	entries, _ := os.ReadDir("/proc")
-	parent := map[int]int{}
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		data, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-		parent[p], _ = strconv.Atoi(fields[1])
-	}
 	for i := 0; i < len(out); i++ {
-		for p, pp := range parent {
-			if pp == out[i] {
-				out = append(out, p)
-			}
-		}
+		kids, _ := testenv.Children(out[i])
+		out = append(out, kids...)
 	}
 	return out
 }

@@ -429,16 +429,10 @@ func mustCode(b *testing.B, r response, code int) {
 	}
 }
 
-// cpuSeconds is the user+system CPU time of process pid (clock ticks of 1/100 s).
+// cpuSeconds is the user+system CPU time of process pid.
 func cpuSeconds(pid int) float64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	fields := strings.Fields(string(data[strings.LastIndexByte(string(data), ')')+2:]))
-	utime, _ := strconv.ParseFloat(fields[11], 64)
-	stime, _ := strconv.ParseFloat(fields[12], 64)
-	return (utime + stime) / 100
+	_, t, _ := testenv.ProcCPU(pid)
+	return (time.Duration(t) * testenv.ClockTick).Seconds()
 }
 
 // rssKiB reads a memory field of /proc/<pid>/status (VmRSS now, VmHWM the peak).

@@ -207,7 +207,7 @@ func WorkingChildren(pid int, over time.Duration) ([]int, error) {
 	if err != nil || len(kids) == 0 {
 		return nil, err
 	}
-	before := map[int]int{}
+	before := map[int]int64{}
 	for _, k := range kids {
 		before[k] = cpuTicks(k)
 	}
@@ -221,20 +221,37 @@ func WorkingChildren(pid int, over time.Duration) ([]int, error) {
 	return out, nil
 }
 
-// cpuTicks is a process's user and system time in clock ticks (-1: it has ended).
-func cpuTicks(pid int) int {
+// ClockTick is the unit of ProcCPU's ticks (USER_HZ, 100 on Linux).
+const ClockTick = 10 * time.Millisecond
+
+// ProcCPU reads /proc/<pid>/stat: the process's name (its comm) and its user and system
+// time in clock ticks; ok is false once it has ended. The benchmarks' CPU figures and
+// WorkingChildren read it.
+func ProcCPU(pid int) (name string, ticks int64, ok bool) {
 	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return -1
+		return "", 0, false
 	}
 	s := string(stat)
-	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:]) // state is f[0]; utime, stime are fields 14, 15
-	if len(f) < 13 {
-		return -1
+	lp, rp := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')') // a comm may hold ')' itself
+	if lp < 0 || rp < lp {
+		return "", 0, false
 	}
-	u, _ := strconv.Atoi(f[11])
-	st, _ := strconv.Atoi(f[12])
-	return u + st
+	f := strings.Fields(s[rp+1:]) // state is f[0]; utime, stime are fields 14, 15 of the line
+	if len(f) < 13 {
+		return "", 0, false
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return s[lp+1 : rp], u + st, true
+}
+
+// cpuTicks is ProcCPU's ticks, -1 once the process has ended.
+func cpuTicks(pid int) int64 {
+	if _, t, ok := ProcCPU(pid); ok {
+		return t
+	}
+	return -1
 }
 
 // Children lists the processes whose parent is pid (Linux: /proc).
