@@ -72,8 +72,8 @@ func workflowsOf(on []features.Feature) map[string]any {
 // Options tune the worker: cluster activities mostly wait on the network, so many run at
 // once. Heartbeats go out every 3 s at most, and each call is given 3 s (Temporal's client
 // waits 80 % of the HeartbeatTimeout otherwise): a cluster activity's 10 s timeout then
-// leaves room for a round trip on a loaded server (groups heartbeat every 8 s against
-// 15 s, workflows/deploy). A workflow task queued for this
+// leaves room for a round trip on a loaded server (a group whose clusters all wait for
+// slots heartbeats every 8 s against 15 s, workflows/deploy). A workflow task queued for this
 // worker alone (its sticky queue: it holds the workflow in memory) goes to any worker
 // after 1 s rather than Temporal's 5: a live worker takes one in milliseconds, while one
 // queued for a worker that died, or queued when the Temporal server died, held its

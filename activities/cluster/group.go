@@ -22,15 +22,18 @@ import (
 	"github.com/temco/temco/internal/core/store"
 )
 
-// groupBeat is how often a group heartbeats, carrying the clusters it has finished (a
-// retried attempt skips them). Each heartbeat is a write of the activity's state in
-// Temporal, and every group heartbeats, working or waiting for cluster slots: at 3 s they
-// were 63 % of the requests 100 rollouts at once sent Temporal (BENCHMARKS.md). The
-// group's HeartbeatTimeout (workflows/deploy, 15 s) leaves 7 s for one to arrive.
-const groupBeat = 8 * time.Second
+// groupBeat is how often a group heartbeats while some of its clusters work, carrying the
+// clusters it has finished (a retried attempt skips them); the worker sends one every 3 s
+// at most. A heartbeat's answer is how Temporal tells an activity it was cancelled, and a
+// stopped operation waits for its groups to hear it (WaitForCancellation).
+var groupBeat = 2 * time.Second // tests shorten it
 
-// groupWatch is how often a group looks for its stalled clusters.
-const groupWatch = 2 * time.Second
+// groupIdleBeat is how often a group heartbeats while all its clusters left wait for the
+// worker's cluster slots: each heartbeat is a write of the activity's state in Temporal,
+// and with 100 rollouts at once up to 400 groups are in flight, nearly all waiting; at 3 s
+// their heartbeats were 63 % of the requests temco sent Temporal (BENCHMARKS.md). The
+// group's HeartbeatTimeout (workflows/deploy, 15 s) leaves 7 s for one to arrive.
+var groupIdleBeat = 8 * time.Second // tests shorten it
 
 // groupStall is how long a cluster in a group may go without progress (its heartbeats)
 // before it is cancelled and leaves the group: on its own, its activity's HeartbeatTimeout
@@ -147,27 +150,31 @@ func RunGroup(ctx context.Context, in lifecycle.GroupInput,
 	return out, nil
 }
 
-// beatAndWatch heartbeats a group every groupBeat (report) and cancels its running
-// clusters that stalled, until the function it returns is called.
+// beatAndWatch heartbeats a group (report) every groupBeat while some of its clusters run,
+// every groupIdleBeat while none does, and cancels its running clusters that stalled,
+// until the function it returns is called.
 func beatAndWatch(report func(), running *sync.Map) (stop func()) {
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
-		beat, watch := time.NewTicker(groupBeat), time.NewTicker(groupWatch)
-		defer beat.Stop()
-		defer watch.Stop()
-		stall := groupStall
+		t := time.NewTicker(groupBeat)
+		defer t.Stop()
+		stall, last := groupStall, time.Now()
 		for {
 			select {
 			case <-done:
 				return
-			case <-beat.C:
-				report()
-			case now := <-watch.C:
+			case now := <-t.C:
+				busy := false
 				running.Range(func(_, w any) bool {
+					busy = true
 					w.(*stallWatch).check(now, stall)
 					return true
 				})
+				if busy || now.Sub(last) >= groupIdleBeat {
+					report()
+					last = now
+				}
 			}
 		}
 	}()

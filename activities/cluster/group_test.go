@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -136,4 +137,29 @@ func TestALeftClusterContinuesTheGroupsAttempts(t *testing.T) {
 
 func activityOptions(name string) activity.RegisterOptions {
 	return activity.RegisterOptions{Name: name}
+}
+
+// A group heartbeats at its working pace while a cluster runs, and rarely while all its
+// clusters wait for slots: each heartbeat is a write in Temporal, and its answer is how a
+// stop reaches the group.
+func TestAGroupHeartbeatsRarelyWhileItsClustersWait(t *testing.T) {
+	defer func(b, idle time.Duration) { groupBeat, groupIdleBeat = b, idle }(groupBeat, groupIdleBeat)
+	groupBeat, groupIdleBeat = 10*time.Millisecond, time.Hour
+	count := func(running *sync.Map) int64 {
+		var n atomic.Int64
+		stop := beatAndWatch(func() { n.Add(1) }, running)
+		time.Sleep(300 * time.Millisecond) // the window counted, not a wait for a state
+		stop()
+		return n.Load()
+	}
+	if n := count(&sync.Map{}); n != 0 {
+		t.Errorf("%d heartbeats in 300 ms with every cluster waiting, want none before the idle beat", n)
+	}
+	busy := &sync.Map{}
+	w := &stallWatch{last: new(atomic.Int64), cancel: func(error) {}}
+	w.last.Store(time.Now().Add(time.Hour).UnixNano()) // never stalled
+	busy.Store("p+c1", w)
+	if n := count(busy); n < 5 {
+		t.Errorf("%d heartbeats in 300 ms with a cluster working every 10 ms, want many", n)
+	}
 }

@@ -51,11 +51,12 @@ func grouped(ctx workflow.Context) workflow.Context {
 	return workflow.WithActivityOptions(ctx, o)
 }
 
-// groupHeartbeat is a group's HeartbeatTimeout: the group records one every 8 s
+// groupHeartbeat is a group's HeartbeatTimeout: the group records one every 3 s while its
+// clusters work and every 8 s while they all wait for the worker's cluster slots
 // (activities/cluster/group.go), and the worker gives the call 3 s at most
 // (workers.Options), leaving 4 s to spare. A worker that dies holds its groups' clusters
-// that long: heartbeats every 3 s against a 5 s timeout were most of what Temporal was
-// asked by many operations at once (BENCHMARKS.md).
+// that long: waiting groups' heartbeats every 3 s against a 5 s timeout were most of what
+// Temporal was asked by many operations at once (BENCHMARKS.md).
 const groupHeartbeat = 15 * time.Second
 
 // groupTime multiplies a kind's StartToCloseTimeout for its group activity.
