@@ -2,8 +2,11 @@ package devstack
 
 import (
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -37,5 +40,46 @@ func TestFreePortsAreBelowTheEphemeralRangeAndDistinct(t *testing.T) {
 			t.Fatalf("port %d (seen before: %v)", p, seen[p])
 		}
 		seen[p] = true
+	}
+}
+
+// A name another process holds (here: another open file, locked as a process would) is
+// not reserved; once it lets go, it is.
+func TestAPortReservedElsewhereIsNotHandedOut(t *testing.T) {
+	name := "test-" + strconv.Itoa(os.Getpid())
+	path := filepath.Join(os.TempDir(), "temco-ports", name)
+	if err := os.MkdirAll(filepath.Dir(path), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(path)
+	other, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(other.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	if reserve(name) {
+		t.Fatal("reserved a name another process holds")
+	}
+	other.Close()
+	if !reserve(name) {
+		t.Fatal("a name let go is not reserved")
+	}
+	if reserve(name) {
+		t.Fatal("a name reserved twice by one process")
+	}
+}
+
+// A process that exits says why in its error: its log's last line.
+func TestAnExitNamesTheLogsLastLine(t *testing.T) {
+	log := filepath.Join(t.TempDir(), "x.log")
+	p, err := StartProc("x", log, "sh", []string{"-c", "echo starting; echo 'temco: metrics listener: address already in use' >&2; exit 1"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-p.Done()
+	if err := p.Exited(); err == nil || !strings.Contains(err.Error(), `exited (exit status 1): "temco: metrics listener: address already in use"; see `) {
+		t.Fatalf("error %v", err)
 	}
 }

@@ -8,12 +8,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -63,12 +65,32 @@ func (p *Proc) Exited() error {
 	select {
 	case <-p.done:
 		if p.err == nil {
-			return fmt.Errorf("%s exited; see %s", p.Name, p.Log)
+			return fmt.Errorf("%s exited%s; see %s", p.Name, lastLine(p.Log), p.Log)
 		}
-		return fmt.Errorf("%s exited (%v); see %s", p.Name, p.err, p.Log)
+		return fmt.Errorf("%s exited (%v)%s; see %s", p.Name, p.err, lastLine(p.Log), p.Log)
 	default:
 		return nil
 	}
+}
+
+// lastLine is ": " and the last line of the log at path, where a process that failed says
+// why: a log in a test's temporary directory is gone by the time anyone reads the output.
+func lastLine(path string) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return ""
+	}
+	defer f.Close()
+	buf := make([]byte, 2048)
+	if end, err := f.Seek(0, io.SeekEnd); err == nil {
+		_, _ = f.Seek(max(0, end-int64(len(buf))), io.SeekStart)
+	}
+	n, _ := io.ReadFull(f, buf)
+	lines := strings.Split(strings.TrimSpace(string(buf[:n])), "\n")
+	if last := strings.TrimSpace(lines[len(lines)-1]); last != "" {
+		return fmt.Sprintf(": %.300q", last)
+	}
+	return ""
 }
 
 // Stop sends SIGTERM to the process group, waits up to grace, then SIGKILLs it.
@@ -140,11 +162,13 @@ func CheckPortsFree(ports map[string]int) error {
 // FreePort finds a free TCP port on 127.0.0.1 in 12000-19999: below the clusters' ranges
 // and Linux's ephemeral range (32768+), where any outgoing connection may take a port the
 // kernel handed out as free before its server binds it (which a loaded `make test` saw: an
-// api that could not listen, three times). A port is handed out once per process.
+// api that could not listen, three times). A port is handed out once per machine while
+// the process that took it lives (reserve): make test's packages start stacks at once, and
+// a port picked but not yet bound by one must not be picked by another.
 func FreePort() (int, error) {
 	for range 100 {
 		p := 12000 + rand.IntN(8000)
-		if _, taken := handedOut.LoadOrStore(p, true); taken {
+		if !reserve(strconv.Itoa(p)) {
 			continue
 		}
 		if CheckPortsFree(map[string]int{"port": p}) == nil {
@@ -154,8 +178,31 @@ func FreePort() (int, error) {
 	return 0, errors.New("no free port in 12000-19999")
 }
 
-// handedOut are the ports FreePort has returned in this process.
-var handedOut sync.Map
+// reserved holds open the lock files of what reserve took, for the process's life.
+var reserved sync.Map
+
+// reserve takes name (a port, or a block of cluster ports) for this process among every
+// process on the machine, by a lock on a file under the temporary directory: the kernel
+// drops it when the process ends, however it ends, so nothing stale is left to clean.
+func reserve(name string) bool {
+	if _, mine := reserved.Load(name); mine {
+		return false
+	}
+	dir := filepath.Join(os.TempDir(), "temco-ports")
+	if err := os.MkdirAll(dir, 0o777); err != nil {
+		return true // no lock to share: the port checks alone decide, as before
+	}
+	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_RDWR, 0o666)
+	if err != nil {
+		return true
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		f.Close()
+		return false
+	}
+	reserved.Store(name, f)
+	return true
+}
 
 // dialable reports whether something accepts TCP connections on addr.
 func dialable(ctx context.Context, addr string) error {
@@ -176,6 +223,9 @@ var errNotReady = errors.New("not ready")
 func FreeClusterBase(clusters int) (int, error) {
 	for range 50 {
 		base := 20000 + 10*rand.IntN(1200)
+		if !reserveBlocks(base, clusters) {
+			continue
+		}
 		ports := map[string]int{}
 		for i := range 10 * clusters {
 			ports[strconv.Itoa(i)] = base + i
@@ -185,4 +235,15 @@ func FreeClusterBase(clusters int) (int, error) {
 		}
 	}
 	return 0, fmt.Errorf("no free range of ports for %d clusters", clusters)
+}
+
+// reserveBlocks reserves the blocks of ten ports from base that clusters use. When one is
+// taken, those reserved before it stay this process's unused: that costs only a retry.
+func reserveBlocks(base, clusters int) bool {
+	for b := range clusters {
+		if !reserve("c" + strconv.Itoa(base+10*b)) {
+			return false
+		}
+	}
+	return true
 }
