@@ -6,6 +6,7 @@
 package cluster
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"slices"
@@ -39,6 +40,10 @@ var groupIdleBeat = 8 * time.Second // tests shorten it
 // before it is cancelled and leaves the group: on its own, its activity's HeartbeatTimeout
 // would have caught it; the group's heartbeats say only that the worker lives.
 var groupStall = time.Minute // tests shorten it
+
+// groupCount bounds a group's count of its batch: below its HeartbeatTimeout (15 s,
+// workflows/deploy), as CountBatch's own timeout was.
+const groupCount = 10 * time.Second
 
 // errStalled is why a stalled cluster left its group.
 var errStalled = fmt.Errorf("no progress for %s: left its group to be retried on its own", groupStall)
@@ -193,22 +198,62 @@ func (w *stallWatch) check(now time.Time, stall time.Duration) {
 	}
 }
 
+// Batches lists a context's batch as its work starts (dropping its stored counts) and
+// stores its counts once its clusters are done: appctx.Store.
+type Batches interface {
+	StartBatch(ctx context.Context, ctxID string, batch int) ([]string, error)
+	CountBatch(ctx context.Context, ctxID string, batch int) error
+}
+
+// GroupOf is RunGroup on a group's clusters, or on its batch when it lists the batch
+// itself (in.Batch): one activity then does what ListBatch, the group and CountBatch did
+// as three, each a schedule, a start, a completion and a workflow task in Temporal.
+func GroupOf(ctx context.Context, in lifecycle.GroupInput, batches Batches,
+	each func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)) (lifecycle.GroupResult, error) {
+	b := in.Batch
+	if b == nil {
+		return RunGroup(ctx, in, each)
+	}
+	clusters, err := batches.StartBatch(ctx, cmp.Or(b.ClustersOf, in.ContextID), b.Index)
+	if err != nil {
+		return lifecycle.GroupResult{}, err
+	}
+	if len(clusters) > b.Size {
+		return lifecycle.GroupResult{Listed: len(clusters), Handed: clusters}, nil
+	}
+	in.Clusters = clusters
+	out, err := RunGroup(ctx, in, each)
+	if err != nil {
+		return out, err
+	}
+	out.Listed = len(clusters)
+	if b.Count && len(out.Left) == 0 && !slices.ContainsFunc(out.Done, func(d lifecycle.GroupDone) bool { return d.Result.Awaiting != nil }) {
+		// A convenience, as CountBatch is: a batch left uncounted is counted live. After
+		// a heartbeat, the count has the group's whole HeartbeatTimeout; groupCount is less.
+		activity.RecordHeartbeat(ctx, out.Done)
+		cctx, cancel := context.WithTimeout(ctx, groupCount)
+		out.Counted = batches.CountBatch(cctx, in.ContextID, b.Index) == nil
+		cancel()
+	}
+	return out, nil
+}
+
 // ApplyGroup is ApplyCluster on each cluster of a group.
 func (a *Activities) ApplyGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
-	return RunGroup(ctx, in, a.ApplyCluster)
+	return GroupOf(ctx, in, a.Contexts, a.ApplyCluster)
 }
 
 // DeleteGroup is DeleteCluster on each cluster of a group.
 func (a *Activities) DeleteGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
-	return RunGroup(ctx, in, a.DeleteCluster)
+	return GroupOf(ctx, in, a.Contexts, a.DeleteCluster)
 }
 
 // PruneGroup is PruneCluster on each cluster of a group.
 func (a *Activities) PruneGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
-	return RunGroup(ctx, in, a.PruneCluster)
+	return GroupOf(ctx, in, a.Contexts, a.PruneCluster)
 }
 
 // ReadGroup is ReadCluster on each cluster of a group.
 func (a *Activities) ReadGroup(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
-	return RunGroup(ctx, in, a.ReadCluster)
+	return GroupOf(ctx, in, a.Contexts, a.ReadCluster)
 }

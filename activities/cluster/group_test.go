@@ -163,3 +163,69 @@ func TestAGroupHeartbeatsRarelyWhileItsClustersWait(t *testing.T) {
 		t.Errorf("%d heartbeats in 300 ms with a cluster working every 10 ms, want many", n)
 	}
 }
+
+// listedBatch is a batch of clusters for GroupOf, counted when asked.
+type listedBatch struct {
+	clusters []string
+	counted  atomic.Int32
+}
+
+func (b *listedBatch) StartBatch(context.Context, string, int) ([]string, error) { return b.clusters, nil }
+func (b *listedBatch) CountBatch(context.Context, string, int) error {
+	b.counted.Add(1)
+	return nil
+}
+
+// A group that lists its batch works on it when it fits and counts it when it finished
+// every cluster itself; a cluster left to its own activity or to its agent leaves the
+// count to the batch workflow; a batch larger than the group is handed back unworked.
+func TestAGroupListingItsBatchCountsItOnlyWhenItFinishedEveryCluster(t *testing.T) {
+	agent := &lifecycle.AgentWait{}
+	for _, tc := range []struct {
+		name    string
+		size    int
+		result  map[string]lifecycle.ClusterResult // by cluster (absent: Done 1)
+		fail    string
+		counted bool
+		handed  int
+	}{
+		{name: "all done", size: 3, counted: true},
+		{name: "one left", size: 3, fail: "p+c2"},
+		{name: "one awaits its agent", size: 3, result: map[string]lifecycle.ClusterResult{"p+c1": {Awaiting: agent}}},
+		{name: "too many", size: 2, handed: 3},
+	} {
+		b := &listedBatch{clusters: []string{"p+c1", "p+c2", "p+c3"}}
+		var worked atomic.Int32
+		var s testsuite.WorkflowTestSuite
+		env := s.NewTestActivityEnvironment()
+		env.RegisterActivityWithOptions(func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
+			return GroupOf(ctx, in, b, func(_ context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
+				worked.Add(1)
+				if in.Cluster == tc.fail {
+					return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+				}
+				if r, ok := tc.result[in.Cluster]; ok {
+					return r, nil
+				}
+				return lifecycle.ClusterResult{Done: 1}, nil
+			})
+		}, activityOptions("Group"))
+		v, err := env.ExecuteActivity("Group", lifecycle.GroupInput{ClusterInput: lifecycle.ClusterInput{ContextID: "42"},
+			Batch: &lifecycle.GroupBatch{Index: 0, Size: tc.size, Count: true}})
+		var out lifecycle.GroupResult
+		if err == nil {
+			err = v.Get(&out)
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		wantWorked := int32(3)
+		if tc.handed > 0 {
+			wantWorked = 0
+		}
+		if out.Listed != 3 || len(out.Handed) != tc.handed || worked.Load() != wantWorked ||
+			out.Counted != tc.counted || (b.counted.Load() == 1) != tc.counted {
+			t.Errorf("%s: result %+v, worked on %d, counted %d times", tc.name, out, worked.Load(), b.counted.Load())
+		}
+	}
+}

@@ -83,8 +83,12 @@ const (
 	// (ClusterResult.Awaiting) is done when AwaitAgent, completed by the agent's report,
 	// ends (docs/agent.md).
 	releaseAgents workflow.Version = 10
+	// releaseGroupLists (2026-12-07): a batch workflow's group activity lists the batch
+	// and counts it (GroupInput.Batch) instead of ListBatch before it and CountBatch after
+	// it, when the kind's group can (BatchKind.GroupLists).
+	releaseGroupLists workflow.Version = 11
 
-	releaseLatest = releaseAgents
+	releaseLatest = releaseGroupLists
 )
 
 // gates are a run's answers to version gates.
@@ -236,19 +240,22 @@ type BatchKind struct {
 	// KeepsCounts: the batches change no status, so their status counts, which List
 	// leaves alone, are not counted again (CountBatch) when a listed batch ends.
 	KeepsCounts bool
+	// GroupLists: List is ListBatch, and the Group activity can list a batch and count it
+	// itself (GroupInput.Batch).
+	GroupLists bool
 }
 
 // The operations' batch kinds: a batch is listed with ListBatch, which drops its status
 // counts, and a listed batch counts them again at its end.
 var (
 	applyBatch = BatchKind{Workflow: lifecycle.ChildApplyBatch, List: lifecycle.ListBatch,
-		PerCluster: lifecycle.ApplyCluster, Group: lifecycle.ApplyGroup, Options: onCluster}
+		PerCluster: lifecycle.ApplyCluster, Group: lifecycle.ApplyGroup, Options: onCluster, GroupLists: true}
 	deleteBatch = BatchKind{Workflow: lifecycle.ChildDeleteBatch, List: lifecycle.ListBatch,
-		PerCluster: lifecycle.DeleteCluster, Group: lifecycle.DeleteGroup, Options: onCluster}
+		PerCluster: lifecycle.DeleteCluster, Group: lifecycle.DeleteGroup, Options: onCluster, GroupLists: true}
 	pruneBatch = BatchKind{Workflow: lifecycle.ChildPruneBatch, List: lifecycle.ListBatch,
-		PerCluster: lifecycle.PruneCluster, Group: lifecycle.PruneGroup, Options: onCluster}
+		PerCluster: lifecycle.PruneCluster, Group: lifecycle.PruneGroup, Options: onCluster, GroupLists: true}
 	readBatch = BatchKind{Workflow: lifecycle.ChildReadBatch, List: lifecycle.ListBatch,
-		PerCluster: lifecycle.ReadCluster, Group: lifecycle.ReadGroup, Options: reading}
+		PerCluster: lifecycle.ReadCluster, Group: lifecycle.ReadGroup, Options: reading, GroupLists: true}
 )
 
 // FanOut runs batches of kind over a context's batches (in, Batch set per batch) for a
@@ -370,32 +377,44 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 		return lifecycle.BatchResult{}, err
 	}
 	listed := clusters == nil
-	if listed {
+	size := in.GroupSize
+	recordSize := func() {
+		if size == 0 && kind.Group.Name() != "" && in.Activity == "" && g.release >= releaseGroups {
+			size = groupSize(ctx)
+		}
+	}
+	// Runs from before releaseGroupLists recorded the size after listing: replays keep
+	// their order of commands.
+	if g.release >= releaseGroupLists {
+		recordSize()
+	}
+	// A listed batch (a child workflow) stores its counts for status summaries; one that
+	// was stopped leaves them to be counted live, as does a failure to count.
+	// Nor is a batch listed from another context's this one's to count.
+	count := listed && !kind.KeepsCounts && in.ClustersOf == ""
+	selfListed := listed && size > 1 && kind.GroupLists && g.release >= releaseGroupLists
+	if listed && !selfListed {
 		if err := kind.List.Execute(listing(ctx), in).Get(ctx, &clusters); err != nil {
 			return lifecycle.BatchResult{}, err
 		}
 	}
+	recordSize()
 	t := &batchTally{res: lifecycle.BatchResult{Clusters: len(clusters)}, tolerant: in.Tolerant, settled: settled}
 	b := &batchRun{ctx: ctx, sel: workflow.NewSelector(ctx), opts: kind.Options, perCluster: perCluster, group: kind.Group,
-		tally: t, agents: g.release >= releaseAgents, offline: offlineOf(in), base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}}
-	size := in.GroupSize
-	if size == 0 && kind.Group.Name() != "" && in.Activity == "" && g.release >= releaseGroups {
-		size = groupSize(ctx)
-	}
-	if size > 1 {
-		for group := range slices.Chunk(clusters, size) {
-			b.inGroup(group)
-		}
-	} else {
+		tally: t, agents: g.release >= releaseAgents, offline: offlineOf(in), size: size,
+		base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}}
+	switch {
+	case selfListed:
+		b.listingGroup(in, lifecycle.GroupBatch{Index: in.Batch, ClustersOf: in.ClustersOf, Size: size, Count: count})
+	case size > 1:
+		b.inGroups(clusters)
+	default:
 		for _, c := range clusters {
 			b.alone(c, nil)
 		}
 	}
 	b.wait()
-	// A listed batch (a child workflow) stores its counts for status summaries; one that
-	// was stopped leaves them to be counted live, as does a failure to count.
-	// Nor is a batch listed from another context's this one's to count.
-	if listed && ctx.Err() == nil && !kind.KeepsCounts && in.ClustersOf == "" && g.has(ctx, changeCountBatch) {
+	if count && !t.counted && ctx.Err() == nil && g.has(ctx, changeCountBatch) {
 		_ = lifecycle.CountBatch.Execute(counting(ctx), in).Get(ctx, nil)
 	}
 	return t.res, t.firstErr
@@ -408,6 +427,7 @@ type batchTally struct {
 	firstErr error
 	tolerant bool
 	settled  func(workflow.Context, string) // nil: no one hears of each cluster
+	counted  bool                           // the group that listed the batch counted it
 }
 
 func (t *batchTally) add(ctx workflow.Context, c string, r lifecycle.ClusterResult, err error) {
@@ -440,6 +460,7 @@ type batchRun struct {
 	tally      *batchTally
 	agents     bool // releaseAgents: agent clusters are awaited
 	offline    rollout.Offline
+	size       int // clusters per group
 }
 
 // alone works on cluster c in an activity of its own; after, if set, is what its group
@@ -478,6 +499,13 @@ func (b *batchRun) settle(c string, r lifecycle.ClusterResult, err error) {
 	})
 }
 
+// inGroups works on clusters in group activities of b.size.
+func (b *batchRun) inGroups(clusters []string) {
+	for group := range slices.Chunk(clusters, b.size) {
+		b.inGroup(group)
+	}
+}
+
 // inGroup works on clusters in one group activity; those the group leaves go on alone.
 func (b *batchRun) inGroup(clusters []string) {
 	b.pending++
@@ -485,18 +513,71 @@ func (b *batchRun) inGroup(clusters []string) {
 	b.sel.AddFuture(f.Future, func(workflow.Future) {
 		var r lifecycle.GroupResult
 		if err := f.Get(b.ctx, &r); err != nil {
-			for _, c := range clusters {
-				b.tally.add(b.ctx, c, lifecycle.ClusterResult{}, err)
-			}
+			b.failed(clusters, err)
 			return
 		}
-		for _, d := range r.Done {
-			b.settle(d.Cluster, d.Result, nil)
-		}
-		for _, l := range r.Left {
-			b.alone(l.Cluster, &r.Prior)
-		}
+		b.ended(r)
 	})
+}
+
+// listingGroup works on the batch of in in one group activity that lists it (batch);
+// a batch too large for one group comes back unworked, to go on in groups.
+func (b *batchRun) listingGroup(in lifecycle.BatchInput, batch lifecycle.GroupBatch) {
+	b.pending++
+	f := b.group.Execute(grouped(b.opts(b.ctx)), lifecycle.GroupInput{ClusterInput: b.base, Batch: &batch})
+	b.sel.AddFuture(f.Future, func(workflow.Future) {
+		var r lifecycle.GroupResult
+		if err := f.Get(b.ctx, &r); err != nil {
+			b.listThenFail(in, err)
+			return
+		}
+		b.tally.res.Clusters, b.tally.counted = r.Listed, r.Counted
+		if r.Handed != nil {
+			b.inGroups(r.Handed)
+			return
+		}
+		b.ended(r)
+	})
+}
+
+// listThenFail tallies every cluster of a batch whose listing group failed as failed
+// with err, once it has listed them, as a group given its clusters would; a stopped
+// operation's batch is listed too, a few tries at most.
+func (b *batchRun) listThenFail(in lifecycle.BatchInput, err error) {
+	ctx := b.ctx
+	if ctx.Err() != nil {
+		ctx, _ = workflow.NewDisconnectedContext(ctx)
+	}
+	ctx = workflow.WithActivityOptions(ctx, workflow.ActivityOptions{
+		StartToCloseTimeout: batchRead, RetryPolicy: &temporal.RetryPolicy{MaximumAttempts: 3},
+	})
+	b.pending++
+	f := lifecycle.ListBatch.Execute(ctx, in)
+	b.sel.AddFuture(f.Future, func(workflow.Future) {
+		var clusters []string
+		if f.Get(ctx, &clusters) != nil && b.tally.firstErr == nil {
+			b.tally.firstErr = err // no cluster known to weigh: even a tolerant batch fails
+		}
+		b.tally.res.Clusters = len(clusters)
+		b.failed(clusters, err)
+	})
+}
+
+// failed tallies clusters as failed with err, their group having failed.
+func (b *batchRun) failed(clusters []string, err error) {
+	for _, c := range clusters {
+		b.tally.add(b.ctx, c, lifecycle.ClusterResult{}, err)
+	}
+}
+
+// ended settles the clusters a group finished; those it left go on alone.
+func (b *batchRun) ended(r lifecycle.GroupResult) {
+	for _, d := range r.Done {
+		b.settle(d.Cluster, d.Result, nil)
+	}
+	for _, l := range r.Left {
+		b.alone(l.Cluster, &r.Prior)
+	}
 }
 
 // wait selects until every activity scheduled, those scheduled meanwhile too, is done.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -157,5 +158,39 @@ func TestAStopEndsTheWaitForAnAgent(t *testing.T) {
 	}
 	if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiateStopped || !fin.Stopped {
 		t.Errorf("finished %+v", fin)
+	}
+}
+
+// From release 11 a batch's group activity lists and counts the batch; runs of earlier
+// releases list it with ListBatch first and count it with CountBatch at the end.
+func TestABatchIsListedByItsGroupFollowingTheRunsRelease(t *testing.T) {
+	for name, c := range map[string]struct {
+		release         workflow.Version
+		lists, counts   int
+		groups, batches int
+	}{
+		"release 10": {releaseAgents, 2, 2, 2, 2},
+		"release 11": {releaseGroupLists, 0, 0, 2, 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakes()
+			f.plan = lifecycle.Plan{Apps: 1, Clusters: 4, Batches: 2}
+			started := map[string]int{}
+			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
+				env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+					f.mu.Lock()
+					defer f.mu.Unlock()
+					started[info.ActivityType.Name]++
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if started[lifecycle.ListBatch.Name()] != c.lists || started[lifecycle.CountBatch.Name()] != c.counts ||
+				started[lifecycle.ApplyGroup.Name()] != c.groups || len(f.counted) != c.batches {
+				t.Errorf("activities started %v, batches counted %v", started, f.counted)
+			}
+		})
 	}
 }

@@ -65,6 +65,7 @@ type fakes struct {
 	// onApply and onPrune replace the apply and prune fakes whole (alone and in groups).
 	onApply, onPrune func(context.Context, lifecycle.ClusterInput) (lifecycle.ClusterResult, error)
 	clusters         func(batch int) []string
+	listErr          func(call int) error // the call-th listing's error (nil: none)
 }
 
 func newFakes() *fakes {
@@ -139,18 +140,11 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	})
 	lifecycle.Register(env, lifecycle.ContextControllers, func(context.Context, string) (lifecycle.Hooked, error) { return f.hooked, nil })
 	lifecycle.Register(env, lifecycle.ContextBatches, func(context.Context, string) (int, error) { return f.plan.Batches, nil })
-	lifecycle.Register(env, lifecycle.ListBatch, func(_ context.Context, in lifecycle.BatchInput) ([]string, error) {
-		f.mu.Lock()
-		f.batches = append(f.batches, in.Batch)
-		f.listed++
-		f.mu.Unlock()
-		return f.clusters(in.Batch), nil
+	lifecycle.Register(env, lifecycle.ListBatch, func(ctx context.Context, in lifecycle.BatchInput) ([]string, error) {
+		return fakeBatches{f}.StartBatch(ctx, in.ContextID, in.Batch)
 	})
-	lifecycle.RegisterNoResult(env, lifecycle.CountBatch, func(_ context.Context, in lifecycle.BatchInput) error {
-		f.mu.Lock()
-		f.counted = append(f.counted, in.Batch)
-		f.mu.Unlock()
-		return nil
+	lifecycle.RegisterNoResult(env, lifecycle.CountBatch, func(ctx context.Context, in lifecycle.BatchInput) error {
+		return fakeBatches{f}.CountBatch(ctx, in.ContextID, in.Batch)
 	})
 	apply := func(ctx context.Context, in lifecycle.ClusterInput) (lifecycle.ClusterResult, error) {
 		if f.onApply != nil {
@@ -203,7 +197,7 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 	} {
 		lifecycle.Register(env, a.one, a.fn)
 		lifecycle.Register(env, a.group, func(ctx context.Context, in lifecycle.GroupInput) (lifecycle.GroupResult, error) {
-			return cluster.RunGroup(ctx, in, a.fn)
+			return cluster.GroupOf(ctx, in, fakeBatches{f}, a.fn)
 		})
 	}
 	for _, a := range []lifecycle.Activity[lifecycle.ClusterInput, lifecycle.ClusterResult]{lifecycle.SetUpLogicalCloud, lifecycle.TearDownLogicalCloud} {
@@ -469,6 +463,30 @@ func TestInstantiateRetriesAnUnreachableClusterUntilItAnswers(t *testing.T) {
 	}
 }
 
+// fakeBatches lists and counts batches as ListBatch and CountBatch, and groups that list
+// their batch, do.
+type fakeBatches struct{ f *fakes }
+
+func (b fakeBatches) StartBatch(_ context.Context, _ string, batch int) ([]string, error) {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	b.f.batches = append(b.f.batches, batch)
+	b.f.listed++
+	if b.f.listErr != nil {
+		if err := b.f.listErr(b.f.listed); err != nil {
+			return nil, err
+		}
+	}
+	return b.f.clusters(batch), nil
+}
+
+func (b fakeBatches) CountBatch(_ context.Context, _ string, batch int) error {
+	b.f.mu.Lock()
+	defer b.f.mu.Unlock()
+	b.f.counted = append(b.f.counted, batch)
+	return nil
+}
+
 // A batch's clusters are applied by group activities of GroupSize; a cluster that fails
 // leaves its group and goes on in its own activity, continuing the group's attempts; with
 // a GroupSize of 1, every cluster has its own activity, as before groups.
@@ -477,7 +495,11 @@ func TestABatchIsAppliedInGroupsAndAFailedClusterGoesOnAlone(t *testing.T) {
 	for _, tc := range []struct {
 		size          int
 		groups, alone int
-	}{{size: 3, groups: 2, alone: 1}, {size: 1, groups: 0, alone: 6}} {
+	}{
+		{size: 5, groups: 1, alone: 1},
+		{size: 3, groups: 3, alone: 1}, // the first lists the 5, too many, and hands them back
+		{size: 1, groups: 0, alone: 6},
+	} {
 		GroupSize = tc.size
 		f := newFakes()
 		f.plan = lifecycle.Plan{Apps: 1, Clusters: 5, Batches: 1}
@@ -520,6 +542,78 @@ func TestABatchIsAppliedInGroupsAndAFailedClusterGoesOnAlone(t *testing.T) {
 			t.Errorf("size %d: finished %+v", tc.size, fin)
 		}
 	}
+}
+
+// A batch that fits one group is listed and counted by that group: no ListBatch or
+// CountBatch activity runs. One whose cluster left its group is counted by CountBatch once
+// that cluster is done.
+func TestAGroupListsAndCountsTheBatchItFits(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		f := newFakes()
+		f.plan = lifecycle.Plan{Apps: 1, Clusters: 4, Batches: 2}
+		f.clusters = func(b int) []string { return []string{fmt.Sprintf("cp+c%d", 2*b+1), fmt.Sprintf("cp+c%d", 2*b+2)} }
+		f.apply = func(cluster string, attempt int32) (lifecycle.ClusterResult, error) {
+			if fail && cluster == "cp+c1" && attempt < 2 {
+				return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+			}
+			return lifecycle.ClusterResult{Done: 3}, nil
+		}
+		started := map[string]int{}
+		var mu sync.Mutex
+		err := runWith(t, f, Instantiate, lifecycle.OpInput{Target: opInput.Target, ContextID: "42"}, func(env *testsuite.TestWorkflowEnvironment) {
+			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
+				mu.Lock()
+				defer mu.Unlock()
+				started[info.ActivityType.Name]++
+			})
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(f.counted)
+		wantCount := map[bool]int{false: 0, true: 1}[fail]
+		if started[lifecycle.ApplyGroup.Name()] != 2 || started[lifecycle.ListBatch.Name()] != 0 ||
+			started[lifecycle.CountBatch.Name()] != wantCount || f.listed != 2 || !slices.Equal(f.counted, []int{0, 1}) {
+			t.Errorf("a cluster failing %v: activities started %v, batches listed %d, counted %v", fail, started, f.listed, f.counted)
+		}
+		if got := len(f.applied); got != 4 {
+			t.Errorf("a cluster failing %v: applied %v", fail, f.applied)
+		}
+		if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated {
+			t.Errorf("a cluster failing %v: finished %+v", fail, fin)
+		}
+	}
+}
+
+// A group that failed to list its batch for good (a read's three attempts) fails each of
+// the batch's clusters, which ListBatch then names, as a group given them would.
+func TestAGroupThatCouldNotListFailsEveryClusterOfItsBatch(t *testing.T) {
+	f := newFakes()
+	f.listErr = func(call int) error {
+		if call <= 3 {
+			return errors.New("store: connection refused")
+		}
+		return nil
+	}
+	env := newEnv()
+	f.register(env)
+	// The batch's counts, which a failed workflow would not return.
+	env.ExecuteWorkflow(func(ctx workflow.Context, in lifecycle.BatchInput) (batchOutcome, error) {
+		r, err := ReadBatch(ctx, in)
+		return batchOutcome{r, err != nil}, nil
+	}, lifecycle.BatchInput{ContextID: "42"})
+	var out batchOutcome
+	if err := env.GetWorkflowResult(&out); err != nil {
+		t.Fatal(err)
+	}
+	if r := out.Result; !out.Failed || r.Clusters != 2 || r.ClustersFailed != 2 || f.listed != 4 || f.reads != 0 {
+		t.Errorf("outcome %+v, listed %d times, read %d clusters", out, f.listed, f.reads)
+	}
+}
+
+type batchOutcome struct {
+	Result lifecycle.BatchResult
+	Failed bool
 }
 
 func TestStopEndsRetriesAndRecordsTheStoppedState(t *testing.T) {

@@ -37,9 +37,10 @@ func (s *Store) StartBatch(ctx context.Context, ctxID string, batch int) ([]stri
 	return b.Clusters, err
 }
 
-// CountBatch stores the per-app status counts of one batch. Its batch workflow calls it
-// when all its clusters are done; statuses change only while a batch workflow runs over
-// them, and each begins with StartBatch, so stored counts are current. Summaries then
+// CountBatch stores the per-app status counts of one batch. Its group activity, or else
+// its batch workflow, calls it when all its clusters are done; statuses change only while
+// a batch's work runs over them, and each begins with StartBatch, so stored counts are
+// current. Summaries then
 // read one small document per batch instead of one per cluster.
 func (s *Store) CountBatch(ctx context.Context, ctxID string, batch int) error {
 	var b batchDoc

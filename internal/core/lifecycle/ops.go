@@ -266,6 +266,21 @@ type ClusterInput struct {
 type GroupInput struct {
 	ClusterInput
 	Clusters []string `json:"clusters"`
+	// Batch, when set, is the batch the group lists itself (Clusters unset) instead of a
+	// ListBatch activity before it, and counts at its end instead of a CountBatch after it.
+	Batch *GroupBatch `json:"batch,omitempty"`
+}
+
+// GroupBatch is the batch a group lists itself, as ListBatch would (dropping its counts).
+// A batch of more than Size clusters is not worked on but handed back whole
+// (GroupResult.Handed), for the batch workflow to split into groups of Size.
+type GroupBatch struct {
+	Index      int    `json:"index"`
+	ClustersOf string `json:"clustersOf,omitempty"` // BatchInput.ClustersOf
+	Size       int    `json:"size"`
+	// Count: store the batch's counts at the end (as CountBatch) if the group finished
+	// every cluster, none left to its own activity or to its agent.
+	Count bool `json:"count,omitempty"`
 }
 
 // GroupResult is what a group activity did: the clusters it finished, and those that
@@ -274,6 +289,12 @@ type GroupResult struct {
 	Done  []GroupDone `json:"done,omitempty"`
 	Left  []GroupLeft `json:"left,omitempty"`
 	Prior Prior       `json:"prior"`
+	// Of a group that listed its batch (GroupInput.Batch): how many clusters the batch
+	// has, those handed back unworked when they were too many for one group, and whether
+	// the batch's counts were stored.
+	Listed  int      `json:"listed,omitempty"`
+	Handed  []string `json:"handed,omitempty"`
+	Counted bool     `json:"counted,omitempty"`
 }
 
 // GroupDone is one cluster a group finished.
