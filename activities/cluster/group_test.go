@@ -170,7 +170,9 @@ type listedBatch struct {
 	counted  atomic.Int32
 }
 
-func (b *listedBatch) StartBatch(context.Context, string, int) ([]string, error) { return b.clusters, nil }
+func (b *listedBatch) StartBatch(context.Context, string, int) ([]string, error) {
+	return b.clusters, nil
+}
 func (b *listedBatch) CountBatch(context.Context, string, int) error {
 	b.counted.Add(1)
 	return nil
