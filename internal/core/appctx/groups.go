@@ -45,6 +45,29 @@ type groupDoc struct {
 	// Ver is new at every write: a writer that knows the group as it last wrote it
 	// writes again without reading it first, if it is still that version.
 	Ver string `bson:"ver,omitempty"`
+	// at is the index in Clusters of each cluster's entry, for a group as read: each of
+	// its clusters asks for its own entry, and a scan of every entry per question was
+	// quadratic in the group's size (5 % of the worker's CPU in the rollouts).
+	at map[string]int
+}
+
+// index fills g.at from its entries.
+func (g *groupDoc) index() {
+	g.at = make(map[string]int, len(g.Clusters))
+	for i, e := range g.Clusters {
+		g.at[clusterOf(e)] = i
+	}
+}
+
+// find returns the index of cluster's entry in g.Clusters (-1: none).
+func (g *groupDoc) find(cluster string) int {
+	if g.at == nil {
+		return slices.IndexFunc(g.Clusters, func(e []byte) bool { return clusterOf(e) == cluster })
+	}
+	if i, ok := g.at[cluster]; ok {
+		return i
+	}
+	return -1
 }
 
 // newVer returns a version no write has used.
@@ -223,16 +246,17 @@ func (s *Store) groupedDocs(ctx context.Context, ctxID string, lay *layout, clus
 	g.SetLimit(8)
 	for b, cs := range want {
 		g.Go(func() error {
-			entries, err := s.readGroup(gctx, batchID(ctxID, b))
-			if err != nil {
+			group, err := s.readGroup(gctx, batchID(ctxID, b))
+			if err != nil || group == nil {
 				return err
 			}
 			var docs []*clusterDoc
-			for _, e := range entries {
-				if _, ok := slices.BinarySearch(cs, clusterOf(e)); !ok {
+			for _, c := range cs {
+				i := group.find(c)
+				if i < 0 {
 					continue
 				}
-				d, err := s.entryDoc(ctxID, e)
+				d, err := s.entryDoc(ctxID, group.Clusters[i])
 				if err != nil {
 					return err
 				}
@@ -254,18 +278,17 @@ func (s *Store) groupedDocs(ctx context.Context, ctxID string, lay *layout, clus
 
 // readGroup reads the entries of one group: one read for the callers that ask at once
 // (the clusters of a group begin together), never one that began before a caller asked.
-func (s *Store) readGroup(ctx context.Context, id string) ([][]byte, error) {
-	v, err := s.flights.Do(ctx, id, func(ctx context.Context) (any, error) { return s.fetchGroup(ctx, id) })
-	entries, _ := v.([][]byte)
-	return entries, err
-}
-
-func (s *Store) fetchGroup(ctx context.Context, id string) ([][]byte, error) {
-	g, err := s.fetchGroupDoc(ctx, id)
-	if g == nil {
-		return nil, err
-	}
-	return g.Clusters, nil
+// The group comes indexed, and is shared: it is not to be changed.
+func (s *Store) readGroup(ctx context.Context, id string) (*groupDoc, error) {
+	v, err := s.flights.Do(ctx, id, func(ctx context.Context) (any, error) {
+		g, err := s.fetchGroupDoc(ctx, id)
+		if g != nil {
+			g.index()
+		}
+		return g, err
+	})
+	g, _ := v.(*groupDoc)
+	return g, err
 }
 
 func (s *Store) fetchGroupDoc(ctx context.Context, id string) (*groupDoc, error) {
@@ -514,7 +537,7 @@ func merged(g *groupDoc, batch []*change) (*groupDoc, error) {
 	entries := slices.Clone(g.Clusters)
 	changed := false
 	for _, c := range batch {
-		i := slices.IndexFunc(entries, func(e []byte) bool { return clusterOf(e) == c.cluster })
+		i := g.find(c.cluster)
 		if i < 0 {
 			continue
 		}

@@ -383,11 +383,11 @@ func (s *Store) clusterDocRaw(ctx context.Context, ctxID, cluster string) (*clus
 	if err != nil || group == "" {
 		return &d, s.clusters.FindOne(ctx, bson.D{{Key: "_id", Value: clusterID(ctxID, cluster)}}).Decode(&d)
 	}
-	entries, err := s.fetchGroup(ctx, group)
-	if err != nil {
+	g, err := s.fetchGroupDoc(ctx, group)
+	if err != nil || g == nil {
 		return nil, err
 	}
-	for _, e := range entries {
+	for _, e := range g.Clusters {
 		if clusterOf(e) == cluster {
 			return &d, bson.Unmarshal(e, &d)
 		}
@@ -404,12 +404,12 @@ func copyEntry(t *testing.T, s *Store, ctxID, from, to string) {
 	if err != nil || group == "" {
 		t.Fatalf("group of %s: %q %v", from, group, err)
 	}
-	entries, err := s.fetchGroup(ctx, group)
-	if err != nil {
-		t.Fatal(err)
+	g, err := s.fetchGroupDoc(ctx, group)
+	if err != nil || g == nil {
+		t.Fatal(group, err)
 	}
 	var d bson.D
-	for _, e := range entries {
+	for _, e := range g.Clusters {
 		if clusterOf(e) == from {
 			if err := bson.Unmarshal(e, &d); err != nil {
 				t.Fatal(err)
@@ -425,7 +425,7 @@ func copyEntry(t *testing.T, s *Store, ctxID, from, to string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.placed.UpdateOne(ctx, bson.D{{Key: "_id", Value: group}}, bson.D{{Key: "$set", Value: bson.D{{Key: "packed", Value: pack(append(entries, raw))}}}}); err != nil {
+	if _, err := s.placed.UpdateOne(ctx, bson.D{{Key: "_id", Value: group}}, bson.D{{Key: "$set", Value: bson.D{{Key: "packed", Value: pack(append(g.Clusters, raw))}}}}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := s.batches.UpdateOne(ctx, bson.D{{Key: "_id", Value: group}}, bson.D{{Key: "$push", Value: bson.D{{Key: "clusters", Value: to}}}}); err != nil {
