@@ -10,7 +10,6 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
-	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -176,13 +175,10 @@ func TestABatchIsListedByItsGroupFollowingTheRunsRelease(t *testing.T) {
 			f := newFakes()
 			f.plan = lifecycle.Plan{Apps: 1, Clusters: 4, Batches: 2}
 			started := map[string]int{}
+			count := countStarted(started, nil)
 			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
 				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
-				env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-					f.mu.Lock()
-					defer f.mu.Unlock()
-					started[info.ActivityType.Name]++
-				})
+				count(env)
 			})
 			if err != nil {
 				t.Fatal(err)

@@ -463,6 +463,32 @@ func TestInstantiateRetriesAnUnreachableClusterUntilItAnswers(t *testing.T) {
 	}
 }
 
+// failingOnce is an apply whose first attempt on cluster fails as unreachable.
+func failingOnce(cluster string) func(string, int32) (lifecycle.ClusterResult, error) {
+	return func(c string, attempt int32) (lifecycle.ClusterResult, error) {
+		if c == cluster && attempt < 2 {
+			return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
+		}
+		return lifecycle.ClusterResult{Done: 3}, nil
+	}
+}
+
+// countStarted is a run's setup counting into started the activities it starts, by type;
+// each, when set, sees every start too.
+func countStarted(started map[string]int, each func(*activity.Info, converter.EncodedValues)) func(*testsuite.TestWorkflowEnvironment) {
+	var mu sync.Mutex
+	return func(env *testsuite.TestWorkflowEnvironment) {
+		env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
+			mu.Lock()
+			defer mu.Unlock()
+			started[info.ActivityType.Name]++
+			if each != nil {
+				each(info, args)
+			}
+		})
+	}
+}
+
 // fakeBatches lists and counts batches as ListBatch and CountBatch, and groups that list
 // their batch, do.
 type fakeBatches struct{ f *fakes }
@@ -505,27 +531,17 @@ func TestABatchIsAppliedInGroupsAndAFailedClusterGoesOnAlone(t *testing.T) {
 		f.plan = lifecycle.Plan{Apps: 1, Clusters: 5, Batches: 1}
 		f.clusters = func(int) []string { return []string{"cp+c1", "cp+c2", "cp+c3", "cp+c4", "cp+c5"} }
 		var afters []lifecycle.Prior
-		f.apply = func(cluster string, attempt int32) (lifecycle.ClusterResult, error) {
-			if cluster == "cp+c4" && attempt < 2 {
-				return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
-			}
-			return lifecycle.ClusterResult{Done: 3}, nil
-		}
+		f.apply = failingOnce("cp+c4")
 		started := map[string]int{}
-		var mu sync.Mutex
-		err := runWith(t, f, Instantiate, lifecycle.OpInput{Target: opInput.Target, ContextID: "42"}, func(env *testsuite.TestWorkflowEnvironment) {
-			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, args converter.EncodedValues) {
-				mu.Lock()
-				defer mu.Unlock()
-				started[info.ActivityType.Name]++
+		err := runWith(t, f, Instantiate, lifecycle.OpInput{Target: opInput.Target, ContextID: "42"}, countStarted(started,
+			func(info *activity.Info, args converter.EncodedValues) {
 				if info.ActivityType.Name == lifecycle.ApplyCluster.Name() {
 					var in lifecycle.ClusterInput
 					if args.Get(&in) == nil && in.After != nil {
 						afters = append(afters, *in.After)
 					}
 				}
-			})
-		})
+			}))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -552,21 +568,11 @@ func TestAGroupListsAndCountsTheBatchItFits(t *testing.T) {
 		f := newFakes()
 		f.plan = lifecycle.Plan{Apps: 1, Clusters: 4, Batches: 2}
 		f.clusters = func(b int) []string { return []string{fmt.Sprintf("cp+c%d", 2*b+1), fmt.Sprintf("cp+c%d", 2*b+2)} }
-		f.apply = func(cluster string, attempt int32) (lifecycle.ClusterResult, error) {
-			if fail && cluster == "cp+c1" && attempt < 2 {
-				return lifecycle.ClusterResult{}, errors.New("dial tcp: connection refused")
-			}
-			return lifecycle.ClusterResult{Done: 3}, nil
+		if fail {
+			f.apply = failingOnce("cp+c1")
 		}
 		started := map[string]int{}
-		var mu sync.Mutex
-		err := runWith(t, f, Instantiate, lifecycle.OpInput{Target: opInput.Target, ContextID: "42"}, func(env *testsuite.TestWorkflowEnvironment) {
-			env.SetOnActivityStartedListener(func(info *activity.Info, _ context.Context, _ converter.EncodedValues) {
-				mu.Lock()
-				defer mu.Unlock()
-				started[info.ActivityType.Name]++
-			})
-		})
+		err := runWith(t, f, Instantiate, lifecycle.OpInput{Target: opInput.Target, ContextID: "42"}, countStarted(started, nil))
 		if err != nil {
 			t.Fatal(err)
 		}
