@@ -188,13 +188,15 @@ func reserve(name string) bool {
 	if _, mine := reserved.Load(name); mine {
 		return false
 	}
+	// Without a lock file to share, this process alone keeps from handing one out twice.
+	alone := func() bool { _, taken := reserved.LoadOrStore(name, (*os.File)(nil)); return !taken }
 	dir := filepath.Join(os.TempDir(), "temco-ports")
 	if err := os.MkdirAll(dir, 0o777); err != nil {
-		return true // no lock to share: the port checks alone decide, as before
+		return alone()
 	}
 	f, err := os.OpenFile(filepath.Join(dir, name), os.O_CREATE|os.O_RDWR, 0o666)
 	if err != nil {
-		return true
+		return alone()
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
 		f.Close()
