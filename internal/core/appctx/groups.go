@@ -45,9 +45,10 @@ type groupDoc struct {
 	// Ver is new at every write: a writer that knows the group as it last wrote it
 	// writes again without reading it first, if it is still that version.
 	Ver string `bson:"ver,omitempty"`
-	// at is the index in Clusters of each cluster's entry, for a group as read: each of
-	// its clusters asks for its own entry, and a scan of every entry per question was
-	// quadratic in the group's size (5 % of the worker's CPU in the rollouts).
+	// at is the index in Clusters of each cluster's entry, for a group as read and the
+	// versions the writer made of it: each of its clusters asks for its own entry, and a
+	// scan of every entry per question was quadratic in the group's size (5 % of the
+	// worker's CPU in the rollouts).
 	at map[string]int
 }
 
@@ -498,6 +499,7 @@ func (s *Store) applyChanges(ctx context.Context, id string, batch []*change) er
 			if g, err = s.fetchGroupDoc(ctx, id); err != nil || g == nil {
 				return err // a group that does not exist is left so
 			}
+			g.index() // kept by its versions after it (merged)
 		}
 		for _, c := range batch {
 			c.err = nil

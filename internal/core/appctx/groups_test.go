@@ -330,3 +330,31 @@ func TestAGroupsWritesGoAtOnceThenSpaced(t *testing.T) {
 	now = p.due // left alone until its spacing is used up
 	burst(5 * time.Millisecond)
 }
+
+// A group's index finds each cluster's entry as a scan does, and stays right in the
+// versions the writer makes of it.
+func TestAGroupsIndexFindsWhatAScanFinds(t *testing.T) {
+	g := &groupDoc{}
+	for _, c := range []string{"p+c3", "p+c1", "p+c2"} {
+		e, err := entryOf(&clusterDoc{Cluster: c, Apps: []*ClusterApp{{App: "a"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		g.Clusters = append(g.Clusters, e)
+	}
+	scan := *g
+	g.index()
+	for _, c := range []string{"p+c1", "p+c2", "p+c3", "p+c9"} {
+		if i, want := g.find(c), scan.find(c); i != want || (c != "p+c9" && clusterOf(g.Clusters[i]) != c) {
+			t.Errorf("%s: index %d, scan %d", c, i, want)
+		}
+	}
+	next, err := merged(g, []*change{{cluster: "p+c2", apps: []*ClusterApp{{App: "b"}}}})
+	if err != nil || next == nil {
+		t.Fatalf("merged: %v %v", next, err)
+	}
+	var d clusterDoc
+	if err := bson.Unmarshal(next.Clusters[next.find("p+c2")], &d); err != nil || d.Cluster != "p+c2" || d.Apps[0].App != "b" {
+		t.Errorf("after a write, p+c2's entry: %+v %v", d, err)
+	}
+}
