@@ -136,17 +136,20 @@ type dashboardObjects struct {
 }
 
 type dashboardObject struct {
-	Kind      string          `json:"kind"`
-	Group     string          `json:"group"`
-	Version   string          `json:"version"`
-	Namespace string          `json:"namespace,omitempty"`
-	Name      string          `json:"name"`
-	Deployed  string          `json:"deployed"`
-	Attempts  int32           `json:"attempts,omitempty"`
-	Error     string          `json:"error,omitempty"`
-	Warning   string          `json:"warning,omitempty"` // what the apply left out
-	State     string          `json:"state"`             // Present, NotPresent, Unknown, Omitted; "" not read
-	Ready     bool            `json:"ready"`
+	Kind      string `json:"kind"`
+	Group     string `json:"group"`
+	Version   string `json:"version"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name"`
+	Deployed  string `json:"deployed"`
+	Attempts  int32  `json:"attempts,omitempty"`
+	Error     string `json:"error,omitempty"`
+	Warning   string `json:"warning,omitempty"` // what the apply left out
+	State     string `json:"state"`             // Present, NotPresent, Unknown, Omitted; "" not read
+	Ready     bool   `json:"ready"`
+	// AsApplied: a rollout gate took the object as its apply left it, not reading it (a
+	// kind Ready once it exists); a live read reads it.
+	AsApplied bool            `json:"asApplied,omitempty"`
 	LiveError string          `json:"liveError,omitempty"`
 	Detail    json.RawMessage `json:"detail,omitempty"`
 }
@@ -575,7 +578,7 @@ func (s *Server) dashboardObjects(c echo.Context) error {
 			Deployed: r.Status, Attempts: r.Attempts, Error: r.Error, Warning: r.Warning}
 		if i < len(p.Live) && !p.LiveAt.IsZero() {
 			l := p.Live[i]
-			o.State, o.Ready, o.LiveError = l.State, l.Ready, l.Error
+			o.State, o.Ready, o.AsApplied, o.LiveError = l.State, l.Ready, l.Applied, l.Error
 			if l.Detail != "" {
 				o.Detail = json.RawMessage(l.Detail)
 			}

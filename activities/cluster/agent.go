@@ -76,7 +76,7 @@ func (g *agentCluster) remove(r *run, only map[string][]int, next *placed) error
 // with its report), Unknown before its first. A cluster an operation went on without
 // (offline policy skip) counts nothing until its agent reports that revision: a rollout's
 // gates leave it out.
-func (g *agentCluster) read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, _ bool) lifecycle.ClusterResult {
+func (g *agentCluster) read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, _ reading) lifecycle.ClusterResult {
 	var res lifecycle.ClusterResult
 	if since := g.skipped(ctx, header); since != nil {
 		note := "Offline since " + since.UTC().Format(time.RFC3339) + ": the rollout went on without the cluster (offline policy skip); its agent applies the newest revision when it returns"

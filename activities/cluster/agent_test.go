@@ -165,14 +165,14 @@ func TestAwaitAgentAppliesTheOfflinePolicy(t *testing.T) {
 				}
 				g := &agentCluster{key: "p+edge", agents: f.agents}
 				cas, _ := f.a.Contexts.ClusterApps(ctx, "c1", "p+edge")
-				if read := g.read(ctx, &appctx.Context{ID: "c1", Instance: "c1"}, cas, false); read.Offline == nil || read.NotReady != 0 ||
+				if read := g.read(ctx, &appctx.Context{ID: "c1", Instance: "c1"}, cas, reading{}); read.Offline == nil || read.NotReady != 0 ||
 					cas[0].Live[0].State != appctx.LiveUnknown {
 					t.Errorf("a read of the skipped cluster: %+v, live %+v", read, cas[0].Live)
 				}
 				if _, err := f.agents.SaveReport(ctx, f.item, agent.Report{Cluster: "p+edge", Gen: f.gen, Applied: "c1"}); err != nil {
 					t.Fatal(err)
 				}
-				if read := g.read(ctx, &appctx.Context{ID: "c1", Instance: "c1"}, cas, false); read.Offline != nil {
+				if read := g.read(ctx, &appctx.Context{ID: "c1", Instance: "c1"}, cas, reading{}); read.Offline != nil {
 					t.Errorf("a read once the agent reported: %+v", read)
 				}
 			}

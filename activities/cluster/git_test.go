@@ -52,7 +52,7 @@ func TestGitOpsReadinessFollowsWhatFluxApplied(t *testing.T) {
 	check := func(name string, want appctx.Live, why string) {
 		t.Helper()
 		p := []*appctx.ClusterApp{{App: "a", Resources: []appctx.ResourceStatus{{Ref: cm}}}}
-		g.read(ctx, header, p, false)
+		g.read(ctx, header, p, reading{})
 		got := p[0].Live[0]
 		if got.State != want.State || got.Ready != want.Ready || !strings.Contains(got.Error, why) {
 			t.Errorf("%s: %+v, want %s ready=%v with %q", name, got, want.State, want.Ready, why)

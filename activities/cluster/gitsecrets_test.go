@@ -106,7 +106,7 @@ func TestGitOpsClusterCommitsSecretsUnlessTheyAreOmitted(t *testing.T) {
 				t.Errorf("statuses: ConfigMap %s %q, Secret %s %q", cm.Status, cm.Warning, sec.Status, sec.Warning)
 			}
 
-			res := g.read(ctx, header, stored, false)
+			res := g.read(ctx, header, stored, reading{})
 			if res.NotReady != c.notReady {
 				t.Errorf("a read counts %d objects not ready, want %d (%+v)", res.NotReady, c.notReady, stored[0].Live)
 			}

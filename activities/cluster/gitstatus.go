@@ -28,7 +28,7 @@ import (
 // Kustomization inventory: present and ready by their own status, and never ready while
 // Flux has not applied what git holds for the deployment (an update's objects may be
 // there and Ready as the previous revision made them).
-func (g *gitCluster) read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, _ bool) lifecycle.ClusterResult {
+func (g *gitCluster) read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, _ reading) lifecycle.ClusterResult {
 	now := time.Now().UTC()
 	var res lifecycle.ClusterResult
 	v := g.view(ctx, header)

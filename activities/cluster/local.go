@@ -134,7 +134,7 @@ func (l *Local) Read(ctx context.Context, rev *Revision) (lifecycle.ClusterResul
 	if err != nil {
 		return lifecycle.ClusterResult{}, err
 	}
-	return cl.read(ctx, rev.Header, rev.Placements, false), nil
+	return cl.read(ctx, rev.Header, rev.Placements, reading{}), nil
 }
 
 // API is the cluster's Kubernetes API for header's context, as Access.API gives a

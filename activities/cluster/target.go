@@ -24,7 +24,7 @@ type target interface {
 	// cluster keeps (an update's next revision there), nil when everything goes.
 	remove(r *run, only map[string][]int, next *placed) error
 	// read fills the placements' Live states.
-	read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, detail bool) lifecycle.ClusterResult
+	read(ctx context.Context, header *appctx.Context, placements []*appctx.ClusterApp, how reading) lifecycle.ClusterResult
 }
 
 // placed is what a context places on one cluster: its apps there and their rendered objects.

@@ -9,7 +9,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -348,6 +350,37 @@ func TestRolloutRollbackFollowsTheStagesByLabel(t *testing.T) {
 	}
 	if edge.Ended == nil || rest.Started == nil || rest.Started.Before(*edge.Ended) {
 		t.Errorf("stage rest started at %v, before edge ended at %v", rest.Started, edge.Ended)
+	}
+	// What the stages' last reads stored: the gate of rest took cluster3's applied
+	// ConfigMap as applied and read its Deployment; edge's bake read everything.
+	ctx := context.Background()
+	st, mc, err := store.Open(ctx, stack.Mongo.URI(), "temco")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer mc.Disconnect(ctx)
+	contexts, err := appctx.New(ctx, st.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for cluster, asApplied := range map[string]bool{"cluster1": false, "cluster3": true} {
+		placed, err := contexts.Placements(ctx, back.ContextID, appctx.Filter{Apps: []string{"rlweb"}, Clusters: []string{provider + "+" + cluster}})
+		if err != nil || len(placed) != 1 || len(placed[0].Live) != len(placed[0].Resources) {
+			t.Fatalf("%s: %v, %+v", cluster, err, placed)
+		}
+		kinds := 0
+		for i, r := range placed[0].Resources {
+			l := placed[0].Live[i]
+			if r.Kind == "ConfigMap" || r.Kind == "Deployment" {
+				kinds++
+				if want := asApplied && r.Kind == "ConfigMap"; l.State != appctx.LivePresent || !l.Ready || l.Applied != want {
+					t.Errorf("%s's %s: %+v, want Present, Ready, taken as applied %v", cluster, r.Kind, l, want)
+				}
+			}
+		}
+		if kinds != 2 {
+			t.Errorf("%s's objects: %+v", cluster, placed[0].Resources)
+		}
 	}
 	recordHistory(t, back.WorkflowID, "Rollback-rollout-by-label")
 }

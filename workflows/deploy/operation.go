@@ -87,8 +87,11 @@ const (
 	// and counts it (GroupInput.Batch) instead of ListBatch before it and CountBatch after
 	// it, when the kind's group can (BatchKind.GroupLists).
 	releaseGroupLists workflow.Version = 11
+	// releaseGateApplied (2026-12-08): a rollout's gates (not its bakes) take an applied
+	// object whose readiness is its existence as Ready without reading it (BatchInput.Gate).
+	releaseGateApplied workflow.Version = 12
 
-	releaseLatest = releaseGroupLists
+	releaseLatest = releaseGateApplied
 )
 
 // gates are a run's answers to version gates.
@@ -402,7 +405,7 @@ func runBatch(ctx workflow.Context, g gates, in lifecycle.BatchInput, kind Batch
 	t := &batchTally{res: lifecycle.BatchResult{Clusters: len(clusters)}, tolerant: in.Tolerant, settled: settled}
 	b := &batchRun{ctx: ctx, sel: workflow.NewSelector(ctx), opts: kind.Options, perCluster: perCluster, group: kind.Group,
 		tally: t, agents: g.release >= releaseAgents, offline: offlineOf(in), size: size,
-		base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift}}
+		base: lifecycle.ClusterInput{ContextID: in.ContextID, Detail: in.Detail, Previous: in.Previous, Next: in.Next, Drift: in.Drift, Gate: in.Gate}}
 	switch {
 	case selfListed:
 		b.listingGroup(in, lifecycle.GroupBatch{Index: in.Batch, ClustersOf: in.ClustersOf, Size: size, Count: count})

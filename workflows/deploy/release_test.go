@@ -190,3 +190,38 @@ func TestABatchIsListedByItsGroupFollowingTheRunsRelease(t *testing.T) {
 		})
 	}
 }
+
+// From release 12 a rollout's gates read with Gate set (an applied object Ready once it
+// exists is not read again); its bakes read everything, as every read of earlier runs did.
+func TestARolloutsGatesTakeWhatIsReadyOnceAppliedFollowingTheRunsRelease(t *testing.T) {
+	for name, c := range map[string]struct {
+		release workflow.Version
+		gate    bool
+	}{
+		"release 11": {releaseGroupLists, false},
+		"release 12": {releaseGateApplied, true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := stages(t, rollout.Spec{Stages: []rollout.Stage{
+				ring("a", func(s *rollout.Stage) { s.MinSuccessTime = rollout.Duration(time.Minute) }), ring("b", nil), ring("c", nil)}})
+			f.gated = map[string][]bool{}
+			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
+				(&recorder{}).register(env)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Stage a's gate, then its bake's reads; the other stages' gates.
+			baked := f.gated["cp+a1"]
+			if len(baked) < 3 || baked[0] != c.gate || slices.Contains(baked[1:], true) {
+				t.Errorf("stage a's reads gated %v, want %v then false", baked, c.gate)
+			}
+			for _, k := range []string{"cp+b1", "cp+b2", "cp+c1"} {
+				if g := f.gated[k]; len(g) == 0 || slices.Contains(g, !c.gate) {
+					t.Errorf("%s's reads gated %v, want %v", k, g, c.gate)
+				}
+			}
+		})
+	}
+}

@@ -134,7 +134,7 @@ func (r *rolloutRun) stage(ctx workflow.Context, i int, apply batchRange) error 
 	}
 	if expired() { // count once more, on what the clusters have now
 		var res lifecycle.BatchResult
-		if res, err = r.read(ctx, i, "final"); err != nil {
+		if res, err = r.read(ctx, i, "final", true); err != nil {
 			return err
 		}
 		failures = res.ClustersNotReady + (st.Clusters - res.Clusters)
@@ -197,7 +197,7 @@ func (r *rolloutRun) verify(ctx workflow.Context, i, n, allowed int) (int, error
 	st := r.plan.Stages[i]
 	poll := min(max(st.ProgressDeadline/30, pollMin), pollMax)
 	for round := 0; ; round++ {
-		res, err := r.readRange(ctx, i, n, fmt.Sprintf("gate%d-%d", n, round))
+		res, err := r.readRange(ctx, i, n, fmt.Sprintf("gate%d-%d", n, round), true)
 		if err != nil {
 			return st.Clusters, err
 		}
@@ -226,7 +226,7 @@ func (r *rolloutRun) bake(ctx workflow.Context, i int) error {
 		if err := r.sleep(ctx, min(poll, left)); err != nil {
 			return err
 		}
-		res, err := r.read(ctx, i, fmt.Sprintf("bake%d", round))
+		res, err := r.read(ctx, i, fmt.Sprintf("bake%d", round), false)
 		if err != nil {
 			return err
 		}
@@ -244,15 +244,18 @@ func (r *rolloutRun) bake(ctx workflow.Context, i int) error {
 }
 
 // read reads the live state of the whole stage.
-func (r *rolloutRun) read(ctx workflow.Context, i int, round string) (lifecycle.BatchResult, error) {
-	return r.readRange(ctx, i, r.plan.Stages[i].Batches, round)
+func (r *rolloutRun) read(ctx workflow.Context, i int, round string, gate bool) (lifecycle.BatchResult, error) {
+	return r.readRange(ctx, i, r.plan.Stages[i].Batches, round, gate)
 }
 
 // readRange reads the live state of the stage's first n batches (never a stored status:
-// a gate judges what the clusters say now).
-func (r *rolloutRun) readRange(ctx workflow.Context, i, n int, round string) (lifecycle.BatchResult, error) {
+// a gate judges what the clusters say now). From release 12 a gate does not read again
+// what is Ready once applied (BatchInput.Gate); a bake, watching for objects that fall
+// out of Ready, reads everything.
+func (r *rolloutRun) readRange(ctx workflow.Context, i, n int, round string, gate bool) (lifecycle.BatchResult, error) {
 	st := r.plan.Stages[i]
-	f := fan{kind: readBatch, in: lifecycle.BatchInput{ContextID: r.o.in.ContextID, Tolerant: true},
+	in := lifecycle.BatchInput{ContextID: r.o.in.ContextID, Tolerant: true, Gate: gate && r.o.release >= releaseGateApplied}
+	f := fan{kind: readBatch, in: in,
 		batches: n, offset: st.FirstBatch, prefix: fmt.Sprintf("stage%d-read-%s", i, round), gates: r.o.gates}
 	return f.run(ctx, sum)
 }

@@ -59,6 +59,7 @@ type fakes struct {
 	read      func(round int) lifecycle.ClusterResult      // ReadCluster's answer per call
 	readOf    func(cluster string) lifecycle.ClusterResult // ... or per cluster, when set
 	reads     int
+	gated     map[string][]bool // cluster -> each read's ClusterInput.Gate
 	plan      lifecycle.Plan
 	hooked    lifecycle.Hooked // ContextControllers' answer
 	apply     func(cluster string, attempt int32) (lifecycle.ClusterResult, error)
@@ -167,6 +168,9 @@ func (f *fakes) register(env *testsuite.TestWorkflowEnvironment) {
 		f.mu.Lock()
 		defer f.mu.Unlock()
 		f.reads++
+		if f.gated != nil {
+			f.gated[in.Cluster] = append(f.gated[in.Cluster], in.Gate)
+		}
 		if f.readOf != nil {
 			return f.readOf(in.Cluster), nil
 		}

@@ -198,6 +198,9 @@ type Live struct {
 	Error  string `bson:"error,omitempty"`  // why the state is Unknown
 	Reason string `bson:"reason,omitempty"` // why a present object is not ready, as its cluster says (readiness.Judge)
 	Detail string `bson:"detail,omitempty"` // JSON, see DetailOf; when asked for
+	// Applied: not read but taken from the context's apply, by a rollout gate, for a kind
+	// Ready once it exists (lifecycle.ClusterInput.Gate).
+	Applied bool `bson:"applied,omitempty"`
 }
 
 // Live states.

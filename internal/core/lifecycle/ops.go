@@ -238,6 +238,8 @@ type BatchInput struct {
 	// Tolerant batches count a cluster whose activity failed instead of failing: a rollout
 	// weighs failures against its stage's budget.
 	Tolerant bool `json:"tolerant,omitempty"`
+	// Gate: a rollout gate's read (ClusterInput.Gate).
+	Gate bool `json:"gate,omitempty"`
 	// Drift: a drift check's batch (DriftBatch).
 	Drift *DriftCheck `json:"drift,omitempty"`
 	// GroupSize: clusters per group activity, as the fan-out recorded it (0: the batch
@@ -256,6 +258,10 @@ type ClusterInput struct {
 	Previous  string      `json:"previous,omitempty"`
 	Next      string      `json:"next,omitempty"`
 	Drift     *DriftCheck `json:"drift,omitempty"`
+	// Gate: a rollout gate's read. An object this context applied whose readiness is its
+	// existence (readiness.ByExistence) is taken as Present and Ready, not read again:
+	// the gate reads only what a controller can still make unready.
+	Gate bool `json:"gate,omitempty"`
 	// After: the cluster left a group (GroupResult.Left) and its own activity continues
 	// the group's attempts.
 	After *Prior `json:"after,omitempty"`

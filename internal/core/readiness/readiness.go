@@ -167,3 +167,24 @@ func conditionTrue(u *unstructured.Unstructured, typ string) Verdict {
 	}
 	return Verdict{Ready: true}
 }
+
+// statusless are the built-in kinds, by API group, whose objects have no status at all:
+// nothing on a cluster ever makes one unready, so Judge finds it Ready as soon as it
+// exists. Kinds with a status a controller writes (Services, PodDisruptionBudgets,
+// PersistentVolumeClaims, APIServices, any custom resource) are not among them.
+var statusless = map[string]map[string]bool{
+	"": {"ConfigMap": true, "Secret": true, "ServiceAccount": true, "LimitRange": true, "PodTemplate": true,
+		"Endpoints": true},
+	"rbac.authorization.k8s.io":    {"Role": true, "RoleBinding": true, "ClusterRole": true, "ClusterRoleBinding": true},
+	"admissionregistration.k8s.io": {"MutatingWebhookConfiguration": true, "ValidatingWebhookConfiguration": true},
+	"scheduling.k8s.io":            {"PriorityClass": true},
+	"storage.k8s.io":               {"StorageClass": true, "CSIDriver": true},
+	"networking.k8s.io":            {"IngressClass": true},
+	"node.k8s.io":                  {"RuntimeClass": true},
+}
+
+// ByExistence reports whether an object of this group and kind is Ready exactly when it
+// exists: a built-in kind without a status. Having applied it is all a readiness gate
+// can learn of it (as KubeFleet counts the resources it cannot track as available once
+// applied).
+func ByExistence(group, kind string) bool { return statusless[group][kind] }

@@ -103,3 +103,28 @@ func TestJudgeBoundsTheReason(t *testing.T) {
 		t.Errorf("reason of %d characters: %q", n, v.Reason)
 	}
 }
+
+// Only built-in kinds without a status are ready by existence: the same kind name in
+// another group, or a kind whose status a controller writes, must be read.
+func TestOnlyStatuslessBuiltInKindsAreReadyByExistence(t *testing.T) {
+	for _, c := range []struct {
+		group, kind string
+		want        bool
+	}{
+		{"", "ConfigMap", true}, {"", "Secret", true}, {"rbac.authorization.k8s.io", "ClusterRoleBinding", true},
+		{"example.com", "ConfigMap", false}, {"", "Service", false}, {"", "PersistentVolumeClaim", false},
+		{"apps", "Deployment", false}, {"policy", "PodDisruptionBudget", false}, {"cert-manager.io", "Certificate", false},
+		{"apiextensions.k8s.io", "CustomResourceDefinition", false},
+	} {
+		if got := ByExistence(c.group, c.kind); got != c.want {
+			t.Errorf("ByExistence(%q, %q) = %v, want %v", c.group, c.kind, got, c.want)
+		}
+	}
+	for group, kinds := range statusless { // and Judge agrees: such an object is Ready once it exists
+		for kind := range kinds {
+			if v := Judge(obj(kind, 0, nil)); !v.Ready {
+				t.Errorf("%s/%s: Judge says %q", group, kind, v.Reason)
+			}
+		}
+	}
+}
