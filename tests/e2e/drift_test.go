@@ -161,7 +161,6 @@ func TestDriftDetectedThenCorrected(t *testing.T) {
 		t.Fatalf("drifted objects found %v: %s", found, pretty(v))
 	}
 	recordHistory(t, dr.Check, "Drift-detects-two-clusters-of-three")
-	recordHistory(t, dr.Check+"/drift-batch-0", "DriftBatch-two-clusters")
 	// Detection alone changes nothing.
 	if u, err := c1.Resource(deploymentsGVR).Namespace("default").Get(ctx, "web", metav1.GetOptions{}); err != nil || liveReplicas(u.Object) != 3 {
 		t.Errorf("cluster1's web after the check: %v replicas, %v", liveReplicas(u.Object), err)

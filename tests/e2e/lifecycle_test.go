@@ -139,13 +139,10 @@ func TestInstantiateThreeChartsThenTerminate(t *testing.T) {
 	}
 	beginsFollowAcceptance(t, d.ref().WorkflowID())
 	for id, name := range map[string]string{
-		d.ref().WorkflowID():                                          "DIGLifecycle-instantiate-terminate",
-		acc.WorkflowID:                                                "Instantiate-success",
-		acc.WorkflowID + "/batch-0":                                   "ApplyBatch-success",
-		d.ref().OpWorkflowID("terminate", acc.ContextID):              "Terminate-success",
-		d.ref().OpWorkflowID("terminate", acc.ContextID) + "/batch-1": "DeleteBatch-success",
-		d.ref().OpWorkflowID("read", acc.ContextID):                   "ReadClusterStatus-success",
-		d.ref().OpWorkflowID("read", acc.ContextID) + "/batch-0":      "ReadBatch-success",
+		d.ref().WorkflowID(): "DIGLifecycle-instantiate-terminate",
+		acc.WorkflowID:       "Instantiate-success",
+		d.ref().OpWorkflowID("terminate", acc.ContextID): "Terminate-success",
+		d.ref().OpWorkflowID("read", acc.ContextID):      "ReadClusterStatus-success",
 	} {
 		recordHistory(t, id, name)
 	}

@@ -256,8 +256,9 @@ func TestConcurrentUpdatesOneWins(t *testing.T) {
 	var acc lifecycle.OpAccepted
 	answers[0].json(t, &acc)
 	d.await("updated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated && s.Instance == acc.ContextID })
-	// The previous revision used three clusters: two prune batches, as child workflows.
-	recordHistory(t, acc.WorkflowID+"/prune-1", "PruneBatch-unchanged")
+	// The previous revision used three clusters: two prune batches (inline since release 13;
+	// the sets before it have them as child workflows).
+	recordHistory(t, acc.WorkflowID, "Update-two-prune-batches")
 	d.operate(lifecycle.OpTerminate)
 	d.await("Terminated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusTerminated })
 }

@@ -90,8 +90,11 @@ const (
 	// releaseGateApplied (2026-12-08): a rollout's gates (not its bakes) take an applied
 	// object whose readiness is its existence as Ready without reading it (BatchInput.Gate).
 	releaseGateApplied workflow.Version = 12
+	// releaseInlineBatches (2026-12-08): a fan-out of up to inlineBatches batches runs
+	// them in the workflow itself, as it ran a single batch, not as child workflows.
+	releaseInlineBatches workflow.Version = 13
 
-	releaseLatest = releaseGateApplied
+	releaseLatest = releaseInlineBatches
 )
 
 // gates are a run's answers to version gates.
@@ -205,9 +208,8 @@ func (o *operation) conclude(ctx workflow.Context, err error, out outcome) error
 	return o.finish(ctx, out.done, "")
 }
 
-// fanOut runs the batches of a context: inline when there is just one, otherwise as
-// child workflows in a sliding window of BatchWindow. A stop cancels what is in flight
-// and starts nothing new.
+// fanOut runs the batches of a context (fan.run). A stop cancels what is in flight and
+// starts nothing new.
 func (o *operation) fanOut(ctx workflow.Context, f fan) (lifecycle.BatchResult, error) {
 	o.progress.BatchesTotal += f.batches
 	f.in.Activity = o.perCluster(f.kind.Workflow.Name()).Name()
@@ -262,7 +264,7 @@ var (
 )
 
 // FanOut runs batches of kind over a context's batches (in, Batch set per batch) for a
-// workflow that is no operation: inline when there is one, else as kind.Workflow children
+// workflow that is no operation: inline when there are few, else as kind.Workflow children
 // (ids: the calling workflow's, then "/prefix-N"), BatchWindow at a time; the counts are
 // summed. It asks the release gate first, as every workflow of the engine does.
 func FanOut(ctx workflow.Context, kind BatchKind, in lifecycle.BatchInput, batches int, prefix string) (lifecycle.BatchResult, error) {
@@ -284,9 +286,10 @@ type fan struct {
 	hold    *batchHold                     // nil: nothing holds the batches
 }
 
-// run runs the batches: inline when there is just one, otherwise as child workflows in a
-// sliding window of BatchWindow; each result goes to add. Once ctx is cancelled (a stop)
-// nothing new starts and what runs is cancelled.
+// run runs the batches in a sliding window of BatchWindow: inline when there are at most
+// inlineBatches (before release 13, just one), otherwise as child workflows; each result
+// goes to add. Once ctx is cancelled (a stop) nothing new starts and what runs is
+// cancelled.
 func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycle.BatchResult)) (lifecycle.BatchResult, error) {
 	var total lifecycle.BatchResult
 	held := func() bool { return f.hold != nil && f.hold.held() }
@@ -306,21 +309,33 @@ func (f fan) run(ctx workflow.Context, add func(*lifecycle.BatchResult, lifecycl
 	if f.kind.Group.Name() != "" && f.in.Activity == "" && f.gates.release >= releaseGroups {
 		f.in.GroupSize = groupSize(ctx) // recorded once for all the batches
 	}
+	inline := f.batches <= inlineBatches && f.gates.release >= releaseInlineBatches
 	sel := workflow.NewSelector(ctx)
 	var firstErr error
 	next, running := 0, 0
 	for next < f.batches || running > 0 {
 		for running < cmp.Or(f.window, BatchWindow) && next < f.batches && ctx.Err() == nil && !held() {
-			cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
-				WorkflowID:          fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, f.offset+next),
-				WorkflowTaskTimeout: lifecycle.TaskTimeout,
-			})
 			in := f.in
 			in.Batch = f.offset + next
-			child := f.kind.Workflow.ExecuteChild(cctx, in)
-			sel.AddFuture(child.ChildWorkflowFuture, func(workflow.Future) {
-				var r lifecycle.BatchResult
-				err := child.Get(ctx, &r)
+			var done workflow.Future
+			var r lifecycle.BatchResult
+			if inline {
+				var set workflow.Settable
+				done, set = workflow.NewFuture(ctx)
+				workflow.Go(ctx, func(ctx workflow.Context) {
+					var err error
+					r, err = runBatch(ctx, f.gates, in, f.kind, nil, f.settled)
+					set.Set(nil, err)
+				})
+			} else {
+				cctx := workflow.WithChildOptions(ctx, workflow.ChildWorkflowOptions{
+					WorkflowID:          fmt.Sprintf("%s/%s-%d", workflow.GetInfo(ctx).WorkflowExecution.ID, prefix, f.offset+next),
+					WorkflowTaskTimeout: lifecycle.TaskTimeout,
+				})
+				done = f.kind.Workflow.ExecuteChild(cctx, in).ChildWorkflowFuture
+			}
+			sel.AddFuture(done, func(done workflow.Future) {
+				err := done.Get(ctx, &r) // an inline batch's result is in r already
 				add(&total, r)
 				running--
 				if err != nil && firstErr == nil {

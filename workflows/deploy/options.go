@@ -21,6 +21,13 @@ import (
 // clusters each, at most a few hundred cluster activities are in flight per operation.
 const BatchWindow = 4
 
+// inlineBatches is how many batches a workflow runs itself rather than as child
+// workflows: a child costs Temporal an execution of its own, its start and its end, and
+// two of its tasks more than the activity it runs. Up to 8 batches (2,000 clusters by
+// default) add a few events each to the workflow's history; more go to children, which
+// keep each history bounded however large the fleet.
+const inlineBatches = 8
+
 // GroupSize is how many clusters of a batch one group activity works on (runBatch); 1 or
 // less: one activity per cluster. The worker sets it at start (--apply-group); a run
 // records the value it used, so changing it never disturbs a replay.

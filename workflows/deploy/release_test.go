@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 
 	"github.com/stretchr/testify/mock"
 	"go.temporal.io/sdk/activity"
+	"go.temporal.io/sdk/converter"
 	"go.temporal.io/sdk/testsuite"
 	"go.temporal.io/sdk/workflow"
 
@@ -221,6 +223,50 @@ func TestARolloutsGatesTakeWhatIsReadyOnceAppliedFollowingTheRunsRelease(t *test
 				if g := f.gated[k]; len(g) == 0 || slices.Contains(g, !c.gate) {
 					t.Errorf("%s's reads gated %v, want %v", k, g, c.gate)
 				}
+			}
+		})
+	}
+}
+
+// From release 13 up to inlineBatches batches run in the operation's own workflow; more,
+// and every fan-out of earlier runs, go to child workflows. Either way every cluster is
+// applied once and every batch counted.
+func TestFewBatchesRunInlineFollowingTheRunsRelease(t *testing.T) {
+	for name, c := range map[string]struct {
+		release  workflow.Version
+		batches  int
+		children int
+	}{
+		"release 12, 3 batches": {releaseGateApplied, 3, 3},
+		"release 13, 3 batches": {releaseInlineBatches, 3, 0},
+		"release 13, 9 batches": {releaseInlineBatches, inlineBatches + 1, inlineBatches + 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f := newFakes()
+			f.plan = lifecycle.Plan{Apps: 1, Clusters: 2 * c.batches, Batches: c.batches}
+			f.clusters = func(b int) []string { return []string{fmt.Sprintf("cp+b%d-1", b), fmt.Sprintf("cp+b%d-2", b)} }
+			children := 0
+			err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
+				env.OnGetVersion(changeRelease, workflow.DefaultVersion, releaseLatest).Return(c.release)
+				env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
+					if info.WorkflowType.Name == lifecycle.WorkflowApplyBatch {
+						children++
+					}
+				})
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if children != c.children || len(f.applied) != 2*c.batches || len(f.counted) != c.batches {
+				t.Errorf("%d batch children, applied %v, batches counted %v", children, f.applied, f.counted)
+			}
+			for k, n := range f.applied {
+				if n != 1 {
+					t.Errorf("%s applied %d times", k, n)
+				}
+			}
+			if fin := f.finish(t); fin.Status != lifecycle.StatusInstantiated {
+				t.Errorf("finished %+v", fin)
 			}
 		})
 	}

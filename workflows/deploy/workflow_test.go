@@ -433,7 +433,7 @@ func TestInstantiateFansOutBatchesAsChildWorkflows(t *testing.T) {
 // lifecycle.TaskTimeout, not Temporal's default 10 s.
 func TestBatchWorkflowTasksTimeOutSooner(t *testing.T) {
 	f := newFakes()
-	f.plan = lifecycle.Plan{Apps: 1, Clusters: 2, Batches: 2}
+	f.plan = lifecycle.Plan{Apps: 1, Clusters: 2, Batches: inlineBatches + 1}
 	var timeouts []time.Duration
 	err := run(t, f, Instantiate, func(env *testsuite.TestWorkflowEnvironment) {
 		env.SetOnChildWorkflowStartedListener(func(info *workflow.Info, _ workflow.Context, _ converter.EncodedValues) {
@@ -443,7 +443,7 @@ func TestBatchWorkflowTasksTimeOutSooner(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(timeouts) != 2 || timeouts[0] != lifecycle.TaskTimeout || timeouts[1] != lifecycle.TaskTimeout {
+	if len(timeouts) != inlineBatches+1 || slices.ContainsFunc(timeouts, func(d time.Duration) bool { return d != lifecycle.TaskTimeout }) {
 		t.Errorf("batch workflow task timeouts %v, want %s each", timeouts, lifecycle.TaskTimeout)
 	}
 }
@@ -833,11 +833,12 @@ func TestANewRunRecordsOnlyTheReleaseGate(t *testing.T) {
 		batches int
 		runs    int // the workflow and its batch children
 	}{
-		"instantiate":            {Instantiate, opInput, 1, 1},
-		"instantiate in batches": {Instantiate, opInput, 3, 4},
-		"terminate":              {Terminate, leftovers, 1, 1},
-		"update":                 {Update, updateInput, 1, 1},
-		"read":                   {ReadClusterStatus, lifecycle.ReadInput{ContextID: "42"}, 1, 1},
+		"instantiate":             {Instantiate, opInput, 1, 1},
+		"instantiate in batches":  {Instantiate, opInput, 3, 1},
+		"instantiate in children": {Instantiate, opInput, inlineBatches + 1, inlineBatches + 2},
+		"terminate":               {Terminate, leftovers, 1, 1},
+		"update":                  {Update, updateInput, 1, 1},
+		"read":                    {ReadClusterStatus, lifecycle.ReadInput{ContextID: "42"}, 1, 1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			f := newFakes()
