@@ -61,9 +61,13 @@ func TestAGateReadsOnlyWhatCanStillBeUnready(t *testing.T) {
 		}}}
 	}
 	read := func(how reading) ([]string, []appctx.Live, lifecycle.ClusterResult) {
+		mu.Lock()
 		got = nil
+		mu.Unlock()
 		p := placements()
 		res := c.read(context.Background(), nil, p, how)
+		mu.Lock()
+		defer mu.Unlock()
 		return slices.Clone(got), p[0].Live, res
 	}
 
