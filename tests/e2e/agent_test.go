@@ -104,7 +104,7 @@ func TestAgentClusterDeploysThroughItsAgent(t *testing.T) {
 		}
 	}
 	// Ready as the agent reports what its cluster shows (kwok runs the Deployment's pod).
-	d.await("Ready", time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
+	d.await("Ready", 3*time.Minute, "?status=ready&output=summary", func(s status) bool { return s.ReadyStatus == "Ready" })
 
 	// Update: the chart without its Service; the agent deletes it after applying the rest.
 	d.c.multipart("PUT", d.ca()+"/apps/aweb", res("aweb", nil), testenv.Chart("aweb", "replicas: 1\nmessage: default\n",

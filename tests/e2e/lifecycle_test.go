@@ -13,10 +13,8 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/digstate"
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
 	"github.com/temco/temco/internal/dev/testenv/poll"
@@ -334,15 +332,7 @@ func TestAStrandedTerminateRunsWhenAskedAgain(t *testing.T) {
 	acc := d.operate(lifecycle.OpInstantiate)
 	d.await("Instantiated", 2*time.Minute, "", func(s status) bool { return s.Status == lifecycle.StatusInstantiated })
 	ctx := context.Background()
-	st, mc, err := store.Open(ctx, stack.Mongo.URI(), "temco")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Disconnect(ctx)
-	contexts, err := appctx.New(ctx, st.Database())
-	if err != nil {
-		t.Fatal(err)
-	}
+	st, contexts := openStore(t)
 	// What a terminate's begin writes, with no terminate workflow after it.
 	if _, err := digstate.Change(ctx, st, d.ref().ID(), func(lifecycle.StateInfo) ([]lifecycle.Action, error) {
 		return []lifecycle.Action{{State: lifecycle.StateTerminated, ContextID: acc.ContextID, Revision: 1}}, nil

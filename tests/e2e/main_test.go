@@ -5,6 +5,7 @@ package e2e
 
 import (
 	"cmp"
+	"context"
 	"flag"
 	"fmt"
 	"os"
@@ -12,7 +13,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
+	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/devstack"
 	"github.com/temco/temco/internal/dev/testenv"
 )
@@ -112,4 +115,21 @@ func registerClusters() error {
 		}
 	}
 	return nil
+}
+
+// openStore opens the stack's store as the worker and the api do, for a test that reads or
+// writes what they keep; it is closed when the test ends.
+func openStore(t *testing.T) (*store.Store, *appctx.Store) {
+	t.Helper()
+	ctx := context.Background()
+	st, mc, err := store.Open(ctx, stack.Mongo.URI(), "temco")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = mc.Disconnect(context.Background()) })
+	contexts, err := appctx.New(ctx, st.Database())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st, contexts
 }

@@ -11,7 +11,6 @@ import (
 
 	"github.com/temco/temco/internal/core/appctx"
 	"github.com/temco/temco/internal/core/lifecycle"
-	"github.com/temco/temco/internal/core/store"
 	"github.com/temco/temco/internal/dev/testenv"
 )
 
@@ -354,15 +353,7 @@ func TestRolloutRollbackFollowsTheStagesByLabel(t *testing.T) {
 	// What the stages' last reads stored: the gate of rest took cluster3's applied
 	// ConfigMap as applied and read its Deployment; edge's bake read everything.
 	ctx := context.Background()
-	st, mc, err := store.Open(ctx, stack.Mongo.URI(), "temco")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer mc.Disconnect(ctx)
-	contexts, err := appctx.New(ctx, st.Database())
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, contexts := openStore(t)
 	for cluster, asApplied := range map[string]bool{"cluster1": false, "cluster3": true} {
 		placed, err := contexts.Placements(ctx, back.ContextID, appctx.Filter{Apps: []string{"rlweb"}, Clusters: []string{provider + "+" + cluster}})
 		if err != nil || len(placed) != 1 || len(placed[0].Live) != len(placed[0].Resources) {
